@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: MIT */
+#include "io/fault.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int parse_errno(const char *v)
+{
+	static const struct { const char *name; int value; } names[] = {
+		{ "EIO", EIO }, { "ENOSPC", ENOSPC }, { "ENODEV", ENODEV },
+		{ "ETIMEDOUT", ETIMEDOUT }, { "EILSEQ", EILSEQ }, { "ENXIO", ENXIO },
+	};
+	char *end;
+	long n;
+
+	for (size_t i = 0; i < FF_ARRAY_SIZE(names); i++)
+		if (strcmp(v, names[i].name) == 0)
+			return names[i].value;
+	n = strtol(v, &end, 10);
+	return (*end == '\0' && n > 0 && n < 4096) ? (int)n : -1;
+}
+
+static int parse_u64(const char *v, uint64_t *out)
+{
+	return ff_parse_size(v, out);
+}
+
+static int parse_pair(const char *key, const char *val, struct ff_fault_rule *r)
+{
+	uint64_t n;
+
+	if (strcmp(key, "op") == 0) {
+		if (strcmp(val, "r") == 0) r->ops = FF_FAULT_READ;
+		else if (strcmp(val, "w") == 0) r->ops = FF_FAULT_WRITE;
+		else if (strcmp(val, "rw") == 0) r->ops = FF_FAULT_READ | FF_FAULT_WRITE;
+		else return -EINVAL;
+		return 0;
+	}
+	if (strcmp(key, "err") == 0) {
+		r->error = parse_errno(val);
+		return r->error > 0 ? 0 : -EINVAL;
+	}
+	if (parse_u64(val, &n) < 0)
+		return -EINVAL;
+	if (strcmp(key, "after") == 0) r->after_ops = n;
+	else if (strcmp(key, "from") == 0) r->off_start = n;
+	else if (strcmp(key, "to") == 0) r->off_end = n;
+	else if (strcmp(key, "lat_us") == 0 && n <= UINT32_MAX) r->latency_us = (uint32_t)n;
+	else if (strcmp(key, "lat_ms") == 0 && n <= UINT32_MAX / 1000) r->latency_us = (uint32_t)n * 1000;
+	else if (strcmp(key, "flip") == 0 && n <= 4096) r->flip_bits = (uint32_t)n;
+	else return -EINVAL;
+	return 0;
+}
+
+int ff_fault_parse(const char *spec, struct ff_fault_rule *rule, struct ff_err *err)
+{
+	char buf[256];
+	char *save = NULL;
+
+	memset(rule, 0, sizeof(*rule));
+	rule->ops = FF_FAULT_READ | FF_FAULT_WRITE;
+	if (strlen(spec) >= sizeof(buf)) {
+		ff_err_set(err, "fault rule too long: %.40s...", spec);
+		return -EINVAL;
+	}
+	strcpy(buf, spec);
+	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(tok, '=');
+
+		if (!eq || (*eq = '\0', parse_pair(tok, eq + 1, rule) < 0)) {
+			ff_err_set(err, "bad fault rule item '%s%s%s'", tok, eq ? "=" : "",
+				   eq ? eq + 1 : "");
+			return -EINVAL;
+		}
+	}
+	if (rule->off_end && rule->off_end <= rule->off_start) {
+		ff_err_set(err, "fault rule range is empty: %s", spec);
+		return -EINVAL;
+	}
+	if (!rule->error && !rule->latency_us && !rule->flip_bits) {
+		ff_err_set(err, "fault rule does nothing (give err=, lat_us= or flip=): %s", spec);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int ff_fault_add(struct ff_member *m, const struct ff_fault_rule *rule)
+{
+	struct ff_fault *f = m->fault;
+	unsigned n;
+
+	if (!f) {
+		f = calloc(1, sizeof(*f));
+		if (!f)
+			return -ENOMEM;
+		m->fault = f;
+	}
+	n = atomic_load(&f->nrules);
+	if (n >= FF_FAULT_RULES_MAX)
+		return -ENOSPC;
+	f->rule[n] = *rule;
+	atomic_store(&f->seen[n], 0);
+	atomic_store(&f->nrules, n + 1); /* publishes the rule filled in above */
+	return 0;
+}
+
+void ff_fault_clear(struct ff_member *m)
+{
+	if (m->fault)
+		atomic_store(&m->fault->nrules, 0);
+}
+
+static struct ff_member *find_member(struct ff_member *const *members, unsigned n, const char *sel)
+{
+	for (unsigned i = 0; i < n; i++) {
+		const char *base = strrchr(members[i]->path, '/');
+
+		if (strcmp(members[i]->path, sel) == 0 || (base && strcmp(base + 1, sel) == 0))
+			return members[i];
+	}
+	return NULL;
+}
+
+int ff_fault_apply_text(struct ff_member *const *members, unsigned n, const char *text,
+			struct ff_err *err)
+{
+	char buf[1024];
+	char *save = NULL;
+
+	if (strlen(text) >= sizeof(buf)) {
+		ff_err_set(err, "fault text too long");
+		return -EINVAL;
+	}
+	strcpy(buf, text);
+	for (char *tok = strtok_r(buf, ";", &save); tok; tok = strtok_r(NULL, ";", &save)) {
+		char *at = strrchr(tok, '@');
+		struct ff_fault_rule rule;
+		struct ff_member *m;
+		int rc;
+
+		if (!at) {
+			ff_err_set(err, "fault rule '%s' lacks MEMBER@", tok);
+			return -EINVAL;
+		}
+		*at = '\0';
+		m = find_member(members, n, tok);
+		if (!m) {
+			ff_err_set(err, "fault rule names '%s', which is not a member", tok);
+			return -ENOENT;
+		}
+		rc = ff_fault_parse(at + 1, &rule, err);
+		if (rc < 0)
+			return rc;
+		rc = ff_fault_add(m, &rule);
+		if (rc < 0) {
+			ff_err_set(err, "%s: cannot add fault rule: %s", m->path, strerror(-rc));
+			return rc;
+		}
+		ff_log(FF_LOG_WARN, "fault injection armed on %s: %s", m->path, at + 1);
+	}
+	return 0;
+}
+
+void ff_fault_check(struct ff_fault *f, unsigned op, uint64_t off, uint32_t len,
+		    struct ff_fault_action *act)
+{
+	unsigned n = atomic_load(&f->nrules);
+
+	memset(act, 0, sizeof(*act));
+	for (unsigned i = 0; i < n; i++) {
+		const struct ff_fault_rule *r = &f->rule[i];
+
+		if (!(r->ops & op))
+			continue;
+		if (off + len <= r->off_start || (r->off_end && off >= r->off_end))
+			continue;
+		if (atomic_fetch_add(&f->seen[i], 1) < r->after_ops)
+			continue;
+		if (r->error && !act->error)
+			act->error = r->error;
+		act->latency_us = FF_MAX(act->latency_us, r->latency_us);
+		if (op == FF_FAULT_READ)
+			act->flip_bits += r->flip_bits;
+	}
+	if (act->error || act->latency_us || act->flip_bits)
+		atomic_fetch_add(&f->fired, 1);
+}
+
+void ff_fault_flip(struct ff_fault *f, void *buf, uint32_t len, uint32_t nbits)
+{
+	uint64_t x = atomic_fetch_add(&f->flip_seq, 1) * 0x9E3779B97F4A7C15ull + 1;
+	uint8_t *p = buf;
+
+	for (uint32_t i = 0; i < nbits && len > 0; i++) {
+		/* xorshift: repeatable positions, spread over the buffer */
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		p[(x >> 3) % len] ^= (uint8_t)(1u << (x & 7));
+	}
+}

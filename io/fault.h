@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The fault-injecting member: the one fake the project allows.  Rules
+ * attached to a real member make matching I/Os fail with an errno, arrive
+ * late, or return flipped bits, so that tests can say exactly which fault
+ * they inject.  Rules may be added while I/O runs (append-only, published
+ * by an atomic count); ff_fault_clear() disarms them all.
+ *
+ * Text form (FRAMEFS_FAULT, framefs-admin, tests), rules separated by ';':
+ *     SELECTOR@op=r|w|rw,err=EIO,after=N,from=SIZE,to=SIZE,lat_us=N,flip=N
+ * SELECTOR is a member path as given, or its basename.  Omitted keys mean:
+ * both ops, no error, no delay, the whole member, from the first op.
+ */
+#ifndef FF_FAULT_H
+#define FF_FAULT_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "io/member.h"
+
+enum { FF_FAULT_READ = 1u, FF_FAULT_WRITE = 2u };
+#define FF_FAULT_RULES_MAX 8
+
+struct ff_fault_rule {
+	unsigned ops;        /* FF_FAULT_READ | FF_FAULT_WRITE */
+	uint64_t off_start;  /* member byte range [off_start, off_end) */
+	uint64_t off_end;    /* 0 = to the end of the member */
+	uint64_t after_ops;  /* this many matching ops pass before the rule fires */
+	int error;           /* positive errno, 0 = do not fail */
+	uint32_t latency_us; /* added before the op is issued */
+	uint32_t flip_bits;  /* bits flipped in the data of each matching read */
+};
+
+struct ff_fault_action {
+	int error;
+	uint32_t latency_us;
+	uint32_t flip_bits;
+};
+
+struct ff_fault {
+	struct ff_fault_rule rule[FF_FAULT_RULES_MAX];
+	_Atomic uint64_t seen[FF_FAULT_RULES_MAX]; /* matching ops per rule */
+	_Atomic unsigned nrules;
+	_Atomic uint64_t fired;                   /* ops a rule acted on */
+	_Atomic uint64_t flip_seq;                /* makes flipped positions repeatable */
+};
+
+/* Parse one rule's key=value list (the part after '@'). */
+int ff_fault_parse(const char *spec, struct ff_fault_rule *rule, struct ff_err *err);
+
+/* Arm a rule on member m (allocates the fault block on first use). */
+int ff_fault_add(struct ff_member *m, const struct ff_fault_rule *rule);
+void ff_fault_clear(struct ff_member *m);
+
+/* Apply a whole FRAMEFS_FAULT-style text to the members it names. */
+int ff_fault_apply_text(struct ff_member *const *members, unsigned n, const char *text,
+			struct ff_err *err);
+
+/* Decide what happens to one I/O; act is zeroed when nothing fires. */
+void ff_fault_check(struct ff_fault *f, unsigned op, uint64_t off, uint32_t len,
+		    struct ff_fault_action *act);
+
+/* Flip nbits bits of buf at positions derived from a sequence number. */
+void ff_fault_flip(struct ff_fault *f, void *buf, uint32_t len, uint32_t nbits);
+
+#endif

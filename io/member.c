@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: MIT */
+#include "io/member.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+/* Block devices answer the size and block-size ioctls; files answer statx.
+ * Either way the O_DIRECT alignment comes from STATX_DIOALIGN when the
+ * kernel knows it (6.1+), else from the logical block size. */
+static int member_probe(struct ff_member *m, struct ff_err *err)
+{
+	struct statx stx;
+
+	if (statx(m->fd, "", AT_EMPTY_PATH, STATX_BASIC_STATS | STATX_DIOALIGN, &stx) < 0) {
+		int e = errno;
+		ff_err_set(err, "%s: cannot stat: %s", m->path, strerror(e));
+		return -e;
+	}
+	m->st_dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
+	m->st_ino = stx.stx_ino;
+	m->st_rdev = makedev(stx.stx_rdev_major, stx.stx_rdev_minor);
+	if (S_ISBLK(stx.stx_mode)) {
+		uint64_t bytes = 0;
+		int lbs = 0;
+
+		m->is_bdev = true;
+		if (ioctl(m->fd, BLKGETSIZE64, &bytes) < 0 || ioctl(m->fd, BLKSSZGET, &lbs) < 0) {
+			int e = errno;
+			ff_err_set(err, "%s: cannot read device size: %s", m->path, strerror(e));
+			return -e;
+		}
+		m->size_bytes = bytes;
+		m->lbs = (uint32_t)lbs;
+	} else if (S_ISREG(stx.stx_mode)) {
+		m->is_bdev = false;
+		m->size_bytes = stx.stx_size;
+		m->lbs = 512;
+	} else {
+		ff_err_set(err, "%s: not a block device or regular file", m->path);
+		return -EINVAL;
+	}
+	if ((stx.stx_mask & STATX_DIOALIGN) && stx.stx_dio_offset_align) {
+		m->dio_mem_align = stx.stx_dio_mem_align;
+		m->dio_off_align = stx.stx_dio_offset_align;
+		if (!m->is_bdev)
+			m->lbs = FF_MAX(m->lbs, m->dio_off_align);
+	} else {
+		m->dio_mem_align = m->lbs;
+		m->dio_off_align = m->lbs;
+	}
+	if (!FF_IS_POW2(m->lbs) || m->lbs > FF_BUF_ALIGN || m->dio_mem_align > FF_BUF_ALIGN ||
+	    m->dio_off_align > FF_BUF_ALIGN) {
+		ff_err_set(err, "%s: unsupported block size %u (dio alignment %u/%u)", m->path, m->lbs,
+			   m->dio_mem_align, m->dio_off_align);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int ff_member_open(struct ff_member *m, const char *path, bool read_only, struct ff_err *err)
+{
+	int flags = (read_only ? O_RDONLY : O_RDWR) | O_DIRECT | O_CLOEXEC;
+	int rc;
+
+	memset(m, 0, sizeof(*m));
+	m->fd = -1;
+	if (strlen(path) >= sizeof(m->path)) {
+		ff_err_set(err, "%.64s...: path too long", path);
+		return -ENAMETOOLONG;
+	}
+	strcpy(m->path, path);
+	m->read_only = read_only;
+	m->fd = open(path, flags);
+	if (m->fd < 0) {
+		int e = errno;
+		if (e == EINVAL)
+			ff_err_set(err, "%s: cannot open with O_DIRECT (filesystem does not support it)",
+				   path);
+		else
+			ff_err_set(err, "%s: cannot open: %s", path, strerror(e));
+		return -e;
+	}
+	rc = member_probe(m, err);
+	if (rc < 0) {
+		ff_member_close(m);
+		return rc;
+	}
+	ff_nvme_identify(m);
+	return 0;
+}
+
+void ff_member_close(struct ff_member *m)
+{
+	if (m->fd >= 0)
+		close(m->fd);
+	m->fd = -1;
+}
+
+bool ff_member_same(const struct ff_member *m, const struct ff_member *other)
+{
+	if (m->is_bdev && other->is_bdev)
+		return m->st_rdev == other->st_rdev;
+	return m->st_dev == other->st_dev && m->st_ino == other->st_ino;
+}
+
+const char *ff_member_describe(const struct ff_member *m, char *buf, size_t len)
+{
+	if (m->nvme.is_nvme)
+		snprintf(buf, len, "%s S/N %s FW %s nsid %u LBA %u", m->nvme.model, m->nvme.serial,
+			 m->nvme.firmware, m->nvme.nsid, m->nvme.lba_bytes);
+	else
+		snprintf(buf, len, "not NVMe (%s)", m->is_bdev ? "block device" : "file");
+	return buf;
+}
+
+int ff_member_pread(struct ff_member *m, void *buf, size_t len, uint64_t off)
+{
+	size_t done = 0;
+
+	FF_ASSERT(((uintptr_t)buf % m->dio_mem_align) == 0);
+	while (done < len) {
+		ssize_t n = pread(m->fd, (char *)buf + done, len - done, (off_t)(off + done));
+
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO; /* beyond the end: the member shrank or the request is wrong */
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+int ff_member_pwrite(struct ff_member *m, const void *buf, size_t len, uint64_t off)
+{
+	size_t done = 0;
+
+	FF_ASSERT(((uintptr_t)buf % m->dio_mem_align) == 0);
+	if (m->read_only)
+		return -EROFS;
+	while (done < len) {
+		ssize_t n = pwrite(m->fd, (const char *)buf + done, len - done, (off_t)(off + done));
+
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -ENOSPC;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+int ff_member_flush(struct ff_member *m)
+{
+	return fdatasync(m->fd) < 0 ? -errno : 0;
+}

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A member is one block device or regular file that holds a slice of the
+ * array.  Everything about it (size, logical block size, O_DIRECT
+ * alignment, NVMe identity) is read from the system at open time, never
+ * assumed.  A member may carry fault-injection rules (tests only).
+ */
+#ifndef FF_MEMBER_H
+#define FF_MEMBER_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "io/ff_common.h"
+
+struct ff_fault;
+
+struct ff_nvme_id {
+	bool is_nvme;
+	char model[41];
+	char serial[21];
+	char firmware[9];
+	uint32_t nsid;
+	uint32_t lba_bytes;          /* formatted LBA data size */
+	uint32_t max_transfer_bytes; /* MDTS, 0 = no limit reported */
+};
+
+struct ff_member {
+	char path[PATH_MAX];
+	int fd;
+	bool is_bdev;
+	bool read_only;
+	dev_t st_dev;        /* identity of the underlying object, to refuse duplicates */
+	ino_t st_ino;
+	dev_t st_rdev;
+	uint64_t size_bytes;
+	uint32_t lbs;            /* logical block size: smallest I/O unit */
+	uint32_t dio_mem_align;  /* O_DIRECT buffer alignment */
+	uint32_t dio_off_align;  /* O_DIRECT offset/length alignment */
+	struct ff_nvme_id nvme;
+	struct ff_fault *fault;  /* NULL unless a test injects faults */
+};
+
+/* Open path O_DIRECT (read-write unless read_only).  Fills every field from
+ * the system.  -errno with a one-line message naming the path in err. */
+int ff_member_open(struct ff_member *m, const char *path, bool read_only, struct ff_err *err);
+void ff_member_close(struct ff_member *m);
+
+/* Identity through libnvme; leaves is_nvme false for anything else. */
+void ff_nvme_identify(struct ff_member *m);
+
+/* "Samsung PM1733 S/N ... FW ..." or "not NVMe". */
+const char *ff_member_describe(const struct ff_member *m, char *buf, size_t len);
+
+/* True when m and other are the same underlying file or device. */
+bool ff_member_same(const struct ff_member *m, const struct ff_member *other);
+
+/* Synchronous O_DIRECT helpers for start-up paths (superblocks, assembly);
+ * the data path goes through io/uring.h.  Short transfers are completed;
+ * return 0 or -errno. */
+int ff_member_pread(struct ff_member *m, void *buf, size_t len, uint64_t off);
+int ff_member_pwrite(struct ff_member *m, const void *buf, size_t len, uint64_t off);
+int ff_member_flush(struct ff_member *m);
+
+#endif

@@ -1,0 +1,369 @@
+/* SPDX-License-Identifier: MIT */
+#include "io/uring.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "io/fault.h"
+
+#define RETRIES_MAX 1000
+#define ERRORS_LOGGED_MAX 32
+
+/* user_data tags: requests are at least 8-byte aligned, so the low bit marks
+ * a completion of the fault-injection delay timer rather than of the op. */
+#define TAG_DELAY 1ul
+
+int ff_ring_init(struct ff_ring *r, struct ff_member *const *members, unsigned nmembers,
+		 unsigned depth)
+{
+	struct io_uring_params p;
+	int fds[256];
+	int rc;
+
+	FF_ASSERT(depth > 0 && depth <= 4096);
+	FF_ASSERT(nmembers <= 256);
+	memset(r, 0, sizeof(*r));
+	r->members = members;
+	r->nmembers = nmembers;
+	r->depth = depth;
+	r->wake_fd = -1;
+	memset(&p, 0, sizeof(p));
+	/* CQ twice the SQ so that completions of a full SQ plus delay timers
+	 * can never overflow. */
+	p.flags = IORING_SETUP_CQSIZE | IORING_SETUP_COOP_TASKRUN;
+	p.cq_entries = depth * 2 + 2;
+	rc = io_uring_queue_init_params(depth + 1, &r->ring, &p);
+	if (rc == -EINVAL) {
+		p.flags = IORING_SETUP_CQSIZE;
+		rc = io_uring_queue_init_params(depth + 1, &r->ring, &p);
+	}
+	if (rc < 0)
+		return rc;
+	for (unsigned i = 0; i < nmembers; i++)
+		fds[i] = members[i]->fd;
+	if (nmembers) {
+		rc = io_uring_register_files(&r->ring, fds, nmembers);
+		if (rc < 0) {
+			io_uring_queue_exit(&r->ring);
+			return rc;
+		}
+	}
+	return 0;
+}
+
+void ff_ring_exit(struct ff_ring *r)
+{
+	FF_ASSERT(!r->inflight || r->wake_fd >= 0);
+	io_uring_queue_exit(&r->ring);
+}
+
+int ff_ring_register_buffers(struct ff_ring *r, const struct iovec *iov, unsigned n)
+{
+	int rc;
+
+	if (n > FF_RING_REGBUF_MAX)
+		return -E2BIG;
+	if (r->nregbuf)
+		io_uring_unregister_buffers(&r->ring);
+	r->nregbuf = 0;
+	rc = io_uring_register_buffers(&r->ring, iov, n);
+	if (rc < 0)
+		return rc;
+	memcpy(r->regbuf, iov, n * sizeof(*iov));
+	r->nregbuf = n;
+	return 0;
+}
+
+static int regbuf_index(const struct ff_ring *r, const void *buf, uint32_t len)
+{
+	for (unsigned i = 0; i < r->nregbuf; i++) {
+		const char *base = r->regbuf[i].iov_base;
+
+		if ((const char *)buf >= base &&
+		    (const char *)buf + len <= base + r->regbuf[i].iov_len)
+			return (int)i;
+	}
+	return -1;
+}
+
+static void push_done(struct ff_ring *r, struct ff_io_req *req)
+{
+	req->next = NULL;
+	if (r->done_tail)
+		r->done_tail->next = req;
+	else
+		r->done_head = req;
+	r->done_tail = req;
+}
+
+static void push_backlog_front(struct ff_ring *r, struct ff_io_req *req)
+{
+	req->next = r->backlog_head;
+	r->backlog_head = req;
+	if (!r->backlog_tail)
+		r->backlog_tail = req;
+}
+
+/* Prepare one SQE for req; the caller has checked space and the depth cap. */
+static void prep_op(struct ff_ring *r, struct io_uring_sqe *sqe, struct ff_io_req *req)
+{
+	char *buf = (char *)req->buf + req->done;
+	uint32_t len = req->len - req->done;
+	uint64_t off = req->off + req->done;
+	int bi;
+
+	switch (req->op) {
+	case FF_IO_READ:
+		bi = regbuf_index(r, buf, len);
+		if (bi >= 0)
+			io_uring_prep_read_fixed(sqe, req->member, buf, len, off, bi);
+		else
+			io_uring_prep_read(sqe, req->member, buf, len, off);
+		break;
+	case FF_IO_WRITE:
+		bi = regbuf_index(r, buf, len);
+		if (bi >= 0)
+			io_uring_prep_write_fixed(sqe, req->member, buf, len, off, bi);
+		else
+			io_uring_prep_write(sqe, req->member, buf, len, off);
+		break;
+	case FF_IO_FSYNC:
+		io_uring_prep_fsync(sqe, req->member, IORING_FSYNC_DATASYNC);
+		break;
+	default:
+		FF_ASSERT(!"unknown op");
+	}
+	sqe->flags |= IOSQE_FIXED_FILE;
+	io_uring_sqe_set_data(sqe, req);
+}
+
+/* First dispatch of a request: consult the member's fault rules. */
+static bool fault_gate(struct ff_ring *r, struct ff_io_req *req)
+{
+	struct ff_member *m = r->members[req->member];
+	struct ff_fault_action act;
+
+	if (!m->fault || req->op == FF_IO_FSYNC || req->done || req->delayed)
+		return true;
+	ff_fault_check(m->fault, req->op == FF_IO_READ ? FF_FAULT_READ : FF_FAULT_WRITE,
+		       req->off, req->len, &act);
+	req->flip_bits = act.flip_bits;
+	if (act.error) {
+		req->result = -act.error;
+		push_done(r, req);
+		return false;
+	}
+	if (act.latency_us) {
+		req->delay.tv_sec = act.latency_us / 1000000;
+		req->delay.tv_nsec = (long long)(act.latency_us % 1000000) * 1000;
+		req->delayed = 1;
+	}
+	return true;
+}
+
+/* Move backlog requests into SQEs while space and the depth cap allow. */
+static void fill_sq(struct ff_ring *r)
+{
+	while (r->backlog_head && r->inflight + r->queued < r->depth) {
+		struct ff_io_req *req = r->backlog_head;
+		struct io_uring_sqe *sqe;
+
+		r->backlog_head = req->next;
+		if (!r->backlog_head)
+			r->backlog_tail = NULL;
+		if (!fault_gate(r, req))
+			continue;
+		sqe = io_uring_get_sqe(&r->ring);
+		FF_ASSERT(sqe != NULL); /* SQ has depth + 1 entries */
+		if (req->delayed == 1) {
+			io_uring_prep_timeout(sqe, &req->delay, 0, 0);
+			io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)req | TAG_DELAY);
+			req->delayed = 2;
+		} else {
+			prep_op(r, sqe, req);
+		}
+		r->queued++;
+	}
+}
+
+void ff_ring_queue(struct ff_ring *r, struct ff_io_req *req)
+{
+	FF_ASSERT(req->member < r->nmembers);
+	FF_ASSERT(req->op == FF_IO_FSYNC || (req->len > 0 && req->buf));
+	FF_ASSERT(((uintptr_t)req & TAG_DELAY) == 0);
+	req->done = 0;
+	req->retries = 0;
+	req->delayed = 0;
+	req->flip_bits = 0;
+	req->result = 0;
+	req->next = NULL;
+	if (r->backlog_tail)
+		r->backlog_tail->next = req;
+	else
+		r->backlog_head = req;
+	r->backlog_tail = req;
+}
+
+int ff_ring_submit(struct ff_ring *r)
+{
+	int rc;
+
+	fill_sq(r);
+	if (!r->queued)
+		return 0;
+	do {
+		rc = io_uring_submit(&r->ring);
+	} while (rc == -EINTR || rc == -EAGAIN);
+	if (rc < 0)
+		return rc;
+	r->inflight += (unsigned)rc;
+	r->queued -= (unsigned)rc;
+	return 0;
+}
+
+static void log_error(struct ff_ring *r, const struct ff_io_req *req)
+{
+	static const char *opname[] = { "?", "read", "write", "flush" };
+
+	if (r->errors_logged++ < ERRORS_LOGGED_MAX)
+		ff_log(FF_LOG_ERR, "member %s: %s of %u bytes at %llu failed: %s",
+		       r->members[req->member]->path, opname[req->op], req->len,
+		       (unsigned long long)req->off, strerror(-req->result));
+}
+
+/* One CQE for req: finish it, or put its remainder back on the backlog. */
+static void handle_cqe(struct ff_ring *r, struct ff_io_req *req, int res, bool delay_done)
+{
+	if (delay_done) {
+		req->delayed = 3; /* timer fired: issue the op itself */
+		push_backlog_front(r, req);
+		return;
+	}
+	if ((res == -EAGAIN || res == -EINTR) && req->retries++ < RETRIES_MAX) {
+		push_backlog_front(r, req);
+		return;
+	}
+	if (res > 0 && req->op != FF_IO_FSYNC) {
+		req->done += (uint32_t)res;
+		if (req->done < req->len) { /* short transfer: continue from there */
+			push_backlog_front(r, req);
+			return;
+		}
+		req->result = (int)req->len;
+	} else if (res == 0 && req->op != FF_IO_FSYNC) {
+		req->result = -EIO; /* end of member: it shrank under us */
+	} else {
+		req->result = res;
+	}
+	if (req->result > 0 && req->flip_bits)
+		ff_fault_flip(r->members[req->member]->fault, req->buf, req->len, req->flip_bits);
+	push_done(r, req);
+}
+
+static void rearm_wake(struct ff_ring *r)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
+
+	FF_ASSERT(sqe != NULL);
+	io_uring_prep_read(sqe, r->wake_fd, &r->wake_val, sizeof(r->wake_val), 0);
+	io_uring_sqe_set_data(sqe, &r->wake_req);
+	r->queued++;
+}
+
+int ff_ring_set_wake_fd(struct ff_ring *r, int efd)
+{
+	FF_ASSERT(r->wake_fd < 0);
+	r->wake_fd = efd;
+	rearm_wake(r); /* the wake read stays in flight and counts against depth */
+	return ff_ring_submit(r);
+}
+
+static unsigned drain_cq(struct ff_ring *r)
+{
+	struct io_uring_cqe *cqe;
+	unsigned head, seen = 0;
+
+	io_uring_for_each_cqe(&r->ring, head, cqe) {
+		uint64_t ud = io_uring_cqe_get_data64(cqe);
+		struct ff_io_req *req = (struct ff_io_req *)(uintptr_t)(ud & ~TAG_DELAY);
+
+		seen++;
+		r->inflight--;
+		if (req == &r->wake_req) {
+			r->woken = true;
+			rearm_wake(r);
+			continue;
+		}
+		handle_cqe(r, req, cqe->res, (ud & TAG_DELAY) != 0);
+	}
+	io_uring_cq_advance(&r->ring, seen);
+	return seen;
+}
+
+static int run_done(struct ff_ring *r)
+{
+	int n = 0;
+
+	while (r->done_head) {
+		struct ff_io_req *req = r->done_head;
+
+		r->done_head = req->next;
+		if (!r->done_head)
+			r->done_tail = NULL;
+		if (req->result < 0)
+			log_error(r, req);
+		n++;
+		if (req->complete)
+			req->complete(req);
+	}
+	return n;
+}
+
+int ff_ring_reap(struct ff_ring *r, bool wait)
+{
+	int rc, n = 0;
+
+	r->woken = false;
+	for (;;) {
+		rc = ff_ring_submit(r);
+		if (rc < 0)
+			return rc;
+		drain_cq(r);
+		n += run_done(r);
+		/* callbacks may have queued more work: push it before sleeping */
+		if (r->backlog_head || r->queued)
+			continue;
+		if (n > 0 || r->woken || !wait || !r->inflight)
+			return n;
+		rc = io_uring_submit_and_wait(&r->ring, 1);
+		if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -ETIME)
+			return rc;
+		if (rc > 0) {
+			r->inflight += (unsigned)rc;
+			r->queued -= (unsigned)rc;
+		}
+	}
+}
+
+int ff_ring_run(struct ff_ring *r, struct ff_io_req *reqs, unsigned n)
+{
+	unsigned left = n;
+	int first_err = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		FF_ASSERT(reqs[i].complete == NULL);
+		ff_ring_queue(r, &reqs[i]);
+	}
+	while (left > 0) {
+		int rc = ff_ring_reap(r, true);
+
+		if (rc < 0)
+			return rc;
+		left -= FF_MIN(left, (unsigned)rc);
+	}
+	for (unsigned i = 0; i < n; i++)
+		if (reqs[i].result < 0 && !first_err)
+			first_err = reqs[i].result;
+	return first_err;
+}

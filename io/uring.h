@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One io_uring ring per thread, over a fixed table of members.
+ *
+ * The caller owns every ff_io_req; the ring never allocates.  Requests are
+ * queued, submitted in batches, and completed by calling req->complete on
+ * the ring's thread from ff_ring_reap().  The ring finishes short transfers,
+ * retries -EAGAIN/-EINTR, applies the member's fault rules, and reports a
+ * final error once with the member's path.  At most `depth` requests are in
+ * the kernel at once; the rest wait in a backlog (a full queue waits, it
+ * never grows the kernel rings).
+ *
+ * Members are registered files; buffers inside regions given to
+ * ff_ring_register_buffers() go out as READ_FIXED/WRITE_FIXED.
+ */
+#ifndef FF_URING_H
+#define FF_URING_H
+
+#include <liburing.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "io/member.h"
+
+enum ff_io_op { FF_IO_READ = 1, FF_IO_WRITE = 2, FF_IO_FSYNC = 3 };
+
+struct ff_io_req {
+	/* set by the caller */
+	uint8_t op;
+	uint16_t member;   /* index into the ring's member table */
+	uint32_t len;
+	uint64_t off;      /* member byte offset */
+	void *buf;
+	void (*complete)(struct ff_io_req *req);
+	void *priv;
+	/* result: len on success, else -errno */
+	int result;
+	/* private to the ring */
+	uint32_t done;
+	uint16_t retries;
+	uint8_t delayed;
+	uint32_t flip_bits;
+	struct __kernel_timespec delay;
+	struct ff_io_req *next;
+};
+
+#define FF_RING_REGBUF_MAX 64
+
+struct ff_ring {
+	struct io_uring ring;
+	struct ff_member *const *members;
+	unsigned nmembers;
+	unsigned depth;
+	unsigned inflight;      /* SQEs the kernel owns (ops and delay timers) */
+	struct ff_io_req *backlog_head, *backlog_tail;
+	struct ff_io_req *done_head, *done_tail; /* completed without the kernel */
+	unsigned nregbuf;
+	struct iovec regbuf[FF_RING_REGBUF_MAX];
+	int wake_fd;            /* eventfd that interrupts ff_ring_reap, -1 if none */
+	uint64_t wake_val;
+	struct ff_io_req wake_req;
+	bool woken;
+	unsigned queued;        /* SQEs prepared but not yet submitted */
+	uint64_t errors_logged;
+};
+
+/* depth: maximum requests in the kernel at once (<= 4096). */
+int ff_ring_init(struct ff_ring *r, struct ff_member *const *members, unsigned nmembers,
+		 unsigned depth);
+void ff_ring_exit(struct ff_ring *r);
+
+/* Register buffer regions (start-up only; replaces earlier ones). */
+int ff_ring_register_buffers(struct ff_ring *r, const struct iovec *iov, unsigned n);
+
+/* An eventfd whose signal makes a blocking ff_ring_reap() return. */
+int ff_ring_set_wake_fd(struct ff_ring *r, int efd);
+
+/* Queue one request; it reaches the kernel on the next submit or reap. */
+void ff_ring_queue(struct ff_ring *r, struct ff_io_req *req);
+
+/* Push queued work to the kernel; returns 0 or -errno. */
+int ff_ring_submit(struct ff_ring *r);
+
+/* Submit, then complete what has finished.  With wait true, block until at
+ * least one request completes or the wake fd fires (returns at once if
+ * nothing is in flight).  Returns the number of requests completed. */
+int ff_ring_reap(struct ff_ring *r, bool wait);
+
+/* Requests queued, in flight or awaiting their callback. */
+static inline bool ff_ring_busy(const struct ff_ring *r)
+{
+	return r->inflight || r->backlog_head || r->done_head || r->queued;
+}
+
+/* Run reqs (an array) to completion and return the first error, 0 if none.
+ * Convenience for start-up and tests; complete callbacks must be NULL. */
+int ff_ring_run(struct ff_ring *r, struct ff_io_req *reqs, unsigned n);
+
+#endif

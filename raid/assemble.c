@@ -1,0 +1,584 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Array creation, assembly and member state.
+ *
+ * Every check runs before the first write: a wrong member, a duplicate, a
+ * member of another array or a member too small stops creation with a
+ * one-line message naming it, and nothing on any member has changed.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "io/fault.h"
+#include "raid/raid_i.h"
+
+static int sb_thread_start(struct ff_raid *r);
+static void sb_thread_stop(struct ff_raid *r);
+static int sb_write_locked(struct ff_raid *r, uint32_t array_state);
+
+static void close_all(struct ff_member *m, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		ff_member_close(&m[i]);
+		free(m[i].fault);
+		m[i].fault = NULL;
+	}
+}
+
+/* Open every path and refuse duplicates, naming both. */
+static int open_members(const char *const *paths, unsigned n, bool ro, struct ff_member *m,
+			struct ff_err *err)
+{
+	for (unsigned i = 0; i < n; i++) {
+		int rc = ff_member_open(&m[i], paths[i], ro, err);
+
+		if (rc < 0) {
+			close_all(m, i);
+			return rc;
+		}
+		for (unsigned j = 0; j < i; j++) {
+			if (ff_member_same(&m[i], &m[j])) {
+				ff_err_set(err, "%s and %s are the same member (given twice)", paths[j],
+					   paths[i]);
+				close_all(m, i + 1);
+				return -EINVAL;
+			}
+		}
+	}
+	return 0;
+}
+
+static uint32_t max_lbs(const struct ff_member *m, unsigned n)
+{
+	uint32_t a = 512;
+
+	for (unsigned i = 0; i < n; i++)
+		if (m[i].fd >= 0)
+			a = FF_MAX(a, FF_MAX(m[i].lbs, FF_MAX(m[i].dio_off_align, m[i].dio_mem_align)));
+	return a;
+}
+
+static void sb_fill_geometry(struct ff_member_sb *sb, const struct ff_geom *g)
+{
+	sb->level = ff_cpu_to_le32(g->level);
+	sb->nmembers = ff_cpu_to_le32(g->nmembers);
+	sb->chunk_bytes = ff_cpu_to_le32(g->chunk_bytes);
+	sb->meta_copies = ff_cpu_to_le32(g->meta_copies);
+	sb->member_bytes = ff_cpu_to_le64(g->member_bytes);
+	sb->data_offset = ff_cpu_to_le64(g->data_offset);
+	sb->nstripes = ff_cpu_to_le64(g->nstripes);
+	sb->meta_offset = ff_cpu_to_le64(g->meta_offset);
+	sb->meta_member_bytes = ff_cpu_to_le64(g->meta_member_bytes);
+}
+
+int ff_raid_create(const char *const *paths, unsigned n, const struct ff_raid_create_params *p,
+		   struct ff_err *err)
+{
+	struct ff_member *m = calloc(FF_MEMBERS_MAX, sizeof(*m));
+	struct ff_member_sb *sb = ff_alloc_aligned(sizeof(*sb));
+	struct ff_geom g;
+	unsigned smallest = 0;
+	int rc;
+
+	if (!m || !sb) {
+		free(m);
+		free(sb);
+		return -ENOMEM;
+	}
+	if (n > FF_MEMBERS_MAX) {
+		ff_err_set(err, "%u members given, at most %u supported", n, FF_MEMBERS_MAX);
+		rc = -EINVAL;
+		goto out_free;
+	}
+	rc = open_members(paths, n, false, m, err);
+	if (rc < 0)
+		goto out_free;
+	for (unsigned i = 0; i < n; i++) {
+		const char *sig = p->force ? NULL : ff_probe_signature(&m[i]);
+
+		if (sig) {
+			ff_err_set(err, "%s: carries a %s signature; use -f to overwrite it", paths[i], sig);
+			rc = -EEXIST;
+			goto out_close;
+		}
+		if (m[i].size_bytes < m[smallest].size_bytes)
+			smallest = i;
+	}
+	rc = ff_geom_compute(&g, p->level, n, p->chunk_bytes, n ? m[smallest].size_bytes : 0,
+			     p->meta_member_bytes, max_lbs(m, n), err);
+	if (rc < 0) {
+		if (rc == -ENOSPC) {
+			char msg[sizeof(err->msg)];
+
+			snprintf(msg, sizeof(msg), "%s", err->msg);
+			ff_err_set(err, "%s: %s", paths[smallest], msg);
+		}
+		goto out_close;
+	}
+	memset(sb, 0, sizeof(*sb));
+	sb->magic = ff_cpu_to_le64(FF_MEMBER_SB_MAGIC);
+	sb->version = ff_cpu_to_le32(FF_MEMBER_SB_VERSION);
+	sb->sb_bytes = ff_cpu_to_le32(FF_MEMBER_SB_BYTES);
+	ff_uuid_generate(sb->array_uuid);
+	sb->events = ff_cpu_to_le64(1);
+	sb->ctime_s = sb->utime_s = ff_cpu_to_le64((uint64_t)time(NULL));
+	sb->array_state = ff_cpu_to_le32(FF_ARRAY_CLEAN);
+	sb_fill_geometry(sb, &g);
+	snprintf(sb->label, sizeof(sb->label), "%s", p->label);
+	for (unsigned i = 0; i < n; i++) {
+		ff_uuid_generate(sb->roles[i].member_uuid);
+		sb->roles[i].state = ff_cpu_to_le32(FF_MEMBER_ACTIVE);
+	}
+	for (unsigned i = 0; i < n && rc == 0; i++) {
+		sb->role = ff_cpu_to_le32(i);
+		memcpy(sb->member_uuid, sb->roles[i].member_uuid, 16);
+		rc = ff_sb_write(&m[i], sb);
+		if (rc < 0)
+			ff_err_set(err, "%s: cannot write member superblock: %s", paths[i], strerror(-rc));
+	}
+out_close:
+	close_all(m, n);
+out_free:
+	free(m);
+	free(sb);
+	return rc;
+}
+
+struct candidate {
+	struct ff_member_sb *sb;
+	bool usable;
+};
+
+/* The array is the uuid most members carry; anything else is foreign. */
+static int pick_array(struct ff_member *m, struct candidate *c, unsigned n, unsigned *best,
+		      struct ff_err *err)
+{
+	unsigned votes_best = 0;
+
+	*best = n;
+	for (unsigned i = 0; i < n; i++) {
+		unsigned votes = 0;
+
+		for (unsigned j = 0; j < n; j++)
+			votes += memcmp(c[i].sb->array_uuid, c[j].sb->array_uuid, 16) == 0;
+		if (votes > votes_best ||
+		    (votes == votes_best && ff_le64(c[i].sb->events) > ff_le64(c[*best].sb->events))) {
+			votes_best = votes;
+			*best = i;
+		}
+	}
+	for (unsigned i = 0; i < n; i++) {
+		char u[37], v[37];
+
+		if (memcmp(c[i].sb->array_uuid, c[*best].sb->array_uuid, 16) == 0)
+			continue;
+		ff_uuid_format(c[i].sb->array_uuid, u);
+		ff_uuid_format(c[*best].sb->array_uuid, v);
+		ff_err_set(err, "%s belongs to another array (%s), not to %s", m[i].path, u, v);
+		return -EINVAL;
+	}
+	/* the freshest superblock of the array describes it */
+	for (unsigned i = 0; i < n; i++)
+		if (ff_le64(c[i].sb->events) > ff_le64(c[*best].sb->events))
+			*best = i;
+	return 0;
+}
+
+static int check_member_fits(const struct ff_member *m, const struct ff_member_sb *sb,
+			     const struct ff_member_sb *ref, struct ff_err *err)
+{
+	if (sb->level != ref->level || sb->nmembers != ref->nmembers ||
+	    sb->chunk_bytes != ref->chunk_bytes || sb->data_offset != ref->data_offset ||
+	    sb->nstripes != ref->nstripes || sb->meta_offset != ref->meta_offset ||
+	    sb->meta_member_bytes != ref->meta_member_bytes) {
+		ff_err_set(err, "%s: geometry differs from the other members of its array", m->path);
+		return -EINVAL;
+	}
+	if (m->size_bytes < ff_le64(ref->member_bytes)) {
+		ff_err_set(err, "%s: member is smaller (%llu bytes) than the array needs (%llu)",
+			   m->path, (unsigned long long)m->size_bytes,
+			   (unsigned long long)ff_le64(ref->member_bytes));
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void geom_from_sb(struct ff_geom *g, const struct ff_member_sb *sb, uint32_t io_align)
+{
+	const struct ff_raid_level *lv = ff_raid_level_get(ff_le32(sb->level));
+
+	memset(g, 0, sizeof(*g));
+	g->level = lv->level;
+	g->nmembers = ff_le32(sb->nmembers);
+	g->nparity = lv->nparity;
+	g->ndata = g->nmembers - g->nparity;
+	g->chunk_bytes = ff_le32(sb->chunk_bytes);
+	g->io_align = io_align;
+	g->stripe_bytes = (uint64_t)g->ndata * g->chunk_bytes;
+	g->nstripes = ff_le64(sb->nstripes);
+	g->data_offset = ff_le64(sb->data_offset);
+	g->meta_offset = ff_le64(sb->meta_offset);
+	g->meta_member_bytes = ff_le64(sb->meta_member_bytes);
+	g->meta_copies = ff_le32(sb->meta_copies);
+	g->meta_bytes = g->meta_member_bytes / FF_META_CHUNK * g->nmembers / g->meta_copies *
+			FF_META_CHUNK;
+	g->data_bytes = g->nstripes * g->stripe_bytes;
+	g->member_bytes = ff_le64(sb->member_bytes);
+}
+
+/* Decide, for each role, which given member (if any) holds it. */
+static void assign_roles(struct ff_raid *r, struct ff_member *m, struct candidate *c, unsigned n,
+			 const struct ff_member_sb *fresh, int *holder)
+{
+	uint64_t events = ff_le64(fresh->events);
+
+	for (unsigned i = 0; i < FF_MEMBERS_MAX; i++)
+		holder[i] = -1;
+	for (unsigned i = 0; i < n; i++) {
+		uint32_t role = ff_le32(c[i].sb->role);
+
+		if (role == FF_ROLE_SPARE) {
+			ff_log(FF_LOG_INFO, "%s is a spare", m[i].path);
+			continue;
+		}
+		if (memcmp(fresh->roles[role].member_uuid, c[i].sb->member_uuid, 16) != 0) {
+			ff_log(FF_LOG_WARN, "%s held role %u but was replaced; ignoring it", m[i].path, role);
+			continue;
+		}
+		if (ff_le32(fresh->roles[role].state) != FF_MEMBER_ACTIVE) {
+			ff_log(FF_LOG_WARN, "%s (role %u) is marked failed in the array; ignoring it",
+			       m[i].path, role);
+			continue;
+		}
+		if (ff_le64(c[i].sb->events) < events) {
+			ff_log(FF_LOG_WARN, "%s (role %u) is stale: events %llu < %llu; ignoring it",
+			       m[i].path, role, (unsigned long long)ff_le64(c[i].sb->events),
+			       (unsigned long long)events);
+			continue;
+		}
+		holder[role] = (int)i;
+		c[i].usable = true;
+	}
+	(void)r;
+}
+
+static int read_candidates(struct ff_member *m, struct candidate *c, unsigned n, struct ff_err *err)
+{
+	for (unsigned i = 0; i < n; i++) {
+		int rc;
+
+		c[i].sb = ff_alloc_aligned(sizeof(struct ff_member_sb));
+		if (!c[i].sb)
+			return -ENOMEM;
+		rc = ff_sb_read(&m[i], c[i].sb);
+		if (rc == -ENOENT) {
+			ff_err_set(err, "%s: not a framefs member (no member superblock)", m[i].path);
+			return -EINVAL;
+		}
+		if (rc == -EBADMSG) {
+			ff_err_set(err, "%s: member superblock is corrupt (both copies fail their checksum)",
+				   m[i].path);
+			return -EINVAL;
+		}
+		if (rc < 0) {
+			ff_err_set(err, "%s: cannot read member superblock: %s", m[i].path, strerror(-rc));
+			return rc;
+		}
+		rc = ff_sb_validate(c[i].sb, err, m[i].path);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int adopt_members(struct ff_raid *r, struct ff_member *m, struct candidate *c, unsigned n,
+			 const int *holder, struct ff_err *err)
+{
+	char missing[256] = "";
+	unsigned nmissing = 0;
+
+	for (unsigned role = 0; role < r->g.nmembers; role++) {
+		int h = holder[role];
+
+		if (h < 0) {
+			size_t len = strlen(missing);
+
+			snprintf(missing + len, sizeof(missing) - len, "%s%u", nmissing ? ", " : "", role);
+			nmissing++;
+			r->mem[role].fd = -1;
+			atomic_store(&r->state[role], FF_MEMBER_MISSING);
+			r->unavail_mask |= 1u << role;
+			continue;
+		}
+		r->mem[role] = m[h];
+		m[h].fd = -1; /* ownership moves to the array */
+		m[h].fault = NULL;
+		atomic_store(&r->state[role], FF_MEMBER_ACTIVE);
+	}
+	if (nmissing > r->g.nparity) {
+		ff_err_set(err, "cannot assemble RAID%u: %u of %u members missing or stale (roles %s); "
+			   "RAID%u survives %u", r->g.level, nmissing, r->g.nmembers, missing,
+			   r->g.level, r->g.nparity);
+		return -EIO;
+	}
+	if (nmissing)
+		ff_log(FF_LOG_WARN, "array assembled degraded: role(s) %s missing", missing);
+	(void)c;
+	(void)n;
+	return 0;
+}
+
+int ff_raid_assemble(const char *const *paths, unsigned n, const struct ff_raid_opts *opts,
+		     struct ff_raid **out, struct ff_err *err)
+{
+	struct ff_member *m = calloc(FF_MEMBERS_MAX, sizeof(*m));
+	struct candidate c[FF_MEMBERS_MAX];
+	struct ff_raid *r = calloc(1, sizeof(*r));
+	int holder[FF_MEMBERS_MAX];
+	const char *faults = getenv("FRAMEFS_FAULT");
+	unsigned best;
+	int rc;
+
+	memset(c, 0, sizeof(c));
+	*out = NULL;
+	if (!m || !r) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	if (n == 0 || n > FF_MEMBERS_MAX) {
+		ff_err_set(err, "%u members given: need 1 to %u", n, FF_MEMBERS_MAX);
+		rc = -EINVAL;
+		goto fail;
+	}
+	for (unsigned i = 0; i < FF_MEMBERS_MAX; i++)
+		r->mem[i].fd = -1;
+	r->opts = *opts;
+	r->read_only = opts->read_only;
+	rc = open_members(paths, n, opts->read_only, m, err);
+	if (rc < 0)
+		goto fail_nomembers;
+	rc = read_candidates(m, c, n, err);
+	if (rc == 0)
+		rc = pick_array(m, c, n, &best, err);
+	for (unsigned i = 0; i < n && rc == 0; i++)
+		rc = check_member_fits(&m[i], c[i].sb, c[best].sb, err);
+	if (rc < 0)
+		goto fail;
+	r->sb = ff_alloc_aligned(sizeof(*r->sb));
+	if (!r->sb) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	memcpy(r->sb, c[best].sb, sizeof(*r->sb));
+	r->lv = ff_raid_level_get(ff_le32(r->sb->level));
+	geom_from_sb(&r->g, r->sb, max_lbs(m, n));
+	memcpy(r->uuid, r->sb->array_uuid, 16);
+	memcpy(r->label, r->sb->label, sizeof(r->label));
+	r->label[sizeof(r->label) - 1] = '\0';
+	r->events = ff_le64(r->sb->events);
+	assign_roles(r, m, c, n, r->sb, holder);
+	rc = adopt_members(r, m, c, n, holder, err);
+	if (rc < 0)
+		goto fail;
+	for (unsigned i = 0; i < r->g.nmembers; i++)
+		r->memp[i] = &r->mem[i];
+	if (faults && *faults) {
+		rc = ff_fault_apply_text(r->memp, r->g.nmembers, faults, err);
+		if (rc < 0)
+			goto fail;
+	}
+	if (ff_le32(r->sb->array_state) == FF_ARRAY_DIRTY && !opts->force_clean)
+		ff_log(FF_LOG_INFO, "array was not shut down cleanly");
+	pthread_mutex_init(&r->sb_lock, NULL);
+	pthread_cond_init(&r->sb_cond, NULL);
+	rc = raid_engine_start(r);
+	if (rc == 0 && (rc = sb_thread_start(r)) < 0)
+		raid_engine_stop(r);
+	if (rc < 0) {
+		ff_err_set(err, "cannot start the RAID engine: %s", strerror(-rc));
+		goto fail;
+	}
+	if (!r->read_only && (rc = raid_sb_write_all(r, FF_ARRAY_DIRTY)) < 0) {
+		ff_err_set(err, "cannot write member superblocks: %s", strerror(-rc));
+		ff_raid_close(r);
+		r = NULL;
+		goto fail;
+	}
+	for (unsigned i = 0; i < n; i++)
+		free(c[i].sb);
+	close_all(m, n);
+	free(m);
+	*out = r;
+	return 0;
+fail:
+	close_all(m, n);
+fail_nomembers:
+	for (unsigned i = 0; i < n; i++)
+		free(c[i].sb);
+	if (r) {
+		for (unsigned i = 0; i < FF_MEMBERS_MAX; i++)
+			if (r->mem[i].fd >= 0)
+				ff_member_close(&r->mem[i]);
+		free(r->sb);
+	}
+	free(r);
+	free(m);
+	return rc;
+}
+
+/* Caller holds sb_lock. */
+static int sb_write_locked(struct ff_raid *r, uint32_t array_state)
+{
+	struct ff_member_sb *sb = r->sb;
+	int first_err = 0;
+
+	r->events++;
+	sb->events = ff_cpu_to_le64(r->events);
+	sb->utime_s = ff_cpu_to_le64((uint64_t)time(NULL));
+	sb->array_state = ff_cpu_to_le32(array_state);
+	for (unsigned i = 0; i < r->g.nmembers; i++)
+		sb->roles[i].state = ff_cpu_to_le32(atomic_load(&r->state[i]) == FF_MEMBER_ACTIVE
+						    ? FF_MEMBER_ACTIVE : FF_MEMBER_FAILED);
+	for (unsigned i = 0; i < r->g.nmembers; i++) {
+		int rc;
+
+		if (atomic_load(&r->state[i]) != FF_MEMBER_ACTIVE)
+			continue;
+		sb->role = ff_cpu_to_le32(i);
+		memcpy(sb->member_uuid, sb->roles[i].member_uuid, 16);
+		rc = ff_sb_write(&r->mem[i], sb);
+		if (rc < 0) {
+			ff_log(FF_LOG_ERR, "%s: cannot write member superblock: %s", r->mem[i].path,
+			       strerror(-rc));
+			if (!first_err)
+				first_err = rc;
+		}
+	}
+	return first_err;
+}
+
+int raid_sb_write_all(struct ff_raid *r, uint32_t array_state)
+{
+	int rc;
+
+	pthread_mutex_lock(&r->sb_lock);
+	rc = sb_write_locked(r, array_state);
+	pthread_mutex_unlock(&r->sb_lock);
+	return rc;
+}
+
+/* Called from engine threads: record the failure at once, persist later. */
+void raid_member_failed(struct ff_raid *r, unsigned role, const char *cause)
+{
+	uint8_t expected = FF_MEMBER_ACTIVE;
+	char ident[160];
+
+	if (!atomic_compare_exchange_strong(&r->state[role], &expected, FF_MEMBER_FAILED))
+		return;
+	atomic_fetch_or(&r->unavail_mask, 1u << role);
+	ff_log(FF_LOG_ERR, "member %s (role %u, %s) failed: %s; array continues %s", r->mem[role].path,
+	       role, ff_member_describe(&r->mem[role], ident, sizeof(ident)), cause,
+	       ff_raid_failed_count(r) <= r->g.nparity ? "degraded" : "WITHOUT REDUNDANCY: I/O fails");
+	pthread_mutex_lock(&r->sb_lock);
+	r->sb_pending = true;
+	pthread_cond_signal(&r->sb_cond);
+	pthread_mutex_unlock(&r->sb_lock);
+}
+
+/* Persists member failures noticed on the data path, off the data path. */
+static void *sb_thread_main(void *arg)
+{
+	struct ff_raid *r = arg;
+
+	pthread_mutex_lock(&r->sb_lock);
+	while (!r->sb_stop) {
+		if (!r->sb_pending) {
+			pthread_cond_wait(&r->sb_cond, &r->sb_lock);
+			continue;
+		}
+		r->sb_pending = false;
+		if (!r->read_only)
+			sb_write_locked(r, FF_ARRAY_DIRTY);
+	}
+	pthread_mutex_unlock(&r->sb_lock);
+	return NULL;
+}
+
+static int sb_thread_start(struct ff_raid *r)
+{
+	int rc = pthread_create(&r->sb_thread, NULL, sb_thread_main, r);
+
+	r->sb_thread_started = rc == 0;
+	return -rc;
+}
+
+static void sb_thread_stop(struct ff_raid *r)
+{
+	if (!r->sb_thread_started)
+		return;
+	pthread_mutex_lock(&r->sb_lock);
+	r->sb_stop = true;
+	pthread_cond_signal(&r->sb_cond);
+	pthread_mutex_unlock(&r->sb_lock);
+	pthread_join(r->sb_thread, NULL);
+	r->sb_thread_started = false;
+}
+
+int ff_raid_fail_member(struct ff_raid *r, unsigned role, const char *cause)
+{
+	if (role >= r->g.nmembers)
+		return -EINVAL;
+	raid_member_failed(r, role, cause);
+	return raid_sb_write_all(r, FF_ARRAY_DIRTY);
+}
+
+int ff_raid_close(struct ff_raid *r)
+{
+	int rc;
+
+	raid_engine_stop(r);
+	sb_thread_stop(r);
+	rc = r->read_only ? 0 : raid_sb_write_all(r, FF_ARRAY_CLEAN);
+	for (unsigned i = 0; i < r->g.nmembers; i++) {
+		if (r->mem[i].fd >= 0)
+			ff_member_close(&r->mem[i]);
+		free(r->mem[i].fault);
+	}
+	pthread_mutex_destroy(&r->sb_lock);
+	pthread_cond_destroy(&r->sb_cond);
+	free(r->sb);
+	free(r);
+	return rc;
+}
+
+const struct ff_geom *ff_raid_geom(const struct ff_raid *r) { return &r->g; }
+const char *ff_raid_label(const struct ff_raid *r) { return r->label; }
+const uint8_t *ff_raid_uuid(const struct ff_raid *r) { return r->uuid; }
+uint64_t ff_raid_events(const struct ff_raid *r) { return r->events; }
+struct ff_raid_stats *ff_raid_stats(struct ff_raid *r) { return &r->stats; }
+
+struct ff_member *ff_raid_member(struct ff_raid *r, unsigned role)
+{
+	return role < r->g.nmembers && r->mem[role].fd >= 0 ? &r->mem[role] : NULL;
+}
+
+enum ff_member_state ff_raid_member_state(const struct ff_raid *r, unsigned role)
+{
+	return (enum ff_member_state)atomic_load(&r->state[role]);
+}
+
+unsigned ff_raid_failed_count(const struct ff_raid *r)
+{
+	return (unsigned)__builtin_popcount(atomic_load(&r->unavail_mask));
+}
+
+unsigned ff_raid_chunk_member(const struct ff_raid *r, uint64_t stripe, unsigned index)
+{
+	uint8_t map[FF_MEMBERS_MAX];
+
+	FF_ASSERT(index < r->g.ndata);
+	r->lv->map(r->g.nmembers, stripe, map);
+	return map[index];
+}

@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The RAID engine: an array of members with two logical address spaces.
+ *
+ *   DATA  RAID5 (left-symmetric) or RAID6 (rotating P+Q, md-compatible Q),
+ *         addressed in bytes; a stripe is ndata chunks of data.  Full-stripe
+ *         writes compute parity and go straight out; partial writes choose
+ *         read-modify-write or reconstruct-write, whichever reads less.
+ *   META  a mirrored area (2 copies on RAID5, 3 on RAID6, so it survives
+ *         what the parity survives) for the filesystem's small metadata
+ *         writes, which therefore never update parity in place.
+ *
+ * Member layout (byte offsets on every member):
+ *   [0, 4K)                      member superblock, copy A
+ *   [4K, 1M)                     reserved (write-intent records)
+ *   [meta_offset, +meta_member)  mirrored metadata area
+ *   [data_offset, +nstripes*chunk) data chunks, stripe s at data_offset + s*chunk
+ *   [member_bytes - 4K, member_bytes)  member superblock, copy B
+ *
+ * I/O is asynchronous: ff_raid_submit() takes a caller-owned request and
+ * completes it by calling its done callback from an engine thread.  Stripes
+ * are partitioned over the engine's worker threads (stripe % workers), each
+ * with its own io_uring ring, stripe-op pool and stripe locks, so many
+ * stripes are in flight from many submitting threads without a shared lock
+ * on the data path.
+ */
+#ifndef FF_RAID_H
+#define FF_RAID_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "io/member.h"
+#include "raid/parity.h"
+
+#define FF_RAID_WORKERS_MAX 8
+#define FF_CHUNK_MIN (16u * 1024)
+#define FF_CHUNK_MAX (1024u * 1024)
+#define FF_META_CHUNK (64u * 1024)
+#define FF_MEMBER_SB_BYTES 4096u
+#define FF_MEMBER_RESERVED (1024u * 1024) /* head area before the metadata */
+
+enum ff_raid_space { FF_SPACE_DATA = 0, FF_SPACE_META = 1 };
+enum ff_raid_op { FF_RAID_READ = 1, FF_RAID_WRITE = 2, FF_RAID_FLUSH = 3 };
+
+enum ff_member_state {
+	FF_MEMBER_ACTIVE = 1,
+	FF_MEMBER_FAILED = 2,
+	FF_MEMBER_MISSING = 3, /* never assembled, or stale */
+	FF_MEMBER_REBUILDING = 4,
+};
+
+struct ff_geom {
+	uint32_t level;
+	uint32_t nmembers;
+	uint32_t nparity;
+	uint32_t ndata;
+	uint32_t chunk_bytes;
+	uint32_t io_align;          /* every request offset and length: max member block size */
+	uint64_t stripe_bytes;      /* data bytes per stripe: ndata * chunk */
+	uint64_t nstripes;
+	uint64_t data_offset;
+	uint64_t meta_offset;
+	uint64_t meta_member_bytes; /* per member */
+	uint32_t meta_copies;
+	uint64_t meta_bytes;        /* logical size of the META space */
+	uint64_t data_bytes;        /* logical size of the DATA space */
+	uint64_t member_bytes;      /* bytes used on each member (the smallest sets it) */
+};
+
+/* One table of functions per RAID level; the engine never switches on the
+ * level in the hot path. */
+struct ff_raid_level {
+	uint32_t level;
+	uint32_t nparity;
+	uint32_t min_members;
+	const struct ff_parity_ops *parity;
+	/* slot_member[slot] = member holding logical slot of stripe s
+	 * (slots: data 0..ndata-1, then P, then Q) */
+	void (*map)(uint32_t nmembers, uint64_t stripe, uint8_t *slot_member);
+};
+
+const struct ff_raid_level *ff_raid_level_get(uint32_t level);
+
+/* Geometry from creation parameters and the smallest member's size. */
+int ff_geom_compute(struct ff_geom *g, uint32_t level, uint32_t nmembers, uint32_t chunk_bytes,
+		    uint64_t smallest_member_bytes, uint64_t meta_member_bytes, uint32_t io_align,
+		    struct ff_err *err);
+
+struct ff_raid_io {
+	/* set by the caller */
+	uint8_t op;             /* enum ff_raid_op */
+	uint8_t space;          /* enum ff_raid_space */
+	uint8_t meta_copy;      /* META reads: 0 = any live copy, k = copy k-1 only */
+	uint32_t avoid_members; /* DATA reads: treat these members as missing (bad checksum) */
+	uint64_t off;
+	uint64_t len;
+	void *buf;              /* FF_BUF_ALIGN-aligned */
+	void (*done)(struct ff_raid_io *io);
+	void *priv;
+	/* result: 0 or -errno */
+	int result;
+	/* engine private */
+	_Atomic unsigned parts;
+	_Atomic int error;
+	struct ff_raid_io *wnext[FF_RAID_WORKERS_MAX];
+	uint64_t wpos[FF_RAID_WORKERS_MAX];
+	uint32_t wops[FF_RAID_WORKERS_MAX];
+};
+
+struct ff_raid_stats {
+	_Atomic uint64_t full_stripe_writes;
+	_Atomic uint64_t rmw_segments;
+	_Atomic uint64_t rcw_segments;
+	_Atomic uint64_t degraded_segments;
+	_Atomic uint64_t member_reads;
+	_Atomic uint64_t member_writes;
+	_Atomic uint64_t read_bytes;
+	_Atomic uint64_t write_bytes;
+	_Atomic uint64_t member_errors;
+};
+
+struct ff_raid_opts {
+	unsigned workers;        /* engine threads, default 2 */
+	unsigned ops_per_worker; /* stripe ops in flight per worker, default 16 */
+	unsigned ring_depth;     /* member I/Os in flight per worker, default 128 */
+	bool read_only;
+	bool force_clean;        /* assemble: ignore the dirty flag */
+};
+
+struct ff_raid;
+
+struct ff_raid_create_params {
+	uint32_t level;
+	uint32_t chunk_bytes;
+	uint64_t meta_member_bytes; /* 0 = default */
+	char label[64];
+	bool force;                 /* overwrite members that carry a signature */
+};
+
+/* Write fresh member superblocks; nothing is written unless every check
+ * passes.  err names the culprit. */
+int ff_raid_create(const char *const *paths, unsigned n, const struct ff_raid_create_params *p,
+		   struct ff_err *err);
+
+/* Assemble from member paths in any order.  Missing, stale or failed
+ * members leave the array degraded when parity allows; otherwise -EIO
+ * with a message naming what is missing. */
+int ff_raid_assemble(const char *const *paths, unsigned n, const struct ff_raid_opts *opts,
+		     struct ff_raid **out, struct ff_err *err);
+
+/* Flush, mark clean (unless read-only) and release. */
+int ff_raid_close(struct ff_raid *r);
+
+const struct ff_geom *ff_raid_geom(const struct ff_raid *r);
+const char *ff_raid_label(const struct ff_raid *r);
+const uint8_t *ff_raid_uuid(const struct ff_raid *r);
+
+/* Member by role (0..nmembers-1); NULL when missing. */
+struct ff_member *ff_raid_member(struct ff_raid *r, unsigned role);
+enum ff_member_state ff_raid_member_state(const struct ff_raid *r, unsigned role);
+unsigned ff_raid_failed_count(const struct ff_raid *r);
+uint64_t ff_raid_events(const struct ff_raid *r);
+struct ff_raid_stats *ff_raid_stats(struct ff_raid *r);
+
+/* Member holding data chunk `index` of `stripe`. */
+unsigned ff_raid_chunk_member(const struct ff_raid *r, uint64_t stripe, unsigned index);
+
+/* Mark a member failed (persisted in the others' superblocks). */
+int ff_raid_fail_member(struct ff_raid *r, unsigned role, const char *cause);
+
+/* Asynchronous I/O. 0 when accepted (done will be called), else -errno
+ * (done is not called).  Unaligned or out-of-range requests: -EINVAL. */
+int ff_raid_submit(struct ff_raid *r, struct ff_raid_io *io);
+
+/* Synchronous helpers: submit and wait (done and priv are set here). */
+int ff_raid_submit_wait(struct ff_raid *r, struct ff_raid_io *io);
+int ff_raid_rw(struct ff_raid *r, int op, int space, uint64_t off, void *buf, uint64_t len);
+int ff_raid_flush(struct ff_raid *r);
+
+#endif

@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: MIT */
+/* Private to raid/: the array and its worker threads. */
+#ifndef FF_RAID_I_H
+#define FF_RAID_I_H
+
+#include <pthread.h>
+
+#include "io/uring.h"
+#include "raid/raid.h"
+#include "raid/sb.h"
+
+#define SCRATCH_SETS 2
+#define SEGS_MAX 3
+
+struct raid_worker;
+
+/* A row segment: rows [a, b) of every chunk in the stripe, in which the
+ * same set of data slots (wmask) is read or written by the request. */
+struct seg {
+	uint32_t a, b;
+	uint32_t wmask;
+};
+
+enum op_mode { MODE_DIRECT, MODE_FULL, MODE_RMW, MODE_RCW, MODE_DEGRADED };
+
+/* One stripe's (or one metadata chunk's) share of a request. */
+struct stripe_op {
+	struct raid_worker *w;
+	struct ff_raid_io *io;
+	uint64_t stripe;         /* DATA: stripe; META: metadata chunk */
+	uint64_t lo, hi;         /* byte range within the stripe / chunk */
+	char *buf;               /* caller's buffer at lo */
+	uint8_t map[FF_MEMBERS_MAX];
+	struct seg seg[SEGS_MAX];
+	unsigned nseg, cur;
+	uint8_t mode;
+	uint8_t writing;         /* segment is in its write phase */
+	uint8_t locked;          /* holds the stripe lock */
+	uint8_t meta_copy;       /* META: copy being read */
+	int scratch;             /* scratch set held, -1 if none */
+	uint32_t unavail;        /* slots whose member is missing, failed or avoided */
+	uint32_t read_slots;     /* slots read in this segment */
+	unsigned pending;
+	int err;
+	void *pbuf[FF_PARITY_MAX];
+	void *slot[FF_MEMBERS_MAX + 1];
+	struct ff_io_req req[FF_MEMBERS_MAX];
+	struct stripe_op *next;       /* free list or locked list */
+	struct stripe_op *scratch_next; /* waiting for a scratch set */
+	struct stripe_op *lock_wait;  /* next op queued on the same stripe */
+};
+
+struct raid_worker {
+	struct ff_raid *r;
+	unsigned id;
+	pthread_t thread;
+	struct ff_ring ring;
+	int efd;
+	pthread_mutex_t inbox_lock;
+	struct ff_raid_io *inbox_head, *inbox_tail;
+	bool stop;
+	/* worker-local from here */
+	struct ff_raid_io *pend_head, *pend_tail;
+	struct stripe_op *ops;
+	struct stripe_op *free_ops;
+	unsigned nfree;
+	struct stripe_op *locked;
+	struct stripe_op *scratch_wait_head, *scratch_wait_tail;
+	uint32_t scratch_free;
+	void *scratch[SCRATCH_SETS][FF_MEMBERS_MAX];
+	void *slab;
+	size_t slab_bytes;
+	struct ff_gf_ctx gf;
+};
+
+struct ff_raid {
+	struct ff_geom g;
+	const struct ff_raid_level *lv;
+	struct ff_member mem[FF_MEMBERS_MAX]; /* by role; fd < 0 when missing */
+	struct ff_member *memp[FF_MEMBERS_MAX];
+	_Atomic uint8_t state[FF_MEMBERS_MAX];
+	_Atomic uint32_t unavail_mask;        /* members not ACTIVE */
+	uint8_t uuid[16];
+	char label[64];
+	bool read_only;
+	struct ff_member_sb *sb;              /* template, freshest copy */
+	uint64_t events;
+	pthread_mutex_t sb_lock;
+	pthread_cond_t sb_cond;
+	bool sb_pending;
+	bool sb_stop;
+	pthread_t sb_thread;
+	bool sb_thread_started;
+	unsigned nworkers;
+	struct raid_worker worker[FF_RAID_WORKERS_MAX];
+	_Atomic unsigned rr;
+	struct ff_raid_opts opts;
+	struct ff_raid_stats stats;
+};
+
+/* assemble.c */
+void raid_member_failed(struct ff_raid *r, unsigned role, const char *cause);
+int raid_sb_write_all(struct ff_raid *r, uint32_t array_state);
+
+/* engine.c */
+int raid_engine_start(struct ff_raid *r);
+void raid_engine_stop(struct ff_raid *r);
+
+#endif

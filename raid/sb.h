@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Member superblock: two identical copies per member (head and tail), each
+ * checksummed; the copy with the highest event counter wins, so a torn
+ * write of one copy never loses the member.
+ */
+#ifndef FF_RAID_SB_H
+#define FF_RAID_SB_H
+
+#include "io/ff_common.h"
+#include "raid/raid.h"
+
+#define FF_MEMBER_SB_MAGIC 0x314d44494152464full /* "FFRAIDM1" little-endian */
+#define FF_MEMBER_SB_VERSION 1u
+#define FF_ROLE_SPARE 0xffffu
+
+enum ff_array_state { FF_ARRAY_CLEAN = 1, FF_ARRAY_DIRTY = 2 };
+
+struct ff_sb_role {
+	uint8_t member_uuid[16]; /* identity of the member that holds this role */
+	le32 state;              /* enum ff_member_state */
+	le32 reserved;
+	le64 rebuild_pos;        /* stripes rebuilt so far when REBUILDING */
+};
+_Static_assert(sizeof(struct ff_sb_role) == 32, "role record size");
+
+struct ff_member_sb {
+	le64 magic;
+	le32 version;
+	le32 sb_bytes;
+	uint8_t array_uuid[16];
+	uint8_t member_uuid[16];
+	le64 events;
+	le64 ctime_s;
+	le64 utime_s;
+	le32 level;
+	le32 nmembers;
+	le32 chunk_bytes;
+	le32 role;               /* 0..nmembers-1, or FF_ROLE_SPARE */
+	le32 array_state;        /* enum ff_array_state */
+	le32 meta_copies;
+	le64 member_bytes;
+	le64 data_offset;
+	le64 nstripes;
+	le64 meta_offset;
+	le64 meta_member_bytes;
+	char label[64];
+	struct ff_sb_role roles[FF_MEMBERS_MAX];
+	uint8_t reserved[2868];
+	le32 crc;                /* crc32c of the block with this field as zero */
+};
+_Static_assert(sizeof(struct ff_member_sb) == FF_MEMBER_SB_BYTES, "member superblock is one 4 KiB block");
+
+/* Offsets of the two copies on a member of member_bytes. */
+static inline uint64_t ff_sb_offset(unsigned copy, uint64_t member_bytes)
+{
+	return copy == 0 ? 0 : (member_bytes / 4096) * 4096 - FF_MEMBER_SB_BYTES;
+}
+
+/* Read both copies; return the valid one with the highest events in *sb.
+ * -ENOENT when neither copy is a framefs member superblock, -EBADMSG when
+ * one is recognisable but corrupt. */
+int ff_sb_read(struct ff_member *m, struct ff_member_sb *sb);
+
+/* Check a superblock's fields for internal consistency. */
+int ff_sb_validate(const struct ff_member_sb *sb, struct ff_err *err, const char *path);
+
+/* Write both copies (head, flush, tail, flush). */
+int ff_sb_write(struct ff_member *m, struct ff_member_sb *sb);
+
+/* Erase both copies (used when a member is removed). */
+int ff_sb_erase(struct ff_member *m);
+
+/* Known foreign signatures (ext4, xfs, btrfs, md, LVM, ...): name or NULL. */
+const char *ff_probe_signature(struct ff_member *m);
+
+void ff_uuid_generate(uint8_t uuid[16]);
+void ff_uuid_format(const uint8_t uuid[16], char out[37]);
+
+#endif

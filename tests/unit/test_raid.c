@@ -1,0 +1,587 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The RAID engine end to end on real files: create, assemble, full-stripe
+ * and partial writes against a shadow copy, every single (RAID5) and every
+ * pair (RAID6) of missing members at every stripe rotation, injected
+ * member faults, and bad input that must be refused without writing.
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "io/fault.h"
+#include "raid/raid.h"
+#include "raid/sb.h"
+
+#define MEMBER_MB 48
+#define CHUNK (64 * 1024)
+
+static char dir[256];
+static char paths[FF_MEMBERS_MAX][300];
+static const char *pp[FF_MEMBERS_MAX];
+static uint64_t rng;
+
+static uint64_t rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static void fill(void *b, size_t len)
+{
+	uint64_t *p = b;
+
+	for (size_t i = 0; i < len / 8; i++)
+		p[i] = rnd();
+}
+
+static void make_members(unsigned n, unsigned mb)
+{
+	const char *base = getenv("FF_TEST_DIR") ? getenv("FF_TEST_DIR") : "/dev/shm";
+
+	snprintf(dir, sizeof(dir), "%s/ffraid.XXXXXX", base);
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	for (unsigned i = 0; i < n; i++) {
+		int fd;
+
+		snprintf(paths[i], sizeof(paths[i]), "%s/m%u.img", dir, i);
+		fd = open(paths[i], O_CREAT | O_RDWR | O_TRUNC, 0600);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(ftruncate(fd, (off_t)mb << 20), 0);
+		close(fd);
+		pp[i] = paths[i];
+	}
+}
+
+static void remove_members(unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		unlink(paths[i]);
+	rmdir(dir);
+}
+
+static void create(unsigned level, unsigned n)
+{
+	struct ff_raid_create_params p = { .level = level, .chunk_bytes = CHUNK };
+	struct ff_err err = { "" };
+
+	ck_assert_msg(ff_raid_create(pp, n, &p, &err) == 0, "create: %s", err.msg);
+}
+
+static bool assemble_ro;
+
+static struct ff_raid *assemble(const char *const *list, unsigned n)
+{
+	struct ff_raid_opts o = { .workers = 2, .read_only = assemble_ro };
+	struct ff_err err = { "" };
+	struct ff_raid *r = NULL;
+
+	ck_assert_msg(ff_raid_assemble(list, n, &o, &r, &err) == 0, "assemble: %s", err.msg);
+	return r;
+}
+
+/* Assemble with the members in skip_mask left out (read-only when only
+ * reading, so that the left-out members do not become stale). */
+static struct ff_raid *assemble_without(unsigned n, uint32_t skip_mask)
+{
+	const char *list[FF_MEMBERS_MAX];
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		if (!(skip_mask & (1u << i)))
+			list[k++] = pp[i];
+	return assemble(list, k);
+}
+
+static uint8_t *shadow;
+
+static void write_all(struct ff_raid *r)
+{
+	const struct ff_geom *g = ff_raid_geom(r);
+
+	shadow = ff_alloc_aligned(g->data_bytes);
+	ck_assert_ptr_nonnull(shadow);
+	fill(shadow, g->data_bytes);
+	ck_assert_int_eq(ff_raid_rw(r, FF_RAID_WRITE, FF_SPACE_DATA, 0, shadow, g->data_bytes), 0);
+}
+
+static void verify_all(struct ff_raid *r, const char *what)
+{
+	const struct ff_geom *g = ff_raid_geom(r);
+	uint8_t *buf = ff_alloc_aligned(g->data_bytes);
+
+	memset(buf, 0xee, g->data_bytes);
+	ck_assert_int_eq(ff_raid_rw(r, FF_RAID_READ, FF_SPACE_DATA, 0, buf, g->data_bytes), 0);
+	for (uint64_t s = 0; s < g->nstripes; s++)
+		ck_assert_msg(memcmp(buf + s * g->stripe_bytes, shadow + s * g->stripe_bytes,
+				     g->stripe_bytes) == 0, "%s: stripe %llu differs", what,
+			      (unsigned long long)s);
+	free(buf);
+}
+
+START_TEST(full_stripe_write_reads_back)
+{
+	static const unsigned cfg[][2] = { { 5, 3 }, { 5, 4 }, { 5, 8 }, { 6, 4 }, { 6, 6 } };
+	struct ff_raid *r;
+
+	rng = 42 + (uint64_t)_i;
+	make_members(cfg[_i][1], MEMBER_MB);
+	create(cfg[_i][0], cfg[_i][1]);
+	r = assemble(pp, cfg[_i][1]);
+	write_all(r);
+	ck_assert_uint_eq(atomic_load(&ff_raid_stats(r)->rmw_segments), 0);
+	ck_assert_uint_eq(atomic_load(&ff_raid_stats(r)->rcw_segments), 0);
+	ck_assert_uint_gt(atomic_load(&ff_raid_stats(r)->full_stripe_writes), 0);
+	verify_all(r, "healthy");
+	ck_assert_int_eq(ff_raid_close(r), 0);
+	/* and after reassembly in reverse order */
+	{
+		const char *rev[FF_MEMBERS_MAX];
+
+		for (unsigned i = 0; i < cfg[_i][1]; i++)
+			rev[i] = pp[cfg[_i][1] - 1 - i];
+		r = assemble(rev, cfg[_i][1]);
+	}
+	verify_all(r, "reassembled");
+	ff_raid_close(r);
+	free(shadow);
+	remove_members(cfg[_i][1]);
+}
+END_TEST
+
+/* Every loss pattern the level survives, at every stripe rotation: the
+ * whole data space (nstripes >> members) is read back byte for byte. */
+START_TEST(degraded_read_every_loss_pattern)
+{
+	static const unsigned cfg[][2] = { { 5, 4 }, { 5, 5 }, { 6, 5 }, { 6, 6 } };
+	unsigned level = cfg[_i][0], n = cfg[_i][1];
+	struct ff_raid *r;
+	unsigned patterns = 0;
+
+	rng = 7 + (uint64_t)_i;
+	make_members(n, MEMBER_MB);
+	create(level, n);
+	r = assemble(pp, n);
+	write_all(r);
+	ck_assert_uint_ge(ff_raid_geom(r)->nstripes, 4 * n);
+	ff_raid_close(r);
+	for (unsigned x = 0; x < n; x++) {
+		for (unsigned y = x; y < n; y++) {
+			uint32_t mask = (1u << x) | (1u << y);
+			char what[64];
+
+			if (level == 5 && y != x)
+				continue;
+			assemble_ro = true;
+			r = assemble_without(n, mask);
+			assemble_ro = false;
+			ck_assert_uint_eq(ff_raid_failed_count(r), (unsigned)__builtin_popcount(mask));
+			snprintf(what, sizeof(what), "RAID%u without %u,%u", level, x, y);
+			verify_all(r, what);
+			ck_assert_uint_gt(atomic_load(&ff_raid_stats(r)->degraded_segments), 0);
+			ff_raid_close(r);
+			patterns++;
+		}
+	}
+	ck_assert_uint_eq(patterns, level == 5 ? n : n * (n + 1) / 2);
+	free(shadow);
+	remove_members(n);
+}
+END_TEST
+
+/* Random partial writes (RMW and RCW) against the shadow copy. */
+START_TEST(partial_writes_match_shadow)
+{
+	static const unsigned cfg[][2] = { { 5, 4 }, { 5, 8 }, { 6, 6 } };
+	unsigned level = cfg[_i][0], n = cfg[_i][1];
+	const struct ff_geom *g;
+	struct ff_raid *r;
+	uint8_t *buf;
+
+	rng = 99 + (uint64_t)_i;
+	make_members(n, MEMBER_MB);
+	create(level, n);
+	r = assemble(pp, n);
+	g = ff_raid_geom(r);
+	write_all(r);
+	buf = ff_alloc_aligned(4 * g->stripe_bytes);
+	for (int k = 0; k < 300; k++) {
+		uint64_t len = (1 + rnd() % (2 * g->stripe_bytes / 4096)) * 4096;
+		uint64_t off = (rnd() % ((g->data_bytes - len) / 4096)) * 4096;
+
+		fill(buf, len);
+		memcpy(shadow + off, buf, len);
+		ck_assert_int_eq(ff_raid_rw(r, FF_RAID_WRITE, FF_SPACE_DATA, off, buf, len), 0);
+	}
+	ck_assert_uint_gt(atomic_load(&ff_raid_stats(r)->rcw_segments), 0);
+	if (n >= 8)
+		ck_assert_uint_gt(atomic_load(&ff_raid_stats(r)->rmw_segments), 0);
+	verify_all(r, "after partial writes");
+	ff_raid_close(r);
+	/* parity is right too: every single member can be lost */
+	assemble_ro = true;
+	for (unsigned x = 0; x < n; x++) {
+		r = assemble_without(n, 1u << x);
+		verify_all(r, "partial writes, then degraded");
+		ff_raid_close(r);
+	}
+	assemble_ro = false;
+	free(buf);
+	free(shadow);
+	remove_members(n);
+}
+END_TEST
+
+/* Writes while degraded (full and partial) read back while degraded. */
+START_TEST(degraded_writes_read_back)
+{
+	unsigned level = _i == 0 ? 5 : 6, n = _i == 0 ? 4 : 6;
+	uint32_t lost = _i == 0 ? 1u << 2 : (1u << 1) | (1u << 4);
+	const struct ff_geom *g;
+	struct ff_raid *r;
+	uint8_t *buf;
+
+	rng = 5 + (uint64_t)_i;
+	make_members(n, MEMBER_MB);
+	create(level, n);
+	r = assemble_without(n, lost);
+	g = ff_raid_geom(r);
+	write_all(r);
+	buf = ff_alloc_aligned(2 * g->stripe_bytes);
+	for (int k = 0; k < 200; k++) {
+		uint64_t len = (1 + rnd() % (2 * g->stripe_bytes / 4096)) * 4096;
+		uint64_t off = (rnd() % ((g->data_bytes - len) / 4096)) * 4096;
+
+		fill(buf, len);
+		memcpy(shadow + off, buf, len);
+		ck_assert_int_eq(ff_raid_rw(r, FF_RAID_WRITE, FF_SPACE_DATA, off, buf, len), 0);
+	}
+	verify_all(r, "degraded writes");
+	ff_raid_close(r);
+	r = assemble_without(n, lost);
+	verify_all(r, "degraded writes, reassembled");
+	ff_raid_close(r);
+	free(buf);
+	free(shadow);
+	remove_members(n);
+}
+END_TEST
+
+/* Injected read errors on one member: reads still return the data, and
+ * the member is marked failed in the others' superblocks. */
+START_TEST(read_error_fails_member_and_reads_on)
+{
+	struct ff_fault_rule rule;
+	struct ff_err err;
+	struct ff_raid *r;
+	unsigned n = 4;
+
+	rng = 11;
+	make_members(n, MEMBER_MB);
+	create(5, n);
+	r = assemble(pp, n);
+	write_all(r);
+	/* fault: every read of member role 1 fails with EIO after 3 reads */
+	ck_assert_int_eq(ff_fault_parse("op=r,err=EIO,after=3", &rule, &err), 0);
+	ck_assert_int_eq(ff_fault_add(ff_raid_member(r, 1), &rule), 0);
+	verify_all(r, "member 1 failing reads");
+	ck_assert_int_eq(ff_raid_member_state(r, 1), FF_MEMBER_FAILED);
+	ck_assert_uint_gt(atomic_load(&ff_raid_stats(r)->member_errors), 0);
+	ff_raid_close(r);
+	/* reassembled with all four: member 1 is known failed, array is degraded */
+	r = assemble(pp, n);
+	ck_assert_int_eq(ff_raid_member_state(r, 1), FF_MEMBER_MISSING);
+	verify_all(r, "after failure persisted");
+	ff_raid_close(r);
+	free(shadow);
+	remove_members(n);
+}
+END_TEST
+
+/* Write errors on one member: writes succeed degraded and read back. */
+START_TEST(write_error_fails_member_and_writes_on)
+{
+	struct ff_fault_rule rule;
+	struct ff_err err;
+	struct ff_raid *r;
+	unsigned n = 6;
+
+	rng = 12;
+	make_members(n, MEMBER_MB);
+	create(6, n);
+	r = assemble(pp, n);
+	/* fault: writes to role 3 fail with EIO after 10 writes */
+	ck_assert_int_eq(ff_fault_parse("op=w,err=EIO,after=10", &rule, &err), 0);
+	ck_assert_int_eq(ff_fault_add(ff_raid_member(r, 3), &rule), 0);
+	write_all(r);
+	ck_assert_int_eq(ff_raid_member_state(r, 3), FF_MEMBER_FAILED);
+	verify_all(r, "after write errors");
+	ff_raid_close(r);
+	free(shadow);
+	remove_members(n);
+}
+END_TEST
+
+/* Flipped bits on a member are invisible to RAID; reading around the
+ * member (what the filesystem does on a checksum mismatch) returns the
+ * right data. */
+START_TEST(avoid_member_reads_around_corruption)
+{
+	struct ff_fault_rule rule;
+	struct ff_err err;
+	struct ff_raid *r;
+	const struct ff_geom *g;
+	uint8_t *buf;
+	unsigned n = 4;
+
+	rng = 13;
+	make_members(n, MEMBER_MB);
+	create(5, n);
+	r = assemble(pp, n);
+	g = ff_raid_geom(r);
+	write_all(r);
+	/* fault: every read of role 0 returns 8 flipped bits */
+	ck_assert_int_eq(ff_fault_parse("op=r,flip=8", &rule, &err), 0);
+	ck_assert_int_eq(ff_fault_add(ff_raid_member(r, 0), &rule), 0);
+	buf = ff_alloc_aligned(g->stripe_bytes * n);
+	ck_assert_int_eq(ff_raid_rw(r, FF_RAID_READ, FF_SPACE_DATA, 0, buf, g->stripe_bytes * n), 0);
+	ck_assert_int_ne(memcmp(buf, shadow, g->stripe_bytes * n), 0);
+	{
+		struct ff_raid_io rio = { .op = FF_RAID_READ, .space = FF_SPACE_DATA, .off = 0,
+					  .len = g->stripe_bytes * n, .buf = buf, .avoid_members = 1u };
+
+		ck_assert_int_eq(ff_raid_submit_wait(r, &rio), 0);
+	}
+	ck_assert_int_eq(memcmp(buf, shadow, g->stripe_bytes * n), 0);
+	ck_assert_int_eq(ff_raid_member_state(r, 0), FF_MEMBER_ACTIVE);
+	ff_raid_close(r);
+	free(buf);
+	free(shadow);
+	remove_members(n);
+}
+END_TEST
+
+/* The mirrored metadata space: written on every copy, read from any. */
+START_TEST(meta_space_mirrors)
+{
+	unsigned level = _i == 0 ? 5 : 6, n = _i == 0 ? 4 : 6;
+	struct ff_raid *r;
+	const struct ff_geom *g;
+	uint8_t *a, *b;
+	uint64_t len = 4 * FF_MiB;
+
+	rng = 21;
+	make_members(n, MEMBER_MB);
+	create(level, n);
+	r = assemble(pp, n);
+	g = ff_raid_geom(r);
+	ck_assert_uint_ge(g->meta_bytes, len);
+	a = ff_alloc_aligned(len);
+	b = ff_alloc_aligned(len);
+	fill(a, len);
+	ck_assert_int_eq(ff_raid_rw(r, FF_RAID_WRITE, FF_SPACE_META, 0, a, len), 0);
+	for (unsigned c = 1; c <= g->meta_copies; c++) {
+		struct ff_raid_io io = { .op = FF_RAID_READ, .space = FF_SPACE_META, .off = 0,
+					 .len = len, .buf = b, .meta_copy = (uint8_t)c };
+
+		memset(b, 0, len);
+		ck_assert_int_eq(ff_raid_submit_wait(r, &io), 0);
+		ck_assert_msg(memcmp(a, b, len) == 0, "meta copy %u differs", c);
+	}
+	ff_raid_close(r);
+	/* any nparity members lost: metadata still reads */
+	assemble_ro = true;
+	r = assemble_without(n, level == 5 ? 1u << 1 : (1u << 0) | (1u << 1));
+	memset(b, 0, len);
+	ck_assert_int_eq(ff_raid_rw(r, FF_RAID_READ, FF_SPACE_META, 0, b, len), 0);
+	ck_assert_int_eq(memcmp(a, b, len), 0);
+	ff_raid_close(r);
+	assemble_ro = false;
+	free(a);
+	free(b);
+	remove_members(n);
+}
+END_TEST
+
+static void file_hash(const char *path, uint64_t *h)
+{
+	uint8_t buf[65536];
+	int fd = open(path, O_RDONLY);
+	ssize_t n;
+
+	*h = 1469598103934665603ull;
+	ck_assert_int_ge(fd, 0);
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		for (ssize_t i = 0; i < n; i++)
+			*h = (*h ^ buf[i]) * 1099511628211ull;
+	close(fd);
+}
+
+static void expect_create_fails(const char *const *list, unsigned n, unsigned level,
+				uint32_t chunk, const char *needle)
+{
+	struct ff_raid_create_params p = { .level = level, .chunk_bytes = chunk };
+	struct ff_err err = { "" };
+	uint64_t before[FF_MEMBERS_MAX], after;
+
+	for (unsigned i = 0; i < n; i++)
+		file_hash(list[i], &before[i]);
+	ck_assert_int_lt(ff_raid_create(list, n, &p, &err), 0);
+	ck_assert_msg(strstr(err.msg, needle) != NULL, "error '%s' lacks '%s'", err.msg, needle);
+	for (unsigned i = 0; i < n; i++) {
+		file_hash(list[i], &after);
+		ck_assert_msg(after == before[i], "%s changed although create failed", list[i]);
+	}
+}
+
+START_TEST(bad_input_is_refused_without_writing)
+{
+	const char *dup[4];
+	struct ff_raid *r = NULL;
+	struct ff_raid_opts o = { 0 };
+	struct ff_err err = { "" };
+	char small[300], other[5][300];
+	const char *mixed[4], *otherp[5];
+
+	make_members(6, MEMBER_MB);
+	/* wrong member counts */
+	expect_create_fails(pp, 2, 5, CHUNK, "RAID5 needs 3 to 32 members, 2 given");
+	expect_create_fails(pp, 3, 6, CHUNK, "RAID6 needs 4 to 32 members, 3 given");
+	expect_create_fails(pp, 4, 5, 3000, "chunk size 3000");
+	expect_create_fails(pp, 4, 7, CHUNK, "RAID level 7");
+	/* duplicates, named */
+	dup[0] = pp[0]; dup[1] = pp[1]; dup[2] = pp[2]; dup[3] = pp[1];
+	expect_create_fails(dup, 4, 5, CHUNK, "are the same member");
+	/* too small, named */
+	snprintf(small, sizeof(small), "%s/small.img", dir);
+	{
+		int fd = open(small, O_CREAT | O_RDWR, 0600);
+
+		ck_assert_int_eq(ftruncate(fd, 4 << 20), 0);
+		close(fd);
+	}
+	{
+		const char *l[4] = { pp[0], pp[1], small, pp[2] };
+
+		expect_create_fails(l, 4, 5, CHUNK, small);
+	}
+	/* a member carrying a signature is refused without -f */
+	create(5, 4);
+	expect_create_fails(pp, 4, 5, CHUNK, "carries a framefs member signature");
+	/* a file that is no member */
+	{
+		const char *l[4] = { pp[0], pp[1], pp[2], pp[4] };
+
+		ck_assert_int_lt(ff_raid_assemble(l, 4, &o, &r, &err), 0);
+		ck_assert_msg(strstr(err.msg, "not a framefs member") && strstr(err.msg, pp[4]),
+			      "%s", err.msg);
+	}
+	/* a member of another array */
+	for (int i = 0; i < 5; i++) {
+		int fd;
+
+		snprintf(other[i], sizeof(other[i]), "%s/o%d.img", dir, i);
+		fd = open(other[i], O_CREAT | O_RDWR, 0600);
+		ck_assert_int_eq(ftruncate(fd, (off_t)MEMBER_MB << 20), 0);
+		close(fd);
+		otherp[i] = other[i];
+	}
+	{
+		struct ff_raid_create_params p = { .level = 5, .chunk_bytes = CHUNK };
+
+		ck_assert_int_eq(ff_raid_create(otherp, 3, &p, &err), 0);
+	}
+	mixed[0] = pp[0]; mixed[1] = pp[1]; mixed[2] = other[0]; mixed[3] = pp[3];
+	ck_assert_int_lt(ff_raid_assemble(mixed, 4, &o, &r, &err), 0);
+	ck_assert_msg(strstr(err.msg, "belongs to another array") && strstr(err.msg, other[0]),
+		      "%s", err.msg);
+	/* too many missing */
+	ck_assert_int_lt(ff_raid_assemble(pp, 2, &o, &r, &err), 0);
+	ck_assert_msg(strstr(err.msg, "cannot assemble RAID5: 2 of 4 members missing"), "%s", err.msg);
+	/* unaligned and out-of-range requests */
+	r = assemble(pp, 4);
+	{
+		uint8_t *buf = ff_alloc_aligned(1 << 20);
+		const struct ff_geom *g = ff_raid_geom(r);
+
+		ck_assert_int_eq(ff_raid_rw(r, FF_RAID_WRITE, FF_SPACE_DATA, 100, buf, 4096), -EINVAL);
+		ck_assert_int_eq(ff_raid_rw(r, FF_RAID_WRITE, FF_SPACE_DATA, 0, buf, 1000), -EINVAL);
+		ck_assert_int_eq(ff_raid_rw(r, FF_RAID_READ, FF_SPACE_DATA, 0, buf + 8, 4096), -EINVAL);
+		ck_assert_int_eq(ff_raid_rw(r, FF_RAID_READ, FF_SPACE_DATA, g->data_bytes, buf, 4096),
+				 -EINVAL);
+		ck_assert_int_eq(ff_raid_rw(r, FF_RAID_READ, FF_SPACE_META, g->meta_bytes - 4096, buf,
+					    8192), -EINVAL);
+		free(buf);
+	}
+	ff_raid_close(r);
+	for (int i = 0; i < 5; i++)
+		unlink(other[i]);
+	unlink(small);
+	remove_members(6);
+}
+END_TEST
+
+/* A torn head copy of the member superblock falls back to the tail copy;
+ * a member left out while the array was written is stale afterwards. */
+START_TEST(superblock_copies_and_stale_members)
+{
+	struct ff_raid *r;
+	int fd;
+	char junk[4096];
+
+	rng = 31;
+	make_members(4, MEMBER_MB);
+	create(5, 4);
+	memset(junk, 0x5a, sizeof(junk));
+	fd = open(pp[2], O_WRONLY);
+	ck_assert_int_eq(pwrite(fd, junk, 100, 200), 100); /* tear copy A */
+	close(fd);
+	r = assemble(pp, 4);
+	ck_assert_uint_eq(ff_raid_failed_count(r), 0);
+	ff_raid_close(r);
+	/* member 3 misses writes */
+	r = assemble_without(4, 1u << 3);
+	write_all(r);
+	ff_raid_close(r);
+	r = assemble(pp, 4);
+	ck_assert_int_eq(ff_raid_member_state(r, 3), FF_MEMBER_MISSING);
+	verify_all(r, "stale member ignored");
+	ff_raid_close(r);
+	free(shadow);
+	remove_members(4);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("raid");
+	TCase *tc = tcase_create("engine");
+	SRunner *sr;
+	int failed;
+
+	ff_log_set_level(FF_LOG_ERR);
+	tcase_set_timeout(tc, 600);
+	tcase_add_loop_test(tc, full_stripe_write_reads_back, 0, 5);
+	tcase_add_loop_test(tc, degraded_read_every_loss_pattern, 0, 4);
+	tcase_add_loop_test(tc, partial_writes_match_shadow, 0, 3);
+	tcase_add_loop_test(tc, degraded_writes_read_back, 0, 2);
+	tcase_add_test(tc, read_error_fails_member_and_reads_on);
+	tcase_add_test(tc, write_error_fails_member_and_writes_on);
+	tcase_add_test(tc, avoid_member_reads_around_corruption);
+	tcase_add_loop_test(tc, meta_space_mirrors, 0, 2);
+	tcase_add_test(tc, bad_input_is_refused_without_writing);
+	tcase_add_test(tc, superblock_copies_and_stale_members);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

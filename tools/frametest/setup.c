@@ -1,0 +1,423 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Before the clock starts: directories, the frame size of a read test, the
+ * O_DIRECT decision, and every buffer and record array the run will use.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dio.h"
+#include "engine.h"
+
+#define PROBE_NAME ".framefs-frametest-probe"
+#define BUF_ALIGN 4096u
+#define ROUND_UP(n, a) (((n) + (a) - 1) / (a) * (a))
+#define ROUND_DOWN(n, a) ((n) / (a) * (a))
+
+uint64_t ft_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * FT_NS_PER_S + (uint64_t)ts.tv_nsec;
+}
+
+__attribute__((format(printf, 4, 5))) static int errf(char *err, size_t len, int rc,
+						      const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, len, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+static int open_top(struct ft_run *run, char *err, size_t len)
+{
+	const char *dir = run->cfg->dir;
+
+	if (run->write && mkdir(dir, 0755) != 0 && errno != EEXIST)
+		return errf(err, len, -errno, "cannot create %s: %s", dir, strerror(errno));
+	run->topfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (run->topfd < 0)
+		return errf(err, len, -errno, "cannot open directory %s: %s", dir, strerror(errno));
+	return 0;
+}
+
+static int make_subdirs(struct ft_run *run, struct ft_stream *st, char *err, size_t len)
+{
+	uint32_t per = run->cfg->files_per_dir;
+	char name[64];
+
+	if (!run->write || !per || run->cfg->single_file)
+		return 0;
+	for (uint64_t f = 0; f < run->cfg->frames; f += per) {
+		ft_subdir_path(per, f, name, sizeof(name));
+		if (mkdirat(st->dirfd, name, 0755) != 0 && errno != EEXIST)
+			return errf(err, len, -errno, "cannot create %s/%s: %s", run->cfg->dir, name,
+				    strerror(errno));
+	}
+	return 0;
+}
+
+static int open_stream_dir(struct ft_run *run, struct ft_stream *st, char *err, size_t len)
+{
+	char name[64];
+
+	ft_stream_dir(run->own_dirs, st->id, name, sizeof(name));
+	if (run->write && run->own_dirs && mkdirat(run->topfd, name, 0755) != 0 && errno != EEXIST)
+		return errf(err, len, -errno, "cannot create %s/%s: %s", run->cfg->dir, name,
+			    strerror(errno));
+	st->dirfd = openat(run->topfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (st->dirfd < 0 && errno == ENOENT && !run->write)
+		return errf(err, len, -ENOENT, "%s/%s does not exist: write %u stream(s) first",
+			    run->cfg->dir, name, run->nstreams);
+	if (st->dirfd < 0)
+		return errf(err, len, -errno, "cannot open %s/%s: %s", run->cfg->dir, name,
+			    strerror(errno));
+	return make_subdirs(run, st, err, len);
+}
+
+static uint64_t xorshift(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+static int alloc_stream(struct ft_run *run, struct ft_stream *st, uint32_t id)
+{
+	const struct ft_config *c = run->cfg;
+	uint64_t seed = 0x9e3779b97f4a7c15ull ^ ((uint64_t)id << 32 | 1);
+
+	st->id = id;
+	st->dirfd = -1;
+	st->filefd = -1;
+	if (pthread_mutex_init(&st->lock, NULL) != 0)
+		return -ENOMEM;
+	run->streams_ready++;
+	st->recs = calloc(run->positions, sizeof(*st->recs));
+	if (!st->recs)
+		return -ENOMEM;
+	ft_sched_init(&st->sched, &run->pace, run->write, run->positions, c->queue_max);
+	if (c->order != FT_ORDER_RANDOM)
+		return 0;
+	st->perm = malloc(c->frames * sizeof(*st->perm));
+	if (!st->perm)
+		return -ENOMEM;
+	for (uint64_t i = 0; i < c->frames; i++)
+		st->perm[i] = (uint32_t)i;
+	for (uint64_t i = c->frames - 1; i > 0; i--) {	/* Fisher-Yates */
+		uint64_t j = xorshift(&seed) % (i + 1);
+		uint32_t t = st->perm[i];
+
+		st->perm[i] = st->perm[j];
+		st->perm[j] = t;
+	}
+	return 0;
+}
+
+/* A read test without a size takes it from the first frame (or stamped stream file). */
+static int detect_size(struct ft_run *run, char *err, size_t len)
+{
+	struct ft_stream *st = &run->streams[0];
+	char path[4096];
+	struct stat sb;
+
+	if (run->frame_bytes || run->write || run->cfg->empty)
+		return 0;
+	if (run->cfg->single_file) {
+		uint8_t *sec = aligned_alloc(BUF_ALIGN, FT_SECTOR_BYTES);
+		int fd = openat(st->dirfd, FT_STREAM_FILE, O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd >= 0 && sec ? pread(fd, sec, FT_SECTOR_BYTES, 0) : -1;
+
+		run->frame_bytes = n > 0 ? ft_stamped_frame_bytes(sec, (uint64_t)n) : 0;
+		if (fd >= 0)
+			close(fd);
+		free(sec);
+		if (!run->frame_bytes)
+			return errf(err, len, -EINVAL, "%s/%s: no stamped frame to take the size "
+				    "from; give -r SIZE", run->cfg->dir, FT_STREAM_FILE);
+	} else {
+		ft_frame_path(&run->names, run->cfg->files_per_dir, 0, path, sizeof(path));
+		if (fstatat(st->dirfd, path, &sb, 0) != 0)
+			return errf(err, len, -errno, "cannot read the first frame %s: %s", path,
+				    strerror(errno));
+		if (sb.st_size <= 0)
+			return errf(err, len, -EINVAL, "the first frame %s is empty; give -r SIZE or -e",
+				    path);
+		run->frame_bytes = (uint64_t)sb.st_size;
+	}
+	run->size_detected = true;
+	return 0;
+}
+
+/* -c: the middle PERC%, widened to whole 64 KiB chunks so that it can be checked. */
+static void io_range(struct ft_run *run)
+{
+	uint64_t fb = run->frame_bytes, want;
+
+	run->io_off = 0;
+	run->io_len = fb;
+	if (run->cfg->crop_pct >= 100 || run->cfg->empty)
+		return;
+	want = fb * run->cfg->crop_pct / 100;
+	run->io_off = ROUND_DOWN((fb - want) / 2, FT_CHUNK_BYTES);
+	run->io_len = ROUND_UP(run->io_off + want, FT_CHUNK_BYTES);
+	if (run->io_len > fb)
+		run->io_len = fb;
+	run->io_len -= run->io_off;
+	if (run->io_len == 0)
+		run->io_len = fb - run->io_off;
+}
+
+static int open_probe(struct ft_run *run, char *path, size_t len)
+{
+	struct ft_stream *st = &run->streams[0];
+	int flags = O_DIRECT | O_CLOEXEC;
+
+	if (run->write)
+		return openat(st->dirfd, PROBE_NAME, flags | O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (run->cfg->single_file)
+		snprintf(path, len, "%s", FT_STREAM_FILE);
+	else
+		ft_frame_path(&run->names, run->cfg->files_per_dir, 0, path, len);
+	return openat(st->dirfd, path, flags | O_RDONLY);
+}
+
+static bool dio_fits(const struct ft_run *run)
+{
+	uint64_t a = run->align;
+
+	if (run->io_off % a || run->io_len % a)
+		return false;
+	return !run->cfg->single_file || run->frame_bytes % a == 0;
+}
+
+static int probe_direct(struct ft_run *run, char *err, size_t len)
+{
+	char path[4096] = PROBE_NAME;
+	uint32_t oa = 0, ma = 0;
+	bool told;
+	int fd;
+
+	run->align = BUF_ALIGN;
+	if (run->cfg->empty)
+		return 0;
+	if (run->cfg->buffered) {
+		snprintf(run->dio_note, sizeof(run->dio_note),
+			 "direct I/O: off (--buffered); data goes through the page cache");
+		return 0;
+	}
+	fd = open_probe(run, path, sizeof(path));
+	if (fd < 0 && errno == EINVAL) {
+		snprintf(run->dio_note, sizeof(run->dio_note),
+			 "direct I/O: %s does not support O_DIRECT; falling back to buffered I/O "
+			 "(figures include the page cache)", run->cfg->dir);
+		return 0;
+	}
+	if (fd < 0)
+		return errf(err, len, -errno, "cannot open %s/%s: %s", run->cfg->dir, path,
+			    strerror(errno));
+	told = ft_dio_align(fd, &oa, &ma) == 0;
+	close(fd);
+	if (run->write)
+		unlinkat(run->streams[0].dirfd, PROBE_NAME, 0);
+	if (told && ma > BUF_ALIGN)
+		return errf(err, len, -EINVAL, "%s wants %u-byte aligned memory for O_DIRECT; "
+			    "use --buffered", run->cfg->dir, ma);
+	if (told)
+		run->align = oa;
+	if (!dio_fits(run)) {
+		snprintf(run->dio_note, sizeof(run->dio_note),
+			 "direct I/O: %" PRIu64 "-byte frames are not a multiple of the %" PRIu64
+			 "-byte O_DIRECT alignment; falling back to buffered I/O", run->io_len,
+			 run->align);
+		return 0;
+	}
+	run->direct = true;
+	snprintf(run->dio_note, sizeof(run->dio_note),
+		 "direct I/O: on (O_DIRECT, %" PRIu64 "-byte alignment %s, 4 KiB-aligned buffers)",
+		 run->align, told ? "from statx" : "assumed");
+	return 0;
+}
+
+static int open_stream_files(struct ft_run *run, char *err, size_t len)
+{
+	int flags = O_CLOEXEC | (run->direct ? O_DIRECT : 0);
+	uint64_t need = run->cfg->frames * run->frame_bytes;
+	struct stat sb;
+
+	if (!run->cfg->single_file)
+		return 0;
+	flags |= run->write ? O_WRONLY | O_CREAT | O_TRUNC : O_RDONLY;
+	for (uint32_t s = 0; s < run->nstreams; s++) {
+		struct ft_stream *st = &run->streams[s];
+
+		st->filefd = openat(st->dirfd, FT_STREAM_FILE, flags, 0644);
+		if (st->filefd < 0)
+			return errf(err, len, -errno, "cannot open stream %u's %s: %s", s,
+				    FT_STREAM_FILE, strerror(errno));
+		if (!run->write && fstat(st->filefd, &sb) == 0 && (uint64_t)sb.st_size < need)
+			return errf(err, len, -EINVAL, "stream %u's %s holds %" PRIu64
+				    " frames; -n asks for %" PRIu64, s, FT_STREAM_FILE,
+				    (uint64_t)sb.st_size / run->frame_bytes, run->cfg->frames);
+	}
+	return 0;
+}
+
+static int alloc_workers(struct ft_run *run)
+{
+	const struct ft_config *c = run->cfg;
+	uint64_t buf_len = c->empty ? 0 : ROUND_UP(run->write ? run->frame_bytes : run->io_len,
+						   BUF_ALIGN);
+
+	run->nworkers = run->nstreams * c->threads;
+	run->workers = calloc(run->nworkers, sizeof(*run->workers));
+	if (!run->workers)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < run->nworkers; i++) {
+		struct ft_worker *w = &run->workers[i];
+
+		w->run = run;
+		w->st = &run->streams[i / c->threads];
+		if (!buf_len)
+			continue;
+		w->buf = aligned_alloc(BUF_ALIGN, buf_len);
+		if (!w->buf)
+			return -ENOMEM;
+		/* Touch every page now, so that page faults stay out of the timed I/O. */
+		if (run->write)
+			ft_pattern_fill(&run->stamp, w->buf);
+		else
+			memset(w->buf, 0, buf_len);
+	}
+	return 0;
+}
+
+static void space_check(struct ft_run *run)
+{
+	struct statvfs sv;
+	uint64_t need = (uint64_t)run->nstreams * run->cfg->frames * run->frame_bytes, avail;
+
+	if (!run->write || fstatvfs(run->topfd, &sv) != 0)
+		return;
+	avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+	if (avail < need)
+		snprintf(run->space_note, sizeof(run->space_note),
+			 "warning: %s has %" PRIu64 " MiB free and the frames need %" PRIu64
+			 " MiB (frames already there are overwritten)",
+			 run->cfg->dir, avail >> 20, need >> 20);
+}
+
+static int prepare_data(struct ft_run *run, char *err, size_t len)
+{
+	int rc = detect_size(run, err, len);
+
+	if (rc)
+		return rc;
+	io_range(run);
+	rc = probe_direct(run, err, len);
+	if (!rc)
+		rc = open_stream_files(run, err, len);
+	if (rc)
+		return rc;
+	if (run->write && !run->cfg->empty) {
+		rc = ft_stamp_init(&run->stamp, run->frame_bytes, ft_now_ns() ^ (uint64_t)getpid() << 40);
+		if (rc)
+			return errf(err, len, rc, "cannot stamp %" PRIu64 "-byte frames: %s",
+				    run->frame_bytes, strerror(-rc));
+		run->stamp_ready = true;
+	}
+	if (alloc_workers(run))
+		return errf(err, len, -ENOMEM, "out of memory for %u frame buffers of %" PRIu64
+			    " bytes", run->nstreams * run->cfg->threads, run->frame_bytes);
+	return 0;
+}
+
+int ft_run_prepare(struct ft_run *run, const struct ft_config *cfg, uint32_t nstreams,
+		   bool own_dirs, char *err, size_t len)
+{
+	int rc;
+
+	memset(run, 0, sizeof(*run));
+	run->cfg = cfg;
+	run->nstreams = nstreams;
+	run->own_dirs = own_dirs;
+	run->write = cfg->mode == FT_MODE_WRITE;
+	run->pace = (struct ft_pace){ cfg->fps_num, cfg->fps_den, cfg->prebuffer };
+	run->positions = cfg->frames * cfg->loops;
+	run->frame_bytes = cfg->empty ? 0 : cfg->frame_bytes;
+	run->verify = !run->write && !cfg->empty && !cfg->no_verify;
+	run->topfd = -1;
+	ft_names_parse(cfg->name_pattern, &run->names);
+	rc = open_top(run, err, len);
+	if (rc)
+		return rc;
+	run->streams = calloc(nstreams, sizeof(*run->streams));
+	if (!run->streams)
+		return errf(err, len, -ENOMEM, "out of memory");
+	for (uint32_t s = 0; s < nstreams; s++)
+		run->streams[s].dirfd = run->streams[s].filefd = -1;
+	for (uint32_t s = 0; s < nstreams; s++) {
+		if (alloc_stream(run, &run->streams[s], s))
+			return errf(err, len, -ENOMEM, "out of memory for %" PRIu64 " frame records",
+				    run->positions * nstreams);
+		rc = open_stream_dir(run, &run->streams[s], err, len);
+		if (rc)
+			return rc;
+	}
+	rc = prepare_data(run, err, len);
+	if (rc)
+		return rc;
+	space_check(run);
+	if (pthread_mutex_init(&run->gate_lock, NULL) != 0)
+		return errf(err, len, -ENOMEM, "cannot create the start gate");
+	if (pthread_cond_init(&run->gate_cond, NULL) != 0) {
+		pthread_mutex_destroy(&run->gate_lock);
+		return errf(err, len, -ENOMEM, "cannot create the start gate");
+	}
+	run->gate_ready = true;
+	return 0;
+}
+
+void ft_run_free(struct ft_run *run)
+{
+	for (uint32_t i = 0; run->workers && i < run->nworkers; i++)
+		free(run->workers[i].buf);
+	free(run->workers);
+	for (uint32_t s = 0; run->streams && s < run->nstreams; s++) {
+		struct ft_stream *st = &run->streams[s];
+
+		if (st->filefd >= 0)
+			close(st->filefd);
+		if (st->dirfd >= 0)
+			close(st->dirfd);
+		free(st->recs);
+		free(st->perm);
+		if (s < run->streams_ready)
+			pthread_mutex_destroy(&st->lock);
+	}
+	free(run->streams);
+	if (run->stamp_ready)
+		ft_stamp_fini(&run->stamp);
+	if (run->gate_ready) {
+		pthread_cond_destroy(&run->gate_cond);
+		pthread_mutex_destroy(&run->gate_lock);
+	}
+	if (run->topfd >= 0)
+		close(run->topfd);
+	memset(run, 0, sizeof(*run));
+	run->topfd = -1;
+}

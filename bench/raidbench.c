@@ -1,0 +1,457 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * framefs-raidbench: the RAID layer against the raw members, in one run.
+ *
+ * 1. raw: every member written, then read, sequentially, chunk-sized I/Os
+ *    through the same io_uring engine, the same threads and queue depth
+ *    the RAID engine uses;
+ * 2. RAID: the whole data space written with full-stripe requests, read
+ *    back, then read again with one member missing (a different one each
+ *    run); the first run also verifies every byte it read, untimed.
+ *
+ *   write_eff = raid write / ((members - parity) / members * raw write)
+ *   read_eff  = raid read / raw read
+ *   degraded_read_ratio = degraded read / healthy raid read
+ *
+ * Members are files in --dir (default /dev/shm, i.e. RAM), pre-touched so
+ * that page allocation is not measured.  Each figure is the median of
+ * --runs runs after one warm-up run; min and max are printed beside it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "io/uring.h"
+#include "raid/raid.h"
+
+struct cfg {
+	const char *dir;
+	unsigned level, members, workers, depth, runs, inflight;
+	uint32_t chunk;
+	uint64_t member_bytes;
+	bool keep;
+};
+
+static char paths[FF_MEMBERS_MAX][512];
+static const char *pp[FF_MEMBERS_MAX];
+
+static void die(const char *what, int rc)
+{
+	fprintf(stderr, "framefs-raidbench: %s: %s\n", what, strerror(rc < 0 ? -rc : rc));
+	exit(1);
+}
+
+/* Create and pre-touch every member (a full O_DIRECT write of zeros). */
+static void make_members(const struct cfg *c)
+{
+	void *z = ff_alloc_aligned(FF_MiB);
+
+	memset(z, 0, FF_MiB);
+	if (mkdir(c->dir, 0700) < 0 && errno != EEXIST)
+		die(c->dir, errno);
+	for (unsigned i = 0; i < c->members; i++) {
+		int fd;
+
+		snprintf(paths[i], sizeof(paths[i]), "%s/member%u.img", c->dir, i);
+		pp[i] = paths[i];
+		fd = open(paths[i], O_CREAT | O_RDWR | O_TRUNC | O_DIRECT, 0600);
+		if (fd < 0)
+			die(paths[i], errno);
+		for (uint64_t off = 0; off < c->member_bytes; off += FF_MiB)
+			if (pwrite(fd, z, FF_MiB, (off_t)off) != (ssize_t)FF_MiB)
+				die(paths[i], errno);
+		close(fd);
+	}
+	free(z);
+}
+
+/* ---- raw: members through bare rings ---------------------------------- */
+
+struct raw_thread {
+	const struct cfg *c;
+	struct ff_member **m;
+	unsigned first, count; /* members this thread drives */
+	int op;
+	uint64_t bytes;        /* per member */
+	void *buf;
+	pthread_t t;
+	int rc;
+};
+
+static void raw_done(struct ff_io_req *req)
+{
+	unsigned *inflight = req->priv;
+
+	if (req->result < 0)
+		die("raw I/O", req->result);
+	(*inflight)--;
+	req->priv = NULL; /* slot free again */
+}
+
+/* Keep `depth` chunk-sized requests in flight, round-robin over this
+ * thread's members, until each has moved t->bytes. */
+static void *raw_main(void *arg)
+{
+	struct raw_thread *t = arg;
+	const struct cfg *c = t->c;
+	struct ff_io_req *reqs = calloc(c->depth, sizeof(*reqs));
+	uint64_t next[FF_MEMBERS_MAX] = { 0 }, total = 0, want = t->bytes * t->count;
+	unsigned inflight = 0, rr = 0;
+	struct ff_ring ring;
+	int rc;
+
+	rc = ff_ring_init(&ring, t->m + t->first, t->count, c->depth);
+	if (rc < 0)
+		die("ring", rc);
+	while (total < want || inflight) {
+		for (unsigned i = 0; i < c->depth && total < want; i++) {
+			struct ff_io_req *q = &reqs[i];
+			unsigned k = rr++ % t->count;
+
+			if (q->priv)
+				continue;
+			while (next[k] >= t->bytes)
+				k = rr++ % t->count;
+			memset(q, 0, sizeof(*q));
+			q->op = (uint8_t)t->op;
+			q->member = (uint16_t)k;
+			q->off = next[k];
+			q->len = c->chunk;
+			q->buf = (char *)t->buf + (size_t)i * c->chunk;
+			q->priv = &inflight;
+			q->complete = raw_done;
+			next[k] += c->chunk;
+			total += c->chunk;
+			inflight++;
+			ff_ring_queue(&ring, q);
+		}
+		rc = ff_ring_reap(&ring, true);
+		if (rc < 0)
+			die("ring", rc);
+	}
+	ff_ring_exit(&ring);
+	free(reqs);
+	return NULL;
+}
+
+/* MB/s over all members (10^6 bytes), or dies. */
+static double raw_run(const struct cfg *c, struct ff_member **m, int op, uint64_t bytes)
+{
+	struct raw_thread t[FF_RAID_WORKERS_MAX];
+	unsigned nt = FF_MIN(c->workers, c->members);
+	uint64_t t0 = ff_now_ns(), dt;
+
+	for (unsigned i = 0; i < nt; i++) {
+		t[i] = (struct raw_thread){ .c = c, .m = m, .op = op, .bytes = bytes };
+		t[i].first = c->members * i / nt;
+		t[i].count = c->members * (i + 1) / nt - t[i].first;
+		t[i].buf = ff_alloc_aligned((size_t)c->depth * c->chunk);
+		memset(t[i].buf, 0x5a, (size_t)c->depth * c->chunk);
+		pthread_create(&t[i].t, NULL, raw_main, &t[i]);
+	}
+	for (unsigned i = 0; i < nt; i++) {
+		pthread_join(t[i].t, NULL);
+		free(t[i].buf);
+		if (t[i].rc < 0)
+			die("raw I/O", t[i].rc);
+	}
+	dt = ff_now_ns() - t0;
+	return (double)bytes * c->members / ((double)dt / 1e9) / 1e6;
+}
+
+/* ---- RAID ------------------------------------------------------------- */
+
+struct raid_run {
+	struct ff_raid *r;
+	int op;
+	uint64_t req_bytes, next, end;
+	unsigned inflight;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int err;
+	char *buf;
+};
+
+static void raid_done(struct ff_raid_io *io);
+
+/* Caller holds rr->lock. */
+static void raid_issue(struct raid_run *rr, struct ff_raid_io *io)
+{
+	uint64_t len = FF_MIN(rr->req_bytes, rr->end - rr->next);
+	int rc;
+
+	memset(io, 0, offsetof(struct ff_raid_io, result));
+	io->op = (uint8_t)rr->op;
+	io->space = FF_SPACE_DATA;
+	io->off = rr->next;
+	io->len = len;
+	io->buf = rr->buf + (rr->next % (rr->req_bytes * 64));
+	io->done = raid_done;
+	io->priv = rr;
+	rr->next += len;
+	rr->inflight++;
+	rc = ff_raid_submit(rr->r, io);
+	if (rc < 0)
+		die("submit", rc);
+}
+
+static void raid_done(struct ff_raid_io *io)
+{
+	struct raid_run *rr = io->priv;
+
+	pthread_mutex_lock(&rr->lock);
+	rr->inflight--;
+	if (io->result < 0)
+		rr->err = io->result;
+	if (rr->next < rr->end && !rr->err)
+		raid_issue(rr, io);
+	if (!rr->inflight)
+		pthread_cond_signal(&rr->cond);
+	pthread_mutex_unlock(&rr->lock);
+}
+
+static double raid_run(const struct cfg *c, struct ff_raid *r, int op, char *buf)
+{
+	const struct ff_geom *g = ff_raid_geom(r);
+	struct raid_run rr = { .r = r, .op = op, .end = g->data_bytes, .buf = buf };
+	struct ff_raid_io *ios = calloc(c->inflight, sizeof(*ios));
+	uint64_t t0 = ff_now_ns(), dt;
+
+	rr.req_bytes = g->stripe_bytes * 2;
+	pthread_mutex_init(&rr.lock, NULL);
+	pthread_cond_init(&rr.cond, NULL);
+	pthread_mutex_lock(&rr.lock);
+	for (unsigned i = 0; i < c->inflight && rr.next < rr.end; i++)
+		raid_issue(&rr, &ios[i]);
+	while (rr.inflight)
+		pthread_cond_wait(&rr.cond, &rr.lock);
+	pthread_mutex_unlock(&rr.lock);
+	dt = ff_now_ns() - t0;
+	if (rr.err)
+		die("raid I/O", rr.err);
+	free(ios);
+	return (double)g->data_bytes / ((double)dt / 1e9) / 1e6;
+}
+
+/* Untimed: every byte of the data space reads back as written (degraded). */
+static void verify(struct ff_raid *r, const char *pattern, char *tmp)
+{
+	const struct ff_geom *g = ff_raid_geom(r);
+	uint64_t req = g->stripe_bytes * 2, window = req * 64;
+
+	for (uint64_t off = 0; off < g->data_bytes; off += req) {
+		uint64_t len = FF_MIN(req, g->data_bytes - off);
+		int rc = ff_raid_rw(r, FF_RAID_READ, FF_SPACE_DATA, off, tmp, len);
+
+		if (rc < 0)
+			die("verify read", rc);
+		if (memcmp(tmp, pattern + off % window, len) != 0) {
+			fprintf(stderr, "framefs-raidbench: data at %llu does not read back\n",
+				(unsigned long long)off);
+			exit(1);
+		}
+	}
+}
+
+/* ---- driver ----------------------------------------------------------- */
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+struct series {
+	const char *name;
+	double v[32];
+	unsigned n;
+};
+
+static double median(struct series *s)
+{
+	double t[32];
+
+	memcpy(t, s->v, s->n * sizeof(double));
+	qsort(t, s->n, sizeof(double), cmp_double);
+	return s->n % 2 ? t[s->n / 2] : (t[s->n / 2 - 1] + t[s->n / 2]) / 2;
+}
+
+static void print_series(struct series *s)
+{
+	double lo = s->v[0], hi = s->v[0];
+
+	for (unsigned i = 1; i < s->n; i++) {
+		lo = FF_MIN(lo, s->v[i]);
+		hi = FF_MAX(hi, s->v[i]);
+	}
+	printf("  %-28s %8.0f MB/s   (min %.0f, max %.0f, %u runs)\n", s->name, median(s), lo, hi,
+	       s->n);
+}
+
+static struct ff_raid *assemble(const struct cfg *c, unsigned skip)
+{
+	struct ff_raid_opts o = { .workers = c->workers, .ring_depth = c->depth,
+				  .read_only = skip < c->members };
+	const char *list[FF_MEMBERS_MAX];
+	struct ff_err err = { "" };
+	struct ff_raid *r;
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < c->members; i++)
+		if (i != skip)
+			list[k++] = pp[i];
+	if (ff_raid_assemble(list, k, &o, &r, &err) < 0) {
+		fprintf(stderr, "framefs-raidbench: %s\n", err.msg);
+		exit(1);
+	}
+	return r;
+}
+
+static void usage(void)
+{
+	printf("usage: framefs-raidbench [--dir DIR] [--level 5|6] [--members N] [--chunk SIZE]\n"
+	       "                         [--size SIZE per member] [--workers N] [--depth N]\n"
+	       "                         [--inflight N requests] [--runs N] [--keep]\n");
+}
+
+static void parse(int argc, char **argv, struct cfg *c)
+{
+	static const struct option opts[] = {
+		{ "dir", 1, 0, 'd' }, { "level", 1, 0, 'l' }, { "members", 1, 0, 'n' },
+		{ "chunk", 1, 0, 'c' }, { "size", 1, 0, 's' }, { "workers", 1, 0, 'w' },
+		{ "depth", 1, 0, 'q' }, { "runs", 1, 0, 'r' }, { "inflight", 1, 0, 'i' },
+		{ "keep", 0, 0, 'k' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 },
+	};
+	uint64_t v;
+	int o;
+
+	while ((o = getopt_long(argc, argv, "d:l:n:c:s:w:q:r:i:kh", opts, NULL)) != -1) {
+		switch (o) {
+		case 'd': c->dir = optarg; break;
+		case 'l': c->level = (unsigned)atoi(optarg); break;
+		case 'n': c->members = (unsigned)atoi(optarg); break;
+		case 'c':
+			if (ff_parse_size(optarg, &v) < 0 || v > FF_CHUNK_MAX)
+				die("--chunk", EINVAL);
+			c->chunk = (uint32_t)v;
+			break;
+		case 's':
+			if (ff_parse_size(optarg, &v) < 0)
+				die("--size", EINVAL);
+			c->member_bytes = v;
+			break;
+		case 'w': c->workers = (unsigned)atoi(optarg); break;
+		case 'q': c->depth = (unsigned)atoi(optarg); break;
+		case 'r': c->runs = (unsigned)FF_MIN(32, atoi(optarg)); break;
+		case 'i': c->inflight = (unsigned)atoi(optarg); break;
+		case 'k': c->keep = true; break;
+		case 'h': usage(); exit(0);
+		default: usage(); exit(2);
+		}
+	}
+	if (c->members < 3 || c->members > FF_MEMBERS_MAX || c->runs == 0 || c->workers == 0 ||
+	    c->depth == 0 || c->inflight == 0) {
+		usage();
+		exit(2);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct cfg c = { .dir = "/dev/shm/framefs-raidbench", .level = 5, .members = 4, .workers = 2,
+			 .depth = 64, .runs = 3, .inflight = 16, .chunk = 512 * 1024,
+			 .member_bytes = 1024 * FF_MiB };
+	struct series rw = { .name = "raw write" }, rrd = { .name = "raw read" }, w = { .name = "raid write" },
+		      rd = { .name = "raid read" }, dg = { .name = "raid degraded read" };
+	struct ff_raid_create_params p;
+	struct ff_member *m[FF_MEMBERS_MAX];
+	struct ff_err err = { "" };
+	const struct ff_geom *g;
+	struct ff_raid *r;
+	char *buf, *chk;
+	uint64_t span;
+	char sz[32];
+	double we, re, dr;
+
+	parse(argc, argv, &c);
+	ff_log_set_level(FF_LOG_WARN);
+	make_members(&c);
+	memset(&p, 0, sizeof(p));
+	p.level = c.level;
+	p.chunk_bytes = c.chunk;
+	p.force = true;
+	snprintf(p.label, sizeof(p.label), "raidbench");
+	if (ff_raid_create(pp, c.members, &p, &err) < 0) {
+		fprintf(stderr, "framefs-raidbench: %s\n", err.msg);
+		return 1;
+	}
+	r = assemble(&c, ~0u);
+	g = ff_raid_geom(r);
+	span = g->nstripes * g->chunk_bytes; /* bytes of each member the data space covers */
+	printf("framefs-raidbench: RAID%u, %u members of %s in %s, chunk %u KiB, %u workers, "
+	       "queue depth %u, %u requests of %llu KiB in flight\n", g->level, g->nmembers,
+	       ff_fmt_bytes(c.member_bytes, sz, sizeof(sz)), c.dir, g->chunk_bytes / 1024, c.workers,
+	       c.depth, c.inflight, (unsigned long long)(2 * g->stripe_bytes / 1024));
+	buf = ff_alloc_aligned(g->stripe_bytes * 2 * 64);
+	chk = ff_alloc_aligned(g->stripe_bytes * 2 * 64);
+	for (size_t i = 0; i < g->stripe_bytes * 2 * 64 / 8; i++)
+		((uint64_t *)buf)[i] = i * 0x9E3779B97F4A7C15ull;
+	ff_raid_close(r);
+	/* run 0 warms up (first touches of the members' pages by each path)
+	 * and is not counted */
+	for (unsigned run = 0; run <= c.runs; run++) {
+		struct ff_err e2;
+
+		if (run == 1)
+			rw.n = rrd.n = w.n = rd.n = dg.n = 0;
+		for (unsigned i = 0; i < c.members; i++) {
+			m[i] = calloc(1, sizeof(struct ff_member));
+			if (ff_member_open(m[i], pp[i], false, &e2) < 0)
+				die(e2.msg, EIO);
+		}
+		/* raw covers the same member bytes the data space does */
+		rw.v[rw.n++] = raw_run(&c, m, FF_IO_WRITE, span);
+		rrd.v[rrd.n++] = raw_run(&c, m, FF_IO_READ, span);
+		for (unsigned i = 0; i < c.members; i++) {
+			ff_member_close(m[i]);
+			free(m[i]);
+		}
+		r = assemble(&c, ~0u);
+		w.v[w.n++] = raid_run(&c, r, FF_RAID_WRITE, buf);
+		rd.v[rd.n++] = raid_run(&c, r, FF_RAID_READ, chk);
+		if (atomic_load(&ff_raid_stats(r)->rmw_segments) ||
+		    atomic_load(&ff_raid_stats(r)->rcw_segments))
+			die("full-stripe writes read from members", EIO);
+		ff_raid_close(r);
+		r = assemble(&c, run % c.members);
+		dg.v[dg.n++] = raid_run(&c, r, FF_RAID_READ, chk);
+		if (run == 0)
+			verify(r, buf, chk);
+		ff_raid_close(r);
+	}
+	print_series(&rw);
+	print_series(&rrd);
+	print_series(&w);
+	print_series(&rd);
+	print_series(&dg);
+	we = median(&w) / ((double)g->ndata / g->nmembers * median(&rw));
+	re = median(&rd) / median(&rrd);
+	dr = median(&dg) / median(&rd);
+	printf("RESULT level=%u members=%u write_eff=%.3f read_eff=%.3f degraded_read_ratio=%.3f\n",
+	       g->level, g->nmembers, we, re, dr);
+	if (!c.keep) {
+		for (unsigned i = 0; i < c.members; i++)
+			unlink(pp[i]);
+		rmdir(c.dir);
+	}
+	free(buf);
+	free(chk);
+	return 0;
+}

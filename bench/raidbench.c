@@ -36,6 +36,7 @@ struct cfg {
 	uint32_t chunk;
 	uint64_t member_bytes;
 	bool keep;
+	char *use;  /* comma-separated existing members (e.g. loop devices) */
 };
 
 static char paths[FF_MEMBERS_MAX][512];
@@ -47,22 +48,37 @@ static void die(const char *what, int rc)
 	exit(1);
 }
 
-/* Create and pre-touch every member (a full O_DIRECT write of zeros). */
-static void make_members(const struct cfg *c)
+/* Create (or take --use devices) and pre-touch every member with a full
+ * O_DIRECT write of zeros. */
+static void make_members(struct cfg *c)
 {
 	void *z = ff_alloc_aligned(FF_MiB);
+	char *save = NULL, *tok = c->use ? strtok_r(c->use, ",", &save) : NULL;
 
 	memset(z, 0, FF_MiB);
-	if (mkdir(c->dir, 0700) < 0 && errno != EEXIST)
+	if (!c->use && mkdir(c->dir, 0700) < 0 && errno != EEXIST)
 		die(c->dir, errno);
 	for (unsigned i = 0; i < c->members; i++) {
 		int fd;
 
-		snprintf(paths[i], sizeof(paths[i]), "%s/member%u.img", c->dir, i);
+		if (c->use) {
+			if (!tok)
+				die("--use lists fewer paths than --members", EINVAL);
+			snprintf(paths[i], sizeof(paths[i]), "%s", tok);
+			tok = strtok_r(NULL, ",", &save);
+		} else {
+			snprintf(paths[i], sizeof(paths[i]), "%s/member%u.img", c->dir, i);
+		}
 		pp[i] = paths[i];
-		fd = open(paths[i], O_CREAT | O_RDWR | O_TRUNC | O_DIRECT, 0600);
+		fd = open(paths[i], O_RDWR | O_DIRECT | (c->use ? 0 : O_CREAT | O_TRUNC), 0600);
 		if (fd < 0)
 			die(paths[i], errno);
+		if (c->use) {
+			off_t end = lseek(fd, 0, SEEK_END);
+
+			if (end > 0 && (uint64_t)end < c->member_bytes)
+				c->member_bytes = (uint64_t)end;
+		}
 		for (uint64_t off = 0; off < c->member_bytes; off += FF_MiB)
 			if (pwrite(fd, z, FF_MiB, (off_t)off) != (ssize_t)FF_MiB)
 				die(paths[i], errno);
@@ -318,7 +334,8 @@ static void usage(void)
 {
 	printf("usage: framefs-raidbench [--dir DIR] [--level 5|6] [--members N] [--chunk SIZE]\n"
 	       "                         [--size SIZE per member] [--workers N] [--depth N]\n"
-	       "                         [--inflight N requests] [--runs N] [--keep]\n");
+	       "                         [--inflight N requests] [--runs N] [--keep]\n"
+	       "                         [--use DEV,DEV,... existing members instead of files]\n");
 }
 
 static void parse(int argc, char **argv, struct cfg *c)
@@ -327,12 +344,12 @@ static void parse(int argc, char **argv, struct cfg *c)
 		{ "dir", 1, 0, 'd' }, { "level", 1, 0, 'l' }, { "members", 1, 0, 'n' },
 		{ "chunk", 1, 0, 'c' }, { "size", 1, 0, 's' }, { "workers", 1, 0, 'w' },
 		{ "depth", 1, 0, 'q' }, { "runs", 1, 0, 'r' }, { "inflight", 1, 0, 'i' },
-		{ "keep", 0, 0, 'k' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 },
+		{ "keep", 0, 0, 'k' }, { "help", 0, 0, 'h' }, { "use", 1, 0, 'u' }, { 0, 0, 0, 0 },
 	};
 	uint64_t v;
 	int o;
 
-	while ((o = getopt_long(argc, argv, "d:l:n:c:s:w:q:r:i:kh", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "d:l:n:c:s:w:q:r:i:khu:", opts, NULL)) != -1) {
 		switch (o) {
 		case 'd': c->dir = optarg; break;
 		case 'l': c->level = (unsigned)atoi(optarg); break;
@@ -352,6 +369,7 @@ static void parse(int argc, char **argv, struct cfg *c)
 		case 'r': c->runs = (unsigned)FF_MIN(32, atoi(optarg)); break;
 		case 'i': c->inflight = (unsigned)atoi(optarg); break;
 		case 'k': c->keep = true; break;
+		case 'u': c->use = optarg; break;
 		case 'h': usage(); exit(0);
 		default: usage(); exit(2);
 		}
@@ -397,7 +415,7 @@ int main(int argc, char **argv)
 	span = g->nstripes * g->chunk_bytes; /* bytes of each member the data space covers */
 	printf("framefs-raidbench: RAID%u, %u members of %s in %s, chunk %u KiB, %u workers, "
 	       "queue depth %u, %u requests of %llu KiB in flight\n", g->level, g->nmembers,
-	       ff_fmt_bytes(c.member_bytes, sz, sizeof(sz)), c.dir, g->chunk_bytes / 1024, c.workers,
+	       ff_fmt_bytes(c.member_bytes, sz, sizeof(sz)), c.use ? "given devices" : c.dir, g->chunk_bytes / 1024, c.workers,
 	       c.depth, c.inflight, (unsigned long long)(2 * g->stripe_bytes / 1024));
 	buf = ff_alloc_aligned(g->stripe_bytes * 2 * 64);
 	chk = ff_alloc_aligned(g->stripe_bytes * 2 * 64);
@@ -446,7 +464,7 @@ int main(int argc, char **argv)
 	dr = median(&dg) / median(&rd);
 	printf("RESULT level=%u members=%u write_eff=%.3f read_eff=%.3f degraded_read_ratio=%.3f\n",
 	       g->level, g->nmembers, we, re, dr);
-	if (!c.keep) {
+	if (!c.keep && !c.use) {
 		for (unsigned i = 0; i < c.members; i++)
 			unlink(pp[i]);
 		rmdir(c.dir);

@@ -185,7 +185,7 @@ static int apply_short(struct parse_state *ps, char o, const char *v)
 	char opt[3] = { '-', o, '\0' };
 
 	switch (o) {
-	case 'w': ps->mode_w = true; ps->size_arg = v; return 0;
+	case 'w': ps->mode_w = true; if (v) ps->size_arg = v; return 0;
 	case 'r': ps->mode_r = true; if (v) ps->size_arg = v; return 0;
 	case 'e': c->empty = true; return 0;
 	case 's': c->single_file = true; return 0;
@@ -217,9 +217,9 @@ static enum argkind short_kind(char o)
 {
 	if (strchr("esvm", o))
 		return ARG_NONE;
-	if (o == 'r')
+	if (o == 'r' || o == 'w')	/* -e and -z make the size optional */
 		return ARG_OPT;
-	if (strchr("wzntfqblidpcuhx", o))
+	if (strchr("zntfqblidpcuhx", o))
 		return ARG_REQ;
 	return (enum argkind)-1;
 }
@@ -303,8 +303,9 @@ static int parse_long(struct parse_state *ps)
 				    &c->max_streams) : 0;
 	}
 	if (!strcmp(name, "json")) {
-		c->json = !eq;
-		c->json_path = eq ? eq + 1 : NULL;
+		c->json |= !eq;
+		if (eq)
+			c->json_path = eq + 1;
 		if (eq && !eq[1])
 			return fail(ps, "--json=FILE needs a file name");
 		return 0;
@@ -341,6 +342,8 @@ static int resolve_size(struct parse_state *ps)
 	}
 	if (c->empty)
 		snprintf(c->size_label, sizeof(c->size_label), "empty");
+	else if (c->mode == FT_MODE_WRITE && c->frame_bytes == 0 && looks_like_size(c->dir))
+		return fail(ps, "missing the test directory after -w %s", c->dir);
 	else if (c->mode == FT_MODE_WRITE && c->frame_bytes == 0)
 		return fail(ps, "-w needs a frame size: a preset (see --list) or a size in KiB");
 	return 0;

@@ -47,7 +47,8 @@ void ft_verdict(const struct ft_report *r, char *buf, size_t len)
 	snprintf(buf, len, "%s: %u stream(s) of %s at %s fps: dropped %" PRIu64
 		 ", verified %" PRIu64 "/%" PRIu64 " frames",
 		 s->pass && (!c->max_streams || r->max_found) ? "PASS" : "FAIL", streams,
-		 r->size_label, fps, s->drops.dropped, s->drops.verified, frames_read(r));
+		 r->size_label, fps, s->drops.dropped, frames_read(r) ? s->drops.verified : 0,
+		 frames_read(r));
 }
 
 static void text_header(FILE *out, const struct ft_report *r)
@@ -184,9 +185,13 @@ static void text_streams(FILE *out, const struct ft_report *r)
 		for (uint32_t i = 0; i < s->nstreams; i++) {
 			const struct ft_stream_sum *ss = &s->streams[i];
 
-			fprintf(out, "%6u %12" PRIu64 " %8" PRIu64 " %8" PRIu64 " %11.0f %9.1f %10"
+			char low[16] = "n/a";
+
+			if (ss->lowest_fps >= 0)
+				snprintf(low, sizeof(low), "%.0f", ss->lowest_fps);
+			fprintf(out, "%6u %12" PRIu64 " %8" PRIu64 " %8" PRIu64 " %11s %9.1f %10"
 				PRIu64 "  %s\n", i, ss->drops.transferred, ss->drops.dropped,
-				ss->drops.late, ss->lowest_fps, ss->mb_s, ss->drops.verified,
+				ss->drops.late, low, ss->mb_s, ss->drops.verified,
 				ss->pass ? "PASS" : "FAIL");
 		}
 	}
@@ -206,8 +211,11 @@ static void text_trials(FILE *out, const struct ft_report *r)
 	for (uint32_t i = 0; i < r->ntrials; i++) {
 		const struct ft_trial *t = &r->trials[i];
 
-		fprintf(out, "  %3u stream(s): %s, dropped %" PRIu64 ", %.1f MB/s, lowest fps %.0f\n",
-			t->streams, t->pass ? "PASS" : "FAIL", t->dropped, t->mb_s, t->lowest_fps);
+		fprintf(out, "  %3u stream(s): %s, dropped %" PRIu64 ", %.1f MB/s", t->streams,
+			t->pass ? "PASS" : "FAIL", t->dropped, t->mb_s);
+		if (t->lowest_fps >= 0)
+			fprintf(out, ", lowest fps in any 1 s %.0f", t->lowest_fps);
+		fputc('\n', out);
 	}
 	fprintf(out, "Max streams sustained with no dropped frame: %u\n", r->max_found);
 }

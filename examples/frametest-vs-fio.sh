@@ -1,0 +1,67 @@
+#!/bin/bash
+# framefs-frametest beside fio on the same workload, to show that its figures
+# are the storage's and not the tool's: THREADS threads writing FRAMES new
+# frame files of one preset, one O_DIRECT I/O per frame, then reading them
+# LOOPS times over (-l / fio --loops), repeated REPS times.
+#
+#   examples/frametest-vs-fio.sh DIR [FRAMES] [THREADS] [PRESET] [REPS] [LOOPS]
+#
+# Defaults: 100 frames, 4 threads, 4k (51,052,544 bytes), 3 repetitions, 4
+# read loops.  Prints MB/s (10^6 bytes) per run and min / median / max per
+# column; "ft read" verifies every frame, "ft read -V" is the same read with
+# --no-verify.  The two tools never hold their frames at the same time.
+set -euo pipefail
+
+[ $# -ge 1 ] && [ $# -le 6 ] || { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+DIR=$1 FRAMES=${2:-100} THREADS=${3:-4} PRESET=${4:-4k} REPS=${5:-3} LOOPS=${6:-4}
+FT=${FT:-$(command -v framefs-frametest || echo "$(dirname "$(readlink -f "$0")")/../build/tools/frametest/framefs-frametest")}
+command -v fio >/dev/null || { echo "fio is not installed" >&2; exit 2; }
+[ $((FRAMES % THREADS)) = 0 ] || { echo "FRAMES must be a multiple of THREADS" >&2; exit 2; }
+BYTES=$("$FT" --list | awk -v p="$PRESET" '$1 == p && $3 ~ /^[0-9]+$/ { print $3; exit }')
+[ -n "$BYTES" ] || { echo "unknown preset $PRESET" >&2; exit 2; }
+mkdir -p "$DIR"
+
+ft_mbs() { # JSON file -> MB/s
+	python3 -c 'import json,sys; print("%.0f" % json.load(open(sys.argv[1]))["throughput"]["MB_s"])' "$1"
+}
+fio_mbs() { # rw, JSON file -> MB/s
+	python3 -c 'import json,sys; j=json.load(open(sys.argv[2])); print("%.0f" % (j["jobs"][0][sys.argv[1]]["bw_bytes"] / 1e6))' "$1" "$2"
+}
+fio_run() { # rw [fio options]
+	local rw=$1
+	shift
+	fio "$@" --name=frames --directory="$DIR/fio" --rw="$rw" --bs="$BYTES" --filesize="$BYTES" \
+		--nrfiles=$((FRAMES / THREADS)) --openfiles=1 --file_service_type=sequential \
+		--fallocate=none --direct=1 --ioengine=psync \
+		--numjobs="$THREADS" --group_reporting --output-format=json >"$DIR/fio.json"
+	fio_mbs "$rw" "$DIR/fio.json"
+}
+
+declare -A col
+names=("ft write" "fio write" "ft read" "ft read -V" "fio read")
+printf '%-6s %10s %10s %10s %10s %10s\n' run "${names[@]}"
+for ((r = 1; r <= REPS; r++)); do
+	"$FT" -w "$PRESET" -n "$FRAMES" -t "$THREADS" -u 0 --json="$DIR/ft.json" "$DIR/ft" >/dev/null 2>&1
+	v1=$(ft_mbs "$DIR/ft.json")
+	"$FT" -r "$PRESET" -n "$FRAMES" -l "$LOOPS" -t "$THREADS" -u 0 --json="$DIR/ft.json" "$DIR/ft" >/dev/null 2>&1
+	v3=$(ft_mbs "$DIR/ft.json")
+	"$FT" -r "$PRESET" -n "$FRAMES" -l "$LOOPS" -t "$THREADS" -u 0 --no-verify --json="$DIR/ft.json" "$DIR/ft" >/dev/null 2>&1
+	v4=$(ft_mbs "$DIR/ft.json")
+	rm -rf "$DIR/ft"
+	mkdir -p "$DIR/fio"
+	v2=$(fio_run write --create_on_open=1)
+	v5=$(fio_run read --loops="$LOOPS")
+	rm -rf "$DIR/fio"
+	printf '%-6s %10s %10s %10s %10s %10s\n' "$r" "$v1" "$v2" "$v3" "$v4" "$v5"
+	col[0]+="$v1 " col[1]+="$v2 " col[2]+="$v3 " col[3]+="$v4 " col[4]+="$v5 "
+done
+for stat in min median max; do
+	printf '%-6s' "$stat"
+	for i in 0 1 2 3 4; do
+		# shellcheck disable=SC2086
+		printf ' %10s' "$(printf '%s\n' ${col[$i]} | sort -n | awk -v s="$stat" \
+			'{ v[NR] = $1 } END { print s == "min" ? v[1] : s == "max" ? v[NR] : v[int((NR + 1) / 2)] }')"
+	done
+	printf '\n'
+done
+rm -rf "$DIR/ft" "$DIR/fio" "$DIR/ft.json" "$DIR/fio.json"

@@ -40,7 +40,7 @@ fio_run() { # rw [fio options]
 declare -A col
 names=("ft write" "fio write" "ft read" "ft read -V" "fio read")
 printf '%-6s %10s %10s %10s %10s %10s\n' run "${names[@]}"
-for ((r = 1; r <= REPS; r++)); do
+ft_side() {
 	"$FT" -w "$PRESET" -n "$FRAMES" -t "$THREADS" -u 0 --json="$DIR/ft.json" "$DIR/ft" >/dev/null 2>&1
 	v1=$(ft_mbs "$DIR/ft.json")
 	"$FT" -r "$PRESET" -n "$FRAMES" -l "$LOOPS" -t "$THREADS" -u 0 --json="$DIR/ft.json" "$DIR/ft" >/dev/null 2>&1
@@ -48,10 +48,16 @@ for ((r = 1; r <= REPS; r++)); do
 	"$FT" -r "$PRESET" -n "$FRAMES" -l "$LOOPS" -t "$THREADS" -u 0 --no-verify --json="$DIR/ft.json" "$DIR/ft" >/dev/null 2>&1
 	v4=$(ft_mbs "$DIR/ft.json")
 	rm -rf "$DIR/ft"
+}
+fio_side() {
 	mkdir -p "$DIR/fio"
 	v2=$(fio_run write --create_on_open=1)
 	v5=$(fio_run read --loops="$LOOPS")
 	rm -rf "$DIR/fio"
+}
+for ((r = 1; r <= REPS; r++)); do
+	# Alternate which tool goes first, so that neither always meets a cold filesystem.
+	if ((r % 2)); then ft_side; fio_side; else fio_side; ft_side; fi
 	printf '%-6s %10s %10s %10s %10s %10s\n' "$r" "$v1" "$v2" "$v3" "$v4" "$v5"
 	col[0]+="$v1 " col[1]+="$v2 " col[2]+="$v3 " col[3]+="$v4 " col[4]+="$v5 "
 done

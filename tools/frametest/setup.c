@@ -42,12 +42,33 @@ __attribute__((format(printf, 4, 5))) static int errf(char *err, size_t len, int
 	return rc;
 }
 
+/* mkdir -p: a write test may name a directory that does not exist yet. */
+static int make_path(const char *dir)
+{
+	char path[4096];
+	size_t n = strlen(dir);
+
+	if (n >= sizeof(path))
+		return -ENAMETOOLONG;
+	memcpy(path, dir, n + 1);
+	for (size_t i = 1; i <= n; i++) {
+		if (path[i] != '/' && path[i] != '\0')
+			continue;
+		path[i] = '\0';
+		if (mkdir(path, 0755) != 0 && errno != EEXIST)
+			return -errno;
+		path[i] = i < n ? '/' : '\0';
+	}
+	return 0;
+}
+
 static int open_top(struct ft_run *run, char *err, size_t len)
 {
 	const char *dir = run->cfg->dir;
+	int rc = run->write ? make_path(dir) : 0;
 
-	if (run->write && mkdir(dir, 0755) != 0 && errno != EEXIST)
-		return errf(err, len, -errno, "cannot create %s: %s", dir, strerror(errno));
+	if (rc)
+		return errf(err, len, rc, "cannot create %s: %s", dir, strerror(-rc));
 	run->topfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (run->topfd < 0)
 		return errf(err, len, -errno, "cannot open directory %s: %s", dir, strerror(errno));

@@ -46,3 +46,16 @@ expect_rc 0 "-r 64"
 run_ft -r -n 3 -u 0 "$WORK/t/b"
 expect_last "verified 3/3 frames$" "-r without size"
 ok "attached and separate forms run alike"
+
+# Ctrl-C stops the test but still reports, as a FAIL, with the frames never run.
+"$FT" -w 1 -z 64 -n 400 -f 20 -u 0 "$WORK/t/int" >"$WORK/out" 2>"$WORK/err" &
+pid=$!
+sleep 1
+kill -INT "$pid"
+wait "$pid"
+RC=$?
+expect_rc 1 "interrupted run"
+expect_out "^Interrupted: " "interrupted report"
+expect_last "^FAIL: 1 stream\(s\) of 64KiB at 20 fps: dropped [0-9]+, verified 0/0 frames$" "interrupted verdict"
+grep -Eq "not run [1-9][0-9]*$" "$WORK/out" || fail "frames not run are counted"
+ok "SIGINT: the report still comes, as a FAIL"

@@ -9,6 +9,7 @@
 #define FT_ENGINE_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -76,11 +77,14 @@ struct ft_run {
 	uint64_t t0;		/* CLOCK_MONOTONIC ns */
 	uint64_t duration_ns;
 	_Atomic uint32_t running;
+	bool interrupted;	/* stopped early by SIGINT / SIGTERM */
 	char dio_note[400];	/* what happened to O_DIRECT, for the user */
 	char space_note[200];
 };
 
 uint64_t ft_now_ns(void);
+/* Set from a signal handler: the run stops handing out frames and reports. */
+extern volatile sig_atomic_t ft_interrupt;
 /* 0, or -errno with a one-line reason in err. */
 int ft_run_prepare(struct ft_run *run, const struct ft_config *cfg, uint32_t nstreams,
 		   bool own_dirs, char *err, size_t errlen);

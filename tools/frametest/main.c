@@ -4,6 +4,7 @@
  * --max-streams), report.  Exit 0 PASS, 1 FAIL, 2 bad usage or no test.
  */
 #include <errno.h>
+#include <signal.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,6 +119,7 @@ static void make_report(struct ft_report *r, const struct ft_config *c, const st
 		.cfg = c, .sum = sum, .streams = run->streams, .frame_bytes = run->frame_bytes,
 		.io_bytes = c->empty ? 0 : run->io_len, .size_label = label, .write = run->write,
 		.direct = run->direct, .verify = run->verify, .dio_note = run->dio_note,
+		.interrupted = run->interrupted,
 	};
 }
 
@@ -163,44 +165,57 @@ static void free_best(struct ft_run *run, struct ft_summary *sum, bool *have)
 	*have = false;
 }
 
+/* Keep a trial's run if it is the one to report: the last that held, else the first. */
+static void keep_trial(struct ft_run *best, struct ft_summary *best_sum, bool *have,
+		       struct ft_run *cur, struct ft_summary *cur_sum)
+{
+	if (cur_sum->pass || !*have) {
+		free_best(best, best_sum, have);
+		*best = *cur;
+		*best_sum = *cur_sum;
+		*have = true;
+		return;
+	}
+	ft_summary_free(cur_sum);
+	ft_run_free(cur);
+}
+
 /* Try 1, 2, ... streams until one drops a frame; report the last that held. */
 static int test_max_streams(const struct ft_config *c, struct outputs *o)
 {
 	static struct ft_trial trials[FT_STREAMS_MAX];
 	struct ft_run best = { 0 }, cur;
 	struct ft_summary best_sum = { 0 }, cur_sum;
-	uint32_t n, found = 0;
+	uint32_t ntrials = 0, found = 0;
 	bool have = false;
 	struct ft_report r;
 	char label[64];
 	int rc;
 
-	for (n = 1; n <= c->max_streams; n++) {
+	while (ntrials < c->max_streams && !ft_interrupt) {
+		uint32_t n = ntrials + 1;
+
 		fprintf(stderr, "framefs-frametest: trying %u stream(s)\n", n);
 		if (run_one(&cur, c, n, true, &cur_sum)) {
 			ft_run_free(&cur);
 			free_best(&best, &best_sum, &have);
 			return EXIT_USAGE;
 		}
-		trials[n - 1] = (struct ft_trial){ n, cur_sum.pass, cur_sum.drops.dropped,
-						   cur_sum.drops.verify_failed, cur_sum.mb_s,
-						   cur_sum.lowest_fps };
-		if (cur_sum.pass || !have) {
-			free_best(&best, &best_sum, &have);
-			best = cur;
-			best_sum = cur_sum;
-			have = true;
-			found = cur_sum.pass ? n : 0;
-		} else {
-			ft_summary_free(&cur_sum);
-			ft_run_free(&cur);
-		}
-		if (!trials[n - 1].pass)
+		trials[ntrials++] = (struct ft_trial){ n, cur_sum.pass, cur_sum.drops.dropped,
+						       cur_sum.drops.verify_failed, cur_sum.mb_s,
+						       cur_sum.lowest_fps };
+		found = cur_sum.pass ? n : found;
+		keep_trial(&best, &best_sum, &have, &cur, &cur_sum);
+		if (!trials[ntrials - 1].pass)
 			break;
+	}
+	if (!have) {
+		fprintf(stderr, "framefs-frametest: interrupted before the first trial\n");
+		return EXIT_FAIL;
 	}
 	make_report(&r, c, &best, &best_sum, label, sizeof(label));
 	r.trials = trials;
-	r.ntrials = n > c->max_streams ? c->max_streams : n;
+	r.ntrials = ntrials;
 	r.max_found = found;
 	rc = emit(&r, &best, o);
 	free_best(&best, &best_sum, &have);
@@ -235,6 +250,24 @@ static int close_outputs(struct outputs *o)
 	return bad;
 }
 
+static void on_signal(int sig)
+{
+	(void)sig;
+	ft_interrupt = 1;
+}
+
+/* Ctrl-C stops the test and still reports what happened (as a FAIL). */
+static void catch_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
 int main(int argc, char **argv)
 {
 	struct ft_config cfg;
@@ -262,6 +295,7 @@ int main(int argc, char **argv)
 		close_outputs(&o);
 		return EXIT_USAGE;
 	}
+	catch_signals();
 	rc = cfg.max_streams ? test_max_streams(&cfg, &o) : test_once(&cfg, &o);
 	if (close_outputs(&o) && rc == 0)
 		rc = EXIT_USAGE;

@@ -195,6 +195,8 @@ static void text_streams(FILE *out, const struct ft_report *r)
 				ss->pass ? "PASS" : "FAIL");
 		}
 	}
+	if (r->interrupted)
+		fprintf(out, "Interrupted: frames not handed out by then count as not run\n");
 	for (uint32_t i = 0; r->streams && i < s->nstreams; i++) {
 		if (r->streams[i].error[0])
 			fprintf(out, "I/O error: %s\n", r->streams[i].error);

@@ -36,6 +36,7 @@ struct ft_report {
 	bool direct;
 	bool verify;
 	const char *dio_note;
+	bool interrupted;
 	const struct ft_trial *trials;	/* --max-streams */
 	uint32_t ntrials;
 	uint32_t max_found;

@@ -224,6 +224,19 @@ static void finish_records(struct ft_run *run)
 	}
 }
 
+volatile sig_atomic_t ft_interrupt;
+
+/* Frames not yet handed out become "not run"; frames in flight finish. */
+static void stop_all(struct ft_run *run)
+{
+	run->interrupted = true;
+	for (uint32_t s = 0; s < run->nstreams; s++) {
+		pthread_mutex_lock(&run->streams[s].lock);
+		run->streams[s].sched.stopped = true;
+		pthread_mutex_unlock(&run->streams[s].lock);
+	}
+}
+
 static void watch(struct ft_run *run, ft_tick_fn tick, void *ctx)
 {
 	uint64_t every = (uint64_t)(run->cfg->update_s * FT_NS_PER_S), next = every;
@@ -231,6 +244,8 @@ static void watch(struct ft_run *run, ft_tick_fn tick, void *ctx)
 	while (atomic_load(&run->running) > 0) {
 		uint64_t now = ft_now_ns() - run->t0;
 
+		if (ft_interrupt && !run->interrupted)
+			stop_all(run);
 		if (tick && every && now >= next) {
 			tick(ctx, run, now);
 			next += every * ((now - next) / every + 1);

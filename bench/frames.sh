@@ -1,0 +1,709 @@
+#!/bin/bash
+# bench/frames.sh: the frame path. framefs beside its peers, in one run, as ratios.
+#
+#   bench/frames.sh [ram]  RAM-backed members (tmpfs files behind loop devices, pre-touched):
+#                          raw members, FUSE null (transport ceiling), passthrough_ll over
+#                          tmpfs, btrfs RAID5 on 4 / RAID6 on 6 members, framefs RAID5 on 4 /
+#                          RAID6 on 6 members (same members), framefs degraded read
+#   bench/frames.sh disk   file-backed members on the disk (MEMBERS_DIR, default /var/tmp):
+#                          raw members vs btrfs RAID5 and framefs RAID5
+#
+# Workload (every filesystem row): fio, THREADS jobs, psync, 1 MiB I/O, each job writing then
+# reading FRAMES/THREADS files of 51,052,544 bytes (frametest's 4k preset), once with O_DIRECT
+# and once buffered, end_fsync, caches dropped before every read; then CREATES empty frames
+# (open O_CREAT / close) with THREADS threads. Every measurement is repeated RUNS times, the
+# rows interleaved (their order rotates each run); tables show median [min..max], ratios are
+# ratios of medians (with the min..max of the per-run ratios beside them). Last line: RESULT.
+#
+# framefs rows run when mkfs.framefs and framefs are in $FRAMEFS_BUILD (a build dir, searched
+# three levels deep) or on PATH; otherwise "framefs: not built" and its ratios are n/a.
+#
+# Knobs (environment):
+#   SIZE_MB=1024        size of each member (6 members in ram mode, 4 in disk mode)
+#   FRAMES=32           frames per phase (a multiple of THREADS)
+#   THREADS=4           fio jobs / creating threads
+#   RUNS=3              repetitions of every measurement
+#   CREATES=4000        empty frames per create-rate measurement
+#   MEMBERS_DIR         where member files go (ram: /dev/shm, disk: /var/tmp)
+#   FRAMEFS_BUILD       build dir holding mkfs.framefs, framefs (and framefs-frametest,
+#                       framefs-createrate)
+#   FRAMEFS_OPTS        -o options for the framefs mount (default none)
+#   FRAMEFS_MKFS_OPTS   extra mkfs.framefs options, e.g. "-c 512K" (default none)
+#   FRAMEFS_MEMBERS=loop  loop: framefs gets the loop devices btrfs gets (ram mode);
+#                       file: the tmpfs files behind them
+#   PT_OPTS=cache=never passthrough_ll's -o options (besides source=), as shared/bench/peers.sh
+#   FRAMETEST=0         1: also a framefs-frametest line (-w 4k, then -r) per filesystem row,
+#                       from FRAMEFS_BUILD or PATH (auto: if found); it adds ~40% to the time
+#   ONLY="pt ff5"       run only these rows (raw4 raw6 null pt btrfs5 btrfs6 ff5 ff6), in this
+#                       order (rotated each run); a row may repeat
+# Needs root, fio, btrfs-progs, util-linux, fuse3, libfuse3-dev (its examples), a C compiler.
+set -euo pipefail
+
+PROG=frames.sh
+HERE=$(cd "$(dirname "$(readlink -f "$0")")" && pwd)
+FSZ=51052544 # frametest "4k" preset: 4096x3112x4 + 64 KiB header, 4 KiB aligned
+EXAMPLES=/usr/share/doc/libfuse3-dev/examples
+
+die() { echo "$PROG: $*" >&2; exit 1; }
+warn() { echo "$PROG: $*" >&2; }
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
+
+case "${1:-ram}" in
+ram | disk) MODE=${1:-ram} ;;
+-h | --help | help) usage; exit 0 ;;
+*) usage >&2; exit 2 ;;
+esac
+
+SIZE_MB=${SIZE_MB:-1024}
+FRAMES=${FRAMES:-32}
+THREADS=${THREADS:-4}
+RUNS=${RUNS:-3}
+CREATES=${CREATES:-4000}
+FRAMEFS_OPTS=${FRAMEFS_OPTS:-}
+FRAMEFS_MKFS_OPTS=${FRAMEFS_MKFS_OPTS:-}
+FRAMEFS_MEMBERS=${FRAMEFS_MEMBERS:-loop}
+PT_OPTS=${PT_OPTS:-cache=never}
+FRAMETEST=${FRAMETEST:-0}
+if [ "$MODE" = ram ]; then
+	MEMBERS_DIR=${MEMBERS_DIR:-/dev/shm}
+	NMEM=6
+else
+	MEMBERS_DIR=${MEMBERS_DIR:-/var/tmp}
+	NMEM=4
+fi
+
+for v in SIZE_MB FRAMES THREADS RUNS CREATES; do
+	[[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive whole number (got '${!v}')"
+done
+[ $((FRAMES % THREADS)) -eq 0 ] || die "FRAMES ($FRAMES) must be a multiple of THREADS ($THREADS)"
+[ "$RUNS" -le 32 ] || die "RUNS must be at most 32"
+case "$FRAMEFS_MEMBERS" in loop | file) ;; *) die "FRAMEFS_MEMBERS must be loop or file" ;; esac
+case "$FRAMETEST" in auto | 0 | 1) ;; *) die "FRAMETEST must be auto, 0 or 1" ;; esac
+[ "$(id -u)" -eq 0 ] || die "must run as root (loop devices, mounts, drop_caches)"
+for t in fio losetup mkfs.btrfs btrfs fusermount3 findmnt pgrep cc pkg-config dd stat awk sort; do
+	command -v "$t" >/dev/null || die "$t not found (see bench/README.md for the packages)"
+done
+for f in null.c passthrough_ll.c; do
+	[ -r "$EXAMPLES/$f" ] || die "libfuse's example $EXAMPLES/$f not found (apt-get install libfuse3-dev)"
+done
+pkg-config --exists fuse3 || die "pkg-config does not know fuse3 (apt-get install libfuse3-dev)"
+[ -d "$MEMBERS_DIR" ] || die "MEMBERS_DIR $MEMBERS_DIR is not a directory"
+
+FRAME_MB=$(((FRAMES * FSZ + 1048575) / 1048576)) # one phase's frames, MiB
+# RAID5 on 4 members holds 3 members of data; btrfs takes metadata (RAID1) from the same
+# members, framefs its own metadata: keep the frames within 60% of the data space.
+[ $((FRAME_MB * 10)) -le $((SIZE_MB * 3 * 6)) ] ||
+	die "SIZE_MB=$SIZE_MB is too small for FRAMES=$FRAMES (${FRAME_MB} MiB per phase); raise SIZE_MB or lower FRAMES"
+
+# ---- what lives where, and its clean-up -------------------------------------------------------
+
+W="" # member files
+S="" # tmpfs scratch: binaries, passthrough's source dir, null's file
+MNT="" # mountpoints (plain directories, removed with rmdir only)
+LOOPS=()
+DAEMONS=() # FUSE daemons we started (pids), killed at exit if still alive
+ERRF=/dev/null
+
+mounted() { findmnt -rn --mountpoint "$1" >/dev/null 2>&1; }
+
+unmount() { # MOUNTPOINT: unmount (FUSE or not), lazily as a last resort
+	local m=$1 i
+	mounted "$m" || return 0
+	fusermount3 -u "$m" 2>/dev/null || umount "$m" 2>/dev/null || true
+	for i in 1 2 3 4 5 6 7 8 9 10; do
+		mounted "$m" || return 0
+		sleep 0.5
+		[ "$i" = 5 ] && { umount "$m" 2>/dev/null || true; }
+	done
+	umount -l "$m" 2>/dev/null || true
+	! mounted "$m"
+}
+
+cleanup() {
+	local rc=$? m l p busy=0
+	trap - EXIT INT TERM HUP
+	set +e
+	if [ -n "$MNT" ]; then
+		for m in "$MNT/fs" "$MNT/nullfile"; do
+			unmount "$m" || { warn "cannot unmount $m"; busy=1; }
+		done
+	fi
+	for p in "${DAEMONS[@]}"; do # pid:comm, killed only if that pid still is that daemon
+		[ "$(cat "/proc/${p%%:*}/comm" 2>/dev/null)" = "${p#*:}" ] && kill "${p%%:*}" 2>/dev/null
+	done
+	for l in "${LOOPS[@]}"; do
+		btrfs device scan --forget "$l" >/dev/null 2>&1
+		losetup -d "$l" 2>/dev/null || warn "cannot detach $l"
+	done
+	for m in "$W" "$S" "$MNT"; do
+		[ -n "$m" ] || continue
+		if findmnt -rn -o TARGET | grep -qF -- "$m/"; then
+			warn "something is still mounted under $m; leaving it"
+			busy=1
+		fi
+	done
+	if [ "$busy" = 0 ]; then
+		[ -n "$W" ] && rm -rf --one-file-system "$W"
+		[ -n "$S" ] && rm -rf --one-file-system "$S"
+		if [ -n "$MNT" ]; then
+			rm -f "$MNT/nullfile"
+			rmdir "$MNT/fs" "$MNT" 2>/dev/null
+		fi
+	fi
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'warn "interrupted"; exit 130' INT
+trap 'warn "terminated"; exit 143' TERM HUP
+
+# ---- memory and space -----------------------------------------------------------------------
+
+avail_mb() { df -Pm "$1" | awk 'NR==2 { print $4 }'; }
+mem_avail_mb() { awk '/^MemAvailable:/ { printf "%d", $2 / 1024 }' /proc/meminfo; }
+if [ "$MODE" = ram ]; then
+	# members + passthrough's tmpfs source + page cache of the buffered phases + 1 GiB slack
+	need=$((NMEM * SIZE_MB + 2 * FRAME_MB + 1024))
+	[ "$(mem_avail_mb)" -ge "$need" ] ||
+		die "needs ~${need} MiB of free memory (members ${NMEM}x${SIZE_MB} MiB, frames 2x${FRAME_MB} MiB), $(mem_avail_mb) MiB available; lower SIZE_MB/FRAMES"
+	[ "$(avail_mb /dev/shm)" -ge $((NMEM * SIZE_MB + FRAME_MB + 256)) ] ||
+		die "/dev/shm has $(avail_mb /dev/shm) MiB free, needs $((NMEM * SIZE_MB + FRAME_MB + 256))"
+fi
+[ "$(avail_mb "$MEMBERS_DIR")" -ge $((NMEM * SIZE_MB + 256)) ] ||
+	die "$MEMBERS_DIR has $(avail_mb "$MEMBERS_DIR") MiB free, needs $((NMEM * SIZE_MB + 256))"
+
+W=$(mktemp -d "$MEMBERS_DIR/framefs-frames.XXXXXX")
+S=$(mktemp -d /dev/shm/framefs-frames-scratch.XXXXXX)
+MNT=$(mktemp -d /tmp/framefs-frames-mnt.XXXXXX)
+mkdir "$MNT/fs" "$S/ptsrc" "$S/bin"
+ERRF=$S/err
+
+# ---- tools ----------------------------------------------------------------------------------
+
+build_example() { # NAME -> $S/bin/NAME
+	local cflags libs
+	cflags=$(pkg-config --cflags fuse3)
+	libs=$(pkg-config --libs fuse3)
+	# shellcheck disable=SC2086 # word splitting of pkg-config output is intended
+	cc -O2 -o "$S/bin/$1" "$EXAMPLES/$1.c" $cflags $libs 2>"$ERRF" ||
+		die "cannot build libfuse's $1 example: $(tail -n1 "$ERRF")"
+}
+build_example null
+build_example passthrough_ll
+
+find_bin() { # NAME -> path, from FRAMEFS_BUILD (3 levels deep) or PATH
+	local f
+	if [ -n "${FRAMEFS_BUILD:-}" ]; then
+		for f in "$FRAMEFS_BUILD/$1" "$FRAMEFS_BUILD"/*/"$1" "$FRAMEFS_BUILD"/*/*/"$1"; do
+			[ -f "$f" ] && [ -x "$f" ] && { echo "$f"; return 0; }
+		done
+	fi
+	command -v "$1" 2>/dev/null
+}
+
+if [ -n "${FRAMEFS_BUILD:-}" ] && [ ! -d "$FRAMEFS_BUILD" ]; then
+	die "FRAMEFS_BUILD=$FRAMEFS_BUILD is not a directory"
+fi
+MKFS_FRAMEFS=$(find_bin mkfs.framefs || true)
+FRAMEFS=$(find_bin framefs || true)
+HAVE_FRAMEFS=0
+[ -n "$MKFS_FRAMEFS" ] && [ -n "$FRAMEFS" ] && HAVE_FRAMEFS=1
+FT=""
+if [ "$FRAMETEST" != 0 ]; then
+	FT=$(find_bin framefs-frametest || true)
+	[ "$FRAMETEST" = 1 ] && [ -z "$FT" ] && die "FRAMETEST=1 but framefs-frametest is not in FRAMEFS_BUILD or on PATH"
+fi
+CREATERATE=$(find_bin framefs-createrate || true)
+if [ -z "$CREATERATE" ]; then
+	CREATERATE=$S/bin/framefs-createrate
+	cc -O2 -pthread -o "$CREATERATE" "$HERE/create_rate.c" 2>"$ERRF" ||
+		die "cannot build bench/create_rate.c: $(tail -n1 "$ERRF")"
+fi
+
+# ---- members --------------------------------------------------------------------------------
+
+MFILES=()
+for i in $(seq 0 $((NMEM - 1))); do
+	MFILES+=("$W/m$i.img")
+	truncate -s "${SIZE_MB}M" "$W/m$i.img"
+done
+# Loop devices over the member files: btrfs needs block devices (and framefs gets the same
+# ones in ram mode, FRAMEFS_MEMBERS=loop).
+for f in "${MFILES[@]}"; do
+	l=$(losetup --direct-io=on -f --show "$f" 2>"$ERRF") ||
+		die "losetup $f: $(tail -n1 "$ERRF")"
+	LOOPS+=("$l")
+	# No discards: on a tmpfs (or any) backing file they punch holes, undoing the pre-touch
+	# (mkfs.btrfs and btrfs' discard=async would).
+	echo 0 >"/sys/block/${l#/dev/}/queue/discard_max_bytes" 2>/dev/null ||
+		warn "cannot switch off discards on $l; holes are re-touched before each row"
+done
+
+touch_members() { # FILE...: fill holes (pages never written, or punched), so that first
+	# touches are not measured; whole-file O_DIRECT zeros when anything is missing
+	local f alloc
+	for f in "$@"; do
+		alloc=$(stat -c '%b*%B' "$f")
+		if [ $((alloc)) -lt $((SIZE_MB * 1048576)) ]; then
+			dd if=/dev/zero of="$f" bs=1M count="$SIZE_MB" oflag=direct conv=notrunc status=none 2>"$ERRF" ||
+				die "pre-touch $f: $(tail -n1 "$ERRF")"
+		fi
+	done
+}
+touch_members "${MFILES[@]}"
+
+# ---- measurements ---------------------------------------------------------------------------
+
+declare -A R=() # key -> "v1 v2 ..." (one per run, in run order)
+add() { R[$1]="${R[$1]:-}$2 "; }
+
+drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
+
+fio_mbs() { # RW FIO-ARGS... -> MB/s (10^6) on stdout; prints the error and fails otherwise
+	local rw=$1 out v
+	shift
+	if ! out=$(fio --output-format=terse --terse-version=3 "$@" 2>"$ERRF"); then
+		warn "fio $rw failed: $(grep -v '^$' "$ERRF" | tail -n1)"
+		return 1
+	fi
+	v=$(awk -F';' -v rw="$rw" '$1 == 3 { bw = (rw == "read") ? $7 : $48; v = bw * 1024 / 1e6 }
+		END { if (v > 0) printf "%.0f", v }' <<<"$out")
+	[ -n "$v" ] || { warn "fio $rw: no throughput in its output"; return 1; }
+	echo "$v"
+}
+
+frames_fio() { # DIR RW DIRECT [NRFILES] -> MB/s: the frametest-style workload
+	local dir=$1 rw=$2 direct=$3 nr=${4:-$((FRAMES / THREADS))}
+	mkdir -p "$dir"
+	[ "$rw" = read ] && drop_caches
+	fio_mbs "$rw" --name=f --directory="$dir" --ioengine=psync --bs=1M --filesize=$FSZ \
+		--nrfiles="$nr" --file_service_type=sequential --numjobs="$THREADS" --group_reporting \
+		--fallocate=none --direct="$direct" --rw="$rw" --end_fsync=1
+}
+
+raw_fio() { # RW DEV... -> MB/s over all of them at once, no filesystem (as peers.sh)
+	local rw=$1 args=() i=0 d
+	shift
+	for d in "$@"; do args+=(--name="j$i" --filename="$d"); i=$((i + 1)); done
+	fio_mbs "$rw" --ioengine=io_uring --direct=1 --bs=1M --iodepth=16 --rw="$rw" \
+		--size=$((SIZE_MB * 3 / 4))M --group_reporting "${args[@]}"
+}
+
+null_fio() { # RW DIRECT -> MB/s: THREADS jobs on disjoint ranges of null's one (4 GiB) file,
+	# each moving what one job moves in frames_fio
+	local rw=$1 direct=$2 per=$((FRAMES / THREADS)) cap loops=1
+	per=$((per * FSZ))
+	cap=$(((4 << 30) / THREADS / 1048576 * 1048576))
+	if [ "$per" -gt "$cap" ]; then loops=$(((per + cap - 1) / cap)); per=$cap; fi
+	[ "$rw" = read ] && drop_caches
+	fio_mbs "$rw" --name=n --filename="$MNT/nullfile" --ioengine=psync --bs=1M --size="$per" \
+		--offset_increment="$per" --numjobs="$THREADS" --loops="$loops" --group_reporting \
+		--rw="$rw" --direct="$direct"
+}
+
+create_rate() { # DIR -> empty frames created per second
+	local v
+	mkdir -p "$1"
+	sync
+	v=$("$CREATERATE" -q -t "$THREADS" -n "$CREATES" "$1" 2>"$ERRF") || {
+		warn "create rate in $1: $(tail -n1 "$ERRF")"
+		return 1
+	}
+	echo "$v"
+}
+
+ft_mbs() { # DIR MODE(w|r) -> MB/s from framefs-frametest's JSON
+	local dir=$1 mode=$2 out v args=(-r)
+	[ "$mode" = w ] && args=(-w 4k)
+	mkdir -p "$dir"
+	[ "$mode" = r ] && drop_caches
+	out=$("$FT" "${args[@]}" -t "$THREADS" -n "$FRAMES" -u 0 --json "$dir" 2>"$ERRF") || true
+	v=$(sed -n 's/.*"throughput":{"MB_s":\([0-9.]*\).*/\1/p' <<<"$out")
+	[ -n "$v" ] || { warn "framefs-frametest -$mode in $dir: $(tail -n1 "$ERRF")"; return 1; }
+	printf '%.0f\n' "$v"
+}
+
+daemon_pid() { # MOUNTPOINT COMM -> pid of the process named COMM with MOUNTPOINT in its argv
+	local p
+	for p in $(pgrep -x "$2"); do
+		tr '\0' '\n' <"/proc/$p/cmdline" 2>/dev/null | grep -qxF -- "$1" && { echo "$p"; return 0; }
+	done
+	return 1
+}
+
+hwm_mb() { # PID -> VmHWM in MiB
+	awk '/^VmHWM:/ { printf "%.0f", $2 / 1024 }' "/proc/$1/status" 2>/dev/null
+}
+
+wait_gone() { # PID: wait (up to 20 s) for a daemon to exit after its unmount
+	local i
+	for i in $(seq 1 100); do
+		kill -0 "$1" 2>/dev/null || return 0
+		sleep 0.2
+	done
+	warn "daemon $1 still running 20 s after its unmount"
+	return 1
+}
+
+FUSE_PID=""
+fuse_wait() { # MOUNTPOINT COMM: wait (up to 15 s) until mounted; FUSE_PID = its daemon
+	local i
+	for i in $(seq 1 75); do
+		if mounted "$1" && FUSE_PID=$(daemon_pid "$1" "$2"); then
+			DAEMONS+=("$FUSE_PID:$2")
+			return 0
+		fi
+		sleep 0.2
+	done
+	return 1
+}
+
+# "label value" pieces of a row's line, printed as they come
+say() { printf '%s' "$*"; }
+
+# The filesystem suite, the same for every filesystem row, on a mounted DIR:
+#   warm-up (one frame per thread, untimed), buffered write/read (then removed), empty-frame
+#   creates, O_DIRECT write/read (kept: the degraded read reads them), framefs-frametest.
+# KEY prefixes the results; HOOK (a function or ":") runs after every phase (RSS sampling).
+fs_suite() { # DIR KEY HOOK -> fails on the first failed phase
+	local d=$1 k=$2 hook=$3 v
+	frames_fio "$d/warm" write 1 1 >/dev/null || return 1
+	rm -rf "$d/warm"
+	v=$(frames_fio "$d/b" write 0) || return 1
+	add "$k.bw" "$v"; say "  buffered w $v"; $hook
+	v=$(frames_fio "$d/b" read 0) || return 1
+	add "$k.br" "$v"; say " r $v"; $hook
+	rm -rf "$d/b"
+	v=$(create_rate "$d/c") || return 1
+	add "$k.cr" "$v"; say "  creates $v/s"; $hook
+	v=$(frames_fio "$d/d" write 1) || return 1
+	add "$k.dw" "$v"; say "  O_DIRECT w $v"; $hook
+	v=$(frames_fio "$d/d" read 1) || return 1
+	add "$k.dr" "$v"; say " r $v"; $hook
+	if [ -n "$FT" ]; then
+		v=$(ft_mbs "$d/ft" w) || return 1
+		add "$k.ftw" "$v"; say "  frametest w $v"; $hook
+		v=$(ft_mbs "$d/ft" r) || return 1
+		add "$k.ftr" "$v"; say " r $v"; $hook
+		rm -rf "$d/ft"
+	fi
+}
+
+# ---- rows -----------------------------------------------------------------------------------
+
+row_raw() { # N
+	local n=$1 v devs
+	if [ "$MODE" = ram ]; then devs=("${LOOPS[@]:0:$n}"); else devs=("${MFILES[@]:0:$n}"); fi
+	touch_members "${MFILES[@]:0:$n}"
+	say "raw $n members (no fs)"
+	v=$(raw_fio write "${devs[@]}") || die "raw $n members: write failed"
+	add "raw$n.dw" "$v"; say "  O_DIRECT w $v"
+	v=$(raw_fio read "${devs[@]}") || die "raw $n members: read failed"
+	add "raw$n.dr" "$v"; say " r $v"
+	echo
+}
+
+row_null() {
+	local v p
+	touch "$MNT/nullfile"
+	"$S/bin/null" "$MNT/nullfile" 2>"$ERRF" || die "FUSE null: $(tail -n1 "$ERRF")"
+	fuse_wait "$MNT/nullfile" null || die "FUSE null did not mount"
+	p=$FUSE_PID
+	say "FUSE null (transport ceiling)"
+	v=$(null_fio write 1) || die "FUSE null: O_DIRECT write failed"
+	add null.dw "$v"; say "  O_DIRECT w $v"
+	v=$(null_fio read 1) || die "FUSE null: O_DIRECT read failed"
+	add null.dr "$v"; say " r $v"
+	v=$(null_fio write 0) || die "FUSE null: buffered write failed"
+	add null.bw "$v"; say "  buffered w $v"
+	v=$(null_fio read 0) || die "FUSE null: buffered read failed"
+	add null.br "$v"; say " r $v"
+	add null.rss "$(hwm_mb "$p")"
+	echo
+	unmount "$MNT/nullfile" || die "cannot unmount FUSE null"
+	wait_gone "$p" || true
+}
+
+PT_HWM=0
+pt_hook() { local h; h=$(hwm_mb "$PT_PID"); [ "${h:-0}" -gt "$PT_HWM" ] && PT_HWM=$h; return 0; }
+row_pt() {
+	local m=$MNT/fs
+	"$S/bin/passthrough_ll" -o "source=$S/ptsrc${PT_OPTS:+,$PT_OPTS}" "$m" 2>"$ERRF" ||
+		die "passthrough_ll: $(tail -n1 "$ERRF")"
+	fuse_wait "$m" passthrough_ll || die "passthrough_ll did not mount"
+	PT_PID=$FUSE_PID
+	PT_HWM=0
+	say "passthrough_ll over tmpfs ($PT_OPTS)"
+	fs_suite "$m" pt pt_hook || die "passthrough_ll row failed"
+	add pt.rss "$PT_HWM"
+	echo "  RSS ${PT_HWM} MiB"
+	unmount "$m" || die "cannot unmount passthrough_ll"
+	wait_gone "$PT_PID" || true
+	find "$S/ptsrc" -mindepth 1 -delete
+}
+
+row_btrfs() { # LEVEL N
+	local lvl=$1 n=$2 m=$MNT/fs l
+	touch_members "${MFILES[@]:0:$n}"
+	# -K: no discard at mkfs; nodiscard: no async discard on delete
+	mkfs.btrfs -q -f -K -d "raid$lvl" -m raid1 "${LOOPS[@]:0:$n}" >"$ERRF" 2>&1 ||
+		die "mkfs.btrfs raid$lvl: $(tail -n1 "$ERRF")"
+	btrfs device scan "${LOOPS[@]:0:$n}" >/dev/null 2>&1 || true
+	mount -t btrfs -o nodiscard "${LOOPS[0]}" "$m" 2>"$ERRF" || die "mount btrfs raid$lvl: $(tail -n1 "$ERRF")"
+	say "btrfs RAID$lvl, $n members"
+	fs_suite "$m" "btrfs$lvl" : || die "btrfs RAID$lvl row failed"
+	echo
+	unmount "$m" || die "cannot unmount btrfs"
+	for l in "${LOOPS[@]:0:$n}"; do btrfs device scan --forget "$l" >/dev/null 2>&1 || true; done
+}
+
+FF_HWM=0   # peak over every framefs mount
+FF_MOUNT_HWM=0
+FF_PID=""
+FF_FAILS=0
+ff_hook() {
+	local h
+	h=$(hwm_mb "$FF_PID")
+	[ "${h:-0}" -gt "$FF_MOUNT_HWM" ] && FF_MOUNT_HWM=$h
+	[ "${h:-0}" -gt "$FF_HWM" ] && FF_HWM=$h
+	return 0
+}
+ff_members() { # N [SKIP] -> comma-separated member list, SKIP left out
+	local n=$1 skip=${2:--1} i out=""
+	for i in $(seq 0 $((n - 1))); do
+		[ "$i" = "$skip" ] && continue
+		if [ "$MODE" = disk ] || [ "$FRAMEFS_MEMBERS" = file ]; then
+			out+="${out:+,}${MFILES[$i]}"
+		else
+			out+="${out:+,}${LOOPS[$i]}"
+		fi
+	done
+	echo "$out"
+}
+ff_mount() { # MEMBERS -> sets FF_PID
+	local opts=()
+	[ -n "$FRAMEFS_OPTS" ] && opts=(-o "$FRAMEFS_OPTS")
+	"$FRAMEFS" "${opts[@]}" "$1" "$MNT/fs" >"$ERRF" 2>&1 || {
+		warn "framefs mount of $1 failed: $(tail -n1 "$ERRF")"
+		return 1
+	}
+	fuse_wait "$MNT/fs" framefs || { warn "framefs did not mount $1 (no mount, or no framefs process with it in its argv)"; return 1; }
+	FF_PID=$FUSE_PID
+}
+ff_unmount() {
+	ff_hook
+	unmount "$MNT/fs" || { warn "cannot unmount framefs"; return 1; }
+	wait_gone "$FF_PID" || return 1
+}
+ff_fail() { # MESSAGE: a framefs row failed; the run goes on without it
+	echo
+	warn "framefs: $*"
+	FF_FAILS=$((FF_FAILS + 1))
+	unmount "$MNT/fs" || true
+}
+row_framefs() { # LEVEL N DEGRADED(0|1) RUN
+	local lvl=$1 n=$2 degraded=$3 run=$4 skip v mkfs_opts=() members=()
+	local i
+	for i in $(seq 0 $((n - 1))); do
+		if [ "$MODE" = disk ] || [ "$FRAMEFS_MEMBERS" = file ]; then members+=("${MFILES[$i]}"); else members+=("${LOOPS[$i]}"); fi
+	done
+	touch_members "${MFILES[@]:0:$n}"
+	read -r -a mkfs_opts <<<"$FRAMEFS_MKFS_OPTS"
+	"$MKFS_FRAMEFS" -l "$lvl" "${mkfs_opts[@]}" -L framebench -f "${members[@]}" >"$ERRF" 2>&1 || {
+		ff_fail "mkfs.framefs -l $lvl on $n members failed: $(tail -n1 "$ERRF")"; return 0; }
+	FF_MOUNT_HWM=0
+	ff_mount "$(ff_members "$n")" || { ff_fail "RAID$lvl mount failed"; return 0; }
+	say "framefs RAID$lvl, $n members"
+	fs_suite "$MNT/fs" "ff$lvl" ff_hook || { ff_fail "RAID$lvl: a phase failed"; return 0; }
+	ff_unmount || { ff_fail "RAID$lvl unmount failed"; return 0; }
+	if [ "$degraded" = 1 ]; then
+		skip=$(((run - 1) % n))
+		ff_mount "$(ff_members "$n" "$skip")" || { ff_fail "RAID$lvl degraded mount (member $skip left out) failed"; return 0; }
+		v=$(frames_fio "$MNT/fs/d" read 1) || { ff_fail "RAID$lvl degraded read failed"; return 0; }
+		add "ff$lvl.dg" "$v"; say "  degraded (m$skip out) r $v"
+		ff_unmount || { ff_fail "RAID$lvl degraded unmount failed"; return 0; }
+	fi
+	add "ff$lvl.rss" "$FF_MOUNT_HWM"
+	echo "  RSS ${FF_MOUNT_HWM} MiB"
+}
+
+# ---- statistics -----------------------------------------------------------------------------
+
+stat3() { # KEY -> "median min max" of its values, nothing if none
+	# shellcheck disable=SC2086 # the values are space-separated numbers
+	[ -n "${R[$1]:-}" ] && printf '%s\n' ${R[$1]} | sort -g | awk '{ v[NR] = $1 }
+		END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+		      printf "%.0f %.0f %.0f\n", m, v[1], v[NR] }'
+}
+cell() { # KEY -> "median [min..max]" or "-"
+	local s
+	s=$(stat3 "$1" || true)
+	[ -n "$s" ] || { echo "-"; return; }
+	# shellcheck disable=SC2086
+	set -- $s
+	if [ "$RUNS" -gt 1 ]; then echo "$1 [$2..$3]"; else echo "$1"; fi
+}
+ratio() { # NUM DEN -> "median-ratio per-run-min per-run-max", nothing if either is missing
+	[ -n "${R[$1]:-}" ] && [ -n "${R[$2]:-}" ] || return 0
+	awk -v a="${R[$1]}" -v b="${R[$2]}" 'function med(x, n,   t) { return (n % 2) ? x[(n + 1) / 2] : (x[n / 2] + x[n / 2 + 1]) / 2 }
+		function isort(x, n,   i, j, t) { for (i = 2; i <= n; i++) { t = x[i]; for (j = i - 1; j > 0 && x[j] > t; j--) x[j + 1] = x[j]; x[j + 1] = t } }
+		BEGIN { na = split(a, x, " "); nb = split(b, y, " ")
+			for (i = 1; i <= na; i++) xs[i] = x[i]; for (i = 1; i <= nb; i++) ys[i] = y[i]
+			isort(xs, na); isort(ys, nb)
+			if (med(ys, nb) <= 0) exit
+			r = med(xs, na) / med(ys, nb); lo = hi = ""
+			if (na == nb) for (i = 1; i <= na; i++) if (y[i] > 0) { q = x[i] / y[i]
+				if (lo == "" || q < lo) lo = q; if (hi == "" || q > hi) hi = q }
+			if (lo == "") { lo = r; hi = r }
+			printf "%.2f %.2f %.2f\n", r, lo, hi }'
+}
+
+# ---- the run --------------------------------------------------------------------------------
+
+echo "frames.sh $MODE: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, kernel $(uname -r), $(fio --version)"
+echo "members: $NMEM x ${SIZE_MB} MiB in $W$([ "$MODE" = ram ] && echo " behind loop devices (direct-io=on): ${LOOPS[*]}")"
+echo "workload: $THREADS threads x $((FRAMES / THREADS)) frames of $FSZ bytes, 1 MiB psync I/O, end_fsync, caches dropped before reads; $CREATES empty frames; $RUNS runs, rows interleaved"
+if [ "$HAVE_FRAMEFS" = 1 ]; then
+	echo "framefs: $FRAMEFS, $MKFS_FRAMEFS${FRAMEFS_OPTS:+ (-o $FRAMEFS_OPTS)}${FRAMEFS_MKFS_OPTS:+ (mkfs $FRAMEFS_MKFS_OPTS)}"
+else
+	echo "framefs: not built (no mkfs.framefs/framefs in ${FRAMEFS_BUILD:-PATH}); its rows and ratios are n/a"
+fi
+[ -n "$FT" ] && echo "frametest: $FT"
+echo "create rate: $CREATERATE"
+echo
+
+if [ "$MODE" = ram ]; then
+	ROWS=(raw4 raw6 null pt btrfs5 btrfs6)
+	[ "$HAVE_FRAMEFS" = 1 ] && ROWS+=(ff5 ff6)
+else
+	ROWS=(raw4 btrfs5)
+	[ "$HAVE_FRAMEFS" = 1 ] && ROWS+=(ff5)
+fi
+if [ -n "${ONLY:-}" ]; then # a subset, for looking into one row (the RESULT then has gaps)
+	read -r -a want <<<"$ONLY"
+	for r in "${want[@]}"; do [[ " ${ROWS[*]} " == *" $r "* ]] || die "ONLY: no row '$r' here (rows: ${ROWS[*]})"; done
+	ROWS=("${want[@]}")
+fi
+T0=$(date +%s)
+declare -A ROWTIME=()
+for run in $(seq 1 "$RUNS"); do
+	echo "== run $run/$RUNS (load average $(cut -d" " -f1-3 /proc/loadavg))"
+	nrows=${#ROWS[@]}
+	for j in $(seq 0 $((nrows - 1))); do
+		r=${ROWS[$(((j + run - 1) % nrows))]}
+		t=$(date +%s)
+		case $r in
+		raw4) row_raw 4 ;;
+		raw6) row_raw 6 ;;
+		null) row_null ;;
+		pt) row_pt ;;
+		btrfs5) row_btrfs 5 4 ;;
+		btrfs6) row_btrfs 6 6 ;;
+		ff5) row_framefs 5 4 1 "$run" ;;
+		ff6) row_framefs 6 6 0 "$run" ;;
+		esac
+		ROWTIME[$r]=$((${ROWTIME[$r]:-0} + $(date +%s) - t))
+	done
+done
+times=""
+for r in "${!ROWTIME[@]}"; do times+=" $r ${ROWTIME[$r]}s"; done
+echo "(${RUNS} runs in $(($(date +%s) - T0)) s; per row:$times; load average $(cut -d' ' -f1-3 /proc/loadavg))"
+echo
+
+# ---- tables ---------------------------------------------------------------------------------
+
+hdr="median [min..max] of $RUNS runs"
+[ "$RUNS" = 1 ] && hdr="1 run"
+printf '%-36s %-20s %-20s %-20s %-20s %-20s %s\n' "MB/s (10^6 B/s), $hdr" "O_DIRECT write" "O_DIRECT read" \
+	"buffered write" "buffered read" "creates/s" "RSS MiB"
+trow() { # LABEL KEY
+	printf '%-36s %-20s %-20s %-20s %-20s %-20s %s\n' "$1" "$(cell "$2.dw")" "$(cell "$2.dr")" \
+		"$(cell "$2.bw")" "$(cell "$2.br")" "$(cell "$2.cr")" "$(cell "$2.rss")"
+}
+ftrow() { # LABEL KEY
+	[ -n "${R[$2.ftw]:-}" ] || return 0
+	printf '%-36s %-20s %-20s\n' "  (framefs-frametest -w 4k / -r)" "$(cell "$2.ftw")" "$(cell "$2.ftr")"
+}
+if [ "$MODE" = ram ]; then
+	trow "raw 4 members (fio, no fs)" raw4
+	trow "raw 6 members (fio, no fs)" raw6
+	trow "FUSE null (transport ceiling)" null
+	trow "passthrough_ll over tmpfs" pt; ftrow "" pt
+	trow "btrfs RAID5, 4 members" btrfs5; ftrow "" btrfs5
+	trow "btrfs RAID6, 6 members" btrfs6; ftrow "" btrfs6
+	if [ "$HAVE_FRAMEFS" = 1 ]; then
+		trow "framefs RAID5, 4 members" ff5; ftrow "" ff5
+		printf '%-36s %-20s %-20s\n' "framefs RAID5, 1 of 4 missing" "" "$(cell ff5.dg)"
+		trow "framefs RAID6, 6 members" ff6; ftrow "" ff6
+	else
+		echo "framefs                              not built"
+	fi
+else
+	trow "raw 4 members (fio, no fs)" raw4
+	trow "btrfs RAID5, 4 members" btrfs5; ftrow "" btrfs5
+	if [ "$HAVE_FRAMEFS" = 1 ]; then trow "framefs RAID5, 4 members" ff5; ftrow "" ff5
+	else echo "framefs                              not built"; fi
+fi
+echo
+
+# ratios: NAME NUM DEN BAR(or -)
+RESULT=()
+rrow() {
+	local name=$1 r bar=$4 verdict="" s
+	r=$(ratio "$2" "$3")
+	if [ -z "$r" ]; then
+		printf '  %-30s %-6s %-16s %s\n' "$name" "n/a" "" "${bar/#-/}"
+		RESULT+=("$name=n/a")
+		return
+	fi
+	# shellcheck disable=SC2086
+	set -- $r
+	if [ "$bar" != - ]; then
+		verdict=$(awk -v r="$1" -v b="$bar" 'BEGIN { print (r >= b) ? "ok" : "BELOW" }')
+		s=">= $bar $verdict"
+	else
+		s=""
+	fi
+	printf '  %-30s %-6s %-16s %s\n' "$name" "$1" "[$2..$3]" "$s"
+	RESULT+=("$name=$1")
+}
+if [ "$MODE" = ram ]; then
+	echo "ratios (median/median, [min..max] of per-run ratios), bar:"
+	rrow write_vs_passthrough ff5.dw pt.dw 0.90
+	rrow read_vs_passthrough ff5.dr pt.dr -
+	rrow buffered_write_vs_passthrough ff5.bw pt.bw 1.0
+	rrow buffered_read_vs_passthrough ff5.br pt.br 1.0
+	rrow write_vs_null ff5.dw null.dw 0.50
+	rrow read_vs_null ff5.dr null.dr 0.50
+	rrow write_vs_btrfs5 ff5.dw btrfs5.dw 3.0
+	rrow read_vs_btrfs5 ff5.dr btrfs5.dr 1.0
+	rrow raid6_write_vs_btrfs6 ff6.dw btrfs6.dw 3.0
+	rrow degraded_read_ratio ff5.dg ff5.dr 0.70
+	rrow create_vs_passthrough ff5.cr pt.cr 0.5
+	echo "peers (context):"
+	for p in "passthrough_write_vs_null pt.dw null.dw" "passthrough_read_vs_null pt.dr null.dr" \
+		"btrfs5_write_vs_passthrough btrfs5.dw pt.dw" "btrfs5_read_vs_passthrough btrfs5.dr pt.dr" \
+		"btrfs6_write_vs_btrfs5 btrfs6.dw btrfs5.dw" "btrfs5_write_vs_raw4 btrfs5.dw raw4.dw"; do
+		# shellcheck disable=SC2086
+		set -- $p
+		rrow "$1" "$2" "$3" -
+	done
+	RESULT=("${RESULT[@]:0:11}")
+	if [ "$HAVE_FRAMEFS" = 1 ] && [ "$FF_HWM" -gt 0 ]; then RESULT+=("peak_rss_mb=$FF_HWM"); else RESULT+=("peak_rss_mb=n/a"); fi
+	[ "$FF_FAILS" -gt 0 ] && warn "framefs: $FF_FAILS row(s) failed; see above"
+	echo "RESULT ${RESULT[*]}"
+else
+	echo "ratios (median/median, [min..max] of per-run ratios), bar:"
+	# write_eff = framefs write / ((members-1)/members x raw write), as framefs-raidbench
+	for k in ff5 btrfs5; do
+		[ -n "${R[$k.dw]:-}" ] || continue
+		R[$k.dwe]=$(awk -v a="${R[$k.dw]}" 'BEGIN { n = split(a, x, " "); for (i = 1; i <= n; i++) printf "%.1f ", x[i] * 4 / 3 }')
+	done
+	rrow write_eff ff5.dwe raw4.dw 0.90
+	rrow read_vs_raw ff5.dr raw4.dr -
+	rrow btrfs5_write_eff btrfs5.dwe raw4.dw -
+	RESULT=("${RESULT[@]:0:2}")
+	rw=$(stat3 raw4.dw | cut -d' ' -f1)
+	fw=$(stat3 ff5.dw | cut -d' ' -f1 || true)
+	[ "$FF_FAILS" -gt 0 ] && warn "framefs: $FF_FAILS row(s) failed; see above"
+	echo "RESULT mode=disk members=4 raw_write=${rw:-n/a} framefs_write=${fw:-n/a} ${RESULT[*]} peak_rss_mb=$([ "$FF_HWM" -gt 0 ] && echo "$FF_HWM" || echo n/a)"
+fi

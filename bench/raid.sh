@@ -1,0 +1,198 @@
+#!/bin/bash
+# bench/raid.sh: the RAID layer against its raw members, through framefs-raidbench.
+#
+# Runs framefs-raidbench (bench/raidbench.c) for RAID5 on 4 members, RAID5 on 8 and RAID6 on 6,
+# each on tmpfs files (--dir) and on loop devices over tmpfs files (--use, losetup
+# --direct-io=on), prints every run's output and RESULT line, then a summary table and a last
+# RESULT line with the worst of each ratio. Bar: write_eff >= 0.95, read_eff >= 0.95,
+# degraded_read_ratio >= 0.70.
+#
+#   write_eff           = RAID write / ((members - parity) / members x raw write of the members)
+#   read_eff            = RAID read / raw read
+#   degraded_read_ratio = RAID read with one member missing / healthy RAID read
+#
+# Knobs (environment):
+#   SIZE_MB=1024     size of each member (at most 8 members in tmpfs at a time)
+#   RUNS=3           framefs-raidbench --runs (each figure: median of RUNS after a warm-up run)
+#   REPEATS=1        run every configuration this many times (order rotated), so that the
+#                    ratios get a min..max of their own
+#   CONFIGS="5x4 5x8 6x6"  levels x members
+#   BACKINGS="files loop"  tmpfs files (--dir) and/or loop devices over tmpfs files (--use)
+#   RAIDBENCH_ARGS   more framefs-raidbench options (--chunk, --workers, --depth, --inflight)
+#   FRAMEFS_BUILD    build dir holding framefs-raidbench (else it is taken from PATH)
+# Needs root (loop devices) and util-linux.
+set -euo pipefail
+
+PROG=raid.sh
+die() { echo "$PROG: $*" >&2; exit 1; }
+warn() { echo "$PROG: $*" >&2; }
+indent() { sed "s/^/   /"; }
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
+case "${1:-}" in
+"") ;;
+-h | --help | help) usage; exit 0 ;;
+*) usage >&2; exit 2 ;;
+esac
+
+SIZE_MB=${SIZE_MB:-1024}
+RUNS=${RUNS:-3}
+REPEATS=${REPEATS:-1}
+CONFIGS=${CONFIGS:-5x4 5x8 6x6}
+BACKINGS=${BACKINGS:-files loop}
+RAIDBENCH_ARGS=${RAIDBENCH_ARGS:-}
+for v in SIZE_MB RUNS REPEATS; do
+	[[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive whole number (got '${!v}')"
+done
+read -r -a configs <<<"$CONFIGS"
+read -r -a backings <<<"$BACKINGS"
+read -r -a extra <<<"$RAIDBENCH_ARGS"
+maxm=0
+for c in "${configs[@]}"; do
+	[[ $c =~ ^([56])x([0-9]+)$ ]] || die "CONFIGS: '$c' is not LEVELxMEMBERS (5x4, 6x6, ...)"
+	[ "${BASH_REMATCH[2]}" -gt "$maxm" ] && maxm=${BASH_REMATCH[2]}
+done
+for b in "${backings[@]}"; do
+	case $b in files | loop) ;; *) die "BACKINGS: '$b' is neither files nor loop" ;; esac
+done
+[ "$(id -u)" -eq 0 ] || die "must run as root (loop devices)"
+command -v losetup >/dev/null || die "losetup not found (apt-get install util-linux)"
+
+RB=""
+if [ -n "${FRAMEFS_BUILD:-}" ]; then
+	[ -d "$FRAMEFS_BUILD" ] || die "FRAMEFS_BUILD=$FRAMEFS_BUILD is not a directory"
+	for f in "$FRAMEFS_BUILD/framefs-raidbench" "$FRAMEFS_BUILD/bench/framefs-raidbench"; do
+		[ -x "$f" ] && { RB=$f; break; }
+	done
+	[ -n "$RB" ] || die "no framefs-raidbench in $FRAMEFS_BUILD (meson compile -C $FRAMEFS_BUILD)"
+else
+	RB=$(command -v framefs-raidbench) ||
+		die "framefs-raidbench is not on PATH; build it and set FRAMEFS_BUILD=/path/to/build"
+fi
+
+need=$((maxm * SIZE_MB + 256))
+free=$(df -Pm /dev/shm | awk 'NR==2 { print $4 }')
+[ "$free" -ge "$need" ] || die "/dev/shm has $free MiB free, needs $need (${maxm} members x ${SIZE_MB} MiB); lower SIZE_MB"
+
+T=""
+LOOPS=()
+ERRF=/dev/null
+detach_all() {
+	local l
+	for l in "${LOOPS[@]}"; do losetup -d "$l" 2>/dev/null || warn "cannot detach $l"; done
+	LOOPS=()
+}
+cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM HUP
+	set +e
+	detach_all
+	[ -n "$T" ] && rm -rf --one-file-system "$T"
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'warn "interrupted"; exit 130' INT
+trap 'warn "terminated"; exit 143' TERM HUP
+T=$(mktemp -d /dev/shm/framefs-raid.XXXXXX)
+ERRF=$T/err
+
+declare -A R=() # "cfg backing field" -> "v1 v2 ..."
+add() { R[$1]="${R[$1]:-}$2 "; }
+
+one() { # LEVEL MEMBERS BACKING: one framefs-raidbench run; records its RESULT
+	local lvl=$1 n=$2 b=$3 i l out res args=() devs=""
+	args=(--level "$lvl" --members "$n" --size "${SIZE_MB}M" --runs "$RUNS" "${extra[@]}")
+	if [ "$b" = files ]; then
+		args+=(--dir "$T/files")
+	else
+		for i in $(seq 0 $((n - 1))); do
+			truncate -s "${SIZE_MB}M" "$T/loop$i.img"
+			l=$(losetup --direct-io=on -f --show "$T/loop$i.img" 2>"$ERRF") ||
+				die "losetup: $(tail -n1 "$ERRF")"
+			LOOPS+=("$l")
+			# no discards: on tmpfs they punch holes (raidbench pre-touches the members)
+			echo 0 >"/sys/block/${l#/dev/}/queue/discard_max_bytes" 2>/dev/null || true
+			devs+="${devs:+,}$l"
+		done
+		args+=(--use "$devs")
+	fi
+	echo "== RAID$lvl x $n on $([ "$b" = files ] && echo "tmpfs files" || echo "loop devices over tmpfs ($devs)")"
+	echo "   $RB ${args[*]}"
+	if ! out=$("$RB" "${args[@]}" 2>"$ERRF"); then
+		indent <<<"$out"
+		die "framefs-raidbench failed: $(tail -n1 "$ERRF")"
+	fi
+	indent <<<"$out"
+	res=$(grep '^RESULT ' <<<"$out" | tail -n1)
+	[ -n "$res" ] || die "framefs-raidbench printed no RESULT line"
+	echo "$res backing=$b"
+	for f in write_eff read_eff degraded_read_ratio; do
+		v=$(sed -n "s/.* $f=\([0-9.]*\).*/\1/p" <<<"$res")
+		[ -n "$v" ] || die "no $f in: $res"
+		add "${lvl}x$n $b $f" "$v"
+	done
+	for f in "raw write" "raw read" "raid write" "raid read" "raid degraded read"; do
+		v=$(awk -v k="$f" 'index($0, "  " k " ") == 1 { for (i = 1; i <= NF; i++) if ($i == "MB/s") { print $(i - 1); exit } }' <<<"$out")
+		[ -n "$v" ] && add "${lvl}x$n $b $f" "$v"
+	done
+	detach_all
+	rm -f "$T"/loop*.img
+	rm -rf --one-file-system "$T/files"
+}
+
+echo "raid.sh: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, kernel $(uname -r), $RB"
+echo "members of ${SIZE_MB} MiB, raidbench --runs $RUNS${RAIDBENCH_ARGS:+ $RAIDBENCH_ARGS}, $REPEATS repeat(s)"
+echo
+jobs=()
+for c in "${configs[@]}"; do
+	for b in "${backings[@]}"; do jobs+=("$c $b"); done
+done
+T0=$(date +%s)
+for rep in $(seq 1 "$REPEATS"); do
+	[ "$REPEATS" -gt 1 ] && echo "#### repeat $rep/$REPEATS"
+	for j in $(seq 0 $((${#jobs[@]} - 1))); do
+		read -r c b <<<"${jobs[$(((j + rep - 1) % ${#jobs[@]}))]}"
+		one "${c%x*}" "${c#*x}" "$b"
+		echo
+	done
+done
+echo "(done in $(($(date +%s) - T0)) s)"
+echo
+
+cell() { # KEY [DECIMALS] -> "median [min..max]" (min..max only with several values)
+	local k=$1 d=${2:-0}
+	[ -n "${R[$k]:-}" ] || { echo "-"; return; }
+	# shellcheck disable=SC2086 # space-separated numbers
+	printf '%s\n' ${R[$k]} | sort -g | awk -v d="$d" '{ v[NR] = $1 }
+		END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+		      if (NR > 1) printf "%.*f [%.*f..%.*f]\n", d, m, d, v[1], d, v[NR]; else printf "%.*f\n", d, m }'
+}
+worst() { # FIELD -> smallest value over every config and backing
+	local k all=""
+	for k in "${!R[@]}"; do [[ $k == *" $1" ]] && all+="${R[$k]}"; done
+	# shellcheck disable=SC2086
+	printf '%s\n' $all | sort -g | head -n1
+}
+verdict() { # VALUE BAR
+	awk -v v="$1" -v b="$2" 'BEGIN { print (v >= b) ? "ok" : "BELOW" }'
+}
+
+echo "MB/s are medians of raidbench's $RUNS runs$([ "$REPEATS" -gt 1 ] && echo ", then median [min..max] over $REPEATS repeats")"
+printf '%-6s %-6s %-16s %-16s %-16s %-16s %-16s %-18s %-18s %-18s\n' config on "raw write" "raw read" \
+	"raid write" "raid read" "degraded read" "write_eff>=0.95" "read_eff>=0.95" "degraded>=0.70"
+for c in "${configs[@]}"; do
+	for b in "${backings[@]}"; do
+		k="$c $b"
+		printf '%-6s %-6s %-16s %-16s %-16s %-16s %-16s %-18s %-18s %-18s\n' "$c" "$b" "$(cell "$k raw write")" \
+			"$(cell "$k raw read")" "$(cell "$k raid write")" "$(cell "$k raid read")" \
+			"$(cell "$k raid degraded read")" "$(cell "$k write_eff" 3)" "$(cell "$k read_eff" 3)" \
+			"$(cell "$k degraded_read_ratio" 3)"
+	done
+done
+we=$(worst write_eff)
+re=$(worst read_eff)
+dr=$(worst degraded_read_ratio)
+echo
+echo "worst: write_eff $we ($(verdict "$we" 0.95)), read_eff $re ($(verdict "$re" 0.95)), degraded_read_ratio $dr ($(verdict "$dr" 0.70))"
+pass=yes
+[ "$(verdict "$we" 0.95)$(verdict "$re" 0.95)$(verdict "$dr" 0.70)" = okokok ] || pass=no
+echo "RESULT min_write_eff=$we min_read_eff=$re min_degraded_read_ratio=$dr pass=$pass"

@@ -1,0 +1,372 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Allocators for inodes, pool blocks and data stripes.  Each has an
+ * in-memory bitmap (loaded at mount) mirrored by on-disk bitmap blocks that
+ * change inside the running transaction.  Freed stripes are cleared on
+ * disk at once but stay taken in memory until the transaction commits:
+ * until then the committed metadata may still point at them, and their
+ * contents must survive a crash.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "fs/fs_i.h"
+
+static inline bool bit_test(const uint64_t *b, uint64_t i) { return (b[i / 64] >> (i % 64)) & 1; }
+static inline void bit_set(uint64_t *b, uint64_t i) { b[i / 64] |= 1ull << (i % 64); }
+static inline void bit_clear(uint64_t *b, uint64_t i) { b[i / 64] &= ~(1ull << (i % 64)); }
+
+static int load_bitmap(struct ffs *fs, uint64_t start, uint64_t nblocks, uint64_t nbits,
+		       uint64_t **out, uint64_t *nfree)
+{
+	uint64_t words = FF_DIV_ROUND_UP(nbits, 64);
+	uint64_t *bits = calloc(words + 1, sizeof(uint64_t));
+	struct ffs_bitmap_block *blk = ff_alloc_aligned(FFS_BLOCK);
+	uint64_t used = 0;
+	int rc = 0;
+
+	if (!bits || !blk) {
+		free(bits);
+		free(blk);
+		return -ENOMEM;
+	}
+	for (uint64_t b = 0; b < nblocks && rc == 0; b++) {
+		uint64_t first = b * FFS_BITS_PER_BLOCK;
+		uint64_t n = FF_MIN((uint64_t)FFS_BITS_PER_BLOCK, nbits - first);
+
+		rc = meta_read_verified(fs, start + b, FFS_B_BITMAP, blk);
+		for (uint64_t i = 0; i < n && rc == 0; i++)
+			if ((blk->bits[i / 8] >> (i % 8)) & 1) {
+				bit_set(bits, first + i);
+				used++;
+			}
+	}
+	free(blk);
+	if (rc < 0) {
+		free(bits);
+		return rc;
+	}
+	*out = bits;
+	*nfree = nbits - used;
+	return 0;
+}
+
+int alloc_load(struct ffs *fs)
+{
+	const struct ffs_super *sb = fs->sb;
+	int rc;
+
+	rc = load_bitmap(fs, ff_le64(sb->ibitmap_start), ff_le64(sb->ibitmap_blocks),
+			 ff_le64(sb->ninodes), &fs->ibits, &fs->free_inodes);
+	if (rc == 0)
+		rc = load_bitmap(fs, ff_le64(sb->sbitmap_start), ff_le64(sb->sbitmap_blocks),
+				 ff_le64(sb->nstripes), &fs->sbits, &fs->free_stripes);
+	if (rc == 0)
+		rc = load_bitmap(fs, ff_le64(sb->mbitmap_start), ff_le64(sb->mbitmap_blocks),
+				 ff_le64(sb->pool_blocks), &fs->mbits, &fs->free_mblocks);
+	return rc;
+}
+
+void alloc_free_all(struct ffs *fs)
+{
+	free(fs->ibits);
+	free(fs->sbits);
+	free(fs->mbits);
+	free(fs->pending_free);
+	fs->ibits = fs->sbits = fs->mbits = fs->pending_free = NULL;
+}
+
+/* Change bit i of an on-disk bitmap inside the running transaction. */
+static int disk_bit(struct ffs *fs, uint64_t start, uint64_t i, bool value)
+{
+	struct mbuf *mb;
+	struct ffs_bitmap_block *blk;
+	uint64_t bit = i % FFS_BITS_PER_BLOCK;
+	int rc = mb_get(fs, start + i / FFS_BITS_PER_BLOCK, FFS_B_BITMAP, &mb);
+
+	if (rc < 0)
+		return rc;
+	blk = (struct ffs_bitmap_block *)mb->data;
+	FF_ASSERT(((blk->bits[bit / 8] >> (bit % 8)) & 1) != value);
+	if (value)
+		blk->bits[bit / 8] |= (uint8_t)(1u << (bit % 8));
+	else
+		blk->bits[bit / 8] &= (uint8_t)~(1u << (bit % 8));
+	mb_dirty(fs, mb);
+	mb_put(fs, mb);
+	return 0;
+}
+
+/* First clear bit at or after from, wrapping once; UINT64_MAX if none. */
+static uint64_t find_clear(const uint64_t *bits, uint64_t nbits, uint64_t from)
+{
+	uint64_t words = FF_DIV_ROUND_UP(nbits, 64);
+
+	for (uint64_t pass = 0; pass < 2; pass++) {
+		uint64_t start = pass ? 0 : from, end = pass ? from : nbits;
+
+		for (uint64_t w = start / 64; w < words && w * 64 < end; w++) {
+			uint64_t inv = ~bits[w];
+
+			if (w == start / 64)
+				inv &= ~0ull << (start % 64);
+			while (inv) {
+				uint64_t i = w * 64 + (uint64_t)__builtin_ctzll(inv);
+
+				if (i >= end || i >= nbits)
+					break;
+				return i;
+			}
+		}
+	}
+	return UINT64_MAX;
+}
+
+static void itable_hwm_raise(struct ffs *fs, uint64_t ino)
+{
+	uint64_t blk = ino / FFS_INODES_PER_BLOCK + 1;
+
+	if (blk > ff_le64(fs->sb->itable_hwm))
+		fs->sb->itable_hwm = ff_cpu_to_le64(blk);
+}
+
+int alloc_inode(struct ffs *fs, uint64_t *ino)
+{
+	uint64_t n = ff_le64(fs->sb->ninodes), i;
+	int rc;
+
+	if (!fs->free_inodes)
+		return -ENOSPC;
+	i = find_clear(fs->ibits, n, 1);
+	if (i == UINT64_MAX)
+		return -ENOSPC;
+	rc = disk_bit(fs, ff_le64(fs->sb->ibitmap_start), i, true);
+	if (rc < 0)
+		return rc;
+	bit_set(fs->ibits, i);
+	fs->free_inodes--;
+	itable_hwm_raise(fs, i);
+	*ino = i;
+	return 0;
+}
+
+int free_inode_bit(struct ffs *fs, uint64_t ino)
+{
+	int rc;
+
+	FF_ASSERT(bit_test(fs->ibits, ino));
+	rc = disk_bit(fs, ff_le64(fs->sb->ibitmap_start), ino, false);
+	if (rc < 0)
+		return rc;
+	bit_clear(fs->ibits, ino);
+	fs->free_inodes++;
+	return 0;
+}
+
+bool inode_bit_used(const struct ffs *fs, uint64_t ino);
+bool inode_bit_used(const struct ffs *fs, uint64_t ino)
+{
+	return ino < ff_le64(fs->sb->ninodes) && bit_test(fs->ibits, ino);
+}
+
+int alloc_mblock(struct ffs *fs, uint64_t *no)
+{
+	uint64_t n = ff_le64(fs->sb->pool_blocks), i;
+	int rc;
+
+	if (!fs->free_mblocks)
+		return -ENOSPC;
+	i = find_clear(fs->mbits, n, 0);
+	if (i == UINT64_MAX)
+		return -ENOSPC;
+	rc = disk_bit(fs, ff_le64(fs->sb->mbitmap_start), i, true);
+	if (rc < 0)
+		return rc;
+	bit_set(fs->mbits, i);
+	fs->free_mblocks--;
+	*no = ff_le64(fs->sb->pool_start) + i;
+	return 0;
+}
+
+int free_mblock(struct ffs *fs, uint64_t no)
+{
+	uint64_t i = no - ff_le64(fs->sb->pool_start);
+	int rc;
+
+	FF_ASSERT(no >= ff_le64(fs->sb->pool_start) && i < ff_le64(fs->sb->pool_blocks));
+	FF_ASSERT(bit_test(fs->mbits, i));
+	rc = disk_bit(fs, ff_le64(fs->sb->mbitmap_start), i, false);
+	if (rc < 0)
+		return rc;
+	bit_clear(fs->mbits, i);
+	fs->free_mblocks++;
+	return 0;
+}
+
+/* Length of the free run starting at i, up to max. */
+static uint64_t run_length(const uint64_t *bits, uint64_t nbits, uint64_t i, uint64_t max)
+{
+	uint64_t n = 0;
+
+	while (n < max && i + n < nbits && !bit_test(bits, i + n))
+		n++;
+	return n;
+}
+
+/*
+ * Reserve stripes in memory only: a file takes a run ahead of its writes so
+ * that it lies in one piece, and what it does not use goes back at close.
+ * Only commit_stripes() marks them on disk, when they are mapped, so a
+ * crash leaks nothing.
+ *
+ * Prefer a run of `want` at or after the hint (a frame then lies right
+ * after its predecessor); otherwise the longest run met while scanning.
+ */
+int reserve_stripes(struct ffs *fs, uint64_t hint, uint64_t want, uint64_t *first, uint64_t *got)
+{
+	uint64_t n = ff_le64(fs->sb->nstripes), i, best = UINT64_MAX, best_len = 0, visited = 0;
+
+	if (!fs->free_stripes)
+		return -ENOSPC;
+	want = FF_MAX(1ull, FF_MIN(want, fs->free_stripes));
+	i = find_clear(fs->sbits, n, hint % n);
+	while (i != UINT64_MAX && visited < n) {
+		uint64_t len = run_length(fs->sbits, n, i, want);
+
+		if (len > best_len) {
+			best = i;
+			best_len = len;
+		}
+		if (len >= want)
+			break;
+		visited += len + 1;
+		i = find_clear(fs->sbits, n, (i + len + 1) % n);
+		if (i == best)
+			break;
+	}
+	if (best == UINT64_MAX)
+		return -ENOSPC;
+	for (uint64_t s = best; s < best + best_len; s++)
+		bit_set(fs->sbits, s);
+	fs->free_stripes -= best_len;
+	*first = best;
+	*got = best_len;
+	return 0;
+}
+
+void unreserve_stripes(struct ffs *fs, uint64_t first, uint64_t count)
+{
+	for (uint64_t s = first; s < first + count; s++) {
+		FF_ASSERT(bit_test(fs->sbits, s));
+		bit_clear(fs->sbits, s);
+	}
+	fs->free_stripes += count;
+}
+
+int commit_stripes(struct ffs *fs, uint64_t first, uint64_t count)
+{
+	for (uint64_t s = first; s < first + count; s++) {
+		int rc;
+
+		FF_ASSERT(bit_test(fs->sbits, s));
+		rc = disk_bit(fs, ff_le64(fs->sb->sbitmap_start), s, true);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+int take_stripes(struct ffs *fs, uint64_t first, uint64_t count)
+{
+	for (uint64_t s = first; s < first + count; s++) {
+		if (bit_test(fs->sbits, s))
+			return -EEXIST;
+	}
+	for (uint64_t s = first; s < first + count; s++)
+		bit_set(fs->sbits, s);
+	fs->free_stripes -= count;
+	return commit_stripes(fs, first, count);
+}
+
+int free_stripes(struct ffs *fs, uint64_t first, uint64_t count)
+{
+	if (fs->npending + count > fs->cap_pending) {
+		size_t cap = FF_MAX(fs->cap_pending * 2, fs->npending + count + 64);
+		uint64_t *p = realloc(fs->pending_free, cap * sizeof(uint64_t));
+
+		if (!p)
+			return -ENOMEM;
+		fs->pending_free = p;
+		fs->cap_pending = cap;
+	}
+	for (uint64_t s = first; s < first + count; s++) {
+		int rc = disk_bit(fs, ff_le64(fs->sb->sbitmap_start), s, false);
+
+		if (rc < 0)
+			return rc;
+		fs->pending_free[fs->npending++] = s; /* in memory: still taken */
+	}
+	rcache_invalidate(fs, first, count);
+	return 0;
+}
+
+void alloc_tx_committed(struct ffs *fs)
+{
+	for (size_t i = 0; i < fs->npending; i++) {
+		bit_clear(fs->sbits, fs->pending_free[i]);
+		fs->free_stripes++;
+	}
+	fs->npending = 0;
+}
+
+uint64_t alloc_free_stripe_count(const struct ffs *fs)
+{
+	return fs->free_stripes;
+}
+
+static int csum_block(struct ffs *fs, uint64_t pstripe, struct mbuf **mb, size_t *off)
+{
+	uint32_t per = ff_le32(fs->sb->csum_per_block), entry = ff_le32(fs->sb->csum_entry_bytes);
+
+	if (pstripe >= ff_le64(fs->sb->nstripes))
+		return -EUCLEAN;
+	*off = sizeof(struct ffs_bhdr) + (pstripe % per) * entry;
+	return mb_get(fs, ff_le64(fs->sb->csum_start) + pstripe / per, FFS_B_CSUM, mb);
+}
+
+int csum_set(struct ffs *fs, uint64_t pstripe, uint32_t ino, uint32_t fstripe, const uint32_t *crc)
+{
+	struct mbuf *mb;
+	size_t off;
+	int rc = csum_block(fs, pstripe, &mb, &off);
+	struct ffs_csum_entry *e;
+
+	if (rc < 0)
+		return rc;
+	e = (struct ffs_csum_entry *)(mb->data + off);
+	e->ino = ff_cpu_to_le32(ino);
+	e->fstripe = ff_cpu_to_le32(fstripe);
+	for (uint32_t i = 0; i < fs->g->ndata; i++)
+		e->crc[i] = ff_cpu_to_le32(crc ? crc[i] : 0);
+	mb_dirty(fs, mb);
+	mb_put(fs, mb);
+	return 0;
+}
+
+int csum_get(struct ffs *fs, uint64_t pstripe, uint32_t *ino, uint32_t *fstripe, uint32_t *crc)
+{
+	struct mbuf *mb;
+	size_t off;
+	int rc = csum_block(fs, pstripe, &mb, &off);
+	const struct ffs_csum_entry *e;
+
+	if (rc < 0)
+		return rc;
+	e = (const struct ffs_csum_entry *)(mb->data + off);
+	*ino = ff_le32(e->ino);
+	*fstripe = ff_le32(e->fstripe);
+	for (uint32_t i = 0; i < fs->g->ndata; i++)
+		crc[i] = ff_le32(e->crc[i]);
+	mb_put(fs, mb);
+	return 0;
+}

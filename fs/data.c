@@ -1,0 +1,980 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * File data: stripe assembly on the way in, a whole-stripe cache on the way
+ * out.
+ *
+ * Writes.  FUSE hands us at most 1 MiB at a time, possibly out of order and
+ * from several threads.  Each file stripe being written gets a stripe-sized
+ * buffer (from a pool fixed at mount) that records which byte ranges it
+ * holds.  The write that completes a buffer sends it to the array as one
+ * full-stripe write, to a stripe that holds no live data: the file's
+ * reservation, or — for a preallocated, never-written stripe — the stripe
+ * itself.  Only after that write completes is the new mapping (and the
+ * chunk checksums) put into the running transaction, and the stripe it
+ * replaces freed once that transaction commits.  A buffer that never fills
+ * (the last stripe of a frame) is completed on flush/fsync/close/unmount
+ * from the old stripe or zeros, and written the same way: no stripe that
+ * holds live data is ever partially overwritten.
+ *
+ * Reads.  Stripes are read whole, from every member at once, into a cache
+ * of stripe buffers; each chunk's crc32c is checked against the checksum
+ * table, and a chunk that fails is read again around its member
+ * (reconstructed from parity) and rewritten.  A sequential reader gets the
+ * next stripes read ahead.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <string.h>
+
+#include "fs/fs_i.h"
+
+#define WB_IVALS 16
+#define WB_PER_INODE 16
+#define RESERVE_DEFAULT 64
+
+struct wbuf {
+	struct wbuf *next;
+	uint64_t fstripe;
+	uint8_t *data;
+	unsigned nival;
+	struct { uint64_t a, b; } ival[WB_IVALS]; /* filled byte ranges, sorted, disjoint */
+	bool writing;
+	uint64_t born_ns;
+};
+
+struct wpool {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct wbuf *free;
+	unsigned nfree, total;
+	struct wbuf *all;
+};
+
+enum { RC_EMPTY, RC_LOADING, RC_READY, RC_ERROR };
+
+struct rentry {
+	uint64_t pstripe;
+	uint8_t *data;
+	int state;
+	int err;
+	uint32_t bad_chunks;       /* chunks that failed their checksum */
+	unsigned refs;
+	struct rentry *hnext;
+	struct rentry *lru_prev, *lru_next;
+	struct ff_raid_io io;
+	struct ffs *fs;
+	uint32_t crc[FF_MEMBERS_MAX];
+	bool verify;
+};
+
+struct rcache {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct rentry *entries;
+	unsigned n;
+	struct rentry **hash;
+	unsigned hash_size;
+	struct rentry lru; /* lru.lru_next: least recently used */
+};
+
+/* ---- the write-buffer pool ------------------------------------------------ */
+
+static int wpool_init(struct ffs *fs)
+{
+	struct wpool *p = calloc(1, sizeof(*p));
+	unsigned n = (unsigned)FF_MAX(8ull, fs->opts.write_buffer_bytes / fs->stripe_bytes);
+
+	if (!p)
+		return -ENOMEM;
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->cond, NULL);
+	p->all = calloc(n, sizeof(*p->all));
+	if (!p->all)
+		return -ENOMEM;
+	for (unsigned i = 0; i < n; i++) {
+		struct wbuf *wb = &p->all[i];
+
+		wb->data = ff_alloc_aligned(fs->stripe_bytes);
+		if (!wb->data)
+			return -ENOMEM;
+		wb->next = p->free;
+		p->free = wb;
+	}
+	p->nfree = p->total = n;
+	fs->wpool = p;
+	return 0;
+}
+
+/* Take a buffer; the caller drops its inode's dlock while waiting. */
+static struct wbuf *wpool_get(struct ffs *fs, struct finode *fi)
+{
+	struct wpool *p = fs->wpool;
+	struct wbuf *wb;
+
+	pthread_mutex_lock(&p->lock);
+	if (!p->free) {
+		atomic_fetch_add(&fs->stats.wbuf_waits, 1);
+		pthread_mutex_unlock(&fi->dlock);
+		while (!p->free)
+			pthread_cond_wait(&p->cond, &p->lock);
+		pthread_mutex_unlock(&p->lock);
+		pthread_mutex_lock(&fi->dlock);
+		pthread_mutex_lock(&p->lock);
+	}
+	wb = p->free;
+	if (wb) {
+		p->free = wb->next;
+		p->nfree--;
+	}
+	pthread_mutex_unlock(&p->lock);
+	return wb;
+}
+
+static void wpool_put(struct ffs *fs, struct wbuf *wb)
+{
+	struct wpool *p = fs->wpool;
+
+	pthread_mutex_lock(&p->lock);
+	wb->next = p->free;
+	p->free = wb;
+	p->nfree++;
+	pthread_cond_signal(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* ---- filled ranges ------------------------------------------------------- */
+
+static void ival_add(struct wbuf *wb, uint64_t a, uint64_t b)
+{
+	unsigned i = 0, j;
+
+	while (i < wb->nival && wb->ival[i].b < a)
+		i++;
+	j = i;
+	while (j < wb->nival && wb->ival[j].a <= b) {
+		a = FF_MIN(a, wb->ival[j].a);
+		b = FF_MAX(b, wb->ival[j].b);
+		j++;
+	}
+	/* ranges i..j-1 merge into [a, b) */
+	if (j == i) {
+		FF_ASSERT(wb->nival < WB_IVALS);
+		memmove(&wb->ival[i + 1], &wb->ival[i], (wb->nival - i) * sizeof(wb->ival[0]));
+		wb->nival++;
+	} else if (j > i + 1) {
+		memmove(&wb->ival[i + 1], &wb->ival[j], (wb->nival - j) * sizeof(wb->ival[0]));
+		wb->nival -= j - i - 1;
+	}
+	wb->ival[i].a = a;
+	wb->ival[i].b = b;
+}
+
+static bool ival_covers(const struct wbuf *wb, uint64_t a, uint64_t b)
+{
+	for (unsigned i = 0; i < wb->nival; i++)
+		if (wb->ival[i].a <= a && b <= wb->ival[i].b)
+			return true;
+	return false;
+}
+
+static struct wbuf *wb_find(struct finode *fi, uint64_t fstripe)
+{
+	for (struct wbuf *wb = fi->wbufs; wb; wb = wb->next)
+		if (wb->fstripe == fstripe)
+			return wb;
+	return NULL;
+}
+
+static void wb_unlink(struct finode *fi, struct wbuf *wb)
+{
+	struct wbuf **pp = &fi->wbufs;
+
+	while (*pp != wb)
+		pp = &(*pp)->next;
+	*pp = wb->next;
+	fi->nwbufs--;
+}
+
+/* ---- the stripe read cache ------------------------------------------------- */
+
+static unsigned rhash(const struct rcache *c, uint64_t p)
+{
+	return (unsigned)((p * 0x9E3779B97F4A7C15ull) >> 32) & (c->hash_size - 1);
+}
+
+static void rc_lru_unlink(struct rentry *e)
+{
+	if (e->lru_prev) {
+		e->lru_prev->lru_next = e->lru_next;
+		e->lru_next->lru_prev = e->lru_prev;
+		e->lru_prev = e->lru_next = NULL;
+	}
+}
+
+static void rc_lru_push(struct rcache *c, struct rentry *e)
+{
+	e->lru_prev = c->lru.lru_prev;
+	e->lru_next = &c->lru;
+	c->lru.lru_prev->lru_next = e;
+	c->lru.lru_prev = e;
+}
+
+static void rc_unhash(struct rcache *c, struct rentry *e)
+{
+	struct rentry **pp = &c->hash[rhash(c, e->pstripe)];
+
+	while (*pp && *pp != e)
+		pp = &(*pp)->hnext;
+	if (*pp)
+		*pp = e->hnext;
+	e->state = RC_EMPTY;
+}
+
+static int rcache_init(struct ffs *fs)
+{
+	struct rcache *c = calloc(1, sizeof(*c));
+	unsigned n = (unsigned)FF_MAX(8ull, fs->opts.read_cache_bytes / fs->stripe_bytes);
+
+	if (!c)
+		return -ENOMEM;
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->cond, NULL);
+	c->lru.lru_next = c->lru.lru_prev = &c->lru;
+	c->n = n;
+	c->hash_size = 1;
+	while (c->hash_size < 2 * n)
+		c->hash_size <<= 1;
+	c->hash = calloc(c->hash_size, sizeof(*c->hash));
+	c->entries = calloc(n, sizeof(*c->entries));
+	if (!c->hash || !c->entries)
+		return -ENOMEM;
+	for (unsigned i = 0; i < n; i++) {
+		c->entries[i].data = ff_alloc_aligned(fs->stripe_bytes);
+		if (!c->entries[i].data)
+			return -ENOMEM;
+		c->entries[i].fs = fs;
+		rc_lru_push(c, &c->entries[i]);
+	}
+	fs->rcache = c;
+	return 0;
+}
+
+static void rc_verify(struct rentry *e)
+{
+	struct ffs *fs = e->fs;
+	uint32_t C = fs->g->chunk_bytes;
+
+	e->bad_chunks = 0;
+	if (!e->verify)
+		return;
+	for (uint32_t i = 0; i < fs->g->ndata; i++)
+		if (ff_crc32c(0, e->data + (size_t)i * C, C) != e->crc[i])
+			e->bad_chunks |= 1u << i;
+}
+
+/* Runs on an engine thread: no fs->lock here, ever. */
+static void rc_read_done(struct ff_raid_io *io)
+{
+	struct rentry *e = io->priv;
+	struct rcache *c = e->fs->rcache;
+
+	if (io->result == 0)
+		rc_verify(e);
+	pthread_mutex_lock(&c->lock);
+	e->err = io->result;
+	e->state = io->result < 0 ? RC_ERROR : RC_READY;
+	e->refs--;
+	pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* Expected checksums of a stripe; fs->lock must not be held by the caller. */
+static int stripe_crcs(struct ffs *fs, uint64_t p, uint32_t *crc)
+{
+	uint32_t ino, fstripe;
+	int rc;
+
+	pthread_mutex_lock(&fs->lock);
+	rc = csum_get(fs, p, &ino, &fstripe, crc);
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}
+
+/*
+ * Find or start loading stripe p.  With wait, returns the entry READY or
+ * ERROR and referenced; without, only starts a read-ahead (NULL result).
+ */
+static struct rentry *rc_get(struct ffs *fs, uint64_t p, bool wait, const uint32_t *crc)
+{
+	struct rcache *c = fs->rcache;
+	struct rentry *e;
+
+	pthread_mutex_lock(&c->lock);
+	for (e = c->hash[rhash(c, p)]; e; e = e->hnext)
+		if (e->pstripe == p)
+			break;
+	if (e) {
+		if (!wait) {
+			pthread_mutex_unlock(&c->lock);
+			return NULL;
+		}
+		atomic_fetch_add(&fs->stats.rcache_hits, 1);
+	} else {
+		struct rentry *v = c->lru.lru_next;
+
+		while (v != &c->lru && (v->refs || v->state == RC_LOADING))
+			v = v->lru_next;
+		if (v == &c->lru) { /* every entry busy */
+			if (!wait) {
+				pthread_mutex_unlock(&c->lock);
+				return NULL;
+			}
+			while (v == &c->lru) {
+				pthread_cond_wait(&c->cond, &c->lock);
+				for (v = c->lru.lru_next; v != &c->lru && (v->refs || v->state == RC_LOADING);)
+					v = v->lru_next;
+			}
+		}
+		e = v;
+		rc_unhash(c, e);
+		e->pstripe = p;
+		e->state = RC_LOADING;
+		e->hnext = c->hash[rhash(c, p)];
+		c->hash[rhash(c, p)] = e;
+		e->refs++; /* the read holds it */
+		e->verify = crc != NULL;
+		if (crc)
+			memcpy(e->crc, crc, fs->g->ndata * sizeof(uint32_t));
+		memset(&e->io, 0, sizeof(e->io));
+		e->io.op = FF_RAID_READ;
+		e->io.space = FF_SPACE_DATA;
+		e->io.off = p * fs->stripe_bytes;
+		e->io.len = fs->stripe_bytes;
+		e->io.buf = e->data;
+		e->io.done = rc_read_done;
+		e->io.priv = e;
+		atomic_fetch_add(&fs->stats.stripe_reads, 1);
+		if (!wait)
+			atomic_fetch_add(&fs->stats.readahead, 1);
+		if (ff_raid_submit(fs->raid, &e->io) < 0) {
+			e->refs--;
+			e->state = RC_ERROR;
+			e->err = -EIO;
+		}
+	}
+	rc_lru_unlink(e);
+	rc_lru_push(c, e);
+	if (!wait) {
+		pthread_mutex_unlock(&c->lock);
+		return NULL;
+	}
+	e->refs++;
+	while (e->state == RC_LOADING)
+		pthread_cond_wait(&c->cond, &c->lock);
+	pthread_mutex_unlock(&c->lock);
+	return e;
+}
+
+static void rc_put(struct ffs *fs, struct rentry *e)
+{
+	struct rcache *c = fs->rcache;
+
+	pthread_mutex_lock(&c->lock);
+	e->refs--;
+	if (e->state == RC_ERROR && !e->refs)
+		rc_unhash(c, e); /* retry from the array next time */
+	pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+}
+
+void rcache_invalidate(struct ffs *fs, uint64_t pstripe, uint64_t count)
+{
+	struct rcache *c = fs->rcache;
+
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->lock);
+	for (uint64_t p = pstripe; p < pstripe + count; p++)
+		for (struct rentry *e = c->hash[rhash(c, p)]; e; e = e->hnext)
+			if (e->pstripe == p && e->state != RC_LOADING) {
+				rc_unhash(c, e);
+				break;
+			}
+	pthread_mutex_unlock(&c->lock);
+}
+
+/*
+ * A chunk failed its checksum: read the stripe again with that chunk's
+ * member treated as missing (parity rebuilds it), check again, and write
+ * the good chunk back in place — the stripe's parity already matches it.
+ */
+static int rc_repair(struct ffs *fs, struct rentry *e)
+{
+	const struct ff_geom *g = fs->g;
+	uint32_t avoid = 0, bad = e->bad_chunks;
+	struct ff_raid_io io;
+	int rc;
+
+	for (uint32_t i = 0; i < g->ndata; i++)
+		if (bad & (1u << i))
+			avoid |= 1u << ff_raid_chunk_member(fs->raid, e->pstripe, i);
+	atomic_fetch_add(&fs->stats.crc_errors, (uint64_t)__builtin_popcount(bad));
+	if ((unsigned)__builtin_popcount(avoid) > g->nparity)
+		return -EIO;
+	memset(&io, 0, sizeof(io));
+	io.op = FF_RAID_READ;
+	io.space = FF_SPACE_DATA;
+	io.off = e->pstripe * fs->stripe_bytes;
+	io.len = fs->stripe_bytes;
+	io.buf = e->data;
+	io.avoid_members = avoid;
+	rc = ff_raid_submit_wait(fs->raid, &io);
+	if (rc < 0)
+		return rc;
+	rc_verify(e);
+	if (e->bad_chunks) {
+		ff_log(FF_LOG_ERR, "data stripe %llu: chunks fail their checksum even rebuilt from parity",
+		       (unsigned long long)e->pstripe);
+		return -EIO;
+	}
+	for (uint32_t i = 0; i < g->ndata && !fs->ro; i++) {
+		if (!(bad & (1u << i)))
+			continue;
+		rc = ff_raid_rw(fs->raid, FF_RAID_WRITE, FF_SPACE_DATA,
+				e->pstripe * fs->stripe_bytes + (uint64_t)i * g->chunk_bytes,
+				e->data + (size_t)i * g->chunk_bytes, g->chunk_bytes);
+		ff_log(FF_LOG_WARN, "data stripe %llu chunk %u (member %u): checksum mismatch, %s",
+		       (unsigned long long)e->pstripe, i, ff_raid_chunk_member(fs->raid, e->pstripe, i),
+		       rc == 0 ? "repaired from parity" : "rebuilt but could not be rewritten");
+		if (rc == 0)
+			atomic_fetch_add(&fs->stats.crc_repaired, 1);
+	}
+	return 0;
+}
+
+/* Copy bytes [off, off+len) of data stripe p out, through the cache. */
+static int read_stripe_bytes(struct ffs *fs, uint64_t p, uint64_t off, size_t len, void *dst)
+{
+	uint32_t crc[FF_MEMBERS_MAX];
+	struct rentry *e;
+	int rc = stripe_crcs(fs, p, crc);
+
+	if (rc < 0)
+		return rc;
+	e = rc_get(fs, p, true, crc);
+	rc = e->state == RC_ERROR ? (e->err ? e->err : -EIO) : 0;
+	if (rc == 0 && e->bad_chunks) {
+		struct rcache *c = fs->rcache;
+
+		/* only one reader repairs; the others wait for it */
+		pthread_mutex_lock(&c->lock);
+		while (e->state == RC_LOADING)
+			pthread_cond_wait(&c->cond, &c->lock);
+		e->state = RC_LOADING;
+		pthread_mutex_unlock(&c->lock);
+		rc = e->bad_chunks ? rc_repair(fs, e) : 0;
+		pthread_mutex_lock(&c->lock);
+		e->state = rc < 0 ? RC_ERROR : RC_READY;
+		e->err = rc;
+		pthread_cond_broadcast(&c->cond);
+		pthread_mutex_unlock(&c->lock);
+	}
+	if (rc == 0)
+		memcpy(dst, e->data + off, len);
+	rc_put(fs, e);
+	return rc;
+}
+
+/* ---- allocation of a stripe for a buffer ------------------------------------ */
+
+/* How many stripes to reserve when a file needs more: what the previous
+ * file of its directory took (frames of a sequence are alike). */
+static uint64_t reserve_want(struct ffs *fs, struct finode *fi, uint64_t *hint)
+{
+	struct finode *dir;
+	uint64_t want = RESERVE_DEFAULT;
+
+	*hint = fi->alloc_hint;
+	if (iget(fs, ff_le64(fi->d.parent), &dir) == 0) {
+		if (dir->last_file_stripes)
+			want = dir->last_file_stripes;
+		if (!*hint)
+			*hint = dir->alloc_hint;
+		iput(fs, dir);
+	}
+	return want;
+}
+
+/* Pick the stripe this buffer goes to: in place when the file stripe is
+ * preallocated and unwritten, else the next reserved one.  fs->lock held. */
+static int pick_stripe(struct ffs *fs, struct finode *fi, uint64_t fstripe, uint64_t *p,
+		       bool *in_place)
+{
+	uint64_t run, first, got, hint;
+	uint32_t flags;
+	int rc = extent_lookup(fs, fi, fstripe, p, &run, &flags);
+
+	*in_place = rc == 0 && (flags & FFS_X_UNWRITTEN);
+	if (*in_place)
+		return 0;
+	if (rc < 0 && rc != -ENOENT)
+		return rc;
+	if (!fi->reserve_count) {
+		uint64_t want = reserve_want(fs, fi, &hint);
+
+		rc = reserve_stripes(fs, hint, want, &first, &got);
+		if (rc < 0)
+			return rc;
+		fi->reserve_first = first;
+		fi->reserve_count = got;
+	}
+	*p = fi->reserve_first++;
+	fi->reserve_count--;
+	return 0;
+}
+
+static void release_reservation(struct ffs *fs, struct finode *fi)
+{
+	if (fi->reserve_count)
+		unreserve_stripes(fs, fi->reserve_first, fi->reserve_count);
+	fi->reserve_count = 0;
+}
+
+/* Send a complete buffer to a free stripe and map it.  Called with the
+ * buffer marked writing and no locks held. */
+static int stripe_write(struct ffs *fs, struct finode *fi, struct wbuf *wb)
+{
+	const struct ff_geom *g = fs->g;
+	uint32_t crc[FF_MEMBERS_MAX];
+	bool in_place;
+	uint64_t p;
+	int rc;
+
+	pthread_mutex_lock(&fs->lock);
+	rc = pick_stripe(fs, fi, wb->fstripe, &p, &in_place);
+	pthread_mutex_unlock(&fs->lock);
+	if (rc < 0)
+		return rc;
+	for (uint32_t i = 0; i < g->ndata; i++)
+		crc[i] = ff_crc32c(0, wb->data + (size_t)i * g->chunk_bytes, g->chunk_bytes);
+	rc = ff_raid_rw(fs->raid, FF_RAID_WRITE, FF_SPACE_DATA, p * fs->stripe_bytes, wb->data,
+			fs->stripe_bytes);
+	atomic_fetch_add(&fs->stats.stripe_writes, 1);
+	pthread_mutex_lock(&fs->lock);
+	if (rc == 0 && !in_place)
+		rc = commit_stripes(fs, p, 1);
+	if (rc == 0)
+		rc = csum_set(fs, p, (uint32_t)fi->ino, (uint32_t)wb->fstripe, crc);
+	if (rc == 0)
+		rc = extent_map(fs, fi, wb->fstripe, p, 1, 0);
+	if (rc < 0 && !in_place)
+		unreserve_stripes(fs, p, 1);
+	if (rc == 0) {
+		fi->alloc_hint = p + 1;
+		rcache_invalidate(fs, p, 1);
+	}
+	if (rc == 0 && journal_tx_full(fs))
+		rc = journal_commit(fs);
+	pthread_mutex_unlock(&fs->lock);
+	if (rc < 0)
+		ff_log(FF_LOG_ERR, "inode %llu: stripe %llu could not be written: %s",
+		       (unsigned long long)fi->ino, (unsigned long long)wb->fstripe, strerror(-rc));
+	return rc;
+}
+
+/* Fill the gaps of a partial buffer from what the file holds there now
+ * (its stripe, or zeros for a hole or a preallocated stripe). */
+static int wb_fill(struct ffs *fs, struct finode *fi, struct wbuf *wb)
+{
+	uint64_t p, run, prev = 0;
+	uint32_t flags;
+	bool mapped;
+	int rc;
+
+	pthread_mutex_lock(&fs->lock);
+	rc = extent_lookup(fs, fi, wb->fstripe, &p, &run, &flags);
+	pthread_mutex_unlock(&fs->lock);
+	if (rc < 0 && rc != -ENOENT)
+		return rc;
+	mapped = rc == 0 && !(flags & FFS_X_UNWRITTEN);
+	rc = 0;
+	for (unsigned i = 0; i <= wb->nival; i++) {
+		uint64_t a = prev, b = i < wb->nival ? wb->ival[i].a : fs->stripe_bytes;
+
+		if (b > a) {
+			if (mapped)
+				rc = read_stripe_bytes(fs, p, a, b - a, wb->data + a);
+			else
+				memset(wb->data + a, 0, b - a);
+			if (rc < 0)
+				return rc;
+		}
+		if (i < wb->nival)
+			prev = wb->ival[i].b;
+	}
+	wb->nival = 1;
+	wb->ival[0].a = 0;
+	wb->ival[0].b = fs->stripe_bytes;
+	atomic_fetch_add(&fs->stats.stripe_fills, 1);
+	return 0;
+}
+
+/* Write a buffer out and release it, whatever happens (an error is kept
+ * for the next fsync or close).  Called with dlock held; drops it during
+ * the write. */
+static int wb_writeout(struct ffs *fs, struct finode *fi, struct wbuf *wb)
+{
+	int rc = 0;
+
+	if (!ival_covers(wb, 0, fs->stripe_bytes))
+		rc = wb_fill(fs, fi, wb);
+	if (rc < 0) {
+		wb_unlink(fi, wb);
+		wpool_put(fs, wb);
+		if (!fi->write_error)
+			fi->write_error = rc;
+		pthread_cond_broadcast(&fi->dcond);
+		return rc;
+	}
+	wb->writing = true;
+	pthread_mutex_unlock(&fi->dlock);
+	rc = stripe_write(fs, fi, wb);
+	pthread_mutex_lock(&fi->dlock);
+	wb_unlink(fi, wb);
+	wpool_put(fs, wb);
+	if (rc < 0 && !fi->write_error)
+		fi->write_error = rc;
+	pthread_cond_broadcast(&fi->dcond);
+	return rc;
+}
+
+/* ---- the API ----------------------------------------------------------------- */
+
+int data_init(struct ffs *fs)
+{
+	int rc = wpool_init(fs);
+
+	return rc < 0 ? rc : rcache_init(fs);
+}
+
+void data_free(struct ffs *fs)
+{
+	if (fs->wpool) {
+		for (unsigned i = 0; i < fs->wpool->total; i++)
+			free(fs->wpool->all[i].data);
+		free(fs->wpool->all);
+		free(fs->wpool);
+		fs->wpool = NULL;
+	}
+	if (fs->rcache) {
+		for (unsigned i = 0; i < fs->rcache->n; i++)
+			free(fs->rcache->entries[i].data);
+		free(fs->rcache->entries);
+		free(fs->rcache->hash);
+		free(fs->rcache);
+		fs->rcache = NULL;
+	}
+}
+
+/* The buffer for file stripe k, created if needed; NULL only on error. */
+static struct wbuf *wb_for(struct ffs *fs, struct finode *fi, uint64_t k, int *err)
+{
+	struct wbuf *wb;
+
+	for (;;) {
+		wb = wb_find(fi, k);
+		if (!wb)
+			break;
+		if (!wb->writing)
+			return wb;
+		pthread_cond_wait(&fi->dcond, &fi->dlock); /* rewritten while going out */
+	}
+	if (fi->nwbufs >= WB_PER_INODE) {
+		/* many partial stripes in one file: send the oldest out first */
+		struct wbuf *old = NULL;
+
+		for (struct wbuf *w = fi->wbufs; w; w = w->next)
+			if (!w->writing && (!old || w->born_ns < old->born_ns))
+				old = w;
+		if (old && (*err = wb_writeout(fs, fi, old)) < 0)
+			return NULL;
+		return wb_for(fs, fi, k, err);
+	}
+	wb = wpool_get(fs, fi);
+	if (wb_find(fi, k)) { /* another writer made it while we waited */
+		wpool_put(fs, wb);
+		return wb_for(fs, fi, k, err);
+	}
+	wb->fstripe = k;
+	wb->nival = 0;
+	wb->writing = false;
+	wb->born_ns = ff_now_ns();
+	wb->next = fi->wbufs;
+	fi->wbufs = wb;
+	fi->nwbufs++;
+	return wb;
+}
+
+ssize_t data_write(struct ffs *fs, struct finode *fi, const void *buf, size_t len, uint64_t off)
+{
+	const uint8_t *src = buf;
+	size_t done = 0;
+	int rc = 0;
+
+	pthread_mutex_lock(&fi->dlock);
+	while (done < len) {
+		uint64_t k = (off + done) / fs->stripe_bytes, o = (off + done) % fs->stripe_bytes;
+		size_t n = (size_t)FF_MIN(len - done, fs->stripe_bytes - o);
+		struct wbuf *wb = wb_for(fs, fi, k, &rc);
+
+		if (!wb)
+			break;
+		if (wb->nival == WB_IVALS && !ival_covers(wb, o, o + n)) {
+			rc = wb_fill(fs, fi, wb); /* too fragmented: complete it first */
+			if (rc < 0)
+				break;
+		}
+		memcpy(wb->data + o, src + done, n);
+		ival_add(wb, o, o + n);
+		done += n;
+		if (ival_covers(wb, 0, fs->stripe_bytes)) {
+			rc = wb_writeout(fs, fi, wb);
+			if (rc < 0)
+				break;
+		}
+	}
+	pthread_mutex_unlock(&fi->dlock);
+	if (done == 0 && rc < 0)
+		return rc;
+	pthread_mutex_lock(&fs->lock);
+	if (off + done > ff_le64(fi->d.size))
+		fi->d.size = ff_cpu_to_le64(off + done);
+	inode_touch(fi, true, true);
+	rc = istore(fs, fi);
+	pthread_mutex_unlock(&fs->lock);
+	return rc < 0 ? rc : (ssize_t)done;
+}
+
+static void read_ahead(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t size)
+{
+	uint64_t last = size ? (size - 1) / fs->stripe_bytes : 0;
+	uint64_t ps[16];
+	unsigned n = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	for (uint64_t s = k; s <= last && n < FF_MIN(16u, fs->opts.readahead_stripes); s++) {
+		uint64_t p, run;
+		uint32_t flags;
+
+		if (extent_lookup(fs, fi, s, &p, &run, &flags) == 0 && !(flags & FFS_X_UNWRITTEN))
+			ps[n++] = p;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	for (unsigned i = 0; i < n; i++) {
+		uint32_t crc[FF_MEMBERS_MAX];
+
+		if (stripe_crcs(fs, ps[i], crc) == 0)
+			rc_get(fs, ps[i], false, crc);
+	}
+}
+
+ssize_t data_read(struct ffs *fs, struct finode *fi, void *buf, size_t len, uint64_t off)
+{
+	uint8_t *dst = buf;
+	uint64_t size;
+	size_t done = 0;
+	int rc = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	size = ff_le64(fi->d.size);
+	pthread_mutex_unlock(&fs->lock);
+	if (off >= size)
+		return 0;
+	len = (size_t)FF_MIN((uint64_t)len, size - off);
+	while (done < len && rc == 0) {
+		uint64_t k = (off + done) / fs->stripe_bytes, o = (off + done) % fs->stripe_bytes;
+		size_t n = (size_t)FF_MIN(len - done, fs->stripe_bytes - o);
+		uint64_t p, run;
+		uint32_t flags;
+		struct wbuf *wb;
+
+		pthread_mutex_lock(&fi->dlock);
+		wb = wb_find(fi, k);
+		if (wb && !ival_covers(wb, o, o + n) && !wb->writing)
+			rc = wb_fill(fs, fi, wb);
+		if (wb && rc == 0) {
+			memcpy(dst + done, wb->data + o, n);
+			pthread_mutex_unlock(&fi->dlock);
+			done += n;
+			continue;
+		}
+		pthread_mutex_unlock(&fi->dlock);
+		if (rc < 0)
+			break;
+		pthread_mutex_lock(&fs->lock);
+		rc = extent_lookup(fs, fi, k, &p, &run, &flags);
+		pthread_mutex_unlock(&fs->lock);
+		if (rc == -ENOENT || (rc == 0 && (flags & FFS_X_UNWRITTEN))) {
+			memset(dst + done, 0, n);
+			rc = 0;
+		} else if (rc == 0) {
+			if (k == fi->ra_next || o == 0)
+				read_ahead(fs, fi, k + 1, size);
+			rc = read_stripe_bytes(fs, p, o, n, dst + done);
+		}
+		fi->ra_next = k + 1;
+		done += n;
+	}
+	if (rc < 0 && done == 0)
+		return rc;
+	return (ssize_t)(rc < 0 ? 0 : done);
+}
+
+int data_flush(struct ffs *fs, struct finode *fi)
+{
+	int rc = 0, err;
+
+	pthread_mutex_lock(&fi->dlock);
+	for (;;) {
+		struct wbuf *wb = fi->wbufs;
+
+		while (wb && wb->writing)
+			wb = wb->next;
+		if (!wb) {
+			if (!fi->wbufs)
+				break;
+			pthread_cond_wait(&fi->dcond, &fi->dlock); /* others' writes in flight */
+			continue;
+		}
+		err = wb_writeout(fs, fi, wb);
+		if (err < 0 && !rc)
+			rc = err;
+	}
+	err = fi->write_error;
+	fi->write_error = 0;
+	pthread_mutex_unlock(&fi->dlock);
+	pthread_mutex_lock(&fs->lock);
+	release_reservation(fs, fi);
+	if (fi->d.parent && ff_le64(fi->d.nstripes)) {
+		struct finode *dir;
+
+		if (iget(fs, ff_le64(fi->d.parent), &dir) == 0) {
+			dir->last_file_stripes = ff_le64(fi->d.nstripes);
+			dir->alloc_hint = fi->alloc_hint;
+			iput(fs, dir);
+		}
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return rc < 0 ? rc : err;
+}
+
+int data_truncate(struct ffs *fs, struct finode *fi, uint64_t size)
+{
+	uint64_t keep = FF_DIV_ROUND_UP(size, fs->stripe_bytes), eof_k = size / fs->stripe_bytes;
+	uint64_t eof_off = size % fs->stripe_bytes, p, run;
+	uint32_t flags;
+	struct wbuf *wb;
+	int rc = 0;
+
+	pthread_mutex_lock(&fi->dlock);
+	/* let writes in flight land, then drop the buffers wholly past the end */
+	for (;;) {
+		for (wb = fi->wbufs; wb && !wb->writing; wb = wb->next)
+			;
+		if (!wb)
+			break;
+		pthread_cond_wait(&fi->dcond, &fi->dlock);
+	}
+	for (wb = fi->wbufs; wb;) {
+		struct wbuf *next = wb->next;
+
+		if (wb->fstripe >= keep) {
+			wb_unlink(fi, wb);
+			wpool_put(fs, wb);
+		}
+		wb = next;
+	}
+	if (eof_off) {
+		pthread_mutex_lock(&fs->lock);
+		rc = extent_lookup(fs, fi, eof_k, &p, &run, &flags);
+		pthread_mutex_unlock(&fs->lock);
+		wb = wb_find(fi, eof_k);
+		if (wb || (rc == 0 && !(flags & FFS_X_UNWRITTEN))) {
+			int err = 0;
+
+			wb = wb ? wb : wb_for(fs, fi, eof_k, &err);
+			rc = wb ? 0 : err;
+			if (wb && !ival_covers(wb, 0, eof_off))
+				rc = wb_fill(fs, fi, wb);
+			if (wb && rc == 0) {
+				memset(wb->data + eof_off, 0, fs->stripe_bytes - eof_off);
+				ival_add(wb, eof_off, fs->stripe_bytes);
+				rc = wb_writeout(fs, fi, wb);
+			}
+		} else {
+			rc = 0;
+		}
+	}
+	pthread_mutex_unlock(&fi->dlock);
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&fs->lock);
+	rc = extent_truncate(fs, fi, keep);
+	if (rc == 0) {
+		fi->d.size = ff_cpu_to_le64(size);
+		rc = istore(fs, fi);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}
+
+int data_fallocate(struct ffs *fs, struct finode *fi, int mode, uint64_t off, uint64_t len)
+{
+	uint64_t k0 = off / fs->stripe_bytes, k1 = FF_DIV_ROUND_UP(off + len, fs->stripe_bytes);
+	uint64_t k = k0, hint;
+	int rc = 0;
+
+	if (mode & ~FALLOC_FL_KEEP_SIZE)
+		return -EOPNOTSUPP;
+	if (len == 0)
+		return -EINVAL;
+	pthread_mutex_lock(&fs->lock);
+	while (k < k1 && rc == 0) {
+		uint64_t p, run, first, got;
+		uint32_t flags;
+
+		rc = extent_lookup(fs, fi, k, &p, &run, &flags);
+		if (rc == 0) { /* already mapped: skip the run */
+			k += FF_MIN(run, k1 - k);
+			continue;
+		}
+		if (rc != -ENOENT)
+			break;
+		run = FF_MIN(run, k1 - k);
+		reserve_want(fs, fi, &hint);
+		rc = reserve_stripes(fs, fi->alloc_hint ? fi->alloc_hint : hint, run, &first, &got);
+		if (rc < 0)
+			break;
+		rc = commit_stripes(fs, first, got);
+		for (uint64_t i = 0; i < got && rc == 0; i++)
+			rc = csum_set(fs, first + i, (uint32_t)fi->ino, (uint32_t)(k + i), NULL);
+		if (rc == 0)
+			rc = extent_map(fs, fi, k, first, got, FFS_X_UNWRITTEN);
+		if (rc < 0) {
+			unreserve_stripes(fs, first, got);
+			break;
+		}
+		fi->alloc_hint = first + got;
+		k += got;
+		if (journal_tx_full(fs))
+			rc = journal_commit(fs);
+	}
+	if (rc == 0 && !(mode & FALLOC_FL_KEEP_SIZE) && off + len > ff_le64(fi->d.size)) {
+		fi->d.size = ff_cpu_to_le64(off + len);
+		inode_touch(fi, true, true);
+		rc = istore(fs, fi);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}

@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The framefs filesystem library: mkfs, mount, and POSIX operations by
+ * inode number.  The FUSE daemon is a thin layer over this; mkfs, fsck and
+ * the tests use it directly.  Every function returns 0 (or a count) or
+ * -errno.
+ */
+#ifndef FFS_H
+#define FFS_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/types.h>
+
+#include "io/ff_common.h"
+
+struct ffs;
+
+struct ffs_opts {
+	bool ro;
+	bool force_clean;
+	unsigned raid_workers;        /* default 2 */
+	size_t meta_cache_bytes;      /* default 64 MiB */
+	size_t write_buffer_bytes;    /* stripe-assembly buffers, default 192 MiB */
+	size_t read_cache_bytes;      /* whole-stripe read cache, default 128 MiB */
+	unsigned commit_interval_ms;  /* background commit, default 5000 */
+	unsigned readahead_stripes;   /* default 4 */
+};
+
+struct ffs_stats {
+	_Atomic uint64_t stripe_writes;    /* full stripes written */
+	_Atomic uint64_t stripe_fills;     /* partial stripes completed from the array first */
+	_Atomic uint64_t stripe_reads;
+	_Atomic uint64_t readahead;
+	_Atomic uint64_t rcache_hits;
+	_Atomic uint64_t crc_errors;       /* data chunks that failed their checksum */
+	_Atomic uint64_t crc_repaired;
+	_Atomic uint64_t meta_repaired;    /* metadata copies rewritten after a bad read */
+	_Atomic uint64_t commits;
+	_Atomic uint64_t wbuf_waits;       /* writers that waited for a free buffer */
+};
+
+struct ffs_mkfs_params {
+	uint32_t level;               /* 5 or 6 */
+	uint32_t chunk_bytes;         /* default 512 KiB */
+	uint64_t ninodes;             /* 0 = default */
+	uint64_t journal_blocks;      /* 0 = default */
+	char label[64];
+	bool force;
+	bool quiet;
+};
+
+int ffs_mkfs(const char *const *paths, unsigned n, const struct ffs_mkfs_params *p,
+	     struct ff_err *err);
+int ffs_mount(const char *const *paths, unsigned n, const struct ffs_opts *o, struct ffs **out,
+	      struct ff_err *err);
+/* Write everything out, mark clean, release.  Returns the first error. */
+int ffs_unmount(struct ffs *fs);
+/* Write all buffered data and commit (syncfs). */
+int ffs_sync(struct ffs *fs);
+
+/* setattr bits */
+enum {
+	FFS_SET_MODE = 1 << 0,
+	FFS_SET_UID = 1 << 1,
+	FFS_SET_GID = 1 << 2,
+	FFS_SET_SIZE = 1 << 3,
+	FFS_SET_ATIME = 1 << 4,
+	FFS_SET_MTIME = 1 << 5,
+	FFS_SET_ATIME_NOW = 1 << 7,
+	FFS_SET_MTIME_NOW = 1 << 8,
+	FFS_SET_CTIME = 1 << 10,
+};
+
+/* rename flags (as renameat2) */
+enum { FFS_RENAME_NOREPLACE = 1, FFS_RENAME_EXCHANGE = 2 };
+
+int ffs_lookup(struct ffs *fs, uint64_t parent, const char *name, struct stat *st);
+void ffs_forget(struct ffs *fs, uint64_t ino, uint64_t nlookup);
+int ffs_getattr(struct ffs *fs, uint64_t ino, struct stat *st);
+int ffs_setattr(struct ffs *fs, uint64_t ino, const struct stat *attr, int to_set,
+		struct stat *st);
+int ffs_mknod(struct ffs *fs, uint64_t parent, const char *name, mode_t mode, dev_t rdev,
+	      uid_t uid, gid_t gid, struct stat *st);
+int ffs_mkdir(struct ffs *fs, uint64_t parent, const char *name, mode_t mode, uid_t uid,
+	      gid_t gid, struct stat *st);
+int ffs_symlink(struct ffs *fs, uint64_t parent, const char *name, const char *target, uid_t uid,
+		gid_t gid, struct stat *st);
+int ffs_readlink(struct ffs *fs, uint64_t ino, char *buf, size_t size);
+int ffs_link(struct ffs *fs, uint64_t ino, uint64_t newparent, const char *newname,
+	     struct stat *st);
+int ffs_unlink(struct ffs *fs, uint64_t parent, const char *name);
+int ffs_rmdir(struct ffs *fs, uint64_t parent, const char *name);
+int ffs_rename(struct ffs *fs, uint64_t parent, const char *name, uint64_t newparent,
+	       const char *newname, unsigned flags);
+/* Open files are used through a handle (fh); the open count keeps an
+ * unlinked file alive; release writes its partial stripes out. */
+int ffs_open(struct ffs *fs, uint64_t ino, int flags, uint64_t *fh);
+/* Create and open a regular file in one step. */
+int ffs_create(struct ffs *fs, uint64_t parent, const char *name, mode_t mode, uid_t uid,
+	       gid_t gid, int flags, struct stat *st, uint64_t *fh);
+int ffs_release(struct ffs *fs, uint64_t fh);
+ssize_t ffs_read(struct ffs *fs, uint64_t fh, void *buf, size_t size, uint64_t off);
+ssize_t ffs_write(struct ffs *fs, uint64_t fh, const void *buf, size_t size, uint64_t off);
+int ffs_flush(struct ffs *fs, uint64_t fh);
+int ffs_fsync(struct ffs *fs, uint64_t fh, bool datasync);
+int ffs_fallocate(struct ffs *fs, uint64_t fh, int mode, uint64_t off, uint64_t len);
+/* fsyncdir: commit the metadata */
+int ffs_fsyncdir(struct ffs *fs);
+
+/* Directory iteration from pos (0 = start, then the values returned in
+ * next_pos); fill returns nonzero to stop (buffer full). */
+typedef int (*ffs_fill_fn)(void *arg, const char *name, const struct stat *st, uint64_t next_pos);
+int ffs_readdir(struct ffs *fs, uint64_t ino, uint64_t pos, bool plus, ffs_fill_fn fill,
+		void *arg);
+int ffs_statfs(struct ffs *fs, struct statvfs *st);
+
+int ffs_getxattr(struct ffs *fs, uint64_t ino, const char *name, void *val, size_t size);
+int ffs_setxattr(struct ffs *fs, uint64_t ino, const char *name, const void *val, size_t size,
+		 int flags);
+int ffs_listxattr(struct ffs *fs, uint64_t ino, char *list, size_t size);
+int ffs_removexattr(struct ffs *fs, uint64_t ino, const char *name);
+
+struct ffs_stats *ffs_stats(struct ffs *fs);
+struct ff_raid *ffs_raid(struct ffs *fs);
+
+#endif

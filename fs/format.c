@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: MIT */
+#include "fs/format.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "raid/raid.h"
+
+void ffs_block_seal(void *block, uint32_t type, uint64_t blockno)
+{
+	struct ffs_bhdr *h = block;
+
+	h->type = ff_cpu_to_le32(type);
+	h->blockno = ff_cpu_to_le64(blockno);
+	ff_csum_set(block, FFS_BLOCK, offsetof(struct ffs_bhdr, crc));
+}
+
+int ffs_block_check(const void *block, uint32_t type, uint64_t blockno)
+{
+	const struct ffs_bhdr *h = block;
+
+	if (ff_le32(h->type) != type || ff_le64(h->blockno) != blockno)
+		return -EBADMSG;
+	return ff_csum_verify(block, FFS_BLOCK, offsetof(struct ffs_bhdr, crc));
+}
+
+uint64_t ffs_name_hash(const char *name, size_t len)
+{
+	uint64_t h = ((uint64_t)ff_crc32c(0x9e3779b9u, name, len) << 32) |
+		     ff_crc32c(0x7f4a7c15u, name, len);
+
+	h >>= 1; /* 63 bits: keys stay positive as readdir offsets */
+	return h < FFS_DIR_KEY_MIN ? h + FFS_DIR_KEY_MIN : h;
+}
+
+static uint64_t blocks_for_bits(uint64_t bits)
+{
+	return FF_DIV_ROUND_UP(bits, FFS_BITS_PER_BLOCK);
+}
+
+int ffs_layout(struct ffs_super *sb, const struct ff_geom *g, uint64_t ninodes,
+	       uint64_t journal_blocks, struct ff_err *err)
+{
+	uint64_t meta_blocks = g->meta_bytes / FFS_BLOCK, pos, rest, mbitmap;
+	uint32_t entry = (uint32_t)(sizeof(struct ffs_csum_entry) + 4 * g->ndata);
+
+	if (!journal_blocks)
+		journal_blocks = FF_MIN(FF_MAX(meta_blocks / 16, 1024ull), 65536ull);
+	if (!ninodes) /* one inode per 4 MiB of data, at least 4096, at most a quarter of META */
+		ninodes = FF_MIN(FF_MAX(g->data_bytes / (4 * FF_MiB), 4096ull),
+				 meta_blocks / 4 * FFS_INODES_PER_BLOCK);
+	sb->meta_blocks = ff_cpu_to_le64(meta_blocks);
+	sb->journal_start = ff_cpu_to_le64(FFS_JOURNAL_START);
+	sb->journal_blocks = ff_cpu_to_le64(journal_blocks);
+	pos = FFS_JOURNAL_START + journal_blocks;
+	sb->itable_start = ff_cpu_to_le64(pos);
+	sb->itable_blocks = ff_cpu_to_le64(FF_DIV_ROUND_UP(ninodes, FFS_INODES_PER_BLOCK));
+	ninodes = ff_le64(sb->itable_blocks) * FFS_INODES_PER_BLOCK;
+	sb->ninodes = ff_cpu_to_le64(ninodes);
+	pos += ff_le64(sb->itable_blocks);
+	sb->ibitmap_start = ff_cpu_to_le64(pos);
+	sb->ibitmap_blocks = ff_cpu_to_le64(blocks_for_bits(ninodes));
+	pos += ff_le64(sb->ibitmap_blocks);
+	sb->sbitmap_start = ff_cpu_to_le64(pos);
+	sb->sbitmap_blocks = ff_cpu_to_le64(blocks_for_bits(g->nstripes));
+	pos += ff_le64(sb->sbitmap_blocks);
+	sb->csum_entry_bytes = ff_cpu_to_le32(entry);
+	sb->csum_per_block = ff_cpu_to_le32((FFS_BLOCK - (uint32_t)sizeof(struct ffs_bhdr)) / entry);
+	sb->csum_start = ff_cpu_to_le64(pos);
+	sb->csum_blocks = ff_cpu_to_le64(FF_DIV_ROUND_UP(g->nstripes, ff_le32(sb->csum_per_block)));
+	pos += ff_le64(sb->csum_blocks);
+	if (pos >= meta_blocks) {
+		ff_err_set(err, "metadata area too small: %llu blocks, layout needs %llu",
+			   (unsigned long long)meta_blocks, (unsigned long long)pos);
+		return -ENOSPC;
+	}
+	rest = meta_blocks - pos;
+	mbitmap = FF_DIV_ROUND_UP(rest, FFS_BITS_PER_BLOCK + 1);
+	sb->mbitmap_start = ff_cpu_to_le64(pos);
+	sb->mbitmap_blocks = ff_cpu_to_le64(mbitmap);
+	sb->pool_start = ff_cpu_to_le64(pos + mbitmap);
+	sb->pool_blocks = ff_cpu_to_le64(rest - mbitmap);
+	if (rest - mbitmap < 1024) {
+		ff_err_set(err, "metadata area too small: %llu pool blocks left, need 1024",
+			   (unsigned long long)(rest - mbitmap));
+		return -ENOSPC;
+	}
+	sb->level = ff_cpu_to_le32(g->level);
+	sb->nmembers = ff_cpu_to_le32(g->nmembers);
+	sb->chunk_bytes = ff_cpu_to_le32(g->chunk_bytes);
+	sb->ndata = ff_cpu_to_le32(g->ndata);
+	sb->stripe_bytes = ff_cpu_to_le64(g->stripe_bytes);
+	sb->nstripes = ff_cpu_to_le64(g->nstripes);
+	return 0;
+}

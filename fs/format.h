@@ -1,0 +1,309 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * framefs on-disk format, version 1.  One library (fs/) reads and writes
+ * it for the daemon, mkfs, fsck and the admin tool.
+ *
+ * The filesystem lives on the RAID engine's two address spaces:
+ *
+ *  META (mirrored), in 4 KiB blocks:
+ *    0                  superblock copy A
+ *    16                 superblock copy B (another mirrored chunk, other members)
+ *    24                 orphan block: head of the list of unlinked-but-open inodes
+ *    journal_start      journal: journal_blocks, circular
+ *    itable_start       inode table: 15 inodes per block (initialised up to itable_hwm)
+ *    ibitmap_start      inode allocation bitmap
+ *    sbitmap_start      data-stripe allocation bitmap
+ *    mbitmap_start      pool-block allocation bitmap
+ *    csum_start         data checksum table: per data stripe, owner and crc32c of each chunk
+ *    pool_start..       B+tree nodes (directories, extent maps), xattr and symlink blocks
+ *
+ *  DATA (RAID5/6): file data, allocated in whole stripes and written only as
+ *    full stripes to stripes that hold no live data (copy-on-write), so a
+ *    crash can never tear parity under data that is in use.
+ *
+ * Every metadata block starts with ffs_bhdr: its type, its crc32c (over the
+ * whole block, crc field zero) and its own block number, so a block read
+ * from the wrong place is caught as surely as a corrupt one.  Inode-table
+ * blocks carry the header too; inodes are verified with their block.
+ *
+ * All fields are little-endian; every structure's size is asserted.
+ */
+#ifndef FFS_FORMAT_H
+#define FFS_FORMAT_H
+
+#include "io/ff_common.h"
+
+#define FFS_BLOCK 4096u
+#define FFS_VERSION 1u
+#define FFS_SB_MAGIC 0x3153465a454d4152ull /* "RAMEZFS1" */
+#define FFS_SB_BLOCK_A 0ull
+#define FFS_SB_BLOCK_B 16ull
+#define FFS_ORPHAN_BLOCK 24ull /* journaled: head of the orphan list */
+#define FFS_JOURNAL_START 32ull
+#define FFS_ROOT_INO 1ull
+#define FFS_NAME_MAX 255u
+#define FFS_SYMLINK_MAX 4000u
+#define FFS_XATTR_BYTES_MAX (FFS_BLOCK - 32u)
+
+enum ffs_btype {
+	FFS_B_SUPER = 0x42535346,   /* "FSSB" */
+	FFS_B_JDESC = 0x4453464a,   /* "JFSD" */
+	FFS_B_JCOMMIT = 0x4353464a, /* "JFSC" */
+	FFS_B_ITABLE = 0x54494646,  /* "FFIT" */
+	FFS_B_BITMAP = 0x504d4246,  /* "FBMP" */
+	FFS_B_CSUM = 0x4d534346,    /* "FCSM" */
+	FFS_B_BTREE = 0x45525446,   /* "FTRE" */
+	FFS_B_XATTR = 0x52545846,   /* "FXTR" */
+	FFS_B_SYMLINK = 0x4b4e4c46, /* "FLNK" */
+	FFS_B_ORPHAN = 0x4e524f46,  /* "FORN" */
+};
+
+struct ffs_bhdr {
+	le32 type;
+	le32 crc;
+	le64 blockno;
+};
+_Static_assert(sizeof(struct ffs_bhdr) == 16, "block header");
+
+#define FFS_BITS_PER_BLOCK ((FFS_BLOCK - sizeof(struct ffs_bhdr)) * 8)
+
+enum ffs_state { FFS_CLEAN = 1, FFS_DIRTY = 2 };
+
+struct ffs_super {
+	struct ffs_bhdr h;
+	le64 magic;
+	le32 version;
+	le32 block_bytes;
+	le64 generation;        /* every write bumps it; the newest valid copy wins */
+	uint8_t uuid[16];       /* the RAID array's uuid */
+	char label[64];
+	/* the array this filesystem was made for (checked at mount) */
+	le32 level;
+	le32 nmembers;
+	le32 chunk_bytes;
+	le32 ndata;
+	le64 stripe_bytes;
+	le64 nstripes;
+	/* layout of the META space, in blocks */
+	le64 meta_blocks;
+	le64 journal_start;
+	le64 journal_blocks;
+	le64 itable_start;
+	le64 itable_blocks;
+	le64 ninodes;
+	le64 itable_hwm;        /* itable blocks initialised; beyond are all free */
+	le64 ibitmap_start;
+	le64 ibitmap_blocks;
+	le64 sbitmap_start;
+	le64 sbitmap_blocks;
+	le64 mbitmap_start;
+	le64 mbitmap_blocks;
+	le64 csum_start;
+	le64 csum_blocks;
+	le32 csum_entry_bytes;
+	le32 csum_per_block;
+	le64 pool_start;
+	le64 pool_blocks;
+	/* journal: replay starts at tail_pos with transaction tail_seq */
+	le64 journal_tail_seq;
+	le64 journal_tail_pos;
+	le64 reserved_orphan;   /* (the orphan list head is in the orphan block) */
+	le32 state;             /* enum ffs_state */
+	le32 flags;
+	le64 mkfs_time;
+	le64 mount_time;
+	le64 write_time;
+	le64 mount_count;
+	uint8_t reserved[3736];
+};
+_Static_assert(sizeof(struct ffs_super) == FFS_BLOCK, "superblock is one block");
+
+/* ---- journal --------------------------------------------------------- */
+
+#define FFS_JDESC_MAX ((FFS_BLOCK - 48) / 8)
+#define FFS_JDESC_MORE 1u /* another descriptor follows in this transaction */
+
+struct ffs_jdesc {
+	struct ffs_bhdr h;      /* h.blockno: position in the journal */
+	uint8_t uuid[16];       /* the filesystem's: a leftover record of an older mkfs never replays */
+	le64 seq;
+	le32 count;             /* block images following this descriptor */
+	le32 flags;
+	le64 blocks[FFS_JDESC_MAX]; /* home block of each image */
+};
+_Static_assert(sizeof(struct ffs_jdesc) == FFS_BLOCK, "journal descriptor is one block");
+
+struct ffs_jcommit {
+	struct ffs_bhdr h;
+	uint8_t uuid[16];
+	le64 seq;
+	le32 nblocks;           /* images in the whole transaction */
+	le32 images_crc;        /* crc32c chained over every image, in order */
+	le64 commit_time_ns;
+	uint8_t reserved[FFS_BLOCK - 56];
+};
+_Static_assert(sizeof(struct ffs_jcommit) == FFS_BLOCK, "journal commit is one block");
+
+/* ---- inodes ---------------------------------------------------------- */
+
+#define FFS_INLINE_EXTENTS 6
+#define FFS_INODES_PER_BLOCK 15u
+
+enum ffs_iflags {
+	FFS_I_BTREE = 1u << 0,  /* extents live in a B+tree rooted at `root` */
+	FFS_I_ORPHAN = 1u << 1, /* unlinked, on the orphan list */
+};
+
+enum ffs_xflags {
+	FFS_X_UNWRITTEN = 1u << 0, /* preallocated: reads as zeros, may be written in place */
+};
+
+/* A run of whole stripes: file stripes [fstripe, fstripe+count) are at
+ * data stripes [pstripe, pstripe+count). */
+struct ffs_extent {
+	le64 fstripe;
+	le64 pstripe;
+	le32 count;
+	le32 flags;             /* enum ffs_xflags */
+};
+_Static_assert(sizeof(struct ffs_extent) == 24, "extent");
+
+struct ffs_inode {
+	le64 ino;               /* 0 = free slot */
+	le32 mode;
+	le32 flags;             /* enum ffs_iflags */
+	le32 nlink;
+	le32 uid;
+	le32 gid;
+	le32 generation;
+	le64 size;
+	le64 atime_ns;
+	le64 mtime_ns;
+	le64 ctime_ns;
+	le64 btime_ns;
+	le64 nstripes;          /* data stripes allocated */
+	le64 xattr_block;       /* pool block, 0 = none */
+	le64 parent;            /* directory it was created in (allocation locality; '..' for dirs) */
+	le64 orphan_next;
+	le64 rdev;
+	le64 root;              /* B+tree root block: directory entries, or extents with FFS_I_BTREE */
+	le32 nextents;          /* inline extents in use */
+	le32 reserved;
+	union {
+		struct ffs_extent extents[FFS_INLINE_EXTENTS];
+		char symlink[FFS_INLINE_EXTENTS * sizeof(struct ffs_extent)]; /* short targets */
+	} u;
+};
+_Static_assert(sizeof(struct ffs_inode) == 272, "inode");
+_Static_assert(sizeof(struct ffs_bhdr) + FFS_INODES_PER_BLOCK * sizeof(struct ffs_inode) == FFS_BLOCK,
+	       "inode-table block");
+
+struct ffs_itable_block {
+	struct ffs_bhdr h;
+	struct ffs_inode inodes[FFS_INODES_PER_BLOCK];
+};
+
+/* ---- bitmaps and the checksum table ---------------------------------- */
+
+struct ffs_bitmap_block {
+	struct ffs_bhdr h;
+	uint8_t bits[FFS_BLOCK - sizeof(struct ffs_bhdr)];
+};
+_Static_assert(sizeof(struct ffs_bitmap_block) == FFS_BLOCK, "bitmap block");
+
+/* Entry for one data stripe: the file stripe it holds and one crc32c per
+ * data chunk (ndata of them) — lets scrub name the file of a bad chunk. */
+struct ffs_csum_entry {
+	le32 ino;               /* 0 = free */
+	le32 fstripe;
+	le32 crc[];             /* ndata */
+};
+_Static_assert(sizeof(struct ffs_csum_entry) == 8, "csum entry head");
+
+/* ---- B+tree nodes ---------------------------------------------------- */
+
+/*
+ * Internal nodes hold (key, child) pairs sorted by key; child i covers keys
+ * >= key i.  Leaves hold a slot array (key, offset, length) sorted by key,
+ * growing up from the header, and record bytes packed down from the end.
+ */
+struct ffs_bt_node {
+	struct ffs_bhdr h;
+	le64 owner;             /* inode the tree belongs to */
+	le16 level;             /* 0 = leaf */
+	le16 count;
+	le16 data_start;        /* leaves: lowest byte used by records */
+	le16 reserved;
+	le32 reserved2;
+	le32 reserved3;
+};
+_Static_assert(sizeof(struct ffs_bt_node) == 40, "btree node header");
+
+struct ffs_bt_ptr {
+	le64 key;
+	le64 child;
+};
+_Static_assert(sizeof(struct ffs_bt_ptr) == 16, "btree pointer");
+
+struct ffs_bt_slot {
+	le64 key;
+	le16 off;
+	le16 len;
+	le32 reserved;
+};
+_Static_assert(sizeof(struct ffs_bt_slot) == 16, "btree slot");
+
+#define FFS_BT_PTRS_MAX ((FFS_BLOCK - sizeof(struct ffs_bt_node)) / sizeof(struct ffs_bt_ptr))
+#define FFS_BT_RECORD_MAX 400u
+
+/* Directory entry record (key = name hash); records are byte-packed. */
+struct __attribute__((packed)) ffs_dirent {
+	le64 ino;
+	uint8_t type;           /* DT_* */
+	uint8_t name_len;
+	char name[];
+};
+_Static_assert(sizeof(struct ffs_dirent) == 10, "dirent head");
+
+struct ffs_orphan_block {
+	struct ffs_bhdr h;
+	le64 head;              /* first orphan inode, 0 = none; linked by orphan_next */
+	le64 count;
+	uint8_t reserved[FFS_BLOCK - 32];
+};
+_Static_assert(sizeof(struct ffs_orphan_block) == FFS_BLOCK, "orphan block");
+
+/* ---- xattr and symlink blocks ---------------------------------------- */
+
+struct ffs_xattr_block {
+	struct ffs_bhdr h;
+	le64 owner;
+	le32 used;              /* bytes of entries */
+	le32 count;
+	uint8_t data[FFS_BLOCK - 32]; /* entries: u8 name_len, le16 value_len, name, value */
+};
+_Static_assert(sizeof(struct ffs_xattr_block) == FFS_BLOCK, "xattr block");
+
+struct ffs_symlink_block {
+	struct ffs_bhdr h;
+	le64 owner;
+	le32 len;
+	le32 reserved;
+	char target[FFS_BLOCK - 32];
+};
+_Static_assert(sizeof(struct ffs_symlink_block) == FFS_BLOCK, "symlink block");
+
+/* Checksum before write, verify after read: one helper pair for all blocks. */
+void ffs_block_seal(void *block, uint32_t type, uint64_t blockno);
+int ffs_block_check(const void *block, uint32_t type, uint64_t blockno); /* 0, -EBADMSG */
+
+/* Name hash for directory keys: 63 bits, never below FFS_DIR_KEY_MIN. */
+#define FFS_DIR_KEY_MIN 16ull
+uint64_t ffs_name_hash(const char *name, size_t len);
+
+/* Layout computed by mkfs from the array geometry. */
+struct ff_geom;
+int ffs_layout(struct ffs_super *sb, const struct ff_geom *g, uint64_t ninodes,
+	       uint64_t journal_blocks, struct ff_err *err);
+
+#endif

@@ -1,0 +1,259 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Private to fs/: the mounted filesystem and its modules.
+ *
+ * Locking.  One mutex, fs->lock, guards all metadata: the block cache, the
+ * running transaction, the allocators, the inode cache and every on-disk
+ * structure reached through them.  File data has its own locks: each
+ * inode's dlock guards its stripe-assembly buffers, and the read cache has
+ * its own.  Order: inode dlock, then fs->lock, then the read-cache lock.
+ * Nothing blocks on member I/O while holding fs->lock except metadata reads
+ * and commits, which are short and bounded.
+ */
+#ifndef FFS_FS_I_H
+#define FFS_FS_I_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <sys/stat.h>
+
+#include "fs/format.h"
+#include "fs/ffs.h"
+#include "raid/raid.h"
+
+/* ---- metadata block cache (meta.c) ------------------------------------ */
+
+struct mbuf {
+	uint64_t blockno;
+	uint8_t *data;          /* FFS_BLOCK bytes, aligned */
+	uint32_t type;          /* block type it was read or created as */
+	bool dirty;             /* part of the running transaction */
+	unsigned pins;
+	struct mbuf *hnext;
+	struct mbuf *lru_prev, *lru_next;
+	struct mbuf *tx_next;
+};
+
+/* Get block `no` of `type`, reading and verifying it if not cached.  A
+ * copy that fails its checksum is read from the other mirror copies and
+ * repaired.  Returned pinned; release with mb_put. */
+int mb_get(struct ffs *fs, uint64_t no, uint32_t type, struct mbuf **out);
+/* A block about to be overwritten entirely: no read, zero-filled. */
+int mb_new(struct ffs *fs, uint64_t no, uint32_t type, struct mbuf **out);
+void mb_put(struct ffs *fs, struct mbuf *mb);
+/* Join the running transaction; the block is sealed at commit. */
+void mb_dirty(struct ffs *fs, struct mbuf *mb);
+/* Read a block straight from the array (no cache), verifying it. */
+int meta_read_verified(struct ffs *fs, uint64_t no, uint32_t type, void *buf);
+/* The same, without a log line when no copy is good (journal scanning). */
+int meta_read_check(struct ffs *fs, uint64_t no, uint32_t type, void *buf, bool quiet);
+int meta_write_raw(struct ffs *fs, uint64_t no, const void *buf, uint64_t nblocks);
+int meta_cache_init(struct ffs *fs, size_t max_bytes);
+void meta_cache_free(struct ffs *fs);
+void meta_cache_drop_clean(struct ffs *fs);
+
+/* ---- journal (journal.c) ------------------------------------------------ */
+
+/* Commit the running transaction: journal, flush, write home, flush.
+ * Caller holds fs->lock. */
+int journal_commit(struct ffs *fs);
+/* Replay committed transactions after the tail; called at mount. */
+int journal_replay(struct ffs *fs, unsigned *replayed);
+/* Write the superblock (next copy, generation + 1). */
+int super_write(struct ffs *fs);
+/* Should the running transaction be committed now (size)? */
+bool journal_tx_full(const struct ffs *fs);
+
+/* ---- allocators (alloc.c) ---------------------------------------------- */
+
+int alloc_load(struct ffs *fs);
+void alloc_free_all(struct ffs *fs);
+int alloc_inode(struct ffs *fs, uint64_t *ino);
+int free_inode_bit(struct ffs *fs, uint64_t ino);
+int alloc_mblock(struct ffs *fs, uint64_t *no);
+int free_mblock(struct ffs *fs, uint64_t no);
+/* Reserve (in memory only) `want` contiguous stripes near `hint`, fewer
+ * if only shorter runs exist, at least 1; *got is the count reserved. */
+int reserve_stripes(struct ffs *fs, uint64_t hint, uint64_t want, uint64_t *first, uint64_t *got);
+void unreserve_stripes(struct ffs *fs, uint64_t first, uint64_t count);
+/* Reserved stripes that are now mapped: mark them on disk. */
+int commit_stripes(struct ffs *fs, uint64_t first, uint64_t count);
+/* Reserve and commit a run at a given place. */
+int take_stripes(struct ffs *fs, uint64_t first, uint64_t count);
+/* Free on disk now; reusable only after the transaction commits. */
+int free_stripes(struct ffs *fs, uint64_t first, uint64_t count);
+void alloc_tx_committed(struct ffs *fs);
+uint64_t alloc_free_stripe_count(const struct ffs *fs);
+/* Checksum table entry of a data stripe. */
+int csum_set(struct ffs *fs, uint64_t pstripe, uint32_t ino, uint32_t fstripe, const uint32_t *crc);
+int csum_get(struct ffs *fs, uint64_t pstripe, uint32_t *ino, uint32_t *fstripe, uint32_t *crc);
+
+/* ---- B+tree (btree.c) ---------------------------------------------------- */
+
+struct bt_root {
+	uint64_t root;   /* block, 0 = empty tree */
+	uint64_t owner;
+};
+
+/* Copy out the record with the smallest key >= key: 0, -ENOENT at end. */
+int bt_find_ge(struct ffs *fs, struct bt_root *t, uint64_t key, uint64_t *found,
+	       void *val, uint16_t *len);
+/* Largest key <= key. */
+int bt_find_le(struct ffs *fs, struct bt_root *t, uint64_t key, uint64_t *found,
+	       void *val, uint16_t *len);
+int bt_insert(struct ffs *fs, struct bt_root *t, uint64_t key, const void *val, uint16_t len);
+int bt_delete(struct ffs *fs, struct bt_root *t, uint64_t key);
+/* Replace a record's value in place (same or any length). */
+int bt_update(struct ffs *fs, struct bt_root *t, uint64_t key, const void *val, uint16_t len);
+/* Free every node. */
+int bt_destroy(struct ffs *fs, struct bt_root *t);
+/* Visit every node block (fsck, statistics): cb returns <0 to stop. */
+int bt_walk(struct ffs *fs, struct bt_root *t, int (*cb)(void *arg, uint64_t block, int level),
+	    void *arg);
+
+/* ---- inodes (inode.c) ---------------------------------------------------- */
+
+struct wbuf;
+
+struct finode {
+	uint64_t ino;
+	struct ffs_inode d;       /* the on-disk inode, in memory (guarded by fs->lock) */
+	uint64_t nlookup;         /* FUSE lookup count */
+	unsigned nopen;
+	unsigned refs;            /* pins by code */
+	bool deleted;             /* freed on disk: ignore */
+	struct finode *hnext;
+	/* data path (guarded by dlock) */
+	pthread_mutex_t dlock;
+	pthread_cond_t dcond;
+	struct wbuf *wbufs;       /* stripes being assembled */
+	int write_error;          /* first failed stripe write, reported on fsync/close */
+	uint64_t ra_next;         /* next file stripe a sequential reader will want */
+	uint64_t alloc_hint;      /* data stripe after the last one this file got */
+	uint64_t reserve_first;   /* stripes reserved for this file, not yet in the map */
+	uint64_t reserve_count;
+	uint64_t last_file_stripes; /* directories: size of the last file written in it */
+	unsigned nwbufs;
+};
+
+int icache_init(struct ffs *fs);
+void icache_free(struct ffs *fs);
+/* Get an inode (loaded, pinned): -ENOENT if free. */
+int iget(struct ffs *fs, uint64_t ino, struct finode **out);
+void iput(struct ffs *fs, struct finode *fi);
+/* Write the in-memory inode into its table block (joins the transaction). */
+int istore(struct ffs *fs, struct finode *fi);
+int inode_new(struct ffs *fs, uint32_t mode, uint32_t uid, uint32_t gid, uint64_t parent,
+	      struct finode **out);
+/* Free blocks and the inode once it has no links, lookups or opens. */
+int inode_maybe_free(struct ffs *fs, struct finode *fi);
+void inode_touch(struct finode *fi, bool mtime, bool ctime);
+void inode_stat(const struct ffs *fs, const struct finode *fi, struct stat *st);
+int orphan_add(struct ffs *fs, struct finode *fi);
+int orphan_remove(struct ffs *fs, struct finode *fi);
+int orphans_process(struct ffs *fs, unsigned *freed);
+
+/* Extent map of a regular file, in whole stripes. */
+int extent_lookup(struct ffs *fs, struct finode *fi, uint64_t fstripe, uint64_t *pstripe,
+		  uint64_t *run, uint32_t *flags);
+/* Map [fstripe, +count) to [pstripe, +count); replaces what was there
+ * (freeing the old stripes after commit). */
+int extent_map(struct ffs *fs, struct finode *fi, uint64_t fstripe, uint64_t pstripe,
+	       uint64_t count, uint32_t flags);
+/* Unmap and free every stripe at or after fstripe. */
+int extent_truncate(struct ffs *fs, struct finode *fi, uint64_t fstripe);
+/* Iterate extents in order: cb returns <0 to stop. */
+int extent_iterate(struct ffs *fs, struct finode *fi,
+		   int (*cb)(void *arg, const struct ffs_extent *x), void *arg);
+
+/* xattrs (one block per inode) and long symlinks */
+int xattr_get(struct ffs *fs, struct finode *fi, const char *name, void *val, size_t size);
+int xattr_set(struct ffs *fs, struct finode *fi, const char *name, const void *val, size_t size,
+	      int flags);
+int xattr_list(struct ffs *fs, struct finode *fi, char *list, size_t size);
+int xattr_remove(struct ffs *fs, struct finode *fi, const char *name);
+int xattr_drop(struct ffs *fs, struct finode *fi);
+
+/* ---- directories (dir.c) ------------------------------------------------- */
+
+int dir_lookup(struct ffs *fs, struct finode *dir, const char *name, uint64_t *ino,
+	       uint8_t *type);
+int dir_add(struct ffs *fs, struct finode *dir, const char *name, uint64_t ino, uint8_t type);
+int dir_remove(struct ffs *fs, struct finode *dir, const char *name);
+/* Change the inode an existing entry points at. */
+int dir_retarget(struct ffs *fs, struct finode *dir, const char *name, uint64_t ino,
+		 uint8_t type);
+/* Next entry with key >= pos: fills name (NUL-terminated), ino, type and
+ * the position after it.  -ENOENT at the end. */
+int dir_next(struct ffs *fs, struct finode *dir, uint64_t pos, char *name, uint64_t *ino,
+	     uint8_t *type, uint64_t *next_pos);
+bool dir_is_empty(struct ffs *fs, struct finode *dir);
+
+/* ---- file data (data.c) ---------------------------------------------------- */
+
+int data_init(struct ffs *fs);
+void data_free(struct ffs *fs);
+/* Write bytes into the file's stripe buffers; full stripes go to the array. */
+ssize_t data_write(struct ffs *fs, struct finode *fi, const void *buf, size_t len, uint64_t off);
+ssize_t data_read(struct ffs *fs, struct finode *fi, void *buf, size_t len, uint64_t off);
+/* Write out every partial stripe of the file (fsync, close). */
+int data_flush(struct ffs *fs, struct finode *fi);
+/* Drop buffered data beyond size and zero the tail of the EOF stripe. */
+int data_truncate(struct ffs *fs, struct finode *fi, uint64_t size);
+int data_fallocate(struct ffs *fs, struct finode *fi, int mode, uint64_t off, uint64_t len);
+/* Forget cached stripes (they were freed). */
+void rcache_invalidate(struct ffs *fs, uint64_t pstripe, uint64_t count);
+
+/* ---- the mounted filesystem ------------------------------------------------- */
+
+struct rcache;
+struct wpool;
+
+struct ffs {
+	struct ff_raid *raid;
+	const struct ff_geom *g;
+	struct ffs_super *sb;       /* in memory, aligned */
+	unsigned sb_next_copy;      /* 0 = A, 1 = B */
+	bool ro;
+	pthread_mutex_t lock;
+	struct ffs_opts opts;
+	uint64_t stripe_bytes;
+	/* meta cache */
+	struct mbuf **mhash;
+	unsigned mhash_size;
+	unsigned nmbufs, max_mbufs;
+	struct mbuf lru;            /* sentinel: lru.lru_next is the least recent */
+	struct mbuf *tx_head;
+	unsigned tx_count;
+	uint64_t tx_stripes_freed;
+	/* journal */
+	uint64_t j_seq;             /* sequence of the next transaction */
+	uint64_t j_head;            /* next journal block to write (relative) */
+	uint64_t j_used;            /* journal blocks since the tail */
+	uint64_t commits;
+	/* allocators */
+	uint64_t *ibits, *sbits, *mbits;
+	uint64_t free_inodes, free_stripes, free_mblocks;
+	uint64_t *pending_free;     /* stripes freed in the running transaction */
+	size_t npending, cap_pending;
+	uint64_t stripe_cursor;
+	/* inode cache */
+	struct finode **ihash;
+	unsigned ihash_size;
+	unsigned ninodes_cached;
+	/* data path */
+	struct wpool *wpool;
+	struct rcache *rcache;
+	/* background commit */
+	pthread_t commit_thread;
+	bool commit_thread_started;
+	bool stopping;
+	pthread_cond_t commit_cond;
+	uint64_t last_commit_ns;
+	/* statistics */
+	struct ffs_stats stats;
+};
+
+uint64_t ffs_now_ns(void);
+
+#endif

@@ -1,0 +1,523 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The FUSE low-level glue: each handler translates one request into one
+ * ffs_* call and ends in exactly one reply.
+ */
+#include <errno.h>
+#include <fuse_lowlevel.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "fs/ffs.h"
+#include "fs/fuse_ops.h"
+
+#define TIMEOUT_S 60.0   /* every change goes through this daemon: long caches are safe */
+#define IO_MAX (1u << 20) /* libfuse 3.14's max_write and the kernel's default max_pages */
+
+static struct ffs *FS(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+/* One aligned I/O buffer per worker thread, made on its first read. */
+static __thread void *tls_buf;
+
+static void *thread_buf(void)
+{
+	if (!tls_buf)
+		tls_buf = ff_alloc_aligned(IO_MAX + 4096);
+	return tls_buf;
+}
+
+static void reply_entry(fuse_req_t req, int rc, const struct stat *st)
+{
+	struct fuse_entry_param e;
+
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	memset(&e, 0, sizeof(e));
+	e.ino = st->st_ino;
+	e.attr = *st;
+	e.attr_timeout = TIMEOUT_S;
+	e.entry_timeout = TIMEOUT_S;
+	fuse_reply_entry(req, &e);
+}
+
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	(void)userdata;
+	/* O_DIRECT writers: many requests of one file in flight at once */
+	if (conn->capable & FUSE_CAP_ASYNC_DIO)
+		conn->want |= FUSE_CAP_ASYNC_DIO;
+	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
+		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+	if (conn->capable & FUSE_CAP_EXPORT_SUPPORT)
+		conn->want |= FUSE_CAP_EXPORT_SUPPORT;
+	if (conn->capable & FUSE_CAP_READDIRPLUS)
+		conn->want |= FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO;
+	/* the 1% dirty limit of a FUSE bdi throttles writeback caching: stay write-through */
+	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+	conn->max_write = IO_MAX;
+	conn->max_readahead = IO_MAX;
+	conn->max_background = 64;
+	conn->congestion_threshold = 48;
+	conn->time_gran = 1;
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct stat st;
+
+	reply_entry(req, ffs_lookup(FS(req), parent, name, &st), &st);
+}
+
+static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	ffs_forget(FS(req), ino, nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *f)
+{
+	for (size_t i = 0; i < count; i++)
+		ffs_forget(FS(req), f[i].ino, f[i].nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct stat st;
+	int rc = ffs_getattr(FS(req), ino, &st);
+
+	(void)fi;
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_attr(req, &st, TIMEOUT_S);
+}
+
+static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+		       struct fuse_file_info *fi)
+{
+	static const struct { int fuse, ffs; } map[] = {
+		{ FUSE_SET_ATTR_MODE, FFS_SET_MODE }, { FUSE_SET_ATTR_UID, FFS_SET_UID },
+		{ FUSE_SET_ATTR_GID, FFS_SET_GID }, { FUSE_SET_ATTR_SIZE, FFS_SET_SIZE },
+		{ FUSE_SET_ATTR_ATIME, FFS_SET_ATIME }, { FUSE_SET_ATTR_MTIME, FFS_SET_MTIME },
+		{ FUSE_SET_ATTR_ATIME_NOW, FFS_SET_ATIME_NOW },
+		{ FUSE_SET_ATTR_MTIME_NOW, FFS_SET_MTIME_NOW }, { FUSE_SET_ATTR_CTIME, FFS_SET_CTIME },
+	};
+	struct stat st;
+	int set = 0, rc;
+
+	(void)fi;
+	for (size_t i = 0; i < FF_ARRAY_SIZE(map); i++)
+		if (to_set & map[i].fuse)
+			set |= map[i].ffs;
+	rc = ffs_setattr(FS(req), ino, attr, set, &st);
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_attr(req, &st, TIMEOUT_S);
+}
+
+static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
+{
+	const struct fuse_ctx *c = fuse_req_ctx(req);
+	struct stat st;
+
+	reply_entry(req, ffs_mknod(FS(req), parent, name, mode & ~c->umask, rdev, c->uid, c->gid, &st),
+		    &st);
+}
+
+static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	const struct fuse_ctx *c = fuse_req_ctx(req);
+	struct stat st;
+
+	reply_entry(req, ffs_mkdir(FS(req), parent, name, mode & ~c->umask, c->uid, c->gid, &st), &st);
+}
+
+static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+	const struct fuse_ctx *c = fuse_req_ctx(req);
+	struct stat st;
+
+	reply_entry(req, ffs_symlink(FS(req), parent, name, link, c->uid, c->gid, &st), &st);
+}
+
+static void op_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	char buf[FFS_READLINK_MAX + 1];
+	int rc = ffs_readlink(FS(req), ino, buf, sizeof(buf));
+
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_readlink(req, buf);
+}
+
+static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+	struct stat st;
+
+	reply_entry(req, ffs_link(FS(req), ino, newparent, newname, &st), &st);
+}
+
+static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	fuse_reply_err(req, -ffs_unlink(FS(req), parent, name));
+}
+
+static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	fuse_reply_err(req, -ffs_rmdir(FS(req), parent, name));
+}
+
+static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+		      const char *newname, unsigned int flags)
+{
+	unsigned f = 0;
+
+	if (flags & RENAME_NOREPLACE)
+		f |= FFS_RENAME_NOREPLACE;
+	if (flags & RENAME_EXCHANGE)
+		f |= FFS_RENAME_EXCHANGE;
+	if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	fuse_reply_err(req, -ffs_rename(FS(req), parent, name, newparent, newname, f));
+}
+
+static void open_flags(struct fuse_file_info *fi)
+{
+	fi->keep_cache = 1; /* nothing changes the file behind the kernel's back */
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	uint64_t fh;
+	int rc = ffs_open(FS(req), ino, fi->flags, &fh);
+
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	fi->fh = fh;
+	open_flags(fi);
+	if (fuse_reply_open(req, fi) == -ENOENT) /* the opener was interrupted */
+		ffs_release(FS(req), fh);
+}
+
+static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		      struct fuse_file_info *fi)
+{
+	const struct fuse_ctx *c = fuse_req_ctx(req);
+	struct fuse_entry_param e;
+	uint64_t fh;
+	int rc;
+
+	memset(&e, 0, sizeof(e));
+	rc = ffs_create(FS(req), parent, name, mode & ~c->umask, c->uid, c->gid, fi->flags, &e.attr,
+			&fh);
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	e.ino = e.attr.st_ino;
+	e.attr_timeout = e.entry_timeout = TIMEOUT_S;
+	fi->fh = fh;
+	open_flags(fi);
+	if (fuse_reply_create(req, &e, fi) == -ENOENT)
+		ffs_release(FS(req), fh);
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	void *buf = thread_buf();
+	ssize_t n;
+
+	(void)ino;
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	n = ffs_read(FS(req), fi->fh, buf, FF_MIN(size, (size_t)IO_MAX), (uint64_t)off);
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+}
+
+static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, off_t off,
+			 struct fuse_file_info *fi)
+{
+	size_t size = fuse_buf_size(bufv);
+	const void *src;
+	ssize_t n;
+
+	(void)ino;
+	if (bufv->count == 1 && !(bufv->buf[0].flags & FUSE_BUF_IS_FD)) {
+		src = (const char *)bufv->buf[0].mem + bufv->off;
+	} else {
+		struct fuse_bufvec dst = FUSE_BUFVEC_INIT(FF_MIN(size, (size_t)IO_MAX));
+
+		dst.buf[0].mem = thread_buf();
+		if (!dst.buf[0].mem) {
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+		n = fuse_buf_copy(&dst, bufv, 0);
+		if (n < 0) {
+			fuse_reply_err(req, (int)-n);
+			return;
+		}
+		size = (size_t)n;
+		src = dst.buf[0].mem;
+	}
+	n = ffs_write(FS(req), fi->fh, src, size, (uint64_t)off);
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else
+		fuse_reply_write(req, (size_t)n);
+}
+
+static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	fuse_reply_err(req, -ffs_flush(FS(req), fi->fh));
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	fuse_reply_err(req, -ffs_release(FS(req), fi->fh));
+}
+
+static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	(void)ino;
+	fuse_reply_err(req, -ffs_fsync(FS(req), fi->fh, datasync != 0));
+}
+
+static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct stat st;
+	int rc = ffs_getattr(FS(req), ino, &st);
+
+	if (rc == 0 && !S_ISDIR(st.st_mode))
+		rc = -ENOTDIR;
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	fi->fh = 0;
+	fuse_reply_open(req, fi);
+}
+
+struct dir_fill {
+	fuse_req_t req;
+	char *buf;
+	size_t size, used;
+	bool plus;
+};
+
+static int dir_fill_cb(void *arg, const char *name, const struct stat *st, uint64_t next)
+{
+	struct dir_fill *d = arg;
+	size_t n;
+
+	if (d->plus) {
+		struct fuse_entry_param e;
+
+		memset(&e, 0, sizeof(e));
+		e.ino = st->st_ino;
+		e.attr = *st;
+		e.attr_timeout = e.entry_timeout = TIMEOUT_S;
+		n = fuse_add_direntry_plus(d->req, d->buf + d->used, d->size - d->used, name, &e,
+					   (off_t)next);
+	} else {
+		n = fuse_add_direntry(d->req, d->buf + d->used, d->size - d->used, name, st,
+				      (off_t)next);
+	}
+	if (n > d->size - d->used)
+		return 1; /* does not fit: stop, the entry is not returned */
+	d->used += n;
+	return 0;
+}
+
+static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus)
+{
+	struct dir_fill d = { req, thread_buf(), FF_MIN(size, (size_t)IO_MAX), 0, plus };
+	int rc;
+
+	if (!d.buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	rc = ffs_readdir(FS(req), ino, (uint64_t)off, plus, dir_fill_cb, &d);
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_buf(req, d.buf, d.used);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	(void)fi;
+	readdir_common(req, ino, size, off, false);
+}
+
+static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			   struct fuse_file_info *fi)
+{
+	(void)fi;
+	readdir_common(req, ino, size, off, true);
+}
+
+static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	(void)fi;
+	fuse_reply_err(req, 0);
+}
+
+static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	(void)ino;
+	(void)datasync;
+	(void)fi;
+	fuse_reply_err(req, -ffs_fsyncdir(FS(req)));
+}
+
+static void op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct statvfs st;
+
+	(void)ino;
+	ffs_statfs(FS(req), &st);
+	fuse_reply_statfs(req, &st);
+}
+
+static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+			size_t size, int flags)
+{
+	fuse_reply_err(req, -ffs_setxattr(FS(req), ino, name, value, size, flags));
+}
+
+static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	char *buf = size ? thread_buf() : NULL;
+	int rc;
+
+	if (size && !buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	rc = ffs_getxattr(FS(req), ino, name, buf, FF_MIN(size, (size_t)IO_MAX));
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else if (size == 0)
+		fuse_reply_xattr(req, (size_t)rc);
+	else
+		fuse_reply_buf(req, buf, (size_t)rc);
+}
+
+static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	char *buf = size ? thread_buf() : NULL;
+	int rc;
+
+	if (size && !buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	rc = ffs_listxattr(FS(req), ino, buf, FF_MIN(size, (size_t)IO_MAX));
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else if (size == 0)
+		fuse_reply_xattr(req, (size_t)rc);
+	else
+		fuse_reply_buf(req, buf, (size_t)rc);
+}
+
+static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	fuse_reply_err(req, -ffs_removexattr(FS(req), ino, name));
+}
+
+/* Without default_permissions the daemon answers access() itself. */
+static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
+{
+	const struct fuse_ctx *c = fuse_req_ctx(req);
+	struct stat st;
+	int rc = ffs_getattr(FS(req), ino, &st), bits;
+
+	if (rc == 0 && mask != F_OK) {
+		if (c->uid == 0)
+			bits = (st.st_mode & 0111) || S_ISDIR(st.st_mode) ? 7 : 6;
+		else if (c->uid == st.st_uid)
+			bits = (st.st_mode >> 6) & 7;
+		else if (c->gid == st.st_gid)
+			bits = (st.st_mode >> 3) & 7;
+		else
+			bits = st.st_mode & 7;
+		if ((mask & R_OK && !(bits & 4)) || (mask & W_OK && !(bits & 2)) ||
+		    (mask & X_OK && !(bits & 1)))
+			rc = -EACCES;
+	}
+	fuse_reply_err(req, -rc);
+}
+
+static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
+			 struct fuse_file_info *fi)
+{
+	(void)ino;
+	if (off < 0 || len <= 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	fuse_reply_err(req, -ffs_fallocate(FS(req), fi->fh, mode, (uint64_t)off, (uint64_t)len));
+}
+
+const struct fuse_lowlevel_ops ffs_fuse_ops = {
+	.init = op_init,
+	.lookup = op_lookup,
+	.forget = op_forget,
+	.forget_multi = op_forget_multi,
+	.getattr = op_getattr,
+	.setattr = op_setattr,
+	.readlink = op_readlink,
+	.mknod = op_mknod,
+	.mkdir = op_mkdir,
+	.unlink = op_unlink,
+	.rmdir = op_rmdir,
+	.symlink = op_symlink,
+	.rename = op_rename,
+	.link = op_link,
+	.open = op_open,
+	.read = op_read,
+	.write_buf = op_write_buf,
+	.flush = op_flush,
+	.release = op_release,
+	.fsync = op_fsync,
+	.opendir = op_opendir,
+	.readdir = op_readdir,
+	.readdirplus = op_readdirplus,
+	.releasedir = op_releasedir,
+	.fsyncdir = op_fsyncdir,
+	.statfs = op_statfs,
+	.setxattr = op_setxattr,
+	.getxattr = op_getxattr,
+	.listxattr = op_listxattr,
+	.removexattr = op_removexattr,
+	.access = op_access,
+	.create = op_create,
+	.fallocate = op_fallocate,
+};

@@ -1,0 +1,388 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The metadata journal: physical block logging in a circular area of META.
+ *
+ * A transaction is one or more descriptor blocks, each followed by the
+ * images it lists, then a commit block carrying a crc32c chained over every
+ * image.  All of it is written at once and flushed: the chained crc, not
+ * write ordering, decides whether a transaction counts, so a commit block
+ * that reached the media before its images is simply not replayed.  Then
+ * the images are written to their home blocks and flushed again
+ * (checkpoint).  Because the checkpoint completes before the next commit,
+ * the journal never holds more than one un-checkpointed transaction, and
+ * replay — which rewrites every committed image after the tail, in order —
+ * is idempotent.
+ *
+ * Data stripes are never journaled.  A transaction that maps new stripes is
+ * only built after their writes completed, and the flush of the commit
+ * covers them; stripes it frees stay reserved until it has committed
+ * (alloc_tx_committed), so live data is never overwritten.
+ */
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include "fs/fs_i.h"
+
+#define TX_BLOCKS_SOFT 512u
+
+uint64_t ffs_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+bool journal_tx_full(const struct ffs *fs)
+{
+	return fs->tx_count >= TX_BLOCKS_SOFT ||
+	       fs->tx_count + 8 >= ff_le64(fs->sb->journal_blocks) / 4;
+}
+
+static uint64_t jblock(const struct ffs *fs, uint64_t pos)
+{
+	return ff_le64(fs->sb->journal_start) + pos % ff_le64(fs->sb->journal_blocks);
+}
+
+/* ---- batched META writes ------------------------------------------------ */
+
+struct batch {
+	struct ff_raid_io *io;
+	unsigned n, cap;
+	unsigned pending;
+	int err;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+};
+
+static void batch_done(struct ff_raid_io *io)
+{
+	struct batch *b = io->priv;
+
+	pthread_mutex_lock(&b->lock);
+	if (io->result < 0 && !b->err)
+		b->err = io->result;
+	if (--b->pending == 0)
+		pthread_cond_signal(&b->cond);
+	pthread_mutex_unlock(&b->lock);
+}
+
+static int batch_init(struct batch *b, unsigned cap)
+{
+	memset(b, 0, sizeof(*b));
+	b->io = calloc(cap, sizeof(*b->io));
+	if (!b->io)
+		return -ENOMEM;
+	b->cap = cap;
+	pthread_mutex_init(&b->lock, NULL);
+	pthread_cond_init(&b->cond, NULL);
+	return 0;
+}
+
+static int batch_add(struct ffs *fs, struct batch *b, uint64_t block, void *buf)
+{
+	struct ff_raid_io *io;
+	int rc;
+
+	FF_ASSERT(b->n < b->cap);
+	io = &b->io[b->n++];
+	io->op = FF_RAID_WRITE;
+	io->space = FF_SPACE_META;
+	io->off = block * FFS_BLOCK;
+	io->len = FFS_BLOCK;
+	io->buf = buf;
+	io->done = batch_done;
+	io->priv = b;
+	pthread_mutex_lock(&b->lock);
+	b->pending++;
+	pthread_mutex_unlock(&b->lock);
+	rc = ff_raid_submit(fs->raid, io);
+	if (rc < 0) {
+		pthread_mutex_lock(&b->lock);
+		b->pending--;
+		if (!b->err)
+			b->err = rc;
+		pthread_mutex_unlock(&b->lock);
+	}
+	return rc;
+}
+
+static int batch_wait(struct batch *b)
+{
+	pthread_mutex_lock(&b->lock);
+	while (b->pending)
+		pthread_cond_wait(&b->cond, &b->lock);
+	pthread_mutex_unlock(&b->lock);
+	free(b->io);
+	b->io = NULL;
+	return b->err;
+}
+
+/* ---- superblock ---------------------------------------------------------- */
+
+int super_write(struct ffs *fs)
+{
+	uint64_t block = fs->sb_next_copy ? FFS_SB_BLOCK_B : FFS_SB_BLOCK_A;
+	int rc;
+
+	fs->sb->generation = ff_cpu_to_le64(ff_le64(fs->sb->generation) + 1);
+	fs->sb->write_time = ff_cpu_to_le64(ffs_now_ns() / 1000000000ull);
+	ffs_block_seal(fs->sb, FFS_B_SUPER, block);
+	rc = meta_write_raw(fs, block, fs->sb, 1);
+	if (rc == 0)
+		rc = ff_raid_flush(fs->raid);
+	/* alternate copies: a torn write leaves the other, one generation older */
+	fs->sb_next_copy ^= 1;
+	return rc;
+}
+
+/* The journal is fully checkpointed after every commit, so the tail can
+ * move to the head whenever space runs short. */
+static int journal_reset_tail(struct ffs *fs)
+{
+	fs->sb->journal_tail_pos = ff_cpu_to_le64(fs->j_head);
+	fs->sb->journal_tail_seq = ff_cpu_to_le64(fs->j_seq);
+	fs->j_used = 0;
+	return super_write(fs);
+}
+
+/* ---- commit -------------------------------------------------------------- */
+
+static int write_records(struct ffs *fs, struct mbuf **list, unsigned n, uint64_t ndesc,
+			 struct batch *b, struct ffs_jdesc *descs, struct ffs_jcommit *commit)
+{
+	uint64_t pos = fs->j_head;
+	uint32_t crc = 0;
+	unsigned k = 0;
+
+	for (uint64_t d = 0; d < ndesc; d++) {
+		struct ffs_jdesc *desc = &descs[d];
+		unsigned cnt = (unsigned)FF_MIN((uint64_t)FFS_JDESC_MAX, (uint64_t)(n - k));
+		uint64_t dpos = pos++;
+
+		memset(desc, 0, sizeof(*desc));
+		memcpy(desc->uuid, fs->sb->uuid, 16);
+		desc->seq = ff_cpu_to_le64(fs->j_seq);
+		desc->count = ff_cpu_to_le32(cnt);
+		desc->flags = ff_cpu_to_le32(d + 1 < ndesc ? FFS_JDESC_MORE : 0);
+		for (unsigned i = 0; i < cnt; i++, k++) {
+			desc->blocks[i] = ff_cpu_to_le64(list[k]->blockno);
+			crc = ff_crc32c(crc, list[k]->data, FFS_BLOCK);
+			if (batch_add(fs, b, jblock(fs, pos++), list[k]->data) < 0)
+				return -EIO;
+		}
+		ffs_block_seal(desc, FFS_B_JDESC, jblock(fs, dpos));
+		if (batch_add(fs, b, jblock(fs, dpos), desc) < 0)
+			return -EIO;
+	}
+	memset(commit, 0, sizeof(*commit));
+	memcpy(commit->uuid, fs->sb->uuid, 16);
+	commit->seq = ff_cpu_to_le64(fs->j_seq);
+	commit->nblocks = ff_cpu_to_le32(n);
+	commit->images_crc = ff_cpu_to_le32(crc);
+	commit->commit_time_ns = ff_cpu_to_le64(ffs_now_ns());
+	ffs_block_seal(commit, FFS_B_JCOMMIT, jblock(fs, pos));
+	return batch_add(fs, b, jblock(fs, pos), commit);
+}
+
+int journal_commit(struct ffs *fs)
+{
+	unsigned n = fs->tx_count;
+	uint64_t ndesc = FF_DIV_ROUND_UP(n, FFS_JDESC_MAX), need = ndesc + n + 1;
+	struct ffs_jdesc *descs = NULL;
+	struct ffs_jcommit *commit = NULL;
+	struct mbuf **list = NULL;
+	struct batch b;
+	unsigned k = 0;
+	int rc;
+
+	if (fs->ro)
+		return 0;
+	if (n == 0) {
+		alloc_tx_committed(fs);
+		return 0;
+	}
+	if (need > ff_le64(fs->sb->journal_blocks)) {
+		ff_log(FF_LOG_ERR, "transaction of %u blocks does not fit the journal", n);
+		return -EFBIG;
+	}
+	if (fs->j_used + need > ff_le64(fs->sb->journal_blocks)) {
+		rc = journal_reset_tail(fs);
+		if (rc < 0)
+			return rc;
+	}
+	list = calloc(n, sizeof(*list));
+	descs = ff_alloc_aligned(ndesc * FFS_BLOCK);
+	commit = ff_alloc_aligned(FFS_BLOCK);
+	rc = (!list || !descs || !commit) ? -ENOMEM : batch_init(&b, (unsigned)need + n);
+	if (rc < 0)
+		goto out;
+	for (struct mbuf *mb = fs->tx_head; mb; mb = mb->tx_next) {
+		ffs_block_seal(mb->data, mb->type, mb->blockno);
+		list[k++] = mb;
+	}
+	FF_ASSERT(k == n);
+	rc = write_records(fs, list, n, ndesc, &b, descs, commit);
+	if (batch_wait(&b) < 0 || rc < 0 || (rc = ff_raid_flush(fs->raid)) < 0) {
+		ff_log(FF_LOG_ERR, "journal commit %llu failed: %s", (unsigned long long)fs->j_seq,
+		       strerror(rc < 0 ? -rc : EIO));
+		rc = rc < 0 ? rc : -EIO;
+		goto out;
+	}
+	/* committed: now checkpoint to the home blocks */
+	rc = batch_init(&b, n);
+	for (unsigned i = 0; i < n && rc == 0; i++)
+		rc = batch_add(fs, &b, list[i]->blockno, list[i]->data);
+	if (batch_wait(&b) < 0 || rc < 0 || (rc = ff_raid_flush(fs->raid)) < 0) {
+		rc = rc < 0 ? rc : -EIO;
+		ff_log(FF_LOG_ERR, "journal checkpoint %llu failed", (unsigned long long)fs->j_seq);
+		goto out;
+	}
+	for (unsigned i = 0; i < n; i++)
+		list[i]->dirty = false;
+	fs->tx_head = NULL;
+	fs->tx_count = 0;
+	fs->j_head += need;
+	fs->j_used += need;
+	fs->j_seq++;
+	fs->commits++;
+	atomic_fetch_add(&fs->stats.commits, 1);
+	fs->last_commit_ns = ff_now_ns();
+	alloc_tx_committed(fs);
+out:
+	free(list);
+	free(descs);
+	free(commit);
+	return rc;
+}
+
+/* ---- replay -------------------------------------------------------------- */
+
+/* Read one transaction at *pos with sequence seq; on success its images
+ * are in *images (homes in *homes) and *pos is past its commit block. */
+static int read_tx(struct ffs *fs, uint64_t *pos, uint64_t seq, uint8_t **images,
+		   uint64_t **homes, unsigned *count)
+{
+	uint8_t *blk = ff_alloc_aligned(FFS_BLOCK);
+	uint64_t p = *pos;
+	unsigned n = 0, cap = 0;
+	uint32_t crc = 0;
+	bool more = true;
+	int rc = -ENOENT;
+
+	*images = NULL;
+	*homes = NULL;
+	while (more) {
+		struct ffs_jdesc *d = (struct ffs_jdesc *)blk;
+		unsigned cnt;
+
+		if (meta_read_check(fs, jblock(fs, p), FFS_B_JDESC, blk, true) < 0 ||
+		    memcmp(d->uuid, fs->sb->uuid, 16) || ff_le64(d->seq) != seq ||
+		    ff_le32(d->count) > FFS_JDESC_MAX)
+			goto out;
+		p++;
+		cnt = ff_le32(d->count);
+		more = ff_le32(d->flags) & FFS_JDESC_MORE;
+		if (n + cnt > ff_le64(fs->sb->journal_blocks))
+			goto out;
+		if (n + cnt > cap) { /* images go to the array: keep them aligned */
+			uint8_t *grown = ff_alloc_aligned((size_t)(n + cnt) * FFS_BLOCK);
+			uint64_t *h = realloc(*homes, (size_t)(n + cnt) * sizeof(uint64_t));
+
+			if (h)
+				*homes = h;
+			if (!grown || !h) {
+				free(grown);
+				rc = -ENOMEM;
+				goto out;
+			}
+			if (*images)
+				memcpy(grown, *images, (size_t)n * FFS_BLOCK);
+			free(*images);
+			*images = grown;
+			cap = n + cnt;
+		}
+		for (unsigned i = 0; i < cnt; i++)
+			(*homes)[n + i] = ff_le64(d->blocks[i]);
+		for (unsigned i = 0; i < cnt; i++, n++, p++) {
+			if (ff_raid_rw(fs->raid, FF_RAID_READ, FF_SPACE_META, jblock(fs, p) * FFS_BLOCK,
+				       blk, FFS_BLOCK) < 0)
+				goto out;
+			memcpy(*images + (size_t)n * FFS_BLOCK, blk, FFS_BLOCK);
+			crc = ff_crc32c(crc, blk, FFS_BLOCK);
+		}
+	}
+	{
+		struct ffs_jcommit *c = (struct ffs_jcommit *)blk;
+
+		if (meta_read_check(fs, jblock(fs, p), FFS_B_JCOMMIT, blk, true) < 0 ||
+		    memcmp(c->uuid, fs->sb->uuid, 16) || ff_le64(c->seq) != seq ||
+		    ff_le32(c->nblocks) != n || ff_le32(c->images_crc) != crc)
+			goto out;
+	}
+	*pos = p + 1;
+	*count = n;
+	rc = 0;
+out:
+	free(blk);
+	if (rc < 0) {
+		free(*images);
+		free(*homes);
+		*images = NULL;
+		*homes = NULL;
+	}
+	return rc;
+}
+
+int journal_replay(struct ffs *fs, unsigned *replayed)
+{
+	uint64_t pos = ff_le64(fs->sb->journal_tail_pos), seq = ff_le64(fs->sb->journal_tail_seq);
+	unsigned ntx = 0;
+	int rc = 0;
+
+	for (;;) {
+		uint8_t *images;
+		uint64_t *homes;
+		unsigned n;
+
+		rc = read_tx(fs, &pos, seq, &images, &homes, &n);
+		if (rc == -ENOENT) {
+			rc = 0;
+			break;
+		}
+		if (rc < 0)
+			break;
+		if (fs->ro) { /* a read-only array cannot take the replay */
+			free(images);
+			free(homes);
+			ff_log(FF_LOG_ERR, "the journal needs recovery: mount read-write once");
+			return -EROFS;
+		}
+		for (unsigned i = 0; i < n && rc == 0; i++) {
+			if (homes[i] >= ff_le64(fs->sb->meta_blocks) || homes[i] == FFS_SB_BLOCK_A ||
+			    homes[i] == FFS_SB_BLOCK_B ||
+			    (homes[i] >= ff_le64(fs->sb->journal_start) &&
+			     homes[i] < ff_le64(fs->sb->journal_start) + ff_le64(fs->sb->journal_blocks)))
+				rc = -EUCLEAN;
+			else
+				rc = meta_write_raw(fs, homes[i], images + (size_t)i * FFS_BLOCK, 1);
+		}
+		free(images);
+		free(homes);
+		if (rc < 0)
+			break;
+		ntx++;
+		seq++;
+	}
+	*replayed = ntx;
+	if (rc < 0)
+		return rc;
+	fs->j_seq = seq;
+	fs->j_head = pos;
+	if (fs->ro)
+		return 0;
+	if (ntx && (rc = ff_raid_flush(fs->raid)) < 0)
+		return rc;
+	return journal_reset_tail(fs);
+}

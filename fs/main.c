@@ -1,0 +1,270 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * framefs: the FUSE daemon.
+ *
+ *   framefs [-f] [-o OPTIONS] MEMBER[,MEMBER...] MOUNTPOINT
+ *
+ * Also started by mount(8) for type fuse.framefs (mount.fuse runs it with
+ * the source, the mountpoint and -o options), so /etc/fstab works:
+ *
+ *   /dev/nvme0n1,/dev/nvme1n1,/dev/nvme2n1,/dev/nvme3n1  /mnt/media  fuse.framefs  allow_other  0 0
+ *
+ * Unless -f is given it goes to the background only once the array is
+ * assembled and the filesystem mounted, so every error reaches the
+ * terminal that started it.  SIGTERM or unmount writes everything out and
+ * marks the array clean.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <fuse_lowlevel.h>
+#include <fuse_opt.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fs/ffs.h"
+#include "fs/fuse_ops.h"
+
+struct cli {
+	char *members;
+	unsigned raid_workers, wbuf_mb, rcache_mb, commit_ms, readahead, threads;
+	int ro, help, version, force;
+};
+
+enum { KEY_HELP, KEY_VERSION, KEY_RO, KEY_DISCARD };
+
+#define OPT(t, p) { t, offsetof(struct cli, p), 1 }
+static const struct fuse_opt cli_opts[] = {
+	OPT("raid_workers=%u", raid_workers),
+	OPT("write_buffer_mb=%u", wbuf_mb),
+	OPT("read_cache_mb=%u", rcache_mb),
+	OPT("commit_ms=%u", commit_ms),
+	OPT("readahead=%u", readahead),
+	OPT("threads=%u", threads),
+	OPT("force", force),
+	FUSE_OPT_KEY("ro", KEY_RO),
+	FUSE_OPT_KEY("-h", KEY_HELP),
+	FUSE_OPT_KEY("--help", KEY_HELP),
+	FUSE_OPT_KEY("-V", KEY_VERSION),
+	FUSE_OPT_KEY("--version", KEY_VERSION),
+	/* mount(8)/fstab words that mean nothing to the daemon */
+	FUSE_OPT_KEY("defaults", KEY_DISCARD),
+	FUSE_OPT_KEY("auto", KEY_DISCARD),
+	FUSE_OPT_KEY("noauto", KEY_DISCARD),
+	FUSE_OPT_KEY("nofail", KEY_DISCARD),
+	FUSE_OPT_KEY("_netdev", KEY_DISCARD),
+	FUSE_OPT_KEY("user", KEY_DISCARD),
+	FUSE_OPT_KEY("users", KEY_DISCARD),
+	FUSE_OPT_KEY("nouser", KEY_DISCARD),
+	FUSE_OPT_KEY("rw", KEY_DISCARD),
+	FUSE_OPT_END
+};
+
+static int cli_proc(void *data, const char *arg, int key, struct fuse_args *out)
+{
+	struct cli *c = data;
+
+	(void)out;
+	switch (key) {
+	case FUSE_OPT_KEY_NONOPT:
+		if (!c->members) {
+			c->members = strdup(arg);
+			return 0;
+		}
+		return 1; /* the mountpoint: for fuse_parse_cmdline */
+	case KEY_HELP: c->help = 1; return 0;
+	case KEY_VERSION: c->version = 1; return 0;
+	case KEY_RO: c->ro = 1; return 1; /* also a FUSE mount option */
+	case KEY_DISCARD: return 0;
+	default: return 1;
+	}
+}
+
+static void usage(const char *prog)
+{
+	printf("usage: %s [options] MEMBER[,MEMBER...] MOUNTPOINT\n\n"
+	       "Mounts the framefs volume made by mkfs.framefs on MEMBERs (block devices or files,\n"
+	       "in any order; one missing member of RAID5, two of RAID6, mount degraded).\n\n"
+	       "options:\n"
+	       "  -f                     stay in the foreground\n"
+	       "  -d                     FUSE debug output (implies -f)\n"
+	       "  -s                     single-threaded\n"
+	       "  -o ro                  read-only\n"
+	       "  -o allow_other         let other users in (root, or user_allow_other in /etc/fuse.conf)\n"
+	       "  -o default_permissions let the kernel check permissions\n"
+	       "  -o raid_workers=N      RAID engine threads (default 2)\n"
+	       "  -o write_buffer_mb=N   stripe-assembly memory (default 192)\n"
+	       "  -o read_cache_mb=N     whole-stripe read cache (default 128)\n"
+	       "  -o readahead=N         stripes read ahead (default 4)\n"
+	       "  -o commit_ms=N         metadata commit interval (default 5000)\n"
+	       "  -o threads=N           FUSE worker threads at most (default 16)\n"
+	       "  -o force               mount even if the array was not shut down cleanly\n",
+	       prog);
+}
+
+static unsigned split_members(char *spec, const char **paths)
+{
+	unsigned n = 0;
+	char *save = NULL;
+
+	for (char *t = strtok_r(spec, ",", &save); t && n < 32; t = strtok_r(NULL, ",", &save))
+		paths[n++] = t;
+	return n;
+}
+
+/*
+ * Fork before any thread exists; the child reports back through a pipe
+ * once mounted ("" for success, else the error), so the parent can exit
+ * with the right status and message.
+ */
+static int background(int *report_fd)
+{
+	int p[2];
+	pid_t pid;
+
+	if (pipe(p) < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid > 0) {
+		char msg[600];
+		ssize_t n;
+
+		close(p[1]);
+		n = read(p[0], msg, sizeof(msg) - 1);
+		if (n <= 0)
+			_exit(1);
+		msg[n] = '\0';
+		if (msg[0] == '\0' || (n == 1 && msg[0] == '\n'))
+			_exit(0);
+		fprintf(stderr, "%s\n", msg);
+		_exit(1);
+	}
+	close(p[0]);
+	setsid();
+	*report_fd = p[1];
+	return 0;
+}
+
+static void report(int fd, const char *msg)
+{
+	if (fd < 0) {
+		if (msg && *msg)
+			fprintf(stderr, "%s\n", msg);
+		return;
+	}
+	if (write(fd, msg && *msg ? msg : "\n", msg && *msg ? strlen(msg) : 1) < 0)
+		_exit(1);
+	close(fd);
+}
+
+static void detach_stdio(void)
+{
+	int fd = open("/dev/null", O_RDWR);
+
+	if (fd >= 0) {
+		dup2(fd, 0);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		if (fd > 2)
+			close(fd);
+	}
+	if (chdir("/") < 0)
+		return;
+}
+
+int main(int argc, char **argv)
+{
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct fuse_cmdline_opts fo;
+	struct cli c = { 0 };
+	struct ffs_opts o = { 0 };
+	struct fuse_session *se = NULL;
+	struct ffs *fs = NULL;
+	struct ff_err err = { "" };
+	const char *paths[32];
+	char msg[600];
+	unsigned n;
+	int report_fd = -1, rc = 1;
+
+	if (fuse_opt_parse(&args, &c, cli_opts, cli_proc) < 0)
+		return 2;
+	if (c.help) {
+		usage(argv[0]);
+		return 0;
+	}
+	if (c.version) {
+		printf("framefs 0.1.0 (libfuse %s)\n", fuse_pkgversion());
+		return 0;
+	}
+	if (fuse_parse_cmdline(&args, &fo) != 0)
+		return 2;
+	if (!c.members || !fo.mountpoint) {
+		usage(argv[0]);
+		return 2;
+	}
+	n = split_members(c.members, paths);
+	if (n == 0) {
+		fprintf(stderr, "framefs: no members given\n");
+		return 2;
+	}
+	if (!fo.foreground && background(&report_fd) < 0) {
+		fprintf(stderr, "framefs: cannot go to the background\n");
+		return 1;
+	}
+	o.ro = c.ro;
+	o.force_clean = c.force;
+	o.raid_workers = c.raid_workers;
+	o.write_buffer_bytes = (size_t)c.wbuf_mb * FF_MiB;
+	o.read_cache_bytes = (size_t)c.rcache_mb * FF_MiB;
+	o.commit_interval_ms = c.commit_ms;
+	o.readahead_stripes = c.readahead;
+	if (ffs_mount(paths, n, &o, &fs, &err) < 0) {
+		snprintf(msg, sizeof(msg), "framefs: %s", err.msg[0] ? err.msg : "mount failed");
+		report(report_fd, msg);
+		return 1;
+	}
+	se = fuse_session_new(&args, &ffs_fuse_ops, sizeof(ffs_fuse_ops), fs);
+	if (!se || fuse_set_signal_handlers(se) != 0 || fuse_session_mount(se, fo.mountpoint) != 0) {
+		snprintf(msg, sizeof(msg), "framefs: cannot mount on %s", fo.mountpoint);
+		report(report_fd, msg);
+		if (se)
+			fuse_session_destroy(se);
+		ffs_unmount(fs);
+		return 1;
+	}
+	report(report_fd, "");
+	if (!fo.foreground) {
+		detach_stdio();
+		ff_log_use_syslog(1);
+	}
+	ff_log(FF_LOG_INFO, "mounted on %s", fo.mountpoint);
+	if (fo.singlethread) {
+		rc = fuse_session_loop(se);
+	} else {
+		struct fuse_loop_config *cfg = fuse_loop_cfg_create();
+
+		fuse_loop_cfg_set_clone_fd(cfg, fo.clone_fd);
+		fuse_loop_cfg_set_max_threads(cfg, c.threads ? c.threads : 16);
+		fuse_loop_cfg_set_idle_threads(cfg, fo.max_idle_threads != UINT_MAX ? fo.max_idle_threads : 8);
+		rc = fuse_session_loop_mt(se, cfg);
+		fuse_loop_cfg_destroy(cfg);
+	}
+	fuse_session_unmount(se);
+	fuse_remove_signal_handlers(se);
+	fuse_session_destroy(se);
+	if (ffs_unmount(fs) < 0) {
+		ff_log(FF_LOG_ERR, "unmount could not write everything out");
+		rc = 1;
+	} else {
+		ff_log(FF_LOG_INFO, "unmounted cleanly");
+	}
+	free(fo.mountpoint);
+	free(c.members);
+	fuse_opt_free_args(&args);
+	return rc ? 1 : 0;
+}

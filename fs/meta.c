@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The metadata block cache.  Blocks of the mirrored META space are read
+ * once, verified (type, self block number, crc32c), and kept; a block whose
+ * copy fails verification is read from the other mirror copies and the good
+ * image is written back over all of them.  Dirty blocks belong to the
+ * running transaction and stay pinned until it commits; clean, unpinned
+ * blocks are evicted least-recently-used first when the cache is full.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "fs/fs_i.h"
+
+static unsigned mhash(const struct ffs *fs, uint64_t no)
+{
+	return (unsigned)((no * 0x9E3779B97F4A7C15ull) >> 32) & (fs->mhash_size - 1);
+}
+
+static void lru_unlink(struct mbuf *mb)
+{
+	if (mb->lru_prev) {
+		mb->lru_prev->lru_next = mb->lru_next;
+		mb->lru_next->lru_prev = mb->lru_prev;
+		mb->lru_prev = mb->lru_next = NULL;
+	}
+}
+
+static void lru_push_back(struct ffs *fs, struct mbuf *mb)
+{
+	mb->lru_prev = fs->lru.lru_prev;
+	mb->lru_next = &fs->lru;
+	fs->lru.lru_prev->lru_next = mb;
+	fs->lru.lru_prev = mb;
+}
+
+int meta_cache_init(struct ffs *fs, size_t max_bytes)
+{
+	fs->max_mbufs = (unsigned)FF_MAX(max_bytes / FFS_BLOCK, 256u);
+	fs->mhash_size = 1;
+	while (fs->mhash_size < fs->max_mbufs)
+		fs->mhash_size <<= 1;
+	fs->mhash = calloc(fs->mhash_size, sizeof(*fs->mhash));
+	if (!fs->mhash)
+		return -ENOMEM;
+	fs->lru.lru_next = fs->lru.lru_prev = &fs->lru;
+	return 0;
+}
+
+static void mb_free(struct ffs *fs, struct mbuf *mb)
+{
+	struct mbuf **pp = &fs->mhash[mhash(fs, mb->blockno)];
+
+	while (*pp != mb)
+		pp = &(*pp)->hnext;
+	*pp = mb->hnext;
+	lru_unlink(mb);
+	free(mb->data);
+	free(mb);
+	fs->nmbufs--;
+}
+
+void meta_cache_drop_clean(struct ffs *fs)
+{
+	struct mbuf *mb = fs->lru.lru_next;
+
+	while (mb != &fs->lru) {
+		struct mbuf *next = mb->lru_next;
+
+		if (!mb->dirty && !mb->pins)
+			mb_free(fs, mb);
+		mb = next;
+	}
+}
+
+void meta_cache_free(struct ffs *fs)
+{
+	if (!fs->mhash)
+		return;
+	for (unsigned i = 0; i < fs->mhash_size; i++) {
+		while (fs->mhash[i]) {
+			struct mbuf *mb = fs->mhash[i];
+
+			fs->mhash[i] = mb->hnext;
+			free(mb->data);
+			free(mb);
+		}
+	}
+	free(fs->mhash);
+	fs->mhash = NULL;
+	fs->nmbufs = 0;
+}
+
+static struct mbuf *lookup(struct ffs *fs, uint64_t no)
+{
+	for (struct mbuf *mb = fs->mhash[mhash(fs, no)]; mb; mb = mb->hnext)
+		if (mb->blockno == no)
+			return mb;
+	return NULL;
+}
+
+/* Make room: evict clean, unpinned blocks from the cold end. */
+static void evict(struct ffs *fs)
+{
+	struct mbuf *mb = fs->lru.lru_next;
+
+	while (fs->nmbufs >= fs->max_mbufs && mb != &fs->lru) {
+		struct mbuf *next = mb->lru_next;
+
+		if (!mb->dirty && !mb->pins)
+			mb_free(fs, mb);
+		mb = next;
+	}
+}
+
+static struct mbuf *mb_alloc(struct ffs *fs, uint64_t no, uint32_t type)
+{
+	struct mbuf *mb;
+	unsigned h;
+
+	evict(fs);
+	mb = calloc(1, sizeof(*mb));
+	if (!mb)
+		return NULL;
+	mb->data = ff_alloc_aligned(FFS_BLOCK);
+	if (!mb->data) {
+		free(mb);
+		return NULL;
+	}
+	mb->blockno = no;
+	mb->type = type;
+	h = mhash(fs, no);
+	mb->hnext = fs->mhash[h];
+	fs->mhash[h] = mb;
+	fs->nmbufs++;
+	return mb;
+}
+
+static int read_copy(struct ffs *fs, uint64_t no, void *buf, unsigned copy)
+{
+	struct ff_raid_io io;
+
+	memset(&io, 0, sizeof(io));
+	io.op = FF_RAID_READ;
+	io.space = FF_SPACE_META;
+	io.off = no * FFS_BLOCK;
+	io.len = FFS_BLOCK;
+	io.buf = buf;
+	io.meta_copy = (uint8_t)copy;
+	return ff_raid_submit_wait(fs->raid, &io);
+}
+
+int meta_read_verified(struct ffs *fs, uint64_t no, uint32_t type, void *buf)
+{
+	return meta_read_check(fs, no, type, buf, false);
+}
+
+int meta_read_check(struct ffs *fs, uint64_t no, uint32_t type, void *buf, bool quiet)
+{
+	int rc = read_copy(fs, no, buf, 0), bad = 0;
+
+	if (rc == 0 && ffs_block_check(buf, type, no) == 0)
+		return 0;
+	/* the first live copy is bad or unreadable: try each copy in turn */
+	for (unsigned c = 1; c <= fs->g->meta_copies; c++) {
+		if (read_copy(fs, no, buf, c) < 0 || ffs_block_check(buf, type, no) < 0) {
+			bad++;
+			continue;
+		}
+		if (!fs->ro && meta_write_raw(fs, no, buf, 1) == 0) {
+			atomic_fetch_add(&fs->stats.meta_repaired, 1);
+			ff_log(FF_LOG_WARN, "metadata block %llu: a bad copy was repaired",
+			       (unsigned long long)no);
+		}
+		return 0;
+	}
+	if (!quiet)
+		ff_log(FF_LOG_ERR, "metadata block %llu (type %08x): no copy passes its checksum",
+		       (unsigned long long)no, type);
+	return rc < 0 ? rc : -EBADMSG;
+}
+
+int meta_write_raw(struct ffs *fs, uint64_t no, const void *buf, uint64_t nblocks)
+{
+	return ff_raid_rw(fs->raid, FF_RAID_WRITE, FF_SPACE_META, no * FFS_BLOCK, (void *)buf,
+			  nblocks * FFS_BLOCK);
+}
+
+static int check_range(const struct ffs *fs, uint64_t no)
+{
+	if (no >= ff_le64(fs->sb->meta_blocks)) {
+		ff_log(FF_LOG_ERR, "metadata block %llu is beyond the metadata area",
+		       (unsigned long long)no);
+		return -EUCLEAN;
+	}
+	return 0;
+}
+
+int mb_get(struct ffs *fs, uint64_t no, uint32_t type, struct mbuf **out)
+{
+	struct mbuf *mb;
+	int rc = check_range(fs, no);
+
+	if (rc < 0)
+		return rc;
+	mb = lookup(fs, no);
+	if (mb) {
+		if (mb->type != type)
+			return -EUCLEAN; /* a pointer to a block of another kind */
+		lru_unlink(mb);
+		lru_push_back(fs, mb);
+		mb->pins++;
+		*out = mb;
+		return 0;
+	}
+	mb = mb_alloc(fs, no, type);
+	if (!mb)
+		return -ENOMEM;
+	rc = meta_read_verified(fs, no, type, mb->data);
+	if (rc < 0) {
+		mb_free(fs, mb);
+		return rc == -EBADMSG ? -EUCLEAN : rc;
+	}
+	lru_push_back(fs, mb);
+	mb->pins = 1;
+	*out = mb;
+	return 0;
+}
+
+int mb_new(struct ffs *fs, uint64_t no, uint32_t type, struct mbuf **out)
+{
+	struct mbuf *mb;
+	int rc = check_range(fs, no);
+
+	if (rc < 0)
+		return rc;
+	mb = lookup(fs, no);
+	if (!mb) {
+		mb = mb_alloc(fs, no, type);
+		if (!mb)
+			return -ENOMEM;
+		lru_push_back(fs, mb);
+	}
+	mb->type = type;
+	memset(mb->data, 0, FFS_BLOCK);
+	mb->pins++;
+	*out = mb;
+	return 0;
+}
+
+void mb_put(struct ffs *fs, struct mbuf *mb)
+{
+	(void)fs;
+	FF_ASSERT(mb->pins > 0);
+	mb->pins--;
+}
+
+void mb_dirty(struct ffs *fs, struct mbuf *mb)
+{
+	FF_ASSERT(!fs->ro);
+	if (mb->dirty)
+		return;
+	mb->dirty = true;
+	mb->tx_next = fs->tx_head;
+	fs->tx_head = mb;
+	fs->tx_count++;
+}

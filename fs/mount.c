@@ -1,0 +1,468 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Making, mounting and unmounting the filesystem.
+ */
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include "fs/fs_i.h"
+
+/* ---- mkfs ----------------------------------------------------------------- */
+
+/* Write count fresh blocks of one type starting at `first`, 256 at a time. */
+static int init_blocks(struct ff_raid *r, uint64_t first, uint64_t count, uint32_t type,
+		       bool quiet, const char *what)
+{
+	const uint64_t batch = 256;
+	uint8_t *buf = ff_alloc_aligned(batch * FFS_BLOCK);
+	uint64_t t0 = ff_now_ns(), last = 0;
+	int rc = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	for (uint64_t done = 0; done < count && rc == 0;) {
+		uint64_t n = FF_MIN(batch, count - done);
+
+		memset(buf, 0, n * FFS_BLOCK);
+		for (uint64_t i = 0; i < n; i++)
+			ffs_block_seal(buf + i * FFS_BLOCK, type, first + done + i);
+		rc = ff_raid_rw(r, FF_RAID_WRITE, FF_SPACE_META, (first + done) * FFS_BLOCK, buf,
+				n * FFS_BLOCK);
+		done += n;
+		if (!quiet && count > 4096 && ff_now_ns() - last > 500000000ull) {
+			last = ff_now_ns();
+			fprintf(stderr, "\r  %-24s %3llu%%", what, (unsigned long long)(done * 100 / count));
+		}
+	}
+	if (!quiet && count > 4096)
+		fprintf(stderr, "\r  %-24s done in %.1f s\n", what, (double)(ff_now_ns() - t0) / 1e9);
+	free(buf);
+	return rc;
+}
+
+static void root_inode(struct ffs_inode *d)
+{
+	uint64_t now = ffs_now_ns();
+
+	memset(d, 0, sizeof(*d));
+	d->ino = ff_cpu_to_le64(FFS_ROOT_INO);
+	d->mode = ff_cpu_to_le32(S_IFDIR | 0755);
+	d->nlink = ff_cpu_to_le32(2);
+	d->generation = ff_cpu_to_le32(1);
+	d->parent = ff_cpu_to_le64(FFS_ROOT_INO);
+	d->atime_ns = d->mtime_ns = d->ctime_ns = d->btime_ns = ff_cpu_to_le64(now);
+}
+
+static int mkfs_write(struct ff_raid *r, struct ffs_super *sb, bool quiet)
+{
+	uint8_t *blk = ff_alloc_aligned(FFS_BLOCK);
+	int rc;
+
+	if (!blk)
+		return -ENOMEM;
+	rc = init_blocks(r, ff_le64(sb->itable_start), 1, FFS_B_ITABLE, true, "");
+	if (rc == 0) { /* inode table block 0: the root directory */
+		struct ffs_itable_block *it = (struct ffs_itable_block *)blk;
+
+		memset(blk, 0, FFS_BLOCK);
+		root_inode(&it->inodes[FFS_ROOT_INO]);
+		ffs_block_seal(blk, FFS_B_ITABLE, ff_le64(sb->itable_start));
+		rc = ff_raid_rw(r, FF_RAID_WRITE, FF_SPACE_META, ff_le64(sb->itable_start) * FFS_BLOCK,
+				blk, FFS_BLOCK);
+	}
+	if (rc == 0)
+		rc = init_blocks(r, ff_le64(sb->ibitmap_start), ff_le64(sb->ibitmap_blocks),
+				 FFS_B_BITMAP, quiet, "inode bitmap");
+	if (rc == 0) { /* inodes 0 (never used) and 1 (root) are taken */
+		struct ffs_bitmap_block *bm = (struct ffs_bitmap_block *)blk;
+
+		memset(blk, 0, FFS_BLOCK);
+		bm->bits[0] = 0x3;
+		ffs_block_seal(blk, FFS_B_BITMAP, ff_le64(sb->ibitmap_start));
+		rc = ff_raid_rw(r, FF_RAID_WRITE, FF_SPACE_META, ff_le64(sb->ibitmap_start) * FFS_BLOCK,
+				blk, FFS_BLOCK);
+	}
+	if (rc == 0)
+		rc = init_blocks(r, ff_le64(sb->sbitmap_start), ff_le64(sb->sbitmap_blocks),
+				 FFS_B_BITMAP, quiet, "stripe bitmap");
+	if (rc == 0)
+		rc = init_blocks(r, ff_le64(sb->mbitmap_start), ff_le64(sb->mbitmap_blocks),
+				 FFS_B_BITMAP, quiet, "metadata bitmap");
+	if (rc == 0)
+		rc = init_blocks(r, ff_le64(sb->csum_start), ff_le64(sb->csum_blocks), FFS_B_CSUM,
+				 quiet, "checksum table");
+	if (rc == 0)
+		rc = init_blocks(r, FFS_ORPHAN_BLOCK, 1, FFS_B_ORPHAN, true, "");
+	for (unsigned copy = 0; copy < 2 && rc == 0; copy++) {
+		uint64_t at = copy ? FFS_SB_BLOCK_B : FFS_SB_BLOCK_A;
+
+		sb->generation = ff_cpu_to_le64(copy + 1);
+		ffs_block_seal(sb, FFS_B_SUPER, at);
+		rc = ff_raid_rw(r, FF_RAID_WRITE, FF_SPACE_META, at * FFS_BLOCK, sb, FFS_BLOCK);
+	}
+	if (rc == 0)
+		rc = ff_raid_flush(r);
+	free(blk);
+	return rc;
+}
+
+int ffs_mkfs(const char *const *paths, unsigned n, const struct ffs_mkfs_params *p,
+	     struct ff_err *err)
+{
+	struct ff_raid_create_params rp;
+	struct ff_raid_opts ro = { 0 };
+	struct ffs_super *sb = ff_alloc_aligned(sizeof(*sb));
+	struct ff_raid *r;
+	int rc;
+
+	if (!sb)
+		return -ENOMEM;
+	memset(&rp, 0, sizeof(rp));
+	rp.level = p->level;
+	rp.chunk_bytes = p->chunk_bytes ? p->chunk_bytes : 512 * 1024;
+	rp.force = p->force;
+	memcpy(rp.label, p->label, sizeof(rp.label));
+	rp.label[sizeof(rp.label) - 1] = '\0';
+	rc = ff_raid_create(paths, n, &rp, err);
+	if (rc < 0)
+		goto out;
+	rc = ff_raid_assemble(paths, n, &ro, &r, err);
+	if (rc < 0)
+		goto out;
+	memset(sb, 0, sizeof(*sb));
+	rc = ffs_layout(sb, ff_raid_geom(r), p->ninodes, p->journal_blocks, err);
+	if (rc == 0) {
+		uint64_t now = (uint64_t)time(NULL);
+
+		sb->magic = ff_cpu_to_le64(FFS_SB_MAGIC);
+		sb->version = ff_cpu_to_le32(FFS_VERSION);
+		sb->block_bytes = ff_cpu_to_le32(FFS_BLOCK);
+		memcpy(sb->uuid, ff_raid_uuid(r), 16);
+		memcpy(sb->label, rp.label, sizeof(sb->label));
+		sb->itable_hwm = ff_cpu_to_le64(1);
+		sb->journal_tail_seq = ff_cpu_to_le64(1);
+		sb->journal_tail_pos = 0;
+		sb->state = ff_cpu_to_le32(FFS_CLEAN);
+		sb->mkfs_time = sb->write_time = ff_cpu_to_le64(now);
+		rc = mkfs_write(r, sb, p->quiet);
+		if (rc < 0)
+			ff_err_set(err, "cannot write the filesystem: %s", strerror(-rc));
+	}
+	if (ff_raid_close(r) < 0 && rc == 0)
+		rc = -EIO;
+out:
+	free(sb);
+	return rc;
+}
+
+/* ---- mount ----------------------------------------------------------------- */
+
+static int read_super(struct ffs *fs, struct ff_err *err)
+{
+	struct ffs_super *c[2] = { ff_alloc_aligned(FFS_BLOCK), ff_alloc_aligned(FFS_BLOCK) };
+	int ok[2], best;
+
+	if (!c[0] || !c[1]) {
+		free(c[0]);
+		free(c[1]);
+		return -ENOMEM;
+	}
+	/* the cache is not up yet: read each copy directly (with mirror retry) */
+	fs->sb = c[0]; /* meta_read_verified only needs the geometry, not the sb */
+	ok[0] = meta_read_verified(fs, FFS_SB_BLOCK_A, FFS_B_SUPER, c[0]) == 0 &&
+		ff_le64(c[0]->magic) == FFS_SB_MAGIC;
+	ok[1] = meta_read_verified(fs, FFS_SB_BLOCK_B, FFS_B_SUPER, c[1]) == 0 &&
+		ff_le64(c[1]->magic) == FFS_SB_MAGIC;
+	if (!ok[0] && !ok[1]) {
+		ff_err_set(err, "no valid framefs superblock on this array (was mkfs.framefs run?)");
+		free(c[0]);
+		free(c[1]);
+		fs->sb = NULL;
+		return -EINVAL;
+	}
+	best = !ok[0] || (ok[1] && ff_le64(c[1]->generation) > ff_le64(c[0]->generation));
+	fs->sb = c[best];
+	fs->sb_next_copy = (unsigned)!best; /* overwrite the older copy first */
+	free(c[!best]);
+	return 0;
+}
+
+static int check_super(struct ffs *fs, struct ff_err *err)
+{
+	const struct ffs_super *sb = fs->sb;
+	const struct ff_geom *g = fs->g;
+	uint64_t meta = g->meta_bytes / FFS_BLOCK;
+
+	if (ff_le32(sb->version) != FFS_VERSION) {
+		ff_err_set(err, "filesystem version %u is not supported", ff_le32(sb->version));
+		return -EINVAL;
+	}
+	if (memcmp(sb->uuid, ff_raid_uuid(fs->raid), 16) != 0) {
+		ff_err_set(err, "filesystem does not belong to this array (uuid differs)");
+		return -EINVAL;
+	}
+	if (ff_le32(sb->level) != g->level || ff_le32(sb->nmembers) != g->nmembers ||
+	    ff_le32(sb->chunk_bytes) != g->chunk_bytes || ff_le64(sb->nstripes) != g->nstripes ||
+	    ff_le64(sb->stripe_bytes) != g->stripe_bytes || ff_le32(sb->ndata) != g->ndata ||
+	    ff_le64(sb->meta_blocks) != meta) {
+		ff_err_set(err, "filesystem geometry does not match the array");
+		return -EINVAL;
+	}
+	/* every region inside META and in order */
+	if (ff_le64(sb->journal_start) != FFS_JOURNAL_START || ff_le64(sb->journal_blocks) < 64 ||
+	    ff_le64(sb->itable_start) != FFS_JOURNAL_START + ff_le64(sb->journal_blocks) ||
+	    ff_le64(sb->itable_blocks) * FFS_INODES_PER_BLOCK != ff_le64(sb->ninodes) ||
+	    ff_le64(sb->ibitmap_start) != ff_le64(sb->itable_start) + ff_le64(sb->itable_blocks) ||
+	    ff_le64(sb->ibitmap_blocks) * FFS_BITS_PER_BLOCK < ff_le64(sb->ninodes) ||
+	    ff_le64(sb->sbitmap_start) != ff_le64(sb->ibitmap_start) + ff_le64(sb->ibitmap_blocks) ||
+	    ff_le64(sb->sbitmap_blocks) * FFS_BITS_PER_BLOCK < ff_le64(sb->nstripes) ||
+	    ff_le64(sb->csum_start) != ff_le64(sb->sbitmap_start) + ff_le64(sb->sbitmap_blocks) ||
+	    ff_le32(sb->csum_entry_bytes) != 8 + 4 * g->ndata || ff_le32(sb->csum_per_block) == 0 ||
+	    ff_le32(sb->csum_per_block) * ff_le32(sb->csum_entry_bytes) > FFS_BLOCK - 16 ||
+	    ff_le64(sb->csum_blocks) * ff_le32(sb->csum_per_block) < ff_le64(sb->nstripes) ||
+	    ff_le64(sb->mbitmap_start) != ff_le64(sb->csum_start) + ff_le64(sb->csum_blocks) ||
+	    ff_le64(sb->pool_start) != ff_le64(sb->mbitmap_start) + ff_le64(sb->mbitmap_blocks) ||
+	    ff_le64(sb->mbitmap_blocks) * FFS_BITS_PER_BLOCK < ff_le64(sb->pool_blocks) ||
+	    ff_le64(sb->pool_start) + ff_le64(sb->pool_blocks) > meta) {
+		ff_err_set(err, "filesystem superblock layout is inconsistent");
+		return -EUCLEAN;
+	}
+	return 0;
+}
+
+/* The high-water mark in the superblock may predate the last transactions. */
+static void fix_itable_hwm(struct ffs *fs)
+{
+	uint64_t n = ff_le64(fs->sb->ninodes), hi = 0;
+
+	for (uint64_t w = FF_DIV_ROUND_UP(n, 64); w-- > 0;)
+		if (fs->ibits[w]) {
+			hi = w * 64 + 63 - (uint64_t)__builtin_clzll(fs->ibits[w]);
+			break;
+		}
+	if (hi / FFS_INODES_PER_BLOCK + 1 > ff_le64(fs->sb->itable_hwm))
+		fs->sb->itable_hwm = ff_cpu_to_le64(hi / FFS_INODES_PER_BLOCK + 1);
+}
+
+static void *commit_main(void *arg)
+{
+	struct ffs *fs = arg;
+
+	pthread_mutex_lock(&fs->lock);
+	while (!fs->stopping) {
+		struct timespec ts;
+		uint64_t due = fs->last_commit_ns + (uint64_t)fs->opts.commit_interval_ms * 1000000ull;
+		int rc;
+
+		clock_gettime(CLOCK_REALTIME, &ts); /* the condition variable's clock */
+		if (fs->tx_count && ff_now_ns() >= due) {
+			rc = journal_commit(fs);
+			if (rc < 0)
+				ff_log(FF_LOG_ERR, "background commit failed: %s", strerror(-rc));
+			fs->last_commit_ns = ff_now_ns();
+			continue;
+		}
+		ts.tv_sec += 1;
+		pthread_cond_timedwait(&fs->commit_cond, &fs->lock, &ts);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return NULL;
+}
+
+static void opts_defaults(struct ffs_opts *o)
+{
+	if (!o->meta_cache_bytes)
+		o->meta_cache_bytes = 64 * FF_MiB;
+	if (!o->write_buffer_bytes)
+		o->write_buffer_bytes = 192 * FF_MiB;
+	if (!o->read_cache_bytes)
+		o->read_cache_bytes = 128 * FF_MiB;
+	if (!o->commit_interval_ms)
+		o->commit_interval_ms = 5000;
+	if (!o->readahead_stripes)
+		o->readahead_stripes = 4;
+}
+
+static void fs_free(struct ffs *fs)
+{
+	data_free(fs);
+	icache_free(fs);
+	meta_cache_free(fs);
+	alloc_free_all(fs);
+	free(fs->sb);
+	pthread_mutex_destroy(&fs->lock);
+	pthread_cond_destroy(&fs->commit_cond);
+	free(fs);
+}
+
+static int mount_meta(struct ffs *fs, struct ff_err *err)
+{
+	unsigned replayed = 0, orphans = 0;
+	struct finode *root;
+	int rc;
+
+	rc = read_super(fs, err);
+	if (rc == 0)
+		rc = check_super(fs, err);
+	if (rc == 0 && (rc = meta_cache_init(fs, fs->opts.meta_cache_bytes)) == 0)
+		rc = icache_init(fs);
+	if (rc < 0)
+		return rc;
+	rc = journal_replay(fs, &replayed);
+	if (rc < 0) {
+		ff_err_set(err, "journal replay failed: %s", strerror(-rc));
+		return rc;
+	}
+	if (replayed)
+		ff_log(FF_LOG_INFO, "replayed %u journal transaction(s)", replayed);
+	meta_cache_drop_clean(fs);
+	rc = alloc_load(fs);
+	if (rc < 0) {
+		ff_err_set(err, "cannot load allocation bitmaps: %s", strerror(-rc));
+		return rc;
+	}
+	fix_itable_hwm(fs);
+	rc = iget(fs, FFS_ROOT_INO, &root);
+	if (rc < 0 || !S_ISDIR(ff_le32(root->d.mode))) {
+		ff_err_set(err, "root directory is damaged: run fsck.framefs");
+		return rc < 0 ? rc : -EUCLEAN;
+	}
+	iput(fs, root);
+	if (!fs->ro) {
+		rc = orphans_process(fs, &orphans);
+		if (rc == 0)
+			rc = journal_commit(fs);
+		if (rc < 0) {
+			ff_err_set(err, "cannot free orphaned inodes: %s", strerror(-rc));
+			return rc;
+		}
+		if (orphans)
+			ff_log(FF_LOG_INFO, "freed %u orphaned inode(s)", orphans);
+		fs->sb->state = ff_cpu_to_le32(FFS_DIRTY);
+		fs->sb->mount_time = ff_cpu_to_le64((uint64_t)time(NULL));
+		fs->sb->mount_count = ff_cpu_to_le64(ff_le64(fs->sb->mount_count) + 1);
+		rc = super_write(fs);
+		if (rc < 0)
+			ff_err_set(err, "cannot write the superblock: %s", strerror(-rc));
+	}
+	return rc;
+}
+
+int ffs_mount(const char *const *paths, unsigned n, const struct ffs_opts *o, struct ffs **out,
+	      struct ff_err *err)
+{
+	struct ffs *fs = calloc(1, sizeof(*fs));
+	struct ff_raid_opts ro = { 0 };
+	int rc;
+
+	*out = NULL;
+	if (!fs)
+		return -ENOMEM;
+	fs->opts = *o;
+	opts_defaults(&fs->opts);
+	fs->ro = o->ro;
+	pthread_mutex_init(&fs->lock, NULL);
+	pthread_cond_init(&fs->commit_cond, NULL);
+	ro.read_only = o->ro;
+	ro.force_clean = o->force_clean;
+	ro.workers = o->raid_workers;
+	rc = ff_raid_assemble(paths, n, &ro, &fs->raid, err);
+	if (rc < 0) {
+		fs_free(fs);
+		return rc;
+	}
+	fs->g = ff_raid_geom(fs->raid);
+	fs->stripe_bytes = fs->g->stripe_bytes;
+	pthread_mutex_lock(&fs->lock);
+	rc = mount_meta(fs, err);
+	pthread_mutex_unlock(&fs->lock);
+	if (rc == 0 && (rc = data_init(fs)) < 0)
+		ff_err_set(err, "out of memory for data buffers");
+	if (rc == 0 && !fs->ro) {
+		fs->last_commit_ns = ff_now_ns();
+		rc = -pthread_create(&fs->commit_thread, NULL, commit_main, fs);
+		fs->commit_thread_started = rc == 0;
+	}
+	if (rc < 0) {
+		ff_raid_close(fs->raid);
+		fs_free(fs);
+		return rc;
+	}
+	*out = fs;
+	return 0;
+}
+
+/* Write out every buffered stripe of every cached inode. */
+static int flush_all(struct ffs *fs)
+{
+	int first = 0;
+
+	for (;;) {
+		struct finode *fi = NULL;
+
+		pthread_mutex_lock(&fs->lock);
+		for (unsigned i = 0; i < fs->ihash_size && !fi; i++)
+			for (struct finode *f = fs->ihash[i]; f && !fi; f = f->hnext)
+				if (f->wbufs || f->reserve_count)
+					fi = f;
+		if (fi)
+			fi->refs++;
+		pthread_mutex_unlock(&fs->lock);
+		if (!fi)
+			return first;
+		{
+			int rc = data_flush(fs, fi);
+
+			if (rc < 0 && !first)
+				first = rc;
+		}
+		pthread_mutex_lock(&fs->lock);
+		iput(fs, fi);
+		pthread_mutex_unlock(&fs->lock);
+	}
+}
+
+int ffs_sync(struct ffs *fs)
+{
+	int rc, rc2;
+
+	if (fs->ro)
+		return 0;
+	rc = flush_all(fs);
+	pthread_mutex_lock(&fs->lock);
+	rc2 = journal_commit(fs);
+	if (rc2 == 0)
+		rc2 = ff_raid_flush(fs->raid);
+	pthread_mutex_unlock(&fs->lock);
+	return rc < 0 ? rc : rc2;
+}
+
+int ffs_unmount(struct ffs *fs)
+{
+	int rc = 0, rc2;
+
+	if (fs->commit_thread_started) {
+		pthread_mutex_lock(&fs->lock);
+		fs->stopping = true;
+		pthread_cond_signal(&fs->commit_cond);
+		pthread_mutex_unlock(&fs->lock);
+		pthread_join(fs->commit_thread, NULL);
+	}
+	if (!fs->ro) {
+		rc = ffs_sync(fs);
+		pthread_mutex_lock(&fs->lock);
+		fs->sb->state = ff_cpu_to_le32(rc == 0 ? FFS_CLEAN : FFS_DIRTY);
+		rc2 = super_write(fs);
+		if (rc2 == 0)
+			rc2 = super_write(fs); /* both copies agree after a clean unmount */
+		pthread_mutex_unlock(&fs->lock);
+		if (rc == 0)
+			rc = rc2;
+	}
+	rc2 = ff_raid_close(fs->raid);
+	if (rc == 0)
+		rc = rc2;
+	fs_free(fs);
+	return rc;
+}

@@ -1,0 +1,923 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * POSIX operations by inode number.  Each one takes fs->lock, checks
+ * everything it can before changing anything (so a refused operation leaves
+ * no trace in the running transaction), and returns 0 or -errno.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+
+#include "fs/fs_i.h"
+
+/* Pool blocks an operation may need in the worst case (B+tree splits up
+ * to the root, an xattr block): refuse up front rather than half-way. */
+#define META_RESERVE 64
+
+static int check_space(struct ffs *fs)
+{
+	if (fs->ro)
+		return -EROFS;
+	return fs->free_mblocks < META_RESERVE ? -ENOSPC : 0;
+}
+
+static int check_name(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n == 0 || strchr(name, '/'))
+		return -EINVAL;
+	if (n > FFS_NAME_MAX)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+static uint8_t dtype(uint32_t mode)
+{
+	return (uint8_t)((mode & S_IFMT) >> 12); /* DT_* values are S_IFMT >> 12 */
+}
+
+static int get_dir(struct ffs *fs, uint64_t ino, struct finode **out)
+{
+	int rc = iget(fs, ino, out);
+
+	if (rc < 0)
+		return rc == -ENOENT ? -ESTALE : rc;
+	if (!S_ISDIR(ff_le32((*out)->d.mode))) {
+		iput(fs, *out);
+		return -ENOTDIR;
+	}
+	return 0;
+}
+
+/* Commit when the transaction has grown large; the op itself succeeded. */
+static void maybe_commit(struct ffs *fs)
+{
+	if (journal_tx_full(fs)) {
+		int rc = journal_commit(fs);
+
+		if (rc < 0)
+			ff_log(FF_LOG_ERR, "commit failed: %s", strerror(-rc));
+	}
+}
+
+int ffs_lookup(struct ffs *fs, uint64_t parent, const char *name, struct stat *st)
+{
+	struct finode *dir, *fi;
+	uint64_t ino;
+	uint8_t type;
+	int rc = check_name(name);
+
+	if (rc < 0)
+		return rc == -EINVAL ? -ENOENT : rc;
+	pthread_mutex_lock(&fs->lock);
+	rc = get_dir(fs, parent, &dir);
+	if (rc == 0) {
+		if (strcmp(name, ".") == 0)
+			ino = parent, rc = 0;
+		else if (strcmp(name, "..") == 0)
+			ino = dir->d.parent ? ff_le64(dir->d.parent) : parent, rc = 0;
+		else
+			rc = dir_lookup(fs, dir, name, &ino, &type);
+		iput(fs, dir);
+	}
+	if (rc == 0 && (rc = iget(fs, ino, &fi)) == 0) {
+		fi->nlookup++;
+		inode_stat(fs, fi, st);
+		iput(fs, fi);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}
+
+void ffs_forget(struct ffs *fs, uint64_t ino, uint64_t nlookup)
+{
+	struct finode *fi;
+
+	pthread_mutex_lock(&fs->lock);
+	if (iget(fs, ino, &fi) == 0) {
+		fi->nlookup -= FF_MIN(nlookup, fi->nlookup);
+		iput(fs, fi);
+		maybe_commit(fs);
+	}
+	pthread_mutex_unlock(&fs->lock);
+}
+
+int ffs_getattr(struct ffs *fs, uint64_t ino, struct stat *st)
+{
+	struct finode *fi;
+	int rc;
+
+	pthread_mutex_lock(&fs->lock);
+	rc = iget(fs, ino, &fi);
+	if (rc == 0) {
+		inode_stat(fs, fi, st);
+		iput(fs, fi);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return rc == -ENOENT ? -ESTALE : rc;
+}
+
+static uint64_t ts_ns(const struct timespec *ts)
+{
+	return (uint64_t)ts->tv_sec * 1000000000ull + (uint64_t)ts->tv_nsec;
+}
+
+int ffs_setattr(struct ffs *fs, uint64_t ino, const struct stat *a, int to_set, struct stat *st)
+{
+	struct finode *fi;
+	int rc;
+
+	if (fs->ro)
+		return -EROFS;
+	pthread_mutex_lock(&fs->lock);
+	rc = iget(fs, ino, &fi);
+	pthread_mutex_unlock(&fs->lock);
+	if (rc < 0)
+		return rc == -ENOENT ? -ESTALE : rc;
+	if (to_set & FFS_SET_SIZE) {
+		if (S_ISDIR(ff_le32(fi->d.mode)))
+			rc = -EISDIR;
+		else if (!S_ISREG(ff_le32(fi->d.mode)))
+			rc = -EINVAL;
+		else
+			rc = data_truncate(fs, fi, (uint64_t)a->st_size);
+	}
+	pthread_mutex_lock(&fs->lock);
+	if (rc == 0) {
+		uint64_t now = ffs_now_ns();
+
+		if (to_set & FFS_SET_MODE)
+			fi->d.mode = ff_cpu_to_le32((ff_le32(fi->d.mode) & S_IFMT) | (a->st_mode & 07777));
+		if (to_set & FFS_SET_UID)
+			fi->d.uid = ff_cpu_to_le32(a->st_uid);
+		if (to_set & FFS_SET_GID)
+			fi->d.gid = ff_cpu_to_le32(a->st_gid);
+		if (to_set & FFS_SET_ATIME)
+			fi->d.atime_ns = ff_cpu_to_le64(ts_ns(&a->st_atim));
+		if (to_set & FFS_SET_ATIME_NOW)
+			fi->d.atime_ns = ff_cpu_to_le64(now);
+		if (to_set & FFS_SET_MTIME)
+			fi->d.mtime_ns = ff_cpu_to_le64(ts_ns(&a->st_mtim));
+		if (to_set & FFS_SET_MTIME_NOW)
+			fi->d.mtime_ns = ff_cpu_to_le64(now);
+		if (to_set & FFS_SET_SIZE && !(to_set & (FFS_SET_MTIME | FFS_SET_MTIME_NOW)))
+			fi->d.mtime_ns = ff_cpu_to_le64(now);
+		fi->d.ctime_ns = ff_cpu_to_le64((to_set & FFS_SET_CTIME) ? ts_ns(&a->st_ctim) : now);
+		rc = istore(fs, fi);
+		inode_stat(fs, fi, st);
+	}
+	iput(fs, fi);
+	maybe_commit(fs);
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}
+
+/* Create an inode of mode under parent/name; returns it pinned. fs->lock held. */
+static int make_node(struct ffs *fs, uint64_t parent, const char *name, uint32_t mode, uid_t uid,
+		     gid_t gid, struct finode **out)
+{
+	struct finode *dir, *fi;
+	uint64_t ino;
+	uint8_t type;
+	int rc = check_name(name);
+
+	if (rc == 0)
+		rc = check_space(fs);
+	if (rc < 0)
+		return rc;
+	rc = get_dir(fs, parent, &dir);
+	if (rc < 0)
+		return rc;
+	if (ff_le32(dir->d.nlink) == 0)
+		rc = -ENOENT; /* the directory was removed */
+	else if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 ||
+		 (rc = dir_lookup(fs, dir, name, &ino, &type)) == 0)
+		rc = -EEXIST;
+	else if (rc == -ENOENT)
+		rc = fs->free_inodes ? 0 : -ENOSPC;
+	if (rc == 0)
+		rc = inode_new(fs, mode, uid, gid, parent, &fi);
+	if (rc == 0) {
+		rc = dir_add(fs, dir, name, fi->ino, dtype(mode));
+		if (rc < 0) { /* undo: the inode goes back */
+			fi->d.nlink = 0;
+			inode_maybe_free(fs, fi);
+			iput(fs, fi);
+		} else if (S_ISDIR(mode)) {
+			dir->d.nlink = ff_cpu_to_le32(ff_le32(dir->d.nlink) + 1);
+			rc = istore(fs, dir);
+		}
+	}
+	iput(fs, dir);
+	if (rc == 0) {
+		fi->nlookup++;
+		*out = fi;
+	}
+	return rc;
+}
+
+int ffs_mknod(struct ffs *fs, uint64_t parent, const char *name, mode_t mode, dev_t rdev, uid_t uid,
+	      gid_t gid, struct stat *st)
+{
+	struct finode *fi;
+	int rc;
+
+	if (!S_ISREG(mode) && !S_ISCHR(mode) && !S_ISBLK(mode) && !S_ISFIFO(mode) && !S_ISSOCK(mode))
+		return -EINVAL;
+	pthread_mutex_lock(&fs->lock);
+	rc = make_node(fs, parent, name, mode, uid, gid, &fi);
+	if (rc == 0) {
+		fi->d.rdev = ff_cpu_to_le64(rdev);
+		rc = istore(fs, fi);
+		inode_stat(fs, fi, st);
+		iput(fs, fi);
+	}
+	maybe_commit(fs);
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}
+
+int ffs_mkdir(struct ffs *fs, uint64_t parent, const char *name, mode_t mode, uid_t uid, gid_t gid,
+	      struct stat *st)
+{
+	struct finode *fi;
+	int rc;
+
+	pthread_mutex_lock(&fs->lock);
+	rc = make_node(fs, parent, name, S_IFDIR | (mode & 07777), uid, gid, &fi);
+	if (rc == 0) {
+		inode_stat(fs, fi, st);
+		iput(fs, fi);
+	}
+	maybe_commit(fs);
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}
+
+int ffs_symlink(struct ffs *fs, uint64_t parent, const char *name, const char *target, uid_t uid,
+		gid_t gid, struct stat *st)
+{
+	size_t len = strlen(target);
+	struct finode *fi;
+	int rc;
+
+	if (len == 0 || len > FFS_SYMLINK_MAX)
+		return -ENAMETOOLONG;
+	pthread_mutex_lock(&fs->lock);
+	rc = make_node(fs, parent, name, S_IFLNK | 0777, uid, gid, &fi);
+	if (rc == 0) {
+		if (len <= sizeof(fi->d.u.symlink)) {
+			memcpy(fi->d.u.symlink, target, len);
+		} else {
+			uint64_t no;
+			struct mbuf *mb;
+
+			rc = alloc_mblock(fs, &no);
+			if (rc == 0 && (rc = mb_new(fs, no, FFS_B_SYMLINK, &mb)) == 0) {
+				struct ffs_symlink_block *sl = (struct ffs_symlink_block *)mb->data;
+
+				sl->owner = ff_cpu_to_le64(fi->ino);
+				sl->len = ff_cpu_to_le32((uint32_t)len);
+				memcpy(sl->target, target, len);
+				mb_dirty(fs, mb);
+				mb_put(fs, mb);
+				fi->d.root = ff_cpu_to_le64(no);
+			}
+		}
+		fi->d.size = ff_cpu_to_le64(len);
+		if (rc == 0)
+			rc = istore(fs, fi);
+		inode_stat(fs, fi, st);
+		iput(fs, fi);
+	}
+	maybe_commit(fs);
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}
+
+int ffs_readlink(struct ffs *fs, uint64_t ino, char *buf, size_t size)
+{
+	struct finode *fi;
+	int rc;
+
+	pthread_mutex_lock(&fs->lock);
+	rc = iget(fs, ino, &fi);
+	if (rc == 0) {
+		size_t len = ff_le64(fi->d.size);
+
+		if (!S_ISLNK(ff_le32(fi->d.mode))) {
+			rc = -EINVAL;
+		} else if (!fi->d.root) {
+			len = FF_MIN(len, sizeof(fi->d.u.symlink));
+			memcpy(buf, fi->d.u.symlink, FF_MIN(len, size - 1));
+			buf[FF_MIN(len, size - 1)] = '\0';
+		} else {
+			struct mbuf *mb;
+
+			rc = mb_get(fs, ff_le64(fi->d.root), FFS_B_SYMLINK, &mb);
+			if (rc == 0) {
+				struct ffs_symlink_block *sl = (struct ffs_symlink_block *)mb->data;
+
+				len = FF_MIN(ff_le32(sl->len), sizeof(sl->target));
+				memcpy(buf, sl->target, FF_MIN(len, size - 1));
+				buf[FF_MIN(len, size - 1)] = '\0';
+				mb_put(fs, mb);
+			}
+		}
+		iput(fs, fi);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}
+
+int ffs_link(struct ffs *fs, uint64_t ino, uint64_t newparent, const char *newname,
+	     struct stat *st)
+{
+	struct finode *fi, *dir;
+	int rc = check_name(newname);
+
+	if (rc == 0)
+		rc = check_space(fs);
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&fs->lock);
+	rc = iget(fs, ino, &fi);
+	if (rc < 0)
+		goto out;
+	if (S_ISDIR(ff_le32(fi->d.mode)))
+		rc = -EPERM;
+	else if (ff_le32(fi->d.nlink) >= 65000)
+		rc = -EMLINK;
+	else if ((rc = get_dir(fs, newparent, &dir)) == 0) {
+		rc = dir_add(fs, dir, newname, ino, dtype(ff_le32(fi->d.mode)));
+		iput(fs, dir);
+		if (rc == 0) {
+			fi->d.nlink = ff_cpu_to_le32(ff_le32(fi->d.nlink) + 1);
+			if (ff_le32(fi->d.flags) & FFS_I_ORPHAN)
+				rc = orphan_remove(fs, fi);
+			inode_touch(fi, false, true);
+			if (rc == 0)
+				rc = istore(fs, fi);
+			fi->nlookup++;
+			inode_stat(fs, fi, st);
+		}
+	}
+	iput(fs, fi);
+out:
+	maybe_commit(fs);
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}
+
+/* Drop one link of fi (its entry is already gone); free or orphan it. */
+static int drop_link(struct ffs *fs, struct finode *fi)
+{
+	uint32_t nlink = ff_le32(fi->d.nlink);
+	int rc;
+
+	if (S_ISDIR(ff_le32(fi->d.mode)))
+		nlink = 0;
+	else if (nlink)
+		nlink--;
+	fi->d.nlink = ff_cpu_to_le32(nlink);
+	inode_touch(fi, false, true);
+	rc = istore(fs, fi);
+	if (rc == 0 && nlink == 0) {
+		if (fi->nopen || fi->nlookup)
+			rc = orphan_add(fs, fi);
+		else
+			rc = inode_maybe_free(fs, fi);
+	}
+	return rc;
+}
+
+static int remove_entry(struct ffs *fs, uint64_t parent, const char *name, bool want_dir)
+{
+	struct finode *dir, *fi;
+	uint64_t ino;
+	uint8_t type;
+	int rc = check_name(name);
+
+	if (rc == 0 && fs->ro)
+		rc = -EROFS;
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&fs->lock);
+	rc = get_dir(fs, parent, &dir);
+	if (rc < 0)
+		goto out;
+	rc = dir_lookup(fs, dir, name, &ino, &type);
+	if (rc == 0 && (rc = iget(fs, ino, &fi)) == 0) {
+		bool is_dir = S_ISDIR(ff_le32(fi->d.mode));
+
+		if (want_dir && !is_dir)
+			rc = -ENOTDIR;
+		else if (!want_dir && is_dir)
+			rc = -EISDIR;
+		else if (is_dir && !dir_is_empty(fs, fi))
+			rc = -ENOTEMPTY;
+		if (rc == 0)
+			rc = dir_remove(fs, dir, name);
+		if (rc == 0 && is_dir) {
+			dir->d.nlink = ff_cpu_to_le32(ff_le32(dir->d.nlink) - 1);
+			rc = istore(fs, dir);
+		}
+		if (rc == 0)
+			rc = drop_link(fs, fi);
+		iput(fs, fi);
+	}
+	iput(fs, dir);
+out:
+	maybe_commit(fs);
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}
+
+int ffs_unlink(struct ffs *fs, uint64_t parent, const char *name)
+{
+	return remove_entry(fs, parent, name, false);
+}
+
+int ffs_rmdir(struct ffs *fs, uint64_t parent, const char *name)
+{
+	if (strcmp(name, ".") == 0)
+		return -EINVAL;
+	if (strcmp(name, "..") == 0)
+		return -ENOTEMPTY;
+	return remove_entry(fs, parent, name, true);
+}
+
+/* Is `dir` equal to or below `ancestor`?  Walks parent links. */
+static int is_within(struct ffs *fs, uint64_t dir, uint64_t ancestor)
+{
+	for (unsigned depth = 0; depth < 4096; depth++) {
+		struct finode *fi;
+		uint64_t up;
+
+		if (dir == ancestor)
+			return 1;
+		if (dir == FFS_ROOT_INO)
+			return 0;
+		if (iget(fs, dir, &fi) < 0)
+			return -EUCLEAN;
+		up = ff_le64(fi->d.parent);
+		iput(fs, fi);
+		if (up == dir)
+			return 0;
+		dir = up;
+	}
+	return -ELOOP;
+}
+
+/* A directory moves from one parent to another: '..' and link counts. */
+static int reparent(struct ffs *fs, struct finode *fi, struct finode *from, struct finode *to)
+{
+	int rc;
+
+	if (!S_ISDIR(ff_le32(fi->d.mode)) || from == to)
+		return 0;
+	fi->d.parent = ff_cpu_to_le64(to->ino);
+	from->d.nlink = ff_cpu_to_le32(ff_le32(from->d.nlink) - 1);
+	to->d.nlink = ff_cpu_to_le32(ff_le32(to->d.nlink) + 1);
+	rc = istore(fs, fi);
+	if (rc == 0)
+		rc = istore(fs, from);
+	return rc == 0 ? istore(fs, to) : rc;
+}
+
+static int do_rename(struct ffs *fs, struct finode *sd, const char *name, struct finode *dd,
+		     const char *newname, unsigned flags)
+{
+	struct finode *src, *dst = NULL;
+	uint64_t sino, dino;
+	uint8_t stype, dtype_;
+	int rc = dir_lookup(fs, sd, name, &sino, &stype);
+
+	if (rc < 0)
+		return rc;
+	rc = dir_lookup(fs, dd, newname, &dino, &dtype_);
+	if (rc < 0 && rc != -ENOENT)
+		return rc;
+	if (rc == -ENOENT && (flags & FFS_RENAME_EXCHANGE))
+		return -ENOENT;
+	if (rc == 0 && (flags & FFS_RENAME_NOREPLACE))
+		return -EEXIST;
+	if (rc == 0 && dino == sino)
+		return 0; /* two names of one inode: nothing to do */
+	if ((rc = iget(fs, sino, &src)) < 0)
+		return rc;
+	if (dino && rc == 0 && (rc = dir_lookup(fs, dd, newname, &dino, &dtype_)) == 0)
+		rc = iget(fs, dino, &dst);
+	else if (rc == -ENOENT)
+		rc = 0, dino = 0;
+	if (rc < 0)
+		goto out;
+	/* a directory cannot move below itself */
+	if (S_ISDIR(ff_le32(src->d.mode)) && (rc = is_within(fs, dd->ino, sino)) != 0) {
+		rc = rc > 0 ? -EINVAL : rc;
+		goto out;
+	}
+	if (dst && S_ISDIR(ff_le32(dst->d.mode)) && !(flags & FFS_RENAME_EXCHANGE) &&
+	    (rc = is_within(fs, sd->ino, dino)) != 0) {
+		rc = rc > 0 ? -ENOTEMPTY : rc;
+		goto out;
+	}
+	if (flags & FFS_RENAME_EXCHANGE) {
+		if (S_ISDIR(ff_le32(dst->d.mode)) && (rc = is_within(fs, sd->ino, dino)) != 0) {
+			rc = rc > 0 ? -EINVAL : rc;
+			goto out;
+		}
+		rc = dir_retarget(fs, sd, name, dino, dtype(ff_le32(dst->d.mode)));
+		if (rc == 0)
+			rc = dir_retarget(fs, dd, newname, sino, dtype(ff_le32(src->d.mode)));
+		if (rc == 0)
+			rc = reparent(fs, src, sd, dd);
+		if (rc == 0)
+			rc = reparent(fs, dst, dd, sd);
+		goto out;
+	}
+	if (dst) {
+		bool sdir = S_ISDIR(ff_le32(src->d.mode)), ddir = S_ISDIR(ff_le32(dst->d.mode));
+
+		if (sdir && !ddir)
+			rc = -ENOTDIR;
+		else if (!sdir && ddir)
+			rc = -EISDIR;
+		else if (ddir && !dir_is_empty(fs, dst))
+			rc = -ENOTEMPTY;
+		if (rc == 0)
+			rc = dir_retarget(fs, dd, newname, sino, stype);
+		if (rc == 0 && ddir) {
+			dd->d.nlink = ff_cpu_to_le32(ff_le32(dd->d.nlink) - 1);
+			rc = istore(fs, dd);
+		}
+		if (rc == 0)
+			rc = drop_link(fs, dst);
+	} else {
+		rc = dir_add(fs, dd, newname, sino, stype);
+	}
+	if (rc == 0)
+		rc = dir_remove(fs, sd, name);
+	if (rc == 0)
+		rc = reparent(fs, src, sd, dd);
+	if (rc == 0) {
+		inode_touch(src, false, true);
+		rc = istore(fs, src);
+	}
+out:
+	if (dst)
+		iput(fs, dst);
+	iput(fs, src);
+	return rc;
+}
+
+int ffs_rename(struct ffs *fs, uint64_t parent, const char *name, uint64_t newparent,
+	       const char *newname, unsigned flags)
+{
+	struct finode *sd, *dd;
+	int rc = check_name(name);
+
+	if (rc == 0)
+		rc = check_name(newname);
+	if (rc == 0)
+		rc = check_space(fs);
+	if (rc == 0 && (flags & ~(FFS_RENAME_NOREPLACE | FFS_RENAME_EXCHANGE)))
+		rc = -EINVAL;
+	if (rc == 0 && (flags & FFS_RENAME_NOREPLACE) && (flags & FFS_RENAME_EXCHANGE))
+		rc = -EINVAL;
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&fs->lock);
+	rc = get_dir(fs, parent, &sd);
+	if (rc == 0) {
+		rc = get_dir(fs, newparent, &dd);
+		if (rc == 0) {
+			rc = do_rename(fs, sd, name, dd, newname, flags);
+			iput(fs, dd);
+		}
+		iput(fs, sd);
+	}
+	maybe_commit(fs);
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}
+
+/* ---- open files ------------------------------------------------------------ */
+
+static struct finode *fh_inode(uint64_t fh)
+{
+	struct finode *fi = (struct finode *)(uintptr_t)fh;
+
+	FF_ASSERT(fi && fi->nopen > 0);
+	return fi;
+}
+
+int ffs_open(struct ffs *fs, uint64_t ino, int flags, uint64_t *fh)
+{
+	struct finode *fi;
+	int rc;
+
+	if (fs->ro && (flags & O_ACCMODE) != O_RDONLY)
+		return -EROFS;
+	pthread_mutex_lock(&fs->lock);
+	rc = iget(fs, ino, &fi);
+	if (rc == 0) {
+		if (S_ISDIR(ff_le32(fi->d.mode)) && (flags & O_ACCMODE) != O_RDONLY)
+			rc = -EISDIR;
+		else
+			fi->nopen++;
+		*fh = (uint64_t)(uintptr_t)fi;
+		iput(fs, fi); /* the open count keeps it cached */
+	}
+	pthread_mutex_unlock(&fs->lock);
+	if (rc == 0 && (flags & O_TRUNC) && S_ISREG(ff_le32(fi->d.mode))) {
+		rc = data_truncate(fs, fi, 0);
+		if (rc < 0)
+			ffs_release(fs, *fh);
+	}
+	return rc == -ENOENT ? -ESTALE : rc;
+}
+
+int ffs_create(struct ffs *fs, uint64_t parent, const char *name, mode_t mode, uid_t uid, gid_t gid,
+	       int flags, struct stat *st, uint64_t *fh)
+{
+	struct finode *fi;
+	int rc;
+
+	(void)flags;
+	pthread_mutex_lock(&fs->lock);
+	rc = make_node(fs, parent, name, S_IFREG | (mode & 07777), uid, gid, &fi);
+	if (rc == 0) {
+		fi->nopen++;
+		*fh = (uint64_t)(uintptr_t)fi;
+		inode_stat(fs, fi, st);
+		iput(fs, fi);
+	}
+	maybe_commit(fs);
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}
+
+int ffs_release(struct ffs *fs, uint64_t fh)
+{
+	struct finode *fi = fh_inode(fh);
+	int rc = S_ISREG(ff_le32(fi->d.mode)) ? data_flush(fs, fi) : 0;
+
+	pthread_mutex_lock(&fs->lock);
+	fi->refs++;
+	fi->nopen--;
+	iput(fs, fi);
+	maybe_commit(fs);
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}
+
+ssize_t ffs_read(struct ffs *fs, uint64_t fh, void *buf, size_t size, uint64_t off)
+{
+	struct finode *fi = fh_inode(fh);
+
+	if (S_ISDIR(ff_le32(fi->d.mode)))
+		return -EISDIR;
+	return data_read(fs, fi, buf, size, off);
+}
+
+ssize_t ffs_write(struct ffs *fs, uint64_t fh, const void *buf, size_t size, uint64_t off)
+{
+	struct finode *fi = fh_inode(fh);
+
+	if (fs->ro)
+		return -EROFS;
+	if (off + size < off || off + size > (uint64_t)INT64_MAX)
+		return -EFBIG;
+	if (fs->free_mblocks < META_RESERVE)
+		return -ENOSPC;
+	return data_write(fs, fi, buf, size, off);
+}
+
+int ffs_flush(struct ffs *fs, uint64_t fh)
+{
+	struct finode *fi = fh_inode(fh);
+
+	return S_ISREG(ff_le32(fi->d.mode)) && !fs->ro ? data_flush(fs, fi) : 0;
+}
+
+int ffs_fsync(struct ffs *fs, uint64_t fh, bool datasync)
+{
+	int rc = ffs_flush(fs, fh);
+	int rc2;
+
+	(void)datasync;
+	if (fs->ro)
+		return rc;
+	pthread_mutex_lock(&fs->lock);
+	rc2 = fs->tx_count ? journal_commit(fs) : ff_raid_flush(fs->raid);
+	if (fs->tx_count == 0)
+		alloc_tx_committed(fs);
+	pthread_mutex_unlock(&fs->lock);
+	return rc < 0 ? rc : rc2;
+}
+
+int ffs_fsyncdir(struct ffs *fs)
+{
+	int rc;
+
+	if (fs->ro)
+		return 0;
+	pthread_mutex_lock(&fs->lock);
+	rc = journal_commit(fs);
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}
+
+int ffs_fallocate(struct ffs *fs, uint64_t fh, int mode, uint64_t off, uint64_t len)
+{
+	struct finode *fi = fh_inode(fh);
+
+	if (fs->ro)
+		return -EROFS;
+	if (!S_ISREG(ff_le32(fi->d.mode)))
+		return -ENODEV;
+	if (off + len < off || off + len > (uint64_t)INT64_MAX)
+		return -EFBIG;
+	return data_fallocate(fs, fi, mode, off, len);
+}
+
+/* ---- directories, statfs, xattrs ------------------------------------------ */
+
+int ffs_readdir(struct ffs *fs, uint64_t ino, uint64_t pos, bool plus, ffs_fill_fn fill, void *arg)
+{
+	char name[FFS_NAME_MAX + 1];
+	struct finode *dir = NULL;
+	int rc;
+
+	pthread_mutex_lock(&fs->lock);
+	rc = get_dir(fs, ino, &dir);
+	if (rc < 0)
+		dir = NULL;
+	while (rc == 0) {
+		struct stat st;
+		uint64_t child, next;
+		uint8_t type;
+
+		memset(&st, 0, sizeof(st));
+		if (pos < 2) {
+			st.st_ino = pos == 0 ? ino : (dir->d.parent ? ff_le64(dir->d.parent) : ino);
+			st.st_mode = S_IFDIR;
+			if (fill(arg, pos == 0 ? "." : "..", &st, pos + 1))
+				break;
+			pos++;
+			continue;
+		}
+		rc = dir_next(fs, dir, pos, name, &child, &type, &next);
+		if (rc < 0)
+			break;
+		if (plus) {
+			struct finode *fi;
+
+			rc = iget(fs, child, &fi);
+			if (rc < 0)
+				break;
+			inode_stat(fs, fi, &st);
+			if (fill(arg, name, &st, next) == 0)
+				fi->nlookup++; /* the kernel holds what readdirplus returned */
+			else
+				next = 0;
+			iput(fs, fi);
+			if (!next)
+				break;
+		} else {
+			st.st_ino = child;
+			st.st_mode = (mode_t)type << 12;
+			if (fill(arg, name, &st, next))
+				break;
+		}
+		pos = next;
+	}
+	if (rc == 0 || rc == -ENOENT)
+		rc = 0;
+	if (dir)
+		iput(fs, dir);
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}
+
+int ffs_statfs(struct ffs *fs, struct statvfs *st)
+{
+	pthread_mutex_lock(&fs->lock);
+	memset(st, 0, sizeof(*st));
+	st->f_bsize = 4096;
+	st->f_frsize = 4096;
+	st->f_blocks = ff_le64(fs->sb->nstripes) * (fs->stripe_bytes / 4096);
+	st->f_bfree = fs->free_stripes * (fs->stripe_bytes / 4096);
+	st->f_bavail = st->f_bfree;
+	st->f_files = ff_le64(fs->sb->ninodes) - 1;
+	st->f_ffree = fs->free_inodes;
+	st->f_favail = fs->free_inodes;
+	st->f_namemax = FFS_NAME_MAX;
+	st->f_fsid = ff_le64(fs->sb->generation) ^ *(uint64_t *)fs->sb->uuid;
+	pthread_mutex_unlock(&fs->lock);
+	return 0;
+}
+
+static int with_inode(struct ffs *fs, uint64_t ino, bool modify, int (*fn)(struct ffs *, struct finode *, void *),
+		      void *arg)
+{
+	struct finode *fi;
+	int rc = modify ? check_space(fs) : 0;
+
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&fs->lock);
+	rc = iget(fs, ino, &fi);
+	if (rc == 0) {
+		rc = fn(fs, fi, arg);
+		if (rc >= 0 && modify) {
+			inode_touch(fi, false, true);
+			int r2 = istore(fs, fi);
+
+			rc = r2 < 0 ? r2 : rc;
+		}
+		iput(fs, fi);
+	}
+	if (modify)
+		maybe_commit(fs);
+	pthread_mutex_unlock(&fs->lock);
+	return rc == -ENOENT ? -ESTALE : rc;
+}
+
+struct xa_args {
+	const char *name;
+	void *val;
+	const void *cval;
+	size_t size;
+	int flags;
+};
+
+static int xa_get(struct ffs *fs, struct finode *fi, void *arg)
+{
+	struct xa_args *a = arg;
+
+	return xattr_get(fs, fi, a->name, a->val, a->size);
+}
+
+static int xa_set(struct ffs *fs, struct finode *fi, void *arg)
+{
+	struct xa_args *a = arg;
+
+	return xattr_set(fs, fi, a->name, a->cval, a->size, a->flags);
+}
+
+static int xa_list(struct ffs *fs, struct finode *fi, void *arg)
+{
+	struct xa_args *a = arg;
+
+	return xattr_list(fs, fi, a->val, a->size);
+}
+
+static int xa_remove(struct ffs *fs, struct finode *fi, void *arg)
+{
+	struct xa_args *a = arg;
+
+	return xattr_remove(fs, fi, a->name);
+}
+
+int ffs_getxattr(struct ffs *fs, uint64_t ino, const char *name, void *val, size_t size)
+{
+	struct xa_args a = { .name = name, .val = val, .size = size };
+
+	return with_inode(fs, ino, false, xa_get, &a);
+}
+
+int ffs_setxattr(struct ffs *fs, uint64_t ino, const char *name, const void *val, size_t size,
+		 int flags)
+{
+	struct xa_args a = { .name = name, .cval = val, .size = size, .flags = flags };
+
+	return with_inode(fs, ino, true, xa_set, &a);
+}
+
+int ffs_listxattr(struct ffs *fs, uint64_t ino, char *list, size_t size)
+{
+	struct xa_args a = { .val = list, .size = size };
+
+	return with_inode(fs, ino, false, xa_list, &a);
+}
+
+int ffs_removexattr(struct ffs *fs, uint64_t ino, const char *name)
+{
+	struct xa_args a = { .name = name };
+
+	return with_inode(fs, ino, true, xa_remove, &a);
+}
+
+struct ffs_stats *ffs_stats(struct ffs *fs)
+{
+	return &fs->stats;
+}
+
+struct ff_raid *ffs_raid(struct ffs *fs)
+{
+	return fs->raid;
+}

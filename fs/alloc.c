@@ -226,6 +226,13 @@ int reserve_stripes(struct ffs *fs, uint64_t hint, uint64_t want, uint64_t *firs
 {
 	uint64_t n = ff_le64(fs->sb->nstripes), i, best = UINT64_MAX, best_len = 0, visited = 0;
 
+	/* stripes freed in the running transaction come back once it commits */
+	if (!fs->free_stripes && fs->npending) {
+		int rc = journal_commit(fs);
+
+		if (rc < 0)
+			return rc;
+	}
 	if (!fs->free_stripes)
 		return -ENOSPC;
 	want = FF_MAX(1ull, FF_MIN(want, fs->free_stripes));

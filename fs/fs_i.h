@@ -59,6 +59,8 @@ void meta_cache_drop_clean(struct ffs *fs);
 int journal_commit(struct ffs *fs);
 /* Replay committed transactions after the tail; called at mount. */
 int journal_replay(struct ffs *fs, unsigned *replayed);
+/* Everything is checkpointed: move the tail to the head (writes the sb). */
+int journal_reset_tail(struct ffs *fs);
 /* Write the superblock (next copy, generation + 1). */
 int super_write(struct ffs *fs);
 /* Should the running transaction be committed now (size)? */

@@ -139,7 +139,7 @@ int super_write(struct ffs *fs)
 
 /* The journal is fully checkpointed after every commit, so the tail can
  * move to the head whenever space runs short. */
-static int journal_reset_tail(struct ffs *fs)
+int journal_reset_tail(struct ffs *fs)
 {
 	fs->sb->journal_tail_pos = ff_cpu_to_le64(fs->j_head);
 	fs->sb->journal_tail_seq = ff_cpu_to_le64(fs->j_seq);

@@ -810,7 +810,8 @@ int ffs_statfs(struct ffs *fs, struct statvfs *st)
 	st->f_bsize = 4096;
 	st->f_frsize = 4096;
 	st->f_blocks = ff_le64(fs->sb->nstripes) * (fs->stripe_bytes / 4096);
-	st->f_bfree = fs->free_stripes * (fs->stripe_bytes / 4096);
+	/* stripes freed in the running transaction are free in a moment */
+	st->f_bfree = (fs->free_stripes + fs->npending) * (fs->stripe_bytes / 4096);
 	st->f_bavail = st->f_bfree;
 	st->f_files = ff_le64(fs->sb->ninodes) - 1;
 	st->f_ffree = fs->free_inodes;

@@ -21,7 +21,7 @@ static void usage(FILE *f)
 		   "  -l LEVEL    RAID level, 5 (default) or 6\n"
 		   "  -c CHUNK    chunk size per member, power of two 16K..1M (default 512K)\n"
 		   "  -L LABEL    volume label\n"
-		   "  -N INODES   number of inodes (default: one per 4 MiB of capacity)\n"
+		   "  -N INODES   number of inodes (default: one per 256 KiB of capacity, at least 65536)\n"
 		   "  -J BLOCKS   journal size in 4 KiB blocks (default: 1/16 of the metadata area)\n"
 		   "  -f          overwrite members that carry a filesystem or framefs signature\n"
 		   "  -q          quiet\n");

@@ -74,3 +74,13 @@ run_ft -r -n 20 --buffered -u 0 "$WORK/tmpfs/seq"
 expect_err "direct I/O: off \(--buffered\)" "--buffered note"
 expect_out "buffered I/O" "--buffered report"
 ok "direct I/O fallback is reported"
+
+# A filesystem that refuses O_DIRECT: the tool says so, falls back, and still verifies.
+mount_slowfs --no-direct "$WORK/tmpfs/nodirect-back" 0 "$WORK/nodirect"
+run_ft -w 1 -z 256 -n 8 -t 2 -u 0 "$WORK/nodirect/f"
+expect_rc 0 "write where O_DIRECT is refused"
+expect_err "does not support O_DIRECT; falling back to buffered I/O" "no-O_DIRECT note on write"
+run_ft -r -n 8 -u 0 "$WORK/nodirect/f"
+expect_err "does not support O_DIRECT; falling back to buffered I/O" "no-O_DIRECT note on read"
+expect_last "verified 8/8 frames$" "read where O_DIRECT is refused"
+ok "a directory without O_DIRECT: reported, buffered, verified"

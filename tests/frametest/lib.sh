@@ -68,12 +68,14 @@ mount_ext4_loop() { # DIR SIZE_MB: ext4 on a loop device over a file in tmpfs
 	MOUNTS+=("$1")
 }
 
-mount_slowfs() { # BACKING DELAY_MS MOUNTPOINT [fuse options]
-	local back=$1 delay=$2 mnt=$3 i
+mount_slowfs() { # [--no-direct] BACKING DELAY_MS MOUNTPOINT [fuse options]
+	local pre=() back delay mnt i
+	[ "$1" = --no-direct ] && { pre=(--no-direct); shift; }
+	back=$1 delay=$2 mnt=$3
 	shift 3
 	: "${SLOWFS:?SLOWFS must name the ft-slowfs binary}"
 	mkdir -p "$back" "$mnt"
-	"$SLOWFS" "$back" "$delay" "$mnt" -f "$@" 2>"$WORK/slowfs.err" &
+	"$SLOWFS" "${pre[@]}" "$back" "$delay" "$mnt" -f "$@" 2>"$WORK/slowfs.err" &
 	DAEMONS+=($!)
 	MOUNTS+=("$mnt")
 	for ((i = 0; i < 100; i++)); do

@@ -6,10 +6,11 @@
  * behind each other, which gives the directory a fixed capacity in frames
  * per second; without -s each request is slow but they overlap.
  *
- *   ft-slowfs BACKING_DIR DELAY_MS MOUNTPOINT [fuse options, e.g. -f -s]
+ *   ft-slowfs [--no-direct] BACKING_DIR DELAY_MS MOUNTPOINT [fuse options, e.g. -f -s]
  *
  * Every file is opened direct_io so that reads reach the daemon (and its
- * delay) instead of the page cache.
+ * delay) instead of the page cache.  --no-direct refuses O_DIRECT opens with
+ * EINVAL, as filesystems without direct I/O do.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -25,6 +26,7 @@
 
 static int backfd = -1;
 static long delay_ms;
+static int refuse_direct;
 
 static const char *rel(const char *path)
 {
@@ -109,7 +111,11 @@ static int sfs_utimens(const char *path, const struct timespec tv[2], struct fus
 /* The backing file is opened without O_DIRECT: FUSE's buffers are not aligned for it. */
 static int open_backing(const char *path, struct fuse_file_info *fi, int extra, mode_t mode)
 {
-	int fd = openat(backfd, rel(path), (fi->flags & ~O_DIRECT) | extra | O_CLOEXEC, mode);
+	int fd;
+
+	if (refuse_direct && (fi->flags & O_DIRECT))
+		return -EINVAL;
+	fd = openat(backfd, rel(path), (fi->flags & ~O_DIRECT) | extra | O_CLOEXEC, mode);
 
 	if (fd < 0)
 		return -errno;
@@ -178,8 +184,14 @@ int main(int argc, char **argv)
 {
 	char *end;
 
+	if (argc > 1 && strcmp(argv[1], "--no-direct") == 0) {
+		refuse_direct = 1;
+		argv[1] = argv[0];
+		argv++;
+		argc--;
+	}
 	if (argc < 4) {
-		fprintf(stderr, "usage: %s BACKING_DIR DELAY_MS MOUNTPOINT [fuse options]\n",
+		fprintf(stderr, "usage: %s [--no-direct] BACKING_DIR DELAY_MS MOUNTPOINT [fuse options]\n",
 			argv[0]);
 		return 2;
 	}

@@ -26,11 +26,13 @@
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <string.h>
+#include <time.h>
 
 #include "fs/fs_i.h"
 
 #define WB_IVALS 16
-#define WB_PER_INODE 16
+#define WB_PER_INODE 64 /* more than one file's requests in flight can touch */
+#define WB_WAIT_MS 20
 #define RESERVE_DEFAULT 64
 
 struct wbuf {
@@ -106,7 +108,12 @@ static int wpool_init(struct ffs *fs)
 	return 0;
 }
 
-/* Take a buffer; the caller drops its inode's dlock while waiting. */
+/*
+ * Take a buffer, waiting up to WB_WAIT_MS (the caller's dlock is dropped
+ * meanwhile); NULL if none came free.  Waiting forever could deadlock:
+ * every FUSE thread blocked here while the requests that would complete
+ * the buffered stripes wait behind them.
+ */
 static struct wbuf *wpool_get(struct ffs *fs, struct finode *fi)
 {
 	struct wpool *p = fs->wpool;
@@ -114,10 +121,16 @@ static struct wbuf *wpool_get(struct ffs *fs, struct finode *fi)
 
 	pthread_mutex_lock(&p->lock);
 	if (!p->free) {
+		struct timespec ts;
+
 		atomic_fetch_add(&fs->stats.wbuf_waits, 1);
 		pthread_mutex_unlock(&fi->dlock);
-		while (!p->free)
-			pthread_cond_wait(&p->cond, &p->lock);
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += WB_WAIT_MS * 1000000L;
+		ts.tv_sec += ts.tv_nsec / 1000000000L;
+		ts.tv_nsec %= 1000000000L;
+		while (!p->free && pthread_cond_timedwait(&p->cond, &p->lock, &ts) == 0)
+			;
 		pthread_mutex_unlock(&p->lock);
 		pthread_mutex_lock(&fi->dlock);
 		pthread_mutex_lock(&p->lock);
@@ -677,6 +690,41 @@ void data_free(struct ffs *fs)
 	}
 }
 
+/* Write out the least recently started partial stripe of this inode, or
+ * of another one whose lock is free (trylock: we hold our own dlock). */
+static int wb_evict(struct ffs *fs, struct finode *fi, int *err)
+{
+	struct finode *other = NULL;
+	struct wbuf *old = NULL;
+
+	for (struct wbuf *w = fi->wbufs; w; w = w->next)
+		if (!w->writing && (!old || w->born_ns < old->born_ns))
+			old = w;
+	if (old) {
+		*err = wb_writeout(fs, fi, old);
+		return *err;
+	}
+	pthread_mutex_lock(&fs->lock);
+	for (unsigned i = 0; i < fs->ihash_size && !other; i++)
+		for (struct finode *f = fs->ihash[i]; f && !other; f = f->hnext)
+			if (f != fi && f->wbufs && pthread_mutex_trylock(&f->dlock) == 0) {
+				other = f;
+				other->refs++;
+			}
+	pthread_mutex_unlock(&fs->lock);
+	if (!other)
+		return 0; /* nothing to evict: buffers are all in flight; try again */
+	for (struct wbuf *w = other->wbufs; w; w = w->next)
+		if (!w->writing && (!old || w->born_ns < old->born_ns))
+			old = w;
+	*err = old ? wb_writeout(fs, other, old) : 0;
+	pthread_mutex_unlock(&other->dlock);
+	pthread_mutex_lock(&fs->lock);
+	iput(fs, other);
+	pthread_mutex_unlock(&fs->lock);
+	return 0; /* an error writing the other file is reported to that file */
+}
+
 /* The buffer for file stripe k, created if needed; NULL only on error. */
 static struct wbuf *wb_for(struct ffs *fs, struct finode *fi, uint64_t k, int *err)
 {
@@ -690,18 +738,11 @@ static struct wbuf *wb_for(struct ffs *fs, struct finode *fi, uint64_t k, int *e
 			return wb;
 		pthread_cond_wait(&fi->dcond, &fi->dlock); /* rewritten while going out */
 	}
-	if (fi->nwbufs >= WB_PER_INODE) {
-		/* many partial stripes in one file: send the oldest out first */
-		struct wbuf *old = NULL;
-
-		for (struct wbuf *w = fi->wbufs; w; w = w->next)
-			if (!w->writing && (!old || w->born_ns < old->born_ns))
-				old = w;
-		if (old && (*err = wb_writeout(fs, fi, old)) < 0)
-			return NULL;
-		return wb_for(fs, fi, k, err);
-	}
+	if (fi->nwbufs >= WB_PER_INODE)
+		return wb_evict(fs, fi, err) < 0 ? NULL : wb_for(fs, fi, k, err);
 	wb = wpool_get(fs, fi);
+	if (!wb) /* the pool stayed empty: send a partial stripe out to make room */
+		return wb_evict(fs, fi, err) < 0 ? NULL : wb_for(fs, fi, k, err);
 	if (wb_find(fi, k)) { /* another writer made it while we waited */
 		wpool_put(fs, wb);
 		return wb_for(fs, fi, k, err);

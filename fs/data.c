@@ -43,6 +43,14 @@ struct wbuf {
 	struct { uint64_t a, b; } ival[WB_IVALS]; /* filled byte ranges, sorted, disjoint */
 	bool writing;
 	uint64_t born_ns;
+	/* while writing */
+	struct ffs *fs;
+	struct finode *fi;
+	uint64_t pstripe;
+	bool in_place;
+	uint32_t crc[FF_MEMBERS_MAX];
+	struct ff_raid_io io;
+	struct wbuf *done_next;
 };
 
 struct wpool {
@@ -51,6 +59,13 @@ struct wpool {
 	struct wbuf *free;
 	unsigned nfree, total;
 	struct wbuf *all;
+	/* completed stripe writes, mapped by the completion thread */
+	pthread_mutex_t dq_lock;
+	pthread_cond_t dq_cond;
+	struct wbuf *dq_head, *dq_tail;
+	pthread_t done_thread;
+	bool done_started;
+	bool stop;
 };
 
 enum { RC_EMPTY, RC_LOADING, RC_READY, RC_ERROR };
@@ -554,46 +569,129 @@ static void release_reservation(struct ffs *fs, struct finode *fi)
 	fi->reserve_count = 0;
 }
 
-/* Send a complete buffer to a free stripe and map it.  Called with the
- * buffer marked writing and no locks held. */
-static int stripe_write(struct ffs *fs, struct finode *fi, struct wbuf *wb)
+/*
+ * Send a complete buffer to a free stripe, asynchronously.  The writer's
+ * FUSE request is answered at once; the completion thread maps the stripe
+ * (stripe_done).  Until then the buffer stays on the inode's list, marked
+ * writing, so reads are served from it and rewrites of that stripe wait.
+ * Called with the buffer marked writing and no locks held.
+ */
+static void stripe_write_done(struct ff_raid_io *io);
+
+static int stripe_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 {
 	const struct ff_geom *g = fs->g;
-	uint32_t crc[FF_MEMBERS_MAX];
-	bool in_place;
-	uint64_t p;
 	int rc;
 
 	pthread_mutex_lock(&fs->lock);
-	rc = pick_stripe(fs, fi, wb->fstripe, &p, &in_place);
+	rc = pick_stripe(fs, fi, wb->fstripe, &wb->pstripe, &wb->in_place);
+	if (rc == 0)
+		fi->refs++; /* held until the completion thread is done with it */
 	pthread_mutex_unlock(&fs->lock);
 	if (rc < 0)
 		return rc;
 	for (uint32_t i = 0; i < g->ndata; i++)
-		crc[i] = ff_crc32c(0, wb->data + (size_t)i * g->chunk_bytes, g->chunk_bytes);
-	rc = ff_raid_rw(fs->raid, FF_RAID_WRITE, FF_SPACE_DATA, p * fs->stripe_bytes, wb->data,
-			fs->stripe_bytes);
+		wb->crc[i] = ff_crc32c(0, wb->data + (size_t)i * g->chunk_bytes, g->chunk_bytes);
+	wb->fs = fs;
+	wb->fi = fi;
+	memset(&wb->io, 0, sizeof(wb->io));
+	wb->io.op = FF_RAID_WRITE;
+	wb->io.space = FF_SPACE_DATA;
+	wb->io.off = wb->pstripe * fs->stripe_bytes;
+	wb->io.len = fs->stripe_bytes;
+	wb->io.buf = wb->data;
+	wb->io.done = stripe_write_done;
+	wb->io.priv = wb;
 	atomic_fetch_add(&fs->stats.stripe_writes, 1);
+	rc = ff_raid_submit(fs->raid, &wb->io);
+	if (rc < 0) {
+		wb->io.result = rc;
+		stripe_write_done(&wb->io);
+	}
+	return 0;
+}
+
+/* Engine thread: hand the buffer to the completion thread (never take
+ * fs->lock on an engine thread). */
+static void stripe_write_done(struct ff_raid_io *io)
+{
+	struct wbuf *wb = io->priv;
+	struct wpool *p = wb->fs->wpool;
+
+	pthread_mutex_lock(&p->dq_lock);
+	wb->done_next = NULL;
+	if (p->dq_tail)
+		p->dq_tail->done_next = wb;
+	else
+		p->dq_head = wb;
+	p->dq_tail = wb;
+	pthread_cond_signal(&p->dq_cond);
+	pthread_mutex_unlock(&p->dq_lock);
+}
+
+/* Completion thread: the stripe is on the members; map it, then let the
+ * buffer go. */
+static void stripe_done(struct ffs *fs, struct wbuf *wb)
+{
+	struct finode *fi = wb->fi;
+	uint64_t p = wb->pstripe;
+	int rc = wb->io.result;
+
 	pthread_mutex_lock(&fs->lock);
-	if (rc == 0 && !in_place)
+	if (rc == 0 && !wb->in_place)
 		rc = commit_stripes(fs, p, 1);
 	if (rc == 0)
-		rc = csum_set(fs, p, (uint32_t)fi->ino, (uint32_t)wb->fstripe, crc);
+		rc = csum_set(fs, p, (uint32_t)fi->ino, (uint32_t)wb->fstripe, wb->crc);
 	if (rc == 0)
 		rc = extent_map(fs, fi, wb->fstripe, p, 1, 0);
-	if (rc < 0 && !in_place)
+	if (rc < 0 && !wb->in_place)
 		unreserve_stripes(fs, p, 1);
 	if (rc == 0) {
 		fi->alloc_hint = p + 1;
 		rcache_invalidate(fs, p, 1);
 	}
-	if (rc == 0 && journal_tx_full(fs))
-		rc = journal_commit(fs);
 	pthread_mutex_unlock(&fs->lock);
 	if (rc < 0)
 		ff_log(FF_LOG_ERR, "inode %llu: stripe %llu could not be written: %s",
 		       (unsigned long long)fi->ino, (unsigned long long)wb->fstripe, strerror(-rc));
-	return rc;
+	pthread_mutex_lock(&fi->dlock);
+	wb_unlink(fi, wb);
+	wpool_put(fs, wb);
+	if (rc < 0 && !fi->write_error)
+		fi->write_error = rc;
+	pthread_cond_broadcast(&fi->dcond);
+	pthread_mutex_unlock(&fi->dlock);
+	pthread_mutex_lock(&fs->lock);
+	iput(fs, fi);
+	if (journal_tx_full(fs) && (rc = journal_commit(fs)) < 0)
+		ff_log(FF_LOG_ERR, "commit failed: %s", strerror(-rc));
+	pthread_mutex_unlock(&fs->lock);
+}
+
+static void *done_main(void *arg)
+{
+	struct ffs *fs = arg;
+	struct wpool *p = fs->wpool;
+
+	pthread_mutex_lock(&p->dq_lock);
+	for (;;) {
+		struct wbuf *wb = p->dq_head;
+
+		if (!wb) {
+			if (p->stop)
+				break;
+			pthread_cond_wait(&p->dq_cond, &p->dq_lock);
+			continue;
+		}
+		p->dq_head = wb->done_next;
+		if (!p->dq_head)
+			p->dq_tail = NULL;
+		pthread_mutex_unlock(&p->dq_lock);
+		stripe_done(fs, wb);
+		pthread_mutex_lock(&p->dq_lock);
+	}
+	pthread_mutex_unlock(&p->dq_lock);
+	return NULL;
 }
 
 /* Fill the gaps of a partial buffer from what the file holds there now
@@ -652,13 +750,17 @@ static int wb_writeout(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 	}
 	wb->writing = true;
 	pthread_mutex_unlock(&fi->dlock);
-	rc = stripe_write(fs, fi, wb);
+	rc = stripe_submit(fs, fi, wb);
 	pthread_mutex_lock(&fi->dlock);
-	wb_unlink(fi, wb);
-	wpool_put(fs, wb);
-	if (rc < 0 && !fi->write_error)
-		fi->write_error = rc;
-	pthread_cond_broadcast(&fi->dcond);
+	if (rc < 0) { /* no stripe for it: drop it, the error waits for fsync/close */
+		wb_unlink(fi, wb);
+		wpool_put(fs, wb);
+		if (!fi->write_error)
+			fi->write_error = rc;
+		pthread_cond_broadcast(&fi->dcond);
+		ff_log(FF_LOG_ERR, "inode %llu: stripe %llu could not be written: %s",
+		       (unsigned long long)fi->ino, (unsigned long long)wb->fstripe, strerror(-rc));
+	}
 	return rc;
 }
 
@@ -668,11 +770,31 @@ int data_init(struct ffs *fs)
 {
 	int rc = wpool_init(fs);
 
-	return rc < 0 ? rc : rcache_init(fs);
+	if (rc == 0)
+		rc = rcache_init(fs);
+	if (rc == 0) {
+		struct wpool *p = fs->wpool;
+
+		pthread_mutex_init(&p->dq_lock, NULL);
+		pthread_cond_init(&p->dq_cond, NULL);
+		rc = -pthread_create(&p->done_thread, NULL, done_main, fs);
+		p->done_started = rc == 0;
+	}
+	return rc;
 }
 
 void data_free(struct ffs *fs)
 {
+	if (fs->wpool && fs->wpool->done_started) {
+		struct wpool *p = fs->wpool;
+
+		pthread_mutex_lock(&p->dq_lock);
+		p->stop = true;
+		pthread_cond_signal(&p->dq_cond);
+		pthread_mutex_unlock(&p->dq_lock);
+		pthread_join(p->done_thread, NULL);
+		p->done_started = false;
+	}
 	if (fs->wpool) {
 		for (unsigned i = 0; i < fs->wpool->total; i++)
 			free(fs->wpool->all[i].data);

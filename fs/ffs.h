@@ -24,8 +24,8 @@ struct ffs_opts {
 	bool ro;
 	bool force_clean;
 	unsigned raid_workers;        /* default 2 */
-	size_t meta_cache_bytes;      /* default 64 MiB */
-	size_t write_buffer_bytes;    /* stripe-assembly buffers, default 192 MiB */
+	size_t meta_cache_bytes;      /* default 32 MiB */
+	size_t write_buffer_bytes;    /* stripe-assembly buffers, default 160 MiB */
 	size_t read_cache_bytes;      /* whole-stripe read cache, default 128 MiB */
 	unsigned commit_interval_ms;  /* background commit, default 5000 */
 	unsigned readahead_stripes;   /* default 4 */

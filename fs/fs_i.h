@@ -223,6 +223,9 @@ struct ffs {
 	/* meta cache */
 	struct mbuf **mhash;
 	unsigned mhash_size;
+	struct mbuf *mslab;         /* max_mbufs buffers made at mount */
+	uint8_t *mslab_data;
+	struct mbuf *mfree;
 	unsigned nmbufs, max_mbufs;
 	struct mbuf lru;            /* sentinel: lru.lru_next is the least recent */
 	struct mbuf *tx_head;

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <fuse_lowlevel.h>
 #include <fuse_opt.h>
 #include <stddef.h>
@@ -96,7 +97,7 @@ static void usage(const char *prog)
 	       "  -o allow_other         let other users in (root, or user_allow_other in /etc/fuse.conf)\n"
 	       "  -o default_permissions let the kernel check permissions\n"
 	       "  -o raid_workers=N      RAID engine threads (default 2)\n"
-	       "  -o write_buffer_mb=N   stripe-assembly memory (default 192)\n"
+	       "  -o write_buffer_mb=N   stripe-assembly memory (default 160)\n"
 	       "  -o read_cache_mb=N     whole-stripe read cache (default 128)\n"
 	       "  -o readahead=N         stripes read ahead (default 4)\n"
 	       "  -o commit_ms=N         metadata commit interval (default 5000)\n"
@@ -191,6 +192,8 @@ int main(int argc, char **argv)
 	unsigned n;
 	int report_fd = -1, rc = 1;
 
+	/* a few malloc arenas, not one per FUSE thread: resident memory stays bounded */
+	mallopt(M_ARENA_MAX, 2);
 	if (fuse_opt_parse(&args, &c, cli_opts, cli_proc) < 0)
 		return 2;
 	if (c.help) {

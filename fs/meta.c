@@ -34,6 +34,12 @@ static void lru_push_back(struct ffs *fs, struct mbuf *mb)
 	fs->lru.lru_prev = mb;
 }
 
+/*
+ * Buffers come from one slab made at mount (max_mbufs of them).  Only when
+ * every one is dirty or pinned — a single operation dirtying more blocks
+ * than the cache holds — does a block get its own allocation, freed as soon
+ * as it is clean again.
+ */
 int meta_cache_init(struct ffs *fs, size_t max_bytes)
 {
 	fs->max_mbufs = (unsigned)FF_MAX(max_bytes / FFS_BLOCK, 256u);
@@ -41,10 +47,33 @@ int meta_cache_init(struct ffs *fs, size_t max_bytes)
 	while (fs->mhash_size < fs->max_mbufs)
 		fs->mhash_size <<= 1;
 	fs->mhash = calloc(fs->mhash_size, sizeof(*fs->mhash));
-	if (!fs->mhash)
+	fs->mslab = calloc(fs->max_mbufs, sizeof(*fs->mslab));
+	fs->mslab_data = ff_alloc_aligned((size_t)fs->max_mbufs * FFS_BLOCK);
+	if (!fs->mhash || !fs->mslab || !fs->mslab_data)
 		return -ENOMEM;
+	for (unsigned i = 0; i < fs->max_mbufs; i++) {
+		fs->mslab[i].data = fs->mslab_data + (size_t)i * FFS_BLOCK;
+		fs->mslab[i].hnext = fs->mfree;
+		fs->mfree = &fs->mslab[i];
+	}
 	fs->lru.lru_next = fs->lru.lru_prev = &fs->lru;
 	return 0;
+}
+
+static bool from_slab(const struct ffs *fs, const struct mbuf *mb)
+{
+	return mb >= fs->mslab && mb < fs->mslab + fs->max_mbufs;
+}
+
+static void mb_release_mem(struct ffs *fs, struct mbuf *mb)
+{
+	if (from_slab(fs, mb)) {
+		mb->hnext = fs->mfree;
+		fs->mfree = mb;
+	} else {
+		free(mb->data);
+		free(mb);
+	}
 }
 
 static void mb_free(struct ffs *fs, struct mbuf *mb)
@@ -55,9 +84,8 @@ static void mb_free(struct ffs *fs, struct mbuf *mb)
 		pp = &(*pp)->hnext;
 	*pp = mb->hnext;
 	lru_unlink(mb);
-	free(mb->data);
-	free(mb);
 	fs->nmbufs--;
+	mb_release_mem(fs, mb);
 }
 
 void meta_cache_drop_clean(struct ffs *fs)
@@ -82,12 +110,18 @@ void meta_cache_free(struct ffs *fs)
 			struct mbuf *mb = fs->mhash[i];
 
 			fs->mhash[i] = mb->hnext;
-			free(mb->data);
-			free(mb);
+			if (!from_slab(fs, mb)) {
+				free(mb->data);
+				free(mb);
+			}
 		}
 	}
 	free(fs->mhash);
+	free(fs->mslab);
+	free(fs->mslab_data);
 	fs->mhash = NULL;
+	fs->mslab = NULL;
+	fs->mslab_data = NULL;
 	fs->nmbufs = 0;
 }
 
@@ -104,7 +138,7 @@ static void evict(struct ffs *fs)
 {
 	struct mbuf *mb = fs->lru.lru_next;
 
-	while (fs->nmbufs >= fs->max_mbufs && mb != &fs->lru) {
+	while ((fs->nmbufs >= fs->max_mbufs || !fs->mfree) && mb != &fs->lru) {
 		struct mbuf *next = mb->lru_next;
 
 		if (!mb->dirty && !mb->pins)
@@ -119,13 +153,23 @@ static struct mbuf *mb_alloc(struct ffs *fs, uint64_t no, uint32_t type)
 	unsigned h;
 
 	evict(fs);
-	mb = calloc(1, sizeof(*mb));
-	if (!mb)
-		return NULL;
-	mb->data = ff_alloc_aligned(FFS_BLOCK);
-	if (!mb->data) {
-		free(mb);
-		return NULL;
+	if (fs->mfree) {
+		uint8_t *data;
+
+		mb = fs->mfree;
+		fs->mfree = mb->hnext;
+		data = mb->data;
+		memset(mb, 0, sizeof(*mb));
+		mb->data = data;
+	} else {
+		mb = calloc(1, sizeof(*mb));
+		if (!mb)
+			return NULL;
+		mb->data = ff_alloc_aligned(FFS_BLOCK);
+		if (!mb->data) {
+			free(mb);
+			return NULL;
+		}
 	}
 	mb->blockno = no;
 	mb->type = type;

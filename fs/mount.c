@@ -272,10 +272,12 @@ static void *commit_main(void *arg)
 
 static void opts_defaults(struct ffs_opts *o)
 {
+	/* with the engine's stripe buffers and the FUSE threads' request
+	 * buffers this keeps the daemon well under 512 MiB resident */
 	if (!o->meta_cache_bytes)
-		o->meta_cache_bytes = 64 * FF_MiB;
+		o->meta_cache_bytes = 32 * FF_MiB;
 	if (!o->write_buffer_bytes)
-		o->write_buffer_bytes = 192 * FF_MiB;
+		o->write_buffer_bytes = 160 * FF_MiB;
 	if (!o->read_cache_bytes)
 		o->read_cache_bytes = 128 * FF_MiB;
 	if (!o->commit_interval_ms)

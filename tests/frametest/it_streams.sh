@@ -31,7 +31,7 @@ ok "--streams: each stream verified and judged on its own"
 mount_slowfs "$WORK/t/back" 10 "$WORK/slow" -s
 run_ft -w 1 -z 64 -n 20 -f 20 -q 3 -b 3 --max-streams=8 -u 0 --json="$WORK/m.json" "$WORK/slow/ms"
 found=$(json_get "$WORK/m.json" "j['max_streams']['found']")
-[ "$found" -ge 3 ] && [ "$found" -le 5 ] || fail "max streams $found, expected 3..5"
+[ "$found" -ge 2 ] && [ "$found" -le 5 ] || fail "max streams $found, expected 2..5 (5 is the ceiling)"
 expect_rc 0 "max streams"
 expect_last "^PASS: $found stream\(s\) of 64KiB at 20 fps: dropped 0, verified 0/0 frames$" "verdict"
 [ "$(json_get "$WORK/m.json" "all(t['pass'] and t['dropped'] == 0 for t in j['max_streams']['trials'][:$found])")" = True ] ||

@@ -185,6 +185,7 @@ static inline int it_check_file(const char *path, size_t len, uint64_t seed)
 	ssize_t n;
 	int fd = open(path, O_RDONLY);
 
+	it_checks++;
 	if (fd < 0) {
 		IT_FAIL("open %s: %s", path, strerror(errno));
 		return -1;

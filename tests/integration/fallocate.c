@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Proves: fallocate(2) preallocates whole stripes — mode 0 extends the size,
+ * FALLOC_FL_KEEP_SIZE does not; preallocated space reads as zeros, is
+ * counted in st_blocks and statfs, and takes partial and full-stripe writes
+ * (which read back, with zeros around them, also after a remount); data
+ * already in the range is untouched; more than the free space fails with
+ * ENOSPC and leaves the volume usable; modes framefs does not implement
+ * (punch hole, zero range, collapse) fail with EOPNOTSUPP.
+ */
+#include <linux/falloc.h>
+#include <sys/statvfs.h>
+
+#include "it.h"
+
+#define MiB (1024 * 1024)
+
+static int all_zero(const uint8_t *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (b[i])
+			return 0;
+	return 1;
+}
+
+/* the final content of "pre": zeros, with two written regions */
+static void check_pre(const char *what)
+{
+	uint8_t *b = malloc(10 * MiB + 1);
+	int fd = open(P("pre"), O_RDONLY);
+
+	IT_MUST(fd);
+	EXPECT_EQ(it_read_all(fd, b, 10 * MiB + 1, 0), 10 * MiB);
+	EXPECT(all_zero(b, 1000), "%s: zeros before the first write", what);
+	EXPECT(it_mismatch(b + 1000, 3000, 120, 1000) < 0, "%s: partial write", what);
+	EXPECT(all_zero(b + 4000, 3 * MiB - 4000), "%s: zeros between", what);
+	EXPECT(it_mismatch(b + 3 * MiB, 3 * MiB, 121, 0) < 0, "%s: full-stripe writes", what);
+	EXPECT(all_zero(b + 6 * MiB, 4 * MiB), "%s: zeros after", what);
+	close(fd);
+	free(b);
+}
+
+static void it_run(void)
+{
+	struct statvfs v0, v1, v2;
+	struct stat st;
+	uint8_t *b = malloc(3 * MiB);
+	int fd;
+
+	IT_MUST(b ? 0 : -1);
+	sync();
+	EXPECT_OK(statvfs(it_mnt, &v0));
+	/* mode 0: size follows */
+	IT_MUST(fd = open(P("pre"), O_CREAT | O_RDWR, 0644));
+	EXPECT_OK(fallocate(fd, 0, 0, 10 * MiB));
+	EXPECT_OK(fstat(fd, &st));
+	EXPECT_EQ(st.st_size, 10 * MiB);
+	EXPECT((uint64_t)st.st_blocks * 512 >= 10 * MiB, "st_blocks counts the preallocation");
+	EXPECT_OK(statvfs(it_mnt, &v1));
+	EXPECT((v0.f_bfree - v1.f_bfree) * v1.f_frsize >= 10 * MiB, "statfs counts the preallocation");
+	EXPECT_EQ(pread(fd, b, MiB, 4 * MiB), MiB);
+	EXPECT(all_zero(b, MiB), "preallocated space reads as zeros");
+	/* a partial write and two full stripes' worth into it */
+	it_fill(b, 3000, 120, 1000);
+	EXPECT_EQ(pwrite(fd, b, 3000, 1000), 3000);
+	it_fill(b, 3 * MiB, 121, 0);
+	EXPECT_OK(it_write_all(fd, b, 3 * MiB, 3 * MiB));
+	EXPECT_OK(fsync(fd));
+	/* the writes went in place: no more space used */
+	EXPECT_OK(statvfs(it_mnt, &v2));
+	EXPECT(v2.f_bfree >= v1.f_bfree, "writes into preallocated stripes took no new space (%llu < %llu)",
+	       (unsigned long long)v2.f_bfree, (unsigned long long)v1.f_bfree);
+	close(fd);
+	check_pre("before remount");
+
+	/* KEEP_SIZE past the end of data that is already there */
+	IT_MUST(it_make_file(P("keep"), 2 * MiB, 122));
+	IT_MUST(fd = open(P("keep"), O_RDWR));
+	EXPECT_OK(fallocate(fd, FALLOC_FL_KEEP_SIZE, MiB, 8 * MiB));
+	EXPECT_OK(fstat(fd, &st));
+	EXPECT_EQ(st.st_size, 2 * MiB);
+	EXPECT((uint64_t)st.st_blocks * 512 >= 9 * MiB, "KEEP_SIZE space counted in st_blocks");
+	EXPECT_EQ(pread(fd, b, 10, 2 * MiB), 0);
+	it_fill(b, 4096, 123, 0);
+	EXPECT_EQ(pwrite(fd, b, 4096, 7 * MiB), 4096);
+	EXPECT_OK(fstat(fd, &st));
+	EXPECT_EQ(st.st_size, 7 * MiB + 4096);
+	close(fd);
+
+	/* modes that are not implemented */
+	IT_MUST(fd = open(P("keep"), O_RDWR));
+	EXPECT_ERR(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 4096), EOPNOTSUPP);
+	EXPECT_ERR(fallocate(fd, FALLOC_FL_ZERO_RANGE, 0, 4096), EOPNOTSUPP);
+	EXPECT_ERR(fallocate(fd, FALLOC_FL_COLLAPSE_RANGE, 0, 3 * MiB), EOPNOTSUPP);
+	EXPECT_ERR(fallocate(fd, 0, 0, 0), EINVAL);
+	close(fd);
+	/* posix_fallocate goes through fallocate */
+	IT_MUST(fd = open(P("posix"), O_CREAT | O_RDWR, 0644));
+	EXPECT_EQ(posix_fallocate(fd, 0, 5 * MiB), 0);
+	EXPECT_OK(fstat(fd, &st));
+	EXPECT_EQ(st.st_size, 5 * MiB);
+	close(fd);
+
+	/* more than is free: ENOSPC, nothing half-done visible, the volume still works */
+	EXPECT_OK(statvfs(it_mnt, &v1));
+	IT_MUST(fd = open(P("huge"), O_CREAT | O_RDWR, 0644));
+	EXPECT_ERR(fallocate(fd, 0, 0, (off_t)(v1.f_blocks * v1.f_frsize * 2)), ENOSPC);
+	close(fd);
+	EXPECT_OK(unlink(P("huge")));
+	sync();
+	EXPECT_OK(statvfs(it_mnt, &v2));
+	EXPECT(v2.f_bfree >= v1.f_bfree, "a failed fallocate leaves no space taken (%llu < %llu)",
+	       (unsigned long long)v2.f_bfree, (unsigned long long)v1.f_bfree);
+	EXPECT_OK(it_make_file(P("after"), 2 * MiB, 124));
+	it_check_file(P("after"), 2 * MiB, 124);
+	free(b);
+}
+
+static void it_verify(void)
+{
+	uint8_t b[4096];
+	struct stat st;
+	int fd;
+
+	check_pre("after remount");
+	IT_MUST(fd = open(P("keep"), O_RDONLY));
+	EXPECT_OK(fstat(fd, &st));
+	EXPECT_EQ(st.st_size, 7 * MiB + 4096);
+	EXPECT_EQ(pread(fd, b, 4096, 7 * MiB), 4096);
+	EXPECT(it_mismatch(b, 4096, 123, 0) < 0, "KEEP_SIZE region write after remount");
+	EXPECT_EQ(pread(fd, b, 4096, 4 * MiB), 4096);
+	EXPECT(all_zero(b, 4096), "KEEP_SIZE region zeros after remount");
+	EXPECT_EQ(pread(fd, b, 4096, 0), 4096);
+	EXPECT(it_mismatch(b, 4096, 122, 0) < 0, "data before the preallocation kept");
+	close(fd);
+	it_check_file(P("after"), 2 * MiB, 124);
+}

@@ -87,7 +87,15 @@ static int disk_bit(struct ffs *fs, uint64_t start, uint64_t i, bool value)
 	if (rc < 0)
 		return rc;
 	blk = (struct ffs_bitmap_block *)mb->data;
-	FF_ASSERT(((blk->bits[bit / 8] >> (bit % 8)) & 1) != value);
+	if (((blk->bits[bit / 8] >> (bit % 8)) & 1) == value) {
+		mb_put(fs, mb);
+		if (fs->checking) /* fsck rewrites the bitmaps from what it counted */
+			return 0;
+		ff_log(FF_LOG_ERR, "bitmap block %llu: bit %llu is already %s: run fsck.framefs",
+		       (unsigned long long)(start + i / FFS_BITS_PER_BLOCK), (unsigned long long)bit,
+		       value ? "set" : "clear");
+		return -EUCLEAN;
+	}
 	if (value)
 		blk->bits[bit / 8] |= (uint8_t)(1u << (bit % 8));
 	else

@@ -481,8 +481,9 @@ static int rc_repair(struct ffs *fs, struct rentry *e)
 	return 0;
 }
 
-/* Copy bytes [off, off+len) of data stripe p out, through the cache. */
-static int read_stripe_bytes(struct ffs *fs, uint64_t p, uint64_t off, size_t len, void *dst)
+/* Data stripe p in the cache, verified (repaired if a chunk was bad) and
+ * referenced: release with rc_put. */
+static int stripe_get(struct ffs *fs, uint64_t p, struct rentry **out)
 {
 	uint32_t crc[FF_MEMBERS_MAX];
 	struct rentry *e;
@@ -508,9 +509,24 @@ static int read_stripe_bytes(struct ffs *fs, uint64_t p, uint64_t off, size_t le
 		pthread_cond_broadcast(&c->cond);
 		pthread_mutex_unlock(&c->lock);
 	}
-	if (rc == 0)
+	if (rc < 0) {
+		rc_put(fs, e);
+		return rc;
+	}
+	*out = e;
+	return 0;
+}
+
+/* Copy bytes [off, off+len) of data stripe p out, through the cache. */
+static int read_stripe_bytes(struct ffs *fs, uint64_t p, uint64_t off, size_t len, void *dst)
+{
+	struct rentry *e;
+	int rc = stripe_get(fs, p, &e);
+
+	if (rc == 0) {
 		memcpy(dst, e->data + off, len);
-	rc_put(fs, e);
+		rc_put(fs, e);
+	}
 	return rc;
 }
 
@@ -584,12 +600,8 @@ static int stripe_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 	int rc;
 
 	pthread_mutex_lock(&fs->lock);
-	rc = pick_stripe(fs, fi, wb->fstripe, &wb->pstripe, &wb->in_place);
-	if (rc == 0)
-		fi->refs++; /* held until the completion thread is done with it */
+	fi->refs++; /* held until the completion thread is done with it */
 	pthread_mutex_unlock(&fs->lock);
-	if (rc < 0)
-		return rc;
 	for (uint32_t i = 0; i < g->ndata; i++)
 		wb->crc[i] = ff_crc32c(0, wb->data + (size_t)i * g->chunk_bytes, g->chunk_bytes);
 	wb->fs = fs;
@@ -731,9 +743,25 @@ static int wb_fill(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 	return 0;
 }
 
-/* Write a buffer out and release it, whatever happens (an error is kept
- * for the next fsync or close).  Called with dlock held; drops it during
- * the write. */
+/* Let a buffer go without writing it: its reserved stripe returns to the
+ * allocator; err (if any) waits for the next fsync or close.  dlock held. */
+static void wb_drop(struct ffs *fs, struct finode *fi, struct wbuf *wb, int err)
+{
+	wb_unlink(fi, wb);
+	if (!wb->in_place) {
+		pthread_mutex_lock(&fs->lock);
+		unreserve_stripes(fs, wb->pstripe, 1);
+		pthread_mutex_unlock(&fs->lock);
+	}
+	wpool_put(fs, wb);
+	if (err && !fi->write_error)
+		fi->write_error = err;
+	pthread_cond_broadcast(&fi->dcond);
+}
+
+/* Write a buffer out (its stripe was reserved when it was made), or drop
+ * it with an error kept for the next fsync or close.  Called with dlock
+ * held; drops it while handing the buffer over. */
 static int wb_writeout(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 {
 	int rc = 0;
@@ -741,26 +769,13 @@ static int wb_writeout(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 	if (!ival_covers(wb, 0, fs->stripe_bytes))
 		rc = wb_fill(fs, fi, wb);
 	if (rc < 0) {
-		wb_unlink(fi, wb);
-		wpool_put(fs, wb);
-		if (!fi->write_error)
-			fi->write_error = rc;
-		pthread_cond_broadcast(&fi->dcond);
+		wb_drop(fs, fi, wb, rc);
 		return rc;
 	}
 	wb->writing = true;
 	pthread_mutex_unlock(&fi->dlock);
 	rc = stripe_submit(fs, fi, wb);
 	pthread_mutex_lock(&fi->dlock);
-	if (rc < 0) { /* no stripe for it: drop it, the error waits for fsync/close */
-		wb_unlink(fi, wb);
-		wpool_put(fs, wb);
-		if (!fi->write_error)
-			fi->write_error = rc;
-		pthread_cond_broadcast(&fi->dcond);
-		ff_log(FF_LOG_ERR, "inode %llu: stripe %llu could not be written: %s",
-		       (unsigned long long)fi->ino, (unsigned long long)wb->fstripe, strerror(-rc));
-	}
 	return rc;
 }
 
@@ -869,6 +884,15 @@ static struct wbuf *wb_for(struct ffs *fs, struct finode *fi, uint64_t k, int *e
 		wpool_put(fs, wb);
 		return wb_for(fs, fi, k, err);
 	}
+	/* the stripe it will go to is taken now, so a full volume answers this
+	 * write with ENOSPC instead of failing later in the background */
+	pthread_mutex_lock(&fs->lock);
+	*err = pick_stripe(fs, fi, k, &wb->pstripe, &wb->in_place);
+	pthread_mutex_unlock(&fs->lock);
+	if (*err < 0) {
+		wpool_put(fs, wb);
+		return NULL;
+	}
 	wb->fstripe = k;
 	wb->nival = 0;
 	wb->writing = false;
@@ -919,14 +943,26 @@ ssize_t data_write(struct ffs *fs, struct finode *fi, const void *buf, size_t le
 	return rc < 0 ? rc : (ssize_t)done;
 }
 
+/*
+ * Keep the next readahead_stripes stripes of a sequential reader in flight:
+ * reading stripe k asks for those up to k+R it has not asked for yet, so
+ * each stripe is requested once and the array always has work queued.
+ */
 static void read_ahead(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t size)
 {
-	uint64_t last = size ? (size - 1) / fs->stripe_bytes : 0;
-	uint64_t ps[16];
-	unsigned n = 0;
+	uint64_t last = size ? (size - 1) / fs->stripe_bytes : 0, ps[16], from, to;
+	unsigned n = 0, r = FF_MIN(16u, fs->opts.readahead_stripes);
 
+	pthread_mutex_lock(&fi->dlock);
+	from = FF_MAX(k + 1, fi->ra_next);
+	to = FF_MIN(k + r, last);
+	if (from <= to)
+		fi->ra_next = to + 1;
+	pthread_mutex_unlock(&fi->dlock);
+	if (from > to)
+		return;
 	pthread_mutex_lock(&fs->lock);
-	for (uint64_t s = k; s <= last && n < FF_MIN(16u, fs->opts.readahead_stripes); s++) {
+	for (uint64_t s = from; s <= to && n < 16; s++) {
 		uint64_t p, run;
 		uint32_t flags;
 
@@ -942,56 +978,116 @@ static void read_ahead(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t s
 	}
 }
 
-ssize_t data_read(struct ffs *fs, struct finode *fi, void *buf, size_t len, uint64_t off)
+/* Where file stripe k's bytes come from: a buffer being assembled (copied
+ * out under dlock into dst), a hole (zeros), or data stripe *p. */
+enum src { SRC_DONE, SRC_ZERO, SRC_STRIPE };
+
+static int read_source(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t o, size_t n,
+		       uint8_t *dst, uint64_t *p)
 {
-	uint8_t *dst = buf;
-	uint64_t size;
-	size_t done = 0;
+	uint64_t run;
+	uint32_t flags;
+	struct wbuf *wb;
 	int rc = 0;
+
+	pthread_mutex_lock(&fi->dlock);
+	wb = wb_find(fi, k);
+	if (wb && !ival_covers(wb, o, o + n) && !wb->writing)
+		rc = wb_fill(fs, fi, wb);
+	if (wb && rc == 0 && dst)
+		memcpy(dst, wb->data + o, n);
+	pthread_mutex_unlock(&fi->dlock);
+	if (wb)
+		return rc < 0 ? rc : dst ? SRC_DONE : -EAGAIN;
+	pthread_mutex_lock(&fs->lock);
+	rc = extent_lookup(fs, fi, k, p, &run, &flags);
+	pthread_mutex_unlock(&fs->lock);
+	if (rc == -ENOENT || (rc == 0 && (flags & FFS_X_UNWRITTEN)))
+		return SRC_ZERO;
+	return rc < 0 ? rc : SRC_STRIPE;
+}
+
+static uint64_t file_size(struct ffs *fs, struct finode *fi)
+{
+	uint64_t size;
 
 	pthread_mutex_lock(&fs->lock);
 	size = ff_le64(fi->d.size);
 	pthread_mutex_unlock(&fs->lock);
+	return size;
+}
+
+ssize_t data_read(struct ffs *fs, struct finode *fi, void *buf, size_t len, uint64_t off)
+{
+	uint64_t size = file_size(fs, fi);
+	uint8_t *dst = buf;
+	size_t done = 0;
+	int rc = 0;
+
 	if (off >= size)
 		return 0;
 	len = (size_t)FF_MIN((uint64_t)len, size - off);
-	while (done < len && rc == 0) {
-		uint64_t k = (off + done) / fs->stripe_bytes, o = (off + done) % fs->stripe_bytes;
+	while (done < len && rc >= 0) {
+		uint64_t k = (off + done) / fs->stripe_bytes, o = (off + done) % fs->stripe_bytes, p;
 		size_t n = (size_t)FF_MIN(len - done, fs->stripe_bytes - o);
-		uint64_t p, run;
-		uint32_t flags;
-		struct wbuf *wb;
 
-		pthread_mutex_lock(&fi->dlock);
-		wb = wb_find(fi, k);
-		if (wb && !ival_covers(wb, o, o + n) && !wb->writing)
-			rc = wb_fill(fs, fi, wb);
-		if (wb && rc == 0) {
-			memcpy(dst + done, wb->data + o, n);
-			pthread_mutex_unlock(&fi->dlock);
-			done += n;
-			continue;
-		}
-		pthread_mutex_unlock(&fi->dlock);
-		if (rc < 0)
-			break;
-		pthread_mutex_lock(&fs->lock);
-		rc = extent_lookup(fs, fi, k, &p, &run, &flags);
-		pthread_mutex_unlock(&fs->lock);
-		if (rc == -ENOENT || (rc == 0 && (flags & FFS_X_UNWRITTEN))) {
+		rc = read_source(fs, fi, k, o, n, dst + done, &p);
+		if (rc == SRC_ZERO)
 			memset(dst + done, 0, n);
-			rc = 0;
-		} else if (rc == 0) {
-			if (k == fi->ra_next || o == 0)
-				read_ahead(fs, fi, k + 1, size);
+		if (rc == SRC_STRIPE) {
+			read_ahead(fs, fi, k, size);
 			rc = read_stripe_bytes(fs, p, o, n, dst + done);
 		}
-		fi->ra_next = k + 1;
+		if (rc >= 0)
+			done += n;
+	}
+	return done ? (ssize_t)done : rc < 0 ? rc : 0;
+}
+
+/*
+ * The same read without copying: the pieces point into the stripe cache,
+ * held until data_read_unref.  -EAGAIN when a piece is not plainly in a
+ * data stripe (a hole, a buffer being assembled): the caller copies instead.
+ */
+ssize_t data_read_ref(struct ffs *fs, struct finode *fi, size_t len, uint64_t off,
+		      struct ffs_rref *ref)
+{
+	uint64_t size = file_size(fs, fi);
+	size_t done = 0;
+
+	ref->n = 0;
+	if (off >= size)
+		return 0;
+	len = (size_t)FF_MIN((uint64_t)len, size - off);
+	while (done < len) {
+		uint64_t k = (off + done) / fs->stripe_bytes, o = (off + done) % fs->stripe_bytes, p;
+		size_t n = (size_t)FF_MIN(len - done, fs->stripe_bytes - o);
+		struct rentry *e;
+		int rc = ref->n < FFS_RREF_MAX ? read_source(fs, fi, k, o, n, NULL, &p) : -EAGAIN;
+
+		if (rc == SRC_STRIPE) {
+			read_ahead(fs, fi, k, size);
+			rc = stripe_get(fs, p, &e);
+		} else if (rc >= 0) {
+			rc = -EAGAIN;
+		}
+		if (rc < 0) {
+			data_read_unref(fs, ref);
+			return rc;
+		}
+		ref->iov[ref->n].iov_base = e->data + o;
+		ref->iov[ref->n].iov_len = n;
+		ref->pin[ref->n++] = e;
 		done += n;
 	}
-	if (rc < 0 && done == 0)
-		return rc;
-	return (ssize_t)(rc < 0 ? 0 : done);
+	return (ssize_t)done;
+}
+
+void data_read_unref(struct ffs *fs, struct ffs_rref *ref)
+{
+	for (unsigned i = 0; i < ref->n; i++)
+		rc_put(fs, ref->pin[i]);
+	ref->n = 0;
 }
 
 int data_flush(struct ffs *fs, struct finode *fi)
@@ -1052,10 +1148,8 @@ int data_truncate(struct ffs *fs, struct finode *fi, uint64_t size)
 	for (wb = fi->wbufs; wb;) {
 		struct wbuf *next = wb->next;
 
-		if (wb->fstripe >= keep) {
-			wb_unlink(fi, wb);
-			wpool_put(fs, wb);
-		}
+		if (wb->fstripe >= keep)
+			wb_drop(fs, fi, wb, 0);
 		wb = next;
 	}
 	if (eof_off) {

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include "io/ff_common.h"
 
@@ -105,6 +106,17 @@ int ffs_create(struct ffs *fs, uint64_t parent, const char *name, mode_t mode, u
 	       gid_t gid, int flags, struct stat *st, uint64_t *fh);
 int ffs_release(struct ffs *fs, uint64_t fh);
 ssize_t ffs_read(struct ffs *fs, uint64_t fh, void *buf, size_t size, uint64_t off);
+
+/* Zero-copy read: pieces of the stripe cache, pinned until ffs_read_unref.
+ * -EAGAIN when the range is not all plain stripe data: use ffs_read. */
+#define FFS_RREF_MAX 4
+struct ffs_rref {
+	unsigned n;
+	struct iovec iov[FFS_RREF_MAX];
+	void *pin[FFS_RREF_MAX];
+};
+ssize_t ffs_read_ref(struct ffs *fs, uint64_t fh, size_t size, uint64_t off, struct ffs_rref *ref);
+void ffs_read_unref(struct ffs *fs, struct ffs_rref *ref);
 ssize_t ffs_write(struct ffs *fs, uint64_t fh, const void *buf, size_t size, uint64_t off);
 int ffs_flush(struct ffs *fs, uint64_t fh);
 int ffs_fsync(struct ffs *fs, uint64_t fh, bool datasync);

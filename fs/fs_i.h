@@ -198,6 +198,9 @@ void data_free(struct ffs *fs);
 /* Write bytes into the file's stripe buffers; full stripes go to the array. */
 ssize_t data_write(struct ffs *fs, struct finode *fi, const void *buf, size_t len, uint64_t off);
 ssize_t data_read(struct ffs *fs, struct finode *fi, void *buf, size_t len, uint64_t off);
+ssize_t data_read_ref(struct ffs *fs, struct finode *fi, size_t len, uint64_t off,
+		      struct ffs_rref *ref);
+void data_read_unref(struct ffs *fs, struct ffs_rref *ref);
 /* Write out every partial stripe of the file (fsync, close). */
 int data_flush(struct ffs *fs, struct finode *fi);
 /* Drop buffered data beyond size and zero the tail of the EOF stripe. */
@@ -217,6 +220,7 @@ struct ffs {
 	struct ffs_super *sb;       /* in memory, aligned */
 	unsigned sb_next_copy;      /* 0 = A, 1 = B */
 	bool ro;
+	bool checking;              /* fsck.framefs owns repairs: see meta.c, alloc.c */
 	pthread_mutex_t lock;
 	struct ffs_opts opts;
 	uint64_t stripe_bytes;

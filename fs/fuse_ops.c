@@ -3,6 +3,7 @@
  * The FUSE low-level glue: each handler translates one request into one
  * ffs_* call and ends in exactly one reply.
  */
+#include <alloca.h>
 #include <errno.h>
 #include <fuse_lowlevel.h>
 #include <stdlib.h>
@@ -15,6 +16,8 @@
 
 #define TIMEOUT_S 60.0   /* every change goes through this daemon: long caches are safe */
 #define IO_MAX (1u << 20) /* libfuse 3.14's max_write and the kernel's default max_pages */
+
+unsigned ffs_fuse_readahead_bytes;
 
 static struct ffs *FS(fuse_req_t req)
 {
@@ -62,7 +65,9 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	/* the 1% dirty limit of a FUSE bdi throttles writeback caching: stay write-through */
 	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
 	conn->max_write = IO_MAX;
-	conn->max_readahead = IO_MAX;
+	/* the kernel keeps the smaller of this and the bdi's read_ahead_kb,
+	 * which main() raised to the same value before mounting */
+	conn->max_readahead = ffs_fuse_readahead_bytes ? ffs_fuse_readahead_bytes : IO_MAX;
 	conn->max_background = 64;
 	conn->congestion_threshold = 48;
 	conn->time_gran = 1;
@@ -239,10 +244,36 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
-	void *buf = thread_buf();
+	struct ffs *fs = FS(req); /* the request is gone once replied to */
+	struct ffs_rref ref;
+	void *buf;
 	ssize_t n;
 
 	(void)ino;
+	size = FF_MIN(size, (size_t)IO_MAX);
+	/* straight from the stripe cache to the kernel: one copy fewer */
+	n = ffs_read_ref(fs, fi->fh, size, (uint64_t)off, &ref);
+	if (n >= 0) {
+		struct fuse_bufvec *bv = alloca(sizeof(*bv) + FFS_RREF_MAX * sizeof(bv->buf[0]));
+
+		memset(bv, 0, sizeof(*bv) + FFS_RREF_MAX * sizeof(bv->buf[0]));
+		bv->count = ref.n;
+		for (unsigned i = 0; i < ref.n; i++) {
+			bv->buf[i].mem = ref.iov[i].iov_base;
+			bv->buf[i].size = ref.iov[i].iov_len;
+		}
+		if (ref.n)
+			fuse_reply_data(req, bv, FUSE_BUF_NO_SPLICE);
+		else
+			fuse_reply_buf(req, NULL, 0);
+		ffs_read_unref(fs, &ref);
+		return;
+	}
+	if (n != -EAGAIN) {
+		fuse_reply_err(req, (int)-n);
+		return;
+	}
+	buf = thread_buf();
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);
 		return;

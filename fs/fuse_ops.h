@@ -7,5 +7,7 @@
 #define FFS_READLINK_MAX 4096
 
 extern const struct fuse_lowlevel_ops ffs_fuse_ops;
+/* Readahead the daemon asks for at INIT (buffered readers). */
+extern unsigned ffs_fuse_readahead_bytes;
 
 #endif

@@ -31,7 +31,7 @@
 
 struct cli {
 	char *members;
-	unsigned raid_workers, wbuf_mb, rcache_mb, commit_ms, readahead, threads;
+	unsigned raid_workers, wbuf_mb, rcache_mb, commit_ms, readahead, threads, bdi_ra_kb;
 	int ro, help, version, force;
 };
 
@@ -45,6 +45,7 @@ static const struct fuse_opt cli_opts[] = {
 	OPT("commit_ms=%u", commit_ms),
 	OPT("readahead=%u", readahead),
 	OPT("threads=%u", threads),
+	OPT("kernel_readahead_kb=%u", bdi_ra_kb),
 	OPT("force", force),
 	FUSE_OPT_KEY("ro", KEY_RO),
 	FUSE_OPT_KEY("-h", KEY_HELP),
@@ -102,6 +103,7 @@ static void usage(const char *prog)
 	       "  -o readahead=N         stripes read ahead (default 4)\n"
 	       "  -o commit_ms=N         metadata commit interval (default 5000)\n"
 	       "  -o threads=N           FUSE worker threads at most (default 16)\n"
+	       "  -o kernel_readahead_kb=N  page-cache readahead for buffered readers (default 8192)\n"
 	       "  -o force               mount even if the array was not shut down cleanly\n",
 	       prog);
 }
@@ -163,6 +165,44 @@ static void report(int fd, const char *msg)
 	close(fd);
 }
 
+/*
+ * Buffered readers get the kernel's readahead, which FUSE caps at the bdi's
+ * read_ahead_kb (128 KiB unless raised).  Raise it to a few stripes so that
+ * playback through the page cache is a continuous read.  The mount's
+ * device number comes from /proc/self/mountinfo: a stat() of the mountpoint
+ * would be a request to this very daemon, whose loop is not running yet.
+ */
+static void tune_bdi(const char *mnt_real, unsigned kb)
+{
+	char line[4096], path[128];
+	unsigned maj, min;
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	int found = 0;
+
+	if (!f || !mnt_real)
+		goto out;
+	while (!found && fgets(line, sizeof(line), f)) {
+		char mp[2048];
+
+		if (sscanf(line, "%*u %*u %u:%u %*s %2047s", &maj, &min, mp) == 3 &&
+		    strcmp(mp, mnt_real) == 0)
+			found = 1;
+	}
+	if (found) {
+		FILE *b;
+
+		snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb", maj, min);
+		b = fopen(path, "we");
+		if (b) {
+			fprintf(b, "%u\n", kb);
+			fclose(b);
+		}
+	}
+out:
+	if (f)
+		fclose(f);
+}
+
 static void detach_stdio(void)
 {
 	int fd = open("/dev/null", O_RDWR);
@@ -188,6 +228,7 @@ int main(int argc, char **argv)
 	struct ffs *fs = NULL;
 	struct ff_err err = { "" };
 	const char *paths[32];
+	char *mnt_real = NULL;
 	char msg[600];
 	unsigned n;
 	int report_fd = -1, rc = 1;
@@ -231,6 +272,7 @@ int main(int argc, char **argv)
 		report(report_fd, msg);
 		return 1;
 	}
+	mnt_real = realpath(fo.mountpoint, NULL); /* before mounting: afterwards it would ask us */
 	se = fuse_session_new(&args, &ffs_fuse_ops, sizeof(ffs_fuse_ops), fs);
 	if (!se || fuse_set_signal_handlers(se) != 0 || fuse_session_mount(se, fo.mountpoint) != 0) {
 		snprintf(msg, sizeof(msg), "framefs: cannot mount on %s", fo.mountpoint);
@@ -240,6 +282,11 @@ int main(int argc, char **argv)
 		ffs_unmount(fs);
 		return 1;
 	}
+	if (!c.bdi_ra_kb)
+		c.bdi_ra_kb = 8192;
+	ffs_fuse_readahead_bytes = c.bdi_ra_kb * 1024;
+	tune_bdi(mnt_real, c.bdi_ra_kb);
+	free(mnt_real);
 	report(report_fd, "");
 	if (!fo.foreground) {
 		detach_stdio();

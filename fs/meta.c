@@ -211,14 +211,15 @@ int meta_read_check(struct ffs *fs, uint64_t no, uint32_t type, void *buf, bool 
 			bad++;
 			continue;
 		}
-		if (!fs->ro && meta_write_raw(fs, no, buf, 1) == 0) {
+		/* fsck reports a bad copy in its own pass and repairs it there */
+		if (!fs->ro && !fs->checking && meta_write_raw(fs, no, buf, 1) == 0) {
 			atomic_fetch_add(&fs->stats.meta_repaired, 1);
 			ff_log(FF_LOG_WARN, "metadata block %llu: a bad copy was repaired",
 			       (unsigned long long)no);
 		}
 		return 0;
 	}
-	if (!quiet)
+	if (!quiet && !fs->checking)
 		ff_log(FF_LOG_ERR, "metadata block %llu (type %08x): no copy passes its checksum",
 		       (unsigned long long)no, type);
 	return rc < 0 ? rc : -EBADMSG;

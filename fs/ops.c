@@ -683,6 +683,20 @@ ssize_t ffs_read(struct ffs *fs, uint64_t fh, void *buf, size_t size, uint64_t o
 	return data_read(fs, fi, buf, size, off);
 }
 
+ssize_t ffs_read_ref(struct ffs *fs, uint64_t fh, size_t size, uint64_t off, struct ffs_rref *ref)
+{
+	struct finode *fi = fh_inode(fh);
+
+	if (S_ISDIR(ff_le32(fi->d.mode)))
+		return -EISDIR;
+	return data_read_ref(fs, fi, size, off, ref);
+}
+
+void ffs_read_unref(struct ffs *fs, struct ffs_rref *ref)
+{
+	data_read_unref(fs, ref);
+}
+
 ssize_t ffs_write(struct ffs *fs, uint64_t fh, const void *buf, size_t size, uint64_t off)
 {
 	struct finode *fi = fh_inode(fh);

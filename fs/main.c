@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <malloc.h>
+#include <signal.h>
 #include <fuse_lowlevel.h>
 #include <fuse_opt.h>
 #include <stddef.h>
@@ -304,6 +305,10 @@ int main(int argc, char **argv)
 		rc = fuse_session_loop_mt(se, cfg);
 		fuse_loop_cfg_destroy(cfg);
 	}
+	/* libfuse returns the signal that ended the loop: a requested stop
+	 * (SIGTERM from an init system, ^C) is not a failure */
+	if (rc == SIGTERM || rc == SIGINT || rc == SIGHUP)
+		rc = 0;
 	fuse_session_unmount(se);
 	fuse_remove_signal_handlers(se);
 	fuse_session_destroy(se);

@@ -212,6 +212,7 @@ static inline int it_check_file(const char *path, size_t len, uint64_t seed)
 	return 0;
 }
 
+#ifndef IT_OWN_MAIN
 static void it_run(void);
 static void it_verify(void);
 
@@ -231,5 +232,6 @@ int main(int argc, char **argv)
 	printf("%s %s: %d checks, %d failed\n", argv[0], argv[2], it_checks, it_failures);
 	return it_failures ? 1 : 0;
 }
+#endif
 
 #endif

@@ -34,6 +34,8 @@
 #   PT_OPTS=cache=never passthrough_ll's -o options (besides source=), as shared/bench/peers.sh
 #   FRAMETEST=0         1: also a framefs-frametest line (-w 4k, then -r) per filesystem row,
 #                       from FRAMEFS_BUILD or PATH (auto: if found); it adds ~40% to the time
+#   PHASE_TIMEOUT=300   seconds one phase (a fio run, a mkfs, a mount) may take; a framefs
+#                       phase that takes longer fails its row (its daemon is killed if it hangs)
 #   ONLY="pt ff5"       run only these rows (raw4 raw6 null pt btrfs5 btrfs6 ff5 ff6), in this
 #                       order (rotated each run); a row may repeat
 # Needs root, fio, btrfs-progs, util-linux, fuse3, libfuse3-dev (its examples), a C compiler.
@@ -64,6 +66,7 @@ FRAMEFS_MKFS_OPTS=${FRAMEFS_MKFS_OPTS:-}
 FRAMEFS_MEMBERS=${FRAMEFS_MEMBERS:-loop}
 PT_OPTS=${PT_OPTS:-cache=never}
 FRAMETEST=${FRAMETEST:-0}
+PHASE_TIMEOUT=${PHASE_TIMEOUT:-300}
 if [ "$MODE" = ram ]; then
 	MEMBERS_DIR=${MEMBERS_DIR:-/dev/shm}
 	NMEM=6
@@ -72,7 +75,7 @@ else
 	NMEM=4
 fi
 
-for v in SIZE_MB FRAMES THREADS RUNS CREATES; do
+for v in SIZE_MB FRAMES THREADS RUNS CREATES PHASE_TIMEOUT; do
 	[[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive whole number (got '${!v}')"
 done
 [ $((FRAMES % THREADS)) -eq 0 ] || die "FRAMES ($FRAMES) must be a multiple of THREADS ($THREADS)"
@@ -80,7 +83,7 @@ done
 case "$FRAMEFS_MEMBERS" in loop | file) ;; *) die "FRAMEFS_MEMBERS must be loop or file" ;; esac
 case "$FRAMETEST" in auto | 0 | 1) ;; *) die "FRAMETEST must be auto, 0 or 1" ;; esac
 [ "$(id -u)" -eq 0 ] || die "must run as root (loop devices, mounts, drop_caches)"
-for t in fio losetup mkfs.btrfs btrfs fusermount3 findmnt pgrep cc pkg-config dd stat awk sort; do
+for t in fio losetup mkfs.btrfs btrfs fusermount3 findmnt pgrep ps timeout cc pkg-config dd stat awk sort; do
 	command -v "$t" >/dev/null || die "$t not found (see bench/README.md for the packages)"
 done
 for f in null.c passthrough_ll.c; do
@@ -98,39 +101,56 @@ FRAME_MB=$(((FRAMES * FSZ + 1048575) / 1048576)) # one phase's frames, MiB
 # ---- what lives where, and its clean-up -------------------------------------------------------
 
 W="" # member files
-S="" # tmpfs scratch: binaries, passthrough's source dir, null's file
-MNT="" # mountpoints (plain directories, removed with rmdir only)
+S="" # tmpfs scratch: binaries, passthrough's source dir, outputs
+MNT="" # mountpoints (plain directories and null's file, removed with rmdir / rm -f only)
 LOOPS=()
-DAEMONS=() # FUSE daemons we started (pids), killed at exit if still alive
+DAEMONS=() # pid:comm of every FUSE daemon we started
+declare -A MPID=() # mountpoint -> pid:comm of the FUSE daemon serving it
 ERRF=/dev/null
+OUTF=/dev/null
 
 mounted() { findmnt -rn --mountpoint "$1" >/dev/null 2>&1; }
 
-unmount() { # MOUNTPOINT: unmount (FUSE or not), lazily as a last resort
-	local m=$1 i
-	mounted "$m" || return 0
-	fusermount3 -u "$m" 2>/dev/null || umount "$m" 2>/dev/null || true
-	for i in 1 2 3 4 5 6 7 8 9 10; do
-		mounted "$m" || return 0
-		sleep 0.5
-		[ "$i" = 5 ] && { umount "$m" 2>/dev/null || true; }
+kill_daemon() { # pid:comm: TERM, then KILL, if that pid still is that daemon (a KILLed FUSE
+	# daemon aborts its connection, which frees a hung mount and the processes stuck on it)
+	local p=${1%%:*} c=${1#*:} i
+	for i in $(seq 1 25); do
+		[ "$(cat "/proc/$p/comm" 2>/dev/null)" = "$c" ] || return 0
+		[ "$i" = 1 ] && kill "$p" 2>/dev/null
+		[ "$i" = 10 ] && kill -9 "$p" 2>/dev/null
+		sleep 0.2
 	done
-	umount -l "$m" 2>/dev/null || true
+}
+
+unmount() { # MOUNTPOINT: unmount; kills the FUSE daemon that does not let go, lazily at last
+	local m=$1
+	mounted "$m" || return 0
+	timeout 60 fusermount3 -u "$m" 2>/dev/null || timeout 60 umount "$m" 2>/dev/null || true
+	mounted "$m" || return 0
+	warn "$m does not unmount; killing its daemon"
+	[ -n "${MPID[$m]:-}" ] && kill_daemon "${MPID[$m]}"
+	timeout 10 fusermount3 -u -z "$m" 2>/dev/null || timeout 10 umount -l "$m" 2>/dev/null || true
 	! mounted "$m"
 }
 
+descendants() { # PID -> every process below it
+	ps -eo pid=,ppid= | awk -v root="$1" '{ up[$1] = $2 }
+		END { for (p in up) { q = p; while ((q in up) && q != root && q > 1) q = up[q]; if (q == root && p != root) print p } }'
+}
+
 cleanup() {
-	local rc=$? m l p busy=0
+	local rc=$? m l p busy=0 kids
 	trap - EXIT INT TERM HUP
 	set +e
+	kids=$(descendants $$)
+	# shellcheck disable=SC2086 # a list of pids
+	[ -n "$kids" ] && kill $kids 2>/dev/null
 	if [ -n "$MNT" ]; then
 		for m in "$MNT/fs" "$MNT/nullfile"; do
 			unmount "$m" || { warn "cannot unmount $m"; busy=1; }
 		done
 	fi
-	for p in "${DAEMONS[@]}"; do # pid:comm, killed only if that pid still is that daemon
-		[ "$(cat "/proc/${p%%:*}/comm" 2>/dev/null)" = "${p#*:}" ] && kill "${p%%:*}" 2>/dev/null
-	done
+	for p in "${DAEMONS[@]}"; do kill_daemon "$p"; done
 	for l in "${LOOPS[@]}"; do
 		btrfs device scan --forget "$l" >/dev/null 2>&1
 		losetup -d "$l" 2>/dev/null || warn "cannot detach $l"
@@ -176,6 +196,7 @@ S=$(mktemp -d /dev/shm/framefs-frames-scratch.XXXXXX)
 MNT=$(mktemp -d /tmp/framefs-frames-mnt.XXXXXX)
 mkdir "$MNT/fs" "$S/ptsrc" "$S/bin"
 ERRF=$S/err
+OUTF=$S/out
 
 # ---- tools ----------------------------------------------------------------------------------
 
@@ -258,29 +279,37 @@ add() { R[$1]="${R[$1]:-}$2 "; }
 
 drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 
-fio_mbs() { # RW FIO-ARGS... -> MB/s (10^6) on stdout; prints the error and fails otherwise
-	local rw=$1 out v
+V="" # the value the last measurement produced
+run() { # CMD...: at most PHASE_TIMEOUT s, in the background so that a signal reaches our trap
+	# at once; stdout in $OUTF, stderr in $ERRF
+	local rc=0
+	(timeout -k 10 "$PHASE_TIMEOUT" "$@" >"$OUTF" 2>"$ERRF") & # (): no "Killed" job notice
+	wait $! || rc=$?
+	if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then echo "timed out after $PHASE_TIMEOUT s" >>"$ERRF"; fi
+	return "$rc"
+}
+lasterr() { grep -v '^$' "$ERRF" | tail -n1; }
+
+fio_mbs() { # RW FIO-ARGS... -> V = MB/s (10^6 B/s); says why and fails otherwise
+	local rw=$1
 	shift
-	if ! out=$(fio --output-format=terse --terse-version=3 "$@" 2>"$ERRF"); then
-		warn "fio $rw failed: $(grep -v '^$' "$ERRF" | tail -n1)"
-		return 1
-	fi
-	v=$(awk -F';' -v rw="$rw" '$1 == 3 { bw = (rw == "read") ? $7 : $48; v = bw * 1024 / 1e6 }
-		END { if (v > 0) printf "%.0f", v }' <<<"$out")
-	[ -n "$v" ] || { warn "fio $rw: no throughput in its output"; return 1; }
-	echo "$v"
+	V=""
+	run fio --output-format=terse --terse-version=3 "$@" || { warn "fio $rw failed: $(lasterr)"; return 1; }
+	V=$(awk -F';' -v rw="$rw" '$1 == 3 { bw = (rw == "read") ? $7 : $48; v = bw * 1024 / 1e6 }
+		END { if (v > 0) printf "%.0f", v }' "$OUTF")
+	[ -n "$V" ] || { warn "fio $rw: no throughput in its output"; return 1; }
 }
 
-frames_fio() { # DIR RW DIRECT [NRFILES] -> MB/s: the frametest-style workload
+frames_fio() { # DIR RW DIRECT [NRFILES] -> V = MB/s of the frametest-style workload
 	local dir=$1 rw=$2 direct=$3 nr=${4:-$((FRAMES / THREADS))}
 	mkdir -p "$dir"
-	[ "$rw" = read ] && drop_caches
+	[ "$rw" = write ] || drop_caches
 	fio_mbs "$rw" --name=f --directory="$dir" --ioengine=psync --bs=1M --filesize=$FSZ \
 		--nrfiles="$nr" --file_service_type=sequential --numjobs="$THREADS" --group_reporting \
 		--fallocate=none --direct="$direct" --rw="$rw" --end_fsync=1
 }
 
-raw_fio() { # RW DEV... -> MB/s over all of them at once, no filesystem (as peers.sh)
+raw_fio() { # RW DEV... -> V = MB/s over all of them at once, no filesystem (as peers.sh)
 	local rw=$1 args=() i=0 d
 	shift
 	for d in "$@"; do args+=(--name="j$i" --filename="$d"); i=$((i + 1)); done
@@ -288,38 +317,36 @@ raw_fio() { # RW DEV... -> MB/s over all of them at once, no filesystem (as peer
 		--size=$((SIZE_MB * 3 / 4))M --group_reporting "${args[@]}"
 }
 
-null_fio() { # RW DIRECT -> MB/s: THREADS jobs on disjoint ranges of null's one (4 GiB) file,
-	# each moving what one job moves in frames_fio
+null_fio() { # RW DIRECT -> V = MB/s: THREADS jobs on disjoint ranges of null's one (4 GiB)
+	# file, each moving what one job moves in frames_fio
 	local rw=$1 direct=$2 per=$((FRAMES / THREADS)) cap loops=1
 	per=$((per * FSZ))
 	cap=$(((4 << 30) / THREADS / 1048576 * 1048576))
 	if [ "$per" -gt "$cap" ]; then loops=$(((per + cap - 1) / cap)); per=$cap; fi
-	[ "$rw" = read ] && drop_caches
+	[ "$rw" = write ] || drop_caches
 	fio_mbs "$rw" --name=n --filename="$MNT/nullfile" --ioengine=psync --bs=1M --size="$per" \
 		--offset_increment="$per" --numjobs="$THREADS" --loops="$loops" --group_reporting \
 		--rw="$rw" --direct="$direct"
 }
 
-create_rate() { # DIR -> empty frames created per second
-	local v
+create_rate() { # DIR -> V = empty frames created (and closed) per second
+	V=""
 	mkdir -p "$1"
 	sync
-	v=$("$CREATERATE" -q -t "$THREADS" -n "$CREATES" "$1" 2>"$ERRF") || {
-		warn "create rate in $1: $(tail -n1 "$ERRF")"
-		return 1
-	}
-	echo "$v"
+	run "$CREATERATE" -q -t "$THREADS" -n "$CREATES" "$1" || { warn "create rate in $1: $(lasterr)"; return 1; }
+	V=$(head -n1 "$OUTF")
 }
 
-ft_mbs() { # DIR MODE(w|r) -> MB/s from framefs-frametest's JSON
-	local dir=$1 mode=$2 out v args=(-r)
+ft_mbs() { # DIR MODE(w|r) -> V = MB/s from framefs-frametest's JSON
+	local dir=$1 mode=$2 args=(-r)
 	[ "$mode" = w ] && args=(-w 4k)
+	V=""
 	mkdir -p "$dir"
-	[ "$mode" = r ] && drop_caches
-	out=$("$FT" "${args[@]}" -t "$THREADS" -n "$FRAMES" -u 0 --json "$dir" 2>"$ERRF") || true
-	v=$(sed -n 's/.*"throughput":{"MB_s":\([0-9.]*\).*/\1/p' <<<"$out")
-	[ -n "$v" ] || { warn "framefs-frametest -$mode in $dir: $(tail -n1 "$ERRF")"; return 1; }
-	printf '%.0f\n' "$v"
+	[ "$mode" = w ] || drop_caches
+	run "$FT" "${args[@]}" -t "$THREADS" -n "$FRAMES" -u 0 --json "$dir" || true
+	V=$(sed -n 's/.*"throughput":{"MB_s":\([0-9.]*\).*/\1/p' "$OUTF")
+	[ -n "$V" ] || { warn "framefs-frametest -$mode in $dir: $(lasterr)"; return 1; }
+	V=$(printf '%.0f' "$V")
 }
 
 daemon_pid() { # MOUNTPOINT COMM -> pid of the process named COMM with MOUNTPOINT in its argv
@@ -350,6 +377,7 @@ fuse_wait() { # MOUNTPOINT COMM: wait (up to 15 s) until mounted; FUSE_PID = its
 	for i in $(seq 1 75); do
 		if mounted "$1" && FUSE_PID=$(daemon_pid "$1" "$2"); then
 			DAEMONS+=("$FUSE_PID:$2")
+			MPID[$1]="$FUSE_PID:$2"
 			return 0
 		fi
 		sleep 0.2
@@ -357,7 +385,7 @@ fuse_wait() { # MOUNTPOINT COMM: wait (up to 15 s) until mounted; FUSE_PID = its
 	return 1
 }
 
-# "label value" pieces of a row's line, printed as they come
+# pieces of a row's line, printed as they come
 say() { printf '%s' "$*"; }
 
 # The filesystem suite, the same for every filesystem row, on a mounted DIR:
@@ -365,25 +393,25 @@ say() { printf '%s' "$*"; }
 #   creates, O_DIRECT write/read (kept: the degraded read reads them), framefs-frametest.
 # KEY prefixes the results; HOOK (a function or ":") runs after every phase (RSS sampling).
 fs_suite() { # DIR KEY HOOK -> fails on the first failed phase
-	local d=$1 k=$2 hook=$3 v
-	frames_fio "$d/warm" write 1 1 >/dev/null || return 1
+	local d=$1 k=$2 hook=$3
+	frames_fio "$d/warm" write 1 1 || return 1
 	rm -rf "$d/warm"
-	v=$(frames_fio "$d/b" write 0) || return 1
-	add "$k.bw" "$v"; say "  buffered w $v"; $hook
-	v=$(frames_fio "$d/b" read 0) || return 1
-	add "$k.br" "$v"; say " r $v"; $hook
+	frames_fio "$d/b" write 0 || return 1
+	add "$k.bw" "$V"; say "  buffered w $V"; $hook
+	frames_fio "$d/b" read 0 || return 1
+	add "$k.br" "$V"; say " r $V"; $hook
 	rm -rf "$d/b"
-	v=$(create_rate "$d/c") || return 1
-	add "$k.cr" "$v"; say "  creates $v/s"; $hook
-	v=$(frames_fio "$d/d" write 1) || return 1
-	add "$k.dw" "$v"; say "  O_DIRECT w $v"; $hook
-	v=$(frames_fio "$d/d" read 1) || return 1
-	add "$k.dr" "$v"; say " r $v"; $hook
+	create_rate "$d/c" || return 1
+	add "$k.cr" "$V"; say "  creates $V/s"; $hook
+	frames_fio "$d/d" write 1 || return 1
+	add "$k.dw" "$V"; say "  O_DIRECT w $V"; $hook
+	frames_fio "$d/d" read 1 || return 1
+	add "$k.dr" "$V"; say " r $V"; $hook
 	if [ -n "$FT" ]; then
-		v=$(ft_mbs "$d/ft" w) || return 1
-		add "$k.ftw" "$v"; say "  frametest w $v"; $hook
-		v=$(ft_mbs "$d/ft" r) || return 1
-		add "$k.ftr" "$v"; say " r $v"; $hook
+		ft_mbs "$d/ft" w || return 1
+		add "$k.ftw" "$V"; say "  frametest w $V"; $hook
+		ft_mbs "$d/ft" r || return 1
+		add "$k.ftr" "$V"; say " r $V"; $hook
 		rm -rf "$d/ft"
 	fi
 }
@@ -391,32 +419,32 @@ fs_suite() { # DIR KEY HOOK -> fails on the first failed phase
 # ---- rows -----------------------------------------------------------------------------------
 
 row_raw() { # N
-	local n=$1 v devs
+	local n=$1 devs
 	if [ "$MODE" = ram ]; then devs=("${LOOPS[@]:0:$n}"); else devs=("${MFILES[@]:0:$n}"); fi
 	touch_members "${MFILES[@]:0:$n}"
 	say "raw $n members (no fs)"
-	v=$(raw_fio write "${devs[@]}") || die "raw $n members: write failed"
-	add "raw$n.dw" "$v"; say "  O_DIRECT w $v"
-	v=$(raw_fio read "${devs[@]}") || die "raw $n members: read failed"
-	add "raw$n.dr" "$v"; say " r $v"
+	raw_fio write "${devs[@]}" || die "raw $n members: write failed"
+	add "raw$n.dw" "$V"; say "  O_DIRECT w $V"
+	raw_fio read "${devs[@]}" || die "raw $n members: read failed"
+	add "raw$n.dr" "$V"; say " r $V"
 	echo
 }
 
 row_null() {
-	local v p
+	local p
 	touch "$MNT/nullfile"
-	"$S/bin/null" "$MNT/nullfile" 2>"$ERRF" || die "FUSE null: $(tail -n1 "$ERRF")"
+	run "$S/bin/null" "$MNT/nullfile" || die "FUSE null: $(lasterr)"
 	fuse_wait "$MNT/nullfile" null || die "FUSE null did not mount"
 	p=$FUSE_PID
 	say "FUSE null (transport ceiling)"
-	v=$(null_fio write 1) || die "FUSE null: O_DIRECT write failed"
-	add null.dw "$v"; say "  O_DIRECT w $v"
-	v=$(null_fio read 1) || die "FUSE null: O_DIRECT read failed"
-	add null.dr "$v"; say " r $v"
-	v=$(null_fio write 0) || die "FUSE null: buffered write failed"
-	add null.bw "$v"; say "  buffered w $v"
-	v=$(null_fio read 0) || die "FUSE null: buffered read failed"
-	add null.br "$v"; say " r $v"
+	null_fio write 1 || die "FUSE null: O_DIRECT write failed"
+	add null.dw "$V"; say "  O_DIRECT w $V"
+	null_fio read 1 || die "FUSE null: O_DIRECT read failed"
+	add null.dr "$V"; say " r $V"
+	null_fio write 0 || die "FUSE null: buffered write failed"
+	add null.bw "$V"; say "  buffered w $V"
+	null_fio read 0 || die "FUSE null: buffered read failed"
+	add null.br "$V"; say " r $V"
 	add null.rss "$(hwm_mb "$p")"
 	echo
 	unmount "$MNT/nullfile" || die "cannot unmount FUSE null"
@@ -424,11 +452,11 @@ row_null() {
 }
 
 PT_HWM=0
+PT_PID=""
 pt_hook() { local h; h=$(hwm_mb "$PT_PID"); [ "${h:-0}" -gt "$PT_HWM" ] && PT_HWM=$h; return 0; }
 row_pt() {
 	local m=$MNT/fs
-	"$S/bin/passthrough_ll" -o "source=$S/ptsrc${PT_OPTS:+,$PT_OPTS}" "$m" 2>"$ERRF" ||
-		die "passthrough_ll: $(tail -n1 "$ERRF")"
+	run "$S/bin/passthrough_ll" -o "source=$S/ptsrc${PT_OPTS:+,$PT_OPTS}" "$m" || die "passthrough_ll: $(lasterr)"
 	fuse_wait "$m" passthrough_ll || die "passthrough_ll did not mount"
 	PT_PID=$FUSE_PID
 	PT_HWM=0
@@ -445,10 +473,9 @@ row_btrfs() { # LEVEL N
 	local lvl=$1 n=$2 m=$MNT/fs l
 	touch_members "${MFILES[@]:0:$n}"
 	# -K: no discard at mkfs; nodiscard: no async discard on delete
-	mkfs.btrfs -q -f -K -d "raid$lvl" -m raid1 "${LOOPS[@]:0:$n}" >"$ERRF" 2>&1 ||
-		die "mkfs.btrfs raid$lvl: $(tail -n1 "$ERRF")"
+	run mkfs.btrfs -q -f -K -d "raid$lvl" -m raid1 "${LOOPS[@]:0:$n}" || die "mkfs.btrfs raid$lvl: $(lasterr)"
 	btrfs device scan "${LOOPS[@]:0:$n}" >/dev/null 2>&1 || true
-	mount -t btrfs -o nodiscard "${LOOPS[0]}" "$m" 2>"$ERRF" || die "mount btrfs raid$lvl: $(tail -n1 "$ERRF")"
+	run mount -t btrfs -o nodiscard "${LOOPS[0]}" "$m" || die "mount btrfs raid$lvl: $(lasterr)"
 	say "btrfs RAID$lvl, $n members"
 	fs_suite "$m" "btrfs$lvl" : || die "btrfs RAID$lvl row failed"
 	echo
@@ -456,7 +483,7 @@ row_btrfs() { # LEVEL N
 	for l in "${LOOPS[@]:0:$n}"; do btrfs device scan --forget "$l" >/dev/null 2>&1 || true; done
 }
 
-FF_HWM=0   # peak over every framefs mount
+FF_HWM=0 # peak RSS over every framefs mount
 FF_MOUNT_HWM=0
 FF_PID=""
 FF_FAILS=0
@@ -467,30 +494,22 @@ ff_hook() {
 	[ "${h:-0}" -gt "$FF_HWM" ] && FF_HWM=$h
 	return 0
 }
-ff_members() { # N [SKIP] -> comma-separated member list, SKIP left out
-	local n=$1 skip=${2:--1} i out=""
-	for i in $(seq 0 $((n - 1))); do
-		[ "$i" = "$skip" ] && continue
-		if [ "$MODE" = disk ] || [ "$FRAMEFS_MEMBERS" = file ]; then
-			out+="${out:+,}${MFILES[$i]}"
-		else
-			out+="${out:+,}${LOOPS[$i]}"
-		fi
-	done
-	echo "$out"
+ff_member() { # I -> member I as framefs gets it
+	if [ "$MODE" = disk ] || [ "$FRAMEFS_MEMBERS" = file ]; then echo "${MFILES[$1]}"; else echo "${LOOPS[$1]}"; fi
 }
-ff_mount() { # MEMBERS -> sets FF_PID
-	local opts=()
+ff_mount() { # N [SKIP]: mount members 0..N-1 but SKIP; sets FF_PID
+	local n=$1 skip=${2:--1} i list="" opts=()
+	for i in $(seq 0 $((n - 1))); do
+		[ "$i" = "$skip" ] || list+="${list:+,}$(ff_member "$i")"
+	done
 	[ -n "$FRAMEFS_OPTS" ] && opts=(-o "$FRAMEFS_OPTS")
-	"$FRAMEFS" "${opts[@]}" "$1" "$MNT/fs" >"$ERRF" 2>&1 || {
-		warn "framefs mount of $1 failed: $(tail -n1 "$ERRF")"
-		return 1
-	}
-	fuse_wait "$MNT/fs" framefs || { warn "framefs did not mount $1 (no mount, or no framefs process with it in its argv)"; return 1; }
+	run "$FRAMEFS" "${opts[@]}" "$list" "$MNT/fs" || { warn "framefs $list: $(lasterr)"; return 1; }
+	fuse_wait "$MNT/fs" framefs ||
+		{ warn "framefs did not mount $list (no mount, or no process named framefs with $MNT/fs in its argv)"; return 1; }
 	FF_PID=$FUSE_PID
 }
 ff_unmount() {
-	ff_hook
+	ff_hook # the phase's last RSS sample, before the unmount
 	unmount "$MNT/fs" || { warn "cannot unmount framefs"; return 1; }
 	wait_gone "$FF_PID" || return 1
 }
@@ -501,25 +520,22 @@ ff_fail() { # MESSAGE: a framefs row failed; the run goes on without it
 	unmount "$MNT/fs" || true
 }
 row_framefs() { # LEVEL N DEGRADED(0|1) RUN
-	local lvl=$1 n=$2 degraded=$3 run=$4 skip v mkfs_opts=() members=()
-	local i
-	for i in $(seq 0 $((n - 1))); do
-		if [ "$MODE" = disk ] || [ "$FRAMEFS_MEMBERS" = file ]; then members+=("${MFILES[$i]}"); else members+=("${LOOPS[$i]}"); fi
-	done
+	local lvl=$1 n=$2 degraded=$3 run=$4 skip i mkfs_opts=() members=()
+	for i in $(seq 0 $((n - 1))); do members+=("$(ff_member "$i")"); done
 	touch_members "${MFILES[@]:0:$n}"
 	read -r -a mkfs_opts <<<"$FRAMEFS_MKFS_OPTS"
-	"$MKFS_FRAMEFS" -l "$lvl" "${mkfs_opts[@]}" -L framebench -f "${members[@]}" >"$ERRF" 2>&1 || {
-		ff_fail "mkfs.framefs -l $lvl on $n members failed: $(tail -n1 "$ERRF")"; return 0; }
+	run "$MKFS_FRAMEFS" -l "$lvl" "${mkfs_opts[@]}" -L framebench -f "${members[@]}" || {
+		ff_fail "mkfs.framefs -l $lvl on $n members failed: $(lasterr)"; return 0; }
 	FF_MOUNT_HWM=0
-	ff_mount "$(ff_members "$n")" || { ff_fail "RAID$lvl mount failed"; return 0; }
+	ff_mount "$n" || { ff_fail "RAID$lvl mount failed"; return 0; }
 	say "framefs RAID$lvl, $n members"
 	fs_suite "$MNT/fs" "ff$lvl" ff_hook || { ff_fail "RAID$lvl: a phase failed"; return 0; }
 	ff_unmount || { ff_fail "RAID$lvl unmount failed"; return 0; }
 	if [ "$degraded" = 1 ]; then
 		skip=$(((run - 1) % n))
-		ff_mount "$(ff_members "$n" "$skip")" || { ff_fail "RAID$lvl degraded mount (member $skip left out) failed"; return 0; }
-		v=$(frames_fio "$MNT/fs/d" read 1) || { ff_fail "RAID$lvl degraded read failed"; return 0; }
-		add "ff$lvl.dg" "$v"; say "  degraded (m$skip out) r $v"
+		ff_mount "$n" "$skip" || { ff_fail "RAID$lvl degraded mount (member $skip left out) failed"; return 0; }
+		frames_fio "$MNT/fs/d" read 1 || { ff_fail "RAID$lvl degraded read failed"; return 0; }
+		add "ff$lvl.dg" "$V"; say "  degraded (m$skip out) r $V"
 		ff_unmount || { ff_fail "RAID$lvl degraded unmount failed"; return 0; }
 	fi
 	add "ff$lvl.rss" "$FF_MOUNT_HWM"

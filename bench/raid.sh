@@ -69,6 +69,10 @@ else
 		die "framefs-raidbench is not on PATH; build it and set FRAMEFS_BUILD=/path/to/build"
 fi
 
+if [[ " ${backings[*]} " == *" loop "* ]] && ! "$RB" --help 2>&1 | grep -q -- --use; then
+	die "$RB has no --use (an older build); rebuild it or set FRAMEFS_BUILD"
+fi
+
 need=$((maxm * SIZE_MB + 256))
 free=$(df -Pm /dev/shm | awk 'NR==2 { print $4 }')
 [ "$free" -ge "$need" ] || die "/dev/shm has $free MiB free, needs $need (${maxm} members x ${SIZE_MB} MiB); lower SIZE_MB"
@@ -121,7 +125,7 @@ one() { # LEVEL MEMBERS BACKING: one framefs-raidbench run; records its RESULT
 		indent <<<"$out"
 		die "framefs-raidbench failed: $(tail -n1 "$ERRF")"
 	fi
-	indent <<<"$out"
+	grep -v '^RESULT ' <<<"$out" | indent
 	res=$(grep '^RESULT ' <<<"$out" | tail -n1)
 	[ -n "$res" ] || die "framefs-raidbench printed no RESULT line"
 	echo "$res backing=$b"

@@ -352,7 +352,7 @@ ft_mbs() { # DIR MODE(w|r) -> V = MB/s from framefs-frametest's JSON
 daemon_pid() { # MOUNTPOINT COMM -> pid of the process named COMM with MOUNTPOINT in its argv
 	local p
 	for p in $(pgrep -x "$2"); do
-		tr '\0' '\n' <"/proc/$p/cmdline" 2>/dev/null | grep -qxF -- "$1" && { echo "$p"; return 0; }
+		tr '\0' '\n' 2>/dev/null <"/proc/$p/cmdline" | grep -qxF -- "$1" && { echo "$p"; return 0; }
 	done
 	return 1
 }

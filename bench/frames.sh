@@ -631,7 +631,8 @@ hdr="median [min..max] of $RUNS runs"
 [ "$RUNS" = 1 ] && hdr="1 run"
 printf '%-36s %-20s %-20s %-20s %-20s %-20s %s\n' "MB/s (10^6 B/s), $hdr" "O_DIRECT write" "O_DIRECT read" \
 	"buffered write" "buffered read" "creates/s" "RSS MiB"
-trow() { # LABEL KEY
+trow() { # LABEL KEY (rows that did not run, ONLY=, are left out)
+	[ -n "${R[$2.dw]:-}${R[$2.bw]:-}" ] || return 0
 	printf '%-36s %-20s %-20s %-20s %-20s %-20s %s\n' "$1" "$(cell "$2.dw")" "$(cell "$2.dr")" \
 		"$(cell "$2.bw")" "$(cell "$2.br")" "$(cell "$2.cr")" "$(cell "$2.rss")"
 }
@@ -648,7 +649,7 @@ if [ "$MODE" = ram ]; then
 	trow "btrfs RAID6, 6 members" btrfs6; ftrow "" btrfs6
 	if [ "$HAVE_FRAMEFS" = 1 ]; then
 		trow "framefs RAID5, 4 members" ff5; ftrow "" ff5
-		printf '%-36s %-20s %-20s\n' "framefs RAID5, 1 of 4 missing" "" "$(cell ff5.dg)"
+		[ -z "${R[ff5.dg]:-}" ] || printf '%-36s %-20s %-20s\n' "framefs RAID5, 1 of 4 missing" "" "$(cell ff5.dg)"
 		trow "framefs RAID6, 6 members" ff6; ftrow "" ff6
 	else
 		echo "framefs                              not built"

@@ -181,10 +181,11 @@ trap 'warn "terminated"; exit 143' TERM HUP
 avail_mb() { df -Pm "$1" | awk 'NR==2 { print $4 }'; }
 mem_avail_mb() { awk '/^MemAvailable:/ { printf "%d", $2 / 1024 }' /proc/meminfo; }
 if [ "$MODE" = ram ]; then
-	# members + passthrough's tmpfs source + page cache of the buffered phases + 1 GiB slack
-	need=$((NMEM * SIZE_MB + 2 * FRAME_MB + 1024))
+	# members + passthrough's tmpfs source (one phase of frames) + 512 MiB; the page cache of
+	# the buffered phases is reclaimable (and dropped before every read)
+	need=$((NMEM * SIZE_MB + FRAME_MB + 512))
 	[ "$(mem_avail_mb)" -ge "$need" ] ||
-		die "needs ~${need} MiB of free memory (members ${NMEM}x${SIZE_MB} MiB, frames 2x${FRAME_MB} MiB), $(mem_avail_mb) MiB available; lower SIZE_MB/FRAMES"
+		die "needs ~${need} MiB of memory (members ${NMEM}x${SIZE_MB} MiB, frames ${FRAME_MB} MiB), $(mem_avail_mb) MiB available; lower SIZE_MB/FRAMES"
 	[ "$(avail_mb /dev/shm)" -ge $((NMEM * SIZE_MB + FRAME_MB + 256)) ] ||
 		die "/dev/shm has $(avail_mb /dev/shm) MiB free, needs $((NMEM * SIZE_MB + FRAME_MB + 256))"
 fi

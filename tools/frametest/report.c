@@ -64,9 +64,16 @@ static void text_header(FILE *out, const struct ft_report *r)
 	fprintf(out, "Frame size:         %" PRIu64 " bytes (%s)", r->frame_bytes, r->size_label);
 	if (r->io_bytes != r->frame_bytes && !r->cfg->empty)
 		fprintf(out, ", %" PRIu64 " bytes read per frame (-c)", r->io_bytes);
-	fprintf(out, "\nFrame rate:         %s\n", r->cfg->fps_num ?
-		ft_format_fps(r->cfg->fps_num, r->cfg->fps_den, fps, sizeof(fps)) :
-		"unpaced (as fast as possible)");
+	if (r->cfg->fps_num && r->write)
+		fprintf(out, "\nFrame rate:         %s fps, due %u frame(s) after arrival, queue of %u\n",
+			ft_format_fps(r->cfg->fps_num, r->cfg->fps_den, fps, sizeof(fps)),
+			r->cfg->prebuffer, r->cfg->queue_max);
+	else if (r->cfg->fps_num)
+		fprintf(out, "\nFrame rate:         %s fps, %u frame(s) buffered ahead\n",
+			ft_format_fps(r->cfg->fps_num, r->cfg->fps_den, fps, sizeof(fps)),
+			r->cfg->prebuffer);
+	else
+		fprintf(out, "\nFrame rate:         unpaced (as fast as possible)\n");
 	fprintf(out, "Test duration:      %.2f secs\n", s->duration_s);
 	fprintf(out, "Frames transferred: %" PRIu64 " (%.3f MiB, %.3f MB)\n", d->transferred,
 		(double)s->bytes / MIB, (double)s->bytes / 1e6);

@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fsck.framefs: check (and repair) a framefs volume.
+ *
+ *   fsck.framefs [-n|-y|-p] [-c] [-f] MEMBER...
+ *
+ * Exit codes as fsck(8), or-ed: 0 no problem, 1 problems fixed, 4 problems
+ * left uncorrected, 8 operational error; 16 usage error.  Problems go to
+ * standard output one per line (see fsck_problem.c); what stops the run
+ * goes to standard error as one line.  The passes are described in fsck.h.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mkfs/fsck.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: %s [-n|-y|-p] [-c] [-f] MEMBER...\n\n"
+		   "  -n   check only: open read-only, answer no to every repair\n"
+		   "  -y   repair everything that can be repaired\n"
+		   "  -p   repair what is safe without asking (preen); stop on anything else\n"
+		   "  -c   also verify every data chunk against its checksum\n"
+		   "  -f   check even if the volume seems clean (always done; for fsck(8))\n",
+		FSCK_NAME);
+}
+
+static int parse(int argc, char **argv, struct fsck *c)
+{
+	int o, modes = 0;
+
+	c->mode = FSCK_ASK;
+	while ((o = getopt(argc, argv, "nypacfh")) != -1) {
+		switch (o) {
+		case 'n': c->mode = FSCK_NO; modes++; break;
+		case 'y': c->mode = FSCK_YES; modes++; break;
+		case 'p': case 'a': c->mode = FSCK_PREEN; modes++; break;
+		case 'c': c->verify_data = true; break;
+		case 'f': break;
+		case 'h': usage(stdout); exit(FSCK_EXIT_CLEAN);
+		default: usage(stderr); return -EINVAL;
+		}
+	}
+	if (modes > 1 || optind >= argc) {
+		fprintf(stderr, "%s: %s\n", FSCK_NAME,
+			modes > 1 ? "only one of -n, -y and -p" : "no member given");
+		usage(stderr);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void summary(struct fsck *c)
+{
+	uint64_t inodes = 0, stripes = 0, pool = 0;
+
+	if (!c->ino)
+		return;
+	for (uint64_t i = 1; i < c->ninodes; i++)
+		inodes += (c->ino[i].flags & IS_USED) != 0;
+	for (uint64_t s = 0; s < c->nstripes; s++)
+		stripes += c->stripe[s].ino != 0;
+	for (uint64_t b = 0; b < c->pool_blocks; b++)
+		pool += c->pool_owner[b] != 0;
+	printf("%s: %llu/%llu inodes, %llu/%llu data stripes, %llu/%llu metadata blocks\n", c->label,
+	       (unsigned long long)inodes, (unsigned long long)c->ninodes - 1,
+	       (unsigned long long)stripes, (unsigned long long)c->nstripes,
+	       (unsigned long long)pool, (unsigned long long)c->pool_blocks);
+	if (c->written)
+		printf("\n%s: ***** FILE SYSTEM WAS MODIFIED *****\n", c->label);
+}
+
+static void run(struct fsck *c)
+{
+	int (*const pass[])(struct fsck *) = { fsck_pass1, fsck_pass2, fsck_pass3, fsck_pass4,
+					      fsck_pass5 };
+
+	for (unsigned i = 0; i < FF_ARRAY_SIZE(pass) && !c->operr && !c->stop; i++)
+		if (pass[i](c) < 0 && !c->operr)
+			c->operr = -EIO;
+	if (c->fs->sb && c->written && !c->fs->ro && !c->operr) {
+		int rc = ffs_check_finish(c->fs);
+
+		if (rc < 0)
+			fsck_operr(c, rc, "cannot write the superblock");
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct fsck c = { .mode = FSCK_ASK };
+	struct ff_err err = { "" };
+	int rc, code;
+
+	if (parse(argc, argv, &c) < 0)
+		return FSCK_EXIT_USAGE;
+	if (c.mode == FSCK_ASK && !isatty(STDIN_FILENO)) {
+		fprintf(stderr, "%s: need a terminal for interactive repairs (use -n, -y or -p)\n",
+			FSCK_NAME);
+		return FSCK_EXIT_OPERROR;
+	}
+	ff_log_set_level(FF_LOG_WARN);
+	rc = ffs_check_open((const char *const *)argv + optind, (unsigned)(argc - optind),
+			    c.mode == FSCK_NO, 0, &c.fs, &err);
+	if (rc < 0) {
+		fprintf(stderr, "%s: %s\n", FSCK_NAME, err.msg[0] ? err.msg : strerror(-rc));
+		return FSCK_EXIT_OPERROR;
+	}
+	run(&c);
+	if (!c.operr || c.sb)
+		summary(&c);
+	fflush(stdout);
+	if (ffs_check_close(c.fs) < 0)
+		fsck_operr(&c, -EIO, "cannot close the array");
+	fsck_state_free(&c);
+	code = (c.fixed ? FSCK_EXIT_FIXED : 0) | (c.unfixed ? FSCK_EXIT_UNFIXED : 0) |
+	       (c.operr ? FSCK_EXIT_OPERROR : 0);
+	return c.sb ? code : FSCK_EXIT_OPERROR;
+}

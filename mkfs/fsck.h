@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fsck.framefs: the checker's context, its problem table and its passes.
+ *
+ *   Pass 1  superblocks and the journal              fsck_pass1.c
+ *   Pass 2  inodes, extent maps, B+trees, checksum   fsck_pass2.c, fsck_extent.c,
+ *           table owners                             fsck_tree.c
+ *   Pass 3  directories and connectivity             fsck_pass3.c, fsck_connect.c
+ *   Pass 4  link counts, orphan list, bitmaps        fsck_pass4.c
+ *   Pass 5  metadata copies and data checksums       fsck_pass5.c
+ *
+ * Passes 2 and 3 count what the metadata uses (inodes, data stripes, pool
+ * blocks, directory entries); pass 4 compares the counts with the link
+ * counts and bitmaps.  When a repair in passes 1-3 changed the metadata,
+ * passes 2 and 3 run again without reporting (the census) so that pass 4
+ * compares with what is on disk now; a problem the census still finds is
+ * one a repair did not fix, and the run ends with exit code 4.
+ *
+ * Repairs go through the library's metadata cache and journal (mb_dirty,
+ * journal_commit): an interrupted fsck leaves a consistent journal.  Space
+ * is never freed during passes 2-3; what a repair orphans (old B+tree
+ * nodes, stripes of a cleared inode) is freed in pass 4 by the bitmap
+ * rewrite, and allocations in passes 2-3 only happen after pass 2 has
+ * marked everything the metadata uses as taken.
+ */
+#ifndef FSCK_H
+#define FSCK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "fs/check.h"
+
+#define FSCK_NAME "fsck.framefs"
+
+/* fsck(8) exit codes */
+enum {
+	FSCK_EXIT_CLEAN = 0,
+	FSCK_EXIT_FIXED = 1,
+	FSCK_EXIT_UNFIXED = 4,
+	FSCK_EXIT_OPERROR = 8,
+	FSCK_EXIT_USAGE = 16,
+};
+
+enum fsck_mode { FSCK_ASK, FSCK_NO, FSCK_YES, FSCK_PREEN };
+
+/* ---- the problem table (fsck_problem.c) --------------------------------- */
+
+enum problem {
+	PR_1_SB_COPY_BAD,
+	PR_1_NO_SUPER,
+	PR_1_JOURNAL_PENDING,
+	PR_1_JOURNAL_BAD,
+	PR_2_HWM,
+	PR_2_ITABLE_BAD,
+	PR_2_SLOT_INO,
+	PR_2_ROOT_NOT_DIR,
+	PR_2_BAD_MODE,
+	PR_2_BAD_FLAGS,
+	PR_2_FIELD,
+	PR_2_EXTENT_BAD,
+	PR_2_EXTENTS_MANY,
+	PR_2_TREE_BAD,
+	PR_2_XATTR_BAD,
+	PR_2_SYMLINK_BAD,
+	PR_2_DUP_STRIPES,
+	PR_2_CSUM_OWNER,
+	PR_2_CSUM_BLOCK,
+	PR_3_ROOT_BAD,
+	PR_3_ENTRY_BAD,
+	PR_3_ENTRY_NAME,
+	PR_3_ENTRY_HASH,
+	PR_3_ENTRY_DUP,
+	PR_3_ENTRY_FREE,
+	PR_3_ENTRY_TYPE,
+	PR_3_DIR_LINK,
+	PR_3_UNREACHABLE,
+	PR_3_NO_LPF,
+	PR_3_UNATTACHED,
+	PR_3_UNLINKED,
+	PR_3_DOTDOT,
+	PR_3_DIR_SIZE,
+	PR_4_NLINK,
+	PR_4_ORPHANS,
+	PR_4_BITMAP_BLOCK,
+	PR_4_BITMAP_DIFF,
+	PR_4_LEFT,
+	PR_5_COPY_BAD,
+	PR_5_DATA_BAD,
+	PR_5_DATA_LOST,
+	PR_COUNT
+};
+
+/* MINOR: the repair loses nothing (fsck -p makes it); MAJOR: it may lose
+ * data or names, so -p stops; FATAL: the check cannot go on. */
+enum severity { SEV_MINOR, SEV_MAJOR, SEV_FATAL };
+
+struct problem_def {
+	enum problem code;
+	uint16_t id;            /* stable number: pass * 0x100 + n */
+	enum severity sev;
+	const char *msg;        /* {ino} {ino2} {blk} {num} {num2} {num3} {onum} {xnum} {str} {str2} {str3} */
+	const char *fix;        /* the question; NULL when it cannot be repaired */
+};
+
+extern const struct problem_def fsck_problems[PR_COUNT];
+
+/* Values a message refers to. */
+struct pctx {
+	uint64_t ino, ino2, blk, num, num2, num3;
+	const char *str, *str2, *str3;
+};
+
+struct fsck;
+
+/* Report a problem; true when it is to be repaired now. */
+bool fix_problem(struct fsck *c, enum problem code, const struct pctx *p);
+/* An operational error (I/O, memory): the run stops, exit code 8. */
+void fsck_operr(struct fsck *c, int rc, const char *what);
+void fsck_pass_start(struct fsck *c, int pass, const char *title);
+
+/* ---- state ---------------------------------------------------------------- */
+
+enum ino_flags {
+	IS_USED = 1u << 0,        /* a valid table slot */
+	IS_CLEARED = 1u << 1,     /* cleared by this run */
+	IS_REBUILD = 1u << 2,     /* files: map to rebuild; directories: entries to salvage */
+	IS_ON_ORPHANS = 1u << 3,  /* on the orphan list as found */
+	IS_REACHED = 1u << 4,     /* directories: connected to the root */
+	IS_NOCOUNT = 1u << 6,     /* a repair was declined: skip its link count */
+	IS_ORPHAN_OK = 1u << 7,   /* a valid orphan: unlinked, waiting for the next mount */
+	IS_TREE_BAD = 1u << 8,    /* damaged B+tree, rebuild declined */
+	IS_VISIT = 1u << 9,       /* scratch mark while following entries upwards */
+};
+
+struct ino_info {
+	uint32_t nlink;           /* as on disk */
+	uint32_t refs;            /* directory entries naming it */
+	uint32_t subdirs;         /* directories: child directories */
+	uint16_t flags;
+	uint8_t dtype;            /* DT_* of its mode; 0 when not in use */
+	uint8_t diskflags;        /* enum ffs_iflags, as on disk */
+	uint64_t parent;          /* as on disk */
+	uint64_t tree_parent;     /* directories: the directory that holds its entry */
+	uint64_t size;
+};
+
+struct stripe_claim {
+	uint32_t ino;             /* 0 = not mapped by any file */
+	uint32_t fstripe;
+};
+
+struct dup {
+	uint64_t pstripe;
+	uint32_t ino, fstripe;
+};
+
+/* An entry that names a directory (connectivity is decided on these). */
+struct edge {
+	uint64_t parent, child;
+	char *name;
+	bool dead;                /* removed */
+};
+
+struct fsck {
+	struct ffs *fs;
+	const struct ffs_super *sb;
+	enum fsck_mode mode;
+	bool verify_data;         /* -c */
+	bool quiet;               /* census: count, report nothing */
+	bool stop;                /* -p met a problem it may not fix */
+	char label[72];
+	int pass;
+	/* outcome */
+	unsigned fixed, unfixed, census_left;
+	bool changed;             /* passes 1-3 changed the metadata */
+	bool written;             /* anything was written */
+	int operr;
+	/* what the metadata uses */
+	uint64_t ninodes, nstripes, pool_start, pool_blocks;
+	struct ino_info *ino;
+	struct finode **fin;      /* inodes pinned in the library's cache, by number */
+	struct stripe_claim *stripe;
+	uint64_t *unwritten;      /* bitmap over stripes: preallocated */
+	uint32_t *pool_owner;     /* inode owning each pool block, 0 = none */
+	uint8_t *pool_type;       /* POOL_* of each used pool block */
+	struct dup *dups;
+	size_t ndups, cap_dups;
+	struct edge *edges;
+	size_t nedges, cap_edges;
+	uint64_t lpf;             /* /lost+found, 0 = none (yet) */
+	bool lpf_asked;
+	uint64_t itable_scan;     /* inode table blocks pass 2 read */
+	/* the orphan list as found */
+	bool orphan_block_bad;
+	uint64_t orphan_count;    /* the block's count field */
+	uint64_t *orphans;
+	size_t norphans;
+	const char *orphan_break; /* why the chain stopped early, or NULL */
+	uint64_t orphan_break_ino;
+	void *buf;                /* one aligned block */
+	void *sbuf;               /* one aligned data stripe */
+};
+
+enum { POOL_BTREE = 1, POOL_XATTR = 2, POOL_SYMLINK = 3 };
+
+/* ---- passes ---------------------------------------------------------------- */
+
+int fsck_pass1(struct fsck *c);
+int fsck_pass2(struct fsck *c);
+int fsck_pass3(struct fsck *c);
+int fsck_pass4(struct fsck *c);
+int fsck_pass5(struct fsck *c);
+
+/* fsck_state.c */
+int fsck_state_alloc(struct fsck *c);
+void fsck_state_reset(struct fsck *c);
+void fsck_state_free(struct fsck *c);
+static inline bool bit_get(const uint64_t *b, uint64_t i) { return (b[i / 64] >> (i % 64)) & 1; }
+static inline void bit_put(uint64_t *b, uint64_t i) { b[i / 64] |= 1ull << (i % 64); }
+bool pool_claim(struct fsck *c, uint64_t blk, uint64_t ino, uint8_t type, uint64_t *other);
+bool pool_contains(const struct fsck *c, uint64_t blk);
+int dup_add(struct fsck *c, uint64_t pstripe, uint64_t ino, uint64_t fstripe);
+int edge_add(struct fsck *c, uint64_t parent, uint64_t child, const char *name);
+/* Make everything counted so far taken in the library's allocators. */
+void fsck_reserve_counted(struct fsck *c);
+const char *fsck_type_name(uint8_t dtype);
+uint8_t fsck_dtype(uint32_t mode);
+
+/* fsck_inode.c: reading and writing inodes */
+int ck_slot_read(struct fsck *c, uint64_t ino, struct ffs_inode *d);
+int ck_slot_write(struct fsck *c, uint64_t ino, const struct ffs_inode *d);
+int ck_finode(struct fsck *c, uint64_t ino, struct finode **out);
+void ck_finode_put(struct fsck *c, struct finode *fi);
+int ck_inode_clear(struct fsck *c, uint64_t ino);
+/* Commit the running transaction when it has grown large (always: force). */
+int ck_commit(struct fsck *c, bool force);
+
+/* fsck_tree.c: walk a B+tree, checking its shape */
+struct tree_walk {
+	struct fsck *c;
+	uint64_t ino, root;
+	bool claim;               /* take each node in the pool map (else: only nodes it owns) */
+	/* every record of every readable leaf, in key order; <0 stops */
+	int (*rec)(struct tree_walk *w, uint64_t key, const uint8_t *val, uint16_t len);
+	/* every node accepted (after rec for its records); <0 stops */
+	int (*node)(struct tree_walk *w, uint64_t blk);
+	void *arg;
+	/* result */
+	bool damaged;
+	uint64_t bad_blk;
+	const char *why;
+	uint64_t why_ino;
+};
+int tree_walk(struct tree_walk *w);
+/* Give back the nodes of ino's tree at root that it owns (after a rebuild). */
+int tree_free_old(struct fsck *c, uint64_t ino, uint64_t root);
+
+/* fsck_extent.c: regular files' extent maps */
+int extent_check(struct fsck *c, uint64_t ino, const struct ffs_inode *d, uint64_t *nstripes);
+int extent_dups_resolve(struct fsck *c);
+int extent_csum_check(struct fsck *c);
+int extent_rebuild_all(struct fsck *c);
+
+/* fsck_connect.c */
+int connect_check(struct fsck *c);
+
+#endif

@@ -1,0 +1,247 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Regular files' extent maps (inline or in a B+tree) and the data stripes
+ * they claim.
+ *
+ * A valid extent is non-empty, inside the data area, sorted after the one
+ * before it, with known flags.  The first walk claims each stripe of each
+ * valid extent; a stripe claimed twice is settled once every inode has been
+ * seen: the file the checksum table names for it keeps it (the table is
+ * written together with the mapping, so it tells who wrote the stripe
+ * last), the others lose it.  A map with bad extents, a damaged tree or a
+ * lost stripe is rebuilt: its valid extents are read again, keeping only
+ * stripes the file still owns, and mapped afresh through the library.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mkfs/fsck.h"
+
+#define BAD_EXTENTS_MAX 8u
+#define FSTRIPE_LIMIT (1ull << 32) /* the checksum table keeps file stripes in 32 bits */
+
+struct run {
+	uint64_t f, p, n;
+	uint32_t flags;
+};
+
+struct xcol {
+	struct fsck *c;
+	uint64_t ino;
+	bool rebuild;          /* second walk: collect what the file still owns */
+	uint64_t next_f;       /* end of the last accepted extent */
+	uint64_t nstripes;
+	unsigned bad;
+	bool remove;           /* a bad extent is to be removed */
+	struct run *runs;
+	size_t nruns, cap;
+};
+
+struct xrec { /* a B+tree record of an extent map, as inode.c writes it */
+	le64 pstripe;
+	le32 count;
+	le32 flags;
+};
+_Static_assert(sizeof(struct xrec) == 16, "extent record");
+
+static int push_run(struct xcol *x, uint64_t f, uint64_t p, uint64_t n, uint32_t flags)
+{
+	struct run *last = x->nruns ? &x->runs[x->nruns - 1] : NULL;
+
+	if (last && last->f + last->n == f && last->p + last->n == p && last->flags == flags &&
+	    last->n + n <= UINT32_MAX) {
+		last->n += n;
+		return 0;
+	}
+	if (x->nruns == x->cap) {
+		size_t cap = x->cap ? x->cap * 2 : 16;
+		struct run *r = realloc(x->runs, cap * sizeof(*r));
+
+		if (!r)
+			return -ENOMEM;
+		x->runs = r;
+		x->cap = cap;
+	}
+	x->runs[x->nruns++] = (struct run){ f, p, n, flags };
+	return 0;
+}
+
+static int claim(struct xcol *x, uint64_t f, uint64_t p, uint64_t n, uint32_t flags)
+{
+	struct fsck *c = x->c;
+	int rc = 0;
+
+	for (uint64_t s = 0; s < n && rc == 0; s++) {
+		struct stripe_claim *sc = &c->stripe[p + s];
+
+		if (x->rebuild) {
+			if (sc->ino == x->ino && sc->fstripe == f + s)
+				rc = push_run(x, f + s, p + s, 1, flags);
+		} else if (!sc->ino) {
+			*sc = (struct stripe_claim){ (uint32_t)x->ino, (uint32_t)(f + s) };
+			if (flags & FFS_X_UNWRITTEN)
+				bit_put(c->unwritten, p + s);
+		} else {
+			rc = dup_add(c, p + s, x->ino, f + s);
+		}
+	}
+	return rc;
+}
+
+static const char *extent_problem(const struct xcol *x, uint64_t f, uint64_t p, uint64_t n,
+				  uint32_t flags)
+{
+	if (n == 0)
+		return "is empty";
+	if (p >= x->c->nstripes || n > x->c->nstripes - p)
+		return "lies outside the data area";
+	if (f >= FSTRIPE_LIMIT || n > FSTRIPE_LIMIT - f)
+		return "lies beyond the largest file";
+	if (flags & ~(uint32_t)FFS_X_UNWRITTEN)
+		return "has unknown flags";
+	if (f < x->next_f)
+		return "overlaps the one before it";
+	return NULL;
+}
+
+static int extent_one(struct xcol *x, uint64_t f, uint64_t p, uint64_t n, uint32_t flags,
+		      const char *why)
+{
+	if (!why)
+		why = extent_problem(x, f, p, n, flags);
+	if (why) {
+		x->bad++;
+		if (!x->rebuild && x->bad <= BAD_EXTENTS_MAX &&
+		    fix_problem(x->c, PR_2_EXTENT_BAD, &(struct pctx){ .ino = x->ino, .num = f, .blk = p,
+									 .num2 = n, .str = why }))
+			x->remove = true;
+		return 0;
+	}
+	x->next_f = f + n;
+	x->nstripes += n;
+	return claim(x, f, p, n, flags);
+}
+
+static int tree_rec(struct tree_walk *w, uint64_t key, const uint8_t *val, uint16_t len)
+{
+	struct xrec r;
+
+	if (len != sizeof(r))
+		return extent_one(w->arg, key, 0, 0, 0, "is a malformed record");
+	memcpy(&r, val, sizeof(r));
+	return extent_one(w->arg, key, ff_le64(r.pstripe), ff_le32(r.count), ff_le32(r.flags), NULL);
+}
+
+/* Walk the map; *w tells about the tree, if there is one. */
+static int collect(struct xcol *x, const struct ffs_inode *d, struct tree_walk *w)
+{
+	int rc = 0;
+
+	memset(w, 0, sizeof(*w));
+	if (ff_le32(d->flags) & FFS_I_BTREE) {
+		*w = (struct tree_walk){ .c = x->c, .ino = x->ino, .root = ff_le64(d->root),
+					 .claim = !x->rebuild, .rec = tree_rec, .arg = x };
+		return tree_walk(w);
+	}
+	for (unsigned i = 0; i < FF_MIN(ff_le32(d->nextents), FFS_INLINE_EXTENTS) && rc == 0; i++) {
+		const struct ffs_extent *e = &d->u.extents[i];
+
+		rc = extent_one(x, ff_le64(e->fstripe), ff_le64(e->pstripe), ff_le32(e->count),
+				ff_le32(e->flags), NULL);
+	}
+	return rc;
+}
+
+/* What the walk found that calls for a rebuild (or the inode's end). */
+static int judge(struct fsck *c, struct xcol *x, const struct tree_walk *w,
+		 const struct ffs_inode *d)
+{
+	uint64_t ino = x->ino;
+	bool rebuild = x->remove;
+
+	if (w->damaged) {
+		if (fix_problem(c, PR_2_TREE_BAD, &(struct pctx){ .ino = ino, .str = "regular file",
+							     .blk = w->bad_blk, .str2 = w->why }))
+			rebuild = true;
+		else
+			c->ino[ino].flags |= IS_TREE_BAD;
+	}
+	if (x->bad > BAD_EXTENTS_MAX &&
+	    fix_problem(c, PR_2_EXTENTS_MANY, &(struct pctx){ .ino = ino }))
+		return ck_inode_clear(c, ino);
+	if (!(ff_le32(d->flags) & FFS_I_BTREE) && ff_le32(d->nextents) > FFS_INLINE_EXTENTS &&
+	    fix_problem(c, PR_2_FIELD, &(struct pctx){ .ino = ino, .str = "regular file",
+						      .str2 = "an inline extent count of",
+						      .num = ff_le32(d->nextents),
+						      .num2 = FFS_INLINE_EXTENTS }))
+		rebuild = true;
+	if (rebuild)
+		c->ino[ino].flags |= IS_REBUILD;
+	return 0;
+}
+
+int extent_check(struct fsck *c, uint64_t ino, const struct ffs_inode *d, uint64_t *nstripes)
+{
+	struct xcol x = { .c = c, .ino = ino };
+	struct tree_walk w;
+	int rc = collect(&x, d, &w);
+
+	if (rc < 0) {
+		fsck_operr(c, rc, "cannot walk an extent map");
+		return rc;
+	}
+	*nstripes = x.nstripes;
+	return judge(c, &x, &w, d);
+}
+
+/* Map afresh what the file still owns; the old tree's nodes go back. */
+static int rebuild_one(struct fsck *c, uint64_t ino)
+{
+	struct xcol x = { .c = c, .ino = ino, .rebuild = true };
+	struct tree_walk w;
+	struct ffs_inode d;
+	struct finode *fi;
+	uint64_t old_root;
+	int rc = ck_slot_read(c, ino, &d);
+
+	if (rc == 0)
+		rc = collect(&x, &d, &w);
+	if (rc == 0)
+		rc = ck_finode(c, ino, &fi);
+	if (rc < 0) {
+		free(x.runs);
+		return rc;
+	}
+	old_root = ff_le32(fi->d.flags) & FFS_I_BTREE ? ff_le64(fi->d.root) : 0;
+	fi->d.flags = ff_cpu_to_le32(ff_le32(fi->d.flags) & ~(uint32_t)FFS_I_BTREE);
+	fi->d.root = 0;
+	fi->d.nextents = 0;
+	fi->d.nstripes = 0;
+	memset(&fi->d.u, 0, sizeof(fi->d.u));
+	rc = istore(c->fs, fi);
+	for (size_t i = 0; i < x.nruns && rc == 0; i++) {
+		rc = extent_map(c->fs, fi, x.runs[i].f, x.runs[i].p, x.runs[i].n, x.runs[i].flags);
+		if (rc == 0)
+			rc = ck_commit(c, false);
+	}
+	ck_finode_put(c, fi);
+	free(x.runs);
+	if (rc == 0 && old_root)
+		rc = tree_free_old(c, ino, old_root);
+	if (rc < 0)
+		fsck_operr(c, rc, "cannot rebuild an extent map");
+	return rc;
+}
+
+int extent_rebuild_all(struct fsck *c)
+{
+	int rc = 0;
+
+	for (uint64_t ino = 1; ino < c->ninodes && rc == 0; ino++)
+		if ((c->ino[ino].flags & (IS_USED | IS_REBUILD)) == (IS_USED | IS_REBUILD) &&
+		    c->ino[ino].dtype == DT_REG)
+			rc = rebuild_one(c, ino);
+	return rc == 0 ? ck_commit(c, true) : rc;
+}

@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Pass 5: checksums.  Every metadata block in use is read once per mirror
+ * copy; a block with a bad copy beside a good one gets the good image on
+ * every copy (earlier passes read around bad copies without rewriting
+ * them: see check.h).  A block with no good copy was already reported by
+ * the pass that needed it.  With -c, every data chunk of every written
+ * stripe is checked against the checksum table, through the RAID layer,
+ * and a bad one is rebuilt from parity as the read path would.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "mkfs/fsck.h"
+
+struct region {
+	const char *name;
+	uint32_t type;
+	uint64_t start, count;
+};
+
+static void copies_check(struct fsck *c, uint64_t no, uint32_t type, const char *name)
+{
+	struct ffs *fs = c->fs;
+	unsigned copies = fs->g->meta_copies, good = 0, bad = 0;
+	bool degraded = ff_raid_failed_count(fs->raid) > 0;
+	struct mbuf *mb;
+
+	for (unsigned k = 1; k <= copies; k++) {
+		int rc = ffs_check_read_copy(fs, no, k, c->buf);
+
+		if (rc < 0 && degraded)
+			continue; /* a missing member is not a bad copy */
+		if (rc == 0 && ffs_block_check(c->buf, type, no) == 0)
+			good++;
+		else
+			bad++;
+	}
+	if (!bad || !good ||
+	    !fix_problem(c, PR_5_COPY_BAD, &(struct pctx){ .blk = no, .str = name, .num = bad,
+							   .num2 = copies }))
+		return;
+	if (type == FFS_B_SUPER) { /* never journaled: written in place */
+		if (meta_read_check(fs, no, type, c->buf, true) == 0 &&
+		    meta_write_raw(fs, no, c->buf, 1) == 0)
+			return;
+		fsck_operr(c, -EIO, "cannot rewrite a superblock copy");
+		return;
+	}
+	if (mb_get(fs, no, type, &mb) < 0) {
+		fsck_operr(c, -EIO, "cannot reread a metadata block");
+		return;
+	}
+	mb_dirty(fs, mb); /* the commit writes the good image to every copy */
+	mb_put(fs, mb);
+	ck_commit(c, false);
+}
+
+static const char *pool_name(uint8_t t, uint32_t *type)
+{
+	static const struct { uint32_t type; const char *name; } k[] = {
+		[POOL_BTREE] = { FFS_B_BTREE, "B+tree node" },
+		[POOL_XATTR] = { FFS_B_XATTR, "extended attributes" },
+		[POOL_SYMLINK] = { FFS_B_SYMLINK, "symbolic link target" },
+	};
+
+	*type = k[t].type;
+	return k[t].name;
+}
+
+static void metadata_copies(struct fsck *c)
+{
+	const struct ffs_super *sb = c->fs->sb;
+	const struct region r[] = {
+		{ "superblock", FFS_B_SUPER, FFS_SB_BLOCK_A, 1 },
+		{ "superblock", FFS_B_SUPER, FFS_SB_BLOCK_B, 1 },
+		{ "orphan block", FFS_B_ORPHAN, FFS_ORPHAN_BLOCK, 1 },
+		{ "inode table", FFS_B_ITABLE, ff_le64(sb->itable_start),
+		  FF_MIN(ff_le64(sb->itable_hwm), ff_le64(sb->itable_blocks)) },
+		{ "inode bitmap", FFS_B_BITMAP, ff_le64(sb->ibitmap_start), ff_le64(sb->ibitmap_blocks) },
+		{ "stripe bitmap", FFS_B_BITMAP, ff_le64(sb->sbitmap_start), ff_le64(sb->sbitmap_blocks) },
+		{ "checksum table", FFS_B_CSUM, ff_le64(sb->csum_start), ff_le64(sb->csum_blocks) },
+		{ "pool bitmap", FFS_B_BITMAP, ff_le64(sb->mbitmap_start), ff_le64(sb->mbitmap_blocks) },
+	};
+
+	for (unsigned i = 0; i < FF_ARRAY_SIZE(r); i++)
+		for (uint64_t b = 0; b < r[i].count && !c->operr && !c->stop; b++)
+			copies_check(c, r[i].start + b, r[i].type, r[i].name);
+	for (uint64_t b = 0; b < c->pool_blocks && !c->operr && !c->stop; b++) {
+		uint32_t type;
+		const char *name;
+
+		if (!c->pool_owner[b])
+			continue;
+		name = pool_name(c->pool_type[b], &type);
+		copies_check(c, c->pool_start + b, type, name);
+	}
+}
+
+static uint32_t bad_chunks(const struct fsck *c, const uint32_t *crc)
+{
+	const struct ff_geom *g = c->fs->g;
+	uint32_t bad = 0;
+
+	for (uint32_t i = 0; i < g->ndata; i++)
+		if (ff_crc32c(0, (uint8_t *)c->sbuf + (size_t)i * g->chunk_bytes, g->chunk_bytes) != crc[i])
+			bad |= 1u << i;
+	return bad;
+}
+
+/* Read stripe p around its bad chunks' members: parity rebuilds them. */
+static uint32_t rebuild_chunks(struct fsck *c, uint64_t p, uint32_t bad, const uint32_t *crc)
+{
+	const struct ff_geom *g = c->fs->g;
+	struct ff_raid_io io;
+	uint32_t avoid = 0;
+
+	for (uint32_t i = 0; i < g->ndata; i++)
+		if (bad & (1u << i))
+			avoid |= 1u << ff_raid_chunk_member(c->fs->raid, p, i);
+	if ((unsigned)__builtin_popcount(avoid) > g->nparity)
+		return bad;
+	memset(&io, 0, sizeof(io));
+	io.op = FF_RAID_READ;
+	io.space = FF_SPACE_DATA;
+	io.off = p * g->stripe_bytes;
+	io.len = g->stripe_bytes;
+	io.buf = c->sbuf;
+	io.avoid_members = avoid;
+	return ff_raid_submit_wait(c->fs->raid, &io) < 0 ? bad : bad_chunks(c, crc);
+}
+
+static void stripe_verify(struct fsck *c, uint64_t p)
+{
+	const struct ff_geom *g = c->fs->g;
+	uint32_t crc[FF_MEMBERS_MAX], ino, f, bad, left;
+
+	if (csum_get(c->fs, p, &ino, &f, crc) < 0 ||
+	    ff_raid_rw(c->fs->raid, FF_RAID_READ, FF_SPACE_DATA, p * g->stripe_bytes, c->sbuf,
+		       g->stripe_bytes) < 0)
+		return; /* an unreadable table block was pass 2's; an unreadable stripe the array's */
+	bad = bad_chunks(c, crc);
+	if (!bad)
+		return;
+	left = rebuild_chunks(c, p, bad, crc);
+	for (uint32_t i = 0; i < g->ndata && !c->operr; i++) {
+		struct pctx px = { .blk = p, .num = i, .ino = c->stripe[p].ino,
+				   .num2 = c->stripe[p].fstripe };
+
+		if (!(bad & (1u << i)))
+			continue;
+		if (left & (1u << i)) {
+			fix_problem(c, PR_5_DATA_LOST, &px);
+			continue;
+		}
+		if (fix_problem(c, PR_5_DATA_BAD, &px) &&
+		    ff_raid_rw(c->fs->raid, FF_RAID_WRITE, FF_SPACE_DATA,
+			       p * g->stripe_bytes + (uint64_t)i * g->chunk_bytes,
+			       (uint8_t *)c->sbuf + (size_t)i * g->chunk_bytes, g->chunk_bytes) < 0)
+			fsck_operr(c, -EIO, "cannot rewrite a data chunk");
+	}
+}
+
+int fsck_pass5(struct fsck *c)
+{
+	fsck_pass_start(c, 5, "Checking metadata copies and checksums");
+	metadata_copies(c);
+	for (uint64_t p = 0; c->verify_data && p < c->nstripes && !c->operr && !c->stop; p++)
+		if (c->stripe[p].ino && !bit_get(c->unwritten, p))
+			stripe_verify(c, p);
+	ck_commit(c, true);
+	return c->operr;
+}

@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The problem table: every inconsistency fsck.framefs knows, with its
+ * message, the repair it offers and how serious that repair is.  Every pass
+ * reports through fix_problem(), so the wording, the answer (-n, -y, -p or
+ * asked) and the exit code are decided in one place.  Messages name inodes
+ * and blocks by number only — no pointers, paths or times — so that the
+ * test corpus can compare output exactly.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mkfs/fsck.h"
+
+#define P(c, n, s, m, f) [c] = { c, n, s, m, f }
+
+const struct problem_def fsck_problems[PR_COUNT] = {
+	P(PR_1_SB_COPY_BAD, 0x101, SEV_MINOR, "Superblock copy {str} (block {blk}) is damaged: {str2}",
+	  "Rewrite it from the other copy"),
+	P(PR_1_NO_SUPER, 0x102, SEV_FATAL, "No valid superblock: copy A {str}, copy B {str2}", NULL),
+	P(PR_1_JOURNAL_PENDING, 0x103, SEV_MINOR,
+	  "The journal holds committed transactions that are not yet in place", "Replay the journal"),
+	P(PR_1_JOURNAL_BAD, 0x104, SEV_MAJOR, "The journal cannot be replayed ({str})",
+	  "Discard the journal"),
+	P(PR_2_HWM, 0x201, SEV_MINOR, "The inode table high-water mark is {num}, should be {num2}",
+	  "Fix it"),
+	P(PR_2_ITABLE_BAD, 0x202, SEV_MAJOR,
+	  "Inode table block {blk} (inodes {num}-{num2}) has no readable copy", "Reinitialise it"),
+	P(PR_2_SLOT_INO, 0x203, SEV_MAJOR, "The table slot of inode {ino} holds inode number {num}",
+	  "Clear the slot"),
+	P(PR_2_ROOT_NOT_DIR, 0x20f, SEV_MAJOR, "The root inode is a {str}, not a directory",
+	  "Clear it"),
+	P(PR_2_BAD_MODE, 0x204, SEV_MAJOR, "Inode {ino} has an invalid file type (mode {onum})",
+	  "Clear the inode"),
+	P(PR_2_BAD_FLAGS, 0x205, SEV_MINOR, "Inode {ino} ({str}) has invalid flags {xnum}",
+	  "Clear the invalid flags"),
+	P(PR_2_FIELD, 0x206, SEV_MINOR, "Inode {ino} ({str}) has {str2} {num}, should be {num2}",
+	  "Fix it"),
+	P(PR_2_EXTENT_BAD, 0x207, SEV_MAJOR,
+	  "Inode {ino}: the extent at file stripe {num} (data stripe {blk}, {num2} stripes) {str}",
+	  "Remove it"),
+	P(PR_2_EXTENTS_MANY, 0x208, SEV_MAJOR, "Inode {ino} has too many bad extents",
+	  "Clear the inode"),
+	P(PR_2_TREE_BAD, 0x209, SEV_MAJOR, "Inode {ino} ({str}): B+tree node {blk} {str2}",
+	  "Rebuild the tree from its readable nodes"),
+	P(PR_2_XATTR_BAD, 0x20a, SEV_MAJOR, "Inode {ino}: extended attribute block {blk} {str}",
+	  "Drop the extended attributes"),
+	P(PR_2_SYMLINK_BAD, 0x20b, SEV_MAJOR, "Symbolic link inode {ino}: {str}", "Clear the inode"),
+	P(PR_2_DUP_STRIPES, 0x20c, SEV_MAJOR,
+	  "Inode {ino} maps {num} data stripe(s) that belong to other files (data stripe {blk} "
+	  "belongs to inode {ino2})", "Unmap them"),
+	P(PR_2_CSUM_OWNER, 0x20d, SEV_MAJOR,
+	  "The checksum entry of data stripe {blk} names inode {num} file stripe {num2}, but the "
+	  "stripe holds file stripe {num3} of inode {ino}", "Fix the entry"),
+	P(PR_2_CSUM_BLOCK, 0x20e, SEV_MAJOR, "Checksum table block {blk} has no readable copy",
+	  "Rebuild it from the extent maps and the data"),
+	P(PR_3_ROOT_BAD, 0x301, SEV_MAJOR, "The root inode {str}", "Recreate the root directory"),
+	P(PR_3_ENTRY_BAD, 0x302, SEV_MAJOR, "Directory {ino} has a malformed entry at position {num}",
+	  "Remove it"),
+	P(PR_3_ENTRY_NAME, 0x303, SEV_MAJOR, "Entry '{str}' in directory {ino} has an invalid name",
+	  "Remove it"),
+	P(PR_3_ENTRY_HASH, 0x304, SEV_MINOR,
+	  "Entry '{str}' in directory {ino} is stored at the wrong position", "Move it"),
+	P(PR_3_ENTRY_DUP, 0x305, SEV_MAJOR, "Directory {ino} has a second entry named '{str}'",
+	  "Remove it"),
+	P(PR_3_ENTRY_FREE, 0x306, SEV_MAJOR,
+	  "Entry '{str}' in directory {ino} names inode {ino2}, which is not in use", "Remove it"),
+	P(PR_3_ENTRY_TYPE, 0x307, SEV_MINOR,
+	  "Entry '{str}' in directory {ino} has type {str2}, but inode {ino2} is a {str3}",
+	  "Fix the type"),
+	P(PR_3_DIR_LINK, 0x308, SEV_MAJOR,
+	  "Entry '{str}' in directory {ino} is a second link to directory {ino2}", "Remove it"),
+	P(PR_3_UNREACHABLE, 0x309, SEV_MAJOR, "Directory {ino} is not connected to the root ({str})",
+	  "Reconnect it to /lost+found"),
+	P(PR_3_NO_LPF, 0x30a, SEV_MAJOR, "There is no /lost+found directory", "Create it"),
+	P(PR_3_UNATTACHED, 0x30b, SEV_MAJOR, "Inode {ino} ({str}, {num} bytes) is in no directory",
+	  "Reconnect it to /lost+found"),
+	P(PR_3_UNLINKED, 0x30c, SEV_MAJOR,
+	  "Inode {ino} ({str}) has no links and is not on the orphan list", "Clear the inode"),
+	P(PR_3_DOTDOT, 0x30d, SEV_MINOR, "'..' of directory {ino} is {num}, should be {num2}",
+	  "Fix it"),
+	P(PR_3_DIR_SIZE, 0x30e, SEV_MINOR, "Directory {ino} counts {num} entries, it has {num2}",
+	  "Fix the count"),
+	P(PR_4_NLINK, 0x401, SEV_MINOR, "Inode {ino} ({str}) has link count {num}, should be {num2}",
+	  "Fix it"),
+	P(PR_4_ORPHANS, 0x402, SEV_MINOR, "The orphan list is wrong: {str}", "Rebuild it"),
+	P(PR_4_BITMAP_BLOCK, 0x403, SEV_MINOR, "{str} bitmap block {blk} has no readable copy",
+	  "Rewrite it"),
+	P(PR_4_BITMAP_DIFF, 0x404, SEV_MINOR, "{str} bitmap differences: {str2}", "Fix them"),
+	P(PR_4_LEFT, 0x405, SEV_MAJOR, "{num} problem(s) remain after the repairs", NULL),
+	P(PR_5_COPY_BAD, 0x501, SEV_MINOR,
+	  "Metadata block {blk} ({str}): {num} of {num2} copies fail their checksum",
+	  "Rewrite them from a good copy"),
+	P(PR_5_DATA_BAD, 0x502, SEV_MINOR,
+	  "Data stripe {blk} chunk {num} (inode {ino}, file stripe {num2}) fails its checksum",
+	  "Rebuild it from parity"),
+	P(PR_5_DATA_LOST, 0x503, SEV_MAJOR,
+	  "Data stripe {blk} chunk {num} (inode {ino}, file stripe {num2}) fails its checksum and "
+	  "cannot be rebuilt from parity", NULL),
+};
+
+/* Names print with anything unprintable escaped, so output stays one line. */
+static void put_str(const char *s)
+{
+	for (; s && *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch < 0x20 || ch >= 0x7f || ch == '\\')
+			printf("\\x%02x", ch);
+		else
+			putchar(ch);
+	}
+}
+
+static bool put_token(const char *tok, size_t len, const struct pctx *p)
+{
+	static const struct { const char *name; size_t off; } nums[] = {
+		{ "ino", offsetof(struct pctx, ino) },   { "ino2", offsetof(struct pctx, ino2) },
+		{ "blk", offsetof(struct pctx, blk) },   { "num", offsetof(struct pctx, num) },
+		{ "num2", offsetof(struct pctx, num2) }, { "num3", offsetof(struct pctx, num3) },
+	};
+
+	for (size_t i = 0; i < FF_ARRAY_SIZE(nums); i++)
+		if (strlen(nums[i].name) == len && memcmp(tok, nums[i].name, len) == 0) {
+			uint64_t v;
+
+			memcpy(&v, (const char *)p + nums[i].off, sizeof(v));
+			printf("%" PRIu64, v);
+			return true;
+		}
+	if (len == 4 && memcmp(tok, "onum", 4) == 0)
+		printf("0%" PRIo64, p->num);
+	else if (len == 4 && memcmp(tok, "xnum", 4) == 0)
+		printf("0x%" PRIx64, p->num);
+	else if (len == 3 && memcmp(tok, "str", 3) == 0)
+		put_str(p->str);
+	else if (len == 4 && memcmp(tok, "str2", 4) == 0)
+		put_str(p->str2);
+	else if (len == 4 && memcmp(tok, "str3", 4) == 0)
+		put_str(p->str3);
+	else
+		return false;
+	return true;
+}
+
+static void put_msg(const char *m, const struct pctx *p)
+{
+	while (*m) {
+		const char *end = *m == '{' ? strchr(m, '}') : NULL;
+
+		if (end && put_token(m + 1, (size_t)(end - m - 1), p)) {
+			m = end + 1;
+			continue;
+		}
+		putchar(*m++);
+	}
+}
+
+static bool ask(void)
+{
+	char line[32];
+
+	fflush(stdout);
+	if (!fgets(line, sizeof(line), stdin))
+		return false;
+	return line[0] == 'y' || line[0] == 'Y';
+}
+
+bool fix_problem(struct fsck *c, enum problem code, const struct pctx *p)
+{
+	const struct problem_def *d = &fsck_problems[code];
+	bool yes = false;
+
+	FF_ASSERT(code < PR_COUNT && d->code == code);
+	if (c->quiet) {
+		c->census_left++;
+		return false;
+	}
+	if (c->stop)
+		return false;
+	if (c->mode == FSCK_PREEN) {
+		printf("%s: ", c->label);
+		put_msg(d->msg, p);
+		if (d->sev == SEV_MINOR && d->fix) {
+			printf(".  FIXED.\n");
+			yes = true;
+		} else {
+			printf(".\n\n%s: UNEXPECTED INCONSISTENCY; RUN %s MANUALLY.\n\t(i.e., without -p)\n",
+			       c->label, FSCK_NAME);
+			c->stop = true;
+		}
+	} else {
+		put_msg(d->msg, p);
+		if (!d->fix || d->sev == SEV_FATAL) {
+			printf(".\n");
+		} else {
+			printf(".  %s? ", d->fix);
+			if (c->mode == FSCK_ASK)
+				yes = ask();
+			else
+				yes = c->mode == FSCK_YES;
+			if (c->mode != FSCK_ASK)
+				printf("%s\n", yes ? "yes" : "no");
+		}
+	}
+	if (yes) {
+		c->fixed++;
+		c->written = true;
+		if (c->pass <= 3)
+			c->changed = true;
+	} else {
+		c->unfixed++;
+	}
+	return yes;
+}
+
+void fsck_operr(struct fsck *c, int rc, const char *what)
+{
+	if (!c->operr) {
+		c->operr = rc < 0 ? rc : -EIO;
+		fflush(stdout);
+		if (rc == -EUCLEAN) /* damage the check cannot get past: the message says it all */
+			fprintf(stderr, "%s: %s\n", FSCK_NAME, what);
+		else
+			fprintf(stderr, "%s: %s: %s\n", FSCK_NAME, what, strerror(rc < 0 ? -rc : EIO));
+	}
+}
+
+void fsck_pass_start(struct fsck *c, int pass, const char *title)
+{
+	c->pass = pass;
+	if (!c->quiet && c->mode != FSCK_PREEN && !c->stop)
+		printf("Pass %d: %s\n", pass, title);
+}

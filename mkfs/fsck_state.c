@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What passes 2 and 3 count: per inode, per data stripe, per pool block,
+ * the duplicate claims and the entries that name directories.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <string.h>
+
+#include "mkfs/fsck.h"
+
+int fsck_state_alloc(struct fsck *c)
+{
+	const struct ffs_super *sb = c->fs->sb;
+
+	c->ninodes = ff_le64(sb->ninodes);
+	c->nstripes = ff_le64(sb->nstripes);
+	c->pool_start = ff_le64(sb->pool_start);
+	c->pool_blocks = ff_le64(sb->pool_blocks);
+	c->ino = calloc(c->ninodes, sizeof(*c->ino));
+	c->fin = calloc(c->ninodes, sizeof(*c->fin));
+	c->stripe = calloc(c->nstripes, sizeof(*c->stripe));
+	c->unwritten = calloc(FF_DIV_ROUND_UP(c->nstripes, 64), sizeof(uint64_t));
+	c->pool_owner = calloc(c->pool_blocks, sizeof(*c->pool_owner));
+	c->pool_type = calloc(c->pool_blocks, sizeof(*c->pool_type));
+	c->buf = ff_alloc_aligned(FFS_BLOCK);
+	c->sbuf = ff_alloc_aligned(c->fs->stripe_bytes);
+	if (!c->ino || !c->fin || !c->stripe || !c->unwritten || !c->pool_owner || !c->pool_type || !c->buf ||
+	    !c->sbuf)
+		return -ENOMEM;
+	return 0;
+}
+
+static void edges_free(struct fsck *c)
+{
+	for (size_t i = 0; i < c->nedges; i++)
+		free(c->edges[i].name);
+	c->nedges = 0;
+}
+
+/* Forget every count (before the census). */
+void fsck_state_reset(struct fsck *c)
+{
+	memset(c->ino, 0, c->ninodes * sizeof(*c->ino));
+	memset(c->stripe, 0, c->nstripes * sizeof(*c->stripe));
+	memset(c->unwritten, 0, FF_DIV_ROUND_UP(c->nstripes, 64) * sizeof(uint64_t));
+	memset(c->pool_owner, 0, c->pool_blocks * sizeof(*c->pool_owner));
+	memset(c->pool_type, 0, c->pool_blocks);
+	c->ndups = 0;
+	edges_free(c);
+	free(c->orphans);
+	c->orphans = NULL;
+	c->norphans = 0;
+	c->orphan_break = NULL;
+	c->orphan_block_bad = false;
+}
+
+void fsck_state_free(struct fsck *c)
+{
+	edges_free(c);
+	free(c->edges);
+	free(c->ino);
+	free(c->fin);
+	free(c->stripe);
+	free(c->unwritten);
+	free(c->pool_owner);
+	free(c->pool_type);
+	free(c->dups);
+	free(c->orphans);
+	free(c->buf);
+	free(c->sbuf);
+}
+
+bool pool_contains(const struct fsck *c, uint64_t blk)
+{
+	return blk >= c->pool_start && blk - c->pool_start < c->pool_blocks;
+}
+
+/* Take pool block blk for ino; false (and the current owner) if taken. */
+bool pool_claim(struct fsck *c, uint64_t blk, uint64_t ino, uint8_t type, uint64_t *other)
+{
+	uint64_t i = blk - c->pool_start;
+
+	FF_ASSERT(pool_contains(c, blk));
+	if (c->pool_owner[i]) {
+		*other = c->pool_owner[i];
+		return false;
+	}
+	c->pool_owner[i] = (uint32_t)ino;
+	c->pool_type[i] = type;
+	return true;
+}
+
+int dup_add(struct fsck *c, uint64_t pstripe, uint64_t ino, uint64_t fstripe)
+{
+	if (c->ndups == c->cap_dups) {
+		size_t cap = c->cap_dups ? c->cap_dups * 2 : 64;
+		struct dup *d = realloc(c->dups, cap * sizeof(*d));
+
+		if (!d)
+			return -ENOMEM;
+		c->dups = d;
+		c->cap_dups = cap;
+	}
+	c->dups[c->ndups++] = (struct dup){ pstripe, (uint32_t)ino, (uint32_t)fstripe };
+	return 0;
+}
+
+int edge_add(struct fsck *c, uint64_t parent, uint64_t child, const char *name)
+{
+	if (c->nedges == c->cap_edges) {
+		size_t cap = c->cap_edges ? c->cap_edges * 2 : 64;
+		struct edge *e = realloc(c->edges, cap * sizeof(*e));
+
+		if (!e)
+			return -ENOMEM;
+		c->edges = e;
+		c->cap_edges = cap;
+	}
+	c->edges[c->nedges].name = strdup(name);
+	if (!c->edges[c->nedges].name)
+		return -ENOMEM;
+	c->edges[c->nedges].parent = parent;
+	c->edges[c->nedges].child = child;
+	c->edges[c->nedges].dead = false;
+	c->nedges++;
+	return 0;
+}
+
+static void reserve_bits(uint64_t *bits, uint64_t i, uint64_t *nfree)
+{
+	if (!bit_get(bits, i)) {
+		bit_put(bits, i);
+		(*nfree)--;
+	}
+}
+
+/*
+ * Before a repair allocates anything, whatever the metadata uses must be
+ * taken in the library's in-memory allocators, even where the on-disk
+ * bitmaps say free: otherwise a rebuilt tree could land on a live block.
+ */
+void fsck_reserve_counted(struct fsck *c)
+{
+	struct ffs *fs = c->fs;
+
+	for (uint64_t i = 1; i < c->ninodes; i++)
+		if (c->ino[i].flags & IS_USED)
+			reserve_bits(fs->ibits, i, &fs->free_inodes);
+	for (uint64_t s = 0; s < c->nstripes; s++)
+		if (c->stripe[s].ino)
+			reserve_bits(fs->sbits, s, &fs->free_stripes);
+	for (uint64_t b = 0; b < c->pool_blocks; b++)
+		if (c->pool_owner[b])
+			reserve_bits(fs->mbits, b, &fs->free_mblocks);
+}
+
+uint8_t fsck_dtype(uint32_t mode)
+{
+	return (uint8_t)((mode & S_IFMT) >> 12);
+}
+
+const char *fsck_type_name(uint8_t dtype)
+{
+	switch (dtype) {
+	case DT_REG: return "regular file";
+	case DT_DIR: return "directory";
+	case DT_LNK: return "symbolic link";
+	case DT_CHR: return "character device";
+	case DT_BLK: return "block device";
+	case DT_FIFO: return "fifo";
+	case DT_SOCK: return "socket";
+	default: return "unknown type";
+	}
+}

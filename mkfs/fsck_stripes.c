@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Data stripes after every inode has been counted: stripes two files (or
+ * two places of one file) map, and the checksum table's owner fields.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mkfs/fsck.h"
+
+static int by_stripe(const void *a, const void *b)
+{
+	const struct dup *x = a, *y = b;
+
+	if (x->pstripe != y->pstripe)
+		return x->pstripe < y->pstripe ? -1 : 1;
+	return x->ino < y->ino ? -1 : x->ino > y->ino;
+}
+
+struct victim {
+	uint64_t ino, count, blk, other;
+};
+
+static bool live(const struct fsck *c, uint64_t ino)
+{
+	return ino && (c->ino[ino].flags & IS_USED);
+}
+
+/* Who keeps stripe p among its claim and dups[0..n): the file the checksum
+ * entry names, else the first live claimant. */
+static struct stripe_claim keeper(struct fsck *c, uint64_t p, const struct dup *d, size_t n)
+{
+	struct stripe_claim first = c->stripe[p], none = { 0, 0 };
+	uint32_t crc[FF_MEMBERS_MAX], ino, f;
+	bool named = csum_get(c->fs, p, &ino, &f, crc) == 0;
+
+	if (named && live(c, first.ino) && first.ino == ino && first.fstripe == f)
+		return first;
+	for (size_t i = 0; i < n; i++)
+		if (named && live(c, d[i].ino) && d[i].ino == ino && d[i].fstripe == f)
+			return (struct stripe_claim){ d[i].ino, d[i].fstripe };
+	if (live(c, first.ino))
+		return first;
+	for (size_t i = 0; i < n; i++)
+		if (live(c, d[i].ino))
+			return (struct stripe_claim){ d[i].ino, d[i].fstripe };
+	return none;
+}
+
+static void lose(struct victim *v, size_t *nv, uint64_t ino, uint64_t p, uint64_t other)
+{
+	for (size_t i = 0; i < *nv; i++)
+		if (v[i].ino == ino) {
+			v[i].count++;
+			return;
+		}
+	v[(*nv)++] = (struct victim){ ino, 1, p, other };
+}
+
+static int by_ino(const void *a, const void *b)
+{
+	const struct victim *x = a, *y = b;
+
+	return x->ino < y->ino ? -1 : x->ino > y->ino;
+}
+
+static void settle(struct fsck *c, struct victim *v, size_t *nv, size_t i, size_t j)
+{
+	uint64_t p = c->dups[i].pstripe;
+	struct stripe_claim k = keeper(c, p, &c->dups[i], j - i), old = c->stripe[p];
+
+	if (live(c, old.ino) && (old.ino != k.ino || old.fstripe != k.fstripe))
+		lose(v, nv, old.ino, p, k.ino);
+	for (size_t m = i; m < j; m++)
+		if (live(c, c->dups[m].ino) &&
+		    (c->dups[m].ino != k.ino || c->dups[m].fstripe != k.fstripe))
+			lose(v, nv, c->dups[m].ino, p, k.ino);
+	c->stripe[p] = k;
+}
+
+int extent_dups_resolve(struct fsck *c)
+{
+	struct victim *v = calloc(c->ndups * 2 + 1, sizeof(*v));
+	size_t nv = 0;
+
+	if (!v) {
+		fsck_operr(c, -ENOMEM, "out of memory");
+		return -ENOMEM;
+	}
+	if (c->ndups)
+		qsort(c->dups, c->ndups, sizeof(*c->dups), by_stripe);
+	for (size_t i = 0, j; i < c->ndups; i = j) {
+		for (j = i; j < c->ndups && c->dups[j].pstripe == c->dups[i].pstripe; j++)
+			;
+		settle(c, v, &nv, i, j);
+	}
+	if (nv)
+		qsort(v, nv, sizeof(*v), by_ino);
+	for (size_t i = 0; i < nv; i++)
+		if (fix_problem(c, PR_2_DUP_STRIPES, &(struct pctx){ .ino = v[i].ino, .num = v[i].count,
+								     .blk = v[i].blk, .ino2 = v[i].other }))
+			c->ino[v[i].ino].flags |= IS_REBUILD;
+	free(v);
+	c->ndups = 0;
+	return 0;
+}
+
+/* The chunk checksums of stripe p as its data is now (zeros if unwritten);
+ * false when the data cannot be read. */
+static bool data_crcs(struct fsck *c, uint64_t p, uint32_t *crc)
+{
+	const struct ff_geom *g = c->fs->g;
+
+	memset(crc, 0, sizeof(uint32_t) * g->ndata);
+	if (bit_get(c->unwritten, p))
+		return true;
+	if (ff_raid_rw(c->fs->raid, FF_RAID_READ, FF_SPACE_DATA, p * g->stripe_bytes, c->sbuf,
+		       g->stripe_bytes) < 0)
+		return false;
+	for (uint32_t i = 0; i < g->ndata; i++)
+		crc[i] = ff_crc32c(0, (uint8_t *)c->sbuf + (size_t)i * g->chunk_bytes, g->chunk_bytes);
+	return true;
+}
+
+/* A checksum-table block nothing can read: write it again from the claims. */
+static int csum_block_rebuild(struct fsck *c, uint64_t b)
+{
+	const struct ffs_super *sb = c->sb;
+	uint32_t per = ff_le32(sb->csum_per_block), entry = ff_le32(sb->csum_entry_bytes);
+	uint32_t crc[FF_MEMBERS_MAX];
+	struct mbuf *mb;
+	int rc = mb_new(c->fs, ff_le64(sb->csum_start) + b, FFS_B_CSUM, &mb);
+
+	if (rc < 0)
+		return rc;
+	for (uint64_t i = 0; i < per && b * per + i < c->nstripes; i++) {
+		uint64_t p = b * per + i;
+		struct ffs_csum_entry *e = (void *)(mb->data + sizeof(struct ffs_bhdr) + i * entry);
+
+		if (!c->stripe[p].ino)
+			continue;
+		data_crcs(c, p, crc);
+		e->ino = ff_cpu_to_le32(c->stripe[p].ino);
+		e->fstripe = ff_cpu_to_le32(c->stripe[p].fstripe);
+		for (uint32_t k = 0; k < c->fs->g->ndata; k++)
+			e->crc[k] = ff_cpu_to_le32(crc[k]);
+	}
+	mb_dirty(c->fs, mb);
+	mb_put(c->fs, mb);
+	return ck_commit(c, false);
+}
+
+static int owner_fix(struct fsck *c, uint64_t p, uint32_t *crc)
+{
+	int rc;
+
+	data_crcs(c, p, crc); /* unreadable data: keep the crcs the entry had */
+	rc = csum_set(c->fs, p, c->stripe[p].ino, c->stripe[p].fstripe, crc);
+	return rc < 0 ? rc : ck_commit(c, false);
+}
+
+int extent_csum_check(struct fsck *c)
+{
+	uint32_t per = ff_le32(c->sb->csum_per_block), crc[FF_MEMBERS_MAX], ino, f;
+	uint64_t bad_block = UINT64_MAX;
+	int rc = 0;
+
+	for (uint64_t p = 0; p < c->nstripes && rc == 0 && !c->operr; p++) {
+		const struct stripe_claim *sc = &c->stripe[p];
+
+		if (!sc->ino || p / per == bad_block)
+			continue;
+		rc = csum_get(c->fs, p, &ino, &f, crc);
+		if (rc == -ENOMEM)
+			break;
+		if (rc < 0) {
+			bad_block = p / per;
+			rc = 0;
+			if (fix_problem(c, PR_2_CSUM_BLOCK, &(struct pctx){
+						.blk = ff_le64(c->sb->csum_start) + bad_block }))
+				rc = csum_block_rebuild(c, bad_block);
+			continue;
+		}
+		if ((ino != sc->ino || f != sc->fstripe) &&
+		    fix_problem(c, PR_2_CSUM_OWNER, &(struct pctx){ .blk = p, .num = ino, .num2 = f,
+								    .ino = sc->ino, .num3 = sc->fstripe }))
+			rc = owner_fix(c, p, crc);
+	}
+	if (rc < 0)
+		fsck_operr(c, rc, "cannot fix the checksum table");
+	return rc;
+}

@@ -1,0 +1,476 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ffsck-corrupt: damage one thing in a corpus volume (see image.c).
+ *
+ *   ffsck-corrupt ACTION [ARG...] -- MEMBER...
+ *
+ * Most damage is written through the library itself (consistent blocks
+ * with inconsistent contents, committed through the journal as any change
+ * is); checksum damage is written raw, to every mirror copy of a block or,
+ * straight to one member, to one copy or one data chunk.  Paths name files
+ * of the corpus tree.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fs/check.h"
+
+struct tool {
+	struct ffs *fs;
+	bool finish;             /* write the superblock (journal tail) at the end */
+	/* raw damage to one member, applied after the array is closed */
+	char member[2][PATH_MAX];
+	uint64_t member_off[2];
+	unsigned nraw;
+};
+
+static void die(const char *what, int rc)
+{
+	fprintf(stderr, "ffsck-corrupt: %s: %s\n", what, rc ? strerror(rc < 0 ? -rc : rc) : "failed");
+	exit(2);
+}
+
+static void garbage(void *buf, size_t len, uint64_t seed)
+{
+	uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+
+	for (size_t i = 0; i < len; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		((uint8_t *)buf)[i] = (uint8_t)x;
+	}
+}
+
+static void tool_open(struct tool *t, const char *const *paths, unsigned n)
+{
+	struct ffs_super *sb[2] = { ff_alloc_aligned(FFS_BLOCK), ff_alloc_aligned(FFS_BLOCK) };
+	struct ff_err err = { "" };
+	bool ok[2], pending;
+	unsigned best;
+	int rc = ffs_check_open(paths, n, false, 0, &t->fs, &err);
+
+	if (rc < 0) {
+		fprintf(stderr, "ffsck-corrupt: %s\n", err.msg);
+		exit(2);
+	}
+	for (unsigned i = 0; i < 2; i++)
+		ok[i] = meta_read_check(t->fs, i ? FFS_SB_BLOCK_B : FFS_SB_BLOCK_A, FFS_B_SUPER, sb[i],
+					true) == 0 && !ffs_check_super_problem(t->fs, sb[i]);
+	if (!ok[0] && !ok[1])
+		die("no valid superblock", -EINVAL);
+	best = !ok[0] || (ok[1] && ff_le64(sb[1]->generation) > ff_le64(sb[0]->generation));
+	if ((rc = ffs_check_start(t->fs, sb[best], !best)) < 0 ||
+	    (rc = ffs_check_journal_pending(t->fs, &pending)) < 0 ||
+	    (rc = ffs_check_load_bitmaps(t->fs)) < 0)
+		die("open", rc);
+	free(sb[0]);
+	free(sb[1]);
+	t->finish = true;
+}
+
+static uint64_t lookup(struct tool *t, const char *path)
+{
+	char buf[PATH_MAX], *save = NULL;
+	uint64_t ino = FFS_ROOT_INO;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (char *p = strtok_r(buf, "/", &save); p; p = strtok_r(NULL, "/", &save)) {
+		struct finode *dir;
+		uint8_t type;
+		int rc = iget(t->fs, ino, &dir);
+
+		if (rc == 0)
+			rc = dir_lookup(t->fs, dir, p, &ino, &type);
+		if (rc < 0)
+			die(path, rc);
+		iput(t->fs, dir);
+	}
+	return ino;
+}
+
+static struct finode *inode(struct tool *t, const char *path)
+{
+	struct finode *fi;
+	int rc = iget(t->fs, lookup(t, path), &fi);
+
+	if (rc < 0)
+		die(path, rc);
+	fi->nlookup++; /* never freed by iput here */
+	return fi;
+}
+
+static void commit(struct tool *t, struct finode *fi)
+{
+	int rc = fi ? istore(t->fs, fi) : 0;
+
+	if (rc == 0)
+		rc = journal_commit(t->fs);
+	if (rc < 0)
+		die("commit", rc);
+}
+
+/* A free inode number well above every used one. */
+static uint64_t free_ino(struct tool *t)
+{
+	uint64_t hi = 0;
+
+	for (uint64_t i = 0; i < ff_le64(t->fs->sb->ninodes); i++)
+		if ((t->fs->ibits[i / 64] >> (i % 64)) & 1)
+			hi = i;
+	return hi + 10;
+}
+
+static uint64_t first_stripe(struct tool *t, const char *path)
+{
+	struct finode *fi = inode(t, path);
+
+	if (ff_le32(fi->d.flags) & FFS_I_BTREE || !fi->d.nextents)
+		die("not a small mapped file", -EINVAL);
+	return ff_le64(fi->d.u.extents[0].pstripe);
+}
+
+/* Write a garbage image over every copy of block no. */
+static void raw_all(struct tool *t, uint64_t no, uint64_t seed)
+{
+	uint8_t *buf = ff_alloc_aligned(FFS_BLOCK);
+	int rc;
+
+	garbage(buf, FFS_BLOCK, seed);
+	rc = meta_write_raw(t->fs, no, buf, 1);
+	if (rc == 0)
+		rc = ff_raid_flush(t->fs->raid);
+	free(buf);
+	if (rc < 0)
+		die("raw write", rc);
+}
+
+/* Where copy `copy` (0-based) of META block no lives — the mapping of
+ * raid/engine.c's meta_member(), checked against a read of that copy. */
+static void raw_one_copy(struct tool *t, uint64_t no, unsigned copy)
+{
+	const struct ff_geom *g = t->fs->g;
+	uint64_t chunk = no * FFS_BLOCK / FF_META_CHUNK, idx = chunk * g->meta_copies + copy;
+	uint64_t off = g->meta_offset + idx / g->nmembers * FF_META_CHUNK + no * FFS_BLOCK % FF_META_CHUNK;
+	struct ff_member *m = ff_raid_member(t->fs->raid, (unsigned)(idx % g->nmembers));
+	uint8_t *want = ff_alloc_aligned(FFS_BLOCK), *have = ff_alloc_aligned(FFS_BLOCK);
+
+	if (!m || ffs_check_read_copy(t->fs, no, copy + 1, want) < 0 ||
+	    ff_member_pread(m, have, FFS_BLOCK, off) < 0 || memcmp(want, have, FFS_BLOCK) != 0)
+		die("the META mirror layout is not what this tool assumes", -EINVAL);
+	snprintf(t->member[t->nraw], sizeof(t->member[0]), "%s", m->path);
+	t->member_off[t->nraw++] = off;
+	free(want);
+	free(have);
+}
+
+static void raw_data_chunk(struct tool *t, uint64_t p, unsigned chunk)
+{
+	const struct ff_geom *g = t->fs->g;
+	unsigned role = ff_raid_chunk_member(t->fs->raid, p, chunk);
+
+	snprintf(t->member[t->nraw], sizeof(t->member[0]), "%s",
+		 ff_raid_member(t->fs->raid, role)->path);
+	t->member_off[t->nraw++] = g->data_offset + p * g->chunk_bytes;
+}
+
+/* After close: garbage straight onto the member (4 KiB at each offset). */
+static void raw_apply(struct tool *t)
+{
+	uint8_t buf[FFS_BLOCK];
+
+	for (unsigned i = 0; i < t->nraw; i++) {
+		int fd = open(t->member[i], O_WRONLY);
+
+		garbage(buf, sizeof(buf), 77 + i);
+		if (fd < 0 || pwrite(fd, buf, sizeof(buf), (off_t)t->member_off[i]) != (ssize_t)sizeof(buf))
+			die(t->member[i], errno);
+		close(fd);
+	}
+}
+
+/* ---- the damage ------------------------------------------------------------ */
+
+static void dir_entry_add(struct tool *t, const char *dir, const char *name, uint64_t ino,
+			  uint8_t type)
+{
+	struct finode *d = inode(t, dir);
+	int rc = dir_add(t->fs, d, name, ino, type);
+
+	if (rc < 0)
+		die("dir_add", rc);
+	commit(t, NULL);
+}
+
+static void root_unlink(struct tool *t, const char *name)
+{
+	struct finode *root = inode(t, "/");
+	int rc = dir_remove(t->fs, root, name);
+
+	if (rc < 0)
+		die("dir_remove", rc);
+	root->d.nlink = ff_cpu_to_le32(ff_le32(root->d.nlink) - 1); /* stays consistent */
+	commit(t, root);
+}
+
+/* The second child of the root of dir's tree: a leaf of a two-level tree. */
+static uint64_t second_leaf(struct tool *t, const char *dir)
+{
+	struct finode *fi = inode(t, dir);
+	struct mbuf *mb;
+	uint64_t child;
+	int rc = mb_get(t->fs, ff_le64(fi->d.root), FFS_B_BTREE, &mb);
+
+	if (rc < 0 || ff_le16(((struct ffs_bt_node *)mb->data)->level) != 1)
+		die("the directory tree is not two levels deep", rc);
+	child = ff_le64(((struct ffs_bt_ptr *)(mb->data + sizeof(struct ffs_bt_node)))[1].child);
+	mb_put(t->fs, mb);
+	return child;
+}
+
+static uint64_t itable_block(struct tool *t, uint64_t ino)
+{
+	return ff_le64(t->fs->sb->itable_start) + ino / FFS_INODES_PER_BLOCK;
+}
+
+static void journal_pending(struct tool *t, const char *path)
+{
+	struct finode *fi = inode(t, path);
+	uint64_t home = itable_block(t, fi->ino);
+	uint8_t *old = ff_alloc_aligned(FFS_BLOCK);
+	int rc = meta_read_check(t->fs, home, FFS_B_ITABLE, old, true);
+
+	if (rc < 0)
+		die("read", rc);
+	fi->d.nlink = ff_cpu_to_le32(7);
+	commit(t, fi);
+	/* the transaction is committed, but its home block is as before a crash */
+	rc = meta_write_raw(t->fs, home, old, 1);
+	free(old);
+	if (rc < 0)
+		die("write", rc);
+	t->finish = false;
+}
+
+static void orphan_valid(struct tool *t)
+{
+	struct stat st;
+	uint64_t fh;
+	int rc = ffs_create(t->fs, FFS_ROOT_INO, "tmpfile", 0644, 0, 0, O_RDWR, &st, &fh);
+
+	if (rc == 0)
+		rc = ffs_unlink(t->fs, FFS_ROOT_INO, "tmpfile"); /* open: it becomes an orphan */
+	if (rc < 0)
+		die("orphan", rc);
+	commit(t, NULL);
+}
+
+static void orphan_linked(struct tool *t, const char *path)
+{
+	struct finode *fi = inode(t, path);
+	struct mbuf *mb;
+	int rc = mb_get(t->fs, FFS_ORPHAN_BLOCK, FFS_B_ORPHAN, &mb);
+
+	if (rc < 0)
+		die("orphan block", rc);
+	((struct ffs_orphan_block *)mb->data)->head = ff_cpu_to_le64(fi->ino);
+	((struct ffs_orphan_block *)mb->data)->count = ff_cpu_to_le64(1);
+	mb_dirty(t->fs, mb);
+	mb_put(t->fs, mb);
+	fi->d.flags = ff_cpu_to_le32(ff_le32(fi->d.flags) | FFS_I_ORPHAN);
+	commit(t, fi);
+}
+
+static void xattr_bad(struct tool *t, const char *path)
+{
+	struct finode *fi = inode(t, path);
+	struct mbuf *mb;
+	int rc = mb_get(t->fs, ff_le64(fi->d.xattr_block), FFS_B_XATTR, &mb);
+
+	if (rc < 0)
+		die("xattr block", rc);
+	((struct ffs_xattr_block *)mb->data)->used = ff_cpu_to_le32(5000);
+	mb_dirty(t->fs, mb);
+	mb_put(t->fs, mb);
+	commit(t, NULL);
+}
+
+static void csum_owner(struct tool *t, const char *path)
+{
+	uint64_t p = first_stripe(t, path);
+	uint32_t crc[FF_MEMBERS_MAX], ino, f;
+	int rc = csum_get(t->fs, p, &ino, &f, crc);
+
+	if (rc == 0)
+		rc = csum_set(t->fs, p, ino + 1, f + 5, crc);
+	if (rc < 0)
+		die("csum", rc);
+	commit(t, NULL);
+}
+
+static void sb_torn(struct tool *t)
+{
+	uint8_t *buf = ff_alloc_aligned(FFS_BLOCK);
+	int rc = meta_read_check(t->fs, FFS_SB_BLOCK_A, FFS_B_SUPER, buf, true);
+
+	memset(buf + FFS_BLOCK / 2, 0xee, FFS_BLOCK / 2); /* the second half never arrived */
+	if (rc == 0)
+		rc = meta_write_raw(t->fs, FFS_SB_BLOCK_A, buf, 1);
+	free(buf);
+	if (rc < 0)
+		die("superblock", rc);
+}
+
+static uint64_t num(const char *s)
+{
+	return strtoull(s, NULL, 0);
+}
+
+/* Damage through the library (or to all copies); false if unknown. */
+static bool act(struct tool *t, const char *a, char **arg, unsigned nargs)
+{
+	struct finode *fi;
+	int rc = 0;
+
+#define ARGS(n) do { if (nargs < (n)) die(a, -EINVAL); } while (0)
+	if (!strcmp(a, "ibit-clear")) {
+		ARGS(1);
+		rc = free_inode_bit(t->fs, lookup(t, arg[0]));
+		commit(t, NULL);
+	} else if (!strcmp(a, "ibit-set")) {
+		uint64_t ino;
+
+		rc = alloc_inode(t->fs, &ino);
+		commit(t, NULL);
+	} else if (!strcmp(a, "dangling")) {
+		ARGS(2);
+		dir_entry_add(t, arg[0], arg[1], free_ino(t), DT_REG);
+	} else if (!strcmp(a, "entry-type")) {
+		uint64_t ino;
+		uint8_t type;
+
+		ARGS(2);
+		fi = inode(t, arg[0]);
+		rc = dir_lookup(t->fs, fi, arg[1], &ino, &type);
+		if (rc == 0)
+			rc = dir_retarget(t->fs, fi, arg[1], ino, DT_CHR);
+		commit(t, NULL);
+	} else if (!strcmp(a, "nlink") || !strcmp(a, "dotdot") || !strcmp(a, "dir-size") ||
+		   !strcmp(a, "mode") || !strcmp(a, "slot-ino")) {
+		ARGS(2);
+		fi = inode(t, arg[0]);
+		if (a[0] == 'n')
+			fi->d.nlink = ff_cpu_to_le32((uint32_t)num(arg[1]));
+		else if (a[0] == 'd' && a[1] == 'o')
+			fi->d.parent = ff_cpu_to_le64(num(arg[1]));
+		else if (a[0] == 'd')
+			fi->d.size = ff_cpu_to_le64(num(arg[1]));
+		else if (a[0] == 'm')
+			fi->d.mode = ff_cpu_to_le32((uint32_t)num(arg[1]));
+		else
+			fi->d.ino = ff_cpu_to_le64(num(arg[1]));
+		commit(t, fi);
+	} else if (!strcmp(a, "leak-stripe")) {
+		rc = take_stripes(t->fs, ff_le64(t->fs->sb->nstripes) - 1, 1);
+		commit(t, NULL);
+	} else if (!strcmp(a, "dup-stripe")) {
+		ARGS(2);
+		fi = inode(t, arg[1]);
+		fi->d.u.extents[0].pstripe = ff_cpu_to_le64(first_stripe(t, arg[0]));
+		commit(t, fi);
+	} else if (!strcmp(a, "extent-range")) {
+		ARGS(1);
+		fi = inode(t, arg[0]);
+		fi->d.u.extents[0].pstripe = ff_cpu_to_le64(ff_le64(t->fs->sb->nstripes) + 10);
+		commit(t, fi);
+	} else if (!strcmp(a, "csum-owner")) {
+		ARGS(1);
+		csum_owner(t, arg[0]);
+	} else if (!strcmp(a, "dir-loop")) {
+		struct finode *c = inode(t, "/b/c");
+		uint64_t b = lookup(t, "/b");
+
+		root_unlink(t, "b");
+		rc = dir_add(t->fs, c, "back", b, DT_DIR);
+		commit(t, NULL);
+	} else if (!strcmp(a, "unreachable")) {
+		root_unlink(t, "b");
+	} else if (!strcmp(a, "orphan-linked")) {
+		ARGS(1);
+		orphan_linked(t, arg[0]);
+	} else if (!strcmp(a, "orphan-valid")) {
+		orphan_valid(t);
+	} else if (!strcmp(a, "xattr-bad")) {
+		ARGS(1);
+		xattr_bad(t, arg[0]);
+	} else if (!strcmp(a, "journal-pending")) {
+		ARGS(1);
+		journal_pending(t, arg[0]);
+	} else if (!strcmp(a, "hwm")) {
+		ARGS(1);
+		t->fs->sb->itable_hwm = ff_cpu_to_le64(num(arg[0]));
+	} else if (!strcmp(a, "leaf-bad")) {
+		ARGS(1);
+		raw_all(t, second_leaf(t, arg[0]), 1);
+	} else if (!strcmp(a, "itable-bad")) {
+		ARGS(1);
+		raw_all(t, itable_block(t, lookup(t, arg[0])), 2);
+	} else if (!strcmp(a, "sbitmap-bad")) {
+		raw_all(t, ff_le64(t->fs->sb->sbitmap_start), 3);
+	} else if (!strcmp(a, "copy-bad")) { /* one mirror copy of the inode's table block */
+		ARGS(1);
+		raw_one_copy(t, itable_block(t, lookup(t, arg[0])), 1);
+	} else if (!strcmp(a, "data-bad") || !strcmp(a, "data-lost")) {
+		ARGS(1);
+		uint64_t p = first_stripe(t, arg[0]);
+
+		raw_data_chunk(t, p, 0);
+		if (a[5] == 'l')
+			raw_data_chunk(t, p, 1);
+	} else if (strcmp(a, "sb-torn") && strcmp(a, "no-super")) {
+		return false;
+	}
+#undef ARGS
+	if (rc < 0)
+		die(a, rc);
+	return true;
+}
+
+int main(int argc, char **argv)
+{
+	struct tool t = { 0 };
+	int sep;
+
+	for (sep = 1; sep < argc && strcmp(argv[sep], "--"); sep++)
+		;
+	if (sep < 2 || sep + 1 >= argc) {
+		fprintf(stderr, "usage: ffsck-corrupt ACTION [ARG...] -- MEMBER...\n");
+		return 2;
+	}
+	ff_log_set_level(FF_LOG_ERR);
+	tool_open(&t, (const char *const *)argv + sep + 1, (unsigned)(argc - sep - 1));
+	if (!act(&t, argv[1], argv + 2, (unsigned)(sep - 2)))
+		die(argv[1], -EINVAL);
+	if (t.finish) {
+		int rc = ffs_check_finish(t.fs);
+
+		if (rc < 0)
+			die("superblock", rc);
+	}
+	/* superblock damage goes last: finishing rewrites both copies */
+	if (!strcmp(argv[1], "sb-torn"))
+		sb_torn(&t);
+	if (!strcmp(argv[1], "no-super")) {
+		raw_all(&t, FFS_SB_BLOCK_A, 5);
+		raw_all(&t, FFS_SB_BLOCK_B, 6);
+	}
+	if (ffs_check_close(t.fs) < 0)
+		die("close", -EIO);
+	raw_apply(&t);
+	return 0;
+}

@@ -1,0 +1,265 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The test corpus's volumes, through the library (no FUSE):
+ *
+ *   ffsck-image build MEMBER...    mkfs, then the same small tree every time
+ *   ffsck-image verify MEMBER...   mount, read everything, make and remove a
+ *                                  file and a directory, unmount: exit 0 when
+ *                                  every operation succeeded
+ *
+ * The tree (label "corpus", RAID5, 64 KiB chunks):
+ *   /a/f1        1.5 stripes, xattr user.tag
+ *   /a/f2        3 stripes
+ *   /b/c/f3      100 bytes
+ *   /big         8 one-stripe extents with holes between (a B+tree map)
+ *   /link        hard link to /a/f1
+ *   /sym         short symlink; /longsym a 300-byte one (its own block)
+ *   /fifo        a fifo
+ *   /prealloc    2 preallocated (unwritten) stripes
+ *   /many/       400 empty files (a directory tree of several leaves)
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fs/ffs.h"
+#include "fs/format.h"
+
+#define CHUNK (64u * 1024)
+
+static const char *const *members;
+static unsigned nmembers;
+
+static int fail(const char *what, int rc)
+{
+	fprintf(stderr, "ffsck-image: %s: %s\n", what, strerror(rc < 0 ? -rc : rc));
+	return 1;
+}
+
+static void pattern(uint8_t *buf, size_t len, uint64_t off, unsigned seed)
+{
+	for (size_t i = 0; i < len; i++)
+		buf[i] = (uint8_t)((off + i) * 7 + seed * 131 + ((off + i) >> 12));
+}
+
+static int write_file(struct ffs *fs, uint64_t parent, const char *name, uint64_t len,
+		      uint64_t stride, unsigned seed, uint64_t *ino)
+{
+	uint64_t fh, stripe = 3ull * CHUNK;
+	uint8_t *buf = malloc(stripe);
+	struct stat st;
+	int rc = buf ? ffs_create(fs, parent, name, 0644, 0, 0, O_RDWR, &st, &fh) : -ENOMEM;
+
+	for (uint64_t off = 0; rc == 0 && off < len; off += stride ? stride : stripe) {
+		size_t n = (size_t)FF_MIN(stripe, len - off);
+		ssize_t w;
+
+		pattern(buf, n, off, seed);
+		w = ffs_write(fs, fh, buf, n, off);
+		rc = w == (ssize_t)n ? 0 : (w < 0 ? (int)w : -EIO);
+	}
+	if (buf && rc == 0)
+		rc = ffs_release(fs, fh);
+	if (rc == 0 && ino)
+		*ino = st.st_ino;
+	free(buf);
+	return rc;
+}
+
+static int build_tree(struct ffs *fs)
+{
+	uint64_t stripe = 3ull * CHUNK, f1, fh;
+	struct stat a, b, c, st;
+	char longt[301], name[32];
+	int rc = ffs_mkdir(fs, 1, "a", 0755, 0, 0, &a);
+
+	if (rc == 0) rc = ffs_mkdir(fs, 1, "b", 0755, 0, 0, &b);
+	if (rc == 0) rc = ffs_mkdir(fs, b.st_ino, "c", 0755, 0, 0, &c);
+	if (rc == 0) rc = write_file(fs, a.st_ino, "f1", stripe * 3 / 2, 0, 1, &f1);
+	if (rc == 0) rc = ffs_setxattr(fs, f1, "user.tag", "one", 3, 0);
+	if (rc == 0) rc = write_file(fs, a.st_ino, "f2", stripe * 3, 0, 2, NULL);
+	if (rc == 0) rc = write_file(fs, c.st_ino, "f3", 100, 0, 3, NULL);
+	if (rc == 0) rc = write_file(fs, 1, "big", stripe * 15, stripe * 2, 4, NULL);
+	if (rc == 0) rc = ffs_link(fs, f1, 1, "link", &st);
+	if (rc == 0) rc = ffs_symlink(fs, 1, "sym", "a/f1", 0, 0, &st);
+	memset(longt, 'x', 300);
+	longt[300] = '\0';
+	if (rc == 0) rc = ffs_symlink(fs, 1, "longsym", longt, 0, 0, &st);
+	if (rc == 0) rc = ffs_mknod(fs, 1, "fifo", S_IFIFO | 0644, 0, 0, 0, &st);
+	if (rc == 0) rc = ffs_create(fs, 1, "prealloc", 0644, 0, 0, O_RDWR, &st, &fh);
+	if (rc == 0) rc = ffs_fallocate(fs, fh, 0, 0, stripe * 2);
+	if (rc == 0) rc = ffs_release(fs, fh);
+	if (rc == 0) rc = ffs_mkdir(fs, 1, "many", 0755, 0, 0, &st);
+	for (unsigned i = 0; i < 400 && rc == 0; i++) {
+		snprintf(name, sizeof(name), "frame_%05u.dpx", i);
+		rc = write_file(fs, st.st_ino, name, 0, 0, 0, NULL);
+	}
+	return rc;
+}
+
+static int build(void)
+{
+	struct ffs_mkfs_params p = { .level = 5, .chunk_bytes = CHUNK, .label = "corpus",
+				     .force = true, .quiet = true };
+	struct ffs_opts o = { .write_buffer_bytes = 8 << 20, .read_cache_bytes = 8 << 20 };
+	struct ff_err err = { "" };
+	struct ffs *fs;
+	int rc = ffs_mkfs(members, nmembers, &p, &err);
+
+	if (rc == 0)
+		rc = ffs_mount(members, nmembers, &o, &fs, &err);
+	if (rc < 0) {
+		fprintf(stderr, "ffsck-image: %s\n", err.msg);
+		return 1;
+	}
+	rc = build_tree(fs);
+	if (rc < 0) {
+		ffs_unmount(fs);
+		return fail("building the tree", rc);
+	}
+	rc = ffs_unmount(fs);
+	return rc < 0 ? fail("unmount", rc) : 0;
+}
+
+struct names {
+	char name[64][FFS_NAME_MAX + 1];
+	uint64_t ino[64];
+	unsigned n;
+	uint64_t next;
+};
+
+static int fill(void *arg, const char *name, const struct stat *st, uint64_t next_pos)
+{
+	struct names *n = arg;
+
+	if (n->n == 64)
+		return 1;
+	snprintf(n->name[n->n], sizeof(n->name[0]), "%s", name);
+	n->ino[n->n++] = st->st_ino;
+	n->next = next_pos;
+	return 0;
+}
+
+static int read_all(struct ffs *fs, uint64_t ino, const struct stat *st)
+{
+	static uint8_t buf[1 << 20];
+	char target[4096];
+	uint64_t fh;
+	int rc = ffs_listxattr(fs, ino, NULL, 0);
+
+	if (rc < 0)
+		return rc;
+	if (S_ISLNK(st->st_mode))
+		return ffs_readlink(fs, ino, target, sizeof(target));
+	if (!S_ISREG(st->st_mode))
+		return 0;
+	rc = ffs_open(fs, ino, O_RDONLY, &fh);
+	if (rc < 0)
+		return rc;
+	for (uint64_t off = 0; rc == 0 && off < (uint64_t)st->st_size; off += sizeof(buf)) {
+		ssize_t r = ffs_read(fs, fh, buf, sizeof(buf), off);
+
+		rc = r < 0 ? (int)r : 0;
+	}
+	ffs_release(fs, fh);
+	return rc;
+}
+
+/* Every entry below dir, every file read; depth bounds a looping tree. */
+static int walk(struct ffs *fs, uint64_t dir, unsigned depth, unsigned *count)
+{
+	struct names *n = calloc(1, sizeof(*n));
+	int rc = n ? 0 : -ENOMEM;
+
+	if (depth > 64)
+		rc = -ELOOP;
+	for (uint64_t pos = 0; rc == 0;) {
+		n->n = 0;
+		rc = ffs_readdir(fs, dir, pos, false, fill, n);
+		if (rc == -ENOENT)
+			rc = 0;
+		for (unsigned i = 0; i < n->n && rc == 0; i++) {
+			struct stat st;
+
+			if (!strcmp(n->name[i], ".") || !strcmp(n->name[i], ".."))
+				continue;
+			rc = ffs_getattr(fs, n->ino[i], &st);
+			if (rc == 0)
+				rc = S_ISDIR(st.st_mode) ? walk(fs, n->ino[i], depth + 1, count)
+							 : read_all(fs, n->ino[i], &st);
+			(*count)++;
+		}
+		if (n->n < 64 || rc)
+			break;
+		pos = n->next;
+	}
+	free(n);
+	return rc;
+}
+
+static int exercise(struct ffs *fs)
+{
+	uint8_t buf[4096];
+	struct stat st;
+	uint64_t fh;
+	int rc = ffs_mkdir(fs, 1, "verify.d", 0755, 0, 0, &st);
+
+	memset(buf, 0x5a, sizeof(buf));
+	if (rc == 0)
+		rc = ffs_create(fs, st.st_ino, "file", 0644, 0, 0, O_RDWR, &st, &fh);
+	if (rc == 0)
+		rc = ffs_write(fs, fh, buf, sizeof(buf), 0) == sizeof(buf) ? 0 : -EIO;
+	if (rc == 0)
+		rc = ffs_fsync(fs, fh, false);
+	if (rc == 0)
+		rc = ffs_release(fs, fh);
+	if (rc == 0 && (rc = ffs_lookup(fs, 1, "verify.d", &st)) == 0)
+		rc = ffs_unlink(fs, st.st_ino, "file");
+	if (rc == 0)
+		rc = ffs_rmdir(fs, 1, "verify.d");
+	return rc;
+}
+
+static int verify(void)
+{
+	struct ffs_opts o = { .write_buffer_bytes = 8 << 20, .read_cache_bytes = 8 << 20 };
+	struct ff_err err = { "" };
+	unsigned count = 0;
+	struct ffs *fs;
+	int rc = ffs_mount(members, nmembers, &o, &fs, &err);
+
+	if (rc < 0) {
+		fprintf(stderr, "ffsck-image: mount: %s\n", err.msg);
+		return 1;
+	}
+	rc = walk(fs, 1, 0, &count);
+	if (rc < 0) {
+		ffs_unmount(fs);
+		return fail("walking the tree", rc);
+	}
+	rc = exercise(fs);
+	if (rc < 0) {
+		ffs_unmount(fs);
+		return fail("creating and removing", rc);
+	}
+	rc = ffs_unmount(fs);
+	if (rc < 0)
+		return fail("unmount", rc);
+	printf("verified %u entries\n", count);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 3 || (strcmp(argv[1], "build") && strcmp(argv[1], "verify"))) {
+		fprintf(stderr, "usage: ffsck-image build|verify MEMBER...\n");
+		return 2;
+	}
+	ff_log_set_level(FF_LOG_WARN);
+	members = (const char *const *)argv + 2;
+	nmembers = (unsigned)(argc - 2);
+	return strcmp(argv[1], "build") == 0 ? build() : verify();
+}

@@ -1,0 +1,144 @@
+# Shared by the Python integration tests: a file-backed array in /dev/shm
+# mounted by the real daemon (framefs -f, our child).  Everything made is
+# undone by Volume.cleanup(), which the tests call in a finally block (and
+# on SIGTERM from meson's timeout).
+#
+# Environment: FRAMEFS, MKFS, FSCK (the built binaries).
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+
+class TestFailure(Exception):
+    pass
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+class Volume:
+    def __init__(self, level, nmembers, member_size, mkfs_args=()):
+        self.framefs = os.environ["FRAMEFS"]
+        self.mkfs = os.environ["MKFS"]
+        self.fsck = os.environ["FSCK"]
+        self.tmp = tempfile.mkdtemp(prefix="ffit.")
+        os.chmod(self.tmp, 0o755)
+        self.mnt = os.path.join(self.tmp, "mnt")
+        os.mkdir(self.mnt)
+        self.members = ["/dev/shm/%s.m%d" % (os.path.basename(self.tmp), i) for i in range(nmembers)]
+        self.spec = ",".join(self.members)
+        self.daemon = None
+        self.nmounts = 0
+        self.log_path = None
+        self.level = level
+        for m in self.members:
+            with open(m, "wb") as f:
+                f.truncate(member_size)
+        r = subprocess.run([self.mkfs, "-q", "-f", "-l", str(level), *mkfs_args, *self.members],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise TestFailure("mkfs.framefs failed: " + r.stderr)
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(130))
+
+    def is_mounted(self):
+        with open("/proc/mounts") as f:
+            return any(line.split()[1] == self.mnt and line.split()[2] == "fuse.framefs"
+                       for line in f)
+
+    def daemon_log(self, lines=30):
+        try:
+            with open(self.log_path) as f:
+                return "".join(f.readlines()[-lines:])
+        except (OSError, TypeError):
+            return ""
+
+    def mount(self, *opts, timeout_s=60):
+        """Start the daemon; returns the seconds it took until the mount showed."""
+        self.nmounts += 1
+        self.log_path = os.path.join(self.tmp, "daemon.%d.log" % self.nmounts)
+        args = [self.framefs, "-f"]
+        if opts:
+            args += ["-o", ",".join(opts)]
+        t0 = time.monotonic()
+        with open(self.log_path, "w") as logf:
+            self.daemon = subprocess.Popen(args + [self.spec, self.mnt], stdout=logf,
+                                           stderr=subprocess.STDOUT)
+        while not self.is_mounted():
+            if self.daemon.poll() is not None:
+                raise TestFailure("framefs exited (%d) instead of mounting:\n%s"
+                                  % (self.daemon.returncode, self.daemon_log()))
+            if time.monotonic() - t0 > timeout_s:
+                raise TestFailure("framefs did not mount within %d s" % timeout_s)
+            time.sleep(0.02)
+        return time.monotonic() - t0
+
+    def unmount(self):
+        """umount(8); the daemon must write everything out and exit 0."""
+        for _ in range(100):
+            if subprocess.run(["umount", self.mnt], capture_output=True).returncode == 0:
+                break
+            time.sleep(0.1)
+        if self.is_mounted():
+            raise TestFailure("cannot unmount " + self.mnt)
+        rc = self.daemon.wait(timeout=300)
+        self.daemon = None
+        if rc != 0:
+            raise TestFailure("framefs exited %d after unmount:\n%s" % (rc, self.daemon_log()))
+        if "unmounted cleanly" not in self.daemon_log(5):
+            raise TestFailure("framefs did not report a clean unmount:\n" + self.daemon_log())
+
+    def kill9(self):
+        """SIGKILL the daemon (a crash) and detach the dead mount."""
+        self.daemon.kill()
+        self.daemon.wait()
+        self.daemon = None
+        if subprocess.run(["umount", self.mnt], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "-l", self.mnt], capture_output=True)
+        if self.is_mounted():
+            raise TestFailure("cannot detach the dead mount")
+
+    def check_fsck(self):
+        """An unmounted array needs no repair, metadata or data (-c checks
+        every data chunk against its checksum)."""
+        r = subprocess.run([self.fsck, "-n", "-c", *self.members], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise TestFailure("fsck.framefs -n -c found problems (status %d):\n%s%s"
+                              % (r.returncode, r.stdout, r.stderr))
+        return 1
+
+    def cleanup(self):
+        try:
+            if self.is_mounted():
+                if subprocess.run(["umount", self.mnt], capture_output=True).returncode != 0:
+                    subprocess.run(["umount", "-l", self.mnt], capture_output=True)
+            if self.daemon is not None and self.daemon.poll() is None:
+                self.daemon.terminate()
+                try:
+                    self.daemon.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    self.daemon.kill()
+                    self.daemon.wait()
+        finally:
+            for m in self.members:
+                try:
+                    os.unlink(m)
+                except OSError:
+                    pass
+            subprocess.run(["rm", "-rf", self.tmp])
+
+
+def seed_from_env():
+    s = os.environ.get("IT_SEED")
+    return int(s) if s else int(time.time() * 1000) % 1000000007
+
+
+def drop_caches():
+    """Forget unused dentries and inodes (and with them their cached pages):
+    the next lookups and reads go to the daemon.  ("2", not "3": dropping the
+    whole page cache costs seconds on a busy machine.)"""
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("2")

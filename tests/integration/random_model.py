@@ -1,0 +1,555 @@
+#!/usr/bin/env python3
+# Proves: under a seeded random mix of operations — create, write at random
+# offsets and sizes (bytes to several stripes, sparse), read (buffered and
+# O_DIRECT, which always reaches the daemon), truncate, fallocate, rename
+# (plain, over a file, RENAME_NOREPLACE, RENAME_EXCHANGE), link, unlink
+# (also of open files), mkdir, rmdir, fsync, fdatasync, syncfs, cache drops
+# and remounts — every read returns exactly what an in-memory model of every
+# file says, every stat and listing agrees with it, after each remount the
+# whole tree is identical and the free space is what it was, and at the end
+# deleting everything gives back all the space.
+#
+#   IT_SEED=N          the seed (printed; default from the clock)
+#   IT_RANDOM_OPS=N    operations (default 4000)
+#   IT_RANDOM_LEVEL=5|6  RAID level (default: from the seed)
+import ctypes
+import errno
+import mmap
+import os
+import random
+import sys
+import time
+from collections import Counter, deque
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from itlib import TestFailure, Volume, drop_caches, log, seed_from_env  # noqa: E402
+
+MiB = 1 << 20
+MAX_FILE = 12 * MiB
+MAX_FILES = 48
+MAX_MODEL_BYTES = 96 * MiB
+MAX_OPEN = 8
+RENAME_NOREPLACE, RENAME_EXCHANGE = 1, 2
+FALLOC_FL_KEEP_SIZE = 1
+
+libc = ctypes.CDLL(None, use_errno=True)
+libc.renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
+AT_FDCWD = -100
+
+
+def renameat2(a, b, flags):
+    if libc.renameat2(AT_FDCWD, a.encode(), AT_FDCWD, b.encode(), flags) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+
+
+def fallocate(fd, mode, off, length):
+    if libc.fallocate(fd, mode, off, length) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+
+
+class Model:
+    def __init__(self):
+        self.data = {}      # file id -> bytearray
+        self.paths = {}     # path (relative) -> file id
+        self.dirs = {""}    # relative directory paths
+        self.fds = {}       # open fd -> file id
+        self.next_id = 1
+
+    def links(self, fid):
+        return [p for p, i in self.paths.items() if i == fid]
+
+    def alive(self, fid):
+        return fid in self.paths.values() or fid in self.fds.values()
+
+    def gc(self, fid):
+        if not self.alive(fid):
+            del self.data[fid]
+
+    def total_bytes(self):
+        return sum(len(d) for d in self.data.values())
+
+    def children(self, d):
+        pre = d + "/" if d else ""
+        names = set()
+        for p in list(self.paths) + [x for x in self.dirs if x]:
+            if p.startswith(pre) and "/" not in p[len(pre):]:
+                names.add(p[len(pre):])
+        return names
+
+
+class RandomOps:
+    def __init__(self, vol, seed, nops):
+        self.vol = vol
+        self.rng = random.Random(seed)
+        self.seed = seed
+        self.nops = nops
+        self.m = Model()
+        self.counts = Counter()
+        self.op_time = Counter()
+        self.history = deque(maxlen=25)
+        self.opno = 0
+        self.reads_checked = 0
+        self.bytes_checked = 0
+        self.remounts = 0
+        self.fsck_runs = 0
+        self.name_seq = 0
+        self.free_at_start = None
+
+    # ---- helpers -------------------------------------------------------
+    def p(self, rel):
+        return os.path.join(self.vol.mnt, rel) if rel else self.vol.mnt
+
+    def fail(self, msg):
+        raise TestFailure("op %d: %s\nlast operations:\n  %s" % (self.opno, msg, "\n  ".join(self.history)))
+
+    def note(self, s):
+        self.history.append("%d %s" % (self.opno, s))
+
+    def new_name(self, d):
+        self.name_seq += 1
+        stem = self.rng.choice(["frame", "clip", "f", "a_long_name_for_a_media_file_" * 3])
+        name = "%s%06d.%s" % (stem, self.name_seq, self.rng.choice(["dpx", "exr", "mov", "bin"]))
+        return "%s/%s" % (d, name) if d else name
+
+    def rand_dir(self):
+        return self.rng.choice(sorted(self.m.dirs))
+
+    def rand_path(self):
+        return self.rng.choice(sorted(self.m.paths)) if self.m.paths else None
+
+    def expect_errno(self, what, fn, err):
+        try:
+            fn()
+        except OSError as e:
+            if e.errno != err:
+                self.fail("%s: expected %s, got %s" % (what, errno.errorcode[err], e))
+            return
+        self.fail("%s: expected %s, it succeeded" % (what, errno.errorcode[err]))
+
+    def gen(self, n):
+        return self.rng.randbytes(n)
+
+    def rand_size(self):
+        r = self.rng.random()
+        if r < 0.35:
+            return self.rng.randint(1, 4096)
+        if r < 0.7:
+            return self.rng.randint(4097, 400000)
+        if r < 0.9:
+            return self.rng.randint(400001, 2 * MiB)
+        return self.rng.randint(2 * MiB, 5 * MiB)
+
+    def rand_offset(self, size):
+        r = self.rng.random()
+        stripe = 3 * 512 * 1024 if self.vol.level == 5 else 4 * 512 * 1024
+        if r < 0.25:
+            return size  # append
+        if r < 0.5:
+            return self.rng.randint(0, max(size, 1))
+        if r < 0.65:
+            return self.rng.randint(0, 7) * stripe  # stripe aligned
+        if r < 0.8:
+            return max(0, self.rng.randint(1, 7) * stripe - self.rng.randint(1, 5000))  # straddle
+        return self.rng.randint(0, MAX_FILE - 1)  # anywhere, maybe sparse
+
+    def fd_for(self, fid):
+        for fd, i in self.m.fds.items():
+            if i == fid:
+                return fd
+        return None
+
+    def open_path(self, rel, flags=os.O_RDWR):
+        return os.open(self.p(rel), flags)
+
+    def check_range(self, fid, off, got, how):
+        want = bytes(self.m.data[fid][off:off + len(got)])
+        if len(got) != len(want) or got != want:
+            first = next((i for i in range(min(len(got), len(want))) if got[i] != want[i]),
+                         min(len(got), len(want)))
+            self.fail("%s: read at %d returned %d bytes, model has %d; first difference at +%d"
+                      % (how, off, len(got), len(want), first))
+        self.reads_checked += 1
+        self.bytes_checked += len(got)
+
+    def read_all_fd(self, fd, off, n):
+        out = bytearray()
+        while len(out) < n:
+            b = os.pread(fd, n - len(out), off + len(out))
+            if not b:
+                break
+            out += b
+        return bytes(out)
+
+    def check_file_full(self, rel, fid):
+        st = os.stat(self.p(rel))
+        if st.st_size != len(self.m.data[fid]):
+            self.fail("%s: size %d, model %d" % (rel, st.st_size, len(self.m.data[fid])))
+        fd = os.open(self.p(rel), os.O_RDONLY)
+        try:
+            got = self.read_all_fd(fd, 0, st.st_size + 1)
+        finally:
+            os.close(fd)
+        self.check_range(fid, 0, got, "full read of " + rel)
+
+    def check_tree(self, why):
+        """Every directory lists exactly the model's names; every file matches."""
+        for d in sorted(self.m.dirs):
+            got = set(os.listdir(self.p(d)))
+            want = self.m.children(d)
+            if got != want:
+                self.fail("%s: listing of '%s' differs: extra %s, missing %s"
+                          % (why, d, sorted(got - want)[:5], sorted(want - got)[:5]))
+        for rel, fid in sorted(self.m.paths.items()):
+            self.check_file_full(rel, fid)
+            st = os.stat(self.p(rel))
+            if st.st_nlink != len(self.m.links(fid)):
+                self.fail("%s: %s has %d links, model %d" % (why, rel, st.st_nlink, len(self.m.links(fid))))
+
+    def statfs_free(self):
+        """Free blocks and inodes once settled: a closed, unlinked file is
+        freed when the kernel's FORGET reaches the daemon, which is sent
+        asynchronously, so wait until three readings 50 ms apart agree."""
+        os.sync()
+        drop_caches()
+        last, same = None, 0
+        for _ in range(200):
+            v = os.statvfs(self.vol.mnt)
+            cur = (v.f_bfree, v.f_ffree)
+            same = same + 1 if cur == last else 0
+            if same == 2:
+                break
+            last = cur
+            time.sleep(0.05)
+        return cur
+
+    # ---- operations ----------------------------------------------------
+    def op_create(self):
+        if len(self.m.data) >= MAX_FILES:
+            return self.op_unlink()
+        d = self.rand_dir()
+        rel = self.new_name(d)
+        fd = os.open(self.p(rel), os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o644)
+        fid = self.m.next_id
+        self.m.next_id += 1
+        self.m.data[fid] = bytearray()
+        self.m.paths[rel] = fid
+        self.note("create %s" % rel)
+        self.expect_errno("create existing", lambda: os.open(self.p(rel), os.O_CREAT | os.O_EXCL | os.O_WRONLY), errno.EEXIST)
+        if len(self.m.fds) < MAX_OPEN and self.rng.random() < 0.6:
+            self.m.fds[fd] = fid
+        else:
+            os.close(fd)
+
+    def pick_file(self):
+        """A file id and an fd to it (opened if needed; second value: close it after)."""
+        if self.m.fds and self.rng.random() < 0.5:
+            fd = self.rng.choice(sorted(self.m.fds))
+            return self.m.fds[fd], fd, False
+        rel = self.rand_path()
+        if rel is None:
+            return None, None, False
+        return self.m.paths[rel], self.open_path(rel), True
+
+    def op_write(self):
+        if self.m.total_bytes() > MAX_MODEL_BYTES:
+            return self.op_truncate(shrink=True)
+        fid, fd, close = self.pick_file()
+        if fid is None:
+            return self.op_create()
+        try:
+            cur = self.m.data[fid]
+            off = self.rand_offset(len(cur))
+            n = min(self.rand_size(), MAX_FILE - off) if off < MAX_FILE else 1
+            buf = self.gen(n)
+            self.note("write id%d off %d len %d" % (fid, off, n))
+            done = 0
+            while done < n:
+                done += os.pwrite(fd, buf[done:], off + done)
+            if off > len(cur):
+                cur.extend(bytes(off - len(cur)))
+            cur[off:off + n] = buf
+            # read back at once, through the same descriptor
+            if self.rng.random() < 0.5:
+                self.check_range(fid, off, self.read_all_fd(fd, off, n), "read after write")
+        finally:
+            if close:
+                os.close(fd)
+
+    def op_read(self):
+        fid, fd, close = self.pick_file()
+        if fid is None:
+            return
+        try:
+            size = len(self.m.data[fid])
+            off = self.rng.randint(0, size + 10)
+            n = self.rng.choice([1, 100, 4096, 65536, 1 * MiB, 3 * MiB, size + 1])
+            self.note("read id%d off %d len %d" % (fid, off, n))
+            self.check_range(fid, off, self.read_all_fd(fd, off, n), "read")
+        finally:
+            if close:
+                os.close(fd)
+
+    def op_read_direct(self):
+        """O_DIRECT: the page cache is bypassed, the daemon answers."""
+        rel = self.rand_path()
+        if rel is None:
+            return
+        fid = self.m.paths[rel]
+        size = len(self.m.data[fid])
+        off = self.rng.randint(0, (size + 4095) // 4096) * 4096
+        n = self.rng.choice([4096, 65536, MiB, 2 * MiB + 8192])
+        buf = mmap.mmap(-1, n)
+        fd = os.open(self.p(rel), os.O_RDONLY | os.O_DIRECT)
+        try:
+            self.note("read O_DIRECT %s off %d len %d" % (rel, off, n))
+            got = os.preadv(fd, [buf], off)
+            self.check_range(fid, off, bytes(buf[:got]), "O_DIRECT read of " + rel)
+        finally:
+            os.close(fd)
+            buf.close()
+
+    def op_truncate(self, shrink=False):
+        fid, fd, close = self.pick_file()
+        if fid is None:
+            return
+        try:
+            cur = self.m.data[fid]
+            if shrink or self.rng.random() < 0.6:
+                size = self.rng.randint(0, len(cur))
+            else:
+                size = min(MAX_FILE, len(cur) + self.rng.randint(1, 3 * MiB))
+            self.note("truncate id%d %d -> %d" % (fid, len(cur), size))
+            os.ftruncate(fd, size)
+            if size < len(cur):
+                del cur[size:]
+            else:
+                cur.extend(bytes(size - len(cur)))
+            if os.fstat(fd).st_size != size:
+                self.fail("size after truncate")
+        finally:
+            if close:
+                os.close(fd)
+
+    def op_fallocate(self):
+        fid, fd, close = self.pick_file()
+        if fid is None:
+            return
+        try:
+            cur = self.m.data[fid]
+            off = self.rng.randint(0, len(cur) + MiB)
+            n = self.rng.randint(1, 4 * MiB)
+            if off + n > MAX_FILE or self.m.total_bytes() > MAX_MODEL_BYTES:
+                return
+            keep = self.rng.random() < 0.5
+            self.note("fallocate id%d off %d len %d%s" % (fid, off, n, " keep" if keep else ""))
+            fallocate(fd, FALLOC_FL_KEEP_SIZE if keep else 0, off, n)
+            if not keep and off + n > len(cur):
+                cur.extend(bytes(off + n - len(cur)))
+        finally:
+            if close:
+                os.close(fd)
+
+    def op_rename(self):
+        src = self.rand_path()
+        if src is None:
+            return
+        r = self.rng.random()
+        others = [p for p in self.m.paths if self.m.paths[p] != self.m.paths[src]]
+        if r < 0.35 or not others:
+            dst = self.new_name(self.rand_dir())
+            flags = RENAME_NOREPLACE if self.rng.random() < 0.3 else 0
+            self.note("rename %s -> %s flags %d" % (src, dst, flags))
+            renameat2(self.p(src), self.p(dst), flags)
+            self.m.paths[dst] = self.m.paths.pop(src)
+        elif r < 0.6:
+            dst = self.rng.choice(sorted(others))
+            self.note("rename %s over %s" % (src, dst))
+            self.expect_errno("rename NOREPLACE over a file",
+                              lambda: renameat2(self.p(src), self.p(dst), RENAME_NOREPLACE), errno.EEXIST)
+            os.rename(self.p(src), self.p(dst))
+            old = self.m.paths[dst]
+            self.m.paths[dst] = self.m.paths.pop(src)
+            self.m.gc(old)
+        else:
+            dst = self.rng.choice(sorted(others))
+            self.note("exchange %s <-> %s" % (src, dst))
+            renameat2(self.p(src), self.p(dst), RENAME_EXCHANGE)
+            self.m.paths[src], self.m.paths[dst] = self.m.paths[dst], self.m.paths[src]
+
+    def op_unlink(self):
+        rel = self.rand_path()
+        if rel is None:
+            return
+        self.note("unlink %s" % rel)
+        os.unlink(self.p(rel))
+        fid = self.m.paths.pop(rel)
+        self.m.gc(fid)
+        self.expect_errno("stat after unlink", lambda: os.stat(self.p(rel)), errno.ENOENT)
+
+    def op_link(self):
+        rel = self.rand_path()
+        if rel is None:
+            return
+        dst = self.new_name(self.rand_dir())
+        self.note("link %s %s" % (rel, dst))
+        os.link(self.p(rel), self.p(dst))
+        self.m.paths[dst] = self.m.paths[rel]
+
+    def op_mkdir(self):
+        if len(self.m.dirs) > 12:
+            return self.op_rmdir()
+        parent = self.rand_dir()
+        self.name_seq += 1
+        d = "%s/dir%04d" % (parent, self.name_seq) if parent else "dir%04d" % self.name_seq
+        self.note("mkdir %s" % d)
+        os.mkdir(self.p(d))
+        self.m.dirs.add(d)
+
+    def op_rmdir(self):
+        cands = sorted(x for x in self.m.dirs if x)
+        if not cands:
+            return
+        d = self.rng.choice(cands)
+        if self.m.children(d):
+            self.note("rmdir (not empty) %s" % d)
+            self.expect_errno("rmdir of a non-empty directory", lambda: os.rmdir(self.p(d)), errno.ENOTEMPTY)
+            return
+        self.note("rmdir %s" % d)
+        os.rmdir(self.p(d))
+        self.m.dirs.discard(d)
+
+    def op_fsync(self):
+        fid, fd, close = self.pick_file()
+        if fid is None:
+            return
+        try:
+            self.note("fsync id%d" % fid)
+            (os.fdatasync if self.rng.random() < 0.3 else os.fsync)(fd)
+        finally:
+            if close:
+                os.close(fd)
+
+    def op_syncfs(self):
+        self.note("sync")
+        os.sync()
+
+    def op_close(self):
+        if not self.m.fds:
+            return
+        fd = self.rng.choice(sorted(self.m.fds))
+        fid = self.m.fds.pop(fd)
+        self.note("close id%d" % fid)
+        os.close(fd)
+        self.m.gc(fid)
+
+    def op_stat(self):
+        rel = self.rand_path()
+        if rel is None:
+            return
+        fid = self.m.paths[rel]
+        st = os.stat(self.p(rel))
+        if st.st_size != len(self.m.data[fid]) or st.st_nlink != len(self.m.links(fid)):
+            self.fail("stat %s: size %d nlink %d, model %d %d" % (rel, st.st_size, st.st_nlink,
+                                                                  len(self.m.data[fid]), len(self.m.links(fid))))
+
+    def op_listdir(self):
+        d = self.rand_dir()
+        got = set(os.listdir(self.p(d)))
+        if got != self.m.children(d):
+            self.fail("listing of '%s' differs" % d)
+
+    def op_drop_caches(self):
+        """The kernel forgets our pages, dentries and unused inodes: reads,
+        lookups and the daemon's inode cache start over."""
+        self.note("drop caches")
+        for rel in self.m.paths:
+            fd = os.open(self.p(rel), os.O_RDONLY)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            os.close(fd)
+        drop_caches()
+
+    def op_remount(self):
+        self.note("remount")
+        for fd in sorted(self.m.fds):
+            os.close(fd)
+            fid = self.m.fds.pop(fd)
+            self.m.gc(fid)
+        before = self.statfs_free()
+        self.vol.unmount()
+        self.fsck_runs += self.vol.check_fsck()
+        self.vol.mount()
+        self.remounts += 1
+        after = self.statfs_free()
+        if before != after:
+            self.fail("free blocks/inodes %s before unmount, %s after mount" % (before, after))
+        self.check_tree("after remount %d" % self.remounts)
+
+    OPS = [
+        ("create", 14), ("write", 30), ("read", 18), ("read_direct", 6), ("truncate", 6),
+        ("fallocate", 2), ("rename", 7), ("unlink", 5), ("link", 2), ("mkdir", 2), ("rmdir", 2),
+        ("fsync", 4), ("syncfs", 1), ("close", 6), ("stat", 5), ("listdir", 2), ("drop_caches", 1),
+    ]
+
+    def run(self):
+        names = [n for n, _ in self.OPS]
+        weights = [w for _, w in self.OPS]
+        remount_every = max(50, self.nops // 10)
+        self.free_at_start = self.statfs_free()
+        for self.opno in range(1, self.nops + 1):
+            if self.opno % remount_every == 0:
+                name = "remount"
+            else:
+                name = self.rng.choices(names, weights)[0]
+            self.counts[name] += 1
+            t_op = time.monotonic()
+            try:
+                getattr(self, "op_" + name)()
+            except TestFailure:
+                raise
+            except OSError as e:
+                self.fail("%s: unexpected %s" % (name, e))
+            self.op_time[name] += time.monotonic() - t_op
+        self.op_remount()
+        self.counts["remount"] += 1
+        # delete everything: all the space comes back
+        for rel in sorted(self.m.paths):
+            os.unlink(self.p(rel))
+        for d in sorted((x for x in self.m.dirs if x), key=lambda x: -x.count("/")):
+            os.rmdir(self.p(d))
+        self.m = Model()
+        end = self.statfs_free()
+        if end != self.free_at_start:
+            self.fail("after deleting everything: free %s, at the start %s" % (end, self.free_at_start))
+
+
+def main():
+    seed = seed_from_env()
+    nops = int(os.environ.get("IT_RANDOM_OPS", "4000"))
+    level = int(os.environ.get("IT_RANDOM_LEVEL", str(5 if seed % 2 else 6)))
+    log("random-ops-model: seed %d (IT_SEED=%d to repeat), %d operations, RAID%d" % (seed, seed, nops, level))
+    vol = Volume(level, 4 if level == 5 else 6, 256 * MiB)
+    t0 = time.monotonic()
+    try:
+        vol.mount()
+        r = RandomOps(vol, seed, nops)
+        r.run()
+        vol.unmount()
+        r.fsck_runs += vol.check_fsck()
+    except TestFailure as e:
+        log("FAIL (seed %d): %s" % (seed, e))
+        log("daemon log:\n" + vol.daemon_log())
+        return 1
+    finally:
+        vol.cleanup()
+    log("operations: " + ", ".join("%s %d (%.1f s)" % (k, v, r.op_time[k]) for k, v in sorted(r.counts.items())))
+    log("PASS: seed %d, %d random operations, %d reads compared (%d MiB), %d remounts, %d fsck runs, %.1f s"
+        % (seed, nops, r.reads_checked, r.bytes_checked // MiB, r.remounts + 1, r.fsck_runs,
+           time.monotonic() - t0))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

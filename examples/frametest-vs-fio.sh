@@ -9,7 +9,11 @@
 # Defaults: 100 frames, 4 threads, 4k (51,052,544 bytes), 3 repetitions, 4
 # read loops.  Prints MB/s (10^6 bytes) per run and min / median / max per
 # column; "ft read" verifies every frame, "ft read -V" is the same read with
-# --no-verify.  The two tools never hold their frames at the same time.
+# --no-verify.  fio runs its jobs as processes (its default) and, in the
+# "-thr" columns, as threads of one process (--thread), which is how
+# framefs-frametest, frametest and media applications run: on some kernels
+# the two differ (seen here: tmpfs moved about twice as much with processes).
+# The tools never hold their frames at the same time.
 set -euo pipefail
 
 [ $# -ge 1 ] && [ $# -le 6 ] || { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
@@ -38,8 +42,10 @@ fio_run() { # rw [fio options]
 }
 
 declare -A col
-names=("ft write" "fio write" "ft read" "ft read -V" "fio read")
-printf '%-6s %10s %10s %10s %10s %10s\n' run "${names[@]}"
+names=("ft write" "fio write" "fio-thr w" "ft read" "ft read -V" "fio read" "fio-thr r")
+printf '%-6s' run
+printf ' %10s' "${names[@]}"
+printf '\n'
 ft_side() {
 	"$FT" -w "$PRESET" -n "$FRAMES" -t "$THREADS" -u 0 --json="$DIR/ft.json" "$DIR/ft" >/dev/null 2>&1
 	v1=$(ft_mbs "$DIR/ft.json")
@@ -49,21 +55,32 @@ ft_side() {
 	v4=$(ft_mbs "$DIR/ft.json")
 	rm -rf "$DIR/ft"
 }
-fio_side() {
+fio_side() { # [--thread]
 	mkdir -p "$DIR/fio"
-	v2=$(fio_run write --create_on_open=1)
-	v5=$(fio_run read --loops="$LOOPS")
+	w=$(fio_run write --create_on_open=1 "$@")
+	r=$(fio_run read --loops="$LOOPS" "$@")
 	rm -rf "$DIR/fio"
 }
-for ((r = 1; r <= REPS; r++)); do
+for ((rep = 1; rep <= REPS; rep++)); do
 	# Alternate which tool goes first, so that neither always meets a cold filesystem.
-	if ((r % 2)); then ft_side; fio_side; else fio_side; ft_side; fi
-	printf '%-6s %10s %10s %10s %10s %10s\n' "$r" "$v1" "$v2" "$v3" "$v4" "$v5"
-	col[0]+="$v1 " col[1]+="$v2 " col[2]+="$v3 " col[3]+="$v4 " col[4]+="$v5 "
+	if ((rep % 2)); then
+		ft_side
+		fio_side; v2=$w v5=$r
+		fio_side --thread; v6=$w v7=$r
+	else
+		fio_side --thread; v6=$w v7=$r
+		fio_side; v2=$w v5=$r
+		ft_side
+	fi
+	vals=("$v1" "$v2" "$v6" "$v3" "$v4" "$v5" "$v7")
+	printf '%-6s' "$rep"
+	printf ' %10s' "${vals[@]}"
+	printf '\n'
+	for i in "${!vals[@]}"; do col[$i]+="${vals[$i]} "; done
 done
 for stat in min median max; do
 	printf '%-6s' "$stat"
-	for i in 0 1 2 3 4; do
+	for i in "${!names[@]}"; do
 		# shellcheck disable=SC2086
 		printf ' %10s' "$(printf '%s\n' ${col[$i]} | sort -n | awk -v s="$stat" \
 			'{ v[NR] = $1 } END { print s == "min" ? v[1] : s == "max" ? v[NR] : v[int((NR + 1) / 2)] }')"

@@ -210,18 +210,28 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
+/*
+ * Never-run positions get their status; the run's duration is t0 to the last
+ * completion (as fio counts it), not to when this thread noticed the end.
+ */
 static void finish_records(struct ft_run *run)
 {
+	uint64_t last = 0;
+
 	for (uint32_t s = 0; s < run->nstreams; s++) {
 		struct ft_stream *st = &run->streams[s];
 
 		for (uint64_t k = 0; k < run->positions; k++) {
+			if (st->recs[k].done_ns > last)
+				last = st->recs[k].done_ns;
 			if (st->recs[k].status != FT_ST_PENDING)
 				continue;
 			st->recs[k].status = FT_ST_NOT_RUN;
 			st->recs[k].frame = file_index(run, st, k);
 		}
 	}
+	if (last > 0 && last < run->duration_ns)
+		run->duration_ns = last;
 }
 
 volatile sig_atomic_t ft_interrupt;

@@ -710,11 +710,28 @@ ssize_t ffs_write(struct ffs *fs, uint64_t fh, const void *buf, size_t size, uin
 	return data_write(fs, fi, buf, size, off);
 }
 
+/*
+ * close(2) waits for FLUSH; RELEASE comes later, and syncfs(2) never
+ * reaches a FUSE daemon (the kernel sends FUSE_SYNCFS to virtiofs only).
+ * So FLUSH is the last moment before close returns: it writes the file's
+ * partial stripes and commits the running transaction, and a close that
+ * returned 0 (followed by syncfs, which can add nothing) is an
+ * acknowledgement — the file, its data and its name survive a crash.
+ */
 int ffs_flush(struct ffs *fs, uint64_t fh)
 {
 	struct finode *fi = fh_inode(fh);
+	int rc = 0, rc2 = 0;
 
-	return S_ISREG(ff_le32(fi->d.mode)) && !fs->ro ? data_flush(fs, fi) : 0;
+	if (fs->ro)
+		return 0;
+	if (S_ISREG(ff_le32(fi->d.mode)))
+		rc = data_flush(fs, fi);
+	pthread_mutex_lock(&fs->lock);
+	if (fs->tx_count)
+		rc2 = journal_commit(fs);
+	pthread_mutex_unlock(&fs->lock);
+	return rc < 0 ? rc : rc2;
 }
 
 int ffs_fsync(struct ffs *fs, uint64_t fh, bool datasync)

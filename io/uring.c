@@ -41,7 +41,7 @@ int ff_ring_init(struct ff_ring *r, struct ff_member *const *members, unsigned n
 	if (rc < 0)
 		return rc;
 	for (unsigned i = 0; i < nmembers; i++)
-		fds[i] = members[i]->fd;
+		fds[i] = members[i]->fd; /* -1 for a missing member: an empty slot */
 	if (nmembers) {
 		rc = io_uring_register_files(&r->ring, fds, nmembers);
 		if (rc < 0) {
@@ -56,6 +56,15 @@ void ff_ring_exit(struct ff_ring *r)
 {
 	FF_ASSERT(!r->inflight || r->wake_fd >= 0);
 	io_uring_queue_exit(&r->ring);
+}
+
+int ff_ring_update_member(struct ff_ring *r, unsigned index, int fd)
+{
+	int rc;
+
+	FF_ASSERT(index < r->nmembers);
+	rc = io_uring_register_files_update(&r->ring, index, &fd, 1);
+	return rc < 0 ? rc : 0;
 }
 
 int ff_ring_register_buffers(struct ff_ring *r, const struct iovec *iov, unsigned n)

@@ -69,6 +69,9 @@ int ff_ring_init(struct ff_ring *r, struct ff_member *const *members, unsigned n
 		 unsigned depth);
 void ff_ring_exit(struct ff_ring *r);
 
+/* Point member slot `index` at a new fd (a member added or replaced). */
+int ff_ring_update_member(struct ff_ring *r, unsigned index, int fd);
+
 /* Register buffer regions (start-up only; replaces earlier ones). */
 int ff_ring_register_buffers(struct ff_ring *r, const struct iovec *iov, unsigned n);
 

@@ -16,7 +16,7 @@
 
 static int sb_thread_start(struct ff_raid *r);
 static void sb_thread_stop(struct ff_raid *r);
-static int sb_write_locked(struct ff_raid *r, uint32_t array_state);
+#define sb_write_locked raid_sb_write_locked
 
 static void close_all(struct ff_member *m, unsigned n)
 {
@@ -240,14 +240,20 @@ static void assign_roles(struct ff_raid *r, struct ff_member *m, struct candidat
 		uint32_t role = ff_le32(c[i].sb->role);
 
 		if (role == FF_ROLE_SPARE) {
-			ff_log(FF_LOG_INFO, "%s is a spare", m[i].path);
+			if (r->nspares < FF_SPARES_MAX) {
+				ff_log(FF_LOG_INFO, "%s is a hot spare", m[i].path);
+				r->spare[r->nspares++] = m[i];
+				m[i].fd = -1; /* the array keeps it open */
+				m[i].fault = NULL;
+			}
 			continue;
 		}
 		if (memcmp(fresh->roles[role].member_uuid, c[i].sb->member_uuid, 16) != 0) {
 			ff_log(FF_LOG_WARN, "%s held role %u but was replaced; ignoring it", m[i].path, role);
 			continue;
 		}
-		if (ff_le32(fresh->roles[role].state) != FF_MEMBER_ACTIVE) {
+		if (ff_le32(fresh->roles[role].state) != FF_MEMBER_ACTIVE &&
+		    ff_le32(fresh->roles[role].state) != FF_MEMBER_REBUILDING) {
 			ff_log(FF_LOG_WARN, "%s (role %u) is marked failed in the array; ignoring it",
 			       m[i].path, role);
 			continue;
@@ -309,12 +315,21 @@ static int adopt_members(struct ff_raid *r, struct ff_member *m, struct candidat
 			nmissing++;
 			r->mem[role].fd = -1;
 			atomic_store(&r->state[role], FF_MEMBER_MISSING);
-			r->unavail_mask |= 1u << role;
+			r->dead_mask |= 1u << role;
 			continue;
 		}
 		r->mem[role] = m[h];
 		m[h].fd = -1; /* ownership moves to the array */
 		m[h].fault = NULL;
+		if (ff_le32(r->sb->roles[role].state) == FF_MEMBER_REBUILDING) {
+			/* resumes when ff_raid_rebuild_start() is called */
+			atomic_store(&r->state[role], FF_MEMBER_REBUILDING);
+			r->rebuild_mask |= 1u << role;
+			r->meta_stale_mask |= 1u << role;
+			nmissing++; /* not readable yet: counts against parity */
+			ff_log(FF_LOG_WARN, "%s (role %u) was being rebuilt", r->mem[role].path, role);
+			continue;
+		}
 		atomic_store(&r->state[role], FF_MEMBER_ACTIVE);
 	}
 	if (nmissing > r->g.nparity) {
@@ -429,7 +444,7 @@ fail_nomembers:
 }
 
 /* Caller holds sb_lock. */
-static int sb_write_locked(struct ff_raid *r, uint32_t array_state)
+int raid_sb_write_locked(struct ff_raid *r, uint32_t array_state)
 {
 	struct ff_member_sb *sb = r->sb;
 	int first_err = 0;
@@ -438,13 +453,17 @@ static int sb_write_locked(struct ff_raid *r, uint32_t array_state)
 	sb->events = ff_cpu_to_le64(r->events);
 	sb->utime_s = ff_cpu_to_le64((uint64_t)time(NULL));
 	sb->array_state = ff_cpu_to_le32(array_state);
-	for (unsigned i = 0; i < r->g.nmembers; i++)
-		sb->roles[i].state = ff_cpu_to_le32(atomic_load(&r->state[i]) == FF_MEMBER_ACTIVE
-						    ? FF_MEMBER_ACTIVE : FF_MEMBER_FAILED);
 	for (unsigned i = 0; i < r->g.nmembers; i++) {
+		uint8_t st = atomic_load(&r->state[i]);
+
+		sb->roles[i].state = ff_cpu_to_le32(st == FF_MEMBER_ACTIVE || st == FF_MEMBER_REBUILDING
+						    ? st : FF_MEMBER_FAILED);
+	}
+	for (unsigned i = 0; i < r->g.nmembers; i++) {
+		uint8_t st = atomic_load(&r->state[i]);
 		int rc;
 
-		if (atomic_load(&r->state[i]) != FF_MEMBER_ACTIVE)
+		if (st != FF_MEMBER_ACTIVE && st != FF_MEMBER_REBUILDING)
 			continue;
 		sb->role = ff_cpu_to_le32(i);
 		memcpy(sb->member_uuid, sb->roles[i].member_uuid, 16);
@@ -475,9 +494,14 @@ void raid_member_failed(struct ff_raid *r, unsigned role, const char *cause)
 	uint8_t expected = FF_MEMBER_ACTIVE;
 	char ident[160];
 
-	if (!atomic_compare_exchange_strong(&r->state[role], &expected, FF_MEMBER_FAILED))
-		return;
-	atomic_fetch_or(&r->unavail_mask, 1u << role);
+	if (!atomic_compare_exchange_strong(&r->state[role], &expected, FF_MEMBER_FAILED)) {
+		expected = FF_MEMBER_REBUILDING; /* the new member died during its rebuild */
+		if (!atomic_compare_exchange_strong(&r->state[role], &expected, FF_MEMBER_FAILED))
+			return;
+	}
+	atomic_fetch_or(&r->dead_mask, 1u << role);
+	atomic_fetch_and(&r->rebuild_mask, ~(1u << role));
+	atomic_fetch_and(&r->meta_stale_mask, ~(1u << role));
 	ff_log(FF_LOG_ERR, "member %s (role %u, %s) failed: %s; array continues %s", r->mem[role].path,
 	       role, ff_member_describe(&r->mem[role], ident, sizeof(ident)), cause,
 	       ff_raid_failed_count(r) <= r->g.nparity ? "degraded" : "WITHOUT REDUNDANCY: I/O fails");
@@ -501,6 +525,11 @@ static void *sb_thread_main(void *arg)
 		r->sb_pending = false;
 		if (!r->read_only)
 			sb_write_locked(r, FF_ARRAY_DIRTY);
+		if (r->nspares && atomic_load(&r->dead_mask) && !r->read_only) {
+			pthread_mutex_unlock(&r->sb_lock);
+			raid_spares_takeover(r);
+			pthread_mutex_lock(&r->sb_lock);
+		}
 	}
 	pthread_mutex_unlock(&r->sb_lock);
 	return NULL;
@@ -538,6 +567,7 @@ int ff_raid_close(struct ff_raid *r)
 {
 	int rc;
 
+	raid_rebuild_stop(r);
 	raid_engine_stop(r);
 	sb_thread_stop(r);
 	rc = r->read_only ? 0 : raid_sb_write_all(r, FF_ARRAY_CLEAN);
@@ -546,6 +576,9 @@ int ff_raid_close(struct ff_raid *r)
 			ff_member_close(&r->mem[i]);
 		free(r->mem[i].fault);
 	}
+	for (unsigned i = 0; i < r->nspares; i++)
+		ff_member_close(&r->spare[i]);
+	raid_rebuild_free(r);
 	pthread_mutex_destroy(&r->sb_lock);
 	pthread_cond_destroy(&r->sb_cond);
 	free(r->sb);
@@ -571,7 +604,7 @@ enum ff_member_state ff_raid_member_state(const struct ff_raid *r, unsigned role
 
 unsigned ff_raid_failed_count(const struct ff_raid *r)
 {
-	return (unsigned)__builtin_popcount(atomic_load(&r->unavail_mask));
+	return (unsigned)__builtin_popcount(atomic_load(&r->dead_mask));
 }
 
 unsigned ff_raid_chunk_member(const struct ff_raid *r, uint64_t stripe, unsigned index)

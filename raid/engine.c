@@ -33,6 +33,7 @@
 
 static void op_run(struct stripe_op *op);
 static void seg_begin(struct stripe_op *op);
+static void meta_rebuild_start(struct stripe_op *op);
 
 /* ---- small helpers ---------------------------------------------------- */
 
@@ -51,19 +52,34 @@ static unsigned nslots(const struct ff_raid *r)
 	return r->g.nmembers;
 }
 
-/* Slots (not members) that cannot be used by this op now. */
-static uint32_t slots_unavailable(const struct stripe_op *op)
+static uint32_t member_slots(const struct stripe_op *op, uint32_t members)
 {
-	const struct ff_raid *r = op->w->r;
-	uint32_t members = atomic_load(&r->unavail_mask);
 	uint32_t slots = 0;
 
-	if (op->io->op == FF_RAID_READ)
-		members |= op->io->avoid_members;
-	for (unsigned s = 0; s < nslots(r); s++)
+	for (unsigned s = 0; s < nslots(op->w->r); s++)
 		if (members & (1u << op->map[s]))
 			slots |= 1u << s;
 	return slots;
+}
+
+/* Slots whose member is failed or missing: neither read nor written. */
+static uint32_t slots_dead(const struct stripe_op *op)
+{
+	return member_slots(op, atomic_load(&op->w->r->dead_mask));
+}
+
+/* Slots that cannot be read for this stripe now: dead, being rebuilt and
+ * not rebuilt yet, or avoided by the caller (a checksum said it lies). */
+static uint32_t slots_unavailable(const struct stripe_op *op)
+{
+	const struct ff_raid *r = op->w->r;
+	uint32_t members = atomic_load(&r->dead_mask);
+
+	if (!raid_stripe_rebuilt(r, op->stripe))
+		members |= atomic_load(&r->rebuild_mask);
+	if (op->io->op == FF_RAID_READ)
+		members |= op->io->avoid_members;
+	return member_slots(op, members);
 }
 
 static void set_error(struct ff_raid_io *io, int err)
@@ -96,7 +112,10 @@ static void scratch_put(struct raid_worker *w, struct stripe_op *op)
 		w->scratch_wait_head = next->scratch_next;
 		if (!w->scratch_wait_head)
 			w->scratch_wait_tail = NULL;
-		seg_begin(next); /* it will take the set just freed */
+		if (next->io->space == FF_SPACE_META)
+			meta_rebuild_start(next);
+		else
+			seg_begin(next); /* it will take the set just freed */
 	}
 }
 
@@ -212,6 +231,8 @@ static void issue(struct stripe_op *op, unsigned op_code, unsigned member, uint6
 	req->len = len;
 	req->complete = req_done;
 	req->priv = op;
+	if (op->io->op != FF_RAID_REBUILD)
+		atomic_fetch_add(&w->r->stats.fg_bytes, len);
 	if (op_code == FF_IO_READ) {
 		atomic_fetch_add(&w->r->stats.member_reads, 1);
 		atomic_fetch_add(&w->r->stats.read_bytes, len);
@@ -351,6 +372,13 @@ static void seg_plan(struct stripe_op *op, bool *need_scratch)
 	unsigned nw = (unsigned)__builtin_popcount(W);
 
 	*need_scratch = false;
+	if (op->io->op == FF_RAID_REBUILD) {
+		/* read every slot that can be, rebuild the targets' chunks */
+		op->mode = MODE_REBUILD;
+		op->read_slots = all & ~U;
+		*need_scratch = true;
+		return;
+	}
 	if (op->io->op == FF_RAID_READ) {
 		if (!(W & U)) {
 			op->mode = MODE_DIRECT;
@@ -387,11 +415,16 @@ static void seg_write_phase(struct stripe_op *op)
 {
 	const struct ff_geom *g = &op->w->r->g;
 	uint32_t data = (1u << g->ndata) - 1, all = (1u << g->nmembers) - 1;
-	uint32_t slots = (op->seg[op->cur].wmask | (all & ~data)) & ~op->unavail;
+	uint32_t slots = (op->seg[op->cur].wmask | (all & ~data)) & ~op->dead;
+	bool callers = true;
 
+	if (op->mode == MODE_REBUILD) { /* only the rebuilt chunks, from scratch */
+		slots = member_slots(op, op->io->rebuild_members) & ~op->dead;
+		callers = false;
+	}
 	op->writing = 1;
 	op->err = 0;
-	issue_slots(op, FF_IO_WRITE, slots, true);
+	issue_slots(op, FF_IO_WRITE, slots, callers);
 	if (!op->pending)
 		phase_done(op);
 }
@@ -410,19 +443,28 @@ static void seg_begin(struct stripe_op *op)
 	struct ff_raid *r = op->w->r;
 	bool need_scratch;
 
-	op->unavail = slots_unavailable(op);
 	op->err = 0;
 	op->writing = 0;
-	if ((unsigned)__builtin_popcount(op->unavail) > r->g.nparity) {
-		op_finish(op, -EIO);
+	if (op->io->op == FF_RAID_REBUILD && raid_stripe_rebuilt(r, op->stripe)) {
+		op_finish(op, 0); /* a full-stripe write already brought it up to date */
 		return;
 	}
+	op->unavail = slots_unavailable(op);
+	op->dead = slots_dead(op);
 	seg_plan(op, &need_scratch);
 	if (op->mode != MODE_DIRECT && !op->locked) {
 		if (!op_lock(op))
 			return; /* op_unlock() runs it when the stripe is free */
 		op->unavail = slots_unavailable(op);
+		op->dead = slots_dead(op);
 		seg_plan(op, &need_scratch);
+	}
+	/* a full-stripe write reads nothing: it stands while the dead slots are
+	 * within parity; everything else reads and needs the unreadable ones so */
+	if ((unsigned)__builtin_popcount(op->mode == MODE_FULL ? op->dead : op->unavail) >
+	    r->g.nparity) {
+		op_finish(op, -EIO);
+		return;
 	}
 	if (need_scratch && !scratch_get(op->w, op))
 		return; /* scratch_put() resumes it */
@@ -447,6 +489,12 @@ static void seg_reads_done(struct stripe_op *op)
 	case MODE_DIRECT:
 		seg_next(op);
 		return;
+	case MODE_REBUILD:
+		if (seg_recover(op, false) < 0) {
+			op_finish(op, -EIO);
+			return;
+		}
+		break;
 	case MODE_DEGRADED:
 		if (seg_recover(op, reading) < 0) {
 			op_finish(op, -EIO);
@@ -493,10 +541,18 @@ static void phase_done(struct stripe_op *op)
 		return;
 	}
 	/* write phase: failed members were marked; the stripe stands if parity allows */
-	op->unavail = slots_unavailable(op);
-	if ((unsigned)__builtin_popcount(op->unavail) > op->w->r->g.nparity) {
+	op->dead = slots_dead(op);
+	if ((unsigned)__builtin_popcount(op->dead) > op->w->r->g.nparity) {
 		op_finish(op, -EIO);
 		return;
+	}
+	/* every chunk of the rebuilding members is now current for this stripe */
+	if (op->mode == MODE_REBUILD || op->mode == MODE_FULL) {
+		uint32_t rb = atomic_load(&op->w->r->rebuild_mask);
+
+		if (rb && !(member_slots(op, rb) & op->dead) &&
+		    (op->mode == MODE_FULL || (rb & ~op->io->rebuild_members) == 0))
+			raid_mark_rebuilt(op->w->r, op->stripe);
 	}
 	seg_next(op);
 }
@@ -520,7 +576,7 @@ static unsigned meta_member(const struct ff_geom *g, uint64_t chunk, unsigned co
 static bool meta_read_next(struct stripe_op *op)
 {
 	struct ff_raid *r = op->w->r;
-	uint32_t unavail = atomic_load(&r->unavail_mask);
+	uint32_t unavail = atomic_load(&r->dead_mask) | atomic_load(&r->meta_stale_mask);
 	unsigned last = op->io->meta_copy ? op->io->meta_copy : r->g.meta_copies;
 
 	for (; op->meta_copy < last; op->meta_copy++) {
@@ -536,10 +592,55 @@ static bool meta_read_next(struct stripe_op *op)
 	return false;
 }
 
+/*
+ * META rebuild of one 64 KiB row of the target member: that row holds copy
+ * k of logical chunk c; read c from another live copy, write it there.
+ */
+static bool meta_rebuild_read(struct stripe_op *op)
+{
+	struct ff_raid *r = op->w->r;
+	unsigned target = (unsigned)__builtin_ctz(op->io->rebuild_members);
+	uint64_t idx = op->stripe * r->g.nmembers + target, c = idx / r->g.meta_copies, off;
+	uint32_t bad = atomic_load(&r->dead_mask) | atomic_load(&r->meta_stale_mask);
+
+	for (; op->meta_copy < r->g.meta_copies; op->meta_copy++) {
+		unsigned m = meta_member(&r->g, c, op->meta_copy, &off);
+
+		if (m == target || (bad & (1u << m)))
+			continue;
+		op->err = 0;
+		issue(op, FF_IO_READ, m, off, op->w->scratch[op->scratch][0], FF_META_CHUNK);
+		return true;
+	}
+	return false;
+}
+
+static void meta_rebuild_start(struct stripe_op *op)
+{
+	struct ff_raid *r = op->w->r;
+	uint64_t rows = r->g.meta_member_bytes / FF_META_CHUNK;
+	uint64_t chunks = r->g.meta_bytes / FF_META_CHUNK;
+	unsigned target = (unsigned)__builtin_ctz(op->io->rebuild_members);
+
+	if (op->stripe >= rows || (op->stripe * r->g.nmembers + target) / r->g.meta_copies >= chunks) {
+		op_finish(op, 0); /* a row no logical chunk uses */
+		return;
+	}
+	if (!scratch_get(op->w, op))
+		return; /* scratch_put() resumes it through seg_begin */
+	op->meta_copy = 0;
+	if (!meta_rebuild_read(op))
+		op_finish(op, -EIO);
+}
+
 static void meta_start(struct stripe_op *op)
 {
 	struct ff_raid *r = op->w->r;
 
+	if (op->io->op == FF_RAID_REBUILD) {
+		meta_rebuild_start(op);
+		return;
+	}
 	if (op->io->op == FF_RAID_READ) {
 		op->meta_copy = op->io->meta_copy ? op->io->meta_copy - 1 : 0;
 		if (!meta_read_next(op))
@@ -551,7 +652,7 @@ static void meta_start(struct stripe_op *op)
 		uint64_t off;
 		unsigned m = meta_member(&r->g, op->stripe, k, &off);
 
-		if (!(atomic_load(&r->unavail_mask) & (1u << m)))
+		if (!(atomic_load(&r->dead_mask) & (1u << m)))
 			issue(op, FF_IO_WRITE, m, off + op->lo, op->buf, (uint32_t)(op->hi - op->lo));
 	}
 	if (!op->pending)
@@ -562,6 +663,20 @@ static void meta_phase_done(struct stripe_op *op)
 {
 	struct ff_raid *r = op->w->r;
 
+	if (op->io->op == FF_RAID_REBUILD) {
+		unsigned target = (unsigned)__builtin_ctz(op->io->rebuild_members);
+
+		if (op->writing || (op->err && (op->meta_copy++, !meta_rebuild_read(op)))) {
+			op_finish(op, op->err);
+			return;
+		}
+		if (op->err)
+			return; /* reading the next copy */
+		op->writing = 1;
+		issue(op, FF_IO_WRITE, target, r->g.meta_offset + op->stripe * FF_META_CHUNK,
+		      op->w->scratch[op->scratch][0], FF_META_CHUNK);
+		return;
+	}
 	if (!op->writing) {
 		if (op->err) {
 			op->meta_copy++;
@@ -576,7 +691,7 @@ static void meta_phase_done(struct stripe_op *op)
 	for (unsigned k = 0; k < r->g.meta_copies; k++) {
 		uint64_t off;
 
-		if (!(atomic_load(&r->unavail_mask) & (1u << meta_member(&r->g, op->stripe, k, &off)))) {
+		if (!(atomic_load(&r->dead_mask) & (1u << meta_member(&r->g, op->stripe, k, &off)))) {
 			op_finish(op, 0);
 			return;
 		}
@@ -591,7 +706,7 @@ static void flush_start(struct stripe_op *op)
 	struct ff_raid *r = op->w->r;
 
 	for (unsigned m = 0; m < r->g.nmembers; m++)
-		if (!(atomic_load(&r->unavail_mask) & (1u << m)))
+		if (!(atomic_load(&r->dead_mask) & (1u << m)))
 			issue(op, FF_IO_FSYNC, m, 0, NULL, 0);
 	if (!op->pending)
 		op_finish(op, -EIO);
@@ -659,7 +774,7 @@ static void issue_ops(struct raid_worker *w)
 
 			op->lo = FF_MAX(io->off, start) - start;
 			op->hi = FF_MIN(io->off + io->len, start + ub) - start;
-			op->buf = (char *)io->buf + (start + op->lo - io->off);
+			op->buf = io->buf ? (char *)io->buf + (start + op->lo - io->off) : NULL;
 		}
 		io->wpos[w->id] += r->nworkers;
 		io->wops[w->id]++;
@@ -860,12 +975,15 @@ static int validate(const struct ff_raid *r, const struct ff_raid_io *io)
 		return -EINVAL;
 	if (io->op == FF_RAID_FLUSH)
 		return 0;
-	if ((io->op != FF_RAID_READ && io->op != FF_RAID_WRITE) ||
+	if (io->op == FF_RAID_REBUILD && (!io->rebuild_members || (io->space == FF_SPACE_DATA &&
+	    (io->off % r->g.stripe_bytes || io->len != r->g.stripe_bytes))))
+		return -EINVAL;
+	if ((io->op != FF_RAID_READ && io->op != FF_RAID_WRITE && io->op != FF_RAID_REBUILD) ||
 	    (io->space != FF_SPACE_DATA && io->space != FF_SPACE_META))
 		return -EINVAL;
 	size = io->space == FF_SPACE_DATA ? r->g.data_bytes : r->g.meta_bytes;
 	if (io->len == 0 || io->off % r->g.io_align || io->len % r->g.io_align ||
-	    (uintptr_t)io->buf % r->g.io_align || io->off > size || io->len > size - io->off ||
+	    (io->op != FF_RAID_REBUILD && (uintptr_t)io->buf % r->g.io_align) || io->off > size || io->len > size - io->off ||
 	    io->meta_copy > r->g.meta_copies)
 		return -EINVAL;
 	/* io_align >= 512 also gives the parity routines their 64-byte multiples */

@@ -42,7 +42,12 @@
 #define FF_MEMBER_RESERVED (1024u * 1024) /* head area before the metadata */
 
 enum ff_raid_space { FF_SPACE_DATA = 0, FF_SPACE_META = 1 };
-enum ff_raid_op { FF_RAID_READ = 1, FF_RAID_WRITE = 2, FF_RAID_FLUSH = 3 };
+enum ff_raid_op {
+	FF_RAID_READ = 1,
+	FF_RAID_WRITE = 2,
+	FF_RAID_FLUSH = 3,
+	FF_RAID_REBUILD = 4, /* internal: reconstruct rebuild_members' part of one stripe or META row */
+};
 
 enum ff_member_state {
 	FF_MEMBER_ACTIVE = 1,
@@ -94,6 +99,7 @@ struct ff_raid_io {
 	uint8_t space;          /* enum ff_raid_space */
 	uint8_t meta_copy;      /* META reads: 0 = any live copy, k = copy k-1 only */
 	uint32_t avoid_members; /* DATA reads: treat these members as missing (bad checksum) */
+	uint32_t rebuild_members; /* FF_RAID_REBUILD: members to write */
 	uint64_t off;
 	uint64_t len;
 	void *buf;              /* FF_BUF_ALIGN-aligned */
@@ -110,6 +116,7 @@ struct ff_raid_io {
 };
 
 struct ff_raid_stats {
+	_Atomic uint64_t fg_bytes;        /* member bytes moved for requests other than rebuild */
 	_Atomic uint64_t full_stripe_writes;
 	_Atomic uint64_t rmw_segments;
 	_Atomic uint64_t rcw_segments;
@@ -169,6 +176,37 @@ unsigned ff_raid_chunk_member(const struct ff_raid *r, uint64_t stripe, unsigned
 
 /* Mark a member failed (persisted in the others' superblocks). */
 int ff_raid_fail_member(struct ff_raid *r, unsigned role, const char *cause);
+
+/* ---- spares, replacement, rebuild (rebuild.c) ---- */
+
+#define FF_SPARES_MAX 8
+
+/* Add a member: it takes over a failed role at once (and is rebuilt), or
+ * waits as a hot spare for the next failure. */
+int ff_raid_add(struct ff_raid *r, const char *path, bool force, struct ff_err *err);
+/* Take a failed (or missing) role's member out, or a spare by path. */
+int ff_raid_remove(struct ff_raid *r, const char *path, struct ff_err *err);
+unsigned ff_raid_spare_count(const struct ff_raid *r);
+const struct ff_member *ff_raid_spare(const struct ff_raid *r, unsigned i);
+/* Which stripes the filesystem uses: those are rebuilt first. */
+void ff_raid_set_alloc_query(struct ff_raid *r, bool (*fn)(void *arg, uint64_t stripe), void *arg);
+/* Bytes per second while foreground I/O runs (min) and when idle (max, 0 = no limit). */
+void ff_raid_set_rebuild_rate(struct ff_raid *r, uint64_t min_bps, uint64_t max_bps);
+/* Start (or resume from its checkpoint) the rebuild of REBUILDING members. */
+int ff_raid_rebuild_start(struct ff_raid *r);
+int ff_raid_rebuild_wait(struct ff_raid *r);
+
+struct ff_raid_rebuild_status {
+	bool active;
+	uint32_t members;    /* being rebuilt */
+	unsigned phase;      /* 0 metadata, 1 allocated stripes, 2 the rest, 3 done */
+	double fraction;     /* 0..1 */
+	double mb_per_s;
+	double eta_s;
+	uint64_t bytes_done;
+	int error;
+};
+void ff_raid_rebuild_status(struct ff_raid *r, struct ff_raid_rebuild_status *st);
 
 /* Asynchronous I/O. 0 when accepted (done will be called), else -errno
  * (done is not called).  Unaligned or out-of-range requests: -EINVAL. */

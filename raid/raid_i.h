@@ -21,7 +21,7 @@ struct seg {
 	uint32_t wmask;
 };
 
-enum op_mode { MODE_DIRECT, MODE_FULL, MODE_RMW, MODE_RCW, MODE_DEGRADED };
+enum op_mode { MODE_DIRECT, MODE_FULL, MODE_RMW, MODE_RCW, MODE_DEGRADED, MODE_REBUILD };
 
 /* One stripe's (or one metadata chunk's) share of a request. */
 struct stripe_op {
@@ -38,7 +38,8 @@ struct stripe_op {
 	uint8_t locked;          /* holds the stripe lock */
 	uint8_t meta_copy;       /* META: copy being read */
 	int scratch;             /* scratch set held, -1 if none */
-	uint32_t unavail;        /* slots whose member is missing, failed or avoided */
+	uint32_t unavail;        /* slots that cannot be read: dead, not rebuilt yet, or avoided */
+	uint32_t dead;           /* slots that cannot be written either */
 	uint32_t read_slots;     /* slots read in this segment */
 	unsigned pending;
 	int err;
@@ -79,7 +80,22 @@ struct ff_raid {
 	struct ff_member mem[FF_MEMBERS_MAX]; /* by role; fd < 0 when missing */
 	struct ff_member *memp[FF_MEMBERS_MAX];
 	_Atomic uint8_t state[FF_MEMBERS_MAX];
-	_Atomic uint32_t unavail_mask;        /* members not ACTIVE */
+	/*
+	 * Member masks.  dead: failed or missing, neither read nor written.
+	 * rebuild: being rebuilt — written, but read only for stripes already
+	 * rebuilt (bit set in `rebuilt`).  meta_stale: its mirrored metadata
+	 * copies are not rebuilt yet, so metadata is read from the others.
+	 */
+	_Atomic uint32_t dead_mask;
+	_Atomic uint32_t rebuild_mask;
+	_Atomic uint32_t meta_stale_mask;
+	uint64_t *rebuilt;                    /* one bit per stripe, while rebuilding */
+	struct raid_rebuild *rb;
+	bool (*alloc_query)(void *arg, uint64_t stripe);
+	void *alloc_arg;
+	uint64_t rebuild_min_bps, rebuild_max_bps;
+	struct ff_member spare[FF_SPARES_MAX];
+	unsigned nspares;
 	uint8_t uuid[16];
 	char label[64];
 	bool read_only;
@@ -101,6 +117,23 @@ struct ff_raid {
 /* assemble.c */
 void raid_member_failed(struct ff_raid *r, unsigned role, const char *cause);
 int raid_sb_write_all(struct ff_raid *r, uint32_t array_state);
+
+/* rebuild.c */
+void raid_rebuild_stop(struct ff_raid *r);
+void raid_rebuild_free(struct ff_raid *r);
+/* A spare takes over a failed role if there is one of each (sb thread). */
+void raid_spares_takeover(struct ff_raid *r);
+int raid_sb_write_locked(struct ff_raid *r, uint32_t array_state);
+/* Has the rebuilding member(s) valid data for this stripe? */
+static inline bool raid_stripe_rebuilt(const struct ff_raid *r, uint64_t stripe)
+{
+	return r->rebuilt && ((__atomic_load_n(&r->rebuilt[stripe / 64], __ATOMIC_RELAXED) >> (stripe % 64)) & 1);
+}
+static inline void raid_mark_rebuilt(struct ff_raid *r, uint64_t stripe)
+{
+	if (r->rebuilt)
+		__atomic_fetch_or(&r->rebuilt[stripe / 64], 1ull << (stripe % 64), __ATOMIC_RELAXED);
+}
 
 /* engine.c */
 int raid_engine_start(struct ff_raid *r);

@@ -42,10 +42,13 @@ static void fill(void *b, size_t len)
 		p[i] = rnd();
 }
 
+static unsigned member_mb;
+
 static void make_members(unsigned n, unsigned mb)
 {
 	const char *base = getenv("FF_TEST_DIR") ? getenv("FF_TEST_DIR") : "/dev/shm";
 
+	member_mb = mb;
 	snprintf(dir, sizeof(dir), "%s/ffraid.XXXXXX", base);
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	for (unsigned i = 0; i < n; i++) {
@@ -559,6 +562,182 @@ START_TEST(superblock_copies_and_stale_members)
 }
 END_TEST
 
+static const char *new_member_path(unsigned idx)
+{
+	static char p[300];
+
+	snprintf(p, sizeof(p), "%s/new%u.img", dir, idx);
+	return p;
+}
+
+/* A fresh file that will replace a lost member. */
+static const char *new_member(unsigned idx)
+{
+	static char p[FF_MEMBERS_MAX][300];
+	int fd;
+
+	snprintf(p[idx], sizeof(p[idx]), "%s/new%u.img", dir, idx);
+	fd = open(p[idx], O_CREAT | O_RDWR | O_TRUNC, 0600);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, (off_t)member_mb << 20), 0);
+	close(fd);
+	return p[idx];
+}
+
+/* Every single member of RAID5 and every pair of RAID6 is lost, written
+ * around (full and partial writes), replaced by a new member and rebuilt;
+ * then the data reads back with the array healthy, and again with another
+ * member left out (so the rebuilt chunks and parity are right). */
+START_TEST(rebuild_every_loss_pattern)
+{
+	unsigned level = _i == 0 ? 5 : 6, n = _i == 0 ? 4 : 5, cycles = 0;
+	struct ff_err err = { "" };
+
+	rng = 77 + (uint64_t)_i;
+	make_members(n, MEMBER_MB);
+	create(level, n);
+	{
+		struct ff_raid *r = assemble(pp, n);
+
+		write_all(r);
+		ff_raid_close(r);
+	}
+	for (unsigned x = 0; x < n; x++) {
+		for (unsigned y = x + (level == 6); y < (level == 5 ? x + 1 : n); y++) {
+			uint32_t lost = (1u << x) | (1u << y);
+			const struct ff_geom *g;
+			struct ff_raid *r = assemble_without(n, lost);
+			uint8_t *buf;
+
+			g = ff_raid_geom(r);
+			buf = ff_alloc_aligned(2 * g->stripe_bytes);
+			for (int k = 0; k < 20; k++) { /* degraded writes, full and partial */
+				uint64_t len = (1 + rnd() % (2 * g->stripe_bytes / 4096)) * 4096;
+				uint64_t off = (rnd() % ((g->data_bytes - len) / 4096)) * 4096;
+
+				fill(buf, len);
+				memcpy(shadow + off, buf, len);
+				ck_assert_int_eq(ff_raid_rw(r, FF_RAID_WRITE, FF_SPACE_DATA, off, buf, len), 0);
+			}
+			free(buf);
+			for (unsigned m = 0; m < n; m++) {
+				if (!(lost & (1u << m)))
+					continue;
+				ck_assert_msg(ff_raid_add(r, new_member(m), false, &err) == 0, "add: %s", err.msg);
+				ck_assert_int_eq(ff_raid_member_state(r, m), FF_MEMBER_REBUILDING);
+			}
+			ck_assert_int_eq(ff_raid_rebuild_wait(r), 0);
+			for (unsigned m = 0; m < n; m++)
+				ck_assert_int_eq(ff_raid_member_state(r, m), FF_MEMBER_ACTIVE);
+			verify_all(r, "rebuilt, same session");
+			ff_raid_close(r);
+			/* the new members now hold the lost roles: give them the old names */
+			for (unsigned m = 0; m < n; m++) {
+				char np[300];
+
+				if (!(lost & (1u << m)))
+					continue;
+				snprintf(np, sizeof(np), "%s/new%u.img", dir, m);
+				ck_assert_int_eq(unlink(paths[m]), 0);
+				ck_assert_int_eq(rename(np, paths[m]), 0);
+			}
+			r = assemble(pp, n);
+			ck_assert_uint_eq(ff_raid_failed_count(r), 0);
+			verify_all(r, "rebuilt, reassembled");
+			ff_raid_close(r);
+			assemble_ro = true;
+			r = assemble_without(n, 1u << ((x + 1) % n));
+			verify_all(r, "rebuilt, then another member left out");
+			ff_raid_close(r);
+			assemble_ro = false;
+			cycles++;
+		}
+	}
+	ck_assert_uint_eq(cycles, level == 5 ? n : n * (n - 1) / 2);
+	free(shadow);
+	remove_members(n);
+}
+END_TEST
+
+/* A hot spare takes over a member that fails, and is rebuilt. */
+START_TEST(hot_spare_takes_over)
+{
+	struct ff_err err = { "" };
+	struct ff_raid *r;
+	unsigned n = 4;
+
+	rng = 88;
+	make_members(n, MEMBER_MB);
+	create(5, n);
+	r = assemble(pp, n);
+	write_all(r);
+	ck_assert_int_eq(ff_raid_add(r, new_member(0), false, &err), 0);
+	ck_assert_uint_eq(ff_raid_spare_count(r), 1);
+	ck_assert_int_eq(ff_raid_fail_member(r, 2, "test: failed on purpose"), 0);
+	/* the superblock thread promotes the spare; wait for it to start */
+	for (int t = 0; t < 500 && ff_raid_member_state(r, 2) != FF_MEMBER_REBUILDING &&
+			 ff_raid_member_state(r, 2) != FF_MEMBER_ACTIVE; t++)
+		usleep(10000);
+	ck_assert_uint_eq(ff_raid_spare_count(r), 0);
+	ck_assert_int_eq(ff_raid_rebuild_wait(r), 0);
+	ck_assert_int_eq(ff_raid_member_state(r, 2), FF_MEMBER_ACTIVE);
+	verify_all(r, "spare rebuilt");
+	ff_raid_close(r);
+	free(shadow);
+	remove_members(n);
+	unlink(new_member(0));
+}
+END_TEST
+
+/* A rebuild stopped half-way (the array closed) resumes from its
+ * checkpoint at the next assembly, and finishes with the data intact. */
+START_TEST(rebuild_resumes_from_checkpoint)
+{
+	struct ff_raid_rebuild_status st;
+	struct ff_err err = { "" };
+	struct ff_raid *r;
+	unsigned n = 4;
+	double first;
+
+	rng = 99;
+	make_members(n, 64);
+	create(5, n);
+	r = assemble(pp, n);
+	write_all(r);
+	ff_raid_close(r);
+	r = assemble_without(n, 1u << 1);
+	ff_raid_set_rebuild_rate(r, 16 << 20, 16 << 20); /* slow, so that it stops mid-way */
+	ck_assert_int_eq(ff_raid_add(r, new_member(1), false, &err), 0);
+	usleep(2500 * 1000);
+	ff_raid_rebuild_status(r, &st);
+	ck_assert(st.active);
+	ck_assert_msg(st.phase >= 1 && st.fraction < 1.0, "phase %u fraction %f", st.phase,
+		      st.fraction);
+	first = st.fraction;
+	ff_raid_close(r); /* stops the rebuild and checkpoints it */
+	ck_assert_int_eq(unlink(paths[1]), 0);
+	ck_assert_int_eq(rename(new_member_path(1), paths[1]), 0);
+	r = assemble(pp, n);
+	ck_assert_int_eq(ff_raid_member_state(r, 1), FF_MEMBER_REBUILDING);
+	verify_all(r, "while the rebuild waits"); /* served around the rebuilding member */
+	ck_assert_int_eq(ff_raid_rebuild_start(r), 0);
+	ff_raid_rebuild_status(r, &st);
+	ck_assert_msg(st.phase >= 1, "resumed at phase %u", st.phase);
+	ck_assert_int_eq(ff_raid_rebuild_wait(r), 0);
+	ck_assert_int_eq(ff_raid_member_state(r, 1), FF_MEMBER_ACTIVE);
+	verify_all(r, "resumed rebuild");
+	ff_raid_close(r);
+	assemble_ro = true;
+	r = assemble_without(n, 1u << 2); /* the rebuilt member's chunks are right */
+	verify_all(r, "resumed rebuild, member 2 left out");
+	ff_raid_close(r);
+	assemble_ro = false;
+	ck_assert(first > 0.0);
+	free(shadow);
+	remove_members(n);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("raid");
@@ -566,7 +745,7 @@ int main(void)
 	SRunner *sr;
 	int failed;
 
-	ff_log_set_level(FF_LOG_ERR);
+	ff_log_set_level(getenv("FRAMEFS_LOG") ? FF_LOG_DEBUG : FF_LOG_ERR);
 	tcase_set_timeout(tc, 600);
 	tcase_add_loop_test(tc, full_stripe_write_reads_back, 0, 5);
 	tcase_add_loop_test(tc, degraded_read_every_loss_pattern, 0, 4);
@@ -578,6 +757,12 @@ int main(void)
 	tcase_add_loop_test(tc, meta_space_mirrors, 0, 2);
 	tcase_add_test(tc, bad_input_is_refused_without_writing);
 	tcase_add_test(tc, superblock_copies_and_stale_members);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("rebuild");
+	tcase_set_timeout(tc, 600);
+	tcase_add_loop_test(tc, rebuild_every_loss_pattern, 0, 2);
+	tcase_add_test(tc, hot_spare_takes_over);
+	tcase_add_test(tc, rebuild_resumes_from_checkpoint);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -1,0 +1,609 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Spares, member replacement and rebuild.
+ *
+ * A member that joins a degraded array (added, or a hot spare taking over
+ * a failed role) is REBUILDING: every write reaches it, but it is read only
+ * where its contents are known good — metadata once the metadata phase is
+ * done, data stripes whose bit is set in r->rebuilt (rebuilt, or written
+ * whole since the rebuild began).
+ *
+ * The rebuild thread walks three phases: the mirrored metadata rows, then
+ * the stripes the filesystem has allocated, then the rest; each unit is a
+ * FF_RAID_REBUILD request that the engine runs under the stripe lock.  It
+ * keeps a few units in flight, yields to foreground I/O (min rate while
+ * the array is busy, max rate when idle, like md's speed_limit_min/max)
+ * and checkpoints (phase, position) in the member superblocks, so a daemon
+ * restart resumes where it stopped.
+ */
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "io/fault.h"
+#include "raid/raid_i.h"
+
+#define RB_INFLIGHT 8
+#define RB_CHECKPOINT_NS 1000000000ull
+#define RB_PHASE_SHIFT 56
+
+enum { PH_META, PH_ALLOCATED, PH_REST, PH_DONE };
+
+struct raid_rebuild {
+	pthread_t thread;
+	bool running;
+	bool stop;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	uint32_t targets;
+	unsigned phase;
+	uint64_t pos;            /* next unit to issue in this phase */
+	uint64_t units_done;
+	uint64_t units_total;
+	uint64_t bytes_done;     /* bytes written to the new member(s) */
+	uint64_t start_ns;
+	uint64_t inflight;
+	uint64_t lowest_inflight[RB_INFLIGHT];
+	int err;
+	struct ff_raid_io io[RB_INFLIGHT];
+	bool busy[RB_INFLIGHT];
+};
+
+/* ---- checkpoint encoding -------------------------------------------------- */
+
+static uint64_t ckpt_encode(unsigned phase, uint64_t pos)
+{
+	return ((uint64_t)phase << RB_PHASE_SHIFT) | (pos & ((1ull << RB_PHASE_SHIFT) - 1));
+}
+
+static void ckpt_decode(uint64_t v, unsigned *phase, uint64_t *pos)
+{
+	*phase = (unsigned)(v >> RB_PHASE_SHIFT);
+	*pos = v & ((1ull << RB_PHASE_SHIFT) - 1);
+	if (*phase > PH_DONE)
+		*phase = PH_META, *pos = 0;
+}
+
+static bool allocated(struct ff_raid *r, uint64_t stripe)
+{
+	return !r->alloc_query || r->alloc_query(r->alloc_arg, stripe);
+}
+
+static uint64_t meta_rows(const struct ff_raid *r)
+{
+	return r->g.meta_member_bytes / FF_META_CHUNK;
+}
+
+/* Which stripes the rebuilding members already hold, from a checkpoint. */
+static void seed_rebuilt(struct ff_raid *r, unsigned phase, uint64_t pos)
+{
+	for (uint64_t s = 0; s < r->g.nstripes; s++) {
+		bool done = phase == PH_DONE || (phase == PH_ALLOCATED && s < pos && allocated(r, s)) ||
+			    (phase == PH_REST && (allocated(r, s) || s < pos));
+
+		if (done)
+			raid_mark_rebuilt(r, s);
+	}
+}
+
+/* ---- one unit -------------------------------------------------------------- */
+
+static void unit_done(struct ff_raid_io *io)
+{
+	struct ff_raid *r = io->priv;
+	struct raid_rebuild *rb = r->rb;
+	unsigned i = (unsigned)(io - rb->io);
+
+	pthread_mutex_lock(&rb->lock);
+	rb->busy[i] = false;
+	rb->inflight--;
+	rb->units_done++;
+	if (io->result < 0 && !rb->err)
+		rb->err = io->result;
+	else if (io->space == FF_SPACE_DATA)
+		rb->bytes_done += (uint64_t)__builtin_popcount(io->rebuild_members) * r->g.chunk_bytes;
+	else
+		rb->bytes_done += FF_META_CHUNK;
+	pthread_cond_broadcast(&rb->cond); /* the rebuild thread and ff_raid_rebuild_wait share it */
+	pthread_mutex_unlock(&rb->lock);
+}
+
+/* Next unit of the current phase at or after pos, or false at its end. */
+static bool next_unit(struct ff_raid *r, struct raid_rebuild *rb, uint64_t *unit)
+{
+	if (rb->phase == PH_META) {
+		if (rb->pos >= meta_rows(r))
+			return false;
+		*unit = rb->pos++;
+		return true;
+	}
+	while (rb->pos < r->g.nstripes) {
+		uint64_t s = rb->pos++;
+		bool a = allocated(r, s);
+
+		if ((rb->phase == PH_ALLOCATED) == a && !raid_stripe_rebuilt(r, s)) {
+			*unit = s;
+			return true;
+		}
+		if ((rb->phase == PH_ALLOCATED) == a)
+			rb->units_done++; /* already current: written whole since */
+	}
+	return false;
+}
+
+static int issue_unit(struct ff_raid *r, struct raid_rebuild *rb, unsigned slot, uint64_t unit,
+		      uint32_t target)
+{
+	struct ff_raid_io *io = &rb->io[slot];
+
+	memset(io, 0, sizeof(*io));
+	io->op = FF_RAID_REBUILD;
+	io->rebuild_members = target;
+	io->done = unit_done;
+	io->priv = r;
+	if (rb->phase == PH_META) {
+		io->space = FF_SPACE_META;
+		io->off = unit * FF_META_CHUNK;
+		io->len = FF_META_CHUNK;
+	} else {
+		io->space = FF_SPACE_DATA;
+		io->off = unit * r->g.stripe_bytes;
+		io->len = r->g.stripe_bytes;
+	}
+	rb->busy[slot] = true;
+	rb->lowest_inflight[slot] = unit;
+	rb->inflight++;
+	return ff_raid_submit(r, io);
+}
+
+/* ---- the thread -------------------------------------------------------------- */
+
+/* Foreground I/O since the last look?  Then only min_rate is allowed. */
+static uint64_t current_rate(struct ff_raid *r, uint64_t *last_fg)
+{
+	uint64_t fg = atomic_load(&r->stats.fg_bytes);
+	bool busy = fg != *last_fg;
+
+	*last_fg = fg;
+	return busy ? r->rebuild_min_bps : r->rebuild_max_bps;
+}
+
+static void checkpoint(struct ff_raid *r, struct raid_rebuild *rb)
+{
+	uint64_t low = rb->pos;
+
+	for (unsigned i = 0; i < RB_INFLIGHT; i++)
+		if (rb->busy[i] && rb->lowest_inflight[i] < low)
+			low = rb->lowest_inflight[i];
+	pthread_mutex_lock(&r->sb_lock);
+	for (unsigned m = 0; m < r->g.nmembers; m++)
+		if (rb->targets & (1u << m))
+			r->sb->roles[m].rebuild_pos = ff_cpu_to_le64(ckpt_encode(rb->phase, low));
+	r->sb_pending = true;
+	pthread_cond_signal(&r->sb_cond);
+	pthread_mutex_unlock(&r->sb_lock);
+}
+
+static int run_phase(struct ff_raid *r, struct raid_rebuild *rb)
+{
+	uint64_t last_fg = atomic_load(&r->stats.fg_bytes), t_ckpt = ff_now_ns();
+	uint64_t window_ns = ff_now_ns(), window_bytes = rb->bytes_done;
+	int rc = 0;
+
+	pthread_mutex_lock(&rb->lock);
+	for (;;) {
+		uint64_t unit, rate, now = ff_now_ns();
+		uint32_t targets = atomic_load(&r->rebuild_mask) & rb->targets;
+		unsigned slot;
+
+		if (rb->stop || rb->err || !targets)
+			break;
+		/* rate control over 100 ms windows */
+		if (now - window_ns > 100000000ull) {
+			window_ns = now;
+			window_bytes = rb->bytes_done;
+		}
+		rate = current_rate(r, &last_fg);
+		if (rate && (rb->bytes_done - window_bytes) * 1000000000ull >
+				    rate * (now - window_ns + 1)) {
+			pthread_mutex_unlock(&rb->lock);
+			usleep(2000);
+			pthread_mutex_lock(&rb->lock);
+			continue;
+		}
+		if (rb->inflight == RB_INFLIGHT) {
+			pthread_cond_wait(&rb->cond, &rb->lock);
+			continue;
+		}
+		if (now - t_ckpt > RB_CHECKPOINT_NS) {
+			checkpoint(r, rb);
+			t_ckpt = now;
+		}
+		if (!next_unit(r, rb, &unit)) {
+			while (rb->inflight)
+				pthread_cond_wait(&rb->cond, &rb->lock);
+			break;
+		}
+		for (slot = 0; rb->busy[slot]; slot++)
+			;
+		if (rb->phase == PH_META) { /* one META request per target member */
+			for (uint32_t t = targets; t && rc == 0; t &= t - 1) {
+				while (rb->inflight == RB_INFLIGHT)
+					pthread_cond_wait(&rb->cond, &rb->lock);
+				for (slot = 0; rb->busy[slot]; slot++)
+					;
+				rc = issue_unit(r, rb, slot, unit, t & -t);
+			}
+		} else {
+			rc = issue_unit(r, rb, slot, unit, targets);
+		}
+		if (rc < 0) {
+			rb->err = rc;
+			break;
+		}
+	}
+	while (rb->inflight)
+		pthread_cond_wait(&rb->cond, &rb->lock);
+	rc = rb->err;
+	pthread_mutex_unlock(&rb->lock);
+	return rc;
+}
+
+static void finish(struct ff_raid *r, struct raid_rebuild *rb)
+{
+	uint32_t done = atomic_load(&r->rebuild_mask) & rb->targets;
+
+	for (unsigned m = 0; m < r->g.nmembers; m++) {
+		uint8_t expect = FF_MEMBER_REBUILDING;
+
+		if ((done & (1u << m)) &&
+		    atomic_compare_exchange_strong(&r->state[m], &expect, FF_MEMBER_ACTIVE))
+			ff_log(FF_LOG_INFO, "member %s (role %u) rebuilt: %.1f s", r->mem[m].path, m,
+			       (double)(ff_now_ns() - rb->start_ns) / 1e9);
+	}
+	atomic_fetch_and(&r->rebuild_mask, ~done);
+	pthread_mutex_lock(&r->sb_lock);
+	for (unsigned m = 0; m < r->g.nmembers; m++)
+		if (done & (1u << m))
+			r->sb->roles[m].rebuild_pos = 0;
+	r->sb_pending = true;
+	pthread_cond_signal(&r->sb_cond);
+	pthread_mutex_unlock(&r->sb_lock);
+}
+
+static void *rebuild_main(void *arg)
+{
+	struct ff_raid *r = arg;
+	struct raid_rebuild *rb = r->rb;
+	int rc = 0;
+
+	while (rb->phase < PH_DONE && rc == 0 && !rb->stop) {
+		rc = run_phase(r, rb);
+		if (rc < 0 || rb->stop || !(atomic_load(&r->rebuild_mask) & rb->targets))
+			break;
+		if (rb->phase == PH_META)
+			atomic_fetch_and(&r->meta_stale_mask, ~rb->targets);
+		rb->phase++;
+		rb->pos = 0;
+		checkpoint(r, rb);
+	}
+	if (rc < 0)
+		ff_log(FF_LOG_ERR, "rebuild stopped: %s", strerror(-rc));
+	else if (rb->phase == PH_DONE)
+		finish(r, rb);
+	pthread_mutex_lock(&rb->lock);
+	rb->running = false;
+	pthread_cond_broadcast(&rb->cond);
+	pthread_mutex_unlock(&rb->lock);
+	return NULL;
+}
+
+/* ---- public API ---------------------------------------------------------------- */
+
+void ff_raid_set_alloc_query(struct ff_raid *r, bool (*fn)(void *arg, uint64_t stripe), void *arg)
+{
+	r->alloc_query = fn;
+	r->alloc_arg = arg;
+}
+
+void ff_raid_set_rebuild_rate(struct ff_raid *r, uint64_t min_bps, uint64_t max_bps)
+{
+	r->rebuild_min_bps = min_bps;
+	r->rebuild_max_bps = max_bps;
+}
+
+int ff_raid_rebuild_start(struct ff_raid *r)
+{
+	uint32_t targets = atomic_load(&r->rebuild_mask);
+	struct raid_rebuild *rb;
+	uint64_t ck = 0;
+	int rc;
+
+	if (!targets)
+		return 0;
+	if (r->rb && r->rb->running)
+		return -EBUSY;
+	if (!r->rb) {
+		r->rb = calloc(1, sizeof(*r->rb));
+		if (!r->rb)
+			return -ENOMEM;
+		pthread_mutex_init(&r->rb->lock, NULL);
+		pthread_cond_init(&r->rb->cond, NULL);
+	}
+	rb = r->rb;
+	if (!r->rebuilt) {
+		r->rebuilt = calloc(FF_DIV_ROUND_UP(r->g.nstripes, 64) + 1, sizeof(uint64_t));
+		if (!r->rebuilt)
+			return -ENOMEM;
+	}
+	/* resume from the least advanced target's checkpoint */
+	for (unsigned m = 0; m < r->g.nmembers; m++)
+		if (targets & (1u << m)) {
+			uint64_t v = ff_le64(r->sb->roles[m].rebuild_pos);
+
+			ck = !ck || v < ck ? v : ck;
+		}
+	rb->targets = targets;
+	ckpt_decode(ck, &rb->phase, &rb->pos);
+	seed_rebuilt(r, rb->phase, rb->pos);
+	if (rb->phase > PH_META)
+		atomic_fetch_and(&r->meta_stale_mask, ~targets);
+	rb->units_total = meta_rows(r) + r->g.nstripes;
+	rb->units_done = rb->phase == PH_META ? rb->pos : meta_rows(r) + (rb->phase == PH_REST ? r->g.nstripes / 2 : rb->pos);
+	rb->bytes_done = 0;
+	rb->err = 0;
+	rb->stop = false;
+	rb->start_ns = ff_now_ns();
+	rb->running = true;
+	ff_log(FF_LOG_INFO, "rebuild of member mask %#x starts at phase %u position %llu", targets,
+	       rb->phase, (unsigned long long)rb->pos);
+	rc = -pthread_create(&rb->thread, NULL, rebuild_main, r);
+	if (rc < 0)
+		rb->running = false;
+	return rc;
+}
+
+void raid_rebuild_stop(struct ff_raid *r)
+{
+	struct raid_rebuild *rb = r->rb;
+
+	if (!rb)
+		return;
+	pthread_mutex_lock(&rb->lock);
+	rb->stop = true;
+	pthread_cond_broadcast(&rb->cond);
+	pthread_mutex_unlock(&rb->lock);
+	if (rb->thread) {
+		pthread_join(rb->thread, NULL);
+		rb->thread = 0;
+	}
+	if (rb->phase < PH_DONE && !rb->err)
+		checkpoint(r, rb);
+}
+
+void raid_rebuild_free(struct ff_raid *r)
+{
+	if (r->rb) {
+		pthread_mutex_destroy(&r->rb->lock);
+		pthread_cond_destroy(&r->rb->cond);
+		free(r->rb);
+		r->rb = NULL;
+	}
+	free(r->rebuilt);
+	r->rebuilt = NULL;
+}
+
+int ff_raid_rebuild_wait(struct ff_raid *r)
+{
+	struct raid_rebuild *rb = r->rb;
+	int rc;
+
+	if (!rb)
+		return 0;
+	pthread_mutex_lock(&rb->lock);
+	while (rb->running)
+		pthread_cond_wait(&rb->cond, &rb->lock);
+	rc = rb->err;
+	pthread_mutex_unlock(&rb->lock);
+	return rc;
+}
+
+void ff_raid_rebuild_status(struct ff_raid *r, struct ff_raid_rebuild_status *st)
+{
+	struct raid_rebuild *rb = r->rb;
+	double secs;
+
+	memset(st, 0, sizeof(*st));
+	st->members = atomic_load(&r->rebuild_mask);
+	if (!rb)
+		return;
+	pthread_mutex_lock(&rb->lock);
+	st->active = rb->running;
+	st->phase = rb->phase;
+	st->fraction = rb->units_total ? (double)rb->units_done / (double)rb->units_total : 0;
+	st->bytes_done = rb->bytes_done;
+	secs = (double)(ff_now_ns() - rb->start_ns) / 1e9;
+	st->mb_per_s = secs > 0 ? (double)rb->bytes_done / 1e6 / secs : 0;
+	st->eta_s = st->fraction > 0 && st->fraction < 1 ? secs * (1 - st->fraction) / st->fraction : 0;
+	st->error = rb->err;
+	pthread_mutex_unlock(&rb->lock);
+}
+
+/* ---- members: add, remove, hot spares ------------------------------------------ */
+
+/* Point every engine ring at the member now in slot `role`. */
+static int rings_update(struct ff_raid *r, unsigned role)
+{
+	int rc = 0;
+
+	for (unsigned i = 0; i < r->nworkers && rc == 0; i++)
+		rc = ff_ring_update_member(&r->worker[i].ring, role, r->mem[role].fd);
+	return rc;
+}
+
+/* Member m (open) takes over dead role `role` and starts its rebuild. */
+static int promote(struct ff_raid *r, struct ff_member *m, unsigned role)
+{
+	int rc;
+
+	pthread_mutex_lock(&r->sb_lock);
+	if (!(atomic_load(&r->dead_mask) & (1u << role))) {
+		pthread_mutex_unlock(&r->sb_lock);
+		return -EBUSY;
+	}
+	if (r->mem[role].fd >= 0)
+		ff_member_close(&r->mem[role]);
+	free(r->mem[role].fault);
+	r->mem[role] = *m;
+	ff_uuid_generate(r->sb->roles[role].member_uuid);
+	r->sb->roles[role].rebuild_pos = 0;
+	rc = rings_update(r, role);
+	if (rc == 0) {
+		/* readable nowhere yet, written everywhere from now on */
+		atomic_store(&r->state[role], FF_MEMBER_REBUILDING);
+		atomic_fetch_or(&r->rebuild_mask, 1u << role);
+		atomic_fetch_or(&r->meta_stale_mask, 1u << role);
+		if (r->rebuilt) /* a rebuild in progress knew nothing of this member */
+			memset(r->rebuilt, 0, (FF_DIV_ROUND_UP(r->g.nstripes, 64) + 1) * sizeof(uint64_t));
+		atomic_fetch_and(&r->dead_mask, ~(1u << role));
+		rc = raid_sb_write_locked(r, FF_ARRAY_DIRTY);
+	}
+	pthread_mutex_unlock(&r->sb_lock);
+	if (rc < 0)
+		return rc;
+	ff_log(FF_LOG_INFO, "member %s takes role %u; rebuilding", m->path, role);
+	raid_rebuild_stop(r); /* restart with every rebuilding member */
+	return ff_raid_rebuild_start(r);
+}
+
+static int lowest_dead_role(struct ff_raid *r)
+{
+	uint32_t dead = atomic_load(&r->dead_mask);
+
+	return dead ? __builtin_ctz(dead) : -1;
+}
+
+void raid_spares_takeover(struct ff_raid *r)
+{
+	int role;
+
+	while ((role = lowest_dead_role(r)) >= 0 && r->nspares) {
+		struct ff_member m = r->spare[--r->nspares];
+
+		if (promote(r, &m, (unsigned)role) < 0) {
+			ff_log(FF_LOG_ERR, "hot spare %s could not take role %d", m.path, role);
+			ff_member_close(&m);
+			break;
+		}
+	}
+}
+
+static int write_spare_sb(struct ff_raid *r, struct ff_member *m)
+{
+	struct ff_member_sb *sb = ff_alloc_aligned(sizeof(*sb));
+	int rc;
+
+	if (!sb)
+		return -ENOMEM;
+	pthread_mutex_lock(&r->sb_lock);
+	memcpy(sb, r->sb, sizeof(*sb));
+	pthread_mutex_unlock(&r->sb_lock);
+	sb->role = ff_cpu_to_le32(FF_ROLE_SPARE);
+	ff_uuid_generate(sb->member_uuid);
+	rc = ff_sb_write(m, sb);
+	free(sb);
+	return rc;
+}
+
+int ff_raid_add(struct ff_raid *r, const char *path, bool force, struct ff_err *err)
+{
+	struct ff_member m;
+	const char *sig;
+	int role, rc;
+
+	if (r->read_only) {
+		ff_err_set(err, "array is read-only");
+		return -EROFS;
+	}
+	rc = ff_member_open(&m, path, false, err);
+	if (rc < 0)
+		return rc;
+	for (unsigned i = 0; i < r->g.nmembers + r->nspares; i++) {
+		const struct ff_member *o = i < r->g.nmembers ? &r->mem[i] : &r->spare[i - r->g.nmembers];
+
+		if (o->fd >= 0 && ff_member_same(&m, o)) {
+			ff_err_set(err, "%s is already part of this array", path);
+			ff_member_close(&m);
+			return -EEXIST;
+		}
+	}
+	if (m.size_bytes < r->g.member_bytes) {
+		ff_err_set(err, "%s is too small: %llu bytes, the array needs %llu", path,
+			   (unsigned long long)m.size_bytes, (unsigned long long)r->g.member_bytes);
+		ff_member_close(&m);
+		return -ENOSPC;
+	}
+	sig = force ? NULL : ff_probe_signature(&m);
+	if (sig) {
+		ff_err_set(err, "%s carries a %s signature; force to overwrite it", path, sig);
+		ff_member_close(&m);
+		return -EEXIST;
+	}
+	role = lowest_dead_role(r);
+	if (role >= 0)
+		return promote(r, &m, (unsigned)role);
+	if (r->nspares == FF_SPARES_MAX) {
+		ff_err_set(err, "the array already has %u spares", FF_SPARES_MAX);
+		ff_member_close(&m);
+		return -ENOSPC;
+	}
+	rc = write_spare_sb(r, &m);
+	if (rc < 0) {
+		ff_err_set(err, "%s: cannot write its superblock: %s", path, strerror(-rc));
+		ff_member_close(&m);
+		return rc;
+	}
+	r->spare[r->nspares++] = m;
+	ff_log(FF_LOG_INFO, "%s added as a hot spare", path);
+	return 0;
+}
+
+int ff_raid_remove(struct ff_raid *r, const char *path, struct ff_err *err)
+{
+	for (unsigned i = 0; i < r->nspares; i++) {
+		if (strcmp(r->spare[i].path, path) != 0)
+			continue;
+		ff_sb_erase(&r->spare[i]);
+		ff_member_close(&r->spare[i]);
+		r->spare[i] = r->spare[--r->nspares];
+		return 0;
+	}
+	for (unsigned role = 0; role < r->g.nmembers; role++) {
+		uint8_t st = atomic_load(&r->state[role]);
+
+		if (r->mem[role].fd < 0 || strcmp(r->mem[role].path, path) != 0)
+			continue;
+		if (st == FF_MEMBER_ACTIVE || st == FF_MEMBER_REBUILDING) {
+			ff_err_set(err, "%s (role %u) is in use: fail it first", path, role);
+			return -EBUSY;
+		}
+		ff_sb_erase(&r->mem[role]); /* best effort: the member may be dead */
+		ff_member_close(&r->mem[role]);
+		rings_update(r, role);
+		atomic_store(&r->state[role], FF_MEMBER_MISSING);
+		return 0;
+	}
+	ff_err_set(err, "%s is not a member or spare of this array", path);
+	return -ENOENT;
+}
+
+unsigned ff_raid_spare_count(const struct ff_raid *r)
+{
+	return r->nspares;
+}
+
+const struct ff_member *ff_raid_spare(const struct ff_raid *r, unsigned i)
+{
+	return i < r->nspares ? &r->spare[i] : NULL;
+}

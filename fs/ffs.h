@@ -137,6 +137,53 @@ int ffs_setxattr(struct ffs *fs, uint64_t ino, const char *name, const void *val
 int ffs_listxattr(struct ffs *fs, uint64_t ino, char *list, size_t size);
 int ffs_removexattr(struct ffs *fs, uint64_t ino, const char *name);
 
+/* ---- scrub (scrub.c) ---- */
+
+#define FFS_SCRUB_REPORT_MAX 64
+struct ffs_scrub_status {
+	bool active;
+	bool repair;                 /* repairs what it finds (else only counts) */
+	double fraction;             /* 0..1 of the data space walked */
+	uint64_t stripes_checked;
+	uint64_t chunks_bad;         /* data chunks that failed their crc32c */
+	uint64_t chunks_repaired;
+	uint64_t parity_bad;         /* stripes whose parity did not match their data */
+	uint64_t parity_repaired;
+	uint64_t meta_bad;           /* metadata copies that failed or differed */
+	uint64_t meta_repaired;
+	uint64_t unreadable;         /* stripes that could not be read or rebuilt */
+	double mb_per_s, eta_s;
+	int error;
+	unsigned nreport;            /* files with repaired (or bad) data, first FFS_SCRUB_REPORT_MAX */
+	struct {
+		uint64_t ino;
+		uint64_t fstripe;            /* stripe of the file: byte offset = fstripe * stripe_bytes */
+		bool repaired;
+		char path[256];              /* "" when the inode has no name any more */
+	} report[FFS_SCRUB_REPORT_MAX];
+};
+int ffs_scrub_start(struct ffs *fs, bool repair);
+int ffs_scrub_stop(struct ffs *fs);
+/* Block until the running scrub ends; its final status in st (may be NULL). */
+int ffs_scrub_wait(struct ffs *fs, struct ffs_scrub_status *st);
+void ffs_scrub_status(struct ffs *fs, struct ffs_scrub_status *st);
+/* Scrub's rate while foreground I/O runs (min) and when idle (max, 0 = none). */
+void ffs_scrub_set_rate(struct ffs *fs, uint64_t min_bps, uint64_t max_bps);
+
+/* A path of inode ino (one of them, for hard links), relative to the root. */
+int ffs_ino_path(struct ffs *fs, uint64_t ino, char *buf, size_t len);
+
+/* Volume facts for status displays. */
+struct ffs_info {
+	char label[64];
+	uint8_t uuid[16];
+	uint64_t stripe_bytes, nstripes, free_stripes;
+	uint64_t ninodes, free_inodes;
+	uint64_t commits;
+	bool ro;
+};
+void ffs_info(struct ffs *fs, struct ffs_info *info);
+
 struct ffs_stats *ffs_stats(struct ffs *fs);
 struct ff_raid *ffs_raid(struct ffs *fs);
 

@@ -245,6 +245,16 @@ static void fix_itable_hwm(struct ffs *fs)
 		fs->sb->itable_hwm = ff_cpu_to_le64(hi / FFS_INODES_PER_BLOCK + 1);
 }
 
+/* For the rebuild: stripes in use (or about to be) come first.  A racy
+ * read of one bitmap word is fine: a stripe allocated a moment later is
+ * written whole, which brings it up to date anyway. */
+static bool stripe_in_use(void *arg, uint64_t stripe)
+{
+	struct ffs *fs = arg;
+
+	return (__atomic_load_n(&fs->sbits[stripe / 64], __ATOMIC_RELAXED) >> (stripe % 64)) & 1;
+}
+
 static void *commit_main(void *arg)
 {
 	struct ffs *fs = arg;
@@ -381,6 +391,12 @@ int ffs_mount(const char *const *paths, unsigned n, const struct ffs_opts *o, st
 	pthread_mutex_unlock(&fs->lock);
 	if (rc == 0 && (rc = data_init(fs)) < 0)
 		ff_err_set(err, "out of memory for data buffers");
+	if (rc == 0) {
+		ff_raid_set_alloc_query(fs->raid, stripe_in_use, fs);
+		/* a rebuild interrupted by a restart resumes from its checkpoint */
+		if (!fs->ro && ff_raid_rebuild_start(fs->raid) < 0)
+			ff_log(FF_LOG_ERR, "cannot resume the rebuild");
+	}
 	if (rc == 0 && !fs->ro) {
 		fs->last_commit_ns = ff_now_ns();
 		rc = -pthread_create(&fs->commit_thread, NULL, commit_main, fs);

@@ -360,7 +360,7 @@ int csum_set(struct ffs *fs, uint64_t pstripe, uint32_t ino, uint32_t fstripe, c
 		return rc;
 	e = (struct ffs_csum_entry *)(mb->data + off);
 	e->ino = ff_cpu_to_le32(ino);
-	e->fstripe = ff_cpu_to_le32(fstripe);
+	e->fstripe = ff_cpu_to_le32(crc ? fstripe : fstripe | FFS_CSUM_UNWRITTEN);
 	for (uint32_t i = 0; i < fs->g->ndata; i++)
 		e->crc[i] = ff_cpu_to_le32(crc ? crc[i] : 0);
 	mb_dirty(fs, mb);

@@ -663,6 +663,9 @@ static void stripe_done(struct ffs *fs, struct wbuf *wb)
 		rcache_invalidate(fs, p, 1);
 	}
 	pthread_mutex_unlock(&fs->lock);
+	ff_log(FF_LOG_DEBUG, "inode %llu: file stripe %llu -> data stripe %llu%s",
+	       (unsigned long long)fi->ino, (unsigned long long)wb->fstripe, (unsigned long long)p,
+	       wb->in_place ? " (in place)" : "");
 	if (rc < 0)
 		ff_log(FF_LOG_ERR, "inode %llu: stripe %llu could not be written: %s",
 		       (unsigned long long)fi->ino, (unsigned long long)wb->fstripe, strerror(-rc));

@@ -212,10 +212,13 @@ struct ffs_bitmap_block {
 _Static_assert(sizeof(struct ffs_bitmap_block) == FFS_BLOCK, "bitmap block");
 
 /* Entry for one data stripe: the file stripe it holds and one crc32c per
- * data chunk (ndata of them) — lets scrub name the file of a bad chunk. */
+ * data chunk (ndata of them) — lets scrub name the file of a bad chunk.
+ * A preallocated stripe not written yet has FFS_CSUM_UNWRITTEN in fstripe
+ * and no checksums. */
+#define FFS_CSUM_UNWRITTEN 0x80000000u
 struct ffs_csum_entry {
 	le32 ino;               /* 0 = free */
-	le32 fstripe;
+	le32 fstripe;           /* file stripe, | FFS_CSUM_UNWRITTEN */
 	le32 crc[];             /* ndata */
 };
 _Static_assert(sizeof(struct ffs_csum_entry) == 8, "csum entry head");

@@ -213,6 +213,7 @@ void rcache_invalidate(struct ffs *fs, uint64_t pstripe, uint64_t count);
 
 struct rcache;
 struct wpool;
+struct scrub;
 
 struct ffs {
 	struct ff_raid *raid;
@@ -253,6 +254,7 @@ struct ffs {
 	/* data path */
 	struct wpool *wpool;
 	struct rcache *rcache;
+	struct scrub *scrub;
 	/* background commit */
 	pthread_t commit_thread;
 	bool commit_thread_started;
@@ -264,5 +266,6 @@ struct ffs {
 };
 
 uint64_t ffs_now_ns(void);
+void scrub_free(struct ffs *fs);
 
 #endif

@@ -298,6 +298,7 @@ static void opts_defaults(struct ffs_opts *o)
 
 static void fs_free(struct ffs *fs)
 {
+	scrub_free(fs);
 	data_free(fs);
 	icache_free(fs);
 	meta_cache_free(fs);
@@ -460,6 +461,7 @@ int ffs_unmount(struct ffs *fs)
 {
 	int rc = 0, rc2;
 
+	ffs_scrub_stop(fs);
 	if (fs->commit_thread_started) {
 		pthread_mutex_lock(&fs->lock);
 		fs->stopping = true;

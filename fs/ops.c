@@ -563,6 +563,8 @@ static int do_rename(struct ffs *fs, struct finode *sd, const char *name, struct
 	if (rc == 0)
 		rc = reparent(fs, src, sd, dd);
 	if (rc == 0) {
+		/* files too remember their directory: scrub names them by it */
+		src->d.parent = ff_cpu_to_le64(dd->ino);
 		inode_touch(src, false, true);
 		rc = istore(fs, src);
 	}

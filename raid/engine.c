@@ -372,6 +372,13 @@ static void seg_plan(struct stripe_op *op, bool *need_scratch)
 	unsigned nw = (unsigned)__builtin_popcount(W);
 
 	*need_scratch = false;
+	if (op->io->op == FF_RAID_CHECK) {
+		/* everything is read: data into the caller's buffer, parity to compare */
+		op->mode = MODE_CHECK;
+		op->read_slots = all;
+		*need_scratch = true;
+		return;
+	}
 	if (op->io->op == FF_RAID_REBUILD) {
 		/* read every slot that can be, rebuild the targets' chunks */
 		op->mode = MODE_REBUILD;
@@ -409,6 +416,33 @@ static void seg_plan(struct stripe_op *op, bool *need_scratch)
 		op->read_slots = data & ~W;
 		*need_scratch = true;
 	}
+}
+
+/* CHECK: data slots into the caller's buffer, parity slots into scratch
+ * (the computed parity goes to pbuf, to compare). */
+static void check_reads(struct stripe_op *op)
+{
+	const struct ff_geom *g = &op->w->r->g;
+	const struct seg *sg = &op->seg[op->cur];
+
+	for (unsigned s = 0; s < g->nmembers; s++) {
+		void *dst = s < g->ndata ? slot_ptr(op, s, true)
+					 : (char *)op->w->scratch[op->scratch][s] + sg->a;
+
+		issue(op, FF_IO_READ, op->map[s], slot_offset(op), dst, sg->b - sg->a);
+	}
+}
+
+static void check_compare(struct stripe_op *op)
+{
+	const struct ff_geom *g = &op->w->r->g;
+	const struct seg *sg = &op->seg[op->cur];
+
+	seg_gen_parity(op);
+	for (unsigned p = 0; p < g->nparity; p++)
+		if (memcmp((char *)op->pbuf[p] + sg->a,
+			   (char *)op->w->scratch[op->scratch][g->ndata + p] + sg->a, sg->b - sg->a))
+			atomic_fetch_or(&op->io->check_mismatch, 1u << p);
 }
 
 static void seg_write_phase(struct stripe_op *op)
@@ -474,8 +508,16 @@ static void seg_begin(struct stripe_op *op)
 	case MODE_RCW: atomic_fetch_add(&r->stats.rcw_segments, 1); break;
 	case MODE_DEGRADED: atomic_fetch_add(&r->stats.degraded_segments, 1); break;
 	}
-	issue_slots(op, FF_IO_READ, op->read_slots, op->mode == MODE_DIRECT ||
-		    (op->mode == MODE_DEGRADED && op->io->op == FF_RAID_READ));
+	if (op->mode == MODE_CHECK) {
+		if (op->unavail) { /* a slot is missing: parity cannot be checked */
+			op_finish(op, -EAGAIN);
+			return;
+		}
+		check_reads(op);
+	} else {
+		issue_slots(op, FF_IO_READ, op->read_slots, op->mode == MODE_DIRECT ||
+			    (op->mode == MODE_DEGRADED && op->io->op == FF_RAID_READ));
+	}
 	if (!op->pending)
 		phase_done(op);
 }
@@ -487,6 +529,10 @@ static void seg_reads_done(struct stripe_op *op)
 
 	switch (op->mode) {
 	case MODE_DIRECT:
+		seg_next(op);
+		return;
+	case MODE_CHECK:
+		check_compare(op);
 		seg_next(op);
 		return;
 	case MODE_REBUILD:
@@ -978,7 +1024,11 @@ static int validate(const struct ff_raid *r, const struct ff_raid_io *io)
 	if (io->op == FF_RAID_REBUILD && (!io->rebuild_members || (io->space == FF_SPACE_DATA &&
 	    (io->off % r->g.stripe_bytes || io->len != r->g.stripe_bytes))))
 		return -EINVAL;
-	if ((io->op != FF_RAID_READ && io->op != FF_RAID_WRITE && io->op != FF_RAID_REBUILD) ||
+	if (io->op == FF_RAID_CHECK && (io->space != FF_SPACE_DATA ||
+	    io->off % r->g.stripe_bytes || io->len != r->g.stripe_bytes))
+		return -EINVAL;
+	if ((io->op != FF_RAID_READ && io->op != FF_RAID_WRITE && io->op != FF_RAID_REBUILD &&
+	     io->op != FF_RAID_CHECK) ||
 	    (io->space != FF_SPACE_DATA && io->space != FF_SPACE_META))
 		return -EINVAL;
 	size = io->space == FF_SPACE_DATA ? r->g.data_bytes : r->g.meta_bytes;
@@ -1002,6 +1052,7 @@ int ff_raid_submit(struct ff_raid *r, struct ff_raid_io *io)
 		return rc;
 	io->result = 0;
 	atomic_store(&io->error, 0);
+	atomic_store(&io->check_mismatch, 0);
 	if (io->op == FF_RAID_FLUSH) {
 		io->wpos[0] = 0;
 		io->wops[0] = 0;

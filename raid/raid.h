@@ -47,6 +47,7 @@ enum ff_raid_op {
 	FF_RAID_WRITE = 2,
 	FF_RAID_FLUSH = 3,
 	FF_RAID_REBUILD = 4, /* internal: reconstruct rebuild_members' part of one stripe or META row */
+	FF_RAID_CHECK = 5,   /* read one whole stripe into buf and compare its parity with its data */
 };
 
 enum ff_member_state {
@@ -100,6 +101,7 @@ struct ff_raid_io {
 	uint8_t meta_copy;      /* META reads: 0 = any live copy, k = copy k-1 only */
 	uint32_t avoid_members; /* DATA reads: treat these members as missing (bad checksum) */
 	uint32_t rebuild_members; /* FF_RAID_REBUILD: members to write */
+	_Atomic uint32_t check_mismatch; /* FF_RAID_CHECK result: bit p set when parity p differs */
 	uint64_t off;
 	uint64_t len;
 	void *buf;              /* FF_BUF_ALIGN-aligned */

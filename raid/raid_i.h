@@ -21,7 +21,7 @@ struct seg {
 	uint32_t wmask;
 };
 
-enum op_mode { MODE_DIRECT, MODE_FULL, MODE_RMW, MODE_RCW, MODE_DEGRADED, MODE_REBUILD };
+enum op_mode { MODE_DIRECT, MODE_FULL, MODE_RMW, MODE_RCW, MODE_DEGRADED, MODE_REBUILD, MODE_CHECK };
 
 /* One stripe's (or one metadata chunk's) share of a request. */
 struct stripe_op {

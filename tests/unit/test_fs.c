@@ -15,6 +15,7 @@
 
 #include "fs/ffs.h"
 #include "fs/format.h"
+#include "raid/raid.h"
 
 #define NM 4
 static char dir[256], paths[NM][300];
@@ -101,6 +102,110 @@ START_TEST(small_file_round_trip)
 }
 END_TEST
 
+static void corrupt(const char *path, uint64_t off, size_t len)
+{
+	char junk[8192];
+	int fd = open(path, O_WRONLY);
+
+	ck_assert_int_ge(fd, 0);
+	memset(junk, 0xa5, sizeof(junk));
+	ck_assert_int_eq(pwrite(fd, junk, FF_MIN(len, sizeof(junk)), (off_t)off), (ssize_t)FF_MIN(len, sizeof(junk)));
+	close(fd);
+}
+
+/* Silent corruption on the members — a data chunk, a parity chunk, one
+ * mirror copy of a metadata block — is found by scrub, repaired, and the
+ * damaged file is reported by name; the file then reads back intact. */
+START_TEST(scrub_finds_and_repairs)
+{
+	struct ffs *fs = mkfs_mount(64, 64 * 1024);
+	struct ffs_scrub_status st;
+	const struct ff_geom *g;
+	static uint8_t data[1 << 20], back[1 << 20];
+	struct stat dst;
+	uint64_t fh, ino;
+	unsigned m;
+
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 131 + (i >> 9));
+	ck_assert_int_eq(ffs_mkdir(fs, FFS_ROOT_INO, "seq", 0755, 0, 0, &dst), 0);
+	ino = create(fs, dst.st_ino, "frame001.dpx", &fh);
+	ck_assert_int_eq(ffs_write(fs, fh, data, sizeof(data), 0), (ssize_t)sizeof(data));
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	fs = remount(fs);
+	g = ff_raid_geom(ffs_raid(fs));
+	/* fault: 4 KiB of junk in data chunk 0 of stripe 0 (the file's first stripe) */
+	m = ff_raid_chunk_member(ffs_raid(fs), 0, 0);
+	corrupt(paths[m], g->data_offset + 4096, 4096);
+	/* fault: junk in the parity chunk of stripe 1 (the member that holds no data chunk) */
+	{
+		uint32_t used = 0;
+
+		for (unsigned i = 0; i < g->ndata; i++)
+			used |= 1u << ff_raid_chunk_member(ffs_raid(fs), 1, i);
+		m = (unsigned)__builtin_ctz(~used);
+		corrupt(paths[m], g->data_offset + g->chunk_bytes + 4 * 4096, 4096);
+	}
+	/* fault: junk in copy 0 of metadata block 0 (superblock A, on member 0) */
+	corrupt(paths[0], g->meta_offset + 512, 512);
+	ck_assert_int_eq(ffs_scrub_start(fs, true), 0);
+	ffs_scrub_wait(fs, &st);
+	ck_assert_uint_ge(st.chunks_bad, 1);
+	ck_assert_uint_eq(st.chunks_repaired, st.chunks_bad);
+	ck_assert_uint_ge(st.parity_bad, 1);
+	ck_assert_uint_eq(st.parity_repaired, st.parity_bad);
+	ck_assert_uint_ge(st.meta_bad, 1);
+	ck_assert_uint_eq(st.meta_repaired, st.meta_bad);
+	ck_assert_uint_ge(st.nreport, 1);
+	ck_assert_uint_eq(st.report[0].ino, ino);
+	ck_assert(st.report[0].repaired);
+	ck_assert_str_eq(st.report[0].path, "/seq/frame001.dpx");
+	/* a second scrub finds nothing; the file reads back as written */
+	ck_assert_int_eq(ffs_scrub_start(fs, true), 0);
+	ffs_scrub_wait(fs, &st);
+	ck_assert_uint_eq(st.chunks_bad + st.parity_bad + st.meta_bad, 0);
+	fs = remount(fs);
+	ck_assert_int_eq(ffs_open(fs, ino, O_RDONLY, &fh), 0);
+	ck_assert_int_eq(ffs_read(fs, fh, back, sizeof(back), 0), (ssize_t)sizeof(back));
+	ck_assert_int_eq(memcmp(data, back, sizeof(data)), 0);
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	remove_members();
+}
+END_TEST
+
+/* A checksum mismatch on an ordinary read is repaired on the spot: the
+ * reader gets the right bytes (rebuilt from parity) and the chunk is
+ * rewritten. */
+START_TEST(read_repairs_bad_chunk)
+{
+	struct ffs *fs = mkfs_mount(64, 64 * 1024);
+	const struct ff_geom *g;
+	static uint8_t data[512 * 1024], back[512 * 1024];
+	uint64_t fh, ino;
+	unsigned m;
+
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 7 + 3);
+	ino = create(fs, FFS_ROOT_INO, "clip.mov", &fh);
+	ck_assert_int_eq(ffs_write(fs, fh, data, sizeof(data), 0), (ssize_t)sizeof(data));
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	fs = remount(fs);
+	g = ff_raid_geom(ffs_raid(fs));
+	/* fault: junk in data chunk 1 of stripe 0 */
+	m = ff_raid_chunk_member(ffs_raid(fs), 0, 1);
+	corrupt(paths[m], g->data_offset + 8192, 4096);
+	ck_assert_int_eq(ffs_open(fs, ino, O_RDONLY, &fh), 0);
+	ck_assert_int_eq(ffs_read(fs, fh, back, sizeof(back), 0), (ssize_t)sizeof(back));
+	ck_assert_int_eq(memcmp(data, back, sizeof(data)), 0);
+	ck_assert_uint_ge(atomic_load(&ffs_stats(fs)->crc_errors), 1);
+	ck_assert_uint_ge(atomic_load(&ffs_stats(fs)->crc_repaired), 1);
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	remove_members();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("fs");
@@ -108,9 +213,11 @@ int main(void)
 	SRunner *sr;
 	int failed;
 
-	ff_log_set_level(FF_LOG_WARN);
+	ff_log_set_level(getenv("FRAMEFS_LOG") ? FF_LOG_DEBUG : FF_LOG_WARN);
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, small_file_round_trip);
+	tcase_add_test(tc, scrub_finds_and_repairs);
+	tcase_add_test(tc, read_repairs_bad_chunk);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -1,0 +1,488 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Scrub: read everything online, check it, repair it.
+ *
+ *  - Metadata: every 64 KiB chunk of the mirrored META space is read from
+ *    each copy; 4 KiB blocks whose copies differ are settled by their own
+ *    header (type, block number, crc32c) and the good image is rewritten
+ *    over every copy.  Done under fs->lock, so a commit is never half-seen.
+ *  - Data: every stripe in use is read whole with a parity check
+ *    (FF_RAID_CHECK); each chunk's crc32c is compared with the checksum
+ *    table.  A bad chunk is read again around its member (rebuilt from
+ *    parity), checked, and written back; a stripe whose data is good but
+ *    whose parity differs gets its parity rewritten.  A repair happens
+ *    under fs->lock after confirming that the owner still maps the stripe:
+ *    a stripe can then neither be freed nor reused under it.
+ *
+ * Scrub yields to foreground I/O with the same min/max rates as rebuild.
+ * The files it found damaged are reported by path and stripe.
+ */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fs/fs_i.h"
+
+struct scrub {
+	pthread_t thread;
+	bool started, running, stop;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct ffs_scrub_status st;
+	uint64_t start_ns;
+	uint64_t bytes;
+	uint64_t min_bps, max_bps;
+	uint64_t last_fg, own_bytes;
+	uint8_t *buf;
+	uint8_t *mbuf[FF_PARITY_MAX + 1];
+};
+
+static struct scrub *scrub_get(struct ffs *fs)
+{
+	if (!fs->scrub) {
+		struct scrub *s = calloc(1, sizeof(*s));
+
+		if (!s)
+			return NULL;
+		pthread_mutex_init(&s->lock, NULL);
+		pthread_cond_init(&s->cond, NULL);
+		s->min_bps = 100 * FF_MiB;
+		fs->scrub = s;
+	}
+	return fs->scrub;
+}
+
+/* Sleep while over the allowed rate; foreground I/O lowers it to min. */
+static void throttle(struct ffs *fs, struct scrub *s)
+{
+	uint64_t fg = atomic_load(&ff_raid_stats(fs->raid)->fg_bytes) - s->own_bytes;
+	uint64_t rate = fg != s->last_fg ? s->min_bps : s->max_bps;
+	uint64_t elapsed = ff_now_ns() - s->start_ns + 1;
+
+	s->last_fg = fg;
+	if (rate && s->bytes * 1000000000ull > rate * elapsed)
+		usleep((useconds_t)FF_MIN(50000ull, (s->bytes * 1000000000ull / rate - elapsed) / 1000));
+}
+
+static void note_file(struct scrub *s, uint64_t ino, uint64_t fstripe, bool repaired)
+{
+	pthread_mutex_lock(&s->lock);
+	for (unsigned i = 0; i < s->st.nreport; i++)
+		if (s->st.report[i].ino == ino && s->st.report[i].fstripe == fstripe) {
+			s->st.report[i].repaired = repaired;
+			pthread_mutex_unlock(&s->lock);
+			return;
+		}
+	if (s->st.nreport < FFS_SCRUB_REPORT_MAX) {
+		s->st.report[s->st.nreport].ino = ino;
+		s->st.report[s->st.nreport].fstripe = fstripe;
+		s->st.report[s->st.nreport].repaired = repaired;
+		s->st.nreport++;
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* ---- metadata ---------------------------------------------------------- */
+
+static int read_meta_copy(struct ffs *fs, uint64_t off, void *buf, unsigned copy)
+{
+	struct ff_raid_io io;
+
+	memset(&io, 0, sizeof(io));
+	io.op = FF_RAID_READ;
+	io.space = FF_SPACE_META;
+	io.off = off;
+	io.len = FF_META_CHUNK;
+	io.buf = buf;
+	io.meta_copy = (uint8_t)(copy + 1);
+	return ff_raid_submit_wait(fs->raid, &io);
+}
+
+static bool self_check(const uint8_t *blk, uint64_t no)
+{
+	const struct ffs_bhdr *h = (const struct ffs_bhdr *)blk;
+
+	return ffs_block_check(blk, ff_le32(h->type), no) == 0;
+}
+
+/* One 64 KiB chunk of META: settle every block whose copies disagree. */
+static void scrub_meta_chunk(struct ffs *fs, struct scrub *s, uint64_t chunk)
+{
+	unsigned copies = fs->g->meta_copies, ok[FF_PARITY_MAX + 1] = { 0 };
+	uint64_t first = chunk * (FF_META_CHUNK / FFS_BLOCK);
+
+	for (unsigned c = 0; c < copies; c++)
+		ok[c] = read_meta_copy(fs, chunk * FF_META_CHUNK, s->mbuf[c], c) == 0;
+	for (unsigned b = 0; b < FF_META_CHUNK / FFS_BLOCK; b++) {
+		size_t off = (size_t)b * FFS_BLOCK;
+		int good = -1;
+		bool differ = false;
+
+		for (unsigned c = 0; c < copies; c++) {
+			if (!ok[c])
+				continue;
+			if (good < 0 && self_check(s->mbuf[c] + off, first + b))
+				good = (int)c;
+			for (unsigned d = 0; d < c; d++)
+				if (ok[d] && memcmp(s->mbuf[c] + off, s->mbuf[d] + off, FFS_BLOCK))
+					differ = true;
+		}
+		for (unsigned c = 0; c < copies; c++)
+			differ |= !ok[c];
+		if (!differ)
+			continue; /* identical everywhere (in use and good, or never written) */
+		s->st.meta_bad++;
+		if (good >= 0 && s->st.repair &&
+		    meta_write_raw(fs, first + b, s->mbuf[good] + off, 1) == 0) {
+			s->st.meta_repaired++;
+			ff_log(FF_LOG_WARN, "scrub: metadata block %llu: copies differed, repaired",
+			       (unsigned long long)(first + b));
+		} else if (good < 0) {
+			ff_log(FF_LOG_ERR, "scrub: metadata block %llu: no copy is good",
+			       (unsigned long long)(first + b));
+		}
+	}
+}
+
+static void scrub_meta(struct ffs *fs, struct scrub *s)
+{
+	uint64_t chunks = ff_le64(fs->sb->meta_blocks) * FFS_BLOCK / FF_META_CHUNK;
+
+	for (uint64_t c = 0; c < chunks && !s->stop; c++) {
+		pthread_mutex_lock(&fs->lock); /* no commit half-way through a chunk */
+		scrub_meta_chunk(fs, s, c);
+		pthread_mutex_unlock(&fs->lock);
+		s->bytes += FF_META_CHUNK * fs->g->meta_copies;
+		s->own_bytes += FF_META_CHUNK * fs->g->meta_copies;
+		throttle(fs, s);
+	}
+}
+
+/* ---- data ---------------------------------------------------------------- */
+
+/* Does the owner still map this stripe?  fs->lock held. */
+static bool still_mapped(struct ffs *fs, uint64_t p, uint32_t ino, uint32_t fstripe)
+{
+	uint32_t cino, cf, crc[FF_MEMBERS_MAX];
+	uint64_t mp, run;
+	uint32_t flags;
+	struct finode *fi;
+	bool yes;
+
+	if (csum_get(fs, p, &cino, &cf, crc) < 0 || cino != ino || cf != fstripe)
+		return false;
+	if (iget(fs, ino, &fi) < 0)
+		return false;
+	yes = extent_lookup(fs, fi, fstripe, &mp, &run, &flags) == 0 && mp == p;
+	iput(fs, fi);
+	return yes;
+}
+
+/* Rebuild bad chunk i of stripe p from parity, check it, write it back. */
+static bool repair_chunk(struct ffs *fs, uint64_t p, unsigned i, uint32_t want)
+{
+	uint32_t C = fs->g->chunk_bytes;
+	struct ff_raid_io io;
+	uint8_t *tmp = fs->scrub->buf + (size_t)i * C;
+
+	memset(&io, 0, sizeof(io));
+	io.op = FF_RAID_READ;
+	io.space = FF_SPACE_DATA;
+	io.off = p * fs->stripe_bytes;
+	io.len = fs->stripe_bytes;
+	io.buf = fs->scrub->buf;
+	io.avoid_members = 1u << ff_raid_chunk_member(fs->raid, p, i);
+	if (ff_raid_submit_wait(fs->raid, &io) < 0 || ff_crc32c(0, tmp, C) != want)
+		return false;
+	return ff_raid_rw(fs->raid, FF_RAID_WRITE, FF_SPACE_DATA, p * fs->stripe_bytes +
+			  (uint64_t)i * C, tmp, C) == 0;
+}
+
+static void scrub_stripe(struct ffs *fs, struct scrub *s, uint64_t p)
+{
+	const struct ff_geom *g = fs->g;
+	uint32_t ino, fstripe, crc[FF_MEMBERS_MAX], bad = 0, mismatch;
+	struct ff_raid_io io;
+	int rc;
+
+	pthread_mutex_lock(&fs->lock);
+	rc = csum_get(fs, p, &ino, &fstripe, crc);
+	pthread_mutex_unlock(&fs->lock);
+	if (rc < 0 || ino == 0)
+		return;
+	memset(&io, 0, sizeof(io));
+	io.op = FF_RAID_CHECK;
+	io.space = FF_SPACE_DATA;
+	io.off = p * fs->stripe_bytes;
+	io.len = fs->stripe_bytes;
+	io.buf = s->buf;
+	rc = ff_raid_submit_wait(fs->raid, &io);
+	if (rc == -EAGAIN) /* degraded: no parity to compare, the data still is checked */
+		rc = ff_raid_rw(fs->raid, FF_RAID_READ, FF_SPACE_DATA, io.off, s->buf, io.len);
+	s->bytes += fs->stripe_bytes;
+	s->own_bytes += (uint64_t)g->nmembers * g->chunk_bytes;
+	s->st.stripes_checked++;
+	if (rc < 0) {
+		s->st.unreadable++;
+		return;
+	}
+	mismatch = atomic_load(&io.check_mismatch);
+	if (!(fstripe & FFS_CSUM_UNWRITTEN))
+		for (unsigned i = 0; i < g->ndata; i++)
+			if (ff_crc32c(0, s->buf + (size_t)i * g->chunk_bytes, g->chunk_bytes) != crc[i])
+				bad |= 1u << i;
+	if (!bad && !mismatch)
+		return;
+	s->st.chunks_bad += (uint64_t)__builtin_popcount(bad);
+	s->st.parity_bad += !bad && mismatch;
+	if (bad)
+		note_file(s, ino, fstripe & ~FFS_CSUM_UNWRITTEN, false);
+	if (!s->st.repair)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	if (still_mapped(fs, p, ino, fstripe)) {
+		unsigned fixed = 0;
+
+		for (unsigned i = 0; i < g->ndata; i++)
+			if ((bad & (1u << i)) && repair_chunk(fs, p, i, crc[i]))
+				fixed++;
+		s->st.chunks_repaired += fixed;
+		if (bad && fixed == (unsigned)__builtin_popcount(bad))
+			note_file(s, ino, fstripe & ~FFS_CSUM_UNWRITTEN, true);
+		if (!bad && mismatch &&
+		    ff_raid_rw(fs->raid, FF_RAID_WRITE, FF_SPACE_DATA, p * fs->stripe_bytes, s->buf,
+			       fs->stripe_bytes) == 0)
+			s->st.parity_repaired++; /* the data is right: a full write recomputes parity */
+		rcache_invalidate(fs, p, 1);
+	}
+	pthread_mutex_unlock(&fs->lock);
+}
+
+static bool in_use(struct ffs *fs, uint64_t p)
+{
+	return (__atomic_load_n(&fs->sbits[p / 64], __ATOMIC_RELAXED) >> (p % 64)) & 1;
+}
+
+static void *scrub_main(void *arg)
+{
+	struct ffs *fs = arg;
+	struct scrub *s = fs->scrub;
+	uint64_t n = ff_le64(fs->sb->nstripes);
+
+	ff_log(FF_LOG_INFO, "scrub started (%s)", s->st.repair ? "repair" : "check only");
+	scrub_meta(fs, s);
+	for (uint64_t p = 0; p < n && !s->stop; p++) {
+		if (in_use(fs, p))
+			scrub_stripe(fs, s, p);
+		pthread_mutex_lock(&s->lock);
+		s->st.fraction = (double)(p + 1) / (double)n;
+		pthread_mutex_unlock(&s->lock);
+		throttle(fs, s);
+	}
+	ff_log(FF_LOG_INFO, "scrub %s: %llu stripes, %llu bad chunks (%llu repaired), %llu parity "
+	       "mismatches (%llu repaired), %llu metadata copies repaired", s->stop ? "stopped" : "done",
+	       (unsigned long long)s->st.stripes_checked, (unsigned long long)s->st.chunks_bad,
+	       (unsigned long long)s->st.chunks_repaired, (unsigned long long)s->st.parity_bad,
+	       (unsigned long long)s->st.parity_repaired, (unsigned long long)s->st.meta_repaired);
+	pthread_mutex_lock(&s->lock);
+	s->running = false;
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+int ffs_scrub_start(struct ffs *fs, bool repair)
+{
+	struct scrub *s = scrub_get(fs);
+	int rc;
+
+	if (!s)
+		return -ENOMEM;
+	if (fs->ro && repair)
+		return -EROFS;
+	pthread_mutex_lock(&s->lock);
+	if (s->running) {
+		pthread_mutex_unlock(&s->lock);
+		return -EBUSY;
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (s->started) {
+		pthread_join(s->thread, NULL);
+		s->started = false;
+	}
+	if (!s->buf)
+		s->buf = ff_alloc_aligned(fs->stripe_bytes);
+	for (unsigned c = 0; c < fs->g->meta_copies; c++)
+		if (!s->mbuf[c])
+			s->mbuf[c] = ff_alloc_aligned(FF_META_CHUNK);
+	if (!s->buf)
+		return -ENOMEM;
+	memset(&s->st, 0, sizeof(s->st));
+	s->st.active = true;
+	s->st.repair = repair;
+	s->stop = false;
+	s->running = true;
+	s->bytes = s->own_bytes = 0;
+	s->last_fg = atomic_load(&ff_raid_stats(fs->raid)->fg_bytes);
+	s->start_ns = ff_now_ns();
+	rc = -pthread_create(&s->thread, NULL, scrub_main, fs);
+	s->started = rc == 0;
+	s->running = rc == 0;
+	return rc;
+}
+
+int ffs_scrub_stop(struct ffs *fs)
+{
+	struct scrub *s = fs->scrub;
+
+	if (!s || !s->started)
+		return 0;
+	s->stop = true;
+	pthread_join(s->thread, NULL);
+	s->started = false;
+	return 0;
+}
+
+static void fill_paths(struct ffs *fs, struct ffs_scrub_status *st)
+{
+	for (unsigned i = 0; i < st->nreport; i++)
+		if (ffs_ino_path(fs, st->report[i].ino, st->report[i].path,
+				 sizeof(st->report[i].path)) < 0)
+			st->report[i].path[0] = '\0';
+}
+
+void ffs_scrub_status(struct ffs *fs, struct ffs_scrub_status *st)
+{
+	struct scrub *s = fs->scrub;
+	double secs;
+
+	memset(st, 0, sizeof(*st));
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->lock);
+	*st = s->st;
+	st->active = s->running;
+	pthread_mutex_unlock(&s->lock);
+	secs = (double)(ff_now_ns() - s->start_ns) / 1e9;
+	st->mb_per_s = secs > 0 ? (double)s->bytes / 1e6 / secs : 0;
+	st->eta_s = st->fraction > 0 && st->fraction < 1 ? secs * (1 - st->fraction) / st->fraction : 0;
+	fill_paths(fs, st);
+}
+
+int ffs_scrub_wait(struct ffs *fs, struct ffs_scrub_status *st)
+{
+	struct scrub *s = fs->scrub;
+
+	if (s) {
+		pthread_mutex_lock(&s->lock);
+		while (s->running)
+			pthread_cond_wait(&s->cond, &s->lock);
+		pthread_mutex_unlock(&s->lock);
+	}
+	if (st)
+		ffs_scrub_status(fs, st);
+	return 0;
+}
+
+void ffs_scrub_set_rate(struct ffs *fs, uint64_t min_bps, uint64_t max_bps)
+{
+	struct scrub *s = scrub_get(fs);
+
+	if (s) {
+		s->min_bps = min_bps;
+		s->max_bps = max_bps;
+	}
+}
+
+void scrub_free(struct ffs *fs)
+{
+	struct scrub *s = fs->scrub;
+
+	if (!s)
+		return;
+	ffs_scrub_stop(fs);
+	free(s->buf);
+	for (unsigned c = 0; c <= FF_PARITY_MAX; c++)
+		free(s->mbuf[c]);
+	pthread_mutex_destroy(&s->lock);
+	pthread_cond_destroy(&s->cond);
+	free(s);
+	fs->scrub = NULL;
+}
+
+/* ---- naming inodes ---------------------------------------------------------- */
+
+/* The name of ino in directory dir (a scan: used only for reports). */
+static int name_in(struct ffs *fs, struct finode *dir, uint64_t ino, char *name)
+{
+	uint64_t pos = 0;
+
+	for (;;) {
+		uint64_t child, next;
+		uint8_t type;
+		int rc = dir_next(fs, dir, pos, name, &child, &type, &next);
+
+		if (rc < 0)
+			return rc;
+		if (child == ino)
+			return 0;
+		pos = next;
+	}
+}
+
+int ffs_ino_path(struct ffs *fs, uint64_t ino, char *buf, size_t len)
+{
+	char part[FFS_NAME_MAX + 1], tmp[4096] = "";
+	int rc = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	for (unsigned depth = 0; ino != FFS_ROOT_INO && depth < 256 && rc == 0; depth++) {
+		struct finode *fi, *dir;
+		uint64_t parent;
+
+		rc = iget(fs, ino, &fi);
+		if (rc < 0)
+			break;
+		parent = ff_le64(fi->d.parent);
+		iput(fs, fi);
+		rc = iget(fs, parent, &dir);
+		if (rc < 0)
+			break;
+		rc = name_in(fs, dir, ino, part);
+		iput(fs, dir);
+		if (rc == 0) { /* prepend "/part" */
+			size_t pl = strlen(part) + 1, tl = strlen(tmp);
+
+			if (pl + tl >= sizeof(tmp)) {
+				rc = -ENAMETOOLONG;
+				break;
+			}
+			memmove(tmp + pl, tmp, tl + 1);
+			tmp[0] = '/';
+			memcpy(tmp + 1, part, pl - 1);
+		}
+		ino = parent;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	if (rc < 0)
+		return rc;
+	snprintf(buf, len, "%s", tmp[0] ? tmp : "/");
+	return 0;
+}
+
+void ffs_info(struct ffs *fs, struct ffs_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	pthread_mutex_lock(&fs->lock);
+	memcpy(info->label, fs->sb->label, sizeof(info->label));
+	info->label[sizeof(info->label) - 1] = '\0';
+	memcpy(info->uuid, fs->sb->uuid, 16);
+	info->stripe_bytes = fs->stripe_bytes;
+	info->nstripes = ff_le64(fs->sb->nstripes);
+	info->free_stripes = fs->free_stripes + fs->npending;
+	info->ninodes = ff_le64(fs->sb->ninodes);
+	info->free_inodes = fs->free_inodes;
+	info->commits = fs->commits;
+	info->ro = fs->ro;
+	pthread_mutex_unlock(&fs->lock);
+}

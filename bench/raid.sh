@@ -86,9 +86,13 @@ detach_all() {
 	LOOPS=()
 }
 cleanup() {
-	local rc=$?
+	local rc=$? kids
 	trap - EXIT INT TERM HUP
 	set +e
+	kids=$(ps -eo pid=,ppid= | awk -v root=$$ '{ up[$1] = $2 }
+		END { for (p in up) { q = p; while ((q in up) && q != root && q > 1) q = up[q]; if (q == root && p != root) print p } }')
+	# shellcheck disable=SC2086 # a list of pids: the framefs-raidbench run, if any
+	if [ -n "$kids" ]; then kill $kids 2>/dev/null; sleep 1; fi
 	detach_all
 	[ -n "$T" ] && rm -rf --one-file-system "$T"
 	exit "$rc"
@@ -103,7 +107,7 @@ declare -A R=() # "cfg backing field" -> "v1 v2 ..."
 add() { R[$1]="${R[$1]:-}$2 "; }
 
 one() { # LEVEL MEMBERS BACKING: one framefs-raidbench run; records its RESULT
-	local lvl=$1 n=$2 b=$3 i l out res args=() devs=""
+	local lvl=$1 n=$2 b=$3 i l out res rc args=() devs=""
 	args=(--level "$lvl" --members "$n" --size "${SIZE_MB}M" --runs "$RUNS" "${extra[@]}")
 	if [ "$b" = files ]; then
 		args+=(--dir "$T/files")
@@ -121,9 +125,14 @@ one() { # LEVEL MEMBERS BACKING: one framefs-raidbench run; records its RESULT
 	fi
 	echo "== RAID$lvl x $n on $([ "$b" = files ] && echo "tmpfs files" || echo "loop devices over tmpfs ($devs)")"
 	echo "   $RB ${args[*]}"
-	if ! out=$("$RB" "${args[@]}" 2>"$ERRF"); then
+	# in the background, so that a signal reaches our trap at once (it kills the run)
+	("$RB" "${args[@]}" >"$T/out" 2>"$ERRF") &
+	rc=0
+	wait $! || rc=$?
+	out=$(cat "$T/out")
+	if [ "$rc" != 0 ]; then
 		indent <<<"$out"
-		die "framefs-raidbench failed: $(tail -n1 "$ERRF")"
+		die "framefs-raidbench failed (exit $rc): $(tail -n1 "$ERRF")"
 	fi
 	grep -v '^RESULT ' <<<"$out" | indent
 	res=$(grep '^RESULT ' <<<"$out" | tail -n1)

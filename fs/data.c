@@ -609,6 +609,7 @@ static int stripe_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 	memset(&wb->io, 0, sizeof(wb->io));
 	wb->io.op = FF_RAID_WRITE;
 	wb->io.space = FF_SPACE_DATA;
+	wb->io.flags = FF_RAID_IO_NO_INTENT; /* a free (or never written) stripe: nothing to tear */
 	wb->io.off = wb->pstripe * fs->stripe_bytes;
 	wb->io.len = fs->stripe_bytes;
 	wb->io.buf = wb->data;

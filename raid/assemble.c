@@ -14,6 +14,8 @@
 #include "io/fault.h"
 #include "raid/raid_i.h"
 
+#define INTENT_CLEAN_NS (5 * 1000000000ull)
+
 static int sb_thread_start(struct ff_raid *r);
 static void sb_thread_stop(struct ff_raid *r);
 #define sb_write_locked raid_sb_write_locked
@@ -354,6 +356,7 @@ int ff_raid_assemble(const char *const *paths, unsigned n, const struct ff_raid_
 	int holder[FF_MEMBERS_MAX];
 	const char *faults = getenv("FRAMEFS_FAULT");
 	unsigned best;
+	bool unclean;
 	int rc;
 
 	memset(c, 0, sizeof(c));
@@ -408,6 +411,7 @@ int ff_raid_assemble(const char *const *paths, unsigned n, const struct ff_raid_
 		ff_log(FF_LOG_INFO, "array was not shut down cleanly");
 	pthread_mutex_init(&r->sb_lock, NULL);
 	pthread_cond_init(&r->sb_cond, NULL);
+	unclean = ff_le32(r->sb->array_state) == FF_ARRAY_DIRTY && !opts->force_clean;
 	rc = raid_engine_start(r);
 	if (rc == 0 && (rc = sb_thread_start(r)) < 0)
 		raid_engine_stop(r);
@@ -417,6 +421,13 @@ int ff_raid_assemble(const char *const *paths, unsigned n, const struct ff_raid_
 	}
 	if (!r->read_only && (rc = raid_sb_write_all(r, FF_ARRAY_DIRTY)) < 0) {
 		ff_err_set(err, "cannot write member superblocks: %s", strerror(-rc));
+		ff_raid_close(r);
+		r = NULL;
+		goto fail;
+	}
+	if (!r->read_only && ((rc = raid_intent_init(r)) < 0 ||
+			      (rc = raid_intent_recover(r, unclean)) < 0)) {
+		ff_err_set(err, "cannot recover the write-intent records: %s", strerror(-rc));
 		ff_raid_close(r);
 		r = NULL;
 		goto fail;
@@ -516,10 +527,22 @@ static void *sb_thread_main(void *arg)
 {
 	struct ff_raid *r = arg;
 
+	uint64_t next_clean = ff_now_ns() + INTENT_CLEAN_NS;
+
 	pthread_mutex_lock(&r->sb_lock);
 	while (!r->sb_stop) {
+		if (ff_now_ns() >= next_clean) { /* quiet write-intent regions are cleared */
+			pthread_mutex_unlock(&r->sb_lock);
+			raid_intent_clean(r);
+			pthread_mutex_lock(&r->sb_lock);
+			next_clean = ff_now_ns() + INTENT_CLEAN_NS;
+		}
 		if (!r->sb_pending) {
-			pthread_cond_wait(&r->sb_cond, &r->sb_lock);
+			struct timespec ts;
+
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += 1;
+			pthread_cond_timedwait(&r->sb_cond, &r->sb_lock, &ts);
 			continue;
 		}
 		r->sb_pending = false;
@@ -570,6 +593,7 @@ int ff_raid_close(struct ff_raid *r)
 	raid_rebuild_stop(r);
 	raid_engine_stop(r);
 	sb_thread_stop(r);
+	raid_intent_free(r);
 	rc = r->read_only ? 0 : raid_sb_write_all(r, FF_ARRAY_CLEAN);
 	for (unsigned i = 0; i < r->g.nmembers; i++) {
 		if (r->mem[i].fd >= 0)
@@ -590,6 +614,7 @@ const struct ff_geom *ff_raid_geom(const struct ff_raid *r) { return &r->g; }
 const char *ff_raid_label(const struct ff_raid *r) { return r->label; }
 const uint8_t *ff_raid_uuid(const struct ff_raid *r) { return r->uuid; }
 uint64_t ff_raid_events(const struct ff_raid *r) { return r->events; }
+uint64_t ff_raid_resync_regions(const struct ff_raid *r) { return r->stats_resync_regions; }
 struct ff_raid_stats *ff_raid_stats(struct ff_raid *r) { return &r->stats; }
 
 struct ff_member *ff_raid_member(struct ff_raid *r, unsigned role)

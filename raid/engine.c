@@ -91,9 +91,10 @@ static void set_error(struct ff_raid_io *io, int err)
 
 /* ---- op lifetime ------------------------------------------------------- */
 
-static void part_done(struct ff_raid_io *io)
+static void part_done(struct ff_raid *r, struct ff_raid_io *io)
 {
 	if (atomic_fetch_sub(&io->parts, 1) == 1) {
+		raid_intent_end(r, io);
 		io->result = atomic_load(&io->error);
 		io->done(io);
 	}
@@ -193,7 +194,7 @@ static void op_finish(struct stripe_op *op, int err)
 	w->nfree++;
 	FF_ASSERT(io->wops[id] > 0);
 	if (--io->wops[id] == 0 && io->wpos[id] > last_unit(w->r, io))
-		part_done(io);
+		part_done(w->r, io);
 }
 
 /* ---- member requests --------------------------------------------------- */
@@ -1053,6 +1054,7 @@ int ff_raid_submit(struct ff_raid *r, struct ff_raid_io *io)
 	io->result = 0;
 	atomic_store(&io->error, 0);
 	atomic_store(&io->check_mismatch, 0);
+	raid_intent_begin(r, io); /* before any member sees the write */
 	if (io->op == FF_RAID_FLUSH) {
 		io->wpos[0] = 0;
 		io->wops[0] = 0;

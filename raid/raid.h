@@ -50,6 +50,10 @@ enum ff_raid_op {
 	FF_RAID_CHECK = 5,   /* read one whole stripe into buf and compare its parity with its data */
 };
 
+/* A write that cannot tear live data (it goes where nothing points yet):
+ * no write-intent record is needed for it. */
+#define FF_RAID_IO_NO_INTENT 1u
+
 enum ff_member_state {
 	FF_MEMBER_ACTIVE = 1,
 	FF_MEMBER_FAILED = 2,
@@ -99,6 +103,7 @@ struct ff_raid_io {
 	uint8_t op;             /* enum ff_raid_op */
 	uint8_t space;          /* enum ff_raid_space */
 	uint8_t meta_copy;      /* META reads: 0 = any live copy, k = copy k-1 only */
+	uint8_t flags;          /* FF_RAID_IO_* */
 	uint32_t avoid_members; /* DATA reads: treat these members as missing (bad checksum) */
 	uint32_t rebuild_members; /* FF_RAID_REBUILD: members to write */
 	_Atomic uint32_t check_mismatch; /* FF_RAID_CHECK result: bit p set when parity p differs */
@@ -178,6 +183,10 @@ unsigned ff_raid_chunk_member(const struct ff_raid *r, uint64_t stripe, unsigned
 
 /* Mark a member failed (persisted in the others' superblocks). */
 int ff_raid_fail_member(struct ff_raid *r, unsigned role, const char *cause);
+
+/* Write-intent records set so far, and regions resynced at assembly. */
+uint64_t ff_raid_intent_marks(const struct ff_raid *r);
+uint64_t ff_raid_resync_regions(const struct ff_raid *r);
 
 /* ---- spares, replacement, rebuild (rebuild.c) ---- */
 

@@ -96,6 +96,8 @@ struct ff_raid {
 	uint64_t rebuild_min_bps, rebuild_max_bps;
 	struct ff_member spare[FF_SPARES_MAX];
 	unsigned nspares;
+	struct raid_intent *intent;
+	uint64_t stats_resync_regions;
 	uint8_t uuid[16];
 	char label[64];
 	bool read_only;
@@ -134,6 +136,14 @@ static inline void raid_mark_rebuilt(struct ff_raid *r, uint64_t stripe)
 	if (r->rebuilt)
 		__atomic_fetch_or(&r->rebuilt[stripe / 64], 1ull << (stripe % 64), __ATOMIC_RELAXED);
 }
+
+/* intent.c */
+int raid_intent_init(struct ff_raid *r);
+void raid_intent_free(struct ff_raid *r);
+int raid_intent_recover(struct ff_raid *r, bool unclean);
+void raid_intent_begin(struct ff_raid *r, struct ff_raid_io *io);
+void raid_intent_end(struct ff_raid *r, struct ff_raid_io *io);
+void raid_intent_clean(struct ff_raid *r);
 
 /* engine.c */
 int raid_engine_start(struct ff_raid *r);

@@ -27,6 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fs/ctl.h"
 #include "fs/ffs.h"
 #include "fs/fuse_ops.h"
 
@@ -227,6 +228,7 @@ int main(int argc, char **argv)
 	struct ffs_opts o = { 0 };
 	struct fuse_session *se = NULL;
 	struct ffs *fs = NULL;
+	struct ffs_ctl *ctl = NULL;
 	struct ff_err err = { "" };
 	const char *paths[32];
 	char *mnt_real = NULL;
@@ -287,6 +289,7 @@ int main(int argc, char **argv)
 		c.bdi_ra_kb = 8192;
 	ffs_fuse_readahead_bytes = c.bdi_ra_kb * 1024;
 	tune_bdi(mnt_real, c.bdi_ra_kb);
+	ctl = ffs_ctl_start(fs, mnt_real); /* framefs-admin's control socket */
 	free(mnt_real);
 	report(report_fd, "");
 	if (!fo.foreground) {
@@ -309,6 +312,7 @@ int main(int argc, char **argv)
 	 * (SIGTERM from an init system, ^C) is not a failure */
 	if (rc == SIGTERM || rc == SIGINT || rc == SIGHUP)
 		rc = 0;
+	ffs_ctl_stop(ctl);
 	fuse_session_unmount(se);
 	fuse_remove_signal_handlers(se);
 	fuse_session_destroy(se);

@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The control socket: how framefs-admin talks to a running daemon.
+ *
+ * WHERE.  One Unix stream socket per mount, in FFS_CTL_DIR (/run/framefs,
+ * mode 0700), named from the mountpoint's real path (ffs_ctl_sock_path):
+ * the leading '/' is dropped, every other '/' becomes '_', and every byte
+ * outside [A-Za-z0-9.-] becomes %XX (two lower-case hex digits), so that
+ * no two mountpoints share a name:
+ *
+ *     /mnt/media          -> /run/framefs/mnt_media.sock
+ *     /mnt/a_b            -> /run/framefs/mnt_a%5fb.sock
+ *     /                   -> /run/framefs/_.sock
+ *
+ * A name that would not fit a sockaddr_un becomes "h-" + 16 hex digits of
+ * the path's 64-bit FNV-1a hash + ".sock".  The socket is mode 0600 and
+ * every connection is checked with SO_PEERCRED: only uid 0 is served
+ * (root-only, as mdadm is).  A daemon not running as root cannot create
+ * the directory; it mounts anyway, without a control socket, and says so.
+ *
+ * PROTOCOL.  One request per connection.  The client sends one line
+ * (at most FFS_CTL_LINE_MAX bytes, '\n'-terminated): words separated by
+ * single spaces, each word %XX-escaped for bytes <= 0x20, '%' and >= 0x7f
+ * (ffs_ctl_escape).  The daemon answers with one JSON object on one line
+ * and closes the connection.  Every answer has "ok" (true/false); a
+ * failed one has "error" (one line naming the culprit) and "errno"
+ * (positive errno value).  Requests:
+ *
+ *   status                         the volume (schema below)
+ *   fail MEMBER [force]            mark a member failed; refused when the
+ *                                  array could not survive it, unless force
+ *   remove MEMBER                  take out a failed member or a spare
+ *   add PATH [force]               new member: takes over a failed role at
+ *                                  once (rebuilt) or waits as a hot spare
+ *   replace OLD NEW [force]        NEW joins as a spare, OLD is failed, NEW
+ *                                  takes OLD's role and is rebuilt (OLD no
+ *                                  longer serves during that rebuild)
+ *   rebuild                        start or resume the rebuild
+ *   scrub start [norepair] | scrub stop | scrub status
+ *   set KEY=BYTES_PER_S ...        rebuild_min, rebuild_max, scrub_min,
+ *                                  scrub_max (0 = no limit for *_max)
+ *   fault RULES | fault clear      arm fault-injection rules (io/fault.h
+ *                                  text form) on the running members, or
+ *                                  disarm them: for tests and drills
+ *
+ * MEMBER is a role number, a member's path as the daemon knows it, its
+ * basename, or any path to the same file or device.  PATH is absolute
+ * (the daemon's working directory is "/").
+ *
+ * STATUS SCHEMA (schema 1; fields are only ever added):
+ *   ok, schema: 1, source: "daemon"|"offline", mountpoint: string|null,
+ *   label, uuid, level, nmembers, ndata, nparity, chunk_bytes,
+ *   state: "clean"|"degraded"|"rebuilding"|"failed"
+ *       (failed: more members lost than the parity covers; I/O fails),
+ *   state_reason: string ("" when clean), read_only, events,
+ *   failed_members, redundancy_left (members that may still be lost),
+ *   geometry: {stripe_bytes, nstripes, data_offset, meta_offset,
+ *              meta_member_bytes, meta_copies, member_bytes, data_bytes,
+ *              meta_bytes, io_align},
+ *   members: [{role, state: "active"|"failed"|"missing"|"rebuilding",
+ *              path|null, size_bytes|null, kind: "file"|"block"|null,
+ *              nvme: {model, serial, firmware, nsid, lba_bytes}|null}],
+ *   spares:  [{path, size_bytes, kind, nvme}],
+ *   rebuild: {active, roles: [..], phase: "metadata"|"allocated"|"rest"|
+ *             "done"|"none", fraction, percent, mb_per_s, eta_s,
+ *             bytes_done, error: string|null},
+ *   scrub:   {active, repair, fraction, percent, stripes_checked,
+ *             chunks_bad, chunks_repaired, parity_bad, parity_repaired,
+ *             meta_bad, meta_repaired, unreadable, mb_per_s, eta_s,
+ *             error: string|null, files: [{ino, path, stripe, repaired}]}
+ *             | null (no filesystem),
+ *   rates:   {rebuild_min_bps, rebuild_max_bps, scrub_min_bps, scrub_max_bps},
+ *   fs:      {stripe_bytes, nstripes, free_stripes, ninodes, free_inodes,
+ *             commits, read_only} | null,
+ *   stats:   {raid: {fg_bytes, full_stripe_writes, rmw_segments,
+ *             rcw_segments, degraded_segments, member_reads, member_writes,
+ *             read_bytes, write_bytes, member_errors},
+ *             fs: {stripe_writes, stripe_fills, stripe_reads, readahead,
+ *             rcache_hits, crc_errors, crc_repaired, meta_repaired,
+ *             commits, wbuf_waits} | null}
+ * Other answers: fail/remove/add/replace/rebuild/set/fault return
+ * {"ok": true, "message": "..."} plus, for rebuild, "rebuild": {...};
+ * scrub returns {"ok": true, "scrub": {...}}.
+ *
+ * The same requests run in-process (ffs_ctl_exec) on an unmounted volume:
+ * framefs-admin assembles it and answers offline with the same JSON
+ * ("source": "offline").
+ */
+#ifndef FFS_CTL_H
+#define FFS_CTL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fs/ffs.h"
+#include "raid/raid.h"
+
+#define FFS_CTL_DIR "/run/framefs"
+#define FFS_CTL_LINE_MAX 4096
+#define FFS_CTL_SCHEMA 1
+
+/* Default rates, bytes per second: foreground I/O first (min while it
+ * runs), as fast as the members go when idle (max 0 = no limit). */
+#define FFS_CTL_REBUILD_MIN_BPS (64ull << 20)
+#define FFS_CTL_REBUILD_MAX_BPS 0ull
+#define FFS_CTL_SCRUB_MIN_BPS (64ull << 20)
+#define FFS_CTL_SCRUB_MAX_BPS 0ull
+
+struct ffs_ctl;
+
+/* The daemon: serve the control socket of the volume mounted at mnt_real
+ * (the mountpoint's real path).  Sets the default rates.  Never fails the
+ * mount: NULL (after logging why) when there is no socket. */
+struct ffs_ctl *ffs_ctl_start(struct ffs *fs, const char *mnt_real);
+/* Stop serving, remove the socket, free.  NULL is fine. */
+void ffs_ctl_stop(struct ffs_ctl *c);
+
+/* In-process use (offline): a context for fs (may be NULL) and its array. */
+struct ffs_ctl *ffs_ctl_new(struct ffs *fs, struct ff_raid *r, const char *source);
+void ffs_ctl_free(struct ffs_ctl *c);
+/* Run one request line; *reply is a malloc'd JSON line (no '\n').
+ * Returns 0 when the answer is "ok": true, else -errno. */
+int ffs_ctl_exec(struct ffs_ctl *c, const char *line, char **reply);
+
+/* The socket path of a mountpoint (its real path); -ENAMETOOLONG if buf is short. */
+int ffs_ctl_sock_path(const char *mnt_real, char *buf, size_t len);
+/* %XX-escape one request word into buf; -ENAMETOOLONG if it does not fit. */
+int ffs_ctl_escape(const char *word, char *buf, size_t len);
+
+#endif

@@ -185,6 +185,9 @@ static void fill_sq(struct ff_ring *r)
 			continue;
 		sqe = io_uring_get_sqe(&r->ring);
 		FF_ASSERT(sqe != NULL); /* SQ has depth + 1 entries */
+		req->in_kernel = 1;
+		if (!req->submit_ns)
+			req->submit_ns = ff_now_ns();
 		if (req->delayed == 1) {
 			io_uring_prep_timeout(sqe, &req->delay, 0, 0);
 			io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)req | TAG_DELAY);
@@ -207,6 +210,9 @@ void ff_ring_queue(struct ff_ring *r, struct ff_io_req *req)
 	req->flip_bits = 0;
 	req->result = 0;
 	req->next = NULL;
+	req->submit_ns = 0;
+	req->in_kernel = 0;
+	req->cancelled = 0;
 	if (r->backlog_tail)
 		r->backlog_tail->next = req;
 	else
@@ -244,6 +250,14 @@ static void log_error(struct ff_ring *r, const struct ff_io_req *req)
 /* One CQE for req: finish it, or put its remainder back on the backlog. */
 static void handle_cqe(struct ff_ring *r, struct ff_io_req *req, int res, bool delay_done)
 {
+	req->in_kernel = 0;
+	if (req->cancelled) { /* cancelled, or ran before the cancel reached it */
+		if (res == -ECANCELED || (delay_done && res == -ETIME) || delay_done) {
+			req->result = -ECANCELED;
+			push_done(r, req);
+			return;
+		}
+	}
 	if (delay_done) {
 		req->delayed = 3; /* timer fired: issue the op itself */
 		push_backlog_front(r, req);
@@ -280,6 +294,43 @@ static void rearm_wake(struct ff_ring *r)
 	r->queued++;
 }
 
+static void rearm_tick(struct ff_ring *r)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
+
+	FF_ASSERT(sqe != NULL);
+	io_uring_prep_timeout(sqe, &r->tick, 0, 0);
+	io_uring_sqe_set_data(sqe, &r->tick_req);
+	r->queued++;
+}
+
+int ff_ring_set_tick(struct ff_ring *r, uint64_t tick_ns)
+{
+	FF_ASSERT(!r->ticking);
+	r->tick.tv_sec = (long long)(tick_ns / 1000000000ull);
+	r->tick.tv_nsec = (long long)(tick_ns % 1000000000ull);
+	r->ticking = true;
+	rearm_tick(r);
+	return ff_ring_submit(r);
+}
+
+int ff_ring_cancel(struct ff_ring *r, struct ff_io_req *req)
+{
+	struct io_uring_sqe *sqe;
+	uint64_t ud = (uint64_t)(uintptr_t)req | (req->delayed == 2 ? TAG_DELAY : 0);
+
+	if (!req->in_kernel || req->cancelled || r->ncancel == 16)
+		return -EAGAIN;
+	sqe = io_uring_get_sqe(&r->ring);
+	if (!sqe)
+		return -EAGAIN;
+	io_uring_prep_cancel64(sqe, ud, 0);
+	io_uring_sqe_set_data(sqe, &r->cancel_req[r->ncancel++]);
+	r->queued++;
+	req->cancelled = 1;
+	return ff_ring_submit(r);
+}
+
 int ff_ring_set_wake_fd(struct ff_ring *r, int efd)
 {
 	FF_ASSERT(r->wake_fd < 0);
@@ -287,6 +338,8 @@ int ff_ring_set_wake_fd(struct ff_ring *r, int efd)
 	rearm_wake(r); /* the wake read stays in flight and counts against depth */
 	return ff_ring_submit(r);
 }
+
+static void rearm_tick(struct ff_ring *r);
 
 static unsigned drain_cq(struct ff_ring *r)
 {
@@ -302,6 +355,15 @@ static unsigned drain_cq(struct ff_ring *r)
 		if (req == &r->wake_req) {
 			r->woken = true;
 			rearm_wake(r);
+			continue;
+		}
+		if (req == &r->tick_req) {
+			r->woken = true;
+			rearm_tick(r);
+			continue;
+		}
+		if (req >= r->cancel_req && req < r->cancel_req + 16) {
+			r->ncancel--;
 			continue;
 		}
 		handle_cqe(r, req, cqe->res, (ud & TAG_DELAY) != 0);

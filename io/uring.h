@@ -36,6 +36,9 @@ struct ff_io_req {
 	/* result: len on success, else -errno */
 	int result;
 	/* private to the ring */
+	uint64_t submit_ns;   /* when it (or its delay timer) went to the kernel */
+	uint8_t in_kernel;    /* an SQE of it is in flight */
+	uint8_t cancelled;
 	uint32_t done;
 	uint16_t retries;
 	uint8_t delayed;
@@ -60,6 +63,11 @@ struct ff_ring {
 	uint64_t wake_val;
 	struct ff_io_req wake_req;
 	bool woken;
+	struct ff_io_req tick_req;  /* periodic timer, when set */
+	struct __kernel_timespec tick;
+	bool ticking;
+	struct ff_io_req cancel_req[16]; /* async-cancel SQEs (their CQEs carry no request) */
+	unsigned ncancel;
 	unsigned queued;        /* SQEs prepared but not yet submitted */
 	uint64_t errors_logged;
 };
@@ -77,6 +85,13 @@ int ff_ring_register_buffers(struct ff_ring *r, const struct iovec *iov, unsigne
 
 /* An eventfd whose signal makes a blocking ff_ring_reap() return. */
 int ff_ring_set_wake_fd(struct ff_ring *r, int efd);
+
+/* Also wake ff_ring_reap every tick_ns (deadline checks). */
+int ff_ring_set_tick(struct ff_ring *r, uint64_t tick_ns);
+
+/* Ask the kernel to cancel req; it then completes with -ECANCELED unless it
+ * already ran.  Returns 0 if a cancel went out. */
+int ff_ring_cancel(struct ff_ring *r, struct ff_io_req *req);
 
 /* Queue one request; it reaches the kernel on the next submit or reap. */
 void ff_ring_queue(struct ff_ring *r, struct ff_io_req *req);

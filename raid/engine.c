@@ -78,7 +78,7 @@ static uint32_t slots_unavailable(const struct stripe_op *op)
 	if (!raid_stripe_rebuilt(r, op->stripe))
 		members |= atomic_load(&r->rebuild_mask);
 	if (op->io->op == FF_RAID_READ)
-		members |= op->io->avoid_members;
+		members |= op->io->avoid_members | op->hedge;
 	return member_slots(op, members);
 }
 
@@ -206,7 +206,9 @@ static void req_done(struct ff_io_req *req)
 	struct stripe_op *op = req->priv;
 	struct ff_raid *r = op->w->r;
 
-	if (req->result < 0) {
+	if (req->result == -ECANCELED && !(atomic_load(&r->dead_mask) & (1u << req->member))) {
+		op->err = req->result; /* read around a slow member: not its failure */
+	} else if (req->result < 0) {
 		atomic_fetch_add(&r->stats.member_errors, 1);
 		raid_member_failed(r, req->member, req->op == FF_IO_READ ? "read error"
 						   : req->op == FF_IO_WRITE ? "write error"
@@ -773,6 +775,7 @@ static void op_start(struct stripe_op *op)
 	op->cur = 0;
 	op->scratch = -1;
 	op->err = 0;
+	op->hedge = 0;
 	op->pending = 0;
 	op->writing = 0;
 	op->locked = 0;
@@ -852,6 +855,48 @@ static void take_inbox(struct raid_worker *w)
 	}
 }
 
+/*
+ * Deadlines, checked every tick: a member request older than the member
+ * timeout fails the member (it stopped answering) and is cancelled; a
+ * plain data read older than read_slow is cancelled and its segment read
+ * again around that member, from parity, so a stream's latency does not
+ * follow the slowest drive.  (Only requests the kernel has not started can
+ * be cancelled; the others are waited for.)
+ */
+static void check_deadlines(struct raid_worker *w)
+{
+	struct ff_raid *r = w->r;
+	uint64_t now = ff_now_ns(), tmo = (uint64_t)r->opts.member_timeout_ms * 1000000ull;
+	uint64_t slow = (uint64_t)r->opts.read_slow_ms * 1000000ull;
+
+	if (now - w->last_scan_ns < 20000000ull)
+		return;
+	w->last_scan_ns = now;
+	for (unsigned i = 0; i < r->opts.ops_per_worker; i++) {
+		struct stripe_op *op = &w->ops[i];
+
+		if (!op->io || !op->pending)
+			continue;
+		for (unsigned k = 0; k < FF_ARRAY_SIZE(op->req); k++) {
+			struct ff_io_req *q = &op->req[k];
+			uint64_t age = now - q->submit_ns;
+
+			if (!q->in_kernel || q->cancelled || q->priv != op || !q->submit_ns)
+				continue;
+			if (tmo && age > tmo) {
+				atomic_fetch_add(&r->stats.member_timeouts, 1);
+				raid_member_failed(r, q->member, "no answer within the member timeout");
+				ff_ring_cancel(&w->ring, q);
+			} else if (slow && age > slow && q->op == FF_IO_READ && op->mode == MODE_DIRECT &&
+				   op->io->op == FF_RAID_READ && op->io->space == FF_SPACE_DATA &&
+				   ff_ring_cancel(&w->ring, q) == 0) {
+				atomic_fetch_add(&r->stats.hedged_reads, 1);
+				op->hedge |= 1u << q->member;
+			}
+		}
+	}
+}
+
 static void *worker_main(void *arg)
 {
 	struct raid_worker *w = arg;
@@ -871,6 +916,7 @@ static void *worker_main(void *arg)
 		rc = ff_ring_reap(&w->ring, true);
 		if (rc < 0 && rc != -EINTR)
 			ff_log(FF_LOG_ERR, "raid worker %u: ring: %s", w->id, strerror(-rc));
+		check_deadlines(w);
 	}
 	return NULL;
 }
@@ -922,7 +968,10 @@ static int worker_init(struct ff_raid *r, struct raid_worker *w, unsigned id)
 	w->efd = eventfd(0, EFD_CLOEXEC);
 	if (w->efd < 0)
 		return -errno;
-	return ff_ring_set_wake_fd(&w->ring, w->efd);
+	rc = ff_ring_set_wake_fd(&w->ring, w->efd);
+	if (rc == 0 && (r->opts.member_timeout_ms || r->opts.read_slow_ms))
+		rc = ff_ring_set_tick(&w->ring, 50000000ull);
+	return rc;
 }
 
 static void worker_free(struct raid_worker *w)
@@ -951,6 +1000,10 @@ int raid_engine_start(struct ff_raid *r)
 		o->ops_per_worker = 16;
 	if (!o->ring_depth)
 		o->ring_depth = 128;
+	if (!o->member_timeout_ms)
+		o->member_timeout_ms = 5000;
+	if (!o->read_slow_ms)
+		o->read_slow_ms = 200;
 	r->nworkers = o->workers;
 	for (unsigned i = 0; i < r->nworkers && rc == 0; i++)
 		rc = worker_init(r, &r->worker[i], i);

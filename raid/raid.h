@@ -133,6 +133,8 @@ struct ff_raid_stats {
 	_Atomic uint64_t read_bytes;
 	_Atomic uint64_t write_bytes;
 	_Atomic uint64_t member_errors;
+	_Atomic uint64_t member_timeouts;
+	_Atomic uint64_t hedged_reads;   /* reads served around a slow member */
 };
 
 struct ff_raid_opts {
@@ -141,6 +143,8 @@ struct ff_raid_opts {
 	unsigned ring_depth;     /* member I/Os in flight per worker, default 128 */
 	bool read_only;
 	bool force_clean;        /* assemble: ignore the dirty flag */
+	unsigned member_timeout_ms; /* a member request older than this fails the member (5000) */
+	unsigned read_slow_ms;      /* a data read slower than this is read around via parity (200, 0 = never) */
 };
 
 struct ff_raid;

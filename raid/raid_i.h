@@ -26,7 +26,7 @@ enum op_mode { MODE_DIRECT, MODE_FULL, MODE_RMW, MODE_RCW, MODE_DEGRADED, MODE_R
 /* One stripe's (or one metadata chunk's) share of a request. */
 struct stripe_op {
 	struct raid_worker *w;
-	struct ff_raid_io *io;
+	struct ff_raid_io *io;   /* NULL while the op is free */
 	uint64_t stripe;         /* DATA: stripe; META: metadata chunk */
 	uint64_t lo, hi;         /* byte range within the stripe / chunk */
 	char *buf;               /* caller's buffer at lo */
@@ -40,6 +40,7 @@ struct stripe_op {
 	int scratch;             /* scratch set held, -1 if none */
 	uint32_t unavail;        /* slots that cannot be read: dead, not rebuilt yet, or avoided */
 	uint32_t dead;           /* slots that cannot be written either */
+	uint32_t hedge;          /* members this read goes around: they were too slow */
 	uint32_t read_slots;     /* slots read in this segment */
 	unsigned pending;
 	int err;
@@ -72,6 +73,7 @@ struct raid_worker {
 	void *slab;
 	size_t slab_bytes;
 	struct ff_gf_ctx gf;
+	uint64_t last_scan_ns;
 };
 
 struct ff_raid {

@@ -834,6 +834,51 @@ START_TEST(crash_resyncs_only_regions_in_flight)
 }
 END_TEST
 
+/* A member that answers slowly is read around (parity) instead of waited
+ * for; one that stops answering is failed after the member timeout.
+ * fault: every read of role 1 is delayed 1 s (then role 2 by 10 s). */
+START_TEST(slow_member_is_read_around_and_dead_one_failed)
+{
+	struct ff_raid_opts o = { .workers = 2, .read_slow_ms = 40, .member_timeout_ms = 20000 };
+	struct ff_fault_rule rule;
+	struct ff_err err = { "" };
+	struct ff_raid *r;
+	uint64_t t0;
+
+	rng = 55;
+	make_members(4, MEMBER_MB);
+	create(5, 4);
+	r = assemble(pp, 4);
+	write_all(r);
+	ff_raid_close(r);
+	ck_assert_int_eq(ff_raid_assemble(pp, 4, &o, &r, &err), 0);
+	ck_assert_int_eq(ff_fault_parse("op=r,lat_ms=1000", &rule, &err), 0);
+	ck_assert_int_eq(ff_fault_add(ff_raid_member(r, 1), &rule), 0);
+	t0 = ff_now_ns();
+	verify_all(r, "slow member 1");
+	ck_assert_msg(ff_now_ns() - t0 < 900000000ull, "reading took %.2f s: waited for the slow member",
+		      (double)(ff_now_ns() - t0) / 1e9);
+	ck_assert_uint_gt(atomic_load(&ff_raid_stats(r)->hedged_reads), 0);
+	ck_assert_int_eq(ff_raid_member_state(r, 1), FF_MEMBER_ACTIVE);
+	ff_raid_close(r);
+	/* a member that does not answer at all within the timeout is failed */
+	o.read_slow_ms = 1000000; /* no reading around: the timeout must act */
+	o.member_timeout_ms = 300;
+	ck_assert_int_eq(ff_raid_assemble(pp, 4, &o, &r, &err), 0);
+	ck_assert_int_eq(ff_fault_parse("op=r,lat_ms=10000", &rule, &err), 0);
+	ck_assert_int_eq(ff_fault_add(ff_raid_member(r, 2), &rule), 0);
+	t0 = ff_now_ns();
+	verify_all(r, "member 2 stops answering");
+	ck_assert_msg(ff_now_ns() - t0 < 5000000000ull, "reading took %.2f s",
+		      (double)(ff_now_ns() - t0) / 1e9);
+	ck_assert_int_eq(ff_raid_member_state(r, 2), FF_MEMBER_FAILED);
+	ck_assert_uint_gt(atomic_load(&ff_raid_stats(r)->member_timeouts), 0);
+	ff_raid_close(r);
+	free(shadow);
+	remove_members(4);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("raid");
@@ -860,6 +905,7 @@ int main(void)
 	tcase_add_test(tc, hot_spare_takes_over);
 	tcase_add_test(tc, rebuild_resumes_from_checkpoint);
 	tcase_add_test(tc, crash_resyncs_only_regions_in_flight);
+	tcase_add_test(tc, slow_member_is_read_around_and_dead_one_failed);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

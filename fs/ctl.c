@@ -266,7 +266,12 @@ static json_object *rebuild_json(struct ff_raid *r)
 		st.fraction = 1;
 	jadd_bool(o, "active", st.active);
 	json_object_object_add(o, "roles", roles);
-	jadd_str(o, "phase", !known ? "none" : st.phase < 4 ? phase[st.phase] : "done");
+	if (!known)
+		jadd_str(o, "phase", "none");
+	else if (!st.active && !st.bytes_done && !st.error && st.members)
+		jadd_str(o, "phase", "pending"); /* resumes from its checkpoint when started */
+	else
+		jadd_str(o, "phase", st.phase < 4 ? phase[st.phase] : "done");
 	json_object_object_add(o, "fraction", jdbl(st.fraction, "%.6f"));
 	json_object_object_add(o, "percent", jdbl(st.fraction * 100, "%.2f"));
 	json_object_object_add(o, "mb_per_s", jdbl(st.mb_per_s, "%.1f"));

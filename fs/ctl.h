@@ -62,7 +62,7 @@
  *              nvme: {model, serial, firmware, nsid, lba_bytes}|null}],
  *   spares:  [{path, size_bytes, kind, nvme}],
  *   rebuild: {active, roles: [..], phase: "metadata"|"allocated"|"rest"|
- *             "done"|"none", fraction, percent, mb_per_s, eta_s,
+ *             "done"|"pending" (to resume)|"none", fraction, percent, mb_per_s, eta_s,
  *             bytes_done, error: string|null},
  *   scrub:   {active, repair, fraction, percent, stripes_checked,
  *             chunks_bad, chunks_repaired, parity_bad, parity_repaired,

@@ -2,7 +2,8 @@
 /*
  * mkfs.framefs: create the RAID array and the filesystem on it.
  *
- *   mkfs.framefs [-l 5|6] [-c CHUNK] [-L LABEL] [-N INODES] [-J JOURNAL] [-f] [-q] MEMBER...
+ *   mkfs.framefs [-l 5|6] [-c CHUNK] [-L LABEL] [-N INODES] [-J JOURNAL] [-s SPARE]... [-f] [-q]
+ *                MEMBER...
  */
 #include <errno.h>
 #include <getopt.h>
@@ -14,17 +15,97 @@
 #include "raid/raid.h"
 #include "raid/sb.h"
 
+#define SPARES_MAX FF_SPARES_MAX
+
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: mkfs.framefs [-l 5|6] [-c CHUNK] [-L LABEL] [-N INODES] [-J BLOCKS] [-f] [-q]\n"
-		   "                    MEMBER...\n\n"
+	fprintf(f, "usage: mkfs.framefs [-l 5|6] [-c CHUNK] [-L LABEL] [-N INODES] [-J BLOCKS]\n"
+		   "                    [-s SPARE]... [-f] [-q] MEMBER...\n\n"
 		   "  -l LEVEL    RAID level, 5 (default) or 6\n"
 		   "  -c CHUNK    chunk size per member, power of two 16K..1M (default 512K)\n"
 		   "  -L LABEL    volume label\n"
 		   "  -N INODES   number of inodes (default: one per 256 KiB of capacity, at least 65536)\n"
 		   "  -J BLOCKS   journal size in 4 KiB blocks (default: 1/16 of the metadata area)\n"
+		   "  -s SPARE    a hot spare (repeatable): it takes over a failed member's role and\n"
+		   "              is rebuilt at once; at least as large as the smallest member\n"
 		   "  -f          overwrite members that carry a filesystem or framefs signature\n"
 		   "  -q          quiet\n");
+}
+
+/*
+ * Spares are checked before anything is written (each one opens, is large
+ * enough, is not a member, carries no signature unless -f), and added
+ * through the array's own ff_raid_add once the volume exists.
+ */
+static int check_spares(const char *const *paths, unsigned n, const char *const *spares,
+			unsigned nspares, bool force)
+{
+	uint64_t smallest = UINT64_MAX;
+	struct ff_err err = { "" };
+	struct ff_member m, o;
+	int rc = 0;
+
+	for (unsigned i = 0; i < n && rc == 0; i++) {
+		if ((rc = ff_member_open(&o, paths[i], true, &err)) < 0)
+			break;
+		smallest = FF_MIN(smallest, o.size_bytes);
+		ff_member_close(&o);
+	}
+	for (unsigned s = 0; s < nspares && rc == 0; s++) {
+		const char *sig;
+
+		if ((rc = ff_member_open(&m, spares[s], true, &err)) < 0)
+			break;
+		sig = force ? NULL : ff_probe_signature(&m);
+		if (sig) {
+			ff_err_set(&err, "%s: carries a %s signature; use -f to overwrite it", spares[s], sig);
+			rc = -EEXIST;
+		} else if (m.size_bytes < smallest) {
+			ff_err_set(&err, "spare %s is smaller (%llu bytes) than the smallest member "
+				   "(%llu bytes)", spares[s], (unsigned long long)m.size_bytes,
+				   (unsigned long long)smallest);
+			rc = -ENOSPC;
+		}
+		for (unsigned i = 0; i < n + s && rc == 0; i++) {
+			const char *p = i < n ? paths[i] : spares[i - n];
+
+			if (ff_member_open(&o, p, true, &err) < 0)
+				continue;
+			if (ff_member_same(&m, &o)) {
+				ff_err_set(&err, "%s is given twice (as a member or spare)", spares[s]);
+				rc = -EINVAL;
+			}
+			ff_member_close(&o);
+		}
+		ff_member_close(&m);
+	}
+	if (rc < 0)
+		fprintf(stderr, "mkfs.framefs: %s\n", err.msg[0] ? err.msg : strerror(-rc));
+	return rc;
+}
+
+static int add_spares(const char *const *paths, unsigned n, const char *const *spares,
+		      unsigned nspares)
+{
+	struct ff_raid_opts o = { .workers = 1 };
+	struct ff_err err = { "" };
+	struct ff_raid *r;
+	int rc = 0;
+
+	if (nspares == 0)
+		return 0;
+	if (ff_raid_assemble(paths, n, &o, &r, &err) < 0) {
+		fprintf(stderr, "mkfs.framefs: %s\n", err.msg);
+		return -EIO;
+	}
+	for (unsigned s = 0; s < nspares && rc == 0; s++) {
+		rc = ff_raid_add(r, spares[s], true, &err); /* checked above: force is safe */
+		if (rc < 0)
+			fprintf(stderr, "mkfs.framefs: spare %s: %s\n", spares[s], err.msg);
+	}
+	if (ff_raid_close(r) < 0 && rc == 0)
+		rc = -EIO;
+	return rc;
 }
 
 static int print_geometry(const char *const *paths, unsigned n, const char *label)
@@ -59,6 +140,12 @@ static int print_geometry(const char *const *paths, unsigned n, const char *labe
 		if (m)
 			printf("  member %-2u    %s (%s)\n", i, m->path, ff_member_describe(m, id, sizeof(id)));
 	}
+	for (unsigned i = 0; i < ff_raid_spare_count(r); i++) {
+		const struct ff_member *m = ff_raid_spare(r, i);
+		char id[160];
+
+		printf("  hot spare    %s (%s)\n", m->path, ff_member_describe(m, id, sizeof(id)));
+	}
 	ff_raid_close(r);
 	return 0;
 }
@@ -67,10 +154,12 @@ int main(int argc, char **argv)
 {
 	struct ffs_mkfs_params p = { .level = 5, .chunk_bytes = 512 * 1024 };
 	struct ff_err err = { "" };
+	const char *spares[SPARES_MAX];
+	unsigned nspares = 0;
 	uint64_t v;
 	int o, rc;
 
-	while ((o = getopt(argc, argv, "l:c:L:N:J:fqh")) != -1) {
+	while ((o = getopt(argc, argv, "l:c:L:N:J:s:fqh")) != -1) {
 		switch (o) {
 		case 'l':
 			if (strcmp(optarg, "5") && strcmp(optarg, "6")) {
@@ -106,6 +195,13 @@ int main(int argc, char **argv)
 				return 1;
 			}
 			break;
+		case 's':
+			if (nspares == SPARES_MAX) {
+				fprintf(stderr, "mkfs.framefs: at most %u spares\n", SPARES_MAX);
+				return 1;
+			}
+			spares[nspares++] = optarg;
+			break;
 		case 'f': p.force = true; break;
 		case 'q': p.quiet = true; break;
 		case 'h': usage(stdout); return 0;
@@ -117,12 +213,27 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	ff_log_set_level(FF_LOG_WARN);
+	if (check_spares((const char *const *)argv + optind, (unsigned)(argc - optind), spares,
+			 nspares, p.force) < 0)
+		return 1;
 	rc = ffs_mkfs((const char *const *)argv + optind, (unsigned)(argc - optind), &p, &err);
 	if (rc < 0) {
 		fprintf(stderr, "mkfs.framefs: %s\n", err.msg[0] ? err.msg : strerror(-rc));
 		return 1;
 	}
+	if (add_spares((const char *const *)argv + optind, (unsigned)(argc - optind), spares,
+		       nspares) < 0)
+		return 1;
 	if (p.quiet)
 		return 0;
-	return print_geometry((const char *const *)argv + optind, (unsigned)(argc - optind), p.label);
+	{
+		const char *all[FF_MEMBERS_MAX + SPARES_MAX];
+		unsigned n = 0;
+
+		for (int i = optind; i < argc && n < FF_MEMBERS_MAX; i++)
+			all[n++] = argv[i];
+		for (unsigned s = 0; s < nspares; s++)
+			all[n++] = spares[s];
+		return print_geometry(all, n, p.label);
+	}
 }

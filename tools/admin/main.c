@@ -1,0 +1,512 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * framefs-admin: watch and repair a framefs volume.
+ *
+ * Talks to the running daemon through its control socket (fs/ctl.h), or
+ * opens the members of an unmounted volume itself (the same requests run
+ * in-process, so the answers are the same).  See usage() for the commands.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tools/admin/admin.h"
+
+#define POLL_MS 500
+
+struct opts {
+	bool json, force, no_wait, wait, no_repair, quiet;
+	double watch_s;
+	const char *sock;
+};
+
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: framefs-admin [--json] COMMAND [options] VOLUME [ARGS]\n"
+"\n"
+"VOLUME is a mountpoint (the running daemon is asked through its control socket,\n"
+"/run/framefs/<mountpoint>.sock, root only), or the members of an unmounted volume:\n"
+"MEMBER[,MEMBER...] (status, rebuild and scrub also take them as separate words).\n"
+"\n"
+"  status [--watch[=SECS]] VOLUME    level, chunk, state (clean/degraded/rebuilding/\n"
+"                                    failed), every member's role, state, path, size and\n"
+"                                    NVMe model/serial/firmware; rebuild and scrub progress\n"
+"  fail [--force] VOLUME MEMBER      mark MEMBER failed (refused when the array could not\n"
+"                                    survive it, unless --force); MEMBER is a path, its\n"
+"                                    basename or a role number\n"
+"  remove VOLUME MEMBER              take a failed member or a spare out of the array\n"
+"  add [--force] VOLUME NEW          NEW takes over a failed role at once and is rebuilt,\n"
+"                                    or waits as a hot spare for the next failure\n"
+"  replace [--force] VOLUME OLD NEW  NEW joins as a spare, OLD is failed and NEW is rebuilt\n"
+"                                    in its place.  OLD STOPS SERVING AT ONCE: the array is\n"
+"                                    degraded until the rebuild ends (the engine has no\n"
+"                                    mode where OLD keeps serving while NEW is filled)\n"
+"  rebuild [--no-wait] VOLUME        start or resume the rebuild and follow it to the end;\n"
+"                                    offline it runs here, from its checkpoint\n"
+"  scrub start [--no-repair] [--wait] VOLUME   check every copy, checksum and parity;\n"
+"                                    repair what is damaged (offline it always waits)\n"
+"  scrub stop VOLUME | scrub status VOLUME\n"
+"  set VOLUME KEY=RATE...            rebuild_min, rebuild_max, scrub_min, scrub_max in bytes\n"
+"                                    per second (K/M/G suffixes, binary); min applies while\n"
+"                                    files are being read or written, max when idle (0 = no\n"
+"                                    limit); like md's speed_limit_min/max\n"
+"  fault VOLUME RULES|clear          arm fault-injection rules on the running members\n"
+"                                    (MEMBER@op=rw,err=EIO,after=N,...; for tests and drills)\n"
+"\n"
+"options: --json (machine-readable answer; schema in fs/ctl.h), --socket PATH,\n"
+"         --quiet, --help, --version\n"
+"exit status: 0 done, 1 refused or failed, 2 usage, 3 volume unreachable or not assembled\n");
+}
+
+/* ---- helpers ------------------------------------------------------------------ */
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+static int request1(struct vol *v, const char *const *w, unsigned n, json_object **out)
+{
+	int rc = vol_request(v, w, n, out);
+
+	return rc < 0 ? EX_UNREACHABLE : EX_OK;
+}
+
+/* A member operand: an existing path is made absolute, anything else
+ * (a role number, a basename the daemon knows) goes as it is. */
+static const char *member_arg(const char *in, char *buf, size_t len)
+{
+	if (access(in, F_OK) == 0 && abs_path(in, buf, len) == 0)
+		return buf;
+	return in;
+}
+
+/* Show a progress line while obj (rebuild or scrub) is active. */
+static void progress(const char *what, json_object *prog, const struct opts *o, uint64_t *last_ns)
+{
+	char line[256];
+	bool tty = isatty(2);
+	uint64_t now = ff_now_ns();
+
+	if (o->quiet || (!tty && now - *last_ns < 5000000000ull))
+		return;
+	*last_ns = now;
+	render_progress(what, prog, line, sizeof(line));
+	fprintf(stderr, tty ? "\r%s\033[K" : "%s\n", line);
+}
+
+/* ---- commands ------------------------------------------------------------------- */
+
+static int cmd_status(struct vol *v, const struct opts *o)
+{
+	const char *w[] = { "status" };
+
+	for (;;) {
+		json_object *st = NULL;
+		int rc = request1(v, w, 1, &st);
+
+		if (rc != EX_OK)
+			return rc;
+		if (!jbool(st, "ok")) {
+			rc = report_answer(st, o->json, false);
+			json_object_put(st);
+			return rc;
+		}
+		if (o->watch_s > 0 && isatty(1))
+			printf("\033[H\033[2J");
+		if (o->json)
+			print_json(st, stdout);
+		else
+			render_status(st, stdout);
+		fflush(stdout);
+		json_object_put(st);
+		if (o->watch_s <= 0 || interrupted)
+			return EX_OK;
+		sleep_ms((unsigned)(o->watch_s * 1000));
+		if (interrupted)
+			return EX_OK;
+	}
+}
+
+/* Follow the rebuild until no member is left to rebuild. */
+static int follow_rebuild(struct vol *v, const struct opts *o)
+{
+	const char *w[] = { "status" };
+	uint64_t t0 = ff_now_ns(), last = 0, idle_since = 0;
+	json_object *st = NULL, *rb;
+	int rc = EX_OK;
+
+	for (;;) {
+		json_object_put(st);
+		st = NULL;
+		if ((rc = request1(v, w, 1, &st)) != EX_OK)
+			return rc;
+		rb = jget(st, "rebuild");
+		if (jbool(rb, "active")) {
+			idle_since = 0;
+			progress("rebuild", rb, o, &last);
+		} else if (json_object_array_length(jget(rb, "roles")) == 0) {
+			break; /* done, or nothing to rebuild */
+		} else if (jstr(rb, "error", NULL)) {
+			rc = EX_FAILED;
+			break;
+		} else if (!idle_since) {
+			idle_since = ff_now_ns();
+		} else if (ff_now_ns() - idle_since > 3000000000ull) {
+			rc = EX_FAILED; /* members to rebuild, but no rebuild runs */
+			break;
+		}
+		if (interrupted) {
+			fprintf(stderr, "\nframefs-admin: interrupted; the rebuild goes on%s\n",
+				v->online ? " in the daemon" : " from its checkpoint next time");
+			json_object_put(st);
+			return EX_FAILED;
+		}
+		sleep_ms(POLL_MS);
+	}
+	if (isatty(2) && last && !o->quiet)
+		fprintf(stderr, "\n");
+	if (o->json) {
+		print_json(st, stdout);
+	} else if (rc == EX_OK) {
+		char b[32];
+
+		printf("rebuild finished: %s written in %.1f s; state %s\n",
+		       ff_fmt_bytes((uint64_t)jnum(rb, "bytes_done"), b, sizeof(b)),
+		       (double)(ff_now_ns() - t0) / 1e9, jstr(st, "state", "?"));
+	} else {
+		fprintf(stderr, "framefs-admin: the rebuild stopped: %s\n",
+			jstr(rb, "error", "it is not running (is a member missing?)"));
+	}
+	json_object_put(st);
+	return rc;
+}
+
+static int cmd_rebuild(struct vol *v, const struct opts *o)
+{
+	const char *w[] = { "rebuild" };
+	json_object *a = NULL, *rb;
+	int rc = request1(v, w, 1, &a);
+
+	if (rc != EX_OK)
+		return rc;
+	if (!jbool(a, "ok")) {
+		rc = report_answer(a, o->json, false);
+		json_object_put(a);
+		return rc;
+	}
+	rb = jget(a, "rebuild");
+	if (!jbool(rb, "active") && json_object_array_length(jget(rb, "roles")) == 0) {
+		if (o->json)
+			print_json(a, stdout);
+		else if (!o->quiet)
+			printf("nothing to rebuild (add a member to a failed role first)\n");
+		json_object_put(a);
+		return EX_OK;
+	}
+	if (o->no_wait && v->online) {
+		rc = report_answer(a, o->json, o->quiet);
+		json_object_put(a);
+		return rc;
+	}
+	json_object_put(a);
+	return follow_rebuild(v, o);
+}
+
+static int scrub_summary(json_object *sc, const struct opts *o)
+{
+	bool left = jnum(sc, "chunks_bad") > jnum(sc, "chunks_repaired") ||
+		    jnum(sc, "parity_bad") > jnum(sc, "parity_repaired") ||
+		    jnum(sc, "meta_bad") > jnum(sc, "meta_repaired") || jnum(sc, "unreadable") > 0;
+
+	if (o->json) {
+		json_object *w = json_object_new_object();
+
+		json_object_object_add(w, "ok", json_object_new_boolean(true));
+		json_object_object_add(w, "scrub", json_object_get(sc));
+		print_json(w, stdout);
+		json_object_put(w);
+	} else {
+		render_scrub(sc, stdout, "");
+	}
+	return left || jstr(sc, "error", NULL) ? EX_FAILED : EX_OK;
+}
+
+static int cmd_scrub(struct vol *v, const char *sub, const struct opts *o)
+{
+	const char *w[3] = { "scrub", sub, "norepair" };
+	const char *ws[] = { "scrub", "status" };
+	uint64_t last = 0;
+	json_object *a = NULL;
+	int rc;
+
+	rc = request1(v, w, strcmp(sub, "start") == 0 && o->no_repair ? 3 : 2, &a);
+	if (rc != EX_OK)
+		return rc;
+	if (!jbool(a, "ok") || strcmp(sub, "stop") == 0) {
+		rc = report_answer(a, o->json, o->quiet);
+		if (rc == EX_OK && !o->json && !o->quiet)
+			printf("scrub stopped\n");
+		json_object_put(a);
+		return rc;
+	}
+	if (strcmp(sub, "status") == 0 || (strcmp(sub, "start") == 0 && !o->wait && v->online)) {
+		if (o->json)
+			print_json(a, stdout);
+		else if (strcmp(sub, "start") == 0)
+			printf("scrub started\n");
+		else
+			render_scrub(jget(a, "scrub"), stdout, "");
+		json_object_put(a);
+		return EX_OK;
+	}
+	for (;;) { /* start --wait (always offline): follow it */
+		json_object *sc = jget(a, "scrub");
+
+		if (!jbool(sc, "active")) {
+			if (isatty(2) && last && !o->quiet)
+				fprintf(stderr, "\n");
+			rc = scrub_summary(sc, o);
+			json_object_put(a);
+			return rc;
+		}
+		progress("scrub", sc, o, &last);
+		if (interrupted) {
+			fprintf(stderr, "\nframefs-admin: interrupted%s\n",
+				v->online ? "; the scrub goes on in the daemon" : "");
+			json_object_put(a);
+			return EX_FAILED;
+		}
+		sleep_ms(POLL_MS);
+		json_object_put(a);
+		a = NULL;
+		if ((rc = request1(v, ws, 2, &a)) != EX_OK)
+			return rc;
+	}
+}
+
+/* fail, remove, add, replace, set, fault: one request, one answer. */
+static int cmd_simple(struct vol *v, const char *const *w, unsigned n, const struct opts *o)
+{
+	json_object *a = NULL;
+	int rc = request1(v, w, n, &a);
+
+	if (rc != EX_OK)
+		return rc;
+	rc = report_answer(a, o->json, o->quiet);
+	if (rc == EX_OK && !v->online && !o->json && !o->quiet && strcmp(w[0], "add") == 0 &&
+	    strstr(jstr(a, "message", ""), "rebuilt"))
+		printf("the rebuild runs at the next mount, or now with: framefs-admin rebuild "
+		       "MEMBER[,MEMBER...]\n");
+	json_object_put(a);
+	return rc;
+}
+
+/* ---- command line ------------------------------------------------------------------ */
+
+struct command {
+	const char *name;
+	unsigned min_args, max_args; /* after VOLUME */
+	bool offline;                /* makes sense on an unmounted volume */
+	bool writes;                 /* offline: open read-write */
+};
+
+static const struct command commands[] = {
+	{ "status", 0, 0, true, false },  { "fail", 1, 1, true, true },
+	{ "remove", 1, 1, true, true },   { "add", 1, 1, true, true },
+	{ "replace", 2, 2, true, true },  { "rebuild", 0, 0, true, true },
+	{ "set", 1, 4, false, false },
+	{ "fault", 1, 1, false, false },
+};
+
+static int parse_opts(int argc, char **argv, struct opts *o)
+{
+	static const struct option lo[] = {
+		{ "json", no_argument, NULL, 'j' },    { "force", no_argument, NULL, 'f' },
+		{ "watch", optional_argument, NULL, 'w' }, { "no-wait", no_argument, NULL, 'N' },
+		{ "wait", no_argument, NULL, 'W' },    { "no-repair", no_argument, NULL, 'n' },
+		{ "socket", required_argument, NULL, 'S' }, { "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },    { "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "+jfqhVS:", lo, NULL)) != -1) {
+		switch (c) {
+		case 'j': o->json = true; break;
+		case 'f': o->force = true; break;
+		case 'w': o->watch_s = optarg ? atof(optarg) : 2; break;
+		case 'N': o->no_wait = true; break;
+		case 'W': o->wait = true; break;
+		case 'n': o->no_repair = true; break;
+		case 'S': o->sock = optarg; break;
+		case 'q': o->quiet = true; break;
+		case 'h': usage(stdout); exit(EX_OK);
+		case 'V': printf("framefs-admin 0.1.0\n"); exit(EX_OK);
+		default: usage(stderr); return -1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Options may come anywhere (framefs-admin status --json /mnt/media):
+ * pull them out first, keep the words in order.
+ */
+static int split_args(int argc, char **argv, struct opts *o, char **words, unsigned *nwords)
+{
+	char *opts_argv[64];
+	int nopt = 1;
+	bool dashdash = false;
+
+	opts_argv[0] = argv[0];
+	*nwords = 0;
+	for (int i = 1; i < argc; i++) {
+		bool takes_arg = !strcmp(argv[i], "--socket") || !strcmp(argv[i], "-S");
+
+		if (!dashdash && !strcmp(argv[i], "--")) {
+			dashdash = true;
+		} else if (!dashdash && argv[i][0] == '-' && argv[i][1]) {
+			if (nopt >= 62)
+				return -1;
+			opts_argv[nopt++] = argv[i];
+			if (takes_arg && i + 1 < argc)
+				opts_argv[nopt++] = argv[++i];
+		} else if (*nwords < ADMIN_PATHS_MAX + 8) {
+			words[(*nwords)++] = argv[i];
+		}
+	}
+	opts_argv[nopt] = NULL;
+	return parse_opts(nopt, opts_argv, o);
+}
+
+static int run(const struct command *cmd, char **a, unsigned na, const struct opts *o)
+{
+	const char *w[8] = { cmd->name };
+	char b1[PATH_MAX], b2[PATH_MAX];
+	struct vol v;
+	unsigned nv = 1, nw = 1;
+	int rc;
+
+	/* VOLUME: --socket stands for it; status and rebuild take any number
+	 * of member words; the others exactly one word before their ARGS */
+	if (o->sock)
+		nv = 0;
+	else if (!strcmp(cmd->name, "status") || !strcmp(cmd->name, "rebuild"))
+		nv = na;
+	if ((!o->sock && na < 1) || na - nv < cmd->min_args || na - nv > cmd->max_args) {
+		usage(stderr);
+		return EX_USAGE;
+	}
+	rc = vol_resolve(&v, a, nv, o->sock);
+	if (rc != EX_OK)
+		return rc;
+	if (!v.online && !cmd->offline) {
+		fprintf(stderr, "framefs-admin: %s needs a mounted volume (give its mountpoint)\n",
+			cmd->name);
+		vol_close(&v);
+		return EX_USAGE;
+	}
+	for (unsigned i = nv; i < na && nw < 6; i++) {
+		if (!strcmp(cmd->name, "add") || (!strcmp(cmd->name, "replace") && i == nv + 1)) {
+			if (abs_path(a[i], i == nv ? b1 : b2, PATH_MAX) < 0) {
+				fprintf(stderr, "framefs-admin: %s: %s\n", a[i], strerror(errno));
+				vol_close(&v);
+				return EX_USAGE;
+			}
+			w[nw++] = i == nv ? b1 : b2;
+		} else if (!strcmp(cmd->name, "fail") || !strcmp(cmd->name, "remove") ||
+			   !strcmp(cmd->name, "replace")) {
+			w[nw++] = member_arg(a[i], i == nv ? b1 : b2, PATH_MAX);
+		} else {
+			w[nw++] = a[i];
+		}
+	}
+	if (o->force && (!strcmp(cmd->name, "fail") || !strcmp(cmd->name, "add") ||
+			 !strcmp(cmd->name, "replace")))
+		w[nw++] = "force";
+	rc = vol_open(&v, cmd->writes && !(o->no_repair && !strcmp(cmd->name, "scrub")) ? VOL_RW
+									       : VOL_STATUS, o->json);
+	if (rc != EX_OK) {
+		vol_close(&v);
+		return rc;
+	}
+	if (!strcmp(cmd->name, "status"))
+		rc = cmd_status(&v, o);
+	else if (!strcmp(cmd->name, "rebuild"))
+		rc = cmd_rebuild(&v, o);
+	else
+		rc = cmd_simple(&v, w, nw, o);
+	vol_close(&v);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = { 0 };
+	char *words[ADMIN_PATHS_MAX + 8];
+	unsigned nwords;
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	if (split_args(argc, argv, &o, words, &nwords) < 0)
+		return EX_USAGE;
+	if (nwords == 0) {
+		usage(stderr);
+		return EX_USAGE;
+	}
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	if (!strcmp(words[0], "scrub")) {
+		struct vol v;
+		const char *sub = nwords > 1 ? words[1] : "";
+		struct opts o2 = o;
+		int rc;
+
+		if (strcmp(sub, "start") && strcmp(sub, "stop") && strcmp(sub, "status")) {
+			usage(stderr);
+			return EX_USAGE;
+		}
+		if (nwords < 3 && !o.sock) {
+			usage(stderr);
+			return EX_USAGE;
+		}
+		rc = vol_resolve(&v, words + 2, nwords - 2, o.sock);
+		if (rc != EX_OK)
+			return rc;
+		if (!v.online && strcmp(sub, "start")) {
+			fprintf(stderr, "framefs-admin: no scrub runs on an unmounted volume; "
+				"'scrub start MEMBERS' runs one here\n");
+			vol_close(&v);
+			return EX_USAGE;
+		}
+		o2.wait = o.wait || !v.online;
+		rc = vol_open(&v, o.no_repair || strcmp(sub, "start") ? VOL_STATUS : VOL_RW, o.json);
+		if (rc == EX_OK)
+			rc = cmd_scrub(&v, sub, &o2);
+		vol_close(&v);
+		return rc;
+	}
+	for (unsigned i = 0; i < FF_ARRAY_SIZE(commands); i++)
+		if (!strcmp(words[0], commands[i].name))
+			return run(&commands[i], words + 1, nwords - 1, &o);
+	fprintf(stderr, "framefs-admin: unknown command '%s'\n", words[0]);
+	usage(stderr);
+	return EX_USAGE;
+}

@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Human-readable output of framefs-admin, drawn from the JSON answers
+ * (schema in fs/ctl.h), so that the text and --json always agree.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tools/admin/admin.h"
+
+#define BAR_WIDTH 30
+
+/* ---- JSON access ----------------------------------------------------------- */
+
+json_object *jget(json_object *o, const char *key)
+{
+	json_object *v = NULL;
+
+	if (!o || !json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, key, &v))
+		return NULL;
+	return v;
+}
+
+const char *jstr(json_object *o, const char *key, const char *dflt)
+{
+	json_object *v = jget(o, key);
+
+	return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : dflt;
+}
+
+double jnum(json_object *o, const char *key)
+{
+	json_object *v = jget(o, key);
+
+	return v ? json_object_get_double(v) : 0;
+}
+
+bool jbool(json_object *o, const char *key)
+{
+	json_object *v = jget(o, key);
+
+	return v && json_object_get_boolean(v);
+}
+
+void print_json(json_object *o, FILE *f)
+{
+	fprintf(f, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
+							      JSON_C_TO_STRING_SPACED |
+							      JSON_C_TO_STRING_NOSLASHESCAPE));
+}
+
+int report_answer(json_object *o, bool json, bool quiet)
+{
+	if (json) {
+		print_json(o, stdout);
+	} else if (!jbool(o, "ok")) {
+		fprintf(stderr, "framefs-admin: %s\n", jstr(o, "error", "request failed"));
+	} else if (!quiet && jstr(o, "message", NULL)) {
+		printf("%s\n", jstr(o, "message", ""));
+		if (jstr(o, "note", NULL))
+			printf("note: %s\n", jstr(o, "note", ""));
+	}
+	return jbool(o, "ok") ? EX_OK : EX_FAILED;
+}
+
+/* ---- small formats ----------------------------------------------------------- */
+
+static const char *fmt_bytes(double b, char *buf, size_t len)
+{
+	return ff_fmt_bytes(b > 0 ? (uint64_t)b : 0, buf, len);
+}
+
+static const char *fmt_duration(double s, char *buf, size_t len)
+{
+	unsigned long t = s > 0 && s < 1e9 ? (unsigned long)llround(s) : 0;
+
+	snprintf(buf, len, "%lu:%02lu:%02lu", t / 3600, t / 60 % 60, t % 60);
+	return buf;
+}
+
+static const char *fmt_rate(double bps, char *buf, size_t len)
+{
+	char b[32];
+
+	if (bps <= 0)
+		return snprintf(buf, len, "no limit"), buf;
+	snprintf(buf, len, "%s/s", fmt_bytes(bps, b, sizeof(b)));
+	return buf;
+}
+
+static const char *phase_name(const char *p)
+{
+	if (!strcmp(p, "metadata"))
+		return "metadata";
+	if (!strcmp(p, "allocated"))
+		return "allocated stripes";
+	if (!strcmp(p, "rest"))
+		return "unallocated stripes";
+	return p;
+}
+
+void render_progress(const char *what, json_object *prog, char *buf, size_t len)
+{
+	double frac = jnum(prog, "fraction");
+	char bar[BAR_WIDTH + 1], eta[32];
+	unsigned fill = (unsigned)(frac * BAR_WIDTH + 0.5);
+	const char *phase = jstr(prog, "phase", NULL);
+
+	if (frac > 1)
+		frac = 1;
+	if (fill > BAR_WIDTH)
+		fill = BAR_WIDTH;
+	memset(bar, '#', fill);
+	memset(bar + fill, '.', BAR_WIDTH - fill);
+	bar[BAR_WIDTH] = '\0';
+	snprintf(buf, len, "%-8s [%s] %5.1f%%  %s%s%.1f MB/s  ETA %s", what, bar, frac * 100,
+		 phase ? phase_name(phase) : "", phase ? "  " : "", jnum(prog, "mb_per_s"),
+		 jnum(prog, "eta_s") > 0 ? fmt_duration(jnum(prog, "eta_s"), eta, sizeof(eta)) : "-");
+}
+
+/* ---- status ------------------------------------------------------------------- */
+
+static void member_line(json_object *m, const char *role, FILE *f)
+{
+	json_object *nvme = jget(m, "nvme");
+	char size[32], ident[200];
+
+	if (jget(m, "size_bytes"))
+		fmt_bytes(jnum(m, "size_bytes"), size, sizeof(size));
+	else
+		snprintf(size, sizeof(size), "-");
+	if (nvme)
+		snprintf(ident, sizeof(ident), "NVMe %s S/N %s FW %s", jstr(nvme, "model", "?"),
+			 jstr(nvme, "serial", "?"), jstr(nvme, "firmware", "?"));
+	else
+		snprintf(ident, sizeof(ident), "%s", jstr(m, "kind", "-"));
+	fprintf(f, "  %-5s %-11s %-11s %-36s %s\n", role, jstr(m, "state", "spare"), size,
+		jstr(m, "path", "(no member)"), ident);
+}
+
+void render_scrub(json_object *sc, FILE *f, const char *indent)
+{
+	json_object *files = jget(sc, "files");
+	char line[256];
+
+	if (!sc) {
+		fprintf(f, "%sscrub    (no filesystem)\n", indent);
+		return;
+	}
+	if (jbool(sc, "active")) {
+		render_progress("scrub", sc, line, sizeof(line));
+		fprintf(f, "%s%s\n", indent, line);
+	} else if (jnum(sc, "stripes_checked") > 0 || jstr(sc, "error", NULL)) {
+		fprintf(f, "%sscrub    %s: %.0f stripes checked (%.1f%%)%s%s\n", indent,
+			jnum(sc, "fraction") >= 1 ? "done" : "stopped", jnum(sc, "stripes_checked"),
+			jnum(sc, "percent"), jstr(sc, "error", NULL) ? ", error: " : "",
+			jstr(sc, "error", ""));
+	} else {
+		fprintf(f, "%sscrub    idle\n", indent);
+		return;
+	}
+	fprintf(f, "%s         data chunks bad %.0f, repaired %.0f; parity bad %.0f, repaired %.0f; "
+		"metadata bad %.0f, repaired %.0f; unreadable stripes %.0f\n", indent,
+		jnum(sc, "chunks_bad"), jnum(sc, "chunks_repaired"), jnum(sc, "parity_bad"),
+		jnum(sc, "parity_repaired"), jnum(sc, "meta_bad"), jnum(sc, "meta_repaired"),
+		jnum(sc, "unreadable"));
+	for (size_t i = 0; files && i < json_object_array_length(files); i++) {
+		json_object *fl = json_object_array_get_idx(files, i);
+
+		fprintf(f, "%s         damaged file %s (stripe %.0f of the file): %s\n", indent,
+			jstr(fl, "path", "(no name)"), jnum(fl, "stripe"),
+			jbool(fl, "repaired") ? "repaired" : "NOT repaired");
+	}
+}
+
+void render_status(json_object *st, FILE *f)
+{
+	json_object *g = jget(st, "geometry"), *fs = jget(st, "fs"), *rates = jget(st, "rates");
+	json_object *mem = jget(st, "members"), *spares = jget(st, "spares");
+	json_object *rb = jget(st, "rebuild");
+	const char *mnt = jstr(st, "mountpoint", NULL), *label = jstr(st, "label", "");
+	char a[32], b[32], c[32], d[32], line[256];
+
+	fprintf(f, "%s%s (%s)%s%s%s  uuid %s\n", mnt ? mnt : "framefs volume",
+		mnt ? "" : "", jstr(st, "source", "?"), label[0] ? "  label \"" : "", label,
+		label[0] ? "\"" : "", jstr(st, "uuid", "?"));
+	fprintf(f, "  RAID%.0f, %.0f members (%.0f data + %.0f parity), chunk %s, stripe %s\n",
+		jnum(st, "level"), jnum(st, "nmembers"), jnum(st, "ndata"), jnum(st, "nparity"),
+		fmt_bytes(jnum(st, "chunk_bytes"), a, sizeof(a)),
+		fmt_bytes(jnum(g, "stripe_bytes"), b, sizeof(b)));
+	fprintf(f, "  state    %s%s%s%s\n", jstr(st, "state", "?"),
+		jstr(st, "state_reason", "")[0] ? ": " : "", jstr(st, "state_reason", ""),
+		jbool(st, "read_only") ? " (read-only)" : "");
+	if (fs)
+		fprintf(f, "  size     %s usable, %s free; %.0f of %.0f inodes free; events %.0f\n",
+			fmt_bytes(jnum(fs, "nstripes") * jnum(fs, "stripe_bytes"), a, sizeof(a)),
+			fmt_bytes(jnum(fs, "free_stripes") * jnum(fs, "stripe_bytes"), b, sizeof(b)),
+			jnum(fs, "free_inodes"), jnum(fs, "ninodes"), jnum(st, "events"));
+	else
+		fprintf(f, "  size     %s usable; events %.0f\n",
+			fmt_bytes(jnum(g, "data_bytes"), a, sizeof(a)), jnum(st, "events"));
+	fprintf(f, "  rates    rebuild %s min, %s max; scrub %s min, %s max\n",
+		fmt_rate(jnum(rates, "rebuild_min_bps"), a, sizeof(a)),
+		fmt_rate(jnum(rates, "rebuild_max_bps"), b, sizeof(b)),
+		fmt_rate(jnum(rates, "scrub_min_bps"), c, sizeof(c)),
+		fmt_rate(jnum(rates, "scrub_max_bps"), d, sizeof(d)));
+	fprintf(f, "\n  %-5s %-11s %-11s %-36s %s\n", "ROLE", "STATE", "SIZE", "PATH", "DEVICE");
+	for (size_t i = 0; mem && i < json_object_array_length(mem); i++) {
+		json_object *m = json_object_array_get_idx(mem, i);
+		char role[16];
+
+		snprintf(role, sizeof(role), "%.0f", jnum(m, "role"));
+		member_line(m, role, f);
+	}
+	for (size_t i = 0; spares && i < json_object_array_length(spares); i++)
+		member_line(json_object_array_get_idx(spares, i), "spare", f);
+	fprintf(f, "\n");
+	if (jbool(rb, "active") || jstr(rb, "error", NULL) ||
+	    strcmp(jstr(rb, "phase", "none"), "none") != 0) {
+		render_progress("rebuild", rb, line, sizeof(line));
+		if (!jbool(rb, "active") && !strcmp(jstr(rb, "phase", ""), "done"))
+			fprintf(f, "  rebuild  done (%s written)\n",
+				fmt_bytes(jnum(rb, "bytes_done"), a, sizeof(a)));
+		else
+			fprintf(f, "  %s%s%s%s\n", line, jbool(rb, "active") ? "" : "  (not running)",
+				jstr(rb, "error", NULL) ? "  error: " : "", jstr(rb, "error", ""));
+	} else {
+		fprintf(f, "  rebuild  none\n");
+	}
+	render_scrub(jget(st, "scrub"), f, "  ");
+}

@@ -889,6 +889,9 @@ static void check_deadlines(struct raid_worker *w)
 				ff_ring_cancel(&w->ring, q);
 			} else if (slow && age > slow && q->op == FF_IO_READ && op->mode == MODE_DIRECT &&
 				   op->io->op == FF_RAID_READ && op->io->space == FF_SPACE_DATA &&
+				   /* parity can stand in for so many members, no more */
+				   (unsigned)(__builtin_popcount(op->hedge) + __builtin_popcount(op->unavail)) <
+					   r->g.nparity &&
 				   ff_ring_cancel(&w->ring, q) == 0) {
 				atomic_fetch_add(&r->stats.hedged_reads, 1);
 				op->hedge |= 1u << q->member;

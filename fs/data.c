@@ -83,6 +83,7 @@ struct rentry {
 	struct ffs *fs;
 	uint32_t crc[FF_MEMBERS_MAX];
 	bool verify;
+	bool stale;                /* invalidated while loading: discard on arrival */
 };
 
 struct rcache {
@@ -310,8 +311,8 @@ static void rc_read_done(struct ff_raid_io *io)
 	if (io->result == 0)
 		rc_verify(e);
 	pthread_mutex_lock(&c->lock);
-	e->err = io->result;
-	e->state = io->result < 0 ? RC_ERROR : RC_READY;
+	e->err = e->stale ? -ESTALE : io->result;
+	e->state = e->err < 0 ? RC_ERROR : RC_READY;
 	e->refs--;
 	pthread_cond_broadcast(&c->cond);
 	pthread_mutex_unlock(&c->lock);
@@ -371,6 +372,7 @@ static struct rentry *rc_get(struct ffs *fs, uint64_t p, bool wait, const uint32
 		e->hnext = c->hash[rhash(c, p)];
 		c->hash[rhash(c, p)] = e;
 		e->refs++; /* the read holds it */
+		e->stale = false;
 		e->verify = crc != NULL;
 		if (crc)
 			memcpy(e->crc, crc, fs->g->ndata * sizeof(uint32_t));
@@ -424,11 +426,15 @@ void rcache_invalidate(struct ffs *fs, uint64_t pstripe, uint64_t count)
 		return;
 	pthread_mutex_lock(&c->lock);
 	for (uint64_t p = pstripe; p < pstripe + count; p++)
-		for (struct rentry *e = c->hash[rhash(c, p)]; e; e = e->hnext)
-			if (e->pstripe == p && e->state != RC_LOADING) {
+		for (struct rentry *e = c->hash[rhash(c, p)]; e; e = e->hnext) {
+			if (e->pstripe != p)
+				continue;
+			if (e->state == RC_LOADING)
+				e->stale = true; /* what arrives is from before: drop it then */
+			else
 				rc_unhash(c, e);
-				break;
-			}
+			break;
+		}
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -491,8 +497,13 @@ static int stripe_get(struct ffs *fs, uint64_t p, struct rentry **out)
 
 	if (rc < 0)
 		return rc;
-	e = rc_get(fs, p, true, crc);
-	rc = e->state == RC_ERROR ? (e->err ? e->err : -EIO) : 0;
+	for (unsigned tries = 0;; tries++) {
+		e = rc_get(fs, p, true, crc);
+		rc = e->state == RC_ERROR ? (e->err ? e->err : -EIO) : 0;
+		if (rc != -ESTALE || tries == 3)
+			break;
+		rc_put(fs, e); /* loaded across an invalidation: read it again */
+	}
 	if (rc == 0 && e->bad_chunks) {
 		struct rcache *c = fs->rcache;
 
@@ -951,15 +962,22 @@ ssize_t data_write(struct ffs *fs, struct finode *fi, const void *buf, size_t le
  * Keep the next readahead_stripes stripes of a sequential reader in flight:
  * reading stripe k asks for those up to k+R it has not asked for yet, so
  * each stripe is requested once and the array always has work queued.
+ *
+ * Near the end of the file the window runs on into the data stripes that
+ * follow its last one: the allocator lays the frames of a sequence one
+ * after another, so those are the next frame's first stripes, and playback
+ * crosses from file to file without a gap.  Only stripes in use (with an
+ * owner in the checksum table) are read; they are checked against their
+ * own checksums, whoever owns them.
  */
 static void read_ahead(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t size)
 {
-	uint64_t last = size ? (size - 1) / fs->stripe_bytes : 0, ps[16], from, to;
+	uint64_t last = size ? (size - 1) / fs->stripe_bytes : 0, ps[16], from, to, beyond = 0;
 	unsigned n = 0, r = FF_MIN(16u, fs->opts.readahead_stripes);
 
 	pthread_mutex_lock(&fi->dlock);
 	from = FF_MAX(k + 1, fi->ra_next);
-	to = FF_MIN(k + r, last);
+	to = k + r;
 	if (from <= to)
 		fi->ra_next = to + 1;
 	pthread_mutex_unlock(&fi->dlock);
@@ -970,14 +988,27 @@ static void read_ahead(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t s
 		uint64_t p, run;
 		uint32_t flags;
 
+		if (s > last) { /* past the end: the stripes after the file's last one */
+			if (!beyond && extent_lookup(fs, fi, last, &p, &run, &flags) == 0)
+				beyond = p + 1;
+			if (!beyond || beyond >= ff_le64(fs->sb->nstripes))
+				break;
+			ps[n++] = beyond++;
+			continue;
+		}
 		if (extent_lookup(fs, fi, s, &p, &run, &flags) == 0 && !(flags & FFS_X_UNWRITTEN))
 			ps[n++] = p;
 	}
 	pthread_mutex_unlock(&fs->lock);
 	for (unsigned i = 0; i < n; i++) {
-		uint32_t crc[FF_MEMBERS_MAX];
+		uint32_t crc[FF_MEMBERS_MAX], ino, fstripe;
+		int rc;
 
-		if (stripe_crcs(fs, ps[i], crc) == 0)
+		pthread_mutex_lock(&fs->lock);
+		rc = csum_get(fs, ps[i], &ino, &fstripe, crc);
+		pthread_mutex_unlock(&fs->lock);
+		if (rc == 0 && ino && !(fstripe & FFS_CSUM_UNWRITTEN) &&
+		    ((__atomic_load_n(&fs->sbits[ps[i] / 64], __ATOMIC_RELAXED) >> (ps[i] % 64)) & 1))
 			rc_get(fs, ps[i], false, crc);
 	}
 }

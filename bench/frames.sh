@@ -266,12 +266,15 @@ touch_members() { # FILE...: fill holes (pages never written, or punched), so th
 	for f in "$@"; do
 		alloc=$(stat -c '%b*%B' "$f")
 		if [ $((alloc)) -lt $((SIZE_MB * 1048576)) ]; then
+			[ "$TOUCHED" = 1 ] && echo "(re-touching ${f##*/}: $((SIZE_MB - alloc / 1048576)) MiB of holes)"
 			dd if=/dev/zero of="$f" bs=1M count="$SIZE_MB" oflag=direct conv=notrunc status=none 2>"$ERRF" ||
 				die "pre-touch $f: $(tail -n1 "$ERRF")"
 		fi
 	done
 }
+TOUCHED=0
 touch_members "${MFILES[@]}"
+TOUCHED=1
 
 # ---- measurements ---------------------------------------------------------------------------
 

@@ -19,7 +19,9 @@
 # offsets, truncates, renames (to new names and over old ones, the
 # atomic-save pattern), unlinks, and logs each step before it starts ("T")
 # and each acknowledgement after it returned ("A") to a log on /tmp, not on
-# the volume.  Some recovery mounts are themselves killed.
+# the volume.  Some files are unlinked while held open (orphans at the
+# crash).  Some recovery mounts are themselves killed.  At the end, deleting
+# every file must give back exactly the space and inodes of the empty volume.
 #
 #   IT_SEED=N          the seed (printed; default from the clock)
 #   IT_CRASH_ITERS=N   crash iterations (default 25)
@@ -72,6 +74,7 @@ class Workload:
         self.rng = random.Random(seed)
         self.it = it
         self.seq = 0
+        self.held = []  # descriptors of files unlinked while open: orphans when the crash comes
 
     def p(self, rel):
         return os.path.join(self.mnt, rel)
@@ -254,9 +257,28 @@ class Workload:
         del self.files[path]
         self.A(path, None)
 
+    def op_unlink_open(self):
+        """Unlink a file while holding it open and keep writing to it: at the
+        crash it is an orphan that recovery must free (the leak check at the
+        end and fsck's bitmaps see it if not)."""
+        path = self.pick()
+        if path is None or len(self.held) >= 3:
+            return
+        fd = os.open(self.p(path), os.O_RDWR)
+        self.T(path, ["rm"])
+        os.unlink(self.p(path))
+        self.fsync_dir(os.path.dirname(path))
+        del self.files[path]
+        self.A(path, None)
+        self.held.append(fd)
+        data = random.Random(self.dseed()).randbytes(self.rng.randint(1, 2 * MiB))
+        os.pwrite(fd, data, self.rng.randint(0, 3 * MiB))
+        if self.rng.random() < 0.5:
+            os.fsync(fd)
+
     def run(self):
         ops = [(self.op_frame, 20), (self.op_small, 15), (self.op_patch, 20), (self.op_rename, 10),
-               (self.op_atomic_save, 8), (self.op_unlink, 10)]
+               (self.op_atomic_save, 8), (self.op_unlink, 10), (self.op_unlink_open, 3)]
         if self.mode == "syncfs":  # nothing but close + syncfs: no fsync commits in between
             ops = ops[:3]
         fns, weights = zip(*ops)
@@ -306,6 +328,20 @@ class Crash:
 
     def p(self, rel):
         return os.path.join(self.vol.mnt, rel)
+
+    def statfs_free(self):
+        """Free blocks and inodes once the kernel's FORGETs (asynchronous)
+        have reached the daemon: three readings 50 ms apart agree."""
+        last, same = None, 0
+        for _ in range(200):
+            v = os.statvfs(self.vol.mnt)
+            cur = (v.f_bfree, v.f_ffree)
+            same = same + 1 if cur == last else 0
+            if same == 2:
+                break
+            last = cur
+            time.sleep(0.05)
+        return cur
 
     def read_file(self, rel):
         with open(self.p(rel), "rb") as f:
@@ -447,6 +483,7 @@ class Crash:
     def run(self):
         for d in DIRS:
             os.mkdir(self.p(d))
+        empty = self.statfs_free()
         t_clean = []
         for _ in range(2):
             self.vol.unmount()
@@ -496,6 +533,16 @@ class Crash:
         self.stats["fsck"] += self.vol.check_fsck()
         self.vol.mount()
         self.verify(self.iters + 1, {path: PathState(spec) for path, spec in self.base.items()})
+        # nothing leaked across all the crashes: deleting every file gives back
+        # exactly the space and inodes of the empty volume
+        for path in self.base:
+            os.unlink(self.p(path))
+        self.vol.unmount()
+        self.stats["fsck"] += self.vol.check_fsck()
+        self.vol.mount()
+        if self.statfs_free() != empty:
+            raise TestFailure("after %d crashes and deleting every file: free (blocks, inodes) %s, "
+                              "the empty volume had %s" % (self.iters, self.statfs_free(), empty))
         self.vol.unmount()
 
 

@@ -88,7 +88,7 @@ class Volume:
         self.daemon = None
         if rc != 0:
             raise TestFailure("framefs exited %d after unmount:\n%s" % (rc, self.daemon_log()))
-        if "unmounted cleanly" not in self.daemon_log(5):
+        if "unmounted cleanly" not in self.daemon_log(10000):
             raise TestFailure("framefs did not report a clean unmount:\n" + self.daemon_log())
 
     def kill9(self):

@@ -9,8 +9,12 @@
 # whole tree is identical and the free space is what it was, and at the end
 # deleting everything gives back all the space.
 #
+# With --threads N, N threads each run their own model in their own
+# directory at the same time (the daemon sees concurrent creates, renames,
+# writes and truncates), and all of them pause together for each remount.
+#
 #   IT_SEED=N          the seed (printed; default from the clock)
-#   IT_RANDOM_OPS=N    operations (default 4000)
+#   IT_RANDOM_OPS=N    operations, in all (default 4000)
 #   IT_RANDOM_LEVEL=5|6  RAID level (default: from the seed)
 import ctypes
 import errno
@@ -18,6 +22,7 @@ import mmap
 import os
 import random
 import sys
+import threading
 import time
 from collections import Counter, deque
 
@@ -81,8 +86,11 @@ class Model:
 
 
 class RandomOps:
-    def __init__(self, vol, seed, nops):
+    def __init__(self, vol, seed, nops, root="", share=1):
         self.vol = vol
+        self.root = root
+        self.max_files = MAX_FILES // share        # the volume is shared by `share` models
+        self.max_model_bytes = MAX_MODEL_BYTES // share
         self.rng = random.Random(seed)
         self.seed = seed
         self.nops = nops
@@ -100,10 +108,12 @@ class RandomOps:
 
     # ---- helpers -------------------------------------------------------
     def p(self, rel):
-        return os.path.join(self.vol.mnt, rel) if rel else self.vol.mnt
+        base = os.path.join(self.vol.mnt, self.root) if self.root else self.vol.mnt
+        return os.path.join(base, rel) if rel else base
 
     def fail(self, msg):
-        raise TestFailure("op %d: %s\nlast operations:\n  %s" % (self.opno, msg, "\n  ".join(self.history)))
+        raise TestFailure("%sop %d: %s\nlast operations:\n  %s" % ("[%s] " % self.root if self.root else "",
+                                                                 self.opno, msg, "\n  ".join(self.history)))
 
     def note(self, s):
         self.history.append("%d %s" % (self.opno, s))
@@ -208,26 +218,9 @@ class RandomOps:
             if st.st_nlink != len(self.m.links(fid)):
                 self.fail("%s: %s has %d links, model %d" % (why, rel, st.st_nlink, len(self.m.links(fid))))
 
-    def statfs_free(self):
-        """Free blocks and inodes once settled: a closed, unlinked file is
-        freed when the kernel's FORGET reaches the daemon, which is sent
-        asynchronously, so wait until three readings 50 ms apart agree."""
-        os.sync()
-        drop_caches()
-        last, same = None, 0
-        for _ in range(200):
-            v = os.statvfs(self.vol.mnt)
-            cur = (v.f_bfree, v.f_ffree)
-            same = same + 1 if cur == last else 0
-            if same == 2:
-                break
-            last = cur
-            time.sleep(0.05)
-        return cur
-
     # ---- operations ----------------------------------------------------
     def op_create(self):
-        if len(self.m.data) >= MAX_FILES:
+        if len(self.m.data) >= self.max_files:
             return self.op_unlink()
         d = self.rand_dir()
         rel = self.new_name(d)
@@ -254,7 +247,7 @@ class RandomOps:
         return self.m.paths[rel], self.open_path(rel), True
 
     def op_write(self):
-        if self.m.total_bytes() > MAX_MODEL_BYTES:
+        if self.m.total_bytes() > self.max_model_bytes:
             return self.op_truncate(shrink=True)
         fid, fd, close = self.pick_file()
         if fid is None:
@@ -341,7 +334,7 @@ class RandomOps:
             cur = self.m.data[fid]
             off = self.rng.randint(0, len(cur) + MiB)
             n = self.rng.randint(1, 4 * MiB)
-            if off + n > MAX_FILE or self.m.total_bytes() > MAX_MODEL_BYTES:
+            if off + n > MAX_FILE or self.m.total_bytes() > self.max_model_bytes:
                 return
             keep = self.rng.random() < 0.5
             self.note("fallocate id%d off %d len %d%s" % (fid, off, n, " keep" if keep else ""))
@@ -471,21 +464,11 @@ class RandomOps:
             os.close(fd)
         drop_caches()
 
-    def op_remount(self):
-        self.note("remount")
+    def close_all(self):
         for fd in sorted(self.m.fds):
             os.close(fd)
             fid = self.m.fds.pop(fd)
             self.m.gc(fid)
-        before = self.statfs_free()
-        self.vol.unmount()
-        self.fsck_runs += self.vol.check_fsck()
-        self.vol.mount()
-        self.remounts += 1
-        after = self.statfs_free()
-        if before != after:
-            self.fail("free blocks/inodes %s before unmount, %s after mount" % (before, after))
-        self.check_tree("after remount %d" % self.remounts)
 
     OPS = [
         ("create", 14), ("write", 30), ("read", 18), ("read_direct", 6), ("truncate", 6),
@@ -493,60 +476,138 @@ class RandomOps:
         ("fsync", 4), ("syncfs", 1), ("close", 6), ("stat", 5), ("listdir", 2), ("drop_caches", 1),
     ]
 
-    def run(self):
+    def one_op(self):
         names = [n for n, _ in self.OPS]
         weights = [w for _, w in self.OPS]
-        remount_every = max(50, self.nops // 10)
-        self.free_at_start = self.statfs_free()
-        for self.opno in range(1, self.nops + 1):
-            if self.opno % remount_every == 0:
-                name = "remount"
-            else:
-                name = self.rng.choices(names, weights)[0]
-            self.counts[name] += 1
-            t_op = time.monotonic()
-            try:
-                getattr(self, "op_" + name)()
-            except TestFailure:
-                raise
-            except OSError as e:
-                self.fail("%s: unexpected %s" % (name, e))
-            self.op_time[name] += time.monotonic() - t_op
-        self.op_remount()
-        self.counts["remount"] += 1
-        # delete everything: all the space comes back
+        self.opno += 1
+        name = self.rng.choices(names, weights)[0]
+        self.counts[name] += 1
+        t_op = time.monotonic()
+        try:
+            getattr(self, "op_" + name)()
+        except TestFailure:
+            raise
+        except OSError as e:
+            self.fail("%s: unexpected %s" % (name, e))
+        self.op_time[name] += time.monotonic() - t_op
+
+    def delete_all(self):
+        self.close_all()
         for rel in sorted(self.m.paths):
             os.unlink(self.p(rel))
         for d in sorted((x for x in self.m.dirs if x), key=lambda x: -x.count("/")):
             os.rmdir(self.p(d))
         self.m = Model()
-        end = self.statfs_free()
-        if end != self.free_at_start:
-            self.fail("after deleting everything: free %s, at the start %s" % (end, self.free_at_start))
+
+
+def statfs_free(vol):
+    """Free blocks and inodes once settled: a closed, unlinked file is freed
+    when the kernel's FORGET reaches the daemon, which is sent
+    asynchronously, so wait until three readings 50 ms apart agree."""
+    os.sync()
+    drop_caches()
+    last, same = None, 0
+    for _ in range(200):
+        v = os.statvfs(vol.mnt)
+        cur = (v.f_bfree, v.f_ffree)
+        same = same + 1 if cur == last else 0
+        if same == 2:
+            break
+        last = cur
+        time.sleep(0.05)
+    return cur
+
+
+def remount(vol, workers):
+    """Unmount (everything written out, fsck clean), mount, and every model
+    must match the tree exactly; the free space must not have moved."""
+    for w in workers:
+        w.close_all()
+    before = statfs_free(vol)
+    vol.unmount()
+    workers[0].fsck_runs += vol.check_fsck()
+    vol.mount()
+    workers[0].remounts += 1
+    after = statfs_free(vol)
+    if before != after:
+        workers[0].fail("free blocks/inodes %s before unmount, %s after mount" % (before, after))
+    for w in workers:
+        w.check_tree("after remount %d" % workers[0].remounts)
+
+
+def run_all(vol, seed, nops, nthreads):
+    """nthreads models, each in its own directory (or the root when alone),
+    in phases of concurrent operations separated by remounts."""
+    rng = random.Random(seed)
+    workers = []
+    free_at_start = statfs_free(vol)
+    for k in range(nthreads):
+        root = "w%d" % k if nthreads > 1 else ""
+        if root:
+            os.mkdir(os.path.join(vol.mnt, root))
+        workers.append(RandomOps(vol, rng.getrandbits(48), nops // nthreads, root, nthreads))
+    phases = 10
+    per_phase = max(1, nops // nthreads // phases)
+    for phase in range(phases):
+        errors = []
+
+        def work(w):
+            try:
+                for _ in range(per_phase):
+                    w.one_op()
+            except BaseException as e:  # noqa: B902 - reported by the main thread
+                errors.append(e)
+
+        if nthreads == 1:
+            work(workers[0])
+        else:
+            threads = [threading.Thread(target=work, args=(w,)) for w in workers]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        if errors:
+            raise errors[0]
+        remount(vol, workers)
+    # delete everything: all the space comes back
+    for w in workers:
+        w.delete_all()
+        if w.root:
+            os.rmdir(w.p(""))
+    end = statfs_free(vol)
+    if end != free_at_start:
+        workers[0].fail("after deleting everything: free %s, at the start %s" % (end, free_at_start))
+    return workers
 
 
 def main():
     seed = seed_from_env()
     nops = int(os.environ.get("IT_RANDOM_OPS", "4000"))
+    nthreads = int(sys.argv[sys.argv.index("--threads") + 1]) if "--threads" in sys.argv else 1
     level = int(os.environ.get("IT_RANDOM_LEVEL", str(5 if seed % 2 else 6)))
-    log("random-ops-model: seed %d (IT_SEED=%d to repeat), %d operations, RAID%d" % (seed, seed, nops, level))
+    log("random-ops-model: seed %d (IT_SEED=%d to repeat), %d operations, %d thread(s), RAID%d"
+        % (seed, seed, nops, nthreads, level))
     vol = Volume(level, 4 if level == 5 else 6, 256 * MiB)
     t0 = time.monotonic()
     try:
         vol.mount()
-        r = RandomOps(vol, seed, nops)
-        r.run()
+        workers = run_all(vol, seed, nops, nthreads)
         vol.unmount()
-        r.fsck_runs += vol.check_fsck()
+        workers[0].fsck_runs += vol.check_fsck()
     except TestFailure as e:
         log("FAIL (seed %d): %s" % (seed, e))
         log("daemon log:\n" + vol.daemon_log())
         return 1
     finally:
         vol.cleanup()
-    log("operations: " + ", ".join("%s %d (%.1f s)" % (k, v, r.op_time[k]) for k, v in sorted(r.counts.items())))
-    log("PASS: seed %d, %d random operations, %d reads compared (%d MiB), %d remounts, %d fsck runs, %.1f s"
-        % (seed, nops, r.reads_checked, r.bytes_checked // MiB, r.remounts + 1, r.fsck_runs,
+    counts = Counter()
+    for w in workers:
+        counts.update(w.counts)
+    log("operations: " + ", ".join("%s %d" % kv for kv in sorted(counts.items())))
+    log("PASS: seed %d, %d random operations (%d thread(s)), %d reads compared (%d MiB), %d remounts, "
+        "%d fsck runs, %.1f s"
+        % (seed, sum(counts.values()), nthreads, sum(w.reads_checked for w in workers),
+           sum(w.bytes_checked for w in workers) // MiB, workers[0].remounts, workers[0].fsck_runs,
            time.monotonic() - t0))
     return 0
 

@@ -186,6 +186,62 @@ static void holes_append_trunc(void)
 	IT_MUST(it_make_file(P("trunc"), 2 * MiB + 10, 16));
 }
 
+/* Offsets past 4 GiB and far out (1 TiB): 32-bit stripe and size
+ * arithmetic would show here.  The file stays sparse: two stripes used. */
+#define OFF_4G (4ull << 30)
+#define OFF_1T (1ull << 40)
+
+static void check_far(const char *what)
+{
+	char buf[8192];
+	struct stat st;
+	int fd = open(P("far"), O_RDONLY);
+
+	IT_MUST(fd);
+	EXPECT_OK(fstat(fd, &st));
+	EXPECT_EQ(st.st_size, OFF_1T + 12345 + 5000);
+	EXPECT((uint64_t)st.st_blocks * 512 < 64ull * MiB, "%s: a sparse file takes little space", what);
+	EXPECT_EQ(pread(fd, buf, 8192, (off_t)(OFF_4G - 4096)), 8192);
+	EXPECT(it_mismatch(buf, 8192, 17, OFF_4G - 4096) < 0, "%s: data across the 4 GiB line", what);
+	EXPECT_EQ(pread(fd, buf, 5000, (off_t)(OFF_1T + 12345)), 5000);
+	EXPECT(it_mismatch(buf, 5000, 18, 0) < 0, "%s: data at 1 TiB", what);
+	EXPECT_EQ(pread(fd, buf, 8192, (off_t)(OFF_4G * 3)), 8192);
+	for (int i = 0; i < 8192; i++)
+		if (buf[i]) {
+			IT_FAIL("%s: hole at 12 GiB is not zero", what);
+			break;
+		}
+	close(fd);
+}
+
+static void far_offsets(void)
+{
+	char buf[8192];
+	int fd;
+
+	IT_MUST(fd = open(P("far"), O_CREAT | O_RDWR, 0644));
+	it_fill(buf, 8192, 17, OFF_4G - 4096);
+	EXPECT_EQ(pwrite(fd, buf, 8192, (off_t)(OFF_4G - 4096)), 8192);
+	it_fill(buf, 5000, 18, 0);
+	EXPECT_EQ(pwrite(fd, buf, 5000, (off_t)(OFF_1T + 12345)), 5000);
+	EXPECT_OK(fsync(fd));
+	close(fd);
+	check_far("before remount");
+	/* truncating a far file back frees it all */
+	IT_MUST(fd = open(P("far2"), O_CREAT | O_RDWR, 0644));
+	EXPECT_EQ(pwrite(fd, buf, 100, (off_t)(OFF_1T * 2)), 100);
+	EXPECT_OK(ftruncate(fd, 10));
+	{
+		struct stat st;
+
+		EXPECT_OK(fstat(fd, &st));
+		EXPECT_EQ(st.st_size, 10);
+		EXPECT_EQ(st.st_blocks, 0);
+	}
+	close(fd);
+	EXPECT_OK(unlink(P("far2")));
+}
+
 static void setattr_ops(void)
 {
 	struct timespec ts[2];
@@ -323,6 +379,7 @@ static void it_run(void)
 	sizes_roundtrip();
 	scattered_writes();
 	holes_append_trunc();
+	far_offsets();
 	setattr_ops();
 	statfs_space();
 	access_ops();
@@ -378,4 +435,5 @@ static void it_verify(void)
 	EXPECT_EQ(st.st_gid, 88);
 	it_check_file(P("synced"), 700 * 4096, 50);
 	EXPECT_ERR(stat(P("space"), &st), ENOENT);
+	check_far("after remount");
 }

@@ -212,13 +212,10 @@ int ffs_check_finish(struct ffs *fs)
 	int rc;
 
 	FF_ASSERT(!fs->ro);
-	rc = journal_commit(fs);
+	/* commit and write everything home: nothing in the journal needs replaying */
+	rc = journal_checkpoint(fs);
 	if (rc < 0)
 		return rc;
-	/* everything is home: nothing in the journal needs replaying */
-	fs->sb->journal_tail_pos = ff_cpu_to_le64(fs->j_head);
-	fs->sb->journal_tail_seq = ff_cpu_to_le64(fs->j_seq);
-	fs->j_used = 0;
 	fs->sb->state = ff_cpu_to_le32(FFS_CLEAN);
 	rc = super_write(fs);
 	return rc < 0 ? rc : super_write(fs);

@@ -28,10 +28,12 @@ struct mbuf {
 	uint8_t *data;          /* FFS_BLOCK bytes, aligned */
 	uint32_t type;          /* block type it was read or created as */
 	bool dirty;             /* part of the running transaction */
+	bool ckpt;              /* committed, its home block not written yet */
 	unsigned pins;
 	struct mbuf *hnext;
 	struct mbuf *lru_prev, *lru_next;
 	struct mbuf *tx_next;
+	struct mbuf *ckpt_next;
 };
 
 /* Get block `no` of `type`, reading and verifying it if not cached.  A
@@ -61,6 +63,9 @@ int journal_commit(struct ffs *fs);
 int journal_replay(struct ffs *fs, unsigned *replayed);
 /* Everything is checkpointed: move the tail to the head (writes the sb). */
 int journal_reset_tail(struct ffs *fs);
+/* Write every committed block home, then move the tail (commits first if
+ * the running transaction is not empty).  fs->lock held. */
+int journal_checkpoint(struct ffs *fs);
 /* Write the superblock (next copy, generation + 1). */
 int super_write(struct ffs *fs);
 /* Should the running transaction be committed now (size)? */
@@ -235,6 +240,8 @@ struct ffs {
 	struct mbuf lru;            /* sentinel: lru.lru_next is the least recent */
 	struct mbuf *tx_head;
 	unsigned tx_count;
+	struct mbuf *ckpt_head;     /* committed blocks whose home write is pending */
+	unsigned nckpt;
 	uint64_t tx_stripes_freed;
 	/* journal */
 	uint64_t j_seq;             /* sequence of the next transaction */

@@ -6,12 +6,15 @@
  * images it lists, then a commit block carrying a crc32c chained over every
  * image.  All of it is written at once and flushed: the chained crc, not
  * write ordering, decides whether a transaction counts, so a commit block
- * that reached the media before its images is simply not replayed.  Then
- * the images are written to their home blocks and flushed again
- * (checkpoint).  Because the checkpoint completes before the next commit,
- * the journal never holds more than one un-checkpointed transaction, and
- * replay — which rewrites every committed image after the tail, in order —
- * is idempotent.
+ * that reached the media before its images is simply not replayed.
+ *
+ * Home blocks are written later, in bulk (checkpoint): when half the
+ * journal is used, when many committed blocks wait, and at unmount.  A
+ * checkpoint runs right after a commit, when no block is dirty, so what it
+ * writes home is exactly the last committed image of each block; then the
+ * tail moves to the head.  A commit is thus one write batch and one flush,
+ * and replay — every committed image after the tail, in order — restores
+ * the home blocks a crash left behind.
  *
  * Data stripes are never journaled.  A transaction that maps new stripes is
  * only built after their writes completed, and the flush of the commit
@@ -208,9 +211,11 @@ int journal_commit(struct ffs *fs)
 		return -EFBIG;
 	}
 	if (fs->j_used + need > ff_le64(fs->sb->journal_blocks)) {
-		rc = journal_reset_tail(fs);
-		if (rc < 0)
-			return rc;
+		/* cannot happen after a checkpoint at half-full (a transaction is
+		 * at most a quarter of the journal), but never overwrite the tail */
+		ff_log(FF_LOG_ERR, "journal full: %llu of %llu blocks used", (unsigned long long)fs->j_used,
+		       (unsigned long long)ff_le64(fs->sb->journal_blocks));
+		return -ENOSPC;
 	}
 	list = calloc(n, sizeof(*list));
 	descs = ff_alloc_aligned(ndesc * FFS_BLOCK);
@@ -230,17 +235,16 @@ int journal_commit(struct ffs *fs)
 		rc = rc < 0 ? rc : -EIO;
 		goto out;
 	}
-	/* committed: now checkpoint to the home blocks */
-	rc = batch_init(&b, n);
-	for (unsigned i = 0; i < n && rc == 0; i++)
-		rc = batch_add(fs, &b, list[i]->blockno, list[i]->data);
-	if (batch_wait(&b) < 0 || rc < 0 || (rc = ff_raid_flush(fs->raid)) < 0) {
-		rc = rc < 0 ? rc : -EIO;
-		ff_log(FF_LOG_ERR, "journal checkpoint %llu failed", (unsigned long long)fs->j_seq);
-		goto out;
-	}
-	for (unsigned i = 0; i < n; i++)
+	/* committed: the home writes wait for the next checkpoint */
+	for (unsigned i = 0; i < n; i++) {
 		list[i]->dirty = false;
+		if (!list[i]->ckpt) {
+			list[i]->ckpt = true;
+			list[i]->ckpt_next = fs->ckpt_head;
+			fs->ckpt_head = list[i];
+			fs->nckpt++;
+		}
+	}
 	fs->tx_head = NULL;
 	fs->tx_count = 0;
 	fs->j_head += need;
@@ -250,11 +254,42 @@ int journal_commit(struct ffs *fs)
 	atomic_fetch_add(&fs->stats.commits, 1);
 	fs->last_commit_ns = ff_now_ns();
 	alloc_tx_committed(fs);
+	if (fs->j_used * 2 > ff_le64(fs->sb->journal_blocks) || fs->nckpt * 2 > fs->max_mbufs)
+		rc = journal_checkpoint(fs);
 out:
 	free(list);
 	free(descs);
 	free(commit);
 	return rc;
+}
+
+int journal_checkpoint(struct ffs *fs)
+{
+	struct batch b;
+	int rc = 0;
+
+	if (fs->ro)
+		return 0;
+	if (fs->tx_count)
+		return journal_commit(fs) < 0 ? -EIO : (fs->nckpt ? journal_checkpoint(fs) : 0);
+	if (fs->nckpt) {
+		rc = batch_init(&b, fs->nckpt);
+		for (struct mbuf *mb = fs->ckpt_head; mb && rc == 0; mb = mb->ckpt_next)
+			rc = batch_add(fs, &b, mb->blockno, mb->data); /* sealed at commit */
+		if (batch_wait(&b) < 0 || rc < 0 || (rc = ff_raid_flush(fs->raid)) < 0) {
+			ff_log(FF_LOG_ERR, "journal checkpoint failed");
+			return rc < 0 ? rc : -EIO;
+		}
+		while (fs->ckpt_head) {
+			struct mbuf *mb = fs->ckpt_head;
+
+			fs->ckpt_head = mb->ckpt_next;
+			mb->ckpt = false;
+			mb->ckpt_next = NULL;
+		}
+		fs->nckpt = 0;
+	}
+	return journal_reset_tail(fs);
 }
 
 /* ---- replay -------------------------------------------------------------- */

@@ -95,7 +95,7 @@ void meta_cache_drop_clean(struct ffs *fs)
 	while (mb != &fs->lru) {
 		struct mbuf *next = mb->lru_next;
 
-		if (!mb->dirty && !mb->pins)
+		if (!mb->dirty && !mb->ckpt && !mb->pins)
 			mb_free(fs, mb);
 		mb = next;
 	}
@@ -141,7 +141,7 @@ static void evict(struct ffs *fs)
 	while ((fs->nmbufs >= fs->max_mbufs || !fs->mfree) && mb != &fs->lru) {
 		struct mbuf *next = mb->lru_next;
 
-		if (!mb->dirty && !mb->pins)
+		if (!mb->dirty && !mb->ckpt && !mb->pins)
 			mb_free(fs, mb);
 		mb = next;
 	}

@@ -473,7 +473,7 @@ int ffs_unmount(struct ffs *fs)
 		rc = ffs_sync(fs);
 		pthread_mutex_lock(&fs->lock);
 		fs->sb->state = ff_cpu_to_le32(rc == 0 ? FFS_CLEAN : FFS_DIRTY);
-		rc2 = journal_reset_tail(fs); /* nothing to replay after a clean unmount */
+		rc2 = journal_checkpoint(fs); /* nothing to replay after a clean unmount */
 		if (rc2 == 0)
 			rc2 = super_write(fs); /* both copies agree after a clean unmount */
 		pthread_mutex_unlock(&fs->lock);

@@ -236,6 +236,10 @@ static void issue(struct stripe_op *op, unsigned op_code, unsigned member, uint6
 	req->priv = op;
 	if (op->io->op != FF_RAID_REBUILD)
 		atomic_fetch_add(&w->r->stats.fg_bytes, len);
+	/* a member being replaced: its replacement gets the same write */
+	if (op_code == FF_IO_WRITE && member != w->r->g.nmembers &&
+	    (int)member == atomic_load(&w->r->shadow_role))
+		issue(op, op_code, w->r->g.nmembers, off, buf, len);
 	if (op_code == FF_IO_READ) {
 		atomic_fetch_add(&w->r->stats.member_reads, 1);
 		atomic_fetch_add(&w->r->stats.read_bytes, len);
@@ -461,6 +465,18 @@ static void seg_write_phase(struct stripe_op *op)
 	}
 	op->writing = 1;
 	op->err = 0;
+	if (op->mode == MODE_REBUILD && (op->io->flags & FF_RAID_IO_TO_SHADOW)) {
+		/* a replacement copy: the chunk goes to the new member only */
+		const struct seg *sg = &op->seg[op->cur];
+
+		for (unsigned s = 0; s < nslots(op->w->r); s++)
+			if (member_slots(op, op->io->rebuild_members) & (1u << s))
+				issue(op, FF_IO_WRITE, op->w->r->g.nmembers, slot_offset(op),
+				      slot_ptr(op, s, false), sg->b - sg->a);
+		if (!op->pending)
+			phase_done(op);
+		return;
+	}
 	issue_slots(op, FF_IO_WRITE, slots, callers);
 	if (!op->pending)
 		phase_done(op);
@@ -589,8 +605,9 @@ static void phase_done(struct stripe_op *op)
 		seg_reads_done(op);
 		return;
 	}
-	/* write phase: failed members were marked; the stripe stands if parity allows */
-	op->dead = slots_dead(op);
+	/* write phase: failed members were marked; the stripe stands if parity allows.
+	 * Not written: dead when the writes were issued, or dead since. */
+	op->dead |= slots_dead(op);
 	if ((unsigned)__builtin_popcount(op->dead) > op->w->r->g.nparity) {
 		op_finish(op, -EIO);
 		return;
@@ -599,7 +616,7 @@ static void phase_done(struct stripe_op *op)
 	if (op->mode == MODE_REBUILD || op->mode == MODE_FULL) {
 		uint32_t rb = atomic_load(&op->w->r->rebuild_mask);
 
-		if (rb && !(member_slots(op, rb) & op->dead) &&
+		if (rb && !op->err && !(member_slots(op, rb) & op->dead) &&
 		    (op->mode == MODE_FULL || (rb & ~op->io->rebuild_members) == 0))
 			raid_mark_rebuilt(op->w->r, op->stripe);
 	}
@@ -961,7 +978,7 @@ static int worker_init(struct ff_raid *r, struct raid_worker *w, unsigned id)
 		for (unsigned m = 0; m < g->nmembers; m++, p += g->chunk_bytes)
 			w->scratch[s][m] = p;
 	w->scratch_free = (1u << SCRATCH_SETS) - 1;
-	rc = ff_ring_init(&w->ring, r->memp, g->nmembers, r->opts.ring_depth);
+	rc = ff_ring_init(&w->ring, r->memp, g->nmembers + 1, r->opts.ring_depth);
 	if (rc < 0)
 		return rc;
 	iov.iov_base = w->slab;

@@ -402,6 +402,9 @@ int ff_raid_assemble(const char *const *paths, unsigned n, const struct ff_raid_
 		goto fail;
 	for (unsigned i = 0; i < r->g.nmembers; i++)
 		r->memp[i] = &r->mem[i];
+	r->shadow.fd = -1;
+	r->memp[r->g.nmembers] = &r->shadow;
+	atomic_store(&r->shadow_role, -1);
 	if (faults && *faults) {
 		rc = ff_fault_apply_text(r->memp, r->g.nmembers, faults, err);
 		if (rc < 0)
@@ -602,6 +605,8 @@ int ff_raid_close(struct ff_raid *r)
 	}
 	for (unsigned i = 0; i < r->nspares; i++)
 		ff_member_close(&r->spare[i]);
+	if (r->shadow.fd >= 0)
+		ff_member_close(&r->shadow);
 	raid_rebuild_free(r);
 	pthread_mutex_destroy(&r->sb_lock);
 	pthread_cond_destroy(&r->sb_cond);

@@ -206,7 +206,12 @@ static void req_done(struct ff_io_req *req)
 	struct stripe_op *op = req->priv;
 	struct ff_raid *r = op->w->r;
 
-	if (req->result == -ECANCELED && !(atomic_load(&r->dead_mask) & (1u << req->member))) {
+	if (req->result < 0 && req->member == r->g.nmembers) {
+		/* the replacement member failed: the replace stops, the role is intact */
+		ff_log(FF_LOG_ERR, "replacement member %s failed: %s; replace abandoned", r->shadow.path,
+		       strerror(-req->result));
+		atomic_store(&r->shadow_role, -1);
+	} else if (req->result == -ECANCELED && !(atomic_load(&r->dead_mask) & (1u << req->member))) {
 		op->err = req->result; /* read around a slow member: not its failure */
 	} else if (req->result < 0) {
 		atomic_fetch_add(&r->stats.member_errors, 1);
@@ -739,8 +744,9 @@ static void meta_phase_done(struct stripe_op *op)
 		if (op->err)
 			return; /* reading the next copy */
 		op->writing = 1;
-		issue(op, FF_IO_WRITE, target, r->g.meta_offset + op->stripe * FF_META_CHUNK,
-		      op->w->scratch[op->scratch][0], FF_META_CHUNK);
+		issue(op, FF_IO_WRITE, (op->io->flags & FF_RAID_IO_TO_SHADOW) ? r->g.nmembers : target,
+		      r->g.meta_offset + op->stripe * FF_META_CHUNK, op->w->scratch[op->scratch][0],
+		      FF_META_CHUNK);
 		return;
 	}
 	if (!op->writing) {

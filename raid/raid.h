@@ -53,6 +53,8 @@ enum ff_raid_op {
 /* A write that cannot tear live data (it goes where nothing points yet):
  * no write-intent record is needed for it. */
 #define FF_RAID_IO_NO_INTENT 1u
+/* FF_RAID_REBUILD: write the rebuilt chunk to the replacement member. */
+#define FF_RAID_IO_TO_SHADOW 2u
 
 enum ff_member_state {
 	FF_MEMBER_ACTIVE = 1,
@@ -199,6 +201,14 @@ uint64_t ff_raid_resync_regions(const struct ff_raid *r);
 /* Add a member: it takes over a failed role at once (and is rebuilt), or
  * waits as a hot spare for the next failure. */
 int ff_raid_add(struct ff_raid *r, const char *path, bool force, struct ff_err *err);
+/* Copy role OLD's contents onto NEW while OLD keeps serving; NEW takes the
+ * role when the copy is done (ff_raid_rebuild_wait waits for it).  If OLD
+ * fails meanwhile, NEW is rebuilt from parity instead. */
+int ff_raid_replace(struct ff_raid *r, unsigned role, const char *path, bool force,
+		    struct ff_err *err);
+/* Role being replaced, or -1. */
+int ff_raid_replacing(const struct ff_raid *r);
+
 /* Take a failed (or missing) role's member out, or a spare by path. */
 int ff_raid_remove(struct ff_raid *r, const char *path, struct ff_err *err);
 unsigned ff_raid_spare_count(const struct ff_raid *r);

@@ -46,7 +46,7 @@ struct stripe_op {
 	int err;
 	void *pbuf[FF_PARITY_MAX];
 	void *slot[FF_MEMBERS_MAX + 1];
-	struct ff_io_req req[FF_MEMBERS_MAX];
+	struct ff_io_req req[FF_MEMBERS_MAX + 1]; /* + the replacement of one member */
 	struct stripe_op *next;       /* free list or locked list */
 	struct stripe_op *scratch_next; /* waiting for a scratch set */
 	struct stripe_op *lock_wait;  /* next op queued on the same stripe */
@@ -80,7 +80,14 @@ struct ff_raid {
 	struct ff_geom g;
 	const struct ff_raid_level *lv;
 	struct ff_member mem[FF_MEMBERS_MAX]; /* by role; fd < 0 when missing */
-	struct ff_member *memp[FF_MEMBERS_MAX];
+	struct ff_member *memp[FF_MEMBERS_MAX + 1]; /* [nmembers]: the replacement slot */
+	/*
+	 * Replacement (`replace OLD NEW`): NEW sits in ring slot nmembers and
+	 * receives every write to OLD's role while the copy runs; OLD keeps
+	 * serving.  At the end NEW takes OLD's place.
+	 */
+	struct ff_member shadow;
+	_Atomic int shadow_role;              /* -1: no replacement running */
 	_Atomic uint8_t state[FF_MEMBERS_MAX];
 	/*
 	 * Member masks.  dead: failed or missing, neither read nor written.
@@ -127,6 +134,8 @@ void raid_rebuild_stop(struct ff_raid *r);
 void raid_rebuild_free(struct ff_raid *r);
 /* A spare takes over a failed role if there is one of each (sb thread). */
 void raid_spares_takeover(struct ff_raid *r);
+int ff_raid_add_check(struct ff_raid *r, const char *path, bool force, struct ff_member *out,
+		      struct ff_err *err);
 int raid_sb_write_locked(struct ff_raid *r, uint32_t array_state);
 /* Has the rebuilding member(s) valid data for this stripe? */
 static inline bool raid_stripe_rebuilt(const struct ff_raid *r, uint64_t stripe)

@@ -46,6 +46,9 @@ struct raid_rebuild {
 	uint64_t inflight;
 	uint64_t lowest_inflight[RB_INFLIGHT];
 	int err;
+	bool replace;            /* copying a role onto its replacement (r->shadow) */
+	unsigned replace_role;
+	uint8_t replace_uuid[16];
 	struct ff_raid_io io[RB_INFLIGHT];
 	bool busy[RB_INFLIGHT];
 };
@@ -140,6 +143,8 @@ static int issue_unit(struct ff_raid *r, struct raid_rebuild *rb, unsigned slot,
 	memset(io, 0, sizeof(*io));
 	io->op = FF_RAID_REBUILD;
 	io->rebuild_members = target;
+	if (rb->replace)
+		io->flags = FF_RAID_IO_TO_SHADOW;
 	io->done = unit_done;
 	io->priv = r;
 	if (rb->phase == PH_META) {
@@ -194,7 +199,9 @@ static int run_phase(struct ff_raid *r, struct raid_rebuild *rb)
 	pthread_mutex_lock(&rb->lock);
 	for (;;) {
 		uint64_t unit, rate, now = ff_now_ns();
-		uint32_t targets = atomic_load(&r->rebuild_mask) & rb->targets;
+		uint32_t targets = rb->replace ? (atomic_load(&r->shadow_role) == (int)rb->replace_role &&
+						   !(atomic_load(&r->dead_mask) & rb->targets) ? rb->targets : 0)
+					       : atomic_load(&r->rebuild_mask) & rb->targets;
 		unsigned slot;
 
 		if (rb->stop || rb->err || !targets)
@@ -272,6 +279,9 @@ static void finish(struct ff_raid *r, struct raid_rebuild *rb)
 	pthread_mutex_unlock(&r->sb_lock);
 }
 
+static void replace_finish(struct ff_raid *r, struct raid_rebuild *rb);
+static void replace_abandon(struct ff_raid *r, struct raid_rebuild *rb);
+
 static void *rebuild_main(void *arg)
 {
 	struct ff_raid *r = arg;
@@ -280,17 +290,26 @@ static void *rebuild_main(void *arg)
 
 	while (rb->phase < PH_DONE && rc == 0 && !rb->stop) {
 		rc = run_phase(r, rb);
-		if (rc < 0 || rb->stop || !(atomic_load(&r->rebuild_mask) & rb->targets))
+		if (rc < 0 || rb->stop)
 			break;
-		if (rb->phase == PH_META)
+		if (rb->replace ? atomic_load(&r->shadow_role) != (int)rb->replace_role ||
+				  (atomic_load(&r->dead_mask) & rb->targets)
+				: !(atomic_load(&r->rebuild_mask) & rb->targets))
+			break;
+		if (rb->phase == PH_META && !rb->replace)
 			atomic_fetch_and(&r->meta_stale_mask, ~rb->targets);
 		rb->phase++;
 		rb->pos = 0;
-		checkpoint(r, rb);
+		if (!rb->replace) /* a replacement restarts from scratch: nothing to keep */
+			checkpoint(r, rb);
 	}
 	if (rc < 0)
 		ff_log(FF_LOG_ERR, "rebuild stopped: %s", strerror(-rc));
-	else if (rb->phase == PH_DONE)
+	if (rb->replace && rb->phase == PH_DONE && rc == 0)
+		replace_finish(r, rb);
+	else if (rb->replace)
+		replace_abandon(r, rb);
+	else if (rc == 0 && rb->phase == PH_DONE)
 		finish(r, rb);
 	pthread_mutex_lock(&rb->lock);
 	rb->running = false;
@@ -345,6 +364,7 @@ int ff_raid_rebuild_start(struct ff_raid *r)
 			ck = !ck || v < ck ? v : ck;
 		}
 	rb->targets = targets;
+	rb->replace = false;
 	ckpt_decode(ck, &rb->phase, &rb->pos);
 	seed_rebuilt(r, rb->phase, rb->pos);
 	if (rb->phase > PH_META)
@@ -378,7 +398,7 @@ void raid_rebuild_stop(struct ff_raid *r)
 		pthread_join(rb->thread, NULL);
 		rb->thread = 0;
 	}
-	if (rb->phase < PH_DONE && !rb->err)
+	if (rb->phase < PH_DONE && !rb->err && !rb->replace)
 		checkpoint(r, rb);
 }
 
@@ -516,11 +536,13 @@ static int write_spare_sb(struct ff_raid *r, struct ff_member *m)
 	return rc;
 }
 
-int ff_raid_add(struct ff_raid *r, const char *path, bool force, struct ff_err *err)
+/* Open a member that is to join: not already in, big enough, no signature. */
+int ff_raid_add_check(struct ff_raid *r, const char *path, bool force, struct ff_member *out,
+		      struct ff_err *err)
 {
 	struct ff_member m;
 	const char *sig;
-	int role, rc;
+	int rc;
 
 	if (r->read_only) {
 		ff_err_set(err, "array is read-only");
@@ -529,8 +551,10 @@ int ff_raid_add(struct ff_raid *r, const char *path, bool force, struct ff_err *
 	rc = ff_member_open(&m, path, false, err);
 	if (rc < 0)
 		return rc;
-	for (unsigned i = 0; i < r->g.nmembers + r->nspares; i++) {
-		const struct ff_member *o = i < r->g.nmembers ? &r->mem[i] : &r->spare[i - r->g.nmembers];
+	for (unsigned i = 0; i < r->g.nmembers + r->nspares + 1; i++) {
+		const struct ff_member *o = i < r->g.nmembers ? &r->mem[i]
+					    : i < r->g.nmembers + r->nspares ? &r->spare[i - r->g.nmembers]
+									: &r->shadow;
 
 		if (o->fd >= 0 && ff_member_same(&m, o)) {
 			ff_err_set(err, "%s is already part of this array", path);
@@ -550,6 +574,18 @@ int ff_raid_add(struct ff_raid *r, const char *path, bool force, struct ff_err *
 		ff_member_close(&m);
 		return -EEXIST;
 	}
+	*out = m;
+	return 0;
+}
+
+int ff_raid_add(struct ff_raid *r, const char *path, bool force, struct ff_err *err)
+{
+	struct ff_member m;
+	int role, rc;
+
+	rc = ff_raid_add_check(r, path, force, &m, err);
+	if (rc < 0)
+		return rc;
 	role = lowest_dead_role(r);
 	if (role >= 0)
 		return promote(r, &m, (unsigned)role);
@@ -606,4 +642,145 @@ unsigned ff_raid_spare_count(const struct ff_raid *r)
 const struct ff_member *ff_raid_spare(const struct ff_raid *r, unsigned i)
 {
 	return i < r->nspares ? &r->spare[i] : NULL;
+}
+
+/* ---- replace: copy a live member onto its successor ---------------------------- */
+
+static void shadow_detach(struct ff_raid *r)
+{
+	atomic_store(&r->shadow_role, -1);
+	for (unsigned i = 0; i < r->nworkers; i++)
+		ff_ring_update_member(&r->worker[i].ring, r->g.nmembers, -1);
+}
+
+/* The copy is complete: NEW takes OLD's role, OLD is let go. */
+static void replace_finish(struct ff_raid *r, struct raid_rebuild *rb)
+{
+	unsigned role = rb->replace_role;
+	struct ff_member old;
+
+	pthread_mutex_lock(&r->sb_lock);
+	old = r->mem[role];
+	r->mem[role] = r->shadow;
+	r->shadow.fd = -1;
+	for (unsigned i = 0; i < r->nworkers; i++)
+		ff_ring_update_member(&r->worker[i].ring, role, r->mem[role].fd);
+	atomic_store(&r->shadow_role, -1);
+	for (unsigned i = 0; i < r->nworkers; i++)
+		ff_ring_update_member(&r->worker[i].ring, r->g.nmembers, -1);
+	memcpy(r->sb->roles[role].member_uuid, rb->replace_uuid, 16);
+	raid_sb_write_locked(r, FF_ARRAY_DIRTY);
+	pthread_mutex_unlock(&r->sb_lock);
+	ff_sb_erase(&old); /* it would look like a stale member otherwise */
+	ff_log(FF_LOG_INFO, "member %s replaced by %s (role %u): %.1f s", old.path, r->mem[role].path,
+	       role, (double)(ff_now_ns() - rb->start_ns) / 1e9);
+	ff_member_close(&old);
+	free(old.fault);
+}
+
+/* OLD failed during the copy (or the copy failed): NEW becomes a hot spare,
+ * which takes the role at once if OLD is dead, and is rebuilt from parity. */
+static void replace_abandon(struct ff_raid *r, struct raid_rebuild *rb)
+{
+	struct ff_member m = r->shadow;
+
+	shadow_detach(r);
+	r->shadow.fd = -1;
+	if (m.fd < 0)
+		return;
+	if (r->nspares < FF_SPARES_MAX) {
+		r->spare[r->nspares++] = m;
+		ff_log(FF_LOG_WARN, "replace of role %u stopped; %s kept as a spare", rb->replace_role,
+		       m.path);
+	} else {
+		ff_member_close(&m);
+	}
+	pthread_mutex_lock(&r->sb_lock);
+	r->sb_pending = true; /* the superblock thread hands a spare to a dead role */
+	pthread_cond_signal(&r->sb_cond);
+	pthread_mutex_unlock(&r->sb_lock);
+}
+
+int ff_raid_replace(struct ff_raid *r, unsigned role, const char *path, bool force,
+		    struct ff_err *err)
+{
+	struct ff_member_sb *sb;
+	struct raid_rebuild *rb;
+	struct ff_member m;
+	int rc;
+
+	if (role >= r->g.nmembers || atomic_load(&r->state[role]) != FF_MEMBER_ACTIVE) {
+		ff_err_set(err, "role %u is not an active member: use add to fill a failed role", role);
+		return -EINVAL;
+	}
+	if (atomic_load(&r->shadow_role) >= 0 || (r->rb && r->rb->running)) {
+		ff_err_set(err, "a rebuild or replace is already running");
+		return -EBUSY;
+	}
+	rc = ff_raid_add_check(r, path, force, &m, err);
+	if (rc < 0)
+		return rc;
+	sb = ff_alloc_aligned(sizeof(*sb));
+	if (!sb) {
+		ff_member_close(&m);
+		return -ENOMEM;
+	}
+	pthread_mutex_lock(&r->sb_lock);
+	memcpy(sb, r->sb, sizeof(*sb));
+	pthread_mutex_unlock(&r->sb_lock);
+	sb->role = ff_cpu_to_le32(FF_ROLE_SPARE); /* a spare until the copy is done */
+	ff_uuid_generate(sb->member_uuid);
+	rc = ff_sb_write(&m, sb);
+	if (rc < 0) {
+		ff_err_set(err, "%s: cannot write its superblock: %s", path, strerror(-rc));
+		ff_member_close(&m);
+		free(sb);
+		return rc;
+	}
+	if (!r->rb) {
+		r->rb = calloc(1, sizeof(*r->rb));
+		if (!r->rb) {
+			ff_member_close(&m);
+			free(sb);
+			return -ENOMEM;
+		}
+		pthread_mutex_init(&r->rb->lock, NULL);
+		pthread_cond_init(&r->rb->cond, NULL);
+	}
+	rb = r->rb;
+	if (rb->thread) {
+		pthread_join(rb->thread, NULL);
+		rb->thread = 0;
+	}
+	memcpy(rb->replace_uuid, sb->member_uuid, 16);
+	free(sb);
+	r->shadow = m;
+	for (unsigned i = 0; i < r->nworkers; i++)
+		ff_ring_update_member(&r->worker[i].ring, r->g.nmembers, m.fd);
+	/* from here every write to the role also reaches the new member */
+	atomic_store(&r->shadow_role, (int)role);
+	rb->replace = true;
+	rb->replace_role = role;
+	rb->targets = 1u << role;
+	rb->phase = PH_META;
+	rb->pos = 0;
+	rb->units_total = meta_rows(r) + r->g.nstripes;
+	rb->units_done = 0;
+	rb->bytes_done = 0;
+	rb->err = 0;
+	rb->stop = false;
+	rb->start_ns = ff_now_ns();
+	rb->running = true;
+	ff_log(FF_LOG_INFO, "replacing %s (role %u) with %s", r->mem[role].path, role, path);
+	rc = -pthread_create(&rb->thread, NULL, rebuild_main, r);
+	if (rc < 0) {
+		rb->running = false;
+		replace_abandon(r, rb);
+	}
+	return rc;
+}
+
+int ff_raid_replacing(const struct ff_raid *r)
+{
+	return atomic_load(&r->shadow_role);
 }

@@ -879,6 +879,54 @@ START_TEST(slow_member_is_read_around_and_dead_one_failed)
 }
 END_TEST
 
+/* replace OLD NEW: OLD keeps serving while NEW is filled; NEW then holds
+ * the role, and the data is right with another member left out. */
+START_TEST(replace_while_old_serves)
+{
+	struct ff_err err = { "" };
+	struct ff_raid *r;
+	unsigned n = 4;
+
+	rng = 66;
+	make_members(n, MEMBER_MB);
+	create(5, n);
+	r = assemble(pp, n);
+	write_all(r);
+	ff_raid_set_rebuild_rate(r, 32 << 20, 32 << 20); /* slow enough to read meanwhile */
+	ck_assert_msg(ff_raid_replace(r, 1, new_member(1), false, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(ff_raid_replacing(r), 1);
+	ck_assert_int_eq(ff_raid_member_state(r, 1), FF_MEMBER_ACTIVE); /* the old one serves */
+	verify_all(r, "during the replace");
+	{ /* and takes writes, which reach the new member too */
+		uint8_t *buf = ff_alloc_aligned(ff_raid_geom(r)->stripe_bytes);
+		uint64_t off = 3 * ff_raid_geom(r)->stripe_bytes;
+
+		fill(buf, ff_raid_geom(r)->stripe_bytes);
+		memcpy(shadow + off, buf, ff_raid_geom(r)->stripe_bytes);
+		ck_assert_int_eq(ff_raid_rw(r, FF_RAID_WRITE, FF_SPACE_DATA, off, buf,
+					    ff_raid_geom(r)->stripe_bytes), 0);
+		free(buf);
+	}
+	ck_assert_int_eq(ff_raid_rebuild_wait(r), 0);
+	ck_assert_int_eq(ff_raid_replacing(r), -1);
+	ck_assert_str_eq(ff_raid_member(r, 1)->path, new_member_path(1));
+	verify_all(r, "after the replace");
+	ff_raid_close(r);
+	ck_assert_int_eq(unlink(paths[1]), 0);
+	ck_assert_int_eq(rename(new_member_path(1), paths[1]), 0);
+	r = assemble(pp, n);
+	ck_assert_uint_eq(ff_raid_failed_count(r), 0);
+	ff_raid_close(r);
+	assemble_ro = true;
+	r = assemble_without(n, 1u << 2);
+	verify_all(r, "replaced member with another left out");
+	ff_raid_close(r);
+	assemble_ro = false;
+	free(shadow);
+	remove_members(n);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("raid");
@@ -906,6 +954,7 @@ int main(void)
 	tcase_add_test(tc, rebuild_resumes_from_checkpoint);
 	tcase_add_test(tc, crash_resyncs_only_regions_in_flight);
 	tcase_add_test(tc, slow_member_is_read_around_and_dead_one_failed);
+	tcase_add_test(tc, replace_while_old_serves);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

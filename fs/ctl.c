@@ -645,14 +645,13 @@ static int cmd_add(struct ffs_ctl *c, char **w, unsigned nw, json_object **out)
 }
 
 /*
- * The engine has no "two members for one role" mode, so replace is: NEW
- * joins as a hot spare, OLD is failed, the spare takes OLD's role (the
- * array's superblock thread does that) and is rebuilt.  OLD stops serving
- * at once; the array is degraded until the rebuild ends.
+ * replace OLD NEW: NEW receives every write to OLD's role and a copy of
+ * OLD's contents while OLD keeps serving; NEW takes the role when the copy
+ * is done (`rebuild wait` waits for it).  If OLD fails meanwhile, NEW is
+ * rebuilt from parity instead.
  */
 static int cmd_replace(struct ffs_ctl *c, char **w, unsigned nw, json_object **out)
 {
-	const struct ff_geom *g = ff_raid_geom(c->r);
 	struct ff_err err = { "" };
 	unsigned rebuilding, down = unreadable_roles(c->r, &rebuilding);
 	char msg[2 * PATH_MAX + 100];
@@ -674,28 +673,12 @@ static int cmd_replace(struct ffs_ctl *c, char **w, unsigned nw, json_object **o
 		return reply_error(out, -EBUSY, "the array is not clean (%u member(s) failed, missing "
 				   "or rebuilding): finish that first, or fail %s and add %s", down,
 				   w[1], w[2]);
-	rc = ff_raid_add(c->r, w[2], has_word(w, nw, 3, "force"), &err);
+	rc = ff_raid_replace(c->r, (unsigned)role, w[2], has_word(w, nw, 3, "force"), &err);
 	if (rc < 0)
 		return reply_error(out, rc, "%s", err.msg[0] ? err.msg : strerror(-rc));
-	snprintf(msg, sizeof(msg), "replaced by %s", w[2]);
-	rc = ff_raid_fail_member(c->r, (unsigned)role, msg);
-	if (rc < 0)
-		return reply_error(out, rc, "role %d failed, but the superblocks could not all be "
-				   "written: %s", role, strerror(-rc));
-	/* the takeover runs on the array's superblock thread: wait to report it */
-	for (unsigned t = 0; t < CTL_REPLACE_WAIT_MS / 10; t++) {
-		const struct ff_member *m = ff_raid_member(c->r, (unsigned)role);
-
-		if (m && ff_raid_member_state(c->r, (unsigned)role) != FF_MEMBER_FAILED &&
-		    strcmp(m->path, w[2]) == 0)
-			break;
-		usleep(10000);
-	}
-	(void)g;
-	placed(c->r, w[2], msg, sizeof(msg));
+	snprintf(msg, sizeof(msg), "copying %s onto %s (role %d); the old member serves until "
+		 "the copy is done", w[1], w[2], role);
 	*out = reply_ok(msg);
-	jadd_str(*out, "note", "the old member stopped serving when it was failed: the array is "
-		 "degraded until the rebuild ends");
 	return 0;
 }
 

@@ -503,7 +503,8 @@ static void seg_begin(struct stripe_op *op)
 
 	op->err = 0;
 	op->writing = 0;
-	if (op->io->op == FF_RAID_REBUILD && raid_stripe_rebuilt(r, op->stripe)) {
+	if (op->io->op == FF_RAID_REBUILD && !(op->io->flags & FF_RAID_IO_TO_SHADOW) &&
+	    raid_stripe_rebuilt(r, op->stripe)) {
 		op_finish(op, 0); /* a full-stripe write already brought it up to date */
 		return;
 	}

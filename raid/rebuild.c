@@ -125,7 +125,9 @@ static bool next_unit(struct ff_raid *r, struct raid_rebuild *rb, uint64_t *unit
 		uint64_t s = rb->pos++;
 		bool a = allocated(r, s);
 
-		if ((rb->phase == PH_ALLOCATED) == a && !raid_stripe_rebuilt(r, s)) {
+		/* a replacement copies every stripe; a rebuild skips those written
+		 * whole since it began */
+		if ((rb->phase == PH_ALLOCATED) == a && (rb->replace || !raid_stripe_rebuilt(r, s))) {
 			*unit = s;
 			return true;
 		}

@@ -880,7 +880,9 @@ START_TEST(slow_member_is_read_around_and_dead_one_failed)
 END_TEST
 
 /* replace OLD NEW: OLD keeps serving while NEW is filled; NEW then holds
- * the role, and the data is right with another member left out. */
+ * the role, and the data is right with another member left out.  The array
+ * has been through a rebuild first (whose bookkeeping must not leak into
+ * the copy). */
 START_TEST(replace_while_old_serves)
 {
 	struct ff_err err = { "" };
@@ -892,6 +894,13 @@ START_TEST(replace_while_old_serves)
 	create(5, n);
 	r = assemble(pp, n);
 	write_all(r);
+	ck_assert_int_eq(ff_raid_fail_member(r, 0, "test: failed on purpose"), 0);
+	ck_assert_int_eq(ff_raid_remove(r, paths[0], &err), 0);
+	ck_assert_msg(ff_raid_add(r, new_member(0), false, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(ff_raid_rebuild_wait(r), 0);
+	/* same session: the new member keeps its file, under the old name */
+	ck_assert_int_eq(unlink(paths[0]), 0);
+	ck_assert_int_eq(rename(new_member_path(0), paths[0]), 0);
 	ff_raid_set_rebuild_rate(r, 32 << 20, 32 << 20); /* slow enough to read meanwhile */
 	ck_assert_msg(ff_raid_replace(r, 1, new_member(1), false, &err) == 0, "%s", err.msg);
 	ck_assert_int_eq(ff_raid_replacing(r), 1);
@@ -911,7 +920,15 @@ START_TEST(replace_while_old_serves)
 	ck_assert_int_eq(ff_raid_replacing(r), -1);
 	ck_assert_str_eq(ff_raid_member(r, 1)->path, new_member_path(1));
 	verify_all(r, "after the replace");
+	/* then another member fails and is rebuilt onto a fresh one */
+	ck_assert_int_eq(ff_raid_fail_member(r, 3, "test: failed on purpose"), 0);
+	ck_assert_int_eq(ff_raid_remove(r, paths[3], &err), 0);
+	ck_assert_msg(ff_raid_add(r, new_member(3), false, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(ff_raid_rebuild_wait(r), 0);
+	verify_all(r, "replace, then a rebuild");
 	ff_raid_close(r);
+	ck_assert_int_eq(unlink(paths[3]), 0);
+	ck_assert_int_eq(rename(new_member_path(3), paths[3]), 0);
 	ck_assert_int_eq(unlink(paths[1]), 0);
 	ck_assert_int_eq(rename(new_member_path(1), paths[1]), 0);
 	r = assemble(pp, n);

@@ -4,8 +4,8 @@
 # Runs framefs-raidbench (bench/raidbench.c) for RAID5 on 4 members, RAID5 on 8 and RAID6 on 6,
 # each on tmpfs files (--dir) and on loop devices over tmpfs files (--use, losetup
 # --direct-io=on), prints every run's output and RESULT line, then a summary table and a last
-# RESULT line with the worst of each ratio. Bar: write_eff >= 0.95, read_eff >= 0.95,
-# degraded_read_ratio >= 0.70.
+# RESULT line with the worst configuration's (median) ratio of each kind.
+# Bar: write_eff >= 0.95, read_eff >= 0.95, degraded_read_ratio >= 0.70.
 #
 #   write_eff           = RAID write / ((members - parity) / members x raw write of the members)
 #   read_eff            = RAID read / raw read
@@ -179,9 +179,14 @@ cell() { # KEY [DECIMALS] -> "median [min..max]" (min..max only with several val
 		END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
 		      if (NR > 1) printf "%.*f [%.*f..%.*f]\n", d, m, d, v[1], d, v[NR]; else printf "%.*f\n", d, m }'
 }
-worst() { # FIELD -> smallest value over every config and backing
+worst() { # FIELD -> the smallest of the configurations' medians (over the repeats)
 	local k all=""
-	for k in "${!R[@]}"; do [[ $k == *" $1" ]] && all+="${R[$k]}"; done
+	for k in "${!R[@]}"; do
+		[[ $k == *" $1" ]] || continue
+		# shellcheck disable=SC2086
+		all+="$(printf '%s\n' ${R[$k]} | sort -g | awk '{ v[NR] = $1 }
+			END { printf "%.3f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }') "
+	done
 	# shellcheck disable=SC2086
 	printf '%s\n' $all | sort -g | head -n1
 }
@@ -190,14 +195,16 @@ verdict() { # VALUE BAR
 }
 
 echo "MB/s are medians of raidbench's $RUNS runs$([ "$REPEATS" -gt 1 ] && echo ", then median [min..max] over $REPEATS repeats")"
-printf '%-6s %-6s %-16s %-16s %-16s %-16s %-16s %-18s %-18s %-18s\n' config on "raw write" "raw read" \
-	"raid write" "raid read" "degraded read" "write_eff>=0.95" "read_eff>=0.95" "degraded>=0.70"
+W1=16 W2=18
+[ "$REPEATS" -gt 1 ] && W1=22 W2=22
+printf '%-6s %-6s %-*s %-*s %-*s %-*s %-*s %-*s %-*s %s\n' config on $W1 "raw write" $W1 "raw read" \
+	$W1 "raid write" $W1 "raid read" $W1 "degraded read" $W2 "write_eff>=0.95" $W2 "read_eff>=0.95" "degraded>=0.70"
 for c in "${configs[@]}"; do
 	for b in "${backings[@]}"; do
 		k="$c $b"
-		printf '%-6s %-6s %-16s %-16s %-16s %-16s %-16s %-18s %-18s %-18s\n' "$c" "$b" "$(cell "$k raw write")" \
-			"$(cell "$k raw read")" "$(cell "$k raid write")" "$(cell "$k raid read")" \
-			"$(cell "$k raid degraded read")" "$(cell "$k write_eff" 3)" "$(cell "$k read_eff" 3)" \
+		printf '%-6s %-6s %-*s %-*s %-*s %-*s %-*s %-*s %-*s %s\n' "$c" "$b" $W1 "$(cell "$k raw write")" \
+			$W1 "$(cell "$k raw read")" $W1 "$(cell "$k raid write")" $W1 "$(cell "$k raid read")" \
+			$W1 "$(cell "$k raid degraded read")" $W2 "$(cell "$k write_eff" 3)" $W2 "$(cell "$k read_eff" 3)" \
 			"$(cell "$k degraded_read_ratio" 3)"
 	done
 done

@@ -19,12 +19,14 @@
 # offsets, truncates, renames (to new names and over old ones, the
 # atomic-save pattern), unlinks, and logs each step before it starts ("T")
 # and each acknowledgement after it returned ("A") to a log on /tmp, not on
-# the volume.  Some files are unlinked while held open (orphans at the
+# the volume.  Some kills land while the daemon writes everything out at
+# unmount instead.  Some files are unlinked while held open (orphans at the
 # crash).  Some recovery mounts are themselves killed.  At the end, deleting
 # every file must give back exactly the space and inodes of the empty volume.
 #
 #   IT_SEED=N          the seed (printed; default from the clock)
 #   IT_CRASH_ITERS=N   crash iterations (default 25)
+#   IT_CRASH_LEVEL=5|6 RAID level (default: from the seed)
 import ctypes
 import hashlib
 import json
@@ -41,7 +43,7 @@ from itlib import TestFailure, Volume, log, seed_from_env  # noqa: E402
 MiB = 1 << 20
 DIRS = ["seq", "tmp", "misc"]
 MAX_LIVE_BYTES = 180 * MiB  # counted in whole stripes: a 1-byte file takes one
-STRIPE = 3 * 512 * 1024       # RAID5 x4, 512 KiB chunks
+STRIPE = int(os.environ.get("IT_CRASH_STRIPE", 3 * 512 * 1024))  # data bytes of a stripe
 FRAME_2K = 12812288
 libc = ctypes.CDLL(None, use_errno=True)
 
@@ -520,18 +522,32 @@ class Crash:
                     raise TestFailure("iteration %d: the workload stopped before the kill (status %d): %s\n%s"
                                       % (it, w.returncode, "".join(tail), self.vol.daemon_log()))
                 time.sleep(0.01)
-            self.vol.kill9()
-            try:
-                w.wait(timeout=30)
-            except subprocess.TimeoutExpired:
+            if self.rng.random() < 0.15:
+                # the kill lands while the daemon writes everything out at unmount
+                where = "during unmount"
                 w.kill()
                 w.wait()
-                raise TestFailure("iteration %d: the workload hung after the daemon died" % it)
+                for _ in range(100):
+                    if subprocess.run(["umount", self.vol.mnt], capture_output=True).returncode == 0:
+                        break
+                    time.sleep(0.05)
+                time.sleep(self.rng.uniform(0, 0.03))
+                self.vol.kill9()
+                self.stats["killed_unmounts"] = self.stats.get("killed_unmounts", 0) + 1
+            else:
+                where = "under the workload"
+                self.vol.kill9()
+                try:
+                    w.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    w.kill()
+                    w.wait()
+                    raise TestFailure("iteration %d: the workload hung after the daemon died" % it)
             state, _ = self.parse_log(log_path)
             t = self.recovery_mount(it)
             self.verify(it, state)
-            log("iteration %d (%s): killed after %.2f s; recovery mount %.3f s; %d files acknowledged and intact"
-                % (it, mode, delay, t, len(self.base)))
+            log("iteration %d (%s): killed %s after %.2f s; recovery mount %.3f s; %d files acknowledged "
+                "and intact" % (it, mode, where, delay, t, len(self.base)))
             if it % 2 == 0 or it == self.iters:
                 # a clean unmount after recovery leaves nothing for fsck to fix
                 self.vol.unmount()
@@ -561,8 +577,10 @@ def main():
                              sys.argv[7])
     seed = seed_from_env()
     iters = int(os.environ.get("IT_CRASH_ITERS", "25"))
-    log("crash-kill9: seed %d (IT_SEED=%d to repeat), %d iterations, RAID5 x4" % (seed, seed, iters))
-    vol = Volume(5, 4, 256 * MiB)
+    level = int(os.environ.get("IT_CRASH_LEVEL", str(5 if seed % 2 else 6)))
+    log("crash-kill9: seed %d (IT_SEED=%d to repeat), %d iterations, RAID%d" % (seed, seed, iters, level))
+    vol = Volume(level, 4 if level == 5 else 6, 256 * MiB)
+    os.environ["IT_CRASH_STRIPE"] = str((3 if level == 5 else 4) * 512 * 1024)  # for the workload
     t0 = time.monotonic()
     c = None
     try:
@@ -576,10 +594,12 @@ def main():
     finally:
         vol.cleanup()
     s = c.stats
-    log("PASS: seed %d, %d crash iterations (%d recovery mounts also killed, %d mounts replayed the journal), "
+    log("PASS: seed %d, %d crash iterations (%d of them during an unmount, %d recovery mounts also killed, "
+        "%d mounts replayed the journal), "
         "%d acknowledgements logged, %d acknowledged files checked byte-identical, %d touched files checked "
         "for what survives, %d fsck -n -c runs clean, %.1f s"
-        % (seed, iters, s["killed_mounts"], s["replayed"], s["acks"], s["exact"], s["partial"] + s["weak"],
+        % (seed, iters, s.get("killed_unmounts", 0), s["killed_mounts"], s["replayed"], s["acks"], s["exact"],
+           s["partial"] + s["weak"],
            s["fsck"], time.monotonic() - t0))
     return 0
 

@@ -116,6 +116,7 @@ static int wpool_init(struct ffs *fs)
 		wb->data = ff_alloc_aligned(fs->stripe_bytes);
 		if (!wb->data)
 			return -ENOMEM;
+		memset(wb->data, 0, fs->stripe_bytes); /* fault it in now, not on the data path */
 		wb->next = p->free;
 		p->free = wb;
 	}
@@ -282,6 +283,7 @@ static int rcache_init(struct ffs *fs)
 		c->entries[i].data = ff_alloc_aligned(fs->stripe_bytes);
 		if (!c->entries[i].data)
 			return -ENOMEM;
+		memset(c->entries[i].data, 0, fs->stripe_bytes); /* faulted in at mount */
 		c->entries[i].fs = fs;
 		rc_lru_push(c, &c->entries[i]);
 	}

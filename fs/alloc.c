@@ -222,6 +222,22 @@ static uint64_t run_length(const uint64_t *bits, uint64_t nbits, uint64_t i, uin
 }
 
 /*
+ * Every free stripe is reserved ahead by files being written: take the
+ * unused part of their reservations back (each reserves again when it needs
+ * more) rather than refuse a writer while the volume has room.  Reservations
+ * are only touched under fs->lock, which the caller holds.
+ */
+static void reclaim_reservations(struct ffs *fs)
+{
+	for (unsigned h = 0; h < fs->ihash_size; h++)
+		for (struct finode *f = fs->ihash[h]; f; f = f->hnext)
+			if (f->reserve_count) {
+				unreserve_stripes(fs, f->reserve_first, f->reserve_count);
+				f->reserve_count = 0;
+			}
+}
+
+/*
  * Reserve stripes in memory only: a file takes a run ahead of its writes so
  * that it lies in one piece, and what it does not use goes back at close.
  * Only commit_stripes() marks them on disk, when they are mapped, so a
@@ -241,6 +257,8 @@ int reserve_stripes(struct ffs *fs, uint64_t hint, uint64_t want, uint64_t *firs
 		if (rc < 0)
 			return rc;
 	}
+	if (!fs->free_stripes)
+		reclaim_reservations(fs);
 	if (!fs->free_stripes)
 		return -ENOSPC;
 	want = FF_MAX(1ull, FF_MIN(want, fs->free_stripes));

@@ -5,7 +5,8 @@
  * mknod, symlink) — and the volume stays usable: every file completed
  * before reads back, deleting frees space that new writes can use, nothing
  * leaks (after deleting everything, a remount shows exactly the free space
- * and inodes of the empty volume).  Needs a volume made with few inodes
+ * and inodes of the empty volume); and space reserved ahead by writers that
+ * hold their files open never makes another writer fail while there is room.  Needs a volume made with few inodes
  * (mkfs -N).
  */
 #include <sys/statvfs.h>
@@ -56,6 +57,30 @@ static int write_frame(const char *path, uint64_t seed)
 	return rc;
 }
 
+/* Writers that keep their files open hold stripes reserved ahead of their
+ * writes; twelve of them, each in its own directory with 2 MiB written, use
+ * a small part of the volume and must not be refused space. */
+static void many_open_writers(void)
+{
+	uint8_t *buf = malloc(2 * MiB);
+	int fds[12];
+
+	IT_MUST(buf ? 0 : -1);
+	it_fill(buf, 2 * MiB, 500, 0);
+	for (int i = 0; i < 12; i++) {
+		IT_MUST(mkdir(P("w%d", i), 0755));
+		IT_MUST(fds[i] = open(P("w%d/f", i), O_CREAT | O_RDWR, 0644));
+		EXPECT(it_write_all(fds[i], buf, 2 * MiB, 0) == 0, "open writer %d: %s", i, strerror(errno));
+	}
+	for (int i = 0; i < 12; i++) {
+		EXPECT_OK(close(fds[i]));
+		it_check_file(P("w%d/f", i), 2 * MiB, 500);
+		EXPECT_OK(unlink(P("w%d/f", i)));
+		EXPECT_OK(rmdir(P("w%d", i)));
+	}
+	free(buf);
+}
+
 static void it_run(void)
 {
 	struct statvfs empty, full, v;
@@ -68,6 +93,7 @@ static void it_run(void)
 	IT_MUST(f ? 0 : -1);
 	fprintf(f, "%llu %llu\n", (unsigned long long)empty.f_bfree, (unsigned long long)empty.f_ffree);
 	fclose(f);
+	many_open_writers();
 	IT_MUST(mkdir(P("frames"), 0755));
 	/* data: frames until the volume is full */
 	for (;;) {

@@ -441,6 +441,8 @@ static json_object *status_json(struct ffs_ctl *c)
 	}
 	json_object_object_add(o, "spares", spares);
 	json_object_object_add(o, "rebuild", rebuild_json(r));
+	json_object_object_add(o, "replacing_role", ff_raid_replacing(r) >= 0
+			       ? json_object_new_int(ff_raid_replacing(r)) : NULL);
 	json_object_object_add(o, "scrub", c->fs ? scrub_json(c->fs) : NULL);
 	jadd_u64(rates, "rebuild_min_bps", c->rebuild_min_bps);
 	jadd_u64(rates, "rebuild_max_bps", c->rebuild_max_bps);

@@ -32,9 +32,9 @@
  *   remove MEMBER                  take out a failed member or a spare
  *   add PATH [force]               new member: takes over a failed role at
  *                                  once (rebuilt) or waits as a hot spare
- *   replace OLD NEW [force]        NEW joins as a spare, OLD is failed, NEW
- *                                  takes OLD's role and is rebuilt (OLD no
- *                                  longer serves during that rebuild)
+ *   replace OLD NEW [force]        NEW gets every write to OLD's role and a
+ *                                  copy of OLD while OLD serves; NEW takes
+ *                                  the role when the copy is done
  *   rebuild                        start or resume the rebuild
  *   scrub start [norepair] | scrub stop | scrub status
  *   set KEY=BYTES_PER_S ...        rebuild_min, rebuild_max, scrub_min,
@@ -64,6 +64,8 @@
  *   rebuild: {active, roles: [..], phase: "metadata"|"allocated"|"rest"|
  *             "done"|"pending" (to resume)|"none", fraction, percent, mb_per_s, eta_s,
  *             bytes_done, error: string|null},
+ *   replacing_role: role being copied onto its replacement (replace OLD
+ *             NEW; the old member serves until the copy is done) | null,
  *   scrub:   {active, repair, fraction, percent, stripes_checked,
  *             chunks_bad, chunks_repaired, parity_bad, parity_repaired,
  *             meta_bad, meta_repaired, unreadable, mb_per_s, eta_s,

@@ -216,6 +216,9 @@ void render_status(json_object *st, FILE *f)
 	for (size_t i = 0; spares && i < json_object_array_length(spares); i++)
 		member_line(json_object_array_get_idx(spares, i), "spare", f);
 	fprintf(f, "\n");
+	if (jget(st, "replacing_role"))
+		fprintf(f, "  replace  role %.0f is being copied onto its replacement; the old member "
+			"serves until the copy is done\n", jnum(st, "replacing_role"));
 	if (jbool(rb, "active") || jstr(rb, "error", NULL) ||
 	    strcmp(jstr(rb, "phase", "none"), "none") != 0) {
 		render_progress("rebuild", rb, line, sizeof(line));

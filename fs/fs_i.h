@@ -267,12 +267,18 @@ struct ffs {
 	bool commit_thread_started;
 	bool stopping;
 	pthread_cond_t commit_cond;
+	pthread_cond_t committed_cond;  /* a commit finished (group commit) */
+	uint64_t commit_want;           /* highest transaction a flusher waits for */
+	int commit_err;
 	uint64_t last_commit_ns;
 	/* statistics */
 	struct ffs_stats stats;
 };
 
 uint64_t ffs_now_ns(void);
+/* Group commit: make the running transaction durable, together with every
+ * other flusher's that arrives meanwhile.  fs->lock held. */
+int commit_wait(struct ffs *fs);
 void scrub_free(struct ffs *fs);
 
 #endif

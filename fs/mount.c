@@ -255,6 +255,30 @@ static bool stripe_in_use(void *arg, uint64_t stripe)
 	return (__atomic_load_n(&fs->sbits[stripe / 64], __ATOMIC_RELAXED) >> (stripe % 64)) & 1;
 }
 
+/*
+ * Group commit.  A flusher (close, fsync) that needs the running
+ * transaction durable asks the commit thread and waits; the thread commits
+ * once for everyone who asked before it got the lock, so concurrent closes
+ * share one journal write and one flush instead of one each.
+ */
+int commit_wait(struct ffs *fs)
+{
+	uint64_t mine = fs->j_seq;
+
+	if (fs->ro || !fs->tx_count)
+		return 0;
+	if (!fs->commit_thread_started)
+		return journal_commit(fs);
+	if (fs->commit_want < mine)
+		fs->commit_want = mine;
+	pthread_cond_signal(&fs->commit_cond);
+	while (fs->j_seq <= mine && !fs->commit_err && !fs->stopping)
+		pthread_cond_wait(&fs->committed_cond, &fs->lock);
+	if (fs->j_seq <= mine)
+		return fs->commit_err ? fs->commit_err : journal_commit(fs);
+	return 0;
+}
+
 static void *commit_main(void *arg)
 {
 	struct ffs *fs = arg;
@@ -266,13 +290,17 @@ static void *commit_main(void *arg)
 		int rc;
 
 		clock_gettime(CLOCK_REALTIME, &ts); /* the condition variable's clock */
-		if (fs->tx_count && ff_now_ns() >= due) {
+		if (fs->tx_count && (ff_now_ns() >= due || fs->commit_want >= fs->j_seq)) {
 			rc = journal_commit(fs);
+			fs->commit_err = rc < 0 ? rc : 0;
 			if (rc < 0)
-				ff_log(FF_LOG_ERR, "background commit failed: %s", strerror(-rc));
+				ff_log(FF_LOG_ERR, "commit failed: %s", strerror(-rc));
 			fs->last_commit_ns = ff_now_ns();
+			pthread_cond_broadcast(&fs->committed_cond);
 			continue;
 		}
+		if (fs->commit_want >= fs->j_seq) /* nothing left to commit: wake the askers */
+			pthread_cond_broadcast(&fs->committed_cond);
 		ts.tv_sec += 1;
 		pthread_cond_timedwait(&fs->commit_cond, &fs->lock, &ts);
 	}
@@ -306,6 +334,7 @@ static void fs_free(struct ffs *fs)
 	free(fs->sb);
 	pthread_mutex_destroy(&fs->lock);
 	pthread_cond_destroy(&fs->commit_cond);
+	pthread_cond_destroy(&fs->committed_cond);
 	free(fs);
 }
 
@@ -377,6 +406,7 @@ int ffs_mount(const char *const *paths, unsigned n, const struct ffs_opts *o, st
 	fs->ro = o->ro;
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_cond_init(&fs->commit_cond, NULL);
+	pthread_cond_init(&fs->committed_cond, NULL);
 	ro.read_only = o->ro;
 	ro.force_clean = o->force_clean;
 	ro.workers = o->raid_workers;
@@ -466,8 +496,10 @@ int ffs_unmount(struct ffs *fs)
 		pthread_mutex_lock(&fs->lock);
 		fs->stopping = true;
 		pthread_cond_signal(&fs->commit_cond);
+		pthread_cond_broadcast(&fs->committed_cond);
 		pthread_mutex_unlock(&fs->lock);
 		pthread_join(fs->commit_thread, NULL);
+		fs->commit_thread_started = false;
 	}
 	if (!fs->ro) {
 		rc = ffs_sync(fs);

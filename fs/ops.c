@@ -730,8 +730,7 @@ int ffs_flush(struct ffs *fs, uint64_t fh)
 	if (S_ISREG(ff_le32(fi->d.mode)))
 		rc = data_flush(fs, fi);
 	pthread_mutex_lock(&fs->lock);
-	if (fs->tx_count)
-		rc2 = journal_commit(fs);
+	rc2 = commit_wait(fs);
 	pthread_mutex_unlock(&fs->lock);
 	return rc < 0 ? rc : rc2;
 }
@@ -745,9 +744,8 @@ int ffs_fsync(struct ffs *fs, uint64_t fh, bool datasync)
 	if (fs->ro)
 		return rc;
 	pthread_mutex_lock(&fs->lock);
-	rc2 = fs->tx_count ? journal_commit(fs) : ff_raid_flush(fs->raid);
-	if (fs->tx_count == 0)
-		alloc_tx_committed(fs);
+	/* ffs_flush committed; the data of stripes written since needs a flush */
+	rc2 = fs->tx_count ? commit_wait(fs) : ff_raid_flush(fs->raid);
 	pthread_mutex_unlock(&fs->lock);
 	return rc < 0 ? rc : rc2;
 }

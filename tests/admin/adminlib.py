@@ -158,7 +158,7 @@ class Vol:
         rc = self.daemon.wait(timeout=300)
         self.daemon = None
         if expect_rc is not None and rc != expect_rc:
-            raise TestFailure("framefs exited %d after unmount:\n%s" % (rc, self.daemon_log()))
+            raise TestFailure("framefs exited %d after unmount:\n%s" % (rc, self.daemon_log(400)))
         return rc
 
     def kill9(self):

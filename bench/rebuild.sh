@@ -1,0 +1,241 @@
+#!/bin/bash
+# bench/rebuild.sh: rebuild speed, degraded reads and a 4K stream during a rebuild, on
+# RAM-backed members (tmpfs files in /dev/shm), through the real daemon and framefs-admin.
+#
+# One run: mkfs a RAID5 of 4 members, mount, write FILL_PCT of it as 4K preset frames, then
+#   degraded_read_ratio  unpaced 4K read (framefs-frametest -r -t 4) with one member failed
+#                        / the same read healthy
+#   rebuild_vs_raw       idle rebuild speed (member bytes rebuilt / time from `framefs-admin add`
+#                        to the end, polled every 50 ms) / the raw write speed of a fresh tmpfs
+#                        file like the replacement member (fio, O_DIRECT, io_uring, 1 MiB
+#                        writes, depth 8)                                     bar: >= 0.80
+#   rebuild_min_per_tb   minutes to rebuild 1 TB (10^12 bytes) at that speed
+#                        (for scale: MegaRAID 9670W 14.1 min/TB on RAID5; xiRAID ~5 min/TB)
+#   frames_dropped_during_rebuild  dropped frames of a paced 4K 24 fps read stream (4 threads,
+#                        framefs-frametest -f 24) that plays while a second rebuild starts and
+#                        runs beside it with the default rates (foreground first)   bar: 0
+# Each figure is printed as min / median / max over RUNS runs; the last line is
+#   RESULT rebuild_vs_raw=<median> rebuild_min_per_tb=<median> degraded_read_ratio=<median>
+#          frames_dropped_during_rebuild=<max over runs>
+#
+# Knobs (environment):
+#   RUNS=3          runs (each on a fresh volume)
+#   SIZE_MB=1024    size of each member (peak use of /dev/shm: 5 x SIZE_MB)
+#   FILL_PCT=50     share of the volume written with frames before the rebuilds
+#   STREAM_S=20     length of the 24 fps stream during the second rebuild (seconds)
+#   FRAMEFS_BUILD   build dir holding framefs, mkfs.framefs, framefs-admin, framefs-frametest
+#                   (else they are taken from PATH)
+# Needs root (FUSE mounts, /run/framefs) and fio.
+set -euo pipefail
+
+PROG=rebuild.sh
+die() { echo "$PROG: $*" >&2; exit 1; }
+warn() { echo "$PROG: $*" >&2; }
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
+case "${1:-}" in
+"") ;;
+-h | --help | help) usage; exit 0 ;;
+*) usage >&2; exit 2 ;;
+esac
+
+RUNS=${RUNS:-3}
+SIZE_MB=${SIZE_MB:-1024}
+FILL_PCT=${FILL_PCT:-50}
+STREAM_S=${STREAM_S:-20}
+for v in RUNS SIZE_MB FILL_PCT STREAM_S; do
+	[[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive whole number (got '${!v}')"
+done
+[ "$FILL_PCT" -le 90 ] || die "FILL_PCT must be at most 90"
+[ "$SIZE_MB" -ge 256 ] || die "SIZE_MB must be at least 256"
+[ "$(id -u)" -eq 0 ] || die "must run as root (FUSE mounts, the control socket)"
+command -v fio >/dev/null || die "fio not found (apt-get install fio)"
+command -v python3 >/dev/null || die "python3 not found"
+
+find_tool() { # NAME: the built tool
+	local f
+	if [ -n "${FRAMEFS_BUILD:-}" ]; then
+		for f in "$FRAMEFS_BUILD/$1" "$FRAMEFS_BUILD"/{fs,mkfs,tools/admin,tools/frametest}/"$1"; do
+			[ -x "$f" ] && { echo "$f"; return; }
+		done
+		die "no $1 in $FRAMEFS_BUILD (meson compile -C $FRAMEFS_BUILD)"
+	fi
+	command -v "$1" || die "$1 is not on PATH; build it and set FRAMEFS_BUILD=/path/to/build"
+}
+FRAMEFS=$(find_tool framefs)
+MKFS=$(find_tool mkfs.framefs)
+ADMIN=$(find_tool framefs-admin)
+FT=$(find_tool framefs-frametest)
+
+need=$((5 * SIZE_MB + 256))
+free=$(df -Pm /dev/shm | awk 'NR==2 { print $4 }')
+[ "$free" -ge "$need" ] || die "/dev/shm has $free MiB free, needs $need (5 x ${SIZE_MB} MiB); lower SIZE_MB"
+
+T=$(mktemp -d /tmp/ffrebuild.XXXXXX)
+SHM=/dev/shm/$(basename "$T")
+MNT=$T/mnt
+mkdir -p "$MNT"
+DAEMON=
+BG=
+
+cleanup() {
+	local i
+	trap - EXIT INT TERM HUP
+	[ -n "$BG" ] && kill "$BG" 2>/dev/null
+	if grep -qs " $MNT fuse.framefs " /proc/mounts; then
+		umount "$MNT" 2>/dev/null || umount -l "$MNT" 2>/dev/null || true
+	fi
+	if [ -n "$DAEMON" ] && kill -0 "$DAEMON" 2>/dev/null; then
+		kill -TERM "$DAEMON" 2>/dev/null
+		for i in $(seq 100); do kill -0 "$DAEMON" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$DAEMON" 2>/dev/null || true
+	fi
+	wait 2>/dev/null || true
+	rm -f "$SHM".*
+	rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'warn "interrupted"; exit 130' INT
+trap 'warn "terminated"; exit 143' TERM HUP
+
+jq_py() { # EXPR: evaluate EXPR on the JSON read from stdin (bound to j)
+	python3 -c "import json,sys; j=json.load(sys.stdin); print($1)"
+}
+
+mount_vol() {
+	"$FRAMEFS" -f "$SPEC" "$MNT" >>"$T/daemon.log" 2>&1 &
+	DAEMON=$!
+	local i
+	for i in $(seq 600); do
+		grep -qs " $MNT fuse.framefs " /proc/mounts && "$ADMIN" status -q "$MNT" >/dev/null 2>&1 && return
+		kill -0 "$DAEMON" 2>/dev/null || die "framefs exited: $(tail -5 "$T/daemon.log")"
+		sleep 0.05
+	done
+	die "framefs did not mount"
+}
+
+unmount_vol() {
+	umount "$MNT"
+	wait "$DAEMON" || warn "framefs exited $? after unmount"
+	DAEMON=
+}
+
+# Raw write speed of a fresh tmpfs file like a replacement member (bytes/s).
+raw_write_bps() {
+	local f=$SHM.raw out
+	out=$(fio --name=raw --filename="$f" --size="${SIZE_MB}M" --rw=write --bs=1M --direct=1 \
+		--ioengine=io_uring --iodepth=8 --output-format=json 2>/dev/null) || die "fio failed"
+	rm -f "$f"
+	jq_py 'j["jobs"][0]["write"]["bw_bytes"]' <<<"$out"
+}
+
+frames_read_mbs() { # FRAMES: unpaced 4K read of every frame, 4 threads: MB/s
+	"$FT" --json -u 0 -r -t 4 -n "$1" "$MNT/ft" 2>/dev/null | jq_py 'j["throughput"]["MB_s"] if j["frames"]["verify_failed"] == 0 and j["frames"]["errors"] == 0 else -1'
+}
+
+replace_member() { # ROLE: fail, remove and delete member ROLE; a fresh file stands ready
+	local role=$1
+	"$ADMIN" fail -q "$MNT" "${MEMBERS[role]}"
+	"$ADMIN" remove -q "$MNT" "${MEMBERS[role]}"
+	rm -f "${MEMBERS[role]}"
+	MEMBERS[role]=$SHM.new$role.$run
+	truncate -s "${SIZE_MB}M" "${MEMBERS[role]}"
+}
+
+rebuild_state() { # "active bytes_done roles" of the running rebuild
+	"$ADMIN" --json status "$MNT" | jq_py '"%d %d %d" % (j["rebuild"]["active"], j["rebuild"]["bytes_done"], len(j["rebuild"]["roles"]))'
+}
+
+one_run() {
+	local i st bytes active roles raw h d secs fr out b0 b1 dropped total bad lowest
+	MEMBERS=()
+	for i in 0 1 2 3; do
+		MEMBERS+=("$SHM.m$i")
+		truncate -s "${SIZE_MB}M" "${MEMBERS[i]}"
+	done
+	SPEC=$(IFS=,; echo "${MEMBERS[*]}")
+	"$MKFS" -q -f -l 5 "${MEMBERS[@]}" || die "mkfs.framefs failed"
+	mount_vol
+	mkdir "$MNT/ft"
+	fr=$(("$SIZE_MB" * 3 * 1048576 / 100 * FILL_PCT / 51052544))
+	[ "$fr" -ge 4 ] || fr=4
+	"$FT" -u 0 -w 4k -n "$fr" -t 4 "$MNT/ft" >/dev/null 2>&1 || die "writing $fr 4K frames failed"
+	sync
+
+	h=$(frames_read_mbs "$fr")
+	"$ADMIN" fail -q "$MNT" "${MEMBERS[1]}"
+	d=$(frames_read_mbs "$fr")
+	DEG+=("$(python3 -c "print('%.3f' % ($d / $h if $h > 0 and $d > 0 else 0))")")
+	echo "   run $run: $fr 4K frames; read healthy $h MB/s, degraded $d MB/s"
+
+	# idle rebuild onto a fresh member
+	raw=$(raw_write_bps)
+	"$ADMIN" remove -q "$MNT" "${MEMBERS[1]}"
+	rm -f "${MEMBERS[1]}"
+	MEMBERS[1]=$SHM.new1.$run
+	truncate -s "${SIZE_MB}M" "${MEMBERS[1]}"
+	# add, then poll the daemon every 20 ms until no member is left to rebuild
+	read -r secs bytes < <(python3 - "$ADMIN" "$MNT" "${MEMBERS[1]}" <<'PY'
+import json, subprocess, sys, time
+admin, mnt, new = sys.argv[1:]
+t0 = time.monotonic()
+subprocess.run([admin, "add", "-q", mnt, new], check=True)
+while True:
+    rb = json.loads(subprocess.run([admin, "--json", "status", mnt], check=True,
+                                   capture_output=True, text=True).stdout)["rebuild"]
+    if not rb["active"] and not rb["roles"]:
+        break
+    time.sleep(0.02)
+print("%.3f %d" % (time.monotonic() - t0, rb["bytes_done"]))
+PY
+)
+	st=$(python3 -c "
+bps = $bytes / $secs
+print('%.3f %.2f %.0f' % (bps / $raw, 1e12 / bps / 60, bps / 1e6))")
+	read -r ratio mpt mbs <<<"$st"
+	RVR+=("$ratio")
+	MPT+=("$mpt")
+	echo "   run $run: idle rebuild of $bytes bytes in $secs s = $mbs MB/s; raw write $(python3 -c "print('%.0f' % ($raw / 1e6))") MB/s: ratio $ratio, $mpt min/TB"
+
+	# a 24 fps 4K stream plays while a second rebuild starts beside it (default rates)
+	replace_member 2
+	"$FT" --json -u 0 -r -t 4 -f 24 -n "$fr" -l $(((STREAM_S * 24 + fr - 1) / fr)) "$MNT/ft" \
+		>"$T/stream.json" 2>"$T/stream.err" &
+	BG=$!
+	sleep 1
+	"$ADMIN" add -q "$MNT" "${MEMBERS[2]}"
+	read -r active b0 roles < <(rebuild_state)
+	wait "$BG" || true
+	BG=
+	read -r active b1 roles < <(rebuild_state)
+	out=$(jq_py '"%d %d %d %s" % (j["frames"]["dropped"], j["frames"]["transferred"], j["frames"]["verify_failed"] + j["frames"]["errors"], j["lowest_fps_1s"])' <"$T/stream.json") ||
+		die "the stream printed no JSON: $(tail -3 "$T/stream.err")"
+	read -r dropped total bad lowest <<<"$out"
+	[ "$bad" = 0 ] || die "the stream read $bad bad frame(s) during the rebuild"
+	DROP+=("$dropped")
+	echo "   run $run: 4K 24 fps stream of $total frames during the rebuild: dropped $dropped, lowest fps in 1 s $lowest; rebuild advanced $b0 -> $b1 bytes during it$([ "$roles" = 0 ] && echo ", finished")"
+	"$ADMIN" rebuild -q "$MNT" >/dev/null || die "the second rebuild did not finish"
+	unmount_vol
+	rm -f "$SHM".*
+}
+
+stats() { # VALUES...: "min / median / max"
+	python3 -c "
+import statistics, sys
+v = sorted(float(x) for x in sys.argv[1:])
+print('%g / %g / %g' % (v[0], statistics.median(v), v[-1]))" "$@"
+}
+median() { python3 -c "import statistics, sys; print('%g' % statistics.median(float(x) for x in sys.argv[1:]))" "$@"; }
+maxof() { python3 -c "import sys; print('%d' % max(int(x) for x in sys.argv[1:]))" "$@"; }
+
+echo "framefs rebuild benchmark: RAID5, 4 x $SIZE_MB MiB tmpfs members, $FILL_PCT% full of 4K frames, $RUNS run(s)"
+RVR=() MPT=() DEG=() DROP=()
+for run in $(seq "$RUNS"); do
+	one_run
+done
+echo
+echo "                                min / median / max"
+echo "rebuild_vs_raw                  $(stats "${RVR[@]}")   (bar >= 0.80)"
+echo "rebuild_min_per_tb              $(stats "${MPT[@]}")   (MegaRAID 9670W 14.1, xiRAID ~5)"
+echo "degraded_read_ratio             $(stats "${DEG[@]}")"
+echo "frames_dropped_during_rebuild   $(stats "${DROP[@]}")   (bar 0)"
+echo "RESULT rebuild_vs_raw=$(median "${RVR[@]}") rebuild_min_per_tb=$(median "${MPT[@]}") degraded_read_ratio=$(median "${DEG[@]}") frames_dropped_during_rebuild=$(maxof "${DROP[@]}")"

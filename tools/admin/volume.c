@@ -171,7 +171,8 @@ int vol_resolve(struct vol *v, char *const *operands, unsigned n, const char *so
 static int sock_request(const char *sock, const char *line, json_object **reply, bool quiet)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct timeval tv = { .tv_sec = 30 };
+	/* a probe of other daemons (quiet) must not hang on a stuck one for long */
+	struct timeval tv = { .tv_sec = quiet ? 5 : 30 };
 	char *buf = NULL;
 	size_t len = 0, cap = 0;
 	int fd, rc = 0;

@@ -84,6 +84,8 @@ static int disk_bit(struct ffs *fs, uint64_t start, uint64_t i, bool value)
 	uint64_t bit = i % FFS_BITS_PER_BLOCK;
 	int rc = mb_get(fs, start + i / FFS_BITS_PER_BLOCK, FFS_B_BITMAP, &mb);
 
+	if (rc == -EUCLEAN && fs->checking)
+		return 0; /* unreadable: fsck rewrites the whole block from its counts */
 	if (rc < 0)
 		return rc;
 	blk = (struct ffs_bitmap_block *)mb->data;

@@ -127,6 +127,13 @@ int iget(struct ffs *fs, uint64_t ino, struct finode **out)
 		       (unsigned long long)ino);
 		return -EUCLEAN;
 	}
+	/* the inline map is indexed by this count: a corrupt one must not reach it */
+	if (ff_le32(slot->nextents) > FFS_INLINE_EXTENTS) {
+		mb_put(fs, mb);
+		ff_log(FF_LOG_ERR, "inode %llu: corrupt extent count; run fsck.framefs",
+		       (unsigned long long)ino);
+		return -EUCLEAN;
+	}
 	fi = finode_alloc(ino);
 	if (!fi) {
 		mb_put(fs, mb);

@@ -253,6 +253,8 @@ struct tree_walk {
 	uint64_t why_ino;
 };
 int tree_walk(struct tree_walk *w);
+/* What the walk found wrong, in words (for PR_2_TREE_BAD). */
+void tree_why(const struct tree_walk *w, char *buf, size_t len);
 /* Give back the nodes of ino's tree at root that it owns (after a rebuild). */
 int tree_free_old(struct fsck *c, uint64_t ino, uint64_t root);
 

@@ -20,7 +20,8 @@
 #include "mkfs/fsck.h"
 
 #define BAD_EXTENTS_MAX 8u
-#define FSTRIPE_LIMIT (1ull << 32) /* the checksum table keeps file stripes in 32 bits */
+/* the checksum table keeps file stripes in 31 bits (the top one: unwritten) */
+#define FSTRIPE_LIMIT ((uint64_t)FFS_CSUM_UNWRITTEN)
 
 struct run {
 	uint64_t f, p, n;
@@ -162,8 +163,11 @@ static int judge(struct fsck *c, struct xcol *x, const struct tree_walk *w,
 	bool rebuild = x->remove;
 
 	if (w->damaged) {
+		char why[96];
+
+		tree_why(w, why, sizeof(why));
 		if (fix_problem(c, PR_2_TREE_BAD, &(struct pctx){ .ino = ino, .str = "regular file",
-							     .blk = w->bad_blk, .str2 = w->why }))
+							     .blk = w->bad_blk, .str2 = why }))
 			rebuild = true;
 		else
 			c->ino[ino].flags |= IS_TREE_BAD;
@@ -208,19 +212,22 @@ static int rebuild_one(struct fsck *c, uint64_t ino)
 
 	if (rc == 0)
 		rc = collect(&x, &d, &w);
+	/* an empty inline map first, in the slot itself: the library refuses
+	 * to load an inode whose map is corrupt */
+	old_root = ff_le32(d.flags) & FFS_I_BTREE ? ff_le64(d.root) : 0;
+	d.flags = ff_cpu_to_le32(ff_le32(d.flags) & ~(uint32_t)FFS_I_BTREE);
+	d.root = 0;
+	d.nextents = 0;
+	d.nstripes = 0;
+	memset(&d.u, 0, sizeof(d.u));
+	if (rc == 0)
+		rc = ck_slot_write(c, ino, &d);
 	if (rc == 0)
 		rc = ck_finode(c, ino, &fi);
 	if (rc < 0) {
 		free(x.runs);
 		return rc;
 	}
-	old_root = ff_le32(fi->d.flags) & FFS_I_BTREE ? ff_le64(fi->d.root) : 0;
-	fi->d.flags = ff_cpu_to_le32(ff_le32(fi->d.flags) & ~(uint32_t)FFS_I_BTREE);
-	fi->d.root = 0;
-	fi->d.nextents = 0;
-	fi->d.nstripes = 0;
-	memset(&fi->d.u, 0, sizeof(fi->d.u));
-	rc = istore(c->fs, fi);
 	for (size_t i = 0; i < x.nruns && rc == 0; i++) {
 		rc = extent_map(c->fs, fi, x.runs[i].f, x.runs[i].p, x.runs[i].n, x.runs[i].flags);
 		if (rc == 0)

@@ -91,6 +91,7 @@ static void dir_shape(struct fsck *c, uint64_t ino, const struct ffs_inode *d)
 {
 	struct tree_walk w = { .c = c, .ino = ino, .root = ff_le64(d->root), .claim = true };
 	int rc = tree_walk(&w);
+	char why[96];
 
 	if (rc < 0) {
 		fsck_operr(c, rc, "cannot walk a directory");
@@ -98,8 +99,9 @@ static void dir_shape(struct fsck *c, uint64_t ino, const struct ffs_inode *d)
 	}
 	if (!w.damaged)
 		return;
+	tree_why(&w, why, sizeof(why));
 	if (fix_problem(c, PR_2_TREE_BAD, &(struct pctx){ .ino = ino, .str = "directory",
-						     .blk = w.bad_blk, .str2 = w.why }))
+						     .blk = w.bad_blk, .str2 = why }))
 		c->ino[ino].flags |= IS_REBUILD;
 	else
 		c->ino[ino].flags |= IS_TREE_BAD;
@@ -182,6 +184,12 @@ static void check_inode(struct fsck *c, uint64_t ino, struct ffs_inode *d)
 		dirty = true;
 	}
 	in->diskflags = (uint8_t)ff_le32(d->flags);
+	/* only an inline map has a count (fsck_extent.c checks it) */
+	if ((in->dtype != DT_REG || (ff_le32(d->flags) & FFS_I_BTREE)) && d->nextents &&
+	    field(c, ino, "an inline extent count of", ff_le32(d->nextents), 0)) {
+		d->nextents = 0;
+		dirty = true;
+	}
 	if (contents(c, ino, d, &dirty) == CLEARED)
 		return;
 	why = d->xattr_block ? xattr_problem(c, ino, ff_le64(d->xattr_block)) : NULL;

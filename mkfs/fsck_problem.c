@@ -53,8 +53,8 @@ const struct problem_def fsck_problems[PR_COUNT] = {
 	  "Inode {ino} maps {num} data stripe(s) that belong to other files (data stripe {blk} "
 	  "belongs to inode {ino2})", "Unmap them"),
 	P(PR_2_CSUM_OWNER, 0x20d, SEV_MAJOR,
-	  "The checksum entry of data stripe {blk} names inode {num} file stripe {num2}, but the "
-	  "stripe holds file stripe {num3} of inode {ino}", "Fix the entry"),
+	  "The checksum entry of data stripe {blk} names inode {num} file stripe {num2}{str}, but "
+	  "the stripe holds file stripe {num3}{str2} of inode {ino}", "Fix the entry"),
 	P(PR_2_CSUM_BLOCK, 0x20e, SEV_MAJOR, "Checksum table block {blk} has no readable copy",
 	  "Rebuild it from the extent maps and the data"),
 	P(PR_3_ROOT_BAD, 0x301, SEV_MAJOR, "The root inode {str}", "Recreate the root directory"),

@@ -127,32 +127,47 @@ int edge_add(struct fsck *c, uint64_t parent, uint64_t child, const char *name)
 	return 0;
 }
 
-static void reserve_bits(uint64_t *bits, uint64_t i, uint64_t *nfree)
+static void bits_from(uint64_t *bits, uint64_t n, uint64_t *nfree, const struct fsck *c,
+		      bool (*used)(const struct fsck *c, uint64_t i))
 {
-	if (!bit_get(bits, i)) {
-		bit_put(bits, i);
-		(*nfree)--;
-	}
+	memset(bits, 0, FF_DIV_ROUND_UP(n, 64) * sizeof(uint64_t));
+	*nfree = n;
+	for (uint64_t i = 0; i < n; i++)
+		if (used(c, i)) {
+			bit_put(bits, i);
+			(*nfree)--;
+		}
+}
+
+static bool inode_used(const struct fsck *c, uint64_t i)
+{
+	return i == 0 || (c->ino[i].flags & IS_USED);
+}
+
+static bool stripe_used(const struct fsck *c, uint64_t i)
+{
+	return c->stripe[i].ino != 0;
+}
+
+static bool pool_used(const struct fsck *c, uint64_t i)
+{
+	return c->pool_owner[i] != 0;
 }
 
 /*
- * Before a repair allocates anything, whatever the metadata uses must be
- * taken in the library's in-memory allocators, even where the on-disk
- * bitmaps say free: otherwise a rebuilt tree could land on a live block.
+ * Before a repair allocates anything, the library's in-memory allocators
+ * must see exactly what the metadata uses, whatever the on-disk bitmaps
+ * say: a bit missing there would let a rebuilt tree land on a live block,
+ * and an unreadable bitmap block (loaded as all taken) would push a new
+ * inode past the end of the initialised inode table.
  */
 void fsck_reserve_counted(struct fsck *c)
 {
 	struct ffs *fs = c->fs;
 
-	for (uint64_t i = 1; i < c->ninodes; i++)
-		if (c->ino[i].flags & IS_USED)
-			reserve_bits(fs->ibits, i, &fs->free_inodes);
-	for (uint64_t s = 0; s < c->nstripes; s++)
-		if (c->stripe[s].ino)
-			reserve_bits(fs->sbits, s, &fs->free_stripes);
-	for (uint64_t b = 0; b < c->pool_blocks; b++)
-		if (c->pool_owner[b])
-			reserve_bits(fs->mbits, b, &fs->free_mblocks);
+	bits_from(fs->ibits, c->ninodes, &fs->free_inodes, c, inode_used);
+	bits_from(fs->sbits, c->nstripes, &fs->free_stripes, c, stripe_used);
+	bits_from(fs->mbits, c->pool_blocks, &fs->free_mblocks, c, pool_used);
 }
 
 uint8_t fsck_dtype(uint32_t mode)

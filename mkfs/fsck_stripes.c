@@ -35,6 +35,7 @@ static struct stripe_claim keeper(struct fsck *c, uint64_t p, const struct dup *
 	uint32_t crc[FF_MEMBERS_MAX], ino, f;
 	bool named = csum_get(c->fs, p, &ino, &f, crc) == 0;
 
+	f &= ~FFS_CSUM_UNWRITTEN;
 	if (named && live(c, first.ino) && first.ino == ino && first.fstripe == f)
 		return first;
 	for (size_t i = 0; i < n; i++)
@@ -142,7 +143,8 @@ static int csum_block_rebuild(struct fsck *c, uint64_t b)
 			continue;
 		data_crcs(c, p, crc);
 		e->ino = ff_cpu_to_le32(c->stripe[p].ino);
-		e->fstripe = ff_cpu_to_le32(c->stripe[p].fstripe);
+		e->fstripe = ff_cpu_to_le32(c->stripe[p].fstripe |
+					    (bit_get(c->unwritten, p) ? FFS_CSUM_UNWRITTEN : 0));
 		for (uint32_t k = 0; k < c->fs->g->ndata; k++)
 			e->crc[k] = ff_cpu_to_le32(crc[k]);
 	}
@@ -153,16 +155,19 @@ static int csum_block_rebuild(struct fsck *c, uint64_t b)
 
 static int owner_fix(struct fsck *c, uint64_t p, uint32_t *crc)
 {
+	bool unwritten = bit_get(c->unwritten, p);
 	int rc;
 
-	data_crcs(c, p, crc); /* unreadable data: keep the crcs the entry had */
-	rc = csum_set(c->fs, p, c->stripe[p].ino, c->stripe[p].fstripe, crc);
+	if (!unwritten)
+		data_crcs(c, p, crc); /* unreadable data: keep the crcs the entry had */
+	/* no checksums: the library marks the entry unwritten */
+	rc = csum_set(c->fs, p, c->stripe[p].ino, c->stripe[p].fstripe, unwritten ? NULL : crc);
 	return rc < 0 ? rc : ck_commit(c, false);
 }
 
 int extent_csum_check(struct fsck *c)
 {
-	uint32_t per = ff_le32(c->sb->csum_per_block), crc[FF_MEMBERS_MAX], ino, f;
+	uint32_t per = ff_le32(c->sb->csum_per_block), crc[FF_MEMBERS_MAX], ino, f, want;
 	uint64_t bad_block = UINT64_MAX;
 	int rc = 0;
 
@@ -182,9 +187,13 @@ int extent_csum_check(struct fsck *c)
 				rc = csum_block_rebuild(c, bad_block);
 			continue;
 		}
-		if ((ino != sc->ino || f != sc->fstripe) &&
-		    fix_problem(c, PR_2_CSUM_OWNER, &(struct pctx){ .blk = p, .num = ino, .num2 = f,
-								    .ino = sc->ino, .num3 = sc->fstripe }))
+		want = sc->fstripe | (bit_get(c->unwritten, p) ? FFS_CSUM_UNWRITTEN : 0);
+		if ((ino != sc->ino || f != want) &&
+		    fix_problem(c, PR_2_CSUM_OWNER, &(struct pctx){
+					.blk = p, .num = ino, .num2 = f & ~FFS_CSUM_UNWRITTEN,
+					.str = f & FFS_CSUM_UNWRITTEN ? " (unwritten)" : "",
+					.ino = sc->ino, .num3 = sc->fstripe,
+					.str2 = bit_get(c->unwritten, p) ? " (unwritten)" : "" }))
 			rc = owner_fix(c, p, crc);
 	}
 	if (rc < 0)

@@ -8,6 +8,7 @@
  * is kept for the report.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "mkfs/fsck.h"
@@ -161,6 +162,14 @@ int tree_walk(struct tree_walk *w)
 	w->damaged = false;
 	w->why = NULL;
 	return w->root ? walk_node(w, w->root, 0, -1, (struct span){ 0, UINT64_MAX }) : 0;
+}
+
+void tree_why(const struct tree_walk *w, char *buf, size_t len)
+{
+	if (w->why_ino)
+		snprintf(buf, len, "%s %llu", w->why, (unsigned long long)w->why_ino);
+	else
+		snprintf(buf, len, "%s", w->why);
 }
 
 struct old_nodes {

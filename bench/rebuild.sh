@@ -14,6 +14,8 @@
 #   frames_dropped_during_rebuild  dropped frames of a paced 4K 24 fps read stream (4 threads,
 #                        framefs-frametest -f 24) that plays while a second rebuild starts and
 #                        runs beside it with the default rates (foreground first)   bar: 0
+#                        (the same stream is first played degraded with no rebuild: its drops
+#                        are printed beside, as what the machine drops by itself)
 # Each figure is printed as min / median / max over RUNS runs; the last line is
 #   RESULT rebuild_vs_raw=<median> rebuild_min_per_tb=<median> degraded_read_ratio=<median>
 #          frames_dropped_during_rebuild=<max over runs>
@@ -146,7 +148,7 @@ rebuild_state() { # "active bytes_done roles" of the running rebuild
 }
 
 one_run() {
-	local i st bytes active roles raw h d secs fr out b0 b1 dropped total bad lowest
+	local i st bytes active roles raw h d secs fr out b0 b1 dropped total bad lowest base
 	MEMBERS=()
 	for i in 0 1 2 3; do
 		MEMBERS+=("$SHM.m$i")
@@ -196,8 +198,13 @@ print('%.3f %.2f %.0f' % (bps / $raw, 1e12 / bps / 60, bps / 1e6))")
 	MPT+=("$mpt")
 	echo "   run $run: idle rebuild of $bytes bytes in $secs s = $mbs MB/s; raw write $(python3 -c "print('%.0f' % ($raw / 1e6))") MB/s: ratio $ratio, $mpt min/TB"
 
-	# a 24 fps 4K stream plays while a second rebuild starts beside it (default rates)
+	# a 24 fps 4K stream plays while a second rebuild starts beside it (default rates); the
+	# same stream first plays degraded with no rebuild: the drops this machine causes alone
 	replace_member 2
+	"$FT" --json -u 0 -r -t 4 -f 24 -n "$fr" -l $(((STREAM_S * 24 + fr - 1) / fr)) "$MNT/ft" \
+		>"$T/stream.json" 2>"$T/stream.err" || true
+	base=$(jq_py 'j["frames"]["dropped"]' <"$T/stream.json") || die "the stream printed no JSON"
+	BASE+=("$base")
 	"$FT" --json -u 0 -r -t 4 -f 24 -n "$fr" -l $(((STREAM_S * 24 + fr - 1) / fr)) "$MNT/ft" \
 		>"$T/stream.json" 2>"$T/stream.err" &
 	BG=$!
@@ -212,6 +219,7 @@ print('%.3f %.2f %.0f' % (bps / $raw, 1e12 / bps / 60, bps / 1e6))")
 	read -r dropped total bad lowest <<<"$out"
 	[ "$bad" = 0 ] || die "the stream read $bad bad frame(s) during the rebuild"
 	DROP+=("$dropped")
+	echo "   run $run: 4K 24 fps stream of $total frames, degraded, no rebuild: dropped $base"
 	echo "   run $run: 4K 24 fps stream of $total frames during the rebuild: dropped $dropped, lowest fps in 1 s $lowest; rebuild advanced $b0 -> $b1 bytes during it$([ "$roles" = 0 ] && echo ", finished")"
 	"$ADMIN" rebuild -q "$MNT" >/dev/null || die "the second rebuild did not finish"
 	unmount_vol
@@ -228,7 +236,7 @@ median() { python3 -c "import statistics, sys; print('%g' % statistics.median(fl
 maxof() { python3 -c "import sys; print('%d' % max(int(x) for x in sys.argv[1:]))" "$@"; }
 
 echo "framefs rebuild benchmark: RAID5, 4 x $SIZE_MB MiB tmpfs members, $FILL_PCT% full of 4K frames, $RUNS run(s)"
-RVR=() MPT=() DEG=() DROP=()
+RVR=() MPT=() DEG=() DROP=() BASE=()
 for run in $(seq "$RUNS"); do
 	one_run
 done
@@ -238,4 +246,5 @@ echo "rebuild_vs_raw                  $(stats "${RVR[@]}")   (bar >= 0.80)"
 echo "rebuild_min_per_tb              $(stats "${MPT[@]}")   (MegaRAID 9670W 14.1, xiRAID ~5)"
 echo "degraded_read_ratio             $(stats "${DEG[@]}")"
 echo "frames_dropped_during_rebuild   $(stats "${DROP[@]}")   (bar 0)"
+echo "  the same stream, no rebuild     $(stats "${BASE[@]}")   (what the machine drops by itself)"
 echo "RESULT rebuild_vs_raw=$(median "${RVR[@]}") rebuild_min_per_tb=$(median "${MPT[@]}") degraded_read_ratio=$(median "${DEG[@]}") frames_dropped_during_rebuild=$(maxof "${DROP[@]}")"

@@ -403,26 +403,35 @@ static bool is_tree(const struct finode *fi)
 	return ff_le32(fi->d.flags) & FFS_I_BTREE;
 }
 
+typedef int (*bt_find_fn)(struct ffs *fs, struct bt_root *t, uint64_t key, uint64_t *found,
+			  void *val, uint16_t *len);
+
+/* The B+tree form: the record found by `find` as an extent. */
+static int tree_find(struct ffs *fs, struct finode *fi, uint64_t f, bt_find_fn find,
+		     struct ffs_extent *x)
+{
+	struct bt_root t = { ff_le64(fi->d.root), fi->ino };
+	struct xrec r;
+	uint64_t key;
+	uint16_t len;
+	int rc = find(fs, &t, f, &key, &r, &len);
+
+	if (rc < 0)
+		return rc;
+	if (len != sizeof(r))
+		return -EUCLEAN;
+	x->fstripe = ff_cpu_to_le64(key);
+	x->pstripe = r.pstripe;
+	x->count = r.count;
+	x->flags = r.flags;
+	return 0;
+}
+
 /* The run starting at or before f, if any. */
 static int ext_find_le(struct ffs *fs, struct finode *fi, uint64_t f, struct ffs_extent *x)
 {
-	if (is_tree(fi)) {
-		struct bt_root t = { ff_le64(fi->d.root), fi->ino };
-		struct xrec r;
-		uint64_t key;
-		uint16_t len;
-		int rc = bt_find_le(fs, &t, f, &key, &r, &len);
-
-		if (rc < 0)
-			return rc;
-		if (len != sizeof(r))
-			return -EUCLEAN;
-		x->fstripe = ff_cpu_to_le64(key);
-		x->pstripe = r.pstripe;
-		x->count = r.count;
-		x->flags = r.flags;
-		return 0;
-	}
+	if (is_tree(fi))
+		return tree_find(fs, fi, f, bt_find_le, x);
 	for (int i = (int)ff_le32(fi->d.nextents) - 1; i >= 0; i--)
 		if (ff_le64(fi->d.u.extents[i].fstripe) <= f) {
 			*x = fi->d.u.extents[i];
@@ -434,23 +443,8 @@ static int ext_find_le(struct ffs *fs, struct finode *fi, uint64_t f, struct ffs
 /* The first run starting at or after f. */
 static int ext_find_ge(struct ffs *fs, struct finode *fi, uint64_t f, struct ffs_extent *x)
 {
-	if (is_tree(fi)) {
-		struct bt_root t = { ff_le64(fi->d.root), fi->ino };
-		struct xrec r;
-		uint64_t key;
-		uint16_t len;
-		int rc = bt_find_ge(fs, &t, f, &key, &r, &len);
-
-		if (rc < 0)
-			return rc;
-		if (len != sizeof(r))
-			return -EUCLEAN;
-		x->fstripe = ff_cpu_to_le64(key);
-		x->pstripe = r.pstripe;
-		x->count = r.count;
-		x->flags = r.flags;
-		return 0;
-	}
+	if (is_tree(fi))
+		return tree_find(fs, fi, f, bt_find_ge, x);
 	for (unsigned i = 0; i < ff_le32(fi->d.nextents); i++)
 		if (ff_le64(fi->d.u.extents[i].fstripe) >= f) {
 			*x = fi->d.u.extents[i];

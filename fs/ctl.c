@@ -929,6 +929,9 @@ static void serve_one(struct ffs_ctl *c, int fd)
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	if (!line)
 		return;
+	/* read the request even from a peer that is refused: closing a Unix
+	 * socket with unread data resets it, and the answer would be lost */
+	rc = read_line(fd, line, FFS_CTL_LINE_MAX + 2);
 	if (!peer_is_root(fd)) {
 		static const char deny[] = "{\"ok\":false,\"error\":\"permission denied: the framefs "
 					   "control socket serves root only\",\"errno\":1}\n";
@@ -937,7 +940,6 @@ static void serve_one(struct ffs_ctl *c, int fd)
 		free(line);
 		return;
 	}
-	rc = read_line(fd, line, FFS_CTL_LINE_MAX + 2);
 	if (rc < 0) {
 		json_object *o;
 

@@ -92,8 +92,10 @@ class Vol:
 
     # ---- daemon -----------------------------------------------------------
     def is_mounted(self):
+        def unescape(field):  # /proc/mounts writes a space as \040
+            return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
         with open("/proc/mounts") as f:
-            return any(line.split()[1] == self.mnt and line.split()[2] == "fuse.framefs"
+            return any(unescape(line.split()[1]) == self.mnt and line.split()[2] == "fuse.framefs"
                        for line in f)
 
     def daemon_log(self, lines=40):

@@ -188,6 +188,21 @@ def test():
         check(not os.path.exists(sock), "socket %s left after unmount" % sock)
         log("ok: the socket goes away with the daemon")
 
+        # the naming rule escapes what is not [A-Za-z0-9.-]: a mountpoint with a
+        # space, an underscore and a percent sign gets its own socket name
+        plain_mnt = v.mnt
+        v.mnt = os.path.join(v.tmp, "m nt_1%")
+        os.mkdir(v.mnt)
+        v.mount()
+        want_name = ("/run/framefs/" + v.tmp.lstrip("/").replace("_", "%5f").replace("/", "_")
+                     + "_m%20nt%5f1%25.sock")
+        check(v.sock_path() == want_name and os.path.exists(want_name),
+              "socket for %r: %s (expected %s)" % (v.mnt, v.sock_path(), want_name))
+        check(v.status()["mountpoint"] == v.mnt, "mountpoint %r" % v.status()["mountpoint"])
+        v.unmount()
+        v.mnt = plain_mnt
+        log("ok: a mountpoint with a space, '_' and '%%' is reached at %s" % want_name)
+
         # offline: the same view from the members, as one list or as words
         off1 = v.adminj("status", ",".join(v.members + v.spares))
         off2 = v.adminj("status", *(v.members + v.spares))

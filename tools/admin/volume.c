@@ -214,6 +214,8 @@ static int sock_request(const char *sock, const char *line, json_object **reply,
 		k = recv(fd, buf + len, cap - len - 1, 0);
 		if (k < 0 && errno == EINTR)
 			continue;
+		if (k < 0 && len && errno == ECONNRESET)
+			break; /* the whole answer came before the reset */
 		if (k < 0)
 			rc = -errno;
 		if (k <= 0)

@@ -4,6 +4,7 @@
  * ffs_* call and ends in exactly one reply.
  */
 #include <alloca.h>
+#include <pthread.h>
 #include <errno.h>
 #include <fuse_lowlevel.h>
 #include <stdlib.h>
@@ -24,14 +25,30 @@ static struct ffs *FS(fuse_req_t req)
 	return fuse_req_userdata(req);
 }
 
-/* One aligned I/O buffer per worker thread, made on its first read. */
-static __thread void *tls_buf;
+/* One aligned I/O buffer per worker thread, made on its first use and
+ * freed when libfuse ends the thread (the key's destructor). */
+static pthread_key_t buf_key;
+static pthread_once_t buf_once = PTHREAD_ONCE_INIT;
+
+static void buf_key_make(void)
+{
+	pthread_key_create(&buf_key, free);
+}
 
 static void *thread_buf(void)
 {
-	if (!tls_buf)
-		tls_buf = ff_alloc_aligned(IO_MAX + 4096);
-	return tls_buf;
+	void *b;
+
+	pthread_once(&buf_once, buf_key_make);
+	b = pthread_getspecific(buf_key);
+	if (!b) {
+		b = ff_alloc_aligned(IO_MAX + 4096);
+		if (b && pthread_setspecific(buf_key, b) != 0) {
+			free(b);
+			b = NULL;
+		}
+	}
+	return b;
 }
 
 static void reply_entry(fuse_req_t req, int rc, const struct stat *st)

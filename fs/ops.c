@@ -841,8 +841,17 @@ int ffs_statfs(struct ffs *fs, struct statvfs *st)
 	st->f_bsize = 4096;
 	st->f_frsize = 4096;
 	st->f_blocks = ff_le64(fs->sb->nstripes) * (fs->stripe_bytes / 4096);
-	/* stripes freed in the running transaction are free in a moment */
-	st->f_bfree = (fs->free_stripes + fs->npending) * (fs->stripe_bytes / 4096);
+	/* stripes freed in the running transaction are free in a moment, and
+	 * those reserved ahead by files being written but not used yet are
+	 * handed back to whoever needs them */
+	{
+		uint64_t free = fs->free_stripes + fs->npending;
+
+		for (unsigned h = 0; h < fs->ihash_size; h++)
+			for (struct finode *f = fs->ihash[h]; f; f = f->hnext)
+				free += f->reserve_count;
+		st->f_bfree = free * (fs->stripe_bytes / 4096);
+	}
 	st->f_bavail = st->f_bfree;
 	st->f_files = ff_le64(fs->sb->ninodes) - 1;
 	st->f_ffree = fs->free_inodes;

@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Members and the io_uring ring on real files and a real loop device: what
+ * a member is comes from the system (size, block size, O_DIRECT alignment,
+ * NVMe or not); the ring completes requests, reports errors with the
+ * member, and carries out each kind of injected fault.
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "io/fault.h"
+#include "io/uring.h"
+
+static char dir[256], file[300];
+
+static void make_file(unsigned mb)
+{
+	int fd;
+
+	snprintf(dir, sizeof(dir), "/dev/shm/ffio.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(file, sizeof(file), "%s/member.img", dir);
+	fd = open(file, O_CREAT | O_RDWR | O_TRUNC, 0600);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, (off_t)mb << 20), 0);
+	close(fd);
+}
+
+static void remove_file(void)
+{
+	unlink(file);
+	rmdir(dir);
+}
+
+START_TEST(file_member_is_described_by_the_system)
+{
+	struct ff_member m;
+	struct ff_err err = { "" };
+	char d[200];
+
+	make_file(16);
+	ck_assert_msg(ff_member_open(&m, file, false, &err) == 0, "%s", err.msg);
+	ck_assert(!m.is_bdev);
+	ck_assert_uint_eq(m.size_bytes, 16u << 20);
+	ck_assert(FF_IS_POW2(m.lbs) && m.lbs >= 512 && m.lbs <= 4096);
+	ck_assert(m.dio_off_align > 0 && m.dio_mem_align > 0);
+	ck_assert(!m.nvme.is_nvme);
+	ck_assert_ptr_nonnull(strstr(ff_member_describe(&m, d, sizeof(d)), "not NVMe"));
+	ff_member_close(&m);
+	remove_file();
+}
+END_TEST
+
+/* A loop device with 4 KiB logical sectors: the member reports 4096. */
+START_TEST(loop_device_block_size_comes_from_the_device)
+{
+	struct ff_member m;
+	struct ff_err err = { "" };
+	char cmd[600], dev[64] = "";
+	FILE *p;
+
+	make_file(32);
+	snprintf(cmd, sizeof(cmd), "losetup --direct-io=on --sector-size 4096 -f --show %s", file);
+	p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	ck_assert_ptr_nonnull(fgets(dev, sizeof(dev), p));
+	pclose(p);
+	dev[strcspn(dev, "\n")] = '\0';
+	ck_assert_msg(dev[0] == '/', "losetup gave no device");
+	ck_assert_msg(ff_member_open(&m, dev, false, &err) == 0, "%s", err.msg);
+	ck_assert(m.is_bdev);
+	ck_assert_uint_eq(m.lbs, 4096);
+	ck_assert_uint_eq(m.size_bytes, 32u << 20);
+	ck_assert(!m.nvme.is_nvme); /* a loop device answers no NVMe Identify */
+	ff_member_close(&m);
+	snprintf(cmd, sizeof(cmd), "losetup -d %s", dev);
+	ck_assert_int_eq(system(cmd), 0);
+	remove_file();
+}
+END_TEST
+
+START_TEST(bad_members_are_refused_with_their_name)
+{
+	struct ff_member m;
+	struct ff_err err = { "" };
+
+	ck_assert_int_eq(ff_member_open(&m, "/nonexistent/member", false, &err), -ENOENT);
+	ck_assert_ptr_nonnull(strstr(err.msg, "/nonexistent/member"));
+	ck_assert_int_lt(ff_member_open(&m, "/dev/shm", false, &err), 0);
+	ck_assert_ptr_nonnull(strstr(err.msg, "/dev/shm"));
+}
+END_TEST
+
+struct fixture {
+	struct ff_member m;
+	struct ff_member *mp[1];
+	struct ff_ring ring;
+	uint8_t *buf;
+};
+
+static void fx_open(struct fixture *f)
+{
+	struct ff_err err = { "" };
+
+	make_file(8);
+	ck_assert_msg(ff_member_open(&f->m, file, false, &err) == 0, "%s", err.msg);
+	f->mp[0] = &f->m;
+	ck_assert_int_eq(ff_ring_init(&f->ring, f->mp, 1, 16), 0);
+	f->buf = ff_alloc_aligned(1 << 20);
+}
+
+static void fx_close(struct fixture *f)
+{
+	ff_ring_exit(&f->ring);
+	free(f->m.fault);
+	ff_member_close(&f->m);
+	free(f->buf);
+	remove_file();
+}
+
+static int rw(struct fixture *f, int op, uint64_t off, void *buf, uint32_t len)
+{
+	struct ff_io_req q = { .op = (uint8_t)op, .member = 0, .off = off, .len = len, .buf = buf };
+
+	return ff_ring_run(&f->ring, &q, 1);
+}
+
+START_TEST(ring_round_trip_with_and_without_registered_buffers)
+{
+	struct fixture f;
+	struct iovec iov;
+	uint8_t *back = ff_alloc_aligned(1 << 20);
+
+	fx_open(&f);
+	for (unsigned i = 0; i < (1u << 20); i++)
+		f.buf[i] = (uint8_t)(i * 7);
+	ck_assert_int_eq(rw(&f, FF_IO_WRITE, 0, f.buf, 1 << 20), 0);
+	memset(back, 0, 1 << 20);
+	ck_assert_int_eq(rw(&f, FF_IO_READ, 0, back, 1 << 20), 0);
+	ck_assert_int_eq(memcmp(f.buf, back, 1 << 20), 0);
+	iov.iov_base = back;
+	iov.iov_len = 1 << 20;
+	ck_assert_int_eq(ff_ring_register_buffers(&f.ring, &iov, 1), 0); /* READ_FIXED now */
+	memset(back, 0, 1 << 20);
+	ck_assert_int_eq(rw(&f, FF_IO_READ, 0, back, 1 << 20), 0);
+	ck_assert_int_eq(memcmp(f.buf, back, 1 << 20), 0);
+	/* past the end of the member: an error, not silence */
+	ck_assert_int_eq(rw(&f, FF_IO_READ, 8u << 20, back, 4096), -EIO);
+	free(back);
+	fx_close(&f);
+}
+END_TEST
+
+/* fault: reads of the member fail with EIO after 2 operations */
+START_TEST(fault_error_after_n_ops)
+{
+	struct fixture f;
+	struct ff_fault_rule rule;
+	struct ff_err err;
+
+	fx_open(&f);
+	ck_assert_int_eq(ff_fault_parse("op=r,err=EIO,after=2", &rule, &err), 0);
+	ck_assert_int_eq(ff_fault_add(&f.m, &rule), 0);
+	ck_assert_int_eq(rw(&f, FF_IO_READ, 0, f.buf, 4096), 0);
+	ck_assert_int_eq(rw(&f, FF_IO_READ, 0, f.buf, 4096), 0);
+	ck_assert_int_eq(rw(&f, FF_IO_READ, 0, f.buf, 4096), -EIO);
+	ck_assert_int_eq(rw(&f, FF_IO_WRITE, 0, f.buf, 4096), 0); /* writes untouched */
+	fx_close(&f);
+}
+END_TEST
+
+/* fault: 8 bits flipped in every read of [64K, 128K) only */
+START_TEST(fault_flips_bits_in_a_range)
+{
+	struct fixture f;
+	struct ff_fault_rule rule;
+	struct ff_err err;
+	uint8_t *back = ff_alloc_aligned(65536);
+	unsigned diff = 0;
+
+	fx_open(&f);
+	memset(f.buf, 0x42, 1 << 20);
+	ck_assert_int_eq(rw(&f, FF_IO_WRITE, 0, f.buf, 1 << 20), 0);
+	ck_assert_int_eq(ff_fault_parse("op=r,flip=8,from=64K,to=128K", &rule, &err), 0);
+	ck_assert_int_eq(ff_fault_add(&f.m, &rule), 0);
+	ck_assert_int_eq(rw(&f, FF_IO_READ, 0, back, 65536), 0);
+	ck_assert_int_eq(memcmp(back, f.buf, 65536), 0);
+	ck_assert_int_eq(rw(&f, FF_IO_READ, 65536, back, 65536), 0);
+	for (unsigned i = 0; i < 65536; i++)
+		diff += (unsigned)__builtin_popcount(back[i] ^ 0x42);
+	ck_assert_uint_ge(diff, 1);
+	ck_assert_uint_le(diff, 8);
+	free(back);
+	fx_close(&f);
+}
+END_TEST
+
+static void keep(struct ff_io_req *q)
+{
+	(void)q;
+}
+
+/* fault: 2 s latency on reads; the delayed request can be cancelled */
+START_TEST(fault_latency_and_cancel)
+{
+	struct fixture f;
+	struct ff_fault_rule rule;
+	struct ff_err err;
+	struct ff_io_req q = { .op = FF_IO_READ, .member = 0, .off = 0, .len = 4096 };
+	uint64_t t0;
+
+	fx_open(&f);
+	ck_assert_int_eq(ff_fault_parse("op=r,lat_ms=2000", &rule, &err), 0);
+	ck_assert_int_eq(ff_fault_add(&f.m, &rule), 0);
+	q.buf = f.buf;
+	q.complete = keep;
+	t0 = ff_now_ns();
+	ff_ring_queue(&f.ring, &q);
+	ck_assert_int_eq(ff_ring_submit(&f.ring), 0);
+	ck_assert_int_eq(ff_ring_cancel(&f.ring, &q), 0);
+	while (ff_ring_reap(&f.ring, true) == 0)
+		;
+	ck_assert_int_eq(q.result, -ECANCELED);
+	ck_assert_msg(ff_now_ns() - t0 < 1000000000ull, "the cancel did not cut the delay short");
+	ff_fault_clear(&f.m);
+	t0 = ff_now_ns();
+	ck_assert_int_eq(ff_fault_parse("op=r,lat_ms=200", &rule, &err), 0);
+	ck_assert_int_eq(ff_fault_add(&f.m, &rule), 0);
+	ck_assert_int_eq(rw(&f, FF_IO_READ, 0, f.buf, 4096), 0);
+	ck_assert_uint_ge(ff_now_ns() - t0, 200000000ull);
+	fx_close(&f);
+}
+END_TEST
+
+START_TEST(fault_text_names_members)
+{
+	struct fixture f;
+	struct ff_err err = { "" };
+
+	fx_open(&f);
+	ck_assert_int_eq(ff_fault_apply_text(f.mp, 1, "member.img@op=w,err=ENOSPC", &err), 0);
+	ck_assert_int_eq(rw(&f, FF_IO_WRITE, 0, f.buf, 4096), -ENOSPC);
+	ck_assert_int_lt(ff_fault_apply_text(f.mp, 1, "other.img@op=w,err=EIO", &err), 0);
+	ck_assert_ptr_nonnull(strstr(err.msg, "not a member"));
+	ck_assert_int_lt(ff_fault_apply_text(f.mp, 1, "member.img@op=w", &err), 0);
+	ck_assert_ptr_nonnull(strstr(err.msg, "does nothing"));
+	fx_close(&f);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("io");
+	TCase *tc = tcase_create("members-and-rings");
+	SRunner *sr;
+	int failed;
+
+	ff_log_set_level(getenv("FRAMEFS_LOG") ? FF_LOG_DEBUG : FF_LOG_ERR);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, file_member_is_described_by_the_system);
+	tcase_add_test(tc, loop_device_block_size_comes_from_the_device);
+	tcase_add_test(tc, bad_members_are_refused_with_their_name);
+	tcase_add_test(tc, ring_round_trip_with_and_without_registered_buffers);
+	tcase_add_test(tc, fault_error_after_n_ops);
+	tcase_add_test(tc, fault_flips_bits_in_a_range);
+	tcase_add_test(tc, fault_latency_and_cancel);
+	tcase_add_test(tc, fault_text_names_members);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

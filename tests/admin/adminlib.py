@@ -64,19 +64,22 @@ class Vol:
         self.base = "/dev/shm/" + os.path.basename(self.tmp)
         self.member_size = member_size
         self.made = []          # every /dev/shm file this test created
-        self.members = [self.new_file("m%d" % i) for i in range(nmembers)]
-        self.spares = [self.new_file("s%d" % i) for i in range(spares)]
         self.daemon = None
         self.nmounts = 0
         self.log_path = None
         self.level = level
-        args = [self.mkfs, "-q", "-f", "-l", str(level), *mkfs_args]
-        for s in self.spares:
-            args += ["-s", s]
-        r = subprocess.run(args + self.members, capture_output=True, text=True)
-        if r.returncode != 0:
-            self.cleanup()
-            raise TestFailure("mkfs.framefs failed: " + r.stderr)
+        try:
+            self.members = [self.new_file("m%d" % i) for i in range(nmembers)]
+            self.spares = [self.new_file("s%d" % i) for i in range(spares)]
+            args = [self.mkfs, "-q", "-f", "-l", str(level), *mkfs_args]
+            for s in self.spares:
+                args += ["-s", s]
+            r = subprocess.run(args + self.members, capture_output=True, text=True)
+            if r.returncode != 0:
+                raise TestFailure("mkfs.framefs failed: " + r.stderr)
+        except BaseException:
+            self.cleanup()  # nothing is left in /dev/shm, whatever went wrong
+            raise
 
     # ---- members ----------------------------------------------------------
     def new_file(self, name, size=None):

@@ -31,7 +31,6 @@
 
 #define CTL_WORDS_MAX 16
 #define CTL_IO_TIMEOUT_S 5
-#define CTL_REPLACE_WAIT_MS 5000
 
 struct ffs_ctl {
 	struct ffs *fs;           /* NULL: an array without its filesystem */

@@ -331,114 +331,204 @@ static uint64_t num(const char *s)
 	return strtoull(s, NULL, 0);
 }
 
-/* Damage through the library (or to all copies); false if unknown. */
+static void do_ibit_clear(struct tool *t, char **arg)
+{
+	int rc = free_inode_bit(t->fs, lookup(t, arg[0]));
+
+	if (rc < 0)
+		die("free_inode_bit", rc);
+	commit(t, NULL);
+}
+
+static void do_ibit_set(struct tool *t, char **arg)
+{
+	uint64_t ino;
+	int rc = alloc_inode(t->fs, &ino);
+
+	(void)arg;
+	if (rc < 0)
+		die("alloc_inode", rc);
+	commit(t, NULL);
+}
+
+static void do_dangling(struct tool *t, char **arg)
+{
+	dir_entry_add(t, arg[0], arg[1], free_ino(t), DT_REG);
+}
+
+static void do_entry_type(struct tool *t, char **arg)
+{
+	struct finode *fi = inode(t, arg[0]);
+	uint64_t ino;
+	uint8_t type;
+	int rc = dir_lookup(t->fs, fi, arg[1], &ino, &type);
+
+	if (rc == 0)
+		rc = dir_retarget(t->fs, fi, arg[1], ino, DT_CHR);
+	if (rc < 0)
+		die("dir_retarget", rc);
+	commit(t, NULL);
+}
+
+/* nlink, dotdot, dir-size, mode, slot-ino PATH VALUE: one inode field */
+static void do_field(struct tool *t, char **arg, const char *which)
+{
+	struct finode *fi = inode(t, arg[0]);
+	uint64_t v = num(arg[1]);
+
+	if (!strcmp(which, "nlink"))
+		fi->d.nlink = ff_cpu_to_le32((uint32_t)v);
+	else if (!strcmp(which, "dotdot"))
+		fi->d.parent = ff_cpu_to_le64(v);
+	else if (!strcmp(which, "dir-size"))
+		fi->d.size = ff_cpu_to_le64(v);
+	else if (!strcmp(which, "mode"))
+		fi->d.mode = ff_cpu_to_le32((uint32_t)v);
+	else
+		fi->d.ino = ff_cpu_to_le64(v);
+	commit(t, fi);
+}
+
+static void do_nlink(struct tool *t, char **arg) { do_field(t, arg, "nlink"); }
+static void do_dotdot(struct tool *t, char **arg) { do_field(t, arg, "dotdot"); }
+static void do_dir_size(struct tool *t, char **arg) { do_field(t, arg, "dir-size"); }
+static void do_mode(struct tool *t, char **arg) { do_field(t, arg, "mode"); }
+static void do_slot_ino(struct tool *t, char **arg) { do_field(t, arg, "slot-ino"); }
+
+static void do_leak_stripe(struct tool *t, char **arg)
+{
+	int rc = take_stripes(t->fs, ff_le64(t->fs->sb->nstripes) - 1, 1);
+
+	(void)arg;
+	if (rc < 0)
+		die("take_stripes", rc);
+	commit(t, NULL);
+}
+
+/* The second file's first extent points at the first file's first stripe. */
+static void do_dup_stripe(struct tool *t, char **arg)
+{
+	struct finode *fi = inode(t, arg[1]);
+
+	fi->d.u.extents[0].pstripe = ff_cpu_to_le64(first_stripe(t, arg[0]));
+	commit(t, fi);
+}
+
+static void do_extent_range(struct tool *t, char **arg)
+{
+	struct finode *fi = inode(t, arg[0]);
+
+	fi->d.u.extents[0].pstripe = ff_cpu_to_le64(ff_le64(t->fs->sb->nstripes) + 10);
+	commit(t, fi);
+}
+
+static void do_csum_owner(struct tool *t, char **arg) { csum_owner(t, arg[0]); }
+
+/* /b leaves the root and /b/c gets an entry naming /b: a detached loop. */
+static void do_dir_loop(struct tool *t, char **arg)
+{
+	struct finode *c = inode(t, "/b/c");
+	uint64_t b = lookup(t, "/b");
+	int rc;
+
+	(void)arg;
+	root_unlink(t, "b");
+	rc = dir_add(t->fs, c, "back", b, DT_DIR);
+	if (rc < 0)
+		die("dir_add", rc);
+	commit(t, NULL);
+}
+
+static void do_unreachable(struct tool *t, char **arg)
+{
+	(void)arg;
+	root_unlink(t, "b");
+}
+
+static void do_orphan_linked(struct tool *t, char **arg) { orphan_linked(t, arg[0]); }
+
+static void do_orphan_valid(struct tool *t, char **arg)
+{
+	(void)arg;
+	orphan_valid(t);
+}
+
+static void do_xattr_bad(struct tool *t, char **arg) { xattr_bad(t, arg[0]); }
+static void do_journal_pending(struct tool *t, char **arg) { journal_pending(t, arg[0]); }
+
+/* Written with the superblock at the end. */
+static void do_hwm(struct tool *t, char **arg)
+{
+	t->fs->sb->itable_hwm = ff_cpu_to_le64(num(arg[0]));
+}
+
+static void do_leaf_bad(struct tool *t, char **arg) { raw_all(t, second_leaf(t, arg[0]), 1); }
+
+static void do_itable_bad(struct tool *t, char **arg)
+{
+	raw_all(t, itable_block(t, lookup(t, arg[0])), 2);
+}
+
+static void do_sbitmap_bad(struct tool *t, char **arg)
+{
+	(void)arg;
+	raw_all(t, ff_le64(t->fs->sb->sbitmap_start), 3);
+}
+
+/* One mirror copy of the table block holding the inode. */
+static void do_copy_bad(struct tool *t, char **arg)
+{
+	raw_one_copy(t, itable_block(t, lookup(t, arg[0])), 1);
+}
+
+static void do_data_bad(struct tool *t, char **arg) { raw_data_chunk(t, first_stripe(t, arg[0]), 0); }
+
+static void do_data_lost(struct tool *t, char **arg)
+{
+	uint64_t p = first_stripe(t, arg[0]);
+
+	raw_data_chunk(t, p, 0);
+	raw_data_chunk(t, p, 1); /* two chunks: more than RAID5's parity rebuilds */
+}
+
+/* Superblock damage is done after the superblock is written (see main). */
+static void do_nothing(struct tool *t, char **arg)
+{
+	(void)t;
+	(void)arg;
+}
+
+static const struct action {
+	const char *name;
+	unsigned nargs;
+	void (*fn)(struct tool *t, char **arg);
+} actions[] = {
+	{ "ibit-clear", 1, do_ibit_clear },       { "ibit-set", 0, do_ibit_set },
+	{ "dangling", 2, do_dangling },           { "entry-type", 2, do_entry_type },
+	{ "nlink", 2, do_nlink },                 { "dotdot", 2, do_dotdot },
+	{ "dir-size", 2, do_dir_size },           { "mode", 2, do_mode },
+	{ "slot-ino", 2, do_slot_ino },           { "leak-stripe", 0, do_leak_stripe },
+	{ "dup-stripe", 2, do_dup_stripe },       { "extent-range", 1, do_extent_range },
+	{ "csum-owner", 1, do_csum_owner },       { "dir-loop", 0, do_dir_loop },
+	{ "unreachable", 0, do_unreachable },     { "orphan-linked", 1, do_orphan_linked },
+	{ "orphan-valid", 0, do_orphan_valid },   { "xattr-bad", 1, do_xattr_bad },
+	{ "journal-pending", 1, do_journal_pending }, { "hwm", 1, do_hwm },
+	{ "leaf-bad", 1, do_leaf_bad },           { "itable-bad", 1, do_itable_bad },
+	{ "sbitmap-bad", 0, do_sbitmap_bad },     { "copy-bad", 1, do_copy_bad },
+	{ "data-bad", 1, do_data_bad },           { "data-lost", 1, do_data_lost },
+	{ "sb-torn", 0, do_nothing },             { "no-super", 0, do_nothing },
+};
+
 static bool act(struct tool *t, const char *a, char **arg, unsigned nargs)
 {
-	struct finode *fi;
-	int rc = 0;
-
-#define ARGS(n) do { if (nargs < (n)) die(a, -EINVAL); } while (0)
-	if (!strcmp(a, "ibit-clear")) {
-		ARGS(1);
-		rc = free_inode_bit(t->fs, lookup(t, arg[0]));
-		commit(t, NULL);
-	} else if (!strcmp(a, "ibit-set")) {
-		uint64_t ino;
-
-		rc = alloc_inode(t->fs, &ino);
-		commit(t, NULL);
-	} else if (!strcmp(a, "dangling")) {
-		ARGS(2);
-		dir_entry_add(t, arg[0], arg[1], free_ino(t), DT_REG);
-	} else if (!strcmp(a, "entry-type")) {
-		uint64_t ino;
-		uint8_t type;
-
-		ARGS(2);
-		fi = inode(t, arg[0]);
-		rc = dir_lookup(t->fs, fi, arg[1], &ino, &type);
-		if (rc == 0)
-			rc = dir_retarget(t->fs, fi, arg[1], ino, DT_CHR);
-		commit(t, NULL);
-	} else if (!strcmp(a, "nlink") || !strcmp(a, "dotdot") || !strcmp(a, "dir-size") ||
-		   !strcmp(a, "mode") || !strcmp(a, "slot-ino")) {
-		ARGS(2);
-		fi = inode(t, arg[0]);
-		if (a[0] == 'n')
-			fi->d.nlink = ff_cpu_to_le32((uint32_t)num(arg[1]));
-		else if (a[0] == 'd' && a[1] == 'o')
-			fi->d.parent = ff_cpu_to_le64(num(arg[1]));
-		else if (a[0] == 'd')
-			fi->d.size = ff_cpu_to_le64(num(arg[1]));
-		else if (a[0] == 'm')
-			fi->d.mode = ff_cpu_to_le32((uint32_t)num(arg[1]));
-		else
-			fi->d.ino = ff_cpu_to_le64(num(arg[1]));
-		commit(t, fi);
-	} else if (!strcmp(a, "leak-stripe")) {
-		rc = take_stripes(t->fs, ff_le64(t->fs->sb->nstripes) - 1, 1);
-		commit(t, NULL);
-	} else if (!strcmp(a, "dup-stripe")) {
-		ARGS(2);
-		fi = inode(t, arg[1]);
-		fi->d.u.extents[0].pstripe = ff_cpu_to_le64(first_stripe(t, arg[0]));
-		commit(t, fi);
-	} else if (!strcmp(a, "extent-range")) {
-		ARGS(1);
-		fi = inode(t, arg[0]);
-		fi->d.u.extents[0].pstripe = ff_cpu_to_le64(ff_le64(t->fs->sb->nstripes) + 10);
-		commit(t, fi);
-	} else if (!strcmp(a, "csum-owner")) {
-		ARGS(1);
-		csum_owner(t, arg[0]);
-	} else if (!strcmp(a, "dir-loop")) {
-		struct finode *c = inode(t, "/b/c");
-		uint64_t b = lookup(t, "/b");
-
-		root_unlink(t, "b");
-		rc = dir_add(t->fs, c, "back", b, DT_DIR);
-		commit(t, NULL);
-	} else if (!strcmp(a, "unreachable")) {
-		root_unlink(t, "b");
-	} else if (!strcmp(a, "orphan-linked")) {
-		ARGS(1);
-		orphan_linked(t, arg[0]);
-	} else if (!strcmp(a, "orphan-valid")) {
-		orphan_valid(t);
-	} else if (!strcmp(a, "xattr-bad")) {
-		ARGS(1);
-		xattr_bad(t, arg[0]);
-	} else if (!strcmp(a, "journal-pending")) {
-		ARGS(1);
-		journal_pending(t, arg[0]);
-	} else if (!strcmp(a, "hwm")) {
-		ARGS(1);
-		t->fs->sb->itable_hwm = ff_cpu_to_le64(num(arg[0]));
-	} else if (!strcmp(a, "leaf-bad")) {
-		ARGS(1);
-		raw_all(t, second_leaf(t, arg[0]), 1);
-	} else if (!strcmp(a, "itable-bad")) {
-		ARGS(1);
-		raw_all(t, itable_block(t, lookup(t, arg[0])), 2);
-	} else if (!strcmp(a, "sbitmap-bad")) {
-		raw_all(t, ff_le64(t->fs->sb->sbitmap_start), 3);
-	} else if (!strcmp(a, "copy-bad")) { /* one mirror copy of the inode's table block */
-		ARGS(1);
-		raw_one_copy(t, itable_block(t, lookup(t, arg[0])), 1);
-	} else if (!strcmp(a, "data-bad") || !strcmp(a, "data-lost")) {
-		ARGS(1);
-		uint64_t p = first_stripe(t, arg[0]);
-
-		raw_data_chunk(t, p, 0);
-		if (a[5] == 'l')
-			raw_data_chunk(t, p, 1);
-	} else if (strcmp(a, "sb-torn") && strcmp(a, "no-super")) {
-		return false;
-	}
-#undef ARGS
-	if (rc < 0)
-		die(a, rc);
-	return true;
+	for (size_t i = 0; i < FF_ARRAY_SIZE(actions); i++)
+		if (!strcmp(a, actions[i].name)) {
+			if (nargs != actions[i].nargs)
+				die(a, -EINVAL);
+			actions[i].fn(t, arg);
+			return true;
+		}
+	return false;
 }
 
 int main(int argc, char **argv)

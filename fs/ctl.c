@@ -1089,7 +1089,7 @@ struct ffs_ctl *ffs_ctl_start(struct ffs *fs, const char *mnt_real)
 		ffs_ctl_free(c);
 		return NULL;
 	}
-	ff_log(FF_LOG_INFO, "control socket %s", c->sock_path);
+	ff_log(FF_LOG_DEBUG, "control socket %s", c->sock_path); /* mount(8) stays quiet */
 	return c;
 }
 

@@ -152,7 +152,7 @@ one() { # LEVEL MEMBERS BACKING: one framefs-raidbench run; records its RESULT
 	rm -rf --one-file-system "$T/files"
 }
 
-echo "raid.sh: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, kernel $(uname -r), $RB"
+echo "raid.sh: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, kernel $(uname -r), $RB, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "members of ${SIZE_MB} MiB, raidbench --runs $RUNS${RAIDBENCH_ARGS:+ $RAIDBENCH_ARGS}, $REPEATS repeat(s)"
 echo
 jobs=()
@@ -168,7 +168,7 @@ for rep in $(seq 1 "$REPEATS"); do
 		echo
 	done
 done
-echo "(done in $(($(date +%s) - T0)) s)"
+echo "(done in $(($(date +%s) - T0)) s; load average $(cut -d' ' -f1-3 /proc/loadavg))"
 echo
 
 cell() { # KEY [DECIMALS] -> "median [min..max]" (min..max only with several values)

@@ -16,7 +16,8 @@
 # ratios of medians (with the min..max of the per-run ratios beside them). Last line: RESULT.
 #
 # framefs rows run when mkfs.framefs and framefs are in $FRAMEFS_BUILD (a build dir, searched
-# three levels deep) or on PATH; otherwise "framefs: not built" and its ratios are n/a.
+# three levels deep; only there when it is set) or else on PATH; otherwise "framefs: not
+# built" and its ratios are n/a.
 #
 # Knobs (environment):
 #   SIZE_MB=1024        size of each member (6 members in ram mode, 4 in disk mode)
@@ -212,12 +213,14 @@ build_example() { # NAME -> $S/bin/NAME
 build_example null
 build_example passthrough_ll
 
-find_bin() { # NAME -> path, from FRAMEFS_BUILD (3 levels deep) or PATH
+find_bin() { # NAME -> path: from FRAMEFS_BUILD (3 levels deep) when it is set (only there:
+	# an installed, older framefs must not stand in for the build asked for), else from PATH
 	local f
 	if [ -n "${FRAMEFS_BUILD:-}" ]; then
 		for f in "$FRAMEFS_BUILD/$1" "$FRAMEFS_BUILD"/*/"$1" "$FRAMEFS_BUILD"/*/*/"$1"; do
 			[ -f "$f" ] && [ -x "$f" ] && { echo "$f"; return 0; }
 		done
+		return 1
 	fi
 	command -v "$1" 2>/dev/null
 }

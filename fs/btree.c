@@ -58,8 +58,10 @@ static int node_check(struct ffs_bt_node *n, unsigned depth_left)
 		for (unsigned i = 0; i < c; i++) {
 			struct ffs_bt_slot *s = &slots(n)[i];
 
+			/* no record is longer than bt_insert takes: callers size buffers so */
 			if (ff_le16(s->off) < ff_le16(n->data_start) ||
-			    ff_le16(s->off) + ff_le16(s->len) > FFS_BLOCK)
+			    ff_le16(s->off) + ff_le16(s->len) > FFS_BLOCK ||
+			    ff_le16(s->len) > FFS_BT_RECORD_MAX)
 				return -EUCLEAN;
 		}
 	return 0;

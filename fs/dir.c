@@ -28,7 +28,7 @@ static void dir_set_root(struct finode *dir, const struct bt_root *t)
 static int dir_find(struct ffs *fs, struct finode *dir, const char *name, size_t nlen,
 		    uint64_t *key, uint64_t *ino, uint8_t *type, uint64_t *free_key)
 {
-	uint8_t rec[sizeof(struct ffs_dirent) + FFS_NAME_MAX];
+	uint8_t rec[FFS_BT_RECORD_MAX]; /* a corrupt record may be longer than an entry */
 	struct bt_root t = dir_root(dir);
 	uint64_t h = ffs_name_hash(name, nlen), k = h;
 
@@ -149,7 +149,7 @@ int dir_retarget(struct ffs *fs, struct finode *dir, const char *name, uint64_t 
 int dir_next(struct ffs *fs, struct finode *dir, uint64_t pos, char *name, uint64_t *ino,
 	     uint8_t *type, uint64_t *next_pos)
 {
-	uint8_t rec[sizeof(struct ffs_dirent) + FFS_NAME_MAX];
+	uint8_t rec[FFS_BT_RECORD_MAX]; /* a corrupt record may be longer than an entry */
 	const struct ffs_dirent *de = (const struct ffs_dirent *)rec;
 	struct bt_root t = dir_root(dir);
 	uint64_t key;

@@ -411,15 +411,17 @@ static int tree_find(struct ffs *fs, struct finode *fi, uint64_t f, bt_find_fn f
 		     struct ffs_extent *x)
 {
 	struct bt_root t = { ff_le64(fi->d.root), fi->ino };
+	uint8_t rec[FFS_BT_RECORD_MAX]; /* a corrupt record may be longer than an extent */
 	struct xrec r;
 	uint64_t key;
 	uint16_t len;
-	int rc = find(fs, &t, f, &key, &r, &len);
+	int rc = find(fs, &t, f, &key, rec, &len);
 
 	if (rc < 0)
 		return rc;
 	if (len != sizeof(r))
 		return -EUCLEAN;
+	memcpy(&r, rec, sizeof(r));
 	x->fstripe = ff_cpu_to_le64(key);
 	x->pstripe = r.pstripe;
 	x->count = r.count;

@@ -474,6 +474,24 @@ static void field_span(struct rng *r, uint32_t type, const uint8_t *buf, size_t 
 	}
 }
 
+/* A leaf record moved or resized but kept inside the block: the node looks
+ * sane, the record does not fit what its reader expects. */
+static void leaf_slot(struct rng *r, uint8_t *buf)
+{
+	struct ffs_bt_node *n = (struct ffs_bt_node *)buf;
+	struct ffs_bt_slot *sl = (struct ffs_bt_slot *)(n + 1);
+	unsigned count = le16toh(n->count), start = le16toh(n->data_start), off, len;
+
+	if (n->level || !count || start >= FFS_BLOCK)
+		return;
+	sl += below(r, count);
+	off = below(r, 2) ? le16toh(sl->off) : start + (unsigned)below(r, FFS_BLOCK - start);
+	off = FF_MIN(off, FFS_BLOCK - 1u);
+	len = (unsigned)below(r, FFS_BLOCK - off + 1);
+	sl->off = htole16((uint16_t)off);
+	sl->len = htole16((uint16_t)len);
+}
+
 /* A block to damage: B+tree nodes and inode tables as often as the rest. */
 static const struct mblock *pick(struct rng *r)
 {
@@ -502,7 +520,10 @@ static void reseal_block(struct rng *r, struct fcase *fc)
 	if (!pread_at(fc->m[role], buf, FFS_BLOCK, at))
 		die("cannot read %s", fc->m[role]);
 	field_span(r, b->type, buf, &lo, &hi);
-	mutate(r, buf, lo, hi);
+	if (b->type == FFS_B_BTREE && below(r, 3) == 0)
+		leaf_slot(r, buf);
+	else
+		mutate(r, buf, lo, hi);
 	ffs_block_seal(buf, b->type, b->no);
 	write_copies(fc, b->no, buf, 0, FFS_BLOCK, UINT32_MAX);
 	free(buf);

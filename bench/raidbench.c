@@ -391,7 +391,8 @@ int main(int argc, char **argv)
 	struct ff_raid_create_params p;
 	struct ff_member *m[FF_MEMBERS_MAX];
 	struct ff_err err = { "" };
-	const struct ff_geom *g;
+	struct ff_geom geom;          /* a copy: the array it came from is closed and reopened */
+	const struct ff_geom *g = &geom;
 	struct ff_raid *r;
 	char *buf, *chk;
 	uint64_t span;
@@ -411,7 +412,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	r = assemble(&c, ~0u);
-	g = ff_raid_geom(r);
+	geom = *ff_raid_geom(r);
 	span = g->nstripes * g->chunk_bytes; /* bytes of each member the data space covers */
 	printf("framefs-raidbench: RAID%u, %u members of %s in %s, chunk %u KiB, %u workers, "
 	       "queue depth %u, %u requests of %llu KiB in flight\n", g->level, g->nmembers,
@@ -462,8 +463,10 @@ int main(int argc, char **argv)
 	we = median(&w) / ((double)g->ndata / g->nmembers * median(&rw));
 	re = median(&rd) / median(&rrd);
 	dr = median(&dg) / median(&rd);
-	printf("RESULT level=%u members=%u write_eff=%.3f read_eff=%.3f degraded_read_ratio=%.3f\n",
-	       g->level, g->nmembers, we, re, dr);
+	printf("RESULT level=%u members=%u write_eff=%.3f read_eff=%.3f degraded_read_ratio=%.3f "
+	       "raw_write_mbs=%.0f raw_read_mbs=%.0f raid_write_mbs=%.0f raid_read_mbs=%.0f "
+	       "degraded_read_mbs=%.0f\n", g->level, g->nmembers, we, re, dr, median(&rw),
+	       median(&rrd), median(&w), median(&rd), median(&dg));
 	if (!c.keep && !c.use) {
 		for (unsigned i = 0; i < c.members; i++)
 			unlink(pp[i]);

@@ -192,6 +192,9 @@ int bt_find_ge(struct ffs *fs, struct bt_root *t, uint64_t key, uint64_t *found,
 
 		if (p.idx[p.depth - 1] < count(leaf)) {
 			copy_out(leaf, p.idx[p.depth - 1], found, val, len);
+			/* keys out of order: callers that step on from *found would loop */
+			if (*found < key)
+				rc = -EUCLEAN;
 			break;
 		}
 		/* past this leaf: the next child of the nearest ancestor that has one */
@@ -229,6 +232,8 @@ int bt_find_le(struct ffs *fs, struct bt_root *t, uint64_t key, uint64_t *found,
 		}
 		if (i > 0) {
 			copy_out(leaf, i - 1, found, val, len);
+			if (*found > key) /* keys out of order */
+				rc = -EUCLEAN;
 			break;
 		}
 		for (lvl = (int)p.depth - 2; lvl >= 0; lvl--)

@@ -386,6 +386,7 @@ struct fcase {
 	char m[8][128];
 	char kind[64];
 	bool garbage;         /* members are not (all) the volume's: mkfs gets them too */
+	bool data;            /* fsck runs with -c (verify data checksums) */
 };
 
 static void fill(struct rng *r, void *buf, size_t len)
@@ -590,6 +591,19 @@ static void garbage_members(struct rng *r, struct fcase *fc)
 	fc->garbage = true;
 }
 
+/* Garbage inside a data chunk (or parity) of one of the stripes in use:
+ * fsck -c finds it, parity rebuilds it. */
+static void data_chunk(struct rng *r, struct fcase *fc)
+{
+	const struct ff_geom *g = &base.g;
+	uint64_t at = g->data_offset + below(r, 16) * g->chunk_bytes + below(r, g->chunk_bytes);
+	uint8_t buf[512];
+
+	fill(r, buf, sizeof(buf));
+	pwrite_at(fc->m[below(r, NM)], buf, (size_t)FF_MIN(sizeof(buf), 1 + below(r, 512)), at);
+	fc->data = true;
+}
+
 static void make_case(struct rng *r, struct fcase *fc)
 {
 	unsigned k = (unsigned)below(r, 100), n;
@@ -601,12 +615,16 @@ static void make_case(struct rng *r, struct fcase *fc)
 		path(p, "b", i);
 		copy_file(p, fc->m[i]);
 	}
-	if (k < 22) {
+	fc->data = below(r, 10) == 0;
+	if (k < 20) {
 		snprintf(fc->kind, sizeof(fc->kind), "garbage block");
 		garbage_block(r, fc, false);
-	} else if (k < 50) {
+	} else if (k < 45) {
 		snprintf(fc->kind, sizeof(fc->kind), "resealed block");
 		reseal_block(r, fc);
+	} else if (k < 50) {
+		snprintf(fc->kind, sizeof(fc->kind), "data chunk");
+		data_chunk(r, fc);
 	} else if (k < 58) {
 		snprintf(fc->kind, sizeof(fc->kind), "one bad copy");
 		garbage_block(r, fc, true);
@@ -695,7 +713,7 @@ static int fsck(const char *mode, char (*m)[128], unsigned nm, struct result *re
 {
 	bool san = false;
 
-	run(fsck_bin, (const char *[]){ mode, NULL }, m, nm, res);
+	run(fsck_bin, (const char *[]){ mode, cur->data ? "-c" : NULL, NULL }, m, nm, res);
 	if (res->status & ~(FSCK_EXIT_FIXED | FSCK_EXIT_UNFIXED | FSCK_EXIT_OPERROR))
 		failed("fsck.framefs exit status is not an fsck(8) code", res);
 	if ((res->status & FSCK_EXIT_OPERROR) && lines_with(res->err, "fsck.framefs: ", &san) != 1)

@@ -372,6 +372,7 @@ int ff_raid_assemble(const char *const *paths, unsigned n, const struct ff_raid_
 	}
 	for (unsigned i = 0; i < FF_MEMBERS_MAX; i++)
 		r->mem[i].fd = -1;
+	pthread_mutex_init(&r->spare_lock, NULL);
 	r->opts = *opts;
 	r->read_only = opts->read_only;
 	rc = open_members(paths, n, opts->read_only, m, err);
@@ -608,6 +609,7 @@ int ff_raid_close(struct ff_raid *r)
 	if (r->shadow.fd >= 0)
 		ff_member_close(&r->shadow);
 	raid_rebuild_free(r);
+	pthread_mutex_destroy(&r->spare_lock);
 	pthread_mutex_destroy(&r->sb_lock);
 	pthread_cond_destroy(&r->sb_cond);
 	free(r->sb);

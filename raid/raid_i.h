@@ -103,6 +103,7 @@ struct ff_raid {
 	bool (*alloc_query)(void *arg, uint64_t stripe);
 	void *alloc_arg;
 	uint64_t rebuild_min_bps, rebuild_max_bps;
+	pthread_mutex_t spare_lock;           /* the spare list: admin and superblock threads */
 	struct ff_member spare[FF_SPARES_MAX];
 	unsigned nspares;
 	struct raid_intent *intent;

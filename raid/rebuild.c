@@ -39,9 +39,13 @@ struct raid_rebuild {
 	uint32_t targets;
 	unsigned phase;
 	uint64_t pos;            /* next unit to issue in this phase */
-	uint64_t units_done;
-	uint64_t units_total;
 	uint64_t bytes_done;     /* bytes written to the new member(s) */
+	uint64_t progress_bytes; /* of progress_total: written, or current already */
+	uint64_t progress_total;
+	uint64_t fg_last;        /* foreground byte count last seen, and when it moved */
+	uint64_t fg_moved_ns;
+	double tokens;           /* rate limit: bytes that may be issued now */
+	uint64_t tokens_ns;
 	uint64_t start_ns;
 	uint64_t inflight;
 	uint64_t lowest_inflight[RB_INFLIGHT];
@@ -90,6 +94,22 @@ static void seed_rebuilt(struct ff_raid *r, unsigned phase, uint64_t pos)
 	}
 }
 
+/* Progress in bytes to write, and how much a checkpoint already covers. */
+static void progress_from_checkpoint(struct ff_raid *r, struct raid_rebuild *rb)
+{
+	uint64_t nt = (uint64_t)__builtin_popcount(rb->targets), done = 0;
+
+	rb->progress_total = nt * (meta_rows(r) * FF_META_CHUNK + r->g.nstripes * r->g.chunk_bytes);
+	if (rb->phase == PH_META) {
+		rb->progress_bytes = nt * rb->pos * FF_META_CHUNK;
+		return;
+	}
+	for (uint64_t s = 0; s < r->g.nstripes; s++)
+		done += rb->phase == PH_DONE || (allocated(r, s) ? rb->phase == PH_REST || s < rb->pos
+							 : rb->phase == PH_REST && s < rb->pos);
+	rb->progress_bytes = nt * (meta_rows(r) * FF_META_CHUNK + done * r->g.chunk_bytes);
+}
+
 /* ---- one unit -------------------------------------------------------------- */
 
 static void unit_done(struct ff_raid_io *io)
@@ -101,13 +121,16 @@ static void unit_done(struct ff_raid_io *io)
 	pthread_mutex_lock(&rb->lock);
 	rb->busy[i] = false;
 	rb->inflight--;
-	rb->units_done++;
-	if (io->result < 0 && !rb->err)
+	if (io->result < 0 && !rb->err) {
 		rb->err = io->result;
-	else if (io->space == FF_SPACE_DATA)
-		rb->bytes_done += (uint64_t)__builtin_popcount(io->rebuild_members) * r->g.chunk_bytes;
-	else
-		rb->bytes_done += FF_META_CHUNK;
+	} else {
+		uint64_t b = io->space == FF_SPACE_DATA
+			     ? (uint64_t)__builtin_popcount(io->rebuild_members) * r->g.chunk_bytes
+			     : FF_META_CHUNK;
+
+		rb->bytes_done += b;
+		rb->progress_bytes += b;
+	}
 	pthread_cond_broadcast(&rb->cond); /* the rebuild thread and ff_raid_rebuild_wait share it */
 	pthread_mutex_unlock(&rb->lock);
 }
@@ -131,8 +154,9 @@ static bool next_unit(struct ff_raid *r, struct raid_rebuild *rb, uint64_t *unit
 			*unit = s;
 			return true;
 		}
-		if ((rb->phase == PH_ALLOCATED) == a)
-			rb->units_done++; /* already current: written whole since */
+		if ((rb->phase == PH_ALLOCATED) == a) { /* already current: written whole since */
+			rb->progress_bytes += (uint64_t)__builtin_popcount(rb->targets) * r->g.chunk_bytes;
+		}
 	}
 	return false;
 }
@@ -166,14 +190,46 @@ static int issue_unit(struct ff_raid *r, struct raid_rebuild *rb, unsigned slot,
 
 /* ---- the thread -------------------------------------------------------------- */
 
-/* Foreground I/O since the last look?  Then only min_rate is allowed. */
-static uint64_t current_rate(struct ff_raid *r, uint64_t *last_fg)
+/*
+ * Foreground first.  The array counts as busy while foreground I/O moved
+ * in the last half second; then the rebuild may issue min_bps (and keeps
+ * only a couple of units in flight, so it never queues far ahead of the
+ * stream's requests), else max_bps.  A token bucket on the bytes issued,
+ * with 100 ms of burst, enforces the rate.
+ */
+#define BUSY_NS 500000000ull
+#define INFLIGHT_BUSY 2
+
+static bool fg_busy(struct ff_raid *r, struct raid_rebuild *rb, uint64_t now)
 {
 	uint64_t fg = atomic_load(&r->stats.fg_bytes);
-	bool busy = fg != *last_fg;
 
-	*last_fg = fg;
-	return busy ? r->rebuild_min_bps : r->rebuild_max_bps;
+	if (fg != rb->fg_last) {
+		rb->fg_last = fg;
+		rb->fg_moved_ns = now;
+	}
+	return now - rb->fg_moved_ns < BUSY_NS;
+}
+
+/* 0 when a unit of `bytes` may be issued now, else how long to wait (ns). */
+static uint64_t rate_wait(struct ff_raid *r, struct raid_rebuild *rb, uint64_t bytes, uint64_t now,
+			  bool busy)
+{
+	uint64_t rate = busy ? r->rebuild_min_bps : r->rebuild_max_bps;
+
+	if (!rate) {
+		rb->tokens = 0;
+		rb->tokens_ns = now;
+		return 0;
+	}
+	rb->tokens += (double)rate * (double)(now - rb->tokens_ns) / 1e9;
+	rb->tokens = FF_MIN(rb->tokens, (double)rate / 10 + (double)bytes);
+	rb->tokens_ns = now;
+	if (rb->tokens >= (double)bytes) {
+		rb->tokens -= (double)bytes;
+		return 0;
+	}
+	return (uint64_t)(((double)bytes - rb->tokens) * 1e9 / (double)rate) + 1;
 }
 
 static void checkpoint(struct ff_raid *r, struct raid_rebuild *rb)
@@ -194,13 +250,15 @@ static void checkpoint(struct ff_raid *r, struct raid_rebuild *rb)
 
 static int run_phase(struct ff_raid *r, struct raid_rebuild *rb)
 {
-	uint64_t last_fg = atomic_load(&r->stats.fg_bytes), t_ckpt = ff_now_ns();
-	uint64_t window_ns = ff_now_ns(), window_bytes = rb->bytes_done;
+	uint64_t t_ckpt = ff_now_ns();
+	uint64_t unit_bytes = rb->phase == PH_META ? FF_META_CHUNK
+			      : (uint64_t)__builtin_popcount(rb->targets) * r->g.chunk_bytes;
 	int rc = 0;
 
 	pthread_mutex_lock(&rb->lock);
 	for (;;) {
-		uint64_t unit, rate, now = ff_now_ns();
+		uint64_t unit, wait, now = ff_now_ns();
+		bool busy;
 		uint32_t targets = rb->replace ? (atomic_load(&r->shadow_role) == (int)rb->replace_role &&
 						   !(atomic_load(&r->dead_mask) & rb->targets) ? rb->targets : 0)
 					       : atomic_load(&r->rebuild_mask) & rb->targets;
@@ -208,21 +266,22 @@ static int run_phase(struct ff_raid *r, struct raid_rebuild *rb)
 
 		if (rb->stop || rb->err || !targets)
 			break;
-		/* rate control over 100 ms windows */
-		if (now - window_ns > 100000000ull) {
-			window_ns = now;
-			window_bytes = rb->bytes_done;
-		}
-		rate = current_rate(r, &last_fg);
-		if (rate && (rb->bytes_done - window_bytes) * 1000000000ull >
-				    rate * (now - window_ns + 1)) {
-			pthread_mutex_unlock(&rb->lock);
-			usleep(2000);
-			pthread_mutex_lock(&rb->lock);
+		busy = fg_busy(r, rb, now);
+		if (rb->inflight >= (busy ? INFLIGHT_BUSY : RB_INFLIGHT)) {
+			struct timespec ts;
+
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 5000000; /* look at the foreground again soon */
+			ts.tv_sec += ts.tv_nsec / 1000000000;
+			ts.tv_nsec %= 1000000000;
+			pthread_cond_timedwait(&rb->cond, &rb->lock, &ts);
 			continue;
 		}
-		if (rb->inflight == RB_INFLIGHT) {
-			pthread_cond_wait(&rb->cond, &rb->lock);
+		wait = rate_wait(r, rb, unit_bytes, now, busy);
+		if (wait) {
+			pthread_mutex_unlock(&rb->lock);
+			usleep((useconds_t)FF_MIN(wait / 1000, 20000ull));
+			pthread_mutex_lock(&rb->lock);
 			continue;
 		}
 		if (now - t_ckpt > RB_CHECKPOINT_NS) {
@@ -371,8 +430,7 @@ int ff_raid_rebuild_start(struct ff_raid *r)
 	seed_rebuilt(r, rb->phase, rb->pos);
 	if (rb->phase > PH_META)
 		atomic_fetch_and(&r->meta_stale_mask, ~targets);
-	rb->units_total = meta_rows(r) + r->g.nstripes;
-	rb->units_done = rb->phase == PH_META ? rb->pos : meta_rows(r) + (rb->phase == PH_REST ? r->g.nstripes / 2 : rb->pos);
+	progress_from_checkpoint(r, rb);
 	rb->bytes_done = 0;
 	rb->err = 0;
 	rb->stop = false;
@@ -443,7 +501,8 @@ void ff_raid_rebuild_status(struct ff_raid *r, struct ff_raid_rebuild_status *st
 	pthread_mutex_lock(&rb->lock);
 	st->active = rb->running;
 	st->phase = rb->phase;
-	st->fraction = rb->units_total ? (double)rb->units_done / (double)rb->units_total : 0;
+	st->fraction = rb->progress_total ? FF_MIN(1.0, (double)rb->progress_bytes /
+						   (double)rb->progress_total) : 0;
 	st->bytes_done = rb->bytes_done;
 	secs = (double)(ff_now_ns() - rb->start_ns) / 1e9;
 	st->mb_per_s = secs > 0 ? (double)rb->bytes_done / 1e6 / secs : 0;
@@ -510,8 +569,17 @@ void raid_spares_takeover(struct ff_raid *r)
 {
 	int role;
 
-	while ((role = lowest_dead_role(r)) >= 0 && r->nspares) {
-		struct ff_member m = r->spare[--r->nspares];
+	for (;;) {
+		struct ff_member m;
+
+		pthread_mutex_lock(&r->spare_lock);
+		role = lowest_dead_role(r);
+		if (role < 0 || !r->nspares) {
+			pthread_mutex_unlock(&r->spare_lock);
+			break;
+		}
+		m = r->spare[--r->nspares];
+		pthread_mutex_unlock(&r->spare_lock);
 
 		if (promote(r, &m, (unsigned)role) < 0) {
 			ff_log(FF_LOG_ERR, "hot spare %s could not take role %d", m.path, role);
@@ -591,32 +659,41 @@ int ff_raid_add(struct ff_raid *r, const char *path, bool force, struct ff_err *
 	role = lowest_dead_role(r);
 	if (role >= 0)
 		return promote(r, &m, (unsigned)role);
-	if (r->nspares == FF_SPARES_MAX) {
-		ff_err_set(err, "the array already has %u spares", FF_SPARES_MAX);
-		ff_member_close(&m);
-		return -ENOSPC;
-	}
 	rc = write_spare_sb(r, &m);
 	if (rc < 0) {
 		ff_err_set(err, "%s: cannot write its superblock: %s", path, strerror(-rc));
 		ff_member_close(&m);
 		return rc;
 	}
+	pthread_mutex_lock(&r->spare_lock);
+	if (r->nspares == FF_SPARES_MAX) {
+		pthread_mutex_unlock(&r->spare_lock);
+		ff_err_set(err, "the array already has %u spares", FF_SPARES_MAX);
+		ff_sb_erase(&m);
+		ff_member_close(&m);
+		return -ENOSPC;
+	}
 	r->spare[r->nspares++] = m;
+	pthread_mutex_unlock(&r->spare_lock);
 	ff_log(FF_LOG_INFO, "%s added as a hot spare", path);
 	return 0;
 }
 
 int ff_raid_remove(struct ff_raid *r, const char *path, struct ff_err *err)
 {
+	pthread_mutex_lock(&r->spare_lock);
 	for (unsigned i = 0; i < r->nspares; i++) {
-		if (strcmp(r->spare[i].path, path) != 0)
+		struct ff_member m = r->spare[i];
+
+		if (strcmp(m.path, path) != 0)
 			continue;
-		ff_sb_erase(&r->spare[i]);
-		ff_member_close(&r->spare[i]);
 		r->spare[i] = r->spare[--r->nspares];
+		pthread_mutex_unlock(&r->spare_lock);
+		ff_sb_erase(&m);
+		ff_member_close(&m);
 		return 0;
 	}
+	pthread_mutex_unlock(&r->spare_lock);
 	for (unsigned role = 0; role < r->g.nmembers; role++) {
 		uint8_t st = atomic_load(&r->state[role]);
 
@@ -690,13 +767,16 @@ static void replace_abandon(struct ff_raid *r, struct raid_rebuild *rb)
 	r->shadow.fd = -1;
 	if (m.fd < 0)
 		return;
+	pthread_mutex_lock(&r->spare_lock);
 	if (r->nspares < FF_SPARES_MAX) {
 		r->spare[r->nspares++] = m;
 		ff_log(FF_LOG_WARN, "replace of role %u stopped; %s kept as a spare", rb->replace_role,
 		       m.path);
-	} else {
-		ff_member_close(&m);
+		m.fd = -1;
 	}
+	pthread_mutex_unlock(&r->spare_lock);
+	if (m.fd >= 0)
+		ff_member_close(&m);
 	pthread_mutex_lock(&r->sb_lock);
 	r->sb_pending = true; /* the superblock thread hands a spare to a dead role */
 	pthread_cond_signal(&r->sb_cond);
@@ -766,8 +846,8 @@ int ff_raid_replace(struct ff_raid *r, unsigned role, const char *path, bool for
 	rb->targets = 1u << role;
 	rb->phase = PH_META;
 	rb->pos = 0;
-	rb->units_total = meta_rows(r) + r->g.nstripes;
-	rb->units_done = 0;
+	rb->progress_total = meta_rows(r) * FF_META_CHUNK + r->g.nstripes * r->g.chunk_bytes;
+	rb->progress_bytes = 0;
 	rb->bytes_done = 0;
 	rb->err = 0;
 	rb->stop = false;

@@ -88,6 +88,7 @@ enum problem {
 	PR_5_COPY_BAD,
 	PR_5_DATA_BAD,
 	PR_5_DATA_LOST,
+	PR_5_CSUM_WRONG,
 	PR_COUNT
 };
 
@@ -200,6 +201,7 @@ struct fsck {
 	uint64_t orphan_break_ino;
 	void *buf;                /* one aligned block */
 	void *sbuf;               /* one aligned data stripe */
+	void *rbuf;               /* another: the stripe rebuilt from parity */
 };
 
 enum { POOL_BTREE = 1, POOL_XATTR = 2, POOL_SYMLINK = 3 };

@@ -97,68 +97,89 @@ static void metadata_copies(struct fsck *c)
 	}
 }
 
-static uint32_t bad_chunks(const struct fsck *c, const uint32_t *crc)
+static uint32_t chunk_crc(const struct fsck *c, const void *stripe, uint32_t i)
 {
-	const struct ff_geom *g = c->fs->g;
-	uint32_t bad = 0;
+	uint32_t cb = c->fs->g->chunk_bytes;
 
-	for (uint32_t i = 0; i < g->ndata; i++)
-		if (ff_crc32c(0, (uint8_t *)c->sbuf + (size_t)i * g->chunk_bytes, g->chunk_bytes) != crc[i])
-			bad |= 1u << i;
-	return bad;
+	return ff_crc32c(0, (const uint8_t *)stripe + (size_t)i * cb, cb);
 }
 
-/* Read stripe p around its bad chunks' members: parity rebuilds them. */
-static uint32_t rebuild_chunks(struct fsck *c, uint64_t p, uint32_t bad, const uint32_t *crc)
+/* Stripe p again, chunk i rebuilt from the other members and parity. */
+static bool read_around(struct fsck *c, uint64_t p, uint32_t i)
 {
 	const struct ff_geom *g = c->fs->g;
 	struct ff_raid_io io;
-	uint32_t avoid = 0;
 
-	for (uint32_t i = 0; i < g->ndata; i++)
-		if (bad & (1u << i))
-			avoid |= 1u << ff_raid_chunk_member(c->fs->raid, p, i);
-	if ((unsigned)__builtin_popcount(avoid) > g->nparity)
-		return bad;
 	memset(&io, 0, sizeof(io));
 	io.op = FF_RAID_READ;
 	io.space = FF_SPACE_DATA;
 	io.off = p * g->stripe_bytes;
 	io.len = g->stripe_bytes;
-	io.buf = c->sbuf;
-	io.avoid_members = avoid;
-	return ff_raid_submit_wait(c->fs->raid, &io) < 0 ? bad : bad_chunks(c, crc);
+	io.buf = c->rbuf;
+	io.avoid_members = 1u << ff_raid_chunk_member(c->fs->raid, p, i);
+	return ff_raid_submit_wait(c->fs->raid, &io) == 0;
+}
+
+enum verdict { REBUILT, CSUM_WRONG, LOST };
+
+/*
+ * A chunk that fails its checksum: rebuilt from parity it may pass (the
+ * data was bad), or come out the same as read (data and parity agree: the
+ * checksum is what is wrong), or neither (more damage than parity covers).
+ */
+static enum verdict judge_chunk(struct fsck *c, uint64_t p, uint32_t i, uint32_t crc)
+{
+	uint32_t cb = c->fs->g->chunk_bytes;
+
+	if (!read_around(c, p, i))
+		return LOST;
+	if (chunk_crc(c, c->rbuf, i) == crc)
+		return REBUILT;
+	if (memcmp((uint8_t *)c->rbuf + (size_t)i * cb, (uint8_t *)c->sbuf + (size_t)i * cb, cb) == 0)
+		return CSUM_WRONG;
+	return LOST;
+}
+
+static void chunk_fix(struct fsck *c, uint64_t p, uint32_t i, uint32_t *crc, bool *crc_changed)
+{
+	const struct ff_geom *g = c->fs->g;
+	struct pctx px = { .blk = p, .num = i, .ino = c->stripe[p].ino, .num2 = c->stripe[p].fstripe };
+
+	switch (judge_chunk(c, p, i, crc[i])) {
+	case REBUILT:
+		if (fix_problem(c, PR_5_DATA_BAD, &px) &&
+		    ff_raid_rw(c->fs->raid, FF_RAID_WRITE, FF_SPACE_DATA,
+			       p * g->stripe_bytes + (uint64_t)i * g->chunk_bytes,
+			       (uint8_t *)c->rbuf + (size_t)i * g->chunk_bytes, g->chunk_bytes) < 0)
+			fsck_operr(c, -EIO, "cannot rewrite a data chunk");
+		break;
+	case CSUM_WRONG:
+		if (fix_problem(c, PR_5_CSUM_WRONG, &px)) {
+			crc[i] = chunk_crc(c, c->sbuf, i);
+			*crc_changed = true;
+		}
+		break;
+	default:
+		fix_problem(c, PR_5_DATA_LOST, &px);
+	}
 }
 
 static void stripe_verify(struct fsck *c, uint64_t p)
 {
 	const struct ff_geom *g = c->fs->g;
-	uint32_t crc[FF_MEMBERS_MAX], ino, f, bad, left;
+	uint32_t crc[FF_MEMBERS_MAX], ino, f;
+	bool crc_changed = false;
 
 	if (csum_get(c->fs, p, &ino, &f, crc) < 0 ||
 	    ff_raid_rw(c->fs->raid, FF_RAID_READ, FF_SPACE_DATA, p * g->stripe_bytes, c->sbuf,
 		       g->stripe_bytes) < 0)
 		return; /* an unreadable table block was pass 2's; an unreadable stripe the array's */
-	bad = bad_chunks(c, crc);
-	if (!bad)
-		return;
-	left = rebuild_chunks(c, p, bad, crc);
-	for (uint32_t i = 0; i < g->ndata && !c->operr; i++) {
-		struct pctx px = { .blk = p, .num = i, .ino = c->stripe[p].ino,
-				   .num2 = c->stripe[p].fstripe };
-
-		if (!(bad & (1u << i)))
-			continue;
-		if (left & (1u << i)) {
-			fix_problem(c, PR_5_DATA_LOST, &px);
-			continue;
-		}
-		if (fix_problem(c, PR_5_DATA_BAD, &px) &&
-		    ff_raid_rw(c->fs->raid, FF_RAID_WRITE, FF_SPACE_DATA,
-			       p * g->stripe_bytes + (uint64_t)i * g->chunk_bytes,
-			       (uint8_t *)c->sbuf + (size_t)i * g->chunk_bytes, g->chunk_bytes) < 0)
-			fsck_operr(c, -EIO, "cannot rewrite a data chunk");
-	}
+	for (uint32_t i = 0; i < g->ndata && !c->operr; i++)
+		if (chunk_crc(c, c->sbuf, i) != crc[i])
+			chunk_fix(c, p, i, crc, &crc_changed);
+	if (crc_changed && (csum_set(c->fs, p, ino, f & ~FFS_CSUM_UNWRITTEN, crc) < 0 ||
+			    ck_commit(c, false) < 0))
+		fsck_operr(c, -EIO, "cannot fix the checksum table");
 }
 
 int fsck_pass5(struct fsck *c)

@@ -100,6 +100,9 @@ const struct problem_def fsck_problems[PR_COUNT] = {
 	P(PR_5_DATA_LOST, 0x503, SEV_MAJOR,
 	  "Data stripe {blk} chunk {num} (inode {ino}, file stripe {num2}) fails its checksum and "
 	  "cannot be rebuilt from parity", NULL),
+	P(PR_5_CSUM_WRONG, 0x504, SEV_MAJOR,
+	  "Data stripe {blk} chunk {num} (inode {ino}, file stripe {num2}) agrees with parity but "
+	  "not with its checksum", "Fix the checksum"),
 };
 
 /* Names print with anything unprintable escaped, so output stays one line. */

@@ -25,8 +25,9 @@ int fsck_state_alloc(struct fsck *c)
 	c->pool_type = calloc(c->pool_blocks, sizeof(*c->pool_type));
 	c->buf = ff_alloc_aligned(FFS_BLOCK);
 	c->sbuf = ff_alloc_aligned(c->fs->stripe_bytes);
+	c->rbuf = ff_alloc_aligned(c->fs->stripe_bytes);
 	if (!c->ino || !c->fin || !c->stripe || !c->unwritten || !c->pool_owner || !c->pool_type || !c->buf ||
-	    !c->sbuf)
+	    !c->sbuf || !c->rbuf)
 		return -ENOMEM;
 	return 0;
 }
@@ -69,6 +70,7 @@ void fsck_state_free(struct fsck *c)
 	free(c->orphans);
 	free(c->buf);
 	free(c->sbuf);
+	free(c->rbuf);
 }
 
 bool pool_contains(const struct fsck *c, uint64_t blk)

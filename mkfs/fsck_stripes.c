@@ -165,37 +165,61 @@ static int owner_fix(struct fsck *c, uint64_t p, uint32_t *crc)
 	return rc < 0 ? rc : ck_commit(c, false);
 }
 
-int extent_csum_check(struct fsck *c)
+/* The claimed stripes of checksum-table block b against their entries. */
+static int csum_block_check(struct fsck *c, uint64_t b, const uint8_t *blk)
 {
-	uint32_t per = ff_le32(c->sb->csum_per_block), crc[FF_MEMBERS_MAX], ino, f, want;
-	uint64_t bad_block = UINT64_MAX;
+	uint32_t per = ff_le32(c->sb->csum_per_block), entry = ff_le32(c->sb->csum_entry_bytes);
+	uint32_t crc[FF_MEMBERS_MAX];
 	int rc = 0;
 
-	for (uint64_t p = 0; p < c->nstripes && rc == 0 && !c->operr; p++) {
+	for (uint64_t i = 0; i < per && b * per + i < c->nstripes && rc == 0; i++) {
+		uint64_t p = b * per + i;
 		const struct stripe_claim *sc = &c->stripe[p];
+		const struct ffs_csum_entry *e = (const void *)(blk + sizeof(struct ffs_bhdr) + i * entry);
+		uint32_t ino = ff_le32(e->ino), f = ff_le32(e->fstripe), want;
 
-		if (!sc->ino || p / per == bad_block)
-			continue;
-		rc = csum_get(c->fs, p, &ino, &f, crc);
-		if (rc == -ENOMEM)
-			break;
-		if (rc < 0) {
-			bad_block = p / per;
-			rc = 0;
-			if (fix_problem(c, PR_2_CSUM_BLOCK, &(struct pctx){
-						.blk = ff_le64(c->sb->csum_start) + bad_block }))
-				rc = csum_block_rebuild(c, bad_block);
-			continue;
-		}
+		if (!sc->ino)
+			continue; /* a free stripe's entry is whatever its last owner left */
 		want = sc->fstripe | (bit_get(c->unwritten, p) ? FFS_CSUM_UNWRITTEN : 0);
 		if ((ino != sc->ino || f != want) &&
 		    fix_problem(c, PR_2_CSUM_OWNER, &(struct pctx){
 					.blk = p, .num = ino, .num2 = f & ~FFS_CSUM_UNWRITTEN,
 					.str = f & FFS_CSUM_UNWRITTEN ? " (unwritten)" : "",
 					.ino = sc->ino, .num3 = sc->fstripe,
-					.str2 = bit_get(c->unwritten, p) ? " (unwritten)" : "" }))
+					.str2 = bit_get(c->unwritten, p) ? " (unwritten)" : "" })) {
+			for (uint32_t k = 0; k < c->fs->g->ndata; k++)
+				crc[k] = ff_le32(e->crc[k]);
 			rc = owner_fix(c, p, crc);
+		}
 	}
+	return rc;
+}
+
+/* Every block of the table is read — an unreadable one would fail the
+ * next write to any stripe it covers — and rebuilt when it cannot be. */
+int extent_csum_check(struct fsck *c)
+{
+	uint64_t start = ff_le64(c->sb->csum_start), nblocks = ff_le64(c->sb->csum_blocks);
+	uint8_t *blk = ff_alloc_aligned(FFS_BLOCK);
+	int rc = blk ? 0 : -ENOMEM;
+
+	for (uint64_t b = 0; b < nblocks && rc == 0 && !c->operr && !c->stop; b++) {
+		struct mbuf *mb;
+
+		rc = mb_get(c->fs, start + b, FFS_B_CSUM, &mb);
+		if (rc == -ENOMEM)
+			break;
+		if (rc < 0) {
+			rc = 0;
+			if (fix_problem(c, PR_2_CSUM_BLOCK, &(struct pctx){ .blk = start + b }))
+				rc = csum_block_rebuild(c, b);
+			continue;
+		}
+		memcpy(blk, mb->data, FFS_BLOCK); /* owner_fix changes the cached block */
+		mb_put(c->fs, mb);
+		rc = csum_block_check(c, b, blk);
+	}
+	free(blk);
 	if (rc < 0)
 		fsck_operr(c, rc, "cannot fix the checksum table");
 	return rc;

@@ -424,6 +424,21 @@ static void do_extent_range(struct tool *t, char **arg)
 
 static void do_csum_owner(struct tool *t, char **arg) { csum_owner(t, arg[0]); }
 
+/* The first chunk's checksum no longer matches its (intact) data. */
+static void do_csum_crc(struct tool *t, char **arg)
+{
+	uint64_t p = first_stripe(t, arg[0]);
+	uint32_t crc[FF_MEMBERS_MAX], ino, f;
+	int rc = csum_get(t->fs, p, &ino, &f, crc);
+
+	crc[0] ^= 0x5a5a5a5a;
+	if (rc == 0)
+		rc = csum_set(t->fs, p, ino, f, crc);
+	if (rc < 0)
+		die("csum", rc);
+	commit(t, NULL);
+}
+
 /* /b leaves the root and /b/c gets an entry naming /b: a detached loop. */
 static void do_dir_loop(struct tool *t, char **arg)
 {
@@ -509,7 +524,8 @@ static const struct action {
 	{ "dir-size", 2, do_dir_size },           { "mode", 2, do_mode },
 	{ "slot-ino", 2, do_slot_ino },           { "leak-stripe", 0, do_leak_stripe },
 	{ "dup-stripe", 2, do_dup_stripe },       { "extent-range", 1, do_extent_range },
-	{ "csum-owner", 1, do_csum_owner },       { "dir-loop", 0, do_dir_loop },
+	{ "csum-owner", 1, do_csum_owner },       { "csum-crc", 1, do_csum_crc },
+	{ "dir-loop", 0, do_dir_loop },
 	{ "unreachable", 0, do_unreachable },     { "orphan-linked", 1, do_orphan_linked },
 	{ "orphan-valid", 0, do_orphan_valid },   { "xattr-bad", 1, do_xattr_bad },
 	{ "journal-pending", 1, do_journal_pending }, { "hwm", 1, do_hwm },

@@ -402,8 +402,9 @@ int ff_ring_reap(struct ff_ring *r, bool wait)
 			return rc;
 		drain_cq(r);
 		n += run_done(r);
-		/* callbacks may have queued more work: push it before sleeping */
-		if (r->backlog_head || r->queued)
+		/* callbacks may have queued more work: push it before sleeping —
+		 * unless the depth cap holds it back, then only a completion helps */
+		if (r->queued || (r->backlog_head && r->inflight + r->queued < r->depth))
 			continue;
 		if (n > 0 || r->woken || !wait || !r->inflight)
 			return n;

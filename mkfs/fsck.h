@@ -154,6 +154,7 @@ struct stripe_claim {
 struct dup {
 	uint64_t pstripe;
 	uint32_t ino, fstripe;
+	bool unwritten;           /* the claimant maps it preallocated */
 };
 
 /* An entry that names a directory (connectivity is decided on these). */
@@ -222,7 +223,7 @@ static inline bool bit_get(const uint64_t *b, uint64_t i) { return (b[i / 64] >>
 static inline void bit_put(uint64_t *b, uint64_t i) { b[i / 64] |= 1ull << (i % 64); }
 bool pool_claim(struct fsck *c, uint64_t blk, uint64_t ino, uint8_t type, uint64_t *other);
 bool pool_contains(const struct fsck *c, uint64_t blk);
-int dup_add(struct fsck *c, uint64_t pstripe, uint64_t ino, uint64_t fstripe);
+int dup_add(struct fsck *c, uint64_t pstripe, uint64_t ino, uint64_t fstripe, bool unwritten);
 int edge_add(struct fsck *c, uint64_t parent, uint64_t child, const char *name);
 /* Make everything counted so far taken in the library's allocators. */
 void fsck_reserve_counted(struct fsck *c);

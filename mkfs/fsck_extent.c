@@ -85,7 +85,7 @@ static int claim(struct xcol *x, uint64_t f, uint64_t p, uint64_t n, uint32_t fl
 			if (flags & FFS_X_UNWRITTEN)
 				bit_put(c->unwritten, p + s);
 		} else {
-			rc = dup_add(c, p + s, x->ino, f + s);
+			rc = dup_add(c, p + s, x->ino, f + s, flags & FFS_X_UNWRITTEN);
 		}
 	}
 	return rc;

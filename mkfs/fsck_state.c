@@ -93,7 +93,7 @@ bool pool_claim(struct fsck *c, uint64_t blk, uint64_t ino, uint8_t type, uint64
 	return true;
 }
 
-int dup_add(struct fsck *c, uint64_t pstripe, uint64_t ino, uint64_t fstripe)
+int dup_add(struct fsck *c, uint64_t pstripe, uint64_t ino, uint64_t fstripe, bool unwritten)
 {
 	if (c->ndups == c->cap_dups) {
 		size_t cap = c->cap_dups ? c->cap_dups * 2 : 64;
@@ -104,7 +104,7 @@ int dup_add(struct fsck *c, uint64_t pstripe, uint64_t ino, uint64_t fstripe)
 		c->dups = d;
 		c->cap_dups = cap;
 	}
-	c->dups[c->ndups++] = (struct dup){ pstripe, (uint32_t)ino, (uint32_t)fstripe };
+	c->dups[c->ndups++] = (struct dup){ pstripe, (uint32_t)ino, (uint32_t)fstripe, unwritten };
 	return 0;
 }
 

@@ -28,25 +28,24 @@ static bool live(const struct fsck *c, uint64_t ino)
 }
 
 /* Who keeps stripe p among its claim and dups[0..n): the file the checksum
- * entry names, else the first live claimant. */
-static struct stripe_claim keeper(struct fsck *c, uint64_t p, const struct dup *d, size_t n)
+ * entry names, else the first live claimant (NULL: the first claim). */
+static const struct dup *keeper(struct fsck *c, uint64_t p, const struct dup *d, size_t n,
+				bool *first)
 {
-	struct stripe_claim first = c->stripe[p], none = { 0, 0 };
+	struct stripe_claim one = c->stripe[p];
 	uint32_t crc[FF_MEMBERS_MAX], ino, f;
 	bool named = csum_get(c->fs, p, &ino, &f, crc) == 0;
 
 	f &= ~FFS_CSUM_UNWRITTEN;
-	if (named && live(c, first.ino) && first.ino == ino && first.fstripe == f)
-		return first;
-	for (size_t i = 0; i < n; i++)
+	*first = named && live(c, one.ino) && one.ino == ino && one.fstripe == f;
+	for (size_t i = 0; i < n && !*first; i++)
 		if (named && live(c, d[i].ino) && d[i].ino == ino && d[i].fstripe == f)
-			return (struct stripe_claim){ d[i].ino, d[i].fstripe };
-	if (live(c, first.ino))
-		return first;
-	for (size_t i = 0; i < n; i++)
+			return &d[i];
+	*first = *first || live(c, one.ino);
+	for (size_t i = 0; i < n && !*first; i++)
 		if (live(c, d[i].ino))
-			return (struct stripe_claim){ d[i].ino, d[i].fstripe };
-	return none;
+			return &d[i];
+	return NULL;
 }
 
 static void lose(struct victim *v, size_t *nv, uint64_t ino, uint64_t p, uint64_t other)
@@ -69,8 +68,14 @@ static int by_ino(const void *a, const void *b)
 static void settle(struct fsck *c, struct victim *v, size_t *nv, size_t i, size_t j)
 {
 	uint64_t p = c->dups[i].pstripe;
-	struct stripe_claim k = keeper(c, p, &c->dups[i], j - i), old = c->stripe[p];
+	struct stripe_claim old = c->stripe[p], k = { 0, 0 };
+	bool first;
+	const struct dup *kd = keeper(c, p, &c->dups[i], j - i, &first);
 
+	if (first)
+		k = old;
+	else if (kd)
+		k = (struct stripe_claim){ kd->ino, kd->fstripe };
 	if (live(c, old.ino) && (old.ino != k.ino || old.fstripe != k.fstripe))
 		lose(v, nv, old.ino, p, k.ino);
 	for (size_t m = i; m < j; m++)
@@ -78,6 +83,9 @@ static void settle(struct fsck *c, struct victim *v, size_t *nv, size_t i, size_
 		    (c->dups[m].ino != k.ino || c->dups[m].fstripe != k.fstripe))
 			lose(v, nv, c->dups[m].ino, p, k.ino);
 	c->stripe[p] = k;
+	if (kd) /* the keeper's way of mapping it: written or preallocated */
+		c->unwritten[p / 64] = (c->unwritten[p / 64] & ~(1ull << (p % 64))) |
+				       ((uint64_t)kd->unwritten << (p % 64));
 }
 
 int extent_dups_resolve(struct fsck *c)

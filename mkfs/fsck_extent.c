@@ -33,6 +33,7 @@ struct xcol {
 	uint64_t ino;
 	bool rebuild;          /* second walk: collect what the file still owns */
 	uint64_t next_f;       /* end of the last accepted extent */
+	uint64_t eof;          /* file stripes the size covers */
 	uint64_t nstripes;
 	unsigned bad;
 	bool remove;           /* a bad extent is to be removed */
@@ -104,6 +105,9 @@ static const char *extent_problem(const struct xcol *x, uint64_t f, uint64_t p, 
 		return "has unknown flags";
 	if (f < x->next_f)
 		return "overlaps the one before it";
+	/* written data past the size cannot be read; only preallocation may lie there */
+	if (!(flags & FFS_X_UNWRITTEN) && f + n > x->eof)
+		return "lies beyond the end of the file";
 	return NULL;
 }
 
@@ -141,6 +145,9 @@ static int collect(struct xcol *x, const struct ffs_inode *d, struct tree_walk *
 	int rc = 0;
 
 	memset(w, 0, sizeof(*w));
+	x->eof = FF_DIV_ROUND_UP(ff_le64(d->size), x->c->fs->stripe_bytes);
+	if (ff_le64(d->size) > UINT64_MAX - x->c->fs->stripe_bytes)
+		x->eof = UINT64_MAX;
 	if (ff_le32(d->flags) & FFS_I_BTREE) {
 		*w = (struct tree_walk){ .c = x->c, .ino = x->ino, .root = ff_le64(d->root),
 					 .claim = !x->rebuild, .rec = tree_rec, .arg = x };

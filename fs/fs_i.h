@@ -247,6 +247,8 @@ struct ffs {
 	uint64_t j_seq;             /* sequence of the next transaction */
 	uint64_t j_head;            /* next journal block to write (relative) */
 	uint64_t j_used;            /* journal blocks since the tail */
+	uint8_t *jstage;            /* a transaction laid out in journal order */
+	uint64_t jstage_blocks;
 	uint64_t commits;
 	/* allocators */
 	uint64_t *ibits, *sbits, *mbits;

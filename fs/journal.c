@@ -83,7 +83,8 @@ static int batch_init(struct batch *b, unsigned cap)
 	return 0;
 }
 
-static int batch_add(struct ffs *fs, struct batch *b, uint64_t block, void *buf)
+static int batch_add_range(struct ffs *fs, struct batch *b, uint64_t block, void *buf,
+			   uint64_t nblocks)
 {
 	struct ff_raid_io *io;
 	int rc;
@@ -93,7 +94,7 @@ static int batch_add(struct ffs *fs, struct batch *b, uint64_t block, void *buf)
 	io->op = FF_RAID_WRITE;
 	io->space = FF_SPACE_META;
 	io->off = block * FFS_BLOCK;
-	io->len = FFS_BLOCK;
+	io->len = nblocks * FFS_BLOCK;
 	io->buf = buf;
 	io->done = batch_done;
 	io->priv = b;
@@ -109,6 +110,11 @@ static int batch_add(struct ffs *fs, struct batch *b, uint64_t block, void *buf)
 		pthread_mutex_unlock(&b->lock);
 	}
 	return rc;
+}
+
+static int batch_add(struct ffs *fs, struct batch *b, uint64_t block, void *buf)
+{
+	return batch_add_range(fs, b, block, buf, 1);
 }
 
 static int batch_wait(struct batch *b)
@@ -152,49 +158,59 @@ int journal_reset_tail(struct ffs *fs)
 
 /* ---- commit -------------------------------------------------------------- */
 
+/*
+ * Lay the transaction out in journal order — each descriptor followed by
+ * its images, then the commit block — in one staging buffer, and write it
+ * as one request (two when it wraps around the journal's end): a commit is
+ * then a single trip through the engine and one flush.
+ */
 static int write_records(struct ffs *fs, struct mbuf **list, unsigned n, uint64_t ndesc,
-			 struct batch *b, struct ffs_jdesc *descs, struct ffs_jcommit *commit)
+			 struct batch *b, uint8_t *stage)
 {
-	uint64_t pos = fs->j_head;
+	uint64_t need = ndesc + n + 1, jb = ff_le64(fs->sb->journal_blocks);
+	uint64_t first = fs->j_head % jb, run = FF_MIN(need, jb - first);
+	struct ffs_jcommit *commit;
 	uint32_t crc = 0;
 	unsigned k = 0;
+	uint64_t at = 0;
 
 	for (uint64_t d = 0; d < ndesc; d++) {
-		struct ffs_jdesc *desc = &descs[d];
+		struct ffs_jdesc *desc = (struct ffs_jdesc *)(stage + at * FFS_BLOCK);
 		unsigned cnt = (unsigned)FF_MIN((uint64_t)FFS_JDESC_MAX, (uint64_t)(n - k));
-		uint64_t dpos = pos++;
+		uint64_t dpos = fs->j_head + at++;
 
 		memset(desc, 0, sizeof(*desc));
 		memcpy(desc->uuid, fs->sb->uuid, 16);
 		desc->seq = ff_cpu_to_le64(fs->j_seq);
 		desc->count = ff_cpu_to_le32(cnt);
 		desc->flags = ff_cpu_to_le32(d + 1 < ndesc ? FFS_JDESC_MORE : 0);
-		for (unsigned i = 0; i < cnt; i++, k++) {
+		for (unsigned i = 0; i < cnt; i++, k++, at++) {
 			desc->blocks[i] = ff_cpu_to_le64(list[k]->blockno);
 			crc = ff_crc32c(crc, list[k]->data, FFS_BLOCK);
-			if (batch_add(fs, b, jblock(fs, pos++), list[k]->data) < 0)
-				return -EIO;
+			memcpy(stage + at * FFS_BLOCK, list[k]->data, FFS_BLOCK);
 		}
 		ffs_block_seal(desc, FFS_B_JDESC, jblock(fs, dpos));
-		if (batch_add(fs, b, jblock(fs, dpos), desc) < 0)
-			return -EIO;
 	}
+	commit = (struct ffs_jcommit *)(stage + at * FFS_BLOCK);
 	memset(commit, 0, sizeof(*commit));
 	memcpy(commit->uuid, fs->sb->uuid, 16);
 	commit->seq = ff_cpu_to_le64(fs->j_seq);
 	commit->nblocks = ff_cpu_to_le32(n);
 	commit->images_crc = ff_cpu_to_le32(crc);
 	commit->commit_time_ns = ff_cpu_to_le64(ffs_now_ns());
-	ffs_block_seal(commit, FFS_B_JCOMMIT, jblock(fs, pos));
-	return batch_add(fs, b, jblock(fs, pos), commit);
+	ffs_block_seal(commit, FFS_B_JCOMMIT, jblock(fs, fs->j_head + at));
+	if (batch_add_range(fs, b, jblock(fs, fs->j_head), stage, run) < 0)
+		return -EIO;
+	if (run < need && batch_add_range(fs, b, jblock(fs, fs->j_head + run),
+					  stage + run * FFS_BLOCK, need - run) < 0)
+		return -EIO;
+	return 0;
 }
 
 int journal_commit(struct ffs *fs)
 {
 	unsigned n = fs->tx_count;
 	uint64_t ndesc = FF_DIV_ROUND_UP(n, FFS_JDESC_MAX), need = ndesc + n + 1;
-	struct ffs_jdesc *descs = NULL;
-	struct ffs_jcommit *commit = NULL;
 	struct mbuf **list = NULL;
 	struct batch b;
 	unsigned k = 0;
@@ -218,9 +234,12 @@ int journal_commit(struct ffs *fs)
 		return -ENOSPC;
 	}
 	list = calloc(n, sizeof(*list));
-	descs = ff_alloc_aligned(ndesc * FFS_BLOCK);
-	commit = ff_alloc_aligned(FFS_BLOCK);
-	rc = (!list || !descs || !commit) ? -ENOMEM : batch_init(&b, (unsigned)need + n);
+	if (need > fs->jstage_blocks) { /* the staging buffer grows to the largest transaction */
+		free(fs->jstage);
+		fs->jstage = ff_alloc_aligned(need * FFS_BLOCK);
+		fs->jstage_blocks = fs->jstage ? need : 0;
+	}
+	rc = (!list || !fs->jstage) ? -ENOMEM : batch_init(&b, 2);
 	if (rc < 0)
 		goto out;
 	for (struct mbuf *mb = fs->tx_head; mb; mb = mb->tx_next) {
@@ -228,7 +247,7 @@ int journal_commit(struct ffs *fs)
 		list[k++] = mb;
 	}
 	FF_ASSERT(k == n);
-	rc = write_records(fs, list, n, ndesc, &b, descs, commit);
+	rc = write_records(fs, list, n, ndesc, &b, fs->jstage);
 	if (batch_wait(&b) < 0 || rc < 0 || (rc = ff_raid_flush(fs->raid)) < 0) {
 		ff_log(FF_LOG_ERR, "journal commit %llu failed: %s", (unsigned long long)fs->j_seq,
 		       strerror(rc < 0 ? -rc : EIO));
@@ -258,8 +277,6 @@ int journal_commit(struct ffs *fs)
 		rc = journal_checkpoint(fs);
 out:
 	free(list);
-	free(descs);
-	free(commit);
 	return rc;
 }
 

@@ -331,6 +331,7 @@ static void fs_free(struct ffs *fs)
 	icache_free(fs);
 	meta_cache_free(fs);
 	alloc_free_all(fs);
+	free(fs->jstage);
 	free(fs->sb);
 	pthread_mutex_destroy(&fs->lock);
 	pthread_cond_destroy(&fs->commit_cond);

@@ -203,8 +203,14 @@ int free_mblock(struct ffs *fs, uint64_t no)
 	uint64_t i = no - ff_le64(fs->sb->pool_start);
 	int rc;
 
-	FF_ASSERT(no >= ff_le64(fs->sb->pool_start) && i < ff_le64(fs->sb->pool_blocks));
-	FF_ASSERT(bit_test(fs->mbits, i));
+	/* the number came from disk (an xattr or symlink pointer, a tree node):
+	 * a corrupt one is an error for the caller, not an abort */
+	if (no < ff_le64(fs->sb->pool_start) || i >= ff_le64(fs->sb->pool_blocks) ||
+	    !bit_test(fs->mbits, i)) {
+		ff_log(FF_LOG_ERR, "metadata block %llu is not an allocated pool block; run fsck.framefs",
+		       (unsigned long long)no);
+		return -EUCLEAN;
+	}
 	rc = disk_bit(fs, ff_le64(fs->sb->mbitmap_start), i, false);
 	if (rc < 0)
 		return rc;
@@ -325,6 +331,9 @@ int take_stripes(struct ffs *fs, uint64_t first, uint64_t count)
 
 int free_stripes(struct ffs *fs, uint64_t first, uint64_t count)
 {
+	/* from a corrupt extent: never index the bitmaps with it */
+	if (first >= ff_le64(fs->sb->nstripes) || count > ff_le64(fs->sb->nstripes) - first)
+		return -EUCLEAN;
 	if (fs->npending + count > fs->cap_pending) {
 		size_t cap = FF_MAX(fs->cap_pending * 2, fs->npending + count + 64);
 		uint64_t *p = realloc(fs->pending_free, cap * sizeof(uint64_t));

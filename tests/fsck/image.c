@@ -264,38 +264,32 @@ static int change_existing(struct ffs *fs)
 	return rc == -ENOENT ? 0 : rc;
 }
 
+/* Every step runs even after one failed (on a damaged volume what matters
+ * is that nothing crashes); the first failure is the one reported. */
 static int verify(void)
 {
 	struct ffs_opts o = { .write_buffer_bytes = 8 << 20, .read_cache_bytes = 8 << 20 };
 	struct ff_err err = { "" };
+	const char *what = NULL;
 	unsigned count = 0;
 	struct ffs *fs;
-	int rc = ffs_mount(members, nmembers, &o, &fs, &err);
+	int rc = ffs_mount(members, nmembers, &o, &fs, &err), first = 0;
 
 	if (rc < 0) {
 		fprintf(stderr, "ffsck-image: mount: %s\n", err.msg);
 		return 1;
 	}
-	rc = walk(fs, 1, 0, &count);
-	if (rc < 0) {
-		ffs_unmount(fs);
-		return fail("walking the tree", rc);
-	}
+	if ((rc = walk(fs, 1, 0, &count)) < 0)
+		first = rc, what = "walking the tree";
 	rc = exercise(fs);
-	if (rc == -ENOSPC)
-		rc = 0; /* a volume may well be full */
-	if (rc < 0) {
-		ffs_unmount(fs);
-		return fail("creating and removing", rc);
-	}
-	rc = change_existing(fs);
-	if (rc < 0) {
-		ffs_unmount(fs);
-		return fail("changing what is there", rc);
-	}
-	rc = ffs_unmount(fs);
-	if (rc < 0)
-		return fail("unmount", rc);
+	if (rc < 0 && rc != -ENOSPC && !first) /* a volume may well be full */
+		first = rc, what = "creating and removing";
+	if ((rc = change_existing(fs)) < 0 && !first)
+		first = rc, what = "changing what is there";
+	if ((rc = ffs_unmount(fs)) < 0 && !first)
+		first = rc, what = "unmount";
+	if (first)
+		return fail(what, first);
 	if (data_errors) {
 		fprintf(stderr, "ffsck-image: %u file reads failed (data checksums)\n", data_errors);
 		return 3;

@@ -332,6 +332,26 @@ static int stripe_crcs(struct ffs *fs, uint64_t p, uint32_t *crc)
 	return rc;
 }
 
+static struct rentry *rc_find(struct rcache *c, uint64_t p)
+{
+	struct rentry *e;
+
+	for (e = c->hash[rhash(c, p)]; e; e = e->hnext)
+		if (e->pstripe == p)
+			break;
+	return e;
+}
+
+/* Takes a reference on e, waits until it is loaded and drops c->lock. */
+static struct rentry *rc_hold(struct rcache *c, struct rentry *e)
+{
+	e->refs++;
+	while (e->state == RC_LOADING)
+		pthread_cond_wait(&c->cond, &c->lock);
+	pthread_mutex_unlock(&c->lock);
+	return e;
+}
+
 /*
  * Find or start loading stripe p.  With wait, returns the entry READY or
  * ERROR and referenced; without, only starts a read-ahead (NULL result).
@@ -342,9 +362,7 @@ static struct rentry *rc_get(struct ffs *fs, uint64_t p, bool wait, const uint32
 	struct rentry *e;
 
 	pthread_mutex_lock(&c->lock);
-	for (e = c->hash[rhash(c, p)]; e; e = e->hnext)
-		if (e->pstripe == p)
-			break;
+	e = rc_find(c, p);
 	if (e) {
 		if (!wait) {
 			pthread_mutex_unlock(&c->lock);
@@ -401,11 +419,25 @@ static struct rentry *rc_get(struct ffs *fs, uint64_t p, bool wait, const uint32
 		pthread_mutex_unlock(&c->lock);
 		return NULL;
 	}
-	e->refs++;
-	while (e->state == RC_LOADING)
-		pthread_cond_wait(&c->cond, &c->lock);
-	pthread_mutex_unlock(&c->lock);
-	return e;
+	return rc_hold(c, e);
+}
+
+/* Stripe p referenced if it is in the cache (READY or ERROR), else NULL. */
+static struct rentry *rc_get_cached(struct ffs *fs, uint64_t p)
+{
+	struct rcache *c = fs->rcache;
+	struct rentry *e;
+
+	pthread_mutex_lock(&c->lock);
+	e = rc_find(c, p);
+	if (!e) {
+		pthread_mutex_unlock(&c->lock);
+		return NULL;
+	}
+	atomic_fetch_add(&fs->stats.rcache_hits, 1);
+	rc_lru_unlink(e);
+	rc_lru_push(c, e);
+	return rc_hold(c, e);
 }
 
 static void rc_put(struct ffs *fs, struct rentry *e)
@@ -494,17 +526,21 @@ static int rc_repair(struct ffs *fs, struct rentry *e)
 static int stripe_get(struct ffs *fs, uint64_t p, struct rentry **out)
 {
 	uint32_t crc[FF_MEMBERS_MAX];
-	struct rentry *e;
-	int rc = stripe_crcs(fs, p, crc);
+	struct rentry *e = rc_get_cached(fs, p); /* a hit needs no checksums */
+	int rc = 0;
 
-	if (rc < 0)
-		return rc;
 	for (unsigned tries = 0;; tries++) {
-		e = rc_get(fs, p, true, crc);
+		if (!e) {
+			rc = stripe_crcs(fs, p, crc);
+			if (rc < 0)
+				return rc;
+			e = rc_get(fs, p, true, crc);
+		}
 		rc = e->state == RC_ERROR ? (e->err ? e->err : -EIO) : 0;
 		if (rc != -ESTALE || tries == 3)
 			break;
 		rc_put(fs, e); /* loaded across an invalidation: read it again */
+		e = NULL;
 	}
 	if (rc == 0 && e->bad_chunks) {
 		struct rcache *c = fs->rcache;

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -61,6 +62,32 @@ static int member_probe(struct ff_member *m, struct ff_err *err)
 		return -EINVAL;
 	}
 	return 0;
+}
+
+/* A daemon that was just unmounted still writes its checkpoint for a moment
+ * after fusermount returns, so a busy lock is waited for a while. */
+int ff_member_lock(struct ff_member *m, struct ff_err *err)
+{
+	int op = (m->read_only ? LOCK_SH : LOCK_EX) | LOCK_NB;
+
+	for (unsigned waited = 0;; waited += 50) {
+		if (flock(m->fd, op) == 0)
+			return 0;
+		if (errno != EWOULDBLOCK) {
+			int e = errno;
+			ff_err_set(err, "%s: cannot lock: %s", m->path, strerror(e));
+			return -e;
+		}
+		if (waited >= FF_MEMBER_LOCK_WAIT_MS) {
+			ff_err_set(err, "%s: in use by another process (a mounted framefs, mkfs or fsck)",
+				   m->path);
+			return -EBUSY;
+		}
+		if (waited == 0)
+			ff_log(FF_LOG_INFO, "%s: in use by another process, waiting up to %u ms",
+			       m->path, FF_MEMBER_LOCK_WAIT_MS);
+		usleep(50 * 1000);
+	}
 }
 
 int ff_member_open(struct ff_member *m, const char *path, bool read_only, struct ff_err *err)

@@ -48,6 +48,16 @@ struct ff_member {
 int ff_member_open(struct ff_member *m, const char *path, bool read_only, struct ff_err *err);
 void ff_member_close(struct ff_member *m);
 
+/*
+ * One writer per member: whoever assembles or adds a member locks it, a
+ * writable member with an exclusive flock, a read-only one with a shared
+ * lock, so a second daemon, mkfs or fsck cannot use members a mounted
+ * volume is writing.  Waits up to FF_MEMBER_LOCK_WAIT_MS for a lock that is
+ * busy, then -EBUSY.  Close releases it.
+ */
+#define FF_MEMBER_LOCK_WAIT_MS 5000u
+int ff_member_lock(struct ff_member *m, struct ff_err *err);
+
 /* Identity through libnvme; leaves is_nvme false for anything else. */
 void ff_nvme_identify(struct ff_member *m);
 

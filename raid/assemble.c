@@ -48,6 +48,11 @@ static int open_members(const char *const *paths, unsigned n, bool ro, struct ff
 				return -EINVAL;
 			}
 		}
+		rc = ff_member_lock(&m[i], err);
+		if (rc < 0) {
+			close_all(m, i + 1);
+			return rc;
+		}
 	}
 	return 0;
 }

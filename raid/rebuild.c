@@ -632,6 +632,11 @@ int ff_raid_add_check(struct ff_raid *r, const char *path, bool force, struct ff
 			return -EEXIST;
 		}
 	}
+	rc = ff_member_lock(&m, err);
+	if (rc < 0) {
+		ff_member_close(&m);
+		return rc;
+	}
 	if (m.size_bytes < r->g.member_bytes) {
 		ff_err_set(err, "%s is too small: %llu bytes, the array needs %llu", path,
 			   (unsigned long long)m.size_bytes, (unsigned long long)r->g.member_bytes);

@@ -129,6 +129,7 @@ struct finode {
 	unsigned nopen;
 	unsigned refs;            /* pins by code */
 	bool deleted;             /* freed on disk: ignore */
+	uint64_t tx_seq;          /* transaction that last changed it (fs->lock) */
 	struct finode *hnext;
 	/* data path (guarded by dlock) */
 	pthread_mutex_t dlock;
@@ -245,6 +246,7 @@ struct ffs {
 	uint64_t tx_stripes_freed;
 	/* journal */
 	uint64_t j_seq;             /* sequence of the next transaction */
+	uint64_t evicted_tx_seq;    /* newest transaction that changed an inode since evicted */
 	uint64_t j_head;            /* next journal block to write (relative) */
 	uint64_t j_used;            /* journal blocks since the tail */
 	uint8_t *jstage;            /* a transaction laid out in journal order */

@@ -142,6 +142,7 @@ int iget(struct ffs *fs, uint64_t ino, struct finode **out)
 	fi->d = *slot;
 	mb_put(fs, mb);
 	fi->refs = 1;
+	fi->tx_seq = fs->evicted_tx_seq; /* it may have changed before it was evicted */
 	icache_insert(fs, fi);
 	*out = fi;
 	return 0;
@@ -158,6 +159,7 @@ void iput(struct ffs *fs, struct finode *fi)
 		fi->refs--;
 	}
 	icache_remove(fs, fi);
+	fs->evicted_tx_seq = FF_MAX(fs->evicted_tx_seq, fi->tx_seq);
 	finode_free(fi);
 }
 
@@ -172,6 +174,7 @@ int istore(struct ffs *fs, struct finode *fi)
 	*slot = fi->d;
 	mb_dirty(fs, mb);
 	mb_put(fs, mb);
+	fi->tx_seq = fs->j_seq;
 	return 0;
 }
 
@@ -222,6 +225,7 @@ int inode_new(struct ffs *fs, uint32_t mode, uint32_t uid, uint32_t gid, uint64_
 	mb_dirty(fs, mb);
 	mb_put(fs, mb);
 	fi->refs = 1;
+	fi->tx_seq = fs->j_seq;
 	icache_insert(fs, fi);
 	*out = fi;
 	return 0;

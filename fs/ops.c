@@ -719,6 +719,8 @@ ssize_t ffs_write(struct ffs *fs, uint64_t fh, const void *buf, size_t size, uin
  * partial stripes and commits the running transaction, and a close that
  * returned 0 (followed by syncfs, which can add nothing) is an
  * acknowledgement — the file, its data and its name survive a crash.
+ * A file the running transaction has not touched (a frame opened for
+ * playback) commits nothing and does not wait.
  */
 int ffs_flush(struct ffs *fs, uint64_t fh)
 {
@@ -730,7 +732,8 @@ int ffs_flush(struct ffs *fs, uint64_t fh)
 	if (S_ISREG(ff_le32(fi->d.mode)))
 		rc = data_flush(fs, fi);
 	pthread_mutex_lock(&fs->lock);
-	rc2 = commit_wait(fs);
+	if (fi->tx_seq >= fs->j_seq)
+		rc2 = commit_wait(fs);
 	pthread_mutex_unlock(&fs->lock);
 	return rc < 0 ? rc : rc2;
 }

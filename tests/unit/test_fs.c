@@ -102,6 +102,52 @@ START_TEST(small_file_round_trip)
 }
 END_TEST
 
+/* close(2) (FLUSH) commits the running transaction only for a file it
+ * changed: a frame opened for playback while another file is being written
+ * neither commits nor waits, a changed file always commits — also one that
+ * was evicted from the inode cache and loaded again before its close. */
+START_TEST(flush_commits_only_changed_files)
+{
+	struct ffs_opts o = { .write_buffer_bytes = 16 << 20, .read_cache_bytes = 16 << 20,
+			      .commit_interval_ms = 600000 };
+	struct ffs *fs = mkfs_mount(64, 64 * 1024);
+	struct ff_err err = { "" };
+	_Atomic uint64_t *commits;
+	uint64_t fh, fh2, ino, ino2, c0;
+	struct stat st;
+	char buf[16];
+
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	ck_assert_msg(ffs_mount(pp, NM, &o, &fs, &err) == 0, "mount: %s", err.msg);
+	commits = &ffs_stats(fs)->commits;
+	ino = create(fs, FFS_ROOT_INO, "played", &fh);
+	ck_assert_int_eq(ffs_write(fs, fh, "frame", 5, 0), 5);
+	c0 = atomic_load(commits);
+	ck_assert_int_eq(ffs_flush(fs, fh), 0);
+	ck_assert_uint_eq(atomic_load(commits), c0 + 1);
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+
+	ino2 = create(fs, FFS_ROOT_INO, "being-written", &fh2); /* the running transaction */
+	c0 = atomic_load(commits);
+	ck_assert_int_eq(ffs_open(fs, ino, O_RDONLY, &fh), 0);
+	ck_assert_int_eq(ffs_read(fs, fh, buf, sizeof(buf), 0), 5);
+	ck_assert_int_eq(ffs_flush(fs, fh), 0);
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	ck_assert_uint_eq(atomic_load(commits), c0);
+
+	/* the new file leaves the inode cache before its first close */
+	ck_assert_int_eq(ffs_release(fs, fh2), 0);
+	ffs_forget(fs, ino2, 1);
+	ck_assert_int_eq(ffs_lookup(fs, FFS_ROOT_INO, "being-written", &st), 0);
+	ck_assert_int_eq(ffs_open(fs, ino2, O_RDONLY, &fh2), 0);
+	ck_assert_int_eq(ffs_flush(fs, fh2), 0);
+	ck_assert_uint_eq(atomic_load(commits), c0 + 1);
+	ck_assert_int_eq(ffs_release(fs, fh2), 0);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	remove_members();
+}
+END_TEST
+
 static void corrupt(const char *path, uint64_t off, size_t len)
 {
 	char junk[8192];
@@ -218,6 +264,7 @@ int main(void)
 	tcase_add_test(tc, small_file_round_trip);
 	tcase_add_test(tc, scrub_finds_and_repairs);
 	tcase_add_test(tc, read_repairs_bad_chunk);
+	tcase_add_test(tc, flush_commits_only_changed_files);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -24,10 +24,12 @@ int ffs_check_open(const char *const *paths, unsigned n, bool ro, size_t meta_ca
 	fs->opts.meta_cache_bytes = meta_cache_bytes ? meta_cache_bytes : 256 * FF_MiB;
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_cond_init(&fs->commit_cond, NULL);
+	pthread_cond_init(&fs->committed_cond, NULL);
 	rc = ff_raid_assemble(paths, n, &o, &fs->raid, err);
 	if (rc < 0) {
 		pthread_mutex_destroy(&fs->lock);
 		pthread_cond_destroy(&fs->commit_cond);
+		pthread_cond_destroy(&fs->committed_cond);
 		free(fs);
 		return rc;
 	}
@@ -44,10 +46,12 @@ int ffs_check_close(struct ffs *fs)
 	icache_free(fs);
 	meta_cache_free(fs);
 	alloc_free_all(fs);
+	free(fs->jstage); /* what mount.c's teardown frees, but for the daemon's parts */
 	free(fs->sb);
 	rc = ff_raid_close(fs->raid);
 	pthread_mutex_destroy(&fs->lock);
 	pthread_cond_destroy(&fs->commit_cond);
+	pthread_cond_destroy(&fs->committed_cond);
 	free(fs);
 	return rc;
 }

@@ -211,6 +211,17 @@ static bool fg_busy(struct ff_raid *r, struct raid_rebuild *rb, uint64_t now)
 	return now - rb->fg_moved_ns < BUSY_NS;
 }
 
+/* A rebuild starts idle: foreground counts as busy only once it moves. */
+static void rate_reset(struct ff_raid *r, struct raid_rebuild *rb)
+{
+	uint64_t now = ff_now_ns();
+
+	rb->fg_last = atomic_load(&r->stats.fg_bytes);
+	rb->fg_moved_ns = now - BUSY_NS;
+	rb->tokens = 0;
+	rb->tokens_ns = now;
+}
+
 /* 0 when a unit of `bytes` may be issued now, else how long to wait (ns). */
 static uint64_t rate_wait(struct ff_raid *r, struct raid_rebuild *rb, uint64_t bytes, uint64_t now,
 			  bool busy)
@@ -435,6 +446,7 @@ int ff_raid_rebuild_start(struct ff_raid *r)
 	rb->err = 0;
 	rb->stop = false;
 	rb->start_ns = ff_now_ns();
+	rate_reset(r, rb);
 	rb->running = true;
 	ff_log(FF_LOG_INFO, "rebuild of member mask %#x starts at phase %u position %llu", targets,
 	       rb->phase, (unsigned long long)rb->pos);
@@ -857,6 +869,7 @@ int ff_raid_replace(struct ff_raid *r, unsigned role, const char *path, bool for
 	rb->err = 0;
 	rb->stop = false;
 	rb->start_ns = ff_now_ns();
+	rate_reset(r, rb);
 	rb->running = true;
 	ff_log(FF_LOG_INFO, "replacing %s (role %u) with %s", r->mem[role].path, role, path);
 	rc = -pthread_create(&rb->thread, NULL, rebuild_main, r);

@@ -754,6 +754,39 @@ START_TEST(rebuild_resumes_from_checkpoint)
 }
 END_TEST
 
+/* A rebuild on an idle array runs at the idle rate from its first unit:
+ * foreground I/O from before it started does not count as "busy" (it did,
+ * for half a second, at the busy rate). */
+START_TEST(rebuild_starts_at_the_idle_rate)
+{
+	struct ff_raid_rebuild_status st;
+	struct ff_err err = { "" };
+	struct ff_raid *r;
+	unsigned n = 4;
+
+	rng = 98;
+	make_members(n, MEMBER_MB);
+	create(5, n);
+	r = assemble(pp, n);
+	write_all(r);
+	ff_raid_close(r);
+	r = assemble_without(n, 1u << 1);
+	verify_all(r, "degraded, before the rebuild"); /* foreground I/O just before */
+	ff_raid_set_rebuild_rate(r, 64 << 10, 0);      /* busy: 64 KiB/s; idle: no limit */
+	ck_assert_int_eq(ff_raid_add(r, new_member(1), false, &err), 0);
+	usleep(300 * 1000);
+	ff_raid_rebuild_status(r, &st);
+	ck_assert_msg(!st.active || st.bytes_done > (4u << 20),
+		      "after 300 ms of an idle rebuild only %llu bytes were rebuilt (busy rate)",
+		      (unsigned long long)st.bytes_done);
+	ck_assert_int_eq(ff_raid_rebuild_wait(r), 0);
+	verify_all(r, "rebuilt");
+	ff_raid_close(r);
+	free(shadow);
+	remove_members(n);
+}
+END_TEST
+
 static uint32_t parity_mismatch(struct ff_raid *r, uint64_t stripe, void *buf)
 {
 	struct ff_raid_io io = { .op = FF_RAID_CHECK, .space = FF_SPACE_DATA,
@@ -984,6 +1017,7 @@ int main(void)
 	tcase_add_loop_test(tc, rebuild_every_loss_pattern, 0, 2);
 	tcase_add_test(tc, hot_spare_takes_over);
 	tcase_add_test(tc, rebuild_resumes_from_checkpoint);
+	tcase_add_test(tc, rebuild_starts_at_the_idle_rate);
 	tcase_add_test(tc, crash_resyncs_only_regions_in_flight);
 	tcase_add_test(tc, slow_member_is_read_around_and_dead_one_failed);
 	tcase_add_test(tc, replace_while_old_serves);

@@ -354,13 +354,18 @@ int free_stripes(struct ffs *fs, uint64_t first, uint64_t count)
 	return 0;
 }
 
-void alloc_tx_committed(struct ffs *fs)
+/* The first n stripes of pending_free were freed by a transaction now durable. */
+void alloc_tx_committed(struct ffs *fs, size_t n)
 {
-	for (size_t i = 0; i < fs->npending; i++) {
+	FF_ASSERT(n <= fs->npending);
+	if (n == 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
 		bit_clear(fs->sbits, fs->pending_free[i]);
 		fs->free_stripes++;
 	}
-	fs->npending = 0;
+	memmove(fs->pending_free, fs->pending_free + n, (fs->npending - n) * sizeof(uint64_t));
+	fs->npending -= n;
 }
 
 uint64_t alloc_free_stripe_count(const struct ffs *fs)

@@ -46,7 +46,7 @@ int ffs_check_close(struct ffs *fs)
 	icache_free(fs);
 	meta_cache_free(fs);
 	alloc_free_all(fs);
-	free(fs->jstage); /* what mount.c's teardown frees, but for the daemon's parts */
+	journal_free(fs); /* what mount.c's teardown frees, but for the daemon's parts */
 	free(fs->sb);
 	rc = ff_raid_close(fs->raid);
 	pthread_mutex_destroy(&fs->lock);

@@ -56,9 +56,16 @@ void meta_cache_drop_clean(struct ffs *fs);
 
 /* ---- journal (journal.c) ------------------------------------------------ */
 
-/* Commit the running transaction: journal, flush, write home, flush.
- * Caller holds fs->lock. */
+/* Commit the running transaction (journal it and flush; a checkpoint when
+ * due) after the commit in flight, if any.  Holds fs->lock throughout. */
 int journal_commit(struct ffs *fs);
+/* The same, but fs->lock (held on entry and on return) is let go while
+ * the records are written: for the group-commit thread. */
+int journal_commit_unlocked(struct ffs *fs);
+/* Transactions with a sequence below this are durable (fs->lock). */
+uint64_t journal_durable_seq(const struct ffs *fs);
+/* The staging buffer and the flight (teardown). */
+void journal_free(struct ffs *fs);
 /* Replay committed transactions after the tail; called at mount. */
 int journal_replay(struct ffs *fs, unsigned *replayed);
 /* Everything is checkpointed: move the tail to the head (writes the sb). */
@@ -89,7 +96,7 @@ int commit_stripes(struct ffs *fs, uint64_t first, uint64_t count);
 int take_stripes(struct ffs *fs, uint64_t first, uint64_t count);
 /* Free on disk now; reusable only after the transaction commits. */
 int free_stripes(struct ffs *fs, uint64_t first, uint64_t count);
-void alloc_tx_committed(struct ffs *fs);
+void alloc_tx_committed(struct ffs *fs, size_t n);
 uint64_t alloc_free_stripe_count(const struct ffs *fs);
 /* Checksum table entry of a data stripe. */
 int csum_set(struct ffs *fs, uint64_t pstripe, uint32_t ino, uint32_t fstripe, const uint32_t *crc);
@@ -250,6 +257,7 @@ struct ffs {
 	uint64_t j_head;            /* next journal block to write (relative) */
 	uint64_t j_used;            /* journal blocks since the tail */
 	uint8_t *jstage;            /* a transaction laid out in journal order */
+	struct journal_flight *jflight; /* the commit in flight (journal.c) */
 	uint64_t jstage_blocks;
 	uint64_t commits;
 	/* allocators */
@@ -273,16 +281,18 @@ struct ffs {
 	pthread_cond_t commit_cond;
 	pthread_cond_t committed_cond;  /* a commit finished (group commit) */
 	uint64_t commit_want;           /* highest transaction a flusher waits for */
-	int commit_err;
+	int commit_err;                 /* of the last commit */
+	uint64_t commit_failures;       /* commits the commit thread saw fail */
 	uint64_t last_commit_ns;
 	/* statistics */
 	struct ffs_stats stats;
 };
 
 uint64_t ffs_now_ns(void);
-/* Group commit: make the running transaction durable, together with every
- * other flusher's that arrives meanwhile.  fs->lock held. */
-int commit_wait(struct ffs *fs);
+/* Group commit: make transaction `seq` (and those before it) durable,
+ * together with every other flusher's that arrives meanwhile.  fs->lock
+ * held (let go while waiting). */
+int commit_wait(struct ffs *fs, uint64_t seq);
 void scrub_free(struct ffs *fs);
 
 #endif

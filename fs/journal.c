@@ -16,6 +16,14 @@
  * and replay — every committed image after the tail, in order — restores
  * the home blocks a crash left behind.
  *
+ * At most one commit is in flight.  The group-commit thread lays the
+ * running transaction out under fs->lock, opens the next one and lets the
+ * lock go while the records are written and flushed, so operations go on
+ * meanwhile (and close enough together to share the next commit); a
+ * commit made under the lock (journal_commit) first completes the one in
+ * flight, so transactions reach the journal one after another.  A commit
+ * that fails puts its blocks back into the running transaction.
+ *
  * Data stripes are never journaled.  A transaction that maps new stripes is
  * only built after their writes completed, and the flush of the commit
  * covers them; stripes it frees stay reserved until it has committed
@@ -67,7 +75,7 @@ static void batch_done(struct ff_raid_io *io)
 	if (io->result < 0 && !b->err)
 		b->err = io->result;
 	if (--b->pending == 0)
-		pthread_cond_signal(&b->cond);
+		pthread_cond_broadcast(&b->cond);
 	pthread_mutex_unlock(&b->lock);
 }
 
@@ -207,21 +215,67 @@ static int write_records(struct ffs *fs, struct mbuf **list, unsigned n, uint64_
 	return 0;
 }
 
-int journal_commit(struct ffs *fs)
+/* ---- the commit in flight ------------------------------------------------- */
+
+struct journal_flight {
+	struct batch b;         /* b.lock also guards io_done */
+	struct ff_raid_io io[2];
+	bool io_done;           /* written and flushed (or failed: b.err) */
+	bool active;            /* fs->lock: laid out, not yet finished */
+	uint64_t seq, need;     /* fs->lock, as the rest */
+	size_t nfreed;          /* fs->pending_free entries it frees */
+	struct mbuf **list;
+	unsigned n;
+};
+
+static struct journal_flight *flight(struct ffs *fs)
+{
+	struct journal_flight *jf = fs->jflight;
+
+	if (!jf && (jf = calloc(1, sizeof(*jf)))) {
+		pthread_mutex_init(&jf->b.lock, NULL);
+		pthread_cond_init(&jf->b.cond, NULL);
+		fs->jflight = jf;
+	}
+	return jf;
+}
+
+void journal_free(struct ffs *fs)
+{
+	struct journal_flight *jf = fs->jflight;
+
+	if (jf) {
+		FF_ASSERT(!jf->active);
+		pthread_mutex_destroy(&jf->b.lock);
+		pthread_cond_destroy(&jf->b.cond);
+		free(jf);
+		fs->jflight = NULL;
+	}
+	free(fs->jstage);
+	fs->jstage = NULL;
+}
+
+uint64_t journal_durable_seq(const struct ffs *fs)
+{
+	const struct journal_flight *jf = fs->jflight;
+
+	return fs->j_seq - (jf && jf->active);
+}
+
+/*
+ * Under fs->lock: lay the running transaction out in the staging buffer,
+ * submit its writes, hand its blocks to the checkpoint list and open the
+ * next transaction.  No commit may be in flight.  On error nothing changed.
+ */
+static int commit_start(struct ffs *fs, struct journal_flight *jf)
 {
 	unsigned n = fs->tx_count;
 	uint64_t ndesc = FF_DIV_ROUND_UP(n, FFS_JDESC_MAX), need = ndesc + n + 1;
-	struct mbuf **list = NULL;
-	struct batch b;
+	struct mbuf **list;
 	unsigned k = 0;
 	int rc;
 
-	if (fs->ro)
-		return 0;
-	if (n == 0) {
-		alloc_tx_committed(fs);
-		return 0;
-	}
+	FF_ASSERT(!jf->active && n > 0);
 	if (need > ff_le64(fs->sb->journal_blocks)) {
 		ff_log(FF_LOG_ERR, "transaction of %u blocks does not fit the journal", n);
 		return -EFBIG;
@@ -233,28 +287,38 @@ int journal_commit(struct ffs *fs)
 		       (unsigned long long)ff_le64(fs->sb->journal_blocks));
 		return -ENOSPC;
 	}
-	list = calloc(n, sizeof(*list));
 	if (need > fs->jstage_blocks) { /* the staging buffer grows to the largest transaction */
 		free(fs->jstage);
 		fs->jstage = ff_alloc_aligned(need * FFS_BLOCK);
 		fs->jstage_blocks = fs->jstage ? need : 0;
 	}
-	rc = (!list || !fs->jstage) ? -ENOMEM : batch_init(&b, 2);
-	if (rc < 0)
-		goto out;
+	list = calloc(n, sizeof(*list));
+	if (!list || !fs->jstage) {
+		free(list);
+		return -ENOMEM;
+	}
 	for (struct mbuf *mb = fs->tx_head; mb; mb = mb->tx_next) {
 		ffs_block_seal(mb->data, mb->type, mb->blockno);
 		list[k++] = mb;
 	}
 	FF_ASSERT(k == n);
-	rc = write_records(fs, list, n, ndesc, &b, fs->jstage);
-	if (batch_wait(&b) < 0 || rc < 0 || (rc = ff_raid_flush(fs->raid)) < 0) {
+	jf->b.io = jf->io;
+	jf->b.cap = 2;
+	jf->b.n = 0;
+	jf->b.err = 0;
+	jf->io_done = false;
+	rc = write_records(fs, list, n, ndesc, &jf->b, fs->jstage);
+	if (rc < 0) { /* what was submitted must land before anyone reuses the stage */
+		pthread_mutex_lock(&jf->b.lock);
+		while (jf->b.pending)
+			pthread_cond_wait(&jf->b.cond, &jf->b.lock);
+		pthread_mutex_unlock(&jf->b.lock);
+		free(list);
 		ff_log(FF_LOG_ERR, "journal commit %llu failed: %s", (unsigned long long)fs->j_seq,
-		       strerror(rc < 0 ? -rc : EIO));
-		rc = rc < 0 ? rc : -EIO;
-		goto out;
+		       strerror(-rc));
+		return rc;
 	}
-	/* committed: the home writes wait for the next checkpoint */
+	/* the images are in the stage: the blocks may change again, in the next transaction */
 	for (unsigned i = 0; i < n; i++) {
 		list[i]->dirty = false;
 		if (!list[i]->ckpt) {
@@ -264,19 +328,132 @@ int journal_commit(struct ffs *fs)
 			fs->nckpt++;
 		}
 	}
+	jf->list = list;
+	jf->n = n;
+	jf->need = need;
+	jf->seq = fs->j_seq;
+	jf->nfreed = fs->npending;
+	jf->active = true;
 	fs->tx_head = NULL;
 	fs->tx_count = 0;
 	fs->j_head += need;
 	fs->j_used += need;
 	fs->j_seq++;
-	fs->commits++;
-	atomic_fetch_add(&fs->stats.commits, 1);
-	fs->last_commit_ns = ff_now_ns();
-	alloc_tx_committed(fs);
-	if (fs->j_used * 2 > ff_le64(fs->sb->journal_blocks) || fs->nckpt * 2 > fs->max_mbufs)
+	return 0;
+}
+
+/* The writes of the flight complete and are flushed; with or without fs->lock. */
+static void flight_io(struct ffs *fs, struct journal_flight *jf)
+{
+	int rc;
+
+	pthread_mutex_lock(&jf->b.lock);
+	while (jf->b.pending)
+		pthread_cond_wait(&jf->b.cond, &jf->b.lock);
+	rc = jf->b.err;
+	pthread_mutex_unlock(&jf->b.lock);
+	if (rc == 0)
+		rc = ff_raid_flush(fs->raid);
+	pthread_mutex_lock(&jf->b.lock);
+	jf->b.err = rc;
+	jf->io_done = true;
+	pthread_cond_broadcast(&jf->b.cond);
+	pthread_mutex_unlock(&jf->b.lock);
+}
+
+/*
+ * Under fs->lock: wait for the flight's I/O (done by whoever started it)
+ * and account for it — durable: its freed stripes return; failed: its
+ * blocks rejoin the running transaction, which takes its place in the
+ * journal.  Sets fs->commit_err; wakes the flushers.
+ */
+static int commit_finish(struct ffs *fs)
+{
+	struct journal_flight *jf = fs->jflight;
+	int rc;
+
+	if (!jf || !jf->active)
+		return 0;
+	pthread_mutex_lock(&jf->b.lock);
+	while (!jf->io_done)
+		pthread_cond_wait(&jf->b.cond, &jf->b.lock);
+	rc = jf->b.err;
+	pthread_mutex_unlock(&jf->b.lock);
+	if (rc == 0) {
+		alloc_tx_committed(fs, jf->nfreed);
+		fs->commits++;
+		atomic_fetch_add(&fs->stats.commits, 1);
+		fs->last_commit_ns = ff_now_ns();
+	} else {
+		ff_log(FF_LOG_ERR, "journal commit %llu failed: %s", (unsigned long long)jf->seq,
+		       strerror(-rc));
+		for (unsigned i = 0; i < jf->n; i++)
+			mb_dirty(fs, jf->list[i]); /* no-op for a block dirtied again since */
+		fs->j_head -= jf->need;
+		fs->j_used -= jf->need;
+		fs->j_seq = jf->seq;
+	}
+	free(jf->list);
+	jf->list = NULL;
+	jf->active = false;
+	fs->commit_err = rc;
+	pthread_cond_broadcast(&fs->committed_cond);
+	return rc;
+}
+
+static bool checkpoint_due(const struct ffs *fs)
+{
+	return fs->j_used * 2 > ff_le64(fs->sb->journal_blocks) || fs->nckpt * 2 > fs->max_mbufs;
+}
+
+int journal_commit(struct ffs *fs)
+{
+	struct journal_flight *jf;
+	int rc;
+
+	if (fs->ro)
+		return 0;
+	commit_finish(fs); /* one at a time; a failed one is back in the running transaction */
+	if (fs->tx_count == 0) {
+		alloc_tx_committed(fs, fs->npending);
+		return 0;
+	}
+	jf = flight(fs);
+	if (!jf)
+		return -ENOMEM;
+	rc = commit_start(fs, jf);
+	if (rc < 0)
+		return rc;
+	flight_io(fs, jf);
+	rc = commit_finish(fs);
+	if (rc == 0 && checkpoint_due(fs))
 		rc = journal_checkpoint(fs);
-out:
-	free(list);
+	return rc;
+}
+
+int journal_commit_unlocked(struct ffs *fs)
+{
+	struct journal_flight *jf;
+	int rc;
+
+	if (fs->ro)
+		return 0;
+	commit_finish(fs);
+	if (fs->tx_count == 0)
+		return journal_commit(fs);
+	jf = flight(fs);
+	if (!jf)
+		return -ENOMEM;
+	rc = commit_start(fs, jf);
+	if (rc < 0)
+		return rc;
+	pthread_mutex_unlock(&fs->lock);
+	flight_io(fs, jf);
+	pthread_mutex_lock(&fs->lock);
+	commit_finish(fs); /* unless a commit under the lock did it meanwhile */
+	rc = fs->commit_err;
+	if (rc == 0 && checkpoint_due(fs))
+		rc = journal_checkpoint(fs);
 	return rc;
 }
 
@@ -287,6 +464,7 @@ int journal_checkpoint(struct ffs *fs)
 
 	if (fs->ro)
 		return 0;
+	commit_finish(fs); /* its blocks go home only once it is durable */
 	if (fs->tx_count)
 		return journal_commit(fs) < 0 ? -EIO : (fs->nckpt ? journal_checkpoint(fs) : 0);
 	if (fs->nckpt) {

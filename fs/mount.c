@@ -256,27 +256,31 @@ static bool stripe_in_use(void *arg, uint64_t stripe)
 }
 
 /*
- * Group commit.  A flusher (close, fsync) that needs the running
- * transaction durable asks the commit thread and waits; the thread commits
- * once for everyone who asked before it got the lock, so concurrent closes
- * share one journal write and one flush instead of one each.
+ * Group commit.  A flusher (close, fsync) that needs transaction `seq`
+ * durable asks the commit thread and waits; the thread commits once for
+ * everyone who asked before it got the lock, and lets the lock go while
+ * the records are written, so the operations that arrive meanwhile go on
+ * and share the next commit instead of queueing behind this one.
  */
-int commit_wait(struct ffs *fs)
+int commit_wait(struct ffs *fs, uint64_t seq)
 {
-	uint64_t mine = fs->j_seq;
+	uint64_t failures = fs->commit_failures;
 
-	if (fs->ro || !fs->tx_count)
-		return 0;
-	if (!fs->commit_thread_started)
-		return journal_commit(fs);
-	if (fs->commit_want < mine)
-		fs->commit_want = mine;
-	pthread_cond_signal(&fs->commit_cond);
-	while (fs->j_seq <= mine && !fs->commit_err && !fs->stopping)
+	for (;;) {
+		/* past the running transaction (a failed commit rolled back) is the running one */
+		uint64_t want = FF_MIN(seq, fs->j_seq);
+
+		if (fs->ro || journal_durable_seq(fs) > want)
+			return 0;
+		if (fs->commit_failures != failures)
+			return fs->commit_err;
+		if (!fs->commit_thread_started || fs->stopping)
+			return journal_commit(fs);
+		if (fs->commit_want < want)
+			fs->commit_want = want;
+		pthread_cond_signal(&fs->commit_cond);
 		pthread_cond_wait(&fs->committed_cond, &fs->lock);
-	if (fs->j_seq <= mine)
-		return fs->commit_err ? fs->commit_err : journal_commit(fs);
-	return 0;
+	}
 }
 
 static void *commit_main(void *arg)
@@ -291,10 +295,13 @@ static void *commit_main(void *arg)
 
 		clock_gettime(CLOCK_REALTIME, &ts); /* the condition variable's clock */
 		if (fs->tx_count && (ff_now_ns() >= due || fs->commit_want >= fs->j_seq)) {
-			rc = journal_commit(fs);
-			fs->commit_err = rc < 0 ? rc : 0;
-			if (rc < 0)
+			rc = journal_commit_unlocked(fs);
+			if (rc < 0) { /* the askers get the error; the timer retries */
+				fs->commit_err = rc;
+				fs->commit_failures++;
+				fs->commit_want = 0;
 				ff_log(FF_LOG_ERR, "commit failed: %s", strerror(-rc));
+			}
 			fs->last_commit_ns = ff_now_ns();
 			pthread_cond_broadcast(&fs->committed_cond);
 			continue;
@@ -331,7 +338,7 @@ static void fs_free(struct ffs *fs)
 	icache_free(fs);
 	meta_cache_free(fs);
 	alloc_free_all(fs);
-	free(fs->jstage);
+	journal_free(fs);
 	free(fs->sb);
 	pthread_mutex_destroy(&fs->lock);
 	pthread_cond_destroy(&fs->commit_cond);

@@ -732,8 +732,7 @@ int ffs_flush(struct ffs *fs, uint64_t fh)
 	if (S_ISREG(ff_le32(fi->d.mode)))
 		rc = data_flush(fs, fi);
 	pthread_mutex_lock(&fs->lock);
-	if (fi->tx_seq >= fs->j_seq)
-		rc2 = commit_wait(fs);
+	rc2 = commit_wait(fs, fi->tx_seq);
 	pthread_mutex_unlock(&fs->lock);
 	return rc < 0 ? rc : rc2;
 }
@@ -748,7 +747,7 @@ int ffs_fsync(struct ffs *fs, uint64_t fh, bool datasync)
 		return rc;
 	pthread_mutex_lock(&fs->lock);
 	/* ffs_flush committed; the data of stripes written since needs a flush */
-	rc2 = fs->tx_count ? commit_wait(fs) : ff_raid_flush(fs->raid);
+	rc2 = fs->tx_count ? commit_wait(fs, fs->j_seq) : ff_raid_flush(fs->raid);
 	pthread_mutex_unlock(&fs->lock);
 	return rc < 0 ? rc : rc2;
 }

@@ -5,6 +5,7 @@
  * in-memory model of every file.
  */
 #include <check.h>
+#include <pthread.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 
 #include "fs/ffs.h"
 #include "fs/format.h"
+#include "io/fault.h"
 #include "raid/raid.h"
 
 #define NM 4
@@ -148,6 +150,71 @@ START_TEST(flush_commits_only_changed_files)
 }
 END_TEST
 
+struct flusher {
+	struct ffs *fs;
+	uint64_t fh;
+	int rc;
+	_Atomic bool done;
+};
+
+static void *flush_main(void *arg)
+{
+	struct flusher *f = arg;
+
+	f->rc = ffs_flush(f->fs, f->fh);
+	atomic_store(&f->done, true);
+	return NULL;
+}
+
+/* A commit in flight does not hold the filesystem: while the journal
+ * write of one close is slow (fault: 300 ms of latency on every member
+ * write), other operations — lookup, create, getattr — complete, and the
+ * create made meanwhile is committed by the next transaction. */
+START_TEST(commit_in_flight_lets_operations_run)
+{
+	struct ffs_opts o = { .write_buffer_bytes = 16 << 20, .read_cache_bytes = 16 << 20,
+			      .commit_interval_ms = 600000 };
+	struct ffs *fs = mkfs_mount(64, 64 * 1024);
+	struct ff_fault_rule slow = { .ops = FF_FAULT_WRITE, .latency_us = 300000 };
+	struct flusher f = { .rc = -1 };
+	struct ff_err err = { "" };
+	_Atomic uint64_t *commits;
+	uint64_t fh, c0;
+	pthread_t t;
+	struct stat st;
+
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	ck_assert_msg(ffs_mount(pp, NM, &o, &fs, &err) == 0, "mount: %s", err.msg);
+	commits = &ffs_stats(fs)->commits;
+	create(fs, FFS_ROOT_INO, "slow", &f.fh); /* empty: its flush is the commit alone */
+	for (unsigned m = 0; m < NM; m++)
+		ck_assert_int_eq(ff_fault_add(ff_raid_member(ffs_raid(fs), m), &slow), 0);
+	c0 = atomic_load(commits);
+	f.fs = fs;
+	ck_assert_int_eq(pthread_create(&t, NULL, flush_main, &f), 0);
+	usleep(50 * 1000); /* the commit thread has laid the transaction out and writes it */
+	ck_assert_int_eq(ffs_lookup(fs, FFS_ROOT_INO, "slow", &st), 0);
+	create(fs, FFS_ROOT_INO, "meanwhile", &fh);
+	ck_assert_int_eq(ffs_getattr(fs, st.st_ino, &st), 0);
+	ck_assert_msg(!atomic_load(&f.done) && atomic_load(commits) == c0,
+		      "operations waited for the commit in flight");
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_int_eq(f.rc, 0);
+	ck_assert_uint_eq(atomic_load(commits), c0 + 1);
+	for (unsigned m = 0; m < NM; m++)
+		ff_fault_clear(ff_raid_member(ffs_raid(fs), m));
+	ck_assert_int_eq(ffs_flush(fs, fh), 0); /* its create went to the next transaction */
+	ck_assert_uint_eq(atomic_load(commits), c0 + 2);
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	ck_assert_int_eq(ffs_release(fs, f.fh), 0);
+	fs = remount(fs);
+	ck_assert_int_eq(ffs_lookup(fs, FFS_ROOT_INO, "meanwhile", &st), 0);
+	ck_assert_int_eq(ffs_lookup(fs, FFS_ROOT_INO, "slow", &st), 0);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	remove_members();
+}
+END_TEST
+
 static void corrupt(const char *path, uint64_t off, size_t len)
 {
 	char junk[8192];
@@ -265,6 +332,7 @@ int main(void)
 	tcase_add_test(tc, scrub_finds_and_repairs);
 	tcase_add_test(tc, read_repairs_bad_chunk);
 	tcase_add_test(tc, flush_commits_only_changed_files);
+	tcase_add_test(tc, commit_in_flight_lets_operations_run);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -268,21 +268,12 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 	(void)ino;
 	size = FF_MIN(size, (size_t)IO_MAX);
-	/* straight from the stripe cache to the kernel: one copy fewer */
+	/* straight from the stripe cache to the kernel: one copy fewer.  An
+	 * iovec reply is one writev however many pieces; fuse_reply_data would
+	 * allocate and copy a read that spans two stripes. */
 	n = ffs_read_ref(fs, fi->fh, size, (uint64_t)off, &ref);
 	if (n >= 0) {
-		struct fuse_bufvec *bv = alloca(sizeof(*bv) + FFS_RREF_MAX * sizeof(bv->buf[0]));
-
-		memset(bv, 0, sizeof(*bv) + FFS_RREF_MAX * sizeof(bv->buf[0]));
-		bv->count = ref.n;
-		for (unsigned i = 0; i < ref.n; i++) {
-			bv->buf[i].mem = ref.iov[i].iov_base;
-			bv->buf[i].size = ref.iov[i].iov_len;
-		}
-		if (ref.n)
-			fuse_reply_data(req, bv, FUSE_BUF_NO_SPLICE);
-		else
-			fuse_reply_buf(req, NULL, 0);
+		fuse_reply_iov(req, ref.iov, (int)ref.n);
 		ffs_read_unref(fs, &ref);
 		return;
 	}

@@ -2,8 +2,12 @@
 #include "io/fault.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int parse_errno(const char *v)
 {
@@ -199,4 +203,116 @@ void ff_fault_flip(struct ff_fault *f, void *buf, uint32_t len, uint32_t nbits)
 		x ^= x << 17;
 		p[(x >> 3) % len] ^= (uint8_t)(1u << (x & 7));
 	}
+}
+
+/* ---- power-loss simulation: the undo log ------------------------------------ */
+
+struct ff_undo {
+	pthread_mutex_t lock;
+	int fd;
+	uint64_t seq;  /* records written */
+	uint64_t pos;  /* end of the log */
+	void *buf;     /* old bytes, O_DIRECT-aligned */
+	uint64_t cap;
+};
+
+int ff_undo_open(struct ff_member *m)
+{
+	const char *dir = getenv("FRAMEFS_UNDO_DIR");
+	const char *base = strrchr(m->path, '/');
+	char path[PATH_MAX + 64];
+	struct ff_undo *u;
+
+	if (!dir || !*dir || m->read_only)
+		return 0;
+	snprintf(path, sizeof(path), "%s/%s.undo", dir, base ? base + 1 : m->path);
+	u = calloc(1, sizeof(*u));
+	if (!u)
+		return -ENOMEM;
+	u->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (u->fd < 0) {
+		int e = errno;
+
+		free(u);
+		return -e;
+	}
+	pthread_mutex_init(&u->lock, NULL);
+	m->undo = u;
+	return 0;
+}
+
+void ff_undo_close(struct ff_member *m)
+{
+	struct ff_undo *u = m->undo;
+
+	if (!u)
+		return;
+	close(u->fd);
+	pthread_mutex_destroy(&u->lock);
+	free(u->buf);
+	free(u);
+	m->undo = NULL;
+}
+
+static void undo_append(struct ff_undo *u, const void *p, uint64_t len)
+{
+	if (pwrite(u->fd, p, len, (off_t)u->pos) == (ssize_t)len)
+		u->pos += len;
+	else
+		abort(); /* a simulation that silently lost its log would prove nothing */
+}
+
+void ff_undo_write(struct ff_member *m, uint64_t off, uint64_t len)
+{
+	struct ff_undo *u = m->undo;
+	struct ff_undo_rec rec = { FF_UNDO_WRITE, 0, off, len };
+	ssize_t n;
+
+	if (!u)
+		return;
+	pthread_mutex_lock(&u->lock);
+	if (len > u->cap) {
+		free(u->buf);
+		u->buf = ff_alloc_aligned(len);
+		if (!u->buf)
+			abort();
+		u->cap = len;
+	}
+	n = pread(m->fd, u->buf, len, (off_t)off);
+	if (n < (ssize_t)len)
+		memset((char *)u->buf + (n > 0 ? n : 0), 0, len - (uint64_t)(n > 0 ? n : 0));
+	rec.seq = ++u->seq;
+	undo_append(u, &rec, sizeof(rec));
+	undo_append(u, u->buf, len);
+	pthread_mutex_unlock(&u->lock);
+}
+
+uint64_t ff_undo_seq(struct ff_member *m)
+{
+	uint64_t s;
+
+	if (!m->undo)
+		return 0;
+	pthread_mutex_lock(&m->undo->lock);
+	s = m->undo->seq;
+	pthread_mutex_unlock(&m->undo->lock);
+	return s;
+}
+
+void ff_undo_flushed(struct ff_member *m, uint64_t seq)
+{
+	struct ff_undo *u = m->undo;
+	struct ff_undo_rec rec = { FF_UNDO_FLUSHED, seq, 0, 0 };
+
+	if (!u)
+		return;
+	pthread_mutex_lock(&u->lock);
+	if (seq == u->seq) { /* everything logged is durable now */
+		if (ftruncate(u->fd, 0) < 0)
+			abort();
+		u->pos = 0;
+	} else {
+		undo_append(u, &rec, sizeof(rec));
+	}
+	pthread_mutex_unlock(&u->lock);
 }

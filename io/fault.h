@@ -64,4 +64,27 @@ void ff_fault_check(struct ff_fault *f, unsigned op, uint64_t off, uint32_t len,
 /* Flip nbits bits of buf at positions derived from a sequence number. */
 void ff_fault_flip(struct ff_fault *f, void *buf, uint32_t len, uint32_t nbits);
 
+/*
+ * Power-loss simulation (tests only).  With FRAMEFS_UNDO_DIR set in the
+ * environment, a member opened read-write keeps an undo log,
+ * DIR/<basename of the member>.undo: before each write the bytes it will
+ * overwrite are appended (a record: kind 1, sequence, offset, length, then
+ * the old bytes), and when a flush that was issued after record S completes,
+ * a mark (kind 2, S) follows — or the log is emptied when nothing was written
+ * since.  Writes after the newest mark are what a drive with a volatile
+ * cache may lose at a power cut; tests/integration/crash_kill9.py
+ * --powerloss rolls a random part of them back after killing the daemon.
+ */
+enum { FF_UNDO_WRITE = 1, FF_UNDO_FLUSHED = 2 };
+struct ff_undo_rec {
+	uint64_t kind, seq, off, len;
+};
+_Static_assert(sizeof(struct ff_undo_rec) == 32, "undo record header: 32 bytes");
+
+int ff_undo_open(struct ff_member *m);   /* 0, also when FRAMEFS_UNDO_DIR is unset */
+void ff_undo_close(struct ff_member *m);
+void ff_undo_write(struct ff_member *m, uint64_t off, uint64_t len);
+uint64_t ff_undo_seq(struct ff_member *m);           /* before a flush is issued */
+void ff_undo_flushed(struct ff_member *m, uint64_t seq); /* after it completed */
+
 #endif

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "io/member.h"
+#include "io/fault.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -119,14 +120,24 @@ int ff_member_open(struct ff_member *m, const char *path, bool read_only, struct
 		return rc;
 	}
 	ff_nvme_identify(m);
+	rc = ff_undo_open(m);
+	if (rc < 0) {
+		ff_err_set(err, "%s: cannot open its undo log in FRAMEFS_UNDO_DIR: %s", path,
+			   strerror(-rc));
+		ff_member_close(m);
+		return rc;
+	}
 	return 0;
 }
 
 void ff_member_close(struct ff_member *m)
 {
-	if (m->fd >= 0)
+	if (m->fd >= 0) { /* the undo log goes with the fd: a struct whose fd moved on keeps neither */
+		ff_undo_close(m);
 		close(m->fd);
+	}
 	m->fd = -1;
+	m->undo = NULL;
 }
 
 bool ff_member_same(const struct ff_member *m, const struct ff_member *other)
@@ -172,6 +183,7 @@ int ff_member_pwrite(struct ff_member *m, const void *buf, size_t len, uint64_t 
 	FF_ASSERT(((uintptr_t)buf % m->dio_mem_align) == 0);
 	if (m->read_only)
 		return -EROFS;
+	ff_undo_write(m, off, len);
 	while (done < len) {
 		ssize_t n = pwrite(m->fd, (const char *)buf + done, len - done, (off_t)(off + done));
 
@@ -188,5 +200,10 @@ int ff_member_pwrite(struct ff_member *m, const void *buf, size_t len, uint64_t 
 
 int ff_member_flush(struct ff_member *m)
 {
-	return fdatasync(m->fd) < 0 ? -errno : 0;
+	uint64_t seq = ff_undo_seq(m);
+
+	if (fdatasync(m->fd) < 0)
+		return -errno;
+	ff_undo_flushed(m, seq);
+	return 0;
 }

@@ -16,6 +16,7 @@
 #include "io/ff_common.h"
 
 struct ff_fault;
+struct ff_undo;
 
 struct ff_nvme_id {
 	bool is_nvme;
@@ -41,6 +42,7 @@ struct ff_member {
 	uint32_t dio_off_align;  /* O_DIRECT offset/length alignment */
 	struct ff_nvme_id nvme;
 	struct ff_fault *fault;  /* NULL unless a test injects faults */
+	struct ff_undo *undo;    /* NULL unless a test simulates power loss (io/fault.h) */
 };
 
 /* Open path O_DIRECT (read-write unless read_only).  Fills every field from

@@ -153,6 +153,12 @@ static bool fault_gate(struct ff_ring *r, struct ff_io_req *req)
 	struct ff_member *m = r->members[req->member];
 	struct ff_fault_action act;
 
+	if (m->undo && !req->done && !req->delayed) { /* power-loss simulation */
+		if (req->op == FF_IO_WRITE)
+			ff_undo_write(m, req->off, req->len);
+		else if (req->op == FF_IO_FSYNC)
+			req->undo_seq = ff_undo_seq(m);
+	}
 	if (!m->fault || req->op == FF_IO_FSYNC || req->done || req->delayed)
 		return true;
 	ff_fault_check(m->fault, req->op == FF_IO_READ ? FF_FAULT_READ : FF_FAULT_WRITE,
@@ -281,6 +287,8 @@ static void handle_cqe(struct ff_ring *r, struct ff_io_req *req, int res, bool d
 	}
 	if (req->result > 0 && req->flip_bits)
 		ff_fault_flip(r->members[req->member]->fault, req->buf, req->len, req->flip_bits);
+	if (req->op == FF_IO_FSYNC && req->result == 0)
+		ff_undo_flushed(r->members[req->member], req->undo_seq);
 	push_done(r, req);
 }
 

@@ -43,6 +43,7 @@ struct ff_io_req {
 	uint16_t retries;
 	uint8_t delayed;
 	uint32_t flip_bits;
+	uint64_t undo_seq;    /* a flush: the member's undo log length at issue (tests) */
 	struct __kernel_timespec delay;
 	struct ff_io_req *next;
 };

@@ -24,15 +24,24 @@
 # crash).  Some recovery mounts are themselves killed.  At the end, deleting
 # every file must give back exactly the space and inodes of the empty volume.
 #
+# With --powerloss (or IT_CRASH_POWERLOSS=1) every kill is also a power cut:
+# the daemon keeps an undo log of each member (FRAMEFS_UNDO_DIR, io/fault.h),
+# and before the next mount a random half of the writes that no completed
+# flush covered is rolled back on the members — what a drive's volatile write
+# cache may lose.  The same checks must hold.
+#
 #   IT_SEED=N          the seed (printed; default from the clock)
 #   IT_CRASH_ITERS=N   crash iterations (default 25)
+#   IT_POWERLOSS_ITERS=N  with --powerloss (default 12)
 #   IT_CRASH_LEVEL=5|6 RAID level (default: from the seed)
 import ctypes
+import fcntl
 import hashlib
 import json
 import mmap
 import os
 import random
+import struct
 import subprocess
 import sys
 import time
@@ -319,14 +328,15 @@ class PathState:
 
 
 class Crash:
-    def __init__(self, vol, seed, iters):
+    def __init__(self, vol, seed, iters, undo_dir=None):
         self.vol = vol
+        self.undo_dir = undo_dir
         self.seed = seed
         self.iters = iters
         self.rng = random.Random(seed)
         self.base = {}         # path -> spec: acknowledged, untouched, on the volume
         self.stats = {"acks": 0, "exact": 0, "partial": 0, "weak": 0, "fsck": 0, "killed_mounts": 0,
-                      "replayed": 0, "touched_removed": 0}
+                      "replayed": 0, "touched_removed": 0, "unflushed": 0, "lost": 0}
         self.clean_mount_s = None
         self.digests = {}      # spec (json) -> (size, sha256) of its content, made once
 
@@ -466,6 +476,52 @@ class Crash:
             os.fsync(fd)
             os.close(fd)
 
+    def power_cut(self):
+        """After a kill with --powerloss: roll back a random half of each
+        member's writes that no completed flush covered, newest first, keeping
+        whatever a later write that survives put over them."""
+        if not self.undo_dir:
+            return
+        hdr = struct.Struct("<QQQQ")
+        for m in self.vol.members:
+            path = os.path.join(self.undo_dir, os.path.basename(m) + ".undo")
+            if not os.path.exists(path):
+                continue
+            with open(path, "rb") as f:
+                log_bytes = f.read()
+            writes, durable, at = [], 0, 0
+            while at + hdr.size <= len(log_bytes):
+                kind, seq, off, length = hdr.unpack_from(log_bytes, at)
+                at += hdr.size
+                if kind == 2:
+                    durable = max(durable, seq)
+                    continue
+                if kind != 1 or at + length > len(log_bytes):
+                    break  # the daemon died while logging: that write was never issued
+                writes.append((seq, off, length, at))
+                at += length
+            kept = []
+            with open(m, "r+b") as mf:
+                fcntl.flock(mf, fcntl.LOCK_EX)  # the dead daemon's rings have let go
+                for seq, off, length, data_at in sorted(writes, reverse=True):
+                    if seq <= durable:
+                        continue
+                    self.stats["unflushed"] += 1
+                    if self.rng.random() < 0.5:
+                        kept.append((off, off + length))
+                        continue
+                    self.stats["lost"] += 1
+                    pieces = [(off, off + length)]
+                    for ks, ke in kept:
+                        pieces = [q for a, b in pieces
+                                  for q in ((a, min(b, ks)), (max(a, ke), b)) if q[0] < q[1]]
+                    for a, b in pieces:
+                        mf.seek(a)
+                        mf.write(log_bytes[data_at + a - off:data_at + b - off])
+                mf.flush()
+                fcntl.flock(mf, fcntl.LOCK_UN)
+            os.unlink(path)
+
     def recovery_mount(self, it):
         """Mount after a crash; sometimes kill that mount too, then mount again."""
         if it > 1 and self.rng.random() < 0.2:
@@ -479,6 +535,7 @@ class Crash:
             d.wait()
             if self.vol.is_mounted():
                 subprocess.run(["umount", "-l", self.vol.mnt], capture_output=True)
+            self.power_cut()
             self.stats["killed_mounts"] += 1
         t = self.vol.mount()
         log_text = self.vol.daemon_log()
@@ -533,6 +590,7 @@ class Crash:
                     time.sleep(0.05)
                 time.sleep(self.rng.uniform(0, 0.03))
                 self.vol.kill9()
+                self.power_cut()
                 self.stats["killed_unmounts"] = self.stats.get("killed_unmounts", 0) + 1
             else:
                 where = "under the workload"
@@ -543,6 +601,7 @@ class Crash:
                     w.kill()
                     w.wait()
                     raise TestFailure("iteration %d: the workload hung after the daemon died" % it)
+                self.power_cut()
             state, _ = self.parse_log(log_path)
             t = self.recovery_mount(it)
             self.verify(it, state)
@@ -575,17 +634,24 @@ def main():
     if len(sys.argv) == 8 and sys.argv[1] == "--workload":
         return workload_main(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6]),
                              sys.argv[7])
+    powerloss = "--powerloss" in sys.argv[1:] or os.environ.get("IT_CRASH_POWERLOSS") == "1"
     seed = seed_from_env()
-    iters = int(os.environ.get("IT_CRASH_ITERS", "25"))
+    iters = int(os.environ.get("IT_POWERLOSS_ITERS", "12") if powerloss else os.environ.get("IT_CRASH_ITERS", "25"))
     level = int(os.environ.get("IT_CRASH_LEVEL", str(5 if seed % 2 else 6)))
-    log("crash-kill9: seed %d (IT_SEED=%d to repeat), %d iterations, RAID%d" % (seed, seed, iters, level))
+    log("crash-kill9: seed %d (IT_SEED=%d to repeat), %d iterations, RAID%d%s"
+        % (seed, seed, iters, level, ", each kill a power cut" if powerloss else ""))
     vol = Volume(level, 4 if level == 5 else 6, 256 * MiB)
     os.environ["IT_CRASH_STRIPE"] = str((3 if level == 5 else 4) * 512 * 1024)  # for the workload
+    undo_dir = None
+    if powerloss:  # after mkfs: only the daemons keep undo logs
+        undo_dir = os.path.join(vol.tmp, "undo")
+        os.mkdir(undo_dir)
+        os.environ["FRAMEFS_UNDO_DIR"] = undo_dir
     t0 = time.monotonic()
     c = None
     try:
         vol.mount()
-        c = Crash(vol, seed, iters)
+        c = Crash(vol, seed, iters, undo_dir)
         c.run()
     except TestFailure as e:
         log("FAIL (seed %d): %s" % (seed, e))
@@ -597,10 +663,11 @@ def main():
     log("PASS: seed %d, %d crash iterations (%d of them during an unmount, %d recovery mounts also killed, "
         "%d mounts replayed the journal), "
         "%d acknowledgements logged, %d acknowledged files checked byte-identical, %d touched files checked "
-        "for what survives, %d fsck -n -c runs clean, %.1f s"
+        "for what survives, %d fsck -n -c runs clean%s, %.1f s"
         % (seed, iters, s.get("killed_unmounts", 0), s["killed_mounts"], s["replayed"], s["acks"], s["exact"],
-           s["partial"] + s["weak"],
-           s["fsck"], time.monotonic() - t0))
+           s["partial"] + s["weak"], s["fsck"],
+           ("; power cuts lost %d of %d unflushed member writes" % (s["lost"], s["unflushed"])) if powerloss else "",
+           time.monotonic() - t0))
     return 0
 
 

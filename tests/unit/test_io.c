@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "io/fault.h"
@@ -237,6 +238,62 @@ START_TEST(fault_latency_and_cancel)
 }
 END_TEST
 
+/* Power-loss simulation: with FRAMEFS_UNDO_DIR set, a member logs what each
+ * write overwrites, and a completed flush empties the log of what it covers. */
+START_TEST(undo_log_keeps_what_unflushed_writes_overwrote)
+{
+	struct ff_err err = { "" };
+	struct ff_undo_rec rec;
+	struct fixture f;
+	char log[400];
+	uint8_t *old = malloc(4096);
+	struct stat st;
+	int fd;
+
+	make_file(8);
+	ck_assert_int_eq(setenv("FRAMEFS_UNDO_DIR", dir, 1), 0);
+	ck_assert_msg(ff_member_open(&f.m, file, false, &err) == 0, "%s", err.msg);
+	unsetenv("FRAMEFS_UNDO_DIR");
+	ck_assert_ptr_nonnull(f.m.undo);
+	f.mp[0] = &f.m;
+	ck_assert_int_eq(ff_ring_init(&f.ring, f.mp, 1, 16), 0);
+	f.buf = ff_alloc_aligned(1 << 20);
+	snprintf(log, sizeof(log), "%s/member.img.undo", dir);
+
+	memset(f.buf, 0xaa, 4096);
+	ck_assert_int_eq(rw(&f, FF_IO_WRITE, 0, f.buf, 4096), 0);
+	ck_assert_int_eq(stat(log, &st), 0);
+	ck_assert_int_eq(st.st_size, sizeof(rec) + 4096);
+	ck_assert_int_eq(rw(&f, FF_IO_FSYNC, 0, NULL, 0), 0); /* covers it: the log empties */
+	ck_assert_int_eq(stat(log, &st), 0);
+	ck_assert_int_eq(st.st_size, 0);
+
+	memset(f.buf, 0xbb, 4096);
+	ck_assert_int_eq(rw(&f, FF_IO_WRITE, 0, f.buf, 4096), 0);
+	memset(f.buf, 0xcc, 4096);
+	ck_assert_int_eq(ff_member_pwrite(&f.m, f.buf, 4096, 8192), 0);
+	fd = open(log, O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(read(fd, &rec, sizeof(rec)), sizeof(rec));
+	ck_assert(rec.kind == FF_UNDO_WRITE && rec.seq == 2 && rec.off == 0 && rec.len == 4096);
+	ck_assert_int_eq(read(fd, old, 4096), 4096);
+	for (unsigned i = 0; i < 4096; i++)
+		ck_assert_uint_eq(old[i], 0xaa); /* what the second write overwrote */
+	ck_assert_int_eq(read(fd, &rec, sizeof(rec)), sizeof(rec));
+	ck_assert(rec.kind == FF_UNDO_WRITE && rec.seq == 3 && rec.off == 8192 && rec.len == 4096);
+	ck_assert_int_eq(read(fd, old, 4096), 4096);
+	for (unsigned i = 0; i < 4096; i++)
+		ck_assert_uint_eq(old[i], 0);
+	close(fd);
+	ck_assert_int_eq(ff_member_flush(&f.m), 0);
+	ck_assert_int_eq(stat(log, &st), 0);
+	ck_assert_int_eq(st.st_size, 0);
+	unlink(log);
+	free(old);
+	fx_close(&f);
+}
+END_TEST
+
 START_TEST(fault_text_names_members)
 {
 	struct fixture f;
@@ -270,6 +327,7 @@ int main(void)
 	tcase_add_test(tc, fault_flips_bits_in_a_range);
 	tcase_add_test(tc, fault_latency_and_cancel);
 	tcase_add_test(tc, fault_text_names_members);
+	tcase_add_test(tc, undo_log_keeps_what_unflushed_writes_overwrote);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

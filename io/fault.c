@@ -238,6 +238,8 @@ int ff_undo_open(struct ff_member *m)
 	}
 	pthread_mutex_init(&u->lock, NULL);
 	m->undo = u;
+	ff_log(FF_LOG_WARN, "%s: FRAMEFS_UNDO_DIR is set: logging what every write overwrites to %s "
+	       "(power-loss tests only; slow)", m->path, path);
 	return 0;
 }
 

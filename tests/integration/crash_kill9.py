@@ -45,6 +45,7 @@ import struct
 import subprocess
 import sys
 import time
+import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from itlib import TestFailure, Volume, log, seed_from_env  # noqa: E402
@@ -511,6 +512,9 @@ class Crash:
                         kept.append((off, off + length))
                         continue
                     self.stats["lost"] += 1
+                    if os.environ.get("IT_POWERLOSS_TRACE"):
+                        with open(os.environ["IT_POWERLOSS_TRACE"], "a") as tf:
+                            tf.write("%s seq %d off %d len %d durable %d\n" % (os.path.basename(m), seq, off, length, durable))
                     pieces = [(off, off + length)]
                     for ks, ke in kept:
                         pieces = [q for a, b in pieces
@@ -653,8 +657,10 @@ def main():
         vol.mount()
         c = Crash(vol, seed, iters, undo_dir)
         c.run()
-    except TestFailure as e:
+    except (TestFailure, OSError) as e:
         log("FAIL (seed %d): %s" % (seed, e))
+        if isinstance(e, OSError):
+            log(traceback.format_exc())
         log("daemon log:\n" + vol.daemon_log())
         return 1
     finally:

@@ -96,6 +96,8 @@ static void part_done(struct ff_raid *r, struct ff_raid_io *io)
 	if (atomic_fetch_sub(&io->parts, 1) == 1) {
 		raid_intent_end(r, io);
 		io->result = atomic_load(&io->error);
+		if (io->op == FF_RAID_WRITE && io->space == FF_SPACE_DATA)
+			atomic_fetch_add(&r->stats.data_writes_done, 1);
 		io->done(io);
 	}
 }
@@ -1205,9 +1207,21 @@ int ff_raid_rw(struct ff_raid *r, int op, int space, uint64_t off, void *buf, ui
 
 int ff_raid_flush(struct ff_raid *r)
 {
+	uint64_t done = atomic_load(&r->stats.data_writes_done); /* what this flush will cover */
+	uint64_t seen = atomic_load(&r->stats.data_writes_flushed);
 	struct ff_raid_io io;
+	int rc;
 
 	memset(&io, 0, sizeof(io));
 	io.op = FF_RAID_FLUSH;
-	return ff_raid_submit_wait(r, &io);
+	rc = ff_raid_submit_wait(r, &io);
+	while (rc == 0 && seen < done &&
+	       !atomic_compare_exchange_weak(&r->stats.data_writes_flushed, &seen, done))
+		;
+	return rc;
+}
+
+bool ff_raid_data_unflushed(struct ff_raid *r)
+{
+	return atomic_load(&r->stats.data_writes_flushed) != atomic_load(&r->stats.data_writes_done);
 }

@@ -137,6 +137,8 @@ struct ff_raid_stats {
 	_Atomic uint64_t member_errors;
 	_Atomic uint64_t member_timeouts;
 	_Atomic uint64_t hedged_reads;   /* reads served around a slow member */
+	_Atomic uint64_t data_writes_done;    /* DATA-space writes completed ... */
+	_Atomic uint64_t data_writes_flushed; /* ... and how many of them a flush covered */
 };
 
 struct ff_raid_opts {
@@ -241,5 +243,9 @@ int ff_raid_submit(struct ff_raid *r, struct ff_raid_io *io);
 int ff_raid_submit_wait(struct ff_raid *r, struct ff_raid_io *io);
 int ff_raid_rw(struct ff_raid *r, int op, int space, uint64_t off, void *buf, uint64_t len);
 int ff_raid_flush(struct ff_raid *r);
+/* True when a DATA-space write completed after the last flush was issued:
+ * a caller about to make such writes reachable (a journal commit) needs a
+ * flush first.  Writes are counted before their done callback runs. */
+bool ff_raid_data_unflushed(struct ff_raid *r);
 
 #endif

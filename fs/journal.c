@@ -413,7 +413,9 @@ static bool checkpoint_due(const struct ffs *fs)
 	return fs->j_used * 2 > ff_le64(fs->sb->journal_blocks) || fs->nckpt * 2 > fs->max_mbufs;
 }
 
-int journal_commit(struct ffs *fs)
+/* Commit the running transaction after the one in flight; with let_go,
+ * fs->lock is released while the records are written and flushed. */
+static int commit(struct ffs *fs, bool let_go)
 {
 	struct journal_flight *jf;
 	int rc;
@@ -431,37 +433,26 @@ int journal_commit(struct ffs *fs)
 	rc = commit_start(fs, jf);
 	if (rc < 0)
 		return rc;
+	if (let_go)
+		pthread_mutex_unlock(&fs->lock);
 	flight_io(fs, jf);
-	rc = commit_finish(fs);
-	if (rc == 0 && checkpoint_due(fs))
-		rc = journal_checkpoint(fs);
-	return rc;
-}
-
-int journal_commit_unlocked(struct ffs *fs)
-{
-	struct journal_flight *jf;
-	int rc;
-
-	if (fs->ro)
-		return 0;
-	commit_finish(fs);
-	if (fs->tx_count == 0)
-		return journal_commit(fs);
-	jf = flight(fs);
-	if (!jf)
-		return -ENOMEM;
-	rc = commit_start(fs, jf);
-	if (rc < 0)
-		return rc;
-	pthread_mutex_unlock(&fs->lock);
-	flight_io(fs, jf);
-	pthread_mutex_lock(&fs->lock);
+	if (let_go)
+		pthread_mutex_lock(&fs->lock);
 	commit_finish(fs); /* unless a commit under the lock did it meanwhile */
 	rc = fs->commit_err;
 	if (rc == 0 && checkpoint_due(fs))
 		rc = journal_checkpoint(fs);
 	return rc;
+}
+
+int journal_commit(struct ffs *fs)
+{
+	return commit(fs, false);
+}
+
+int journal_commit_unlocked(struct ffs *fs)
+{
+	return commit(fs, true);
 }
 
 int journal_checkpoint(struct ffs *fs)

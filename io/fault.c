@@ -281,8 +281,8 @@ void ff_undo_write(struct ff_member *m, uint64_t off, uint64_t len)
 		u->cap = len;
 	}
 	n = pread(m->fd, u->buf, len, (off_t)off);
-	if (n < (ssize_t)len)
-		memset((char *)u->buf + (n > 0 ? n : 0), 0, len - (uint64_t)(n > 0 ? n : 0));
+	n = FF_MAX(n, (ssize_t)0); /* past the end (or unreadable): zeros */
+	memset((char *)u->buf + n, 0, len - (uint64_t)n);
 	rec.seq = ++u->seq;
 	undo_append(u, &rec, sizeof(rec));
 	undo_append(u, u->buf, len);

@@ -146,6 +146,19 @@ static void verify_all(struct ff_raid *r, const char *what)
 	free(buf);
 }
 
+/* n fresh members of mb MiB, a RAID of level over them, assembled, filled
+ * with seeded data (kept in shadow). */
+static struct ff_raid *written_array(unsigned level, unsigned n, unsigned mb)
+{
+	struct ff_raid *r;
+
+	make_members(n, mb);
+	create(level, n);
+	r = assemble(pp, n);
+	write_all(r);
+	return r;
+}
+
 START_TEST(full_stripe_write_reads_back)
 {
 	static const unsigned cfg[][2] = { { 5, 3 }, { 5, 4 }, { 5, 8 }, { 6, 4 }, { 6, 6 } };
@@ -186,10 +199,7 @@ START_TEST(degraded_read_every_loss_pattern)
 	unsigned patterns = 0;
 
 	rng = 7 + (uint64_t)_i;
-	make_members(n, MEMBER_MB);
-	create(level, n);
-	r = assemble(pp, n);
-	write_all(r);
+	r = written_array(level, n, MEMBER_MB);
 	ck_assert_uint_ge(ff_raid_geom(r)->nstripes, 4 * n);
 	ff_raid_close(r);
 	for (unsigned x = 0; x < n; x++) {
@@ -304,10 +314,7 @@ START_TEST(read_error_fails_member_and_reads_on)
 	unsigned n = 4;
 
 	rng = 11;
-	make_members(n, MEMBER_MB);
-	create(5, n);
-	r = assemble(pp, n);
-	write_all(r);
+	r = written_array(5, n, MEMBER_MB);
 	/* fault: every read of member role 1 fails with EIO after 3 reads */
 	ck_assert_int_eq(ff_fault_parse("op=r,err=EIO,after=3", &rule, &err), 0);
 	ck_assert_int_eq(ff_fault_add(ff_raid_member(r, 1), &rule), 0);
@@ -684,10 +691,7 @@ START_TEST(hot_spare_takes_over)
 	unsigned n = 4;
 
 	rng = 88;
-	make_members(n, MEMBER_MB);
-	create(5, n);
-	r = assemble(pp, n);
-	write_all(r);
+	r = written_array(5, n, MEMBER_MB);
 	ck_assert_int_eq(ff_raid_add(r, new_member(0), false, &err), 0);
 	ck_assert_uint_eq(ff_raid_spare_count(r), 1);
 	ck_assert_int_eq(ff_raid_fail_member(r, 2, "test: failed on purpose"), 0);
@@ -716,10 +720,7 @@ START_TEST(rebuild_resumes_from_checkpoint)
 	double first;
 
 	rng = 99;
-	make_members(n, 64);
-	create(5, n);
-	r = assemble(pp, n);
-	write_all(r);
+	r = written_array(5, n, 64);
 	ff_raid_close(r);
 	r = assemble_without(n, 1u << 1);
 	ff_raid_set_rebuild_rate(r, 16 << 20, 16 << 20); /* slow, so that it stops mid-way */
@@ -765,10 +766,7 @@ START_TEST(rebuild_starts_at_the_idle_rate)
 	unsigned n = 4;
 
 	rng = 98;
-	make_members(n, MEMBER_MB);
-	create(5, n);
-	r = assemble(pp, n);
-	write_all(r);
+	r = written_array(5, n, MEMBER_MB);
 	ff_raid_close(r);
 	r = assemble_without(n, 1u << 1);
 	verify_all(r, "degraded, before the rebuild"); /* foreground I/O just before */
@@ -938,10 +936,7 @@ START_TEST(replace_while_old_serves)
 	unsigned n = 4;
 
 	rng = 66;
-	make_members(n, MEMBER_MB);
-	create(5, n);
-	r = assemble(pp, n);
-	write_all(r);
+	r = written_array(5, n, MEMBER_MB);
 	ck_assert_int_eq(ff_raid_fail_member(r, 0, "test: failed on purpose"), 0);
 	ck_assert_int_eq(ff_raid_remove(r, paths[0], &err), 0);
 	ck_assert_msg(ff_raid_add(r, new_member(0), false, &err) == 0, "%s", err.msg);

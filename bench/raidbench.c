@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -32,7 +33,7 @@
 
 struct cfg {
 	const char *dir;
-	unsigned level, members, workers, depth, runs, inflight;
+	unsigned level, members, workers, depth, runs, inflight, window;
 	uint32_t chunk;
 	uint64_t member_bytes;
 	bool keep;
@@ -156,6 +157,20 @@ static void *raw_main(void *arg)
 	return NULL;
 }
 
+/* Each raw thread's buffer: depth chunks, allocated and touched once, outside
+ * the timed runs (the RAID runs' buffer is too). */
+static void *raw_buf[FF_RAID_WORKERS_MAX];
+
+static void raw_bufs_init(const struct cfg *c)
+{
+	for (unsigned i = 0; i < FF_MIN(c->workers, c->members); i++) {
+		raw_buf[i] = ff_alloc_aligned((size_t)c->depth * c->chunk);
+		if (!raw_buf[i])
+			die("raw buffer", ENOMEM);
+		memset(raw_buf[i], 0x5a, (size_t)c->depth * c->chunk);
+	}
+}
+
 /* MB/s over all members (10^6 bytes), or dies. */
 static double raw_run(const struct cfg *c, struct ff_member **m, int op, uint64_t bytes)
 {
@@ -164,16 +179,13 @@ static double raw_run(const struct cfg *c, struct ff_member **m, int op, uint64_
 	uint64_t t0 = ff_now_ns(), dt;
 
 	for (unsigned i = 0; i < nt; i++) {
-		t[i] = (struct raw_thread){ .c = c, .m = m, .op = op, .bytes = bytes };
+		t[i] = (struct raw_thread){ .c = c, .m = m, .op = op, .bytes = bytes, .buf = raw_buf[i] };
 		t[i].first = c->members * i / nt;
 		t[i].count = c->members * (i + 1) / nt - t[i].first;
-		t[i].buf = ff_alloc_aligned((size_t)c->depth * c->chunk);
-		memset(t[i].buf, 0x5a, (size_t)c->depth * c->chunk);
 		pthread_create(&t[i].t, NULL, raw_main, &t[i]);
 	}
 	for (unsigned i = 0; i < nt; i++) {
 		pthread_join(t[i].t, NULL);
-		free(t[i].buf);
 		if (t[i].rc < 0)
 			die("raw I/O", t[i].rc);
 	}
@@ -287,8 +299,41 @@ static int cmp_double(const void *a, const void *b)
 struct series {
 	const char *name;
 	double v[32];
+	double cores[32]; /* CPU time of the process (io_uring workers included) / wall time */
 	unsigned n;
 };
+
+static double cpu_seconds(void)
+{
+	struct rusage u;
+
+	getrusage(RUSAGE_SELF, &u);
+	return (double)u.ru_utime.tv_sec + u.ru_utime.tv_usec / 1e6 + (double)u.ru_stime.tv_sec +
+	       u.ru_stime.tv_usec / 1e6;
+}
+
+/* Start of one timed phase: its CPU and wall clocks. */
+struct phase {
+	double cpu;
+	uint64_t t0;
+};
+
+static struct phase phase_start(void)
+{
+	return (struct phase){ cpu_seconds(), ff_now_ns() };
+}
+
+/* Record a phase's rate (MB/s) and the cores it kept busy. */
+static void phase_end(struct series *s, struct phase p, double mbs)
+{
+	double wall = (double)(ff_now_ns() - p.t0) / 1e9;
+
+	s->cores[s->n] = wall > 0 ? (cpu_seconds() - p.cpu) / wall : 0;
+	if (getenv("RAIDBENCH_PHASES")) /* for perf report --time (perf record -k CLOCK_MONOTONIC) */
+		fprintf(stderr, "phase %s %.6f,%.6f\n", s->name, (double)p.t0 / 1e9,
+			(double)ff_now_ns() / 1e9);
+	s->v[s->n++] = mbs;
+}
 
 static double median(struct series *s)
 {
@@ -299,21 +344,26 @@ static double median(struct series *s)
 	return s->n % 2 ? t[s->n / 2] : (t[s->n / 2 - 1] + t[s->n / 2]) / 2;
 }
 
+/* Median rate, its spread, and the CPU cores the phase kept busy (median):
+ * on RAM-backed members the members' transfers are CPU copies, so cores
+ * busy tells a CPU-bound phase from a waiting one. */
 static void print_series(struct series *s)
 {
+	struct series c = { .n = s->n };
 	double lo = s->v[0], hi = s->v[0];
 
 	for (unsigned i = 1; i < s->n; i++) {
 		lo = FF_MIN(lo, s->v[i]);
 		hi = FF_MAX(hi, s->v[i]);
 	}
-	printf("  %-28s %8.0f MB/s   (min %.0f, max %.0f, %u runs)\n", s->name, median(s), lo, hi,
-	       s->n);
+	memcpy(c.v, s->cores, sizeof(c.v));
+	printf("  %-28s %8.0f MB/s   (min %.0f, max %.0f, %u runs; %.2f cores busy)\n", s->name,
+	       median(s), lo, hi, s->n, median(&c));
 }
 
 static struct ff_raid *assemble(const struct cfg *c, unsigned skip)
 {
-	struct ff_raid_opts o = { .workers = c->workers, .ring_depth = c->depth,
+	struct ff_raid_opts o = { .workers = c->workers, .ring_depth = c->depth, .write_window = c->window,
 				  .read_only = skip < c->members };
 	const char *list[FF_MEMBERS_MAX];
 	struct ff_err err = { "" };
@@ -364,7 +414,7 @@ static void usage(void)
 {
 	printf("usage: framefs-raidbench [--dir DIR] [--level 5|6] [--members N] [--chunk SIZE]\n"
 	       "                         [--size SIZE per member] [--workers N] [--depth N]\n"
-	       "                         [--inflight N requests] [--runs N] [--keep]\n"
+	       "                         [--inflight N requests] [--window N stripes] [--runs N] [--keep]\n"
 	       "                         [--use DEV,DEV,... existing members instead of files]\n");
 }
 
@@ -373,13 +423,13 @@ static void parse(int argc, char **argv, struct cfg *c)
 	static const struct option opts[] = {
 		{ "dir", 1, 0, 'd' }, { "level", 1, 0, 'l' }, { "members", 1, 0, 'n' },
 		{ "chunk", 1, 0, 'c' }, { "size", 1, 0, 's' }, { "workers", 1, 0, 'w' },
-		{ "depth", 1, 0, 'q' }, { "runs", 1, 0, 'r' }, { "inflight", 1, 0, 'i' },
+		{ "depth", 1, 0, 'q' }, { "runs", 1, 0, 'r' }, { "inflight", 1, 0, 'i' }, { "window", 1, 0, 'W' },
 		{ "keep", 0, 0, 'k' }, { "help", 0, 0, 'h' }, { "use", 1, 0, 'u' }, { 0, 0, 0, 0 },
 	};
 	uint64_t v;
 	int o;
 
-	while ((o = getopt_long(argc, argv, "d:l:n:c:s:w:q:r:i:khu:", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "d:l:n:c:s:w:q:r:i:W:khu:", opts, NULL)) != -1) {
 		switch (o) {
 		case 'd': c->dir = optarg; break;
 		case 'l': c->level = (unsigned)atoi(optarg); break;
@@ -398,6 +448,7 @@ static void parse(int argc, char **argv, struct cfg *c)
 		case 'q': c->depth = (unsigned)atoi(optarg); break;
 		case 'r': c->runs = (unsigned)FF_MIN(32, atoi(optarg)); break;
 		case 'i': c->inflight = (unsigned)atoi(optarg); break;
+		case 'W': c->window = (unsigned)atoi(optarg); break;
 		case 'k': c->keep = true; break;
 		case 'u': c->use = optarg; break;
 		case 'h': usage(); exit(0);
@@ -426,7 +477,7 @@ int main(int argc, char **argv)
 	struct ff_raid *r;
 	char *buf, *chk;
 	uint64_t span;
-	char sz[32];
+	char sz[32], win[48];
 	double we, re, dr;
 
 	parse(argc, argv, &c);
@@ -444,19 +495,23 @@ int main(int argc, char **argv)
 	r = assemble(&c, ~0u);
 	geom = *ff_raid_geom(r);
 	span = g->nstripes * g->chunk_bytes; /* bytes of each member the data space covers */
+	snprintf(win, sizeof(win), c.window ? "%u stripes per worker" : "the engine's default", c.window);
 	printf("framefs-raidbench: RAID%u, %u members of %s in %s, chunk %u KiB, %u workers, "
-	       "queue depth %u, %u requests of %llu KiB in flight\n", g->level, g->nmembers,
-	       ff_fmt_bytes(c.member_bytes, sz, sizeof(sz)), c.use ? "given devices" : c.dir, g->chunk_bytes / 1024, c.workers,
-	       c.depth, c.inflight, (unsigned long long)(2 * g->stripe_bytes / 1024));
+	       "queue depth %u, %u requests of %llu KiB in flight, write window %s\n", g->level,
+	       g->nmembers, ff_fmt_bytes(c.member_bytes, sz, sizeof(sz)), c.use ? "given devices" : c.dir,
+	       g->chunk_bytes / 1024, c.workers, c.depth, c.inflight,
+	       (unsigned long long)(2 * g->stripe_bytes / 1024), win);
 	buf = ff_alloc_aligned(g->stripe_bytes * 2 * 64);
 	chk = ff_alloc_aligned(g->stripe_bytes * 2 * 64);
 	for (size_t i = 0; i < g->stripe_bytes * 2 * 64 / 8; i++)
 		((uint64_t *)buf)[i] = i * 0x9E3779B97F4A7C15ull;
 	ff_raid_close(r);
+	raw_bufs_init(&c);
 	/* run 0 warms up (first touches of the members' pages by each path)
 	 * and is not counted */
 	for (unsigned run = 0; run <= c.runs; run++) {
 		struct ff_err e2;
+		struct phase ph;
 
 		if (run == 1)
 			rw.n = rrd.n = w.n = rd.n = dg.n = 0;
@@ -466,21 +521,26 @@ int main(int argc, char **argv)
 				die(e2.msg, EIO);
 		}
 		/* raw covers the same member bytes the data space does */
-		rw.v[rw.n++] = raw_run(&c, m, FF_IO_WRITE, span);
-		rrd.v[rrd.n++] = raw_run(&c, m, FF_IO_READ, span);
+		ph = phase_start();
+		phase_end(&rw, ph, raw_run(&c, m, FF_IO_WRITE, span));
+		ph = phase_start();
+		phase_end(&rrd, ph, raw_run(&c, m, FF_IO_READ, span));
 		for (unsigned i = 0; i < c.members; i++) {
 			ff_member_close(m[i]);
 			free(m[i]);
 		}
 		r = assemble(&c, ~0u);
-		w.v[w.n++] = raid_run(&c, r, FF_RAID_WRITE, buf);
-		rd.v[rd.n++] = raid_run(&c, r, FF_RAID_READ, chk);
+		ph = phase_start();
+		phase_end(&w, ph, raid_run(&c, r, FF_RAID_WRITE, buf));
+		ph = phase_start();
+		phase_end(&rd, ph, raid_run(&c, r, FF_RAID_READ, chk));
 		if (atomic_load(&ff_raid_stats(r)->rmw_segments) ||
 		    atomic_load(&ff_raid_stats(r)->rcw_segments))
 			die("full-stripe writes read from members", EIO);
 		ff_raid_close(r);
 		r = assemble(&c, run % c.members);
-		dg.v[dg.n++] = raid_run(&c, r, FF_RAID_READ, chk);
+		ph = phase_start();
+		phase_end(&dg, ph, raid_run(&c, r, FF_RAID_READ, chk));
 		if (run == 0)
 			verify(r, buf, chk);
 		ff_raid_close(r);
@@ -503,6 +563,8 @@ int main(int argc, char **argv)
 			unlink(pp[i]);
 		rmdir(c.dir);
 	}
+	for (unsigned i = 0; i < FF_RAID_WORKERS_MAX; i++)
+		free(raw_buf[i]);
 	free(buf);
 	free(chk);
 	return 0;

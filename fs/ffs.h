@@ -25,6 +25,7 @@ struct ffs_opts {
 	bool ro;
 	bool force_clean;
 	unsigned raid_workers;        /* default 2 */
+	unsigned raid_write_window;   /* 0: the engine's default (struct ff_raid_opts) */
 	size_t meta_cache_bytes;      /* default 32 MiB */
 	size_t write_buffer_bytes;    /* stripe-assembly buffers, default 160 MiB */
 	size_t read_cache_bytes;      /* whole-stripe read cache, default 128 MiB */

@@ -33,7 +33,7 @@
 
 struct cli {
 	char *members;
-	unsigned raid_workers, wbuf_mb, rcache_mb, commit_ms, readahead, threads, bdi_ra_kb;
+	unsigned raid_workers, write_window, wbuf_mb, rcache_mb, commit_ms, readahead, threads, bdi_ra_kb;
 	int ro, help, version, force;
 };
 
@@ -42,6 +42,7 @@ enum { KEY_HELP, KEY_VERSION, KEY_RO, KEY_DISCARD };
 #define OPT(t, p) { t, offsetof(struct cli, p), 1 }
 static const struct fuse_opt cli_opts[] = {
 	OPT("raid_workers=%u", raid_workers),
+	OPT("write_window=%u", write_window),
 	OPT("write_buffer_mb=%u", wbuf_mb),
 	OPT("read_cache_mb=%u", rcache_mb),
 	OPT("commit_ms=%u", commit_ms),
@@ -100,6 +101,8 @@ static void usage(const char *prog)
 	       "  -o allow_other         let other users in (root, or user_allow_other in /etc/fuse.conf)\n"
 	       "  -o default_permissions let the kernel check permissions\n"
 	       "  -o raid_workers=N      RAID engine threads (default 2)\n"
+	       "  -o write_window=N      stripe writes in progress per RAID thread (default 2 on\n"
+	       "                         file members, 16 on block devices)\n"
 	       "  -o write_buffer_mb=N   stripe-assembly memory (default 160)\n"
 	       "  -o read_cache_mb=N     whole-stripe read cache (default 128)\n"
 	       "  -o readahead=N         stripes read ahead (default 4)\n"
@@ -266,6 +269,7 @@ int main(int argc, char **argv)
 	o.ro = c.ro;
 	o.force_clean = c.force;
 	o.raid_workers = c.raid_workers;
+	o.raid_write_window = c.write_window;
 	o.write_buffer_bytes = (size_t)c.wbuf_mb * FF_MiB;
 	o.read_cache_bytes = (size_t)c.rcache_mb * FF_MiB;
 	o.commit_interval_ms = c.commit_ms;

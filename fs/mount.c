@@ -418,6 +418,7 @@ int ffs_mount(const char *const *paths, unsigned n, const struct ffs_opts *o, st
 	ro.read_only = o->ro;
 	ro.force_clean = o->force_clean;
 	ro.workers = o->raid_workers;
+	ro.write_window = o->raid_write_window;
 	rc = ff_raid_assemble(paths, n, &ro, &fs->raid, err);
 	if (rc < 0) {
 		fs_free(fs);

@@ -137,6 +137,7 @@ struct ff_raid_stats {
 	_Atomic uint64_t member_errors;
 	_Atomic uint64_t member_timeouts;
 	_Atomic uint64_t hedged_reads;   /* reads served around a slow member */
+	_Atomic uint64_t window_waits;   /* DATA writes that waited for a write-window place */
 	_Atomic uint64_t data_writes_done;    /* DATA-space writes completed ... */
 	_Atomic uint64_t data_writes_flushed; /* ... and how many of them a flush covered */
 };
@@ -144,6 +145,8 @@ struct ff_raid_stats {
 struct ff_raid_opts {
 	unsigned workers;        /* engine threads, default 2 */
 	unsigned ops_per_worker; /* stripe ops in flight per worker, default 16 */
+	unsigned write_window;   /* of those, DATA writes past planning: default 2 on file members,
+				  * ops_per_worker on block devices (see raid_i.h, engine.c) */
 	unsigned ring_depth;     /* member I/Os in flight per worker, default 128 */
 	bool read_only;
 	bool force_clean;        /* assemble: ignore the dirty flag */

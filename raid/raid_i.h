@@ -13,6 +13,12 @@
 #define SEGS_MAX 3
 
 struct raid_worker;
+struct stripe_op;
+
+/* Ops waiting for a worker resource, first come first served. */
+struct op_fifo {
+	struct stripe_op *head, *tail;
+};
 
 /* A row segment: rows [a, b) of every chunk in the stripe, in which the
  * same set of data slots (wmask) is read or written by the request. */
@@ -38,6 +44,7 @@ struct stripe_op {
 	uint8_t locked;          /* holds the stripe lock */
 	uint8_t meta_copy;       /* META: copy being read */
 	int scratch;             /* scratch set held, -1 if none */
+	uint8_t in_window;       /* DATA write: holds one of the worker's write-window places */
 	uint32_t unavail;        /* slots that cannot be read: dead, not rebuilt yet, or avoided */
 	uint32_t dead;           /* slots that cannot be written either */
 	uint32_t hedge;          /* members this read goes around: they were too slow */
@@ -48,7 +55,7 @@ struct stripe_op {
 	void *slot[FF_MEMBERS_MAX + 1];
 	struct ff_io_req req[FF_MEMBERS_MAX + 1]; /* + the replacement of one member */
 	struct stripe_op *next;       /* free list or locked list */
-	struct stripe_op *scratch_next; /* waiting for a scratch set */
+	struct stripe_op *wait_next;  /* queued for a scratch set or a write-window place */
 	struct stripe_op *lock_wait;  /* next op queued on the same stripe */
 };
 
@@ -67,8 +74,18 @@ struct raid_worker {
 	struct stripe_op *free_ops;
 	unsigned nfree;
 	struct stripe_op *locked;
-	struct stripe_op *scratch_wait_head, *scratch_wait_tail;
+	struct op_fifo scratch_wait;
 	uint32_t scratch_free;
+	/*
+	 * The write window: at most opts.write_window DATA writes per worker
+	 * past planning (parity computed, member writes queued or running).
+	 * A stripe's parity is computed just before its member writes are
+	 * queued, so with a small window its data is still in the CPU cache
+	 * when the members copy it (file members: the kernel's page-cache
+	 * copy), and the request's data is read from memory once, not twice.
+	 */
+	unsigned window_free;
+	struct op_fifo window_wait;
 	void *scratch[SCRATCH_SETS][FF_MEMBERS_MAX];
 	void *slab;
 	size_t slab_bytes;

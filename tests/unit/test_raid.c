@@ -925,6 +925,119 @@ START_TEST(slow_member_is_read_around_and_dead_one_failed)
 }
 END_TEST
 
+struct async_write {
+	struct ff_raid_io io;
+	_Atomic unsigned *left;
+};
+
+static void async_write_done(struct ff_raid_io *io)
+{
+	struct async_write *a = (struct async_write *)io;
+
+	atomic_fetch_sub(a->left, 1);
+}
+
+/* Submit at once: stripes 0..nfull-1 whole, then npart partial writes of
+ * 8..72 KiB into those same stripes; wait for all, check each succeeded,
+ * keep shadow in submission order.  Returns the time it took, in ns. */
+static uint64_t write_batch(struct ff_raid *r, uint8_t *buf, unsigned nfull, unsigned npart)
+{
+	const struct ff_geom *g = ff_raid_geom(r);
+	struct async_write req[32];
+	_Atomic unsigned left = nfull + npart;
+	uint64_t t0;
+
+	ck_assert_uint_le(nfull + npart, 32);
+	fill(buf, (nfull + npart) * g->stripe_bytes);
+	t0 = ff_now_ns();
+	for (unsigned k = 0; k < nfull + npart; k++) {
+		struct async_write *a = &req[k];
+
+		memset(&a->io, 0, sizeof(a->io));
+		a->io.op = FF_RAID_WRITE;
+		a->io.space = FF_SPACE_DATA;
+		if (k < nfull) {
+			a->io.off = (uint64_t)k * g->stripe_bytes;
+			a->io.len = g->stripe_bytes;
+		} else {
+			a->io.len = (2 + rnd() % 17) * 4096;
+			a->io.off = (uint64_t)(k % nfull) * g->stripe_bytes +
+				    (rnd() % ((g->stripe_bytes - a->io.len) / 4096)) * 4096;
+		}
+		a->io.buf = buf + (uint64_t)k * g->stripe_bytes;
+		a->io.done = async_write_done;
+		a->left = &left;
+		memcpy(shadow + a->io.off, a->io.buf, a->io.len);
+		ck_assert_int_eq(ff_raid_submit(r, &a->io), 0);
+	}
+	while (atomic_load(&left))
+		usleep(1000);
+	for (unsigned k = 0; k < nfull + npart; k++)
+		ck_assert_int_eq(req[k].io.result, 0);
+	return ff_now_ns() - t0;
+}
+
+/*
+ * The write window: with window W, a worker has at most W DATA writes past
+ * planning; the others wait their turn, first come first served, behind
+ * the stripe lock when they share a stripe.  Fault injected: 30 ms of
+ * latency on every write to member 0, so that each full-stripe write takes
+ * at least 30 ms.  One worker.  8 full-stripe writes submitted at once take
+ * at least 8 x 30 ms with window 1 (one at a time) and well under that
+ * with window 16 (all the worker's ops: together).  Then 8 full and 16
+ * partial writes into the same stripes, at once (most wait for a stripe
+ * lock, then for the window): all land as if applied in submission order.
+ */
+START_TEST(write_window_bounds_writes_in_flight)
+{
+	const unsigned windows[] = { 1, 16 }, nfull = 8;
+	struct ff_fault_rule rule;
+	struct ff_err err = { "" };
+	struct ff_geom geom; /* a copy: the array it describes is closed and reopened */
+	struct ff_raid *r;
+	uint8_t *buf;
+
+	rng = 77;
+	make_members(4, MEMBER_MB);
+	create(5, 4);
+	r = assemble(pp, 4);
+	write_all(r);
+	geom = *ff_raid_geom(r);
+	ff_raid_close(r);
+	buf = ff_alloc_aligned(32 * geom.stripe_bytes);
+	ck_assert_ptr_nonnull(buf);
+	for (unsigned wi = 0; wi < 2; wi++) {
+		struct ff_raid_opts o = { .workers = 1, .write_window = windows[wi] };
+		uint64_t ns, waits;
+
+		ck_assert_int_eq(ff_raid_assemble(pp, 4, &o, &r, &err), 0);
+		ck_assert_int_eq(ff_fault_parse("op=w,lat_ms=30", &rule, &err), 0);
+		ck_assert_int_eq(ff_fault_add(ff_raid_member(r, 0), &rule), 0);
+		ns = write_batch(r, buf, nfull, 0);
+		waits = atomic_load(&ff_raid_stats(r)->window_waits);
+		if (windows[wi] == 1) {
+			ck_assert_msg(ns >= nfull * 30000000ull,
+				      "window 1: 8 full-stripe writes took %.0f ms: not one at a time",
+				      (double)ns / 1e6);
+			ck_assert_uint_eq(waits, nfull - 1);
+		} else {
+			ck_assert_msg(ns < nfull * 30000000ull / 2,
+				      "window 16: 8 full-stripe writes took %.0f ms: not together",
+				      (double)ns / 1e6);
+			ck_assert_uint_eq(waits, 0);
+		}
+		write_batch(r, buf, nfull, 16);
+		if (windows[wi] == 1)
+			ck_assert_uint_gt(atomic_load(&ff_raid_stats(r)->window_waits), waits);
+		verify_all(r, windows[wi] == 1 ? "window 1" : "window 16");
+		ff_raid_close(r);
+	}
+	free(buf);
+	free(shadow);
+	remove_members(4);
+}
+END_TEST
+
 /* replace OLD NEW: OLD keeps serving while NEW is filled; NEW then holds
  * the role, and the data is right with another member left out.  The array
  * has been through a rebuild first (whose bookkeeping must not leak into
@@ -1006,6 +1119,7 @@ int main(void)
 	tcase_add_loop_test(tc, meta_space_mirrors, 0, 2);
 	tcase_add_test(tc, bad_input_is_refused_without_writing);
 	tcase_add_test(tc, superblock_copies_and_stale_members);
+	tcase_add_test(tc, write_window_bounds_writes_in_flight);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("rebuild");
 	tcase_set_timeout(tc, 600);

@@ -5,10 +5,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <linux/magic.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -40,9 +42,13 @@ static int member_probe(struct ff_member *m, struct ff_err *err)
 		m->size_bytes = bytes;
 		m->lbs = (uint32_t)lbs;
 	} else if (S_ISREG(stx.stx_mode)) {
+		struct statfs sf;
+
 		m->is_bdev = false;
 		m->size_bytes = stx.stx_size;
 		m->lbs = 512;
+		m->in_memory = fstatfs(m->fd, &sf) == 0 &&
+			       (sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC);
 	} else {
 		ff_err_set(err, "%s: not a block device or regular file", m->path);
 		return -EINVAL;

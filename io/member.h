@@ -32,6 +32,7 @@ struct ff_member {
 	char path[PATH_MAX];
 	int fd;
 	bool is_bdev;
+	bool in_memory;      /* a file in tmpfs or ramfs: every write is a CPU copy into RAM */
 	bool read_only;
 	dev_t st_dev;        /* identity of the underlying object, to refuse duplicates */
 	ino_t st_ino;

@@ -1067,19 +1067,20 @@ static void worker_free(struct raid_worker *w)
 }
 
 /*
- * A file member takes each write as a CPU copy of our buffer into its page
- * cache, made by an io_uring worker thread: a small window keeps that copy
- * reading data the parity pass has just brought into the cache (on tmpfs
- * files, RAID5 x 4: 7.1-7.2 GB/s of data with no window, 8.4-9.1 with 1 or
- * 2; bench/README.md).  A block device moves the bytes itself (DMA, or a
- * loop device's own thread) and wants depth more than cache: no window
- * beyond the worker's ops (loop devices over tmpfs: 5.9-6.5 GB/s with 1 or 2
- * against 7.2-8.8 with 16).
+ * A member that is a file in RAM (tmpfs) takes each write as a CPU copy of
+ * our buffer into its pages, made by an io_uring worker thread: a small
+ * window keeps that copy reading data the parity pass has just brought
+ * into the cache (RAID5 x 4 on tmpfs files: 7.1-7.2 GB/s of data with 16,
+ * 8.4-9.1 with 1 or 2; bench/README.md).  Any other member moves the bytes
+ * itself (DMA; a loop device's own thread) and wants depth more than cache:
+ * no window beyond the worker's ops (loop devices over tmpfs: 5.9-6.5 GB/s
+ * with 1 or 2 against 7.2-8.8 with 16; files on the VM's disk 3.1-4.5
+ * against 4.6-4.8).
  */
 static unsigned default_write_window(const struct ff_raid *r)
 {
 	for (unsigned m = 0; m < r->g.nmembers; m++)
-		if (r->mem[m].fd >= 0 && r->mem[m].is_bdev)
+		if (r->mem[m].fd >= 0 && !r->mem[m].in_memory)
 			return r->opts.ops_per_worker;
 	return 2;
 }

@@ -145,8 +145,9 @@ struct ff_raid_stats {
 struct ff_raid_opts {
 	unsigned workers;        /* engine threads, default 2 */
 	unsigned ops_per_worker; /* stripe ops in flight per worker, default 16 */
-	unsigned write_window;   /* of those, DATA writes past planning: default 2 on file members,
-				  * ops_per_worker on block devices (see raid_i.h, engine.c) */
+	unsigned write_window;   /* of those, DATA writes past planning: default 2 when every
+				  * member is a file in RAM (tmpfs), else ops_per_worker (see
+				  * raid_i.h, engine.c) */
 	unsigned ring_depth;     /* member I/Os in flight per worker, default 128 */
 	bool read_only;
 	bool force_clean;        /* assemble: ignore the dirty flag */

@@ -47,6 +47,7 @@ START_TEST(file_member_is_described_by_the_system)
 	make_file(16);
 	ck_assert_msg(ff_member_open(&m, file, false, &err) == 0, "%s", err.msg);
 	ck_assert(!m.is_bdev);
+	ck_assert(m.in_memory); /* /dev/shm is tmpfs: writes are memory copies */
 	ck_assert_uint_eq(m.size_bytes, 16u << 20);
 	ck_assert(FF_IS_POW2(m.lbs) && m.lbs >= 512 && m.lbs <= 4096);
 	ck_assert(m.dio_off_align > 0 && m.dio_mem_align > 0);
@@ -75,6 +76,7 @@ START_TEST(loop_device_block_size_comes_from_the_device)
 	ck_assert_msg(dev[0] == '/', "losetup gave no device");
 	ck_assert_msg(ff_member_open(&m, dev, false, &err) == 0, "%s", err.msg);
 	ck_assert(m.is_bdev);
+	ck_assert(!m.in_memory); /* a device, even one over a tmpfs file */
 	ck_assert_uint_eq(m.lbs, 4096);
 	ck_assert_uint_eq(m.size_bytes, 32u << 20);
 	ck_assert(!m.nvme.is_nvme); /* a loop device answers no NVMe Identify */

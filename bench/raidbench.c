@@ -33,7 +33,7 @@
 
 struct cfg {
 	const char *dir;
-	unsigned level, members, workers, depth, runs, inflight, window;
+	unsigned level, members, workers, depth, runs, inflight, window, ops;
 	uint32_t chunk;
 	uint64_t member_bytes;
 	bool keep;
@@ -364,6 +364,7 @@ static void print_series(struct series *s)
 static struct ff_raid *assemble(const struct cfg *c, unsigned skip)
 {
 	struct ff_raid_opts o = { .workers = c->workers, .ring_depth = c->depth, .write_window = c->window,
+				  .ops_per_worker = c->ops,
 				  .read_only = skip < c->members };
 	const char *list[FF_MEMBERS_MAX];
 	struct ff_err err = { "" };
@@ -415,7 +416,8 @@ static void usage(void)
 {
 	printf("usage: framefs-raidbench [--dir DIR] [--level 5|6] [--members N] [--chunk SIZE]\n"
 	       "                         [--size SIZE per member] [--workers N] [--depth N]\n"
-	       "                         [--inflight N requests] [--window N stripes] [--runs N] [--keep]\n"
+	       "                         [--inflight N requests] [--window N stripes] [--ops N per worker]\n"
+	       "                         [--runs N] [--keep]\n"
 	       "                         [--use DEV,DEV,... existing members instead of files]\n");
 }
 
@@ -425,12 +427,13 @@ static void parse(int argc, char **argv, struct cfg *c)
 		{ "dir", 1, 0, 'd' }, { "level", 1, 0, 'l' }, { "members", 1, 0, 'n' },
 		{ "chunk", 1, 0, 'c' }, { "size", 1, 0, 's' }, { "workers", 1, 0, 'w' },
 		{ "depth", 1, 0, 'q' }, { "runs", 1, 0, 'r' }, { "inflight", 1, 0, 'i' }, { "window", 1, 0, 'W' },
+		{ "ops", 1, 0, 'o' },
 		{ "keep", 0, 0, 'k' }, { "help", 0, 0, 'h' }, { "use", 1, 0, 'u' }, { 0, 0, 0, 0 },
 	};
 	uint64_t v;
 	int o;
 
-	while ((o = getopt_long(argc, argv, "d:l:n:c:s:w:q:r:i:W:khu:", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "d:l:n:c:s:w:q:r:i:W:o:khu:", opts, NULL)) != -1) {
 		switch (o) {
 		case 'd': c->dir = optarg; break;
 		case 'l': c->level = (unsigned)atoi(optarg); break;
@@ -450,6 +453,7 @@ static void parse(int argc, char **argv, struct cfg *c)
 		case 'r': c->runs = (unsigned)FF_MIN(32, atoi(optarg)); break;
 		case 'i': c->inflight = (unsigned)atoi(optarg); break;
 		case 'W': c->window = (unsigned)atoi(optarg); break;
+		case 'o': c->ops = (unsigned)atoi(optarg); break;
 		case 'k': c->keep = true; break;
 		case 'u': c->use = optarg; break;
 		case 'h': usage(); exit(0);

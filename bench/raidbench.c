@@ -16,6 +16,11 @@
  * Members are files in --dir (default /dev/shm, i.e. RAM), pre-touched so
  * that page allocation is not measured.  Each figure is the median of
  * --runs runs after one warm-up run; min and max are printed beside it.
+ * A ratio is the median of the run-by-run ratios (each run's RAID figure
+ * over the raw one measured just before it), so that a drift of the
+ * machine's copy rate between runs does not enter it.  Beside each rate:
+ * the CPU cores the phase kept busy (this process's threads, io_uring
+ * workers included; a loop device's kernel thread is not).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -361,6 +366,24 @@ static void print_series(struct series *s)
 	       median(s), lo, hi, s->n, median(&c));
 }
 
+/* Median over runs of num[i] / (scale x den[i]), printed with its spread. */
+static double paired_ratio(const char *name, const struct series *num, const struct series *den,
+			   double scale)
+{
+	struct series q = { .n = num->n };
+	double lo, hi;
+
+	for (unsigned i = 0; i < q.n; i++)
+		q.v[i] = num->v[i] / (scale * den->v[i]);
+	lo = hi = q.v[0];
+	for (unsigned i = 1; i < q.n; i++) {
+		lo = FF_MIN(lo, q.v[i]);
+		hi = FF_MAX(hi, q.v[i]);
+	}
+	printf("  %-28s %8.3f        (min %.3f, max %.3f, run by run)\n", name, median(&q), lo, hi);
+	return median(&q);
+}
+
 static struct ff_raid *assemble(const struct cfg *c, unsigned skip)
 {
 	struct ff_raid_opts o = { .workers = c->workers, .ring_depth = c->depth, .write_window = c->window,
@@ -556,9 +579,11 @@ int main(int argc, char **argv)
 	print_series(&rd);
 	print_series(&dg);
 	printf("  %-28s %8.0f MB/s   (one core, data protected per second)\n", "parity alone", parity_rate(g));
-	we = median(&w) / ((double)g->ndata / g->nmembers * median(&rw));
-	re = median(&rd) / median(&rrd);
-	dr = median(&dg) / median(&rd);
+	/* each ratio pairs the runs made one after the other (the machine's
+	 * copy rate drifts over seconds), then takes the median */
+	we = paired_ratio("write_eff", &w, &rw, (double)g->ndata / g->nmembers);
+	re = paired_ratio("read_eff", &rd, &rrd, 1);
+	dr = paired_ratio("degraded_read_ratio", &dg, &rd, 1);
 	printf("RESULT level=%u members=%u write_eff=%.3f read_eff=%.3f degraded_read_ratio=%.3f "
 	       "raw_write_mbs=%.0f raw_read_mbs=%.0f raid_write_mbs=%.0f raid_read_mbs=%.0f "
 	       "degraded_read_mbs=%.0f\n", g->level, g->nmembers, we, re, dr, median(&rw),

@@ -167,14 +167,21 @@ int journal_reset_tail(struct ffs *fs)
 
 /* ---- commit -------------------------------------------------------------- */
 
+/* Where a staged transaction goes: one journal range, two when it wraps. */
+struct jrange {
+	uint64_t block, nblocks;
+	uint8_t *buf;
+};
+
 /*
  * Lay the transaction out in journal order — each descriptor followed by
- * its images, then the commit block — in one staging buffer, and write it
+ * its images, then the commit block — in one staging buffer, to be written
  * as one request (two when it wraps around the journal's end): a commit is
- * then a single trip through the engine and one flush.
+ * then a single trip through the engine and one flush.  Fills rng[0..1]
+ * and returns how many ranges there are.
  */
-static int write_records(struct ffs *fs, struct mbuf **list, unsigned n, uint64_t ndesc,
-			 struct batch *b, uint8_t *stage)
+static unsigned stage_records(struct ffs *fs, struct mbuf **list, unsigned n, uint64_t ndesc,
+			      uint8_t *stage, struct jrange rng[2])
 {
 	uint64_t need = ndesc + n + 1, jb = ff_le64(fs->sb->journal_blocks);
 	uint64_t first = fs->j_head % jb, run = FF_MIN(need, jb - first);
@@ -208,12 +215,11 @@ static int write_records(struct ffs *fs, struct mbuf **list, unsigned n, uint64_
 	commit->images_crc = ff_cpu_to_le32(crc);
 	commit->commit_time_ns = ff_cpu_to_le64(ffs_now_ns());
 	ffs_block_seal(commit, FFS_B_JCOMMIT, jblock(fs, fs->j_head + at));
-	if (batch_add_range(fs, b, jblock(fs, fs->j_head), stage, run) < 0)
-		return -EIO;
-	if (run < need && batch_add_range(fs, b, jblock(fs, fs->j_head + run),
-					  stage + run * FFS_BLOCK, need - run) < 0)
-		return -EIO;
-	return 0;
+	rng[0] = (struct jrange){ jblock(fs, fs->j_head), run, stage };
+	if (run == need)
+		return 1;
+	rng[1] = (struct jrange){ jblock(fs, fs->j_head + run), need - run, stage + run * FFS_BLOCK };
+	return 2;
 }
 
 /* ---- the commit in flight ------------------------------------------------- */
@@ -221,6 +227,9 @@ static int write_records(struct ffs *fs, struct mbuf **list, unsigned n, uint64_
 struct journal_flight {
 	struct batch b;         /* b.lock also guards io_done */
 	struct ff_raid_io io[2];
+	struct jrange rng[2];   /* the staged records' journal ranges */
+	unsigned nrng;
+	bool preflush;          /* data it maps may not be durable yet: flush before the records */
 	bool io_done;           /* written and flushed (or failed: b.err) */
 	bool active;            /* fs->lock: laid out, not yet finished */
 	uint64_t seq, need;     /* fs->lock, as the rest */
@@ -265,8 +274,9 @@ uint64_t journal_durable_seq(const struct ffs *fs)
 
 /*
  * Under fs->lock: lay the running transaction out in the staging buffer,
- * submit its writes, hand its blocks to the checkpoint list and open the
- * next transaction.  No commit may be in flight.  On error nothing changed.
+ * hand its blocks to the checkpoint list and open the next transaction;
+ * flight_io() writes it.  No commit may be in flight.  On error nothing
+ * changed.
  */
 static int commit_start(struct ffs *fs, struct journal_flight *jf)
 {
@@ -274,7 +284,6 @@ static int commit_start(struct ffs *fs, struct journal_flight *jf)
 	uint64_t ndesc = FF_DIV_ROUND_UP(n, FFS_JDESC_MAX), need = ndesc + n + 1;
 	struct mbuf **list;
 	unsigned k = 0;
-	int rc;
 
 	FF_ASSERT(!jf->active && n > 0);
 	if (need > ff_le64(fs->sb->journal_blocks)) {
@@ -288,12 +297,6 @@ static int commit_start(struct ffs *fs, struct journal_flight *jf)
 		       (unsigned long long)ff_le64(fs->sb->journal_blocks));
 		return -ENOSPC;
 	}
-	/* The data stripes the transaction maps must be durable before its
-	 * records can be: a drive may keep the records and lose the data
-	 * (found by the power-loss simulation: replay mapped lost stripes).
-	 * Their writes completed before they were mapped, so they are counted. */
-	if (ff_raid_data_unflushed(fs->raid) && (rc = ff_raid_flush(fs->raid)) < 0)
-		return rc;
 	if (need > fs->jstage_blocks) { /* the staging buffer grows to the largest transaction */
 		free(fs->jstage);
 		fs->jstage = ff_alloc_aligned(need * FFS_BLOCK);
@@ -314,17 +317,14 @@ static int commit_start(struct ffs *fs, struct journal_flight *jf)
 	jf->b.n = 0;
 	jf->b.err = 0;
 	jf->io_done = false;
-	rc = write_records(fs, list, n, ndesc, &jf->b, fs->jstage);
-	if (rc < 0) { /* what was submitted must land before anyone reuses the stage */
-		pthread_mutex_lock(&jf->b.lock);
-		while (jf->b.pending)
-			pthread_cond_wait(&jf->b.cond, &jf->b.lock);
-		pthread_mutex_unlock(&jf->b.lock);
-		free(list);
-		ff_log(FF_LOG_ERR, "journal commit %llu failed: %s", (unsigned long long)fs->j_seq,
-		       strerror(-rc));
-		return rc;
-	}
+	jf->nrng = stage_records(fs, list, n, ndesc, fs->jstage, jf->rng);
+	/* The data stripes the transaction maps must be durable before its
+	 * records can be: a drive may keep the records and lose the data
+	 * (found by the power-loss simulation: replay mapped lost stripes).
+	 * Their writes completed before they were mapped, so a flush issued
+	 * from now on covers them; none is needed when no data write
+	 * completed since the last flush. */
+	jf->preflush = ff_raid_data_unflushed(fs->raid);
 	/* the images are in the stage: the blocks may change again, in the next transaction */
 	for (unsigned i = 0; i < n; i++) {
 		list[i]->dirty = false;
@@ -349,15 +349,19 @@ static int commit_start(struct ffs *fs, struct journal_flight *jf)
 	return 0;
 }
 
-/* The writes of the flight complete and are flushed; with or without fs->lock. */
+/* The flight's records are written and flushed — after a flush of the data
+ * they map, when it may not be durable yet; with or without fs->lock. */
 static void flight_io(struct ffs *fs, struct journal_flight *jf)
 {
-	int rc;
+	int rc = jf->preflush ? ff_raid_flush(fs->raid) : 0;
 
-	pthread_mutex_lock(&jf->b.lock);
+	for (unsigned i = 0; i < jf->nrng && rc == 0; i++)
+		rc = batch_add_range(fs, &jf->b, jf->rng[i].block, jf->rng[i].buf, jf->rng[i].nblocks);
+	pthread_mutex_lock(&jf->b.lock); /* what was submitted lands before the stage is reused */
 	while (jf->b.pending)
 		pthread_cond_wait(&jf->b.cond, &jf->b.lock);
-	rc = jf->b.err;
+	if (rc == 0)
+		rc = jf->b.err;
 	pthread_mutex_unlock(&jf->b.lock);
 	if (rc == 0)
 		rc = ff_raid_flush(fs->raid);

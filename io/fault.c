@@ -38,6 +38,7 @@ static int parse_pair(const char *key, const char *val, struct ff_fault_rule *r)
 		if (strcmp(val, "r") == 0) r->ops = FF_FAULT_READ;
 		else if (strcmp(val, "w") == 0) r->ops = FF_FAULT_WRITE;
 		else if (strcmp(val, "rw") == 0) r->ops = FF_FAULT_READ | FF_FAULT_WRITE;
+		else if (strcmp(val, "f") == 0) r->ops = FF_FAULT_FLUSH;
 		else return -EINVAL;
 		return 0;
 	}
@@ -177,7 +178,8 @@ void ff_fault_check(struct ff_fault *f, unsigned op, uint64_t off, uint32_t len,
 
 		if (!(r->ops & op))
 			continue;
-		if (off + len <= r->off_start || (r->off_end && off >= r->off_end))
+		if (op != FF_FAULT_FLUSH &&
+		    (off + len <= r->off_start || (r->off_end && off >= r->off_end)))
 			continue;
 		if (atomic_fetch_add(&f->seen[i], 1) < r->after_ops)
 			continue;

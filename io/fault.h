@@ -7,9 +7,10 @@
  * by an atomic count); ff_fault_clear() disarms them all.
  *
  * Text form (FRAMEFS_FAULT, framefs-admin, tests), rules separated by ';':
- *     SELECTOR@op=r|w|rw,err=EIO,after=N,from=SIZE,to=SIZE,lat_us=N,flip=N
+ *     SELECTOR@op=r|w|rw|f,err=EIO,after=N,from=SIZE,to=SIZE,lat_us=N,flip=N
  * SELECTOR is a member path as given, or its basename.  Omitted keys mean:
- * both ops, no error, no delay, the whole member, from the first op.
+ * reads and writes, no error, no delay, the whole member, from the first op.
+ * op=f selects flushes (fdatasync) alone; from/to do not apply to them.
  */
 #ifndef FF_FAULT_H
 #define FF_FAULT_H
@@ -19,11 +20,11 @@
 
 #include "io/member.h"
 
-enum { FF_FAULT_READ = 1u, FF_FAULT_WRITE = 2u };
+enum { FF_FAULT_READ = 1u, FF_FAULT_WRITE = 2u, FF_FAULT_FLUSH = 4u };
 #define FF_FAULT_RULES_MAX 8
 
 struct ff_fault_rule {
-	unsigned ops;        /* FF_FAULT_READ | FF_FAULT_WRITE */
+	unsigned ops;        /* FF_FAULT_READ | FF_FAULT_WRITE, or FF_FAULT_FLUSH */
 	uint64_t off_start;  /* member byte range [off_start, off_end) */
 	uint64_t off_end;    /* 0 = to the end of the member */
 	uint64_t after_ops;  /* this many matching ops pass before the rule fires */

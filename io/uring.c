@@ -159,9 +159,11 @@ static bool fault_gate(struct ff_ring *r, struct ff_io_req *req)
 		else if (req->op == FF_IO_FSYNC)
 			req->undo_seq = ff_undo_seq(m);
 	}
-	if (!m->fault || req->op == FF_IO_FSYNC || req->done || req->delayed)
+	if (!m->fault || req->done || req->delayed)
 		return true;
-	ff_fault_check(m->fault, req->op == FF_IO_READ ? FF_FAULT_READ : FF_FAULT_WRITE,
+	ff_fault_check(m->fault, req->op == FF_IO_READ    ? FF_FAULT_READ
+				 : req->op == FF_IO_FSYNC ? FF_FAULT_FLUSH
+							  : FF_FAULT_WRITE,
 		       req->off, req->len, &act);
 	req->flip_bits = act.flip_bits;
 	if (act.error) {

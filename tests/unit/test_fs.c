@@ -215,6 +215,67 @@ START_TEST(commit_in_flight_lets_operations_run)
 }
 END_TEST
 
+/* The flush that makes a commit's data durable before its records runs
+ * with the filesystem let go, like the records' own write and flush: with
+ * 500 ms of latency on every member flush (fault: op=f), a close that
+ * wrote a stripe of data takes two slow flushes, and lookup, create and
+ * getattr made 100 ms into the first one complete long before it ends. */
+START_TEST(preflush_lets_operations_run)
+{
+	struct ffs_opts o = { .write_buffer_bytes = 16 << 20, .read_cache_bytes = 16 << 20,
+			      .commit_interval_ms = 600000 };
+	struct ffs *fs = mkfs_mount(64, 64 * 1024);
+	struct ff_fault_rule slow = { .ops = FF_FAULT_FLUSH, .latency_us = 500000 };
+	struct flusher f = { .rc = -1 };
+	struct ff_err err = { "" };
+	const size_t len = 3 * 64 * 1024; /* one whole stripe of RAID5 over 4 */
+	uint8_t *data = malloc(len), *back = malloc(len);
+	uint64_t fh, t0, took;
+	pthread_t t;
+	struct stat st;
+
+	ck_assert_ptr_nonnull(data);
+	ck_assert_ptr_nonnull(back);
+	for (size_t i = 0; i < len; i++)
+		data[i] = (uint8_t)(i * 7 + 3);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	ck_assert_msg(ffs_mount(pp, NM, &o, &fs, &err) == 0, "mount: %s", err.msg);
+	create(fs, FFS_ROOT_INO, "frame", &f.fh);
+	ck_assert_int_eq(ffs_write(fs, f.fh, data, len, 0), (ssize_t)len);
+	for (unsigned m = 0; m < NM; m++)
+		ck_assert_int_eq(ff_fault_add(ff_raid_member(ffs_raid(fs), m), &slow), 0);
+	f.fs = fs;
+	ck_assert_int_eq(pthread_create(&t, NULL, flush_main, &f), 0);
+	usleep(100 * 1000); /* the data is written; the flush before the records runs */
+	t0 = ff_now_ns();
+	ck_assert_int_eq(ffs_lookup(fs, FFS_ROOT_INO, "frame", &st), 0);
+	create(fs, FFS_ROOT_INO, "meanwhile", &fh);
+	ck_assert_int_eq(ffs_getattr(fs, st.st_ino, &st), 0);
+	took = ff_now_ns() - t0;
+	ck_assert_msg(took < 250000000ull, "operations took %.0f ms: they waited for a flush",
+		      (double)took / 1e6);
+	ck_assert_msg(!atomic_load(&f.done), "the close ended before two slow flushes");
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_int_eq(f.rc, 0);
+	for (unsigned m = 0; m < NM; m++)
+		ff_fault_clear(ff_raid_member(ffs_raid(fs), m));
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	ck_assert_int_eq(ffs_release(fs, f.fh), 0);
+	fs = remount(fs);
+	ck_assert_int_eq(ffs_lookup(fs, FFS_ROOT_INO, "meanwhile", &st), 0);
+	ck_assert_int_eq(ffs_lookup(fs, FFS_ROOT_INO, "frame", &st), 0);
+	ck_assert_int_eq(st.st_size, (off_t)len);
+	ck_assert_int_eq(ffs_open(fs, st.st_ino, O_RDONLY, &fh), 0);
+	ck_assert_int_eq(ffs_read(fs, fh, back, len, 0), (ssize_t)len);
+	ck_assert_int_eq(memcmp(back, data, len), 0);
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	remove_members();
+	free(data);
+	free(back);
+}
+END_TEST
+
 static void corrupt(const char *path, uint64_t off, size_t len)
 {
 	char junk[8192];
@@ -333,6 +394,7 @@ int main(void)
 	tcase_add_test(tc, read_repairs_bad_chunk);
 	tcase_add_test(tc, flush_commits_only_changed_files);
 	tcase_add_test(tc, commit_in_flight_lets_operations_run);
+	tcase_add_test(tc, preflush_lets_operations_run);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 static int it_failures, it_checks;
@@ -174,6 +175,26 @@ static inline int it_make_file(const char *path, size_t len, uint64_t seed)
 	if (close(fd) < 0)
 		rc = -1;
 	return rc;
+}
+
+/*
+ * statvfs of the mount once its free blocks and inodes are back to bfree and
+ * ffree after deletes, or as it is after 2 s.  The daemon frees an unlinked
+ * inode and its space when FUSE sends the FORGET, which it does
+ * asynchronously after unlink returned, and the space counts once a commit
+ * made that durable (sync asks for one).
+ */
+static inline int it_statvfs_freed(struct statvfs *v, fsblkcnt_t bfree, fsfilcnt_t ffree)
+{
+	for (int i = 0; i < 200; i++) {
+		sync();
+		if (statvfs(it_mnt, v) < 0)
+			return -1;
+		if (v->f_bfree == bfree && v->f_ffree == ffree)
+			break;
+		usleep(10000);
+	}
+	return 0;
 }
 
 /* The file holds exactly len bytes of the pattern of seed. */

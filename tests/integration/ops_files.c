@@ -330,16 +330,7 @@ static void statfs_space(void)
 	EXPECT((a.f_bfree - b.f_bfree) * b.f_frsize < len + 8 * MiB, "and not much more");
 	EXPECT_EQ(a.f_ffree - b.f_ffree, 1);
 	EXPECT_OK(unlink(P("space")));
-	/* the daemon frees the inode and its space when FUSE sends the FORGET,
-	 * which it does asynchronously after unlink returned; the space counts
-	 * once a commit has made that durable: allow both up to 2 s */
-	for (int i = 0; i < 200; i++) {
-		sync();
-		EXPECT_OK(statvfs(it_mnt, &c));
-		if (c.f_bfree == a.f_bfree && c.f_ffree == a.f_ffree)
-			break;
-		usleep(10000);
-	}
+	EXPECT_OK(it_statvfs_freed(&c, a.f_bfree, a.f_ffree));
 	EXPECT_EQ(c.f_bfree, a.f_bfree);
 	EXPECT_EQ(c.f_ffree, a.f_ffree);
 }

@@ -340,48 +340,53 @@ static void phase_end(struct series *s, struct phase p, double mbs)
 	s->v[s->n++] = mbs;
 }
 
-static double median(struct series *s)
+static double median_of(const double *v, unsigned n)
 {
 	double t[32];
 
-	memcpy(t, s->v, s->n * sizeof(double));
-	qsort(t, s->n, sizeof(double), cmp_double);
-	return s->n % 2 ? t[s->n / 2] : (t[s->n / 2 - 1] + t[s->n / 2]) / 2;
+	memcpy(t, v, n * sizeof(double));
+	qsort(t, n, sizeof(double), cmp_double);
+	return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+}
+
+static double median(const struct series *s)
+{
+	return median_of(s->v, s->n);
+}
+
+static void range_of(const double *v, unsigned n, double *lo, double *hi)
+{
+	*lo = *hi = v[0];
+	for (unsigned i = 1; i < n; i++) {
+		*lo = FF_MIN(*lo, v[i]);
+		*hi = FF_MAX(*hi, v[i]);
+	}
 }
 
 /* Median rate, its spread, and the CPU cores the phase kept busy (median):
  * on RAM-backed members the members' transfers are CPU copies, so cores
  * busy tells a CPU-bound phase from a waiting one. */
-static void print_series(struct series *s)
+static void print_series(const struct series *s)
 {
-	struct series c = { .n = s->n };
-	double lo = s->v[0], hi = s->v[0];
+	double lo, hi;
 
-	for (unsigned i = 1; i < s->n; i++) {
-		lo = FF_MIN(lo, s->v[i]);
-		hi = FF_MAX(hi, s->v[i]);
-	}
-	memcpy(c.v, s->cores, sizeof(c.v));
+	range_of(s->v, s->n, &lo, &hi);
 	printf("  %-28s %8.0f MB/s   (min %.0f, max %.0f, %u runs; %.2f cores busy)\n", s->name,
-	       median(s), lo, hi, s->n, median(&c));
+	       median(s), lo, hi, s->n, median_of(s->cores, s->n));
 }
 
 /* Median over runs of num[i] / (scale x den[i]), printed with its spread. */
 static double paired_ratio(const char *name, const struct series *num, const struct series *den,
 			   double scale)
 {
-	struct series q = { .n = num->n };
-	double lo, hi;
+	double q[32] = { 0 }, lo, hi;
 
-	for (unsigned i = 0; i < q.n; i++)
-		q.v[i] = num->v[i] / (scale * den->v[i]);
-	lo = hi = q.v[0];
-	for (unsigned i = 1; i < q.n; i++) {
-		lo = FF_MIN(lo, q.v[i]);
-		hi = FF_MAX(hi, q.v[i]);
-	}
-	printf("  %-28s %8.3f        (min %.3f, max %.3f, run by run)\n", name, median(&q), lo, hi);
-	return median(&q);
+	for (unsigned i = 0; i < num->n; i++)
+		q[i] = num->v[i] / (scale * den->v[i]);
+	range_of(q, num->n, &lo, &hi);
+	printf("  %-28s %8.3f        (min %.3f, max %.3f, run by run)\n", name,
+	       median_of(q, num->n), lo, hi);
+	return median_of(q, num->n);
 }
 
 static struct ff_raid *assemble(const struct cfg *c, unsigned skip)
@@ -484,7 +489,7 @@ static void parse(int argc, char **argv, struct cfg *c)
 		}
 	}
 	if (c->members < 3 || c->members > FF_MEMBERS_MAX || c->runs == 0 || c->workers == 0 ||
-	    c->depth == 0 || c->inflight == 0) {
+	    c->workers > FF_RAID_WORKERS_MAX || c->depth == 0 || c->inflight == 0) {
 		usage();
 		exit(2);
 	}

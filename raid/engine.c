@@ -1073,9 +1073,9 @@ static void worker_free(struct raid_worker *w)
  * into the cache (RAID5 x 4 on tmpfs files: 7.1-7.2 GB/s of data with 16,
  * 8.4-9.1 with 1 or 2; bench/README.md).  Any other member moves the bytes
  * itself (DMA; a loop device's own thread) and wants depth more than cache:
- * no window beyond the worker's ops (loop devices over tmpfs: 5.9-6.5 GB/s
- * with 1 or 2 against 7.2-8.8 with 16; files on the VM's disk 3.1-4.5
- * against 4.6-4.8).
+ * no window beyond the worker's ops (loop devices over tmpfs, RAID5 x 4:
+ * 6.3 / 6.5 GB/s with 1 / 2 against 7.2 with 16, RAID6 x 6: 5.9 / 6.5
+ * against 7.7; files on the VM's disk: 3.1 / 4.5 with 2 against 4.6 / 4.8).
  */
 static unsigned default_write_window(const struct ff_raid *r)
 {

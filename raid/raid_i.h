@@ -81,7 +81,7 @@ struct raid_worker {
 	 * past planning (parity computed, member writes queued or running).
 	 * A stripe's parity is computed just before its member writes are
 	 * queued, so with a small window its data is still in the CPU cache
-	 * when the members copy it (file members: the kernel's page-cache
+	 * when the members copy it (files in RAM: the kernel's page-cache
 	 * copy), and the request's data is read from memory once, not twice.
 	 */
 	unsigned window_free;

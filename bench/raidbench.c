@@ -39,9 +39,10 @@
 struct cfg {
 	const char *dir;
 	unsigned level, members, workers, depth, runs, inflight, window, ops;
-	uint32_t chunk;
+	uint32_t chunk, piece;
 	uint64_t member_bytes;
 	bool keep;
+	bool ring_only; /* members in RAM through io_uring too (raw and RAID): see io/uring.h */
 	char *use;  /* comma-separated existing members (e.g. loop devices) */
 };
 
@@ -392,7 +393,7 @@ static double paired_ratio(const char *name, const struct series *num, const str
 static struct ff_raid *assemble(const struct cfg *c, unsigned skip)
 {
 	struct ff_raid_opts o = { .workers = c->workers, .ring_depth = c->depth, .write_window = c->window,
-				  .ops_per_worker = c->ops,
+				  .ops_per_worker = c->ops, .piece_bytes = c->piece, .ring_only = c->ring_only,
 				  .read_only = skip < c->members };
 	const char *list[FF_MEMBERS_MAX];
 	struct ff_err err = { "" };
@@ -445,6 +446,7 @@ static void usage(void)
 	printf("usage: framefs-raidbench [--dir DIR] [--level 5|6] [--members N] [--chunk SIZE]\n"
 	       "                         [--size SIZE per member] [--workers N] [--depth N]\n"
 	       "                         [--inflight N requests] [--window N stripes] [--ops N per worker]\n"
+	       "                         [--piece SIZE of write rows on files in RAM] [--ring-only]\n"
 	       "                         [--runs N] [--keep]\n"
 	       "                         [--use DEV,DEV,... existing members instead of files]\n");
 }
@@ -455,13 +457,13 @@ static void parse(int argc, char **argv, struct cfg *c)
 		{ "dir", 1, 0, 'd' }, { "level", 1, 0, 'l' }, { "members", 1, 0, 'n' },
 		{ "chunk", 1, 0, 'c' }, { "size", 1, 0, 's' }, { "workers", 1, 0, 'w' },
 		{ "depth", 1, 0, 'q' }, { "runs", 1, 0, 'r' }, { "inflight", 1, 0, 'i' }, { "window", 1, 0, 'W' },
-		{ "ops", 1, 0, 'o' },
+		{ "ops", 1, 0, 'o' }, { "piece", 1, 0, 'p' }, { "ring-only", 0, 0, 'R' },
 		{ "keep", 0, 0, 'k' }, { "help", 0, 0, 'h' }, { "use", 1, 0, 'u' }, { 0, 0, 0, 0 },
 	};
 	uint64_t v;
 	int o;
 
-	while ((o = getopt_long(argc, argv, "d:l:n:c:s:w:q:r:i:W:o:khu:", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "d:l:n:c:s:w:q:r:i:W:o:p:Rkhu:", opts, NULL)) != -1) {
 		switch (o) {
 		case 'd': c->dir = optarg; break;
 		case 'l': c->level = (unsigned)atoi(optarg); break;
@@ -482,6 +484,12 @@ static void parse(int argc, char **argv, struct cfg *c)
 		case 'i': c->inflight = (unsigned)atoi(optarg); break;
 		case 'W': c->window = (unsigned)atoi(optarg); break;
 		case 'o': c->ops = (unsigned)atoi(optarg); break;
+		case 'p':
+			if (ff_parse_size(optarg, &v) < 0 || v < 4096 || (v & (v - 1)) || v > FF_CHUNK_MAX)
+				die("--piece (a power of two, 4 KiB to the largest chunk)", EINVAL);
+			c->piece = (uint32_t)v;
+			break;
+		case 'R': c->ring_only = true; break;
 		case 'k': c->keep = true; break;
 		case 'u': c->use = optarg; break;
 		case 'h': usage(); exit(0);
@@ -534,6 +542,9 @@ int main(int argc, char **argv)
 	       g->nmembers, ff_fmt_bytes(c.member_bytes, sz, sizeof(sz)), c.use ? "given devices" : c.dir,
 	       g->chunk_bytes / 1024, c.workers, c.depth, c.inflight,
 	       (unsigned long long)(2 * g->stripe_bytes / 1024), win);
+	printf("  member I/O on files in RAM: %s; write pieces: %s\n",
+	       c.ring_only ? "through io_uring (--ring-only)" : "on the calling thread (io/uring.h)",
+	       c.piece ? ff_fmt_bytes(c.piece, sz, sizeof(sz)) : "the engine's default");
 	buf = ff_alloc_aligned(g->stripe_bytes * 2 * 64);
 	chk = ff_alloc_aligned(g->stripe_bytes * 2 * 64);
 	for (size_t i = 0; i < g->stripe_bytes * 2 * 64 / 8; i++)
@@ -552,6 +563,8 @@ int main(int argc, char **argv)
 			m[i] = calloc(1, sizeof(struct ff_member));
 			if (ff_member_open(m[i], pp[i], false, &e2) < 0)
 				die(e2.msg, EIO);
+			if (c.ring_only)
+				m[i]->sync_io = false;
 		}
 		/* raw covers the same member bytes the data space does */
 		ph = phase_start();

@@ -49,6 +49,7 @@ static int member_probe(struct ff_member *m, struct ff_err *err)
 		m->lbs = 512;
 		m->in_memory = fstatfs(m->fd, &sf) == 0 &&
 			       (sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC);
+		m->sync_io = m->in_memory;
 	} else {
 		ff_err_set(err, "%s: not a block device or regular file", m->path);
 		return -EINVAL;

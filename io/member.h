@@ -33,6 +33,8 @@ struct ff_member {
 	int fd;
 	bool is_bdev;
 	bool in_memory;      /* a file in tmpfs or ramfs: every write is a CPU copy into RAM */
+	bool sync_io;        /* rings run its requests on their own thread (io/uring.h);
+			      * set for in_memory members, a test or bench may clear it */
 	bool read_only;
 	dev_t st_dev;        /* identity of the underlying object, to refuse duplicates */
 	ino_t st_ino;

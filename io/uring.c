@@ -2,6 +2,7 @@
 #include "io/uring.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -22,12 +23,14 @@ int ff_ring_init(struct ff_ring *r, struct ff_member *const *members, unsigned n
 	int rc;
 
 	FF_ASSERT(depth > 0 && depth <= 4096);
-	FF_ASSERT(nmembers <= 256);
+	FF_ASSERT(nmembers <= FF_RING_MEMBERS_MAX);
 	memset(r, 0, sizeof(*r));
 	r->members = members;
 	r->nmembers = nmembers;
 	r->depth = depth;
 	r->wake_fd = -1;
+	for (unsigned i = 0; i < FF_RING_MEMBERS_MAX; i++)
+		r->sync_fd[i] = -1;
 	memset(&p, 0, sizeof(p));
 	/* CQ twice the SQ so that completions of a full SQ plus delay timers
 	 * can never overflow. */
@@ -40,31 +43,76 @@ int ff_ring_init(struct ff_ring *r, struct ff_member *const *members, unsigned n
 	}
 	if (rc < 0)
 		return rc;
-	for (unsigned i = 0; i < nmembers; i++)
+	pthread_mutex_init(&r->retire_lock, NULL);
+	for (unsigned i = 0; i < nmembers; i++) {
 		fds[i] = members[i]->fd; /* -1 for a missing member: an empty slot */
+		if (fds[i] >= 0 && members[i]->sync_io) {
+			r->sync_fd[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 0);
+			if (r->sync_fd[i] < 0) {
+				rc = -errno;
+				ff_ring_exit(r);
+				return rc;
+			}
+		}
+	}
 	if (nmembers) {
 		rc = io_uring_register_files(&r->ring, fds, nmembers);
 		if (rc < 0) {
-			io_uring_queue_exit(&r->ring);
+			ff_ring_exit(r);
 			return rc;
 		}
 	}
 	return 0;
 }
 
+/* On the ring's thread: close the fds that member updates replaced. */
+static void close_retired(struct ff_ring *r)
+{
+	if (!atomic_load(&r->nretired))
+		return;
+	pthread_mutex_lock(&r->retire_lock);
+	for (unsigned i = 0; i < r->nretired; i++)
+		close(r->retired[i]);
+	atomic_store(&r->nretired, 0);
+	pthread_mutex_unlock(&r->retire_lock);
+}
+
 void ff_ring_exit(struct ff_ring *r)
 {
 	FF_ASSERT(!r->inflight || r->wake_fd >= 0);
 	io_uring_queue_exit(&r->ring);
+	close_retired(r);
+	for (unsigned i = 0; i < r->nmembers; i++)
+		if (r->sync_fd[i] >= 0)
+			close(r->sync_fd[i]);
+	pthread_mutex_destroy(&r->retire_lock);
 }
 
 int ff_ring_update_member(struct ff_ring *r, unsigned index, int fd)
 {
-	int rc;
+	int rc, dup = -1, old;
 
 	FF_ASSERT(index < r->nmembers);
 	rc = io_uring_register_files_update(&r->ring, index, &fd, 1);
-	return rc < 0 ? rc : 0;
+	if (rc < 0)
+		return rc;
+	if (fd >= 0 && r->members[index]->sync_io) {
+		dup = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+		if (dup < 0)
+			return -errno;
+	}
+	pthread_mutex_lock(&r->retire_lock);
+	if (r->nretired == FF_RING_RETIRED_MAX) { /* the ring's thread has not run since */
+		pthread_mutex_unlock(&r->retire_lock);
+		if (dup >= 0)
+			close(dup);
+		return -EBUSY;
+	}
+	old = atomic_exchange(&r->sync_fd[index], dup);
+	if (old >= 0)
+		r->retired[atomic_fetch_add(&r->nretired, 1)] = old;
+	pthread_mutex_unlock(&r->retire_lock);
+	return 0;
 }
 
 int ff_ring_register_buffers(struct ff_ring *r, const struct iovec *iov, unsigned n)
@@ -179,18 +227,47 @@ static bool fault_gate(struct ff_ring *r, struct ff_io_req *req)
 	return true;
 }
 
-/* Move backlog requests into SQEs while space and the depth cap allow. */
+static void handle_cqe(struct ff_ring *r, struct ff_io_req *req, int res, bool delay_done);
+
+/* A request to a sync_io member, run here; it completes like a CQE would. */
+static void run_sync(struct ff_ring *r, struct ff_io_req *req, int fd)
+{
+	char *buf = (char *)req->buf + req->done;
+	size_t len = req->len - req->done;
+	off_t off = (off_t)(req->off + req->done);
+	ssize_t n;
+
+	if (!req->submit_ns)
+		req->submit_ns = ff_now_ns();
+	switch (req->op) {
+	case FF_IO_READ: n = pread(fd, buf, len, off); break;
+	case FF_IO_WRITE: n = pwrite(fd, buf, len, off); break;
+	default: n = fdatasync(fd); break;
+	}
+	r->sync_done++;
+	handle_cqe(r, req, n < 0 ? -errno : (int)n, false);
+}
+
+/* Move backlog requests into SQEs while space and the depth cap allow
+ * (requests to sync_io members run at once instead). */
 static void fill_sq(struct ff_ring *r)
 {
+	close_retired(r);
 	while (r->backlog_head && r->inflight + r->queued < r->depth) {
 		struct ff_io_req *req = r->backlog_head;
 		struct io_uring_sqe *sqe;
+		int sfd;
 
 		r->backlog_head = req->next;
 		if (!r->backlog_head)
 			r->backlog_tail = NULL;
 		if (!fault_gate(r, req))
 			continue;
+		sfd = atomic_load(&r->sync_fd[req->member]);
+		if (sfd >= 0 && req->delayed != 1) {
+			run_sync(r, req, sfd);
+			continue;
+		}
 		sqe = io_uring_get_sqe(&r->ring);
 		FF_ASSERT(sqe != NULL); /* SQ has depth + 1 entries */
 		req->in_kernel = 1;

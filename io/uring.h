@@ -12,11 +12,21 @@
  *
  * Members are registered files; buffers inside regions given to
  * ff_ring_register_buffers() go out as READ_FIXED/WRITE_FIXED.
+ *
+ * A member with sync_io set (a file in RAM) has no device to wait for, and
+ * io_uring would hand each of its buffered writes to one of the task's
+ * worker threads anyway (tmpfs takes no non-blocking writes).  Its requests
+ * run on the ring's own thread when they are submitted, with pread/pwrite/
+ * fdatasync on the ring's duplicate of the member's fd, and complete through
+ * the same path as a CQE: fault rules, short transfers, retries and error
+ * reports are the same.  A latency fault still waits on a kernel timer.
  */
 #ifndef FF_URING_H
 #define FF_URING_H
 
 #include <liburing.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -33,6 +43,7 @@ struct ff_io_req {
 	void *buf;
 	void (*complete)(struct ff_io_req *req);
 	void *priv;
+	uint32_t tag;      /* the caller's too: the ring leaves it alone */
 	/* result: len on success, else -errno */
 	int result;
 	/* private to the ring */
@@ -49,6 +60,8 @@ struct ff_io_req {
 };
 
 #define FF_RING_REGBUF_MAX 64
+#define FF_RING_MEMBERS_MAX 256
+#define FF_RING_RETIRED_MAX 16
 
 struct ff_ring {
 	struct io_uring ring;
@@ -71,6 +84,13 @@ struct ff_ring {
 	unsigned ncancel;
 	unsigned queued;        /* SQEs prepared but not yet submitted */
 	uint64_t errors_logged;
+	uint64_t sync_done;     /* requests run on the ring's thread (sync_io members) */
+	_Atomic int sync_fd[FF_RING_MEMBERS_MAX]; /* dup of a sync_io member's fd, else -1 */
+	/* fds a member update replaced: closed by the ring's own thread, which
+	 * may be inside a pread/pwrite on one when the update comes */
+	pthread_mutex_t retire_lock;
+	int retired[FF_RING_RETIRED_MAX];
+	_Atomic unsigned nretired;
 };
 
 /* depth: maximum requests in the kernel at once (<= 4096). */
@@ -78,7 +98,8 @@ int ff_ring_init(struct ff_ring *r, struct ff_member *const *members, unsigned n
 		 unsigned depth);
 void ff_ring_exit(struct ff_ring *r);
 
-/* Point member slot `index` at a new fd (a member added or replaced). */
+/* Point member slot `index` at a new fd (a member added or replaced); the
+ * ring's members[index] already describes it.  Any thread may call it. */
 int ff_ring_update_member(struct ff_ring *r, unsigned index, int fd);
 
 /* Register buffer regions (start-up only; replaces earlier ones). */

@@ -259,6 +259,8 @@ static void req_done(struct ff_io_req *req)
 		atomic_store(&r->shadow_role, -1);
 	} else if (req->result == -ECANCELED && !(atomic_load(&r->dead_mask) & (1u << req->member))) {
 		op->err = req->result; /* read around a slow member: not its failure */
+	} else if (req->result < 0 && req->tag != atomic_load(&r->role_epoch[req->member])) {
+		op->err = req->result; /* sent to the member the role had before */
 	} else if (req->result < 0) {
 		atomic_fetch_add(&r->stats.member_errors, 1);
 		raid_member_failed(r, req->member, req->op == FF_IO_READ ? "read error"
@@ -285,6 +287,7 @@ static void issue(struct stripe_op *op, unsigned op_code, unsigned member, uint6
 	req->len = len;
 	req->complete = req_done;
 	req->priv = op;
+	req->tag = atomic_load(&w->r->role_epoch[member]);
 	if (op->io->op != FF_RAID_REBUILD)
 		atomic_fetch_add(&w->r->stats.fg_bytes, len);
 	/* a member being replaced: its replacement gets the same write */
@@ -533,13 +536,39 @@ static void seg_write_phase(struct stripe_op *op)
 		phase_done(op);
 }
 
+/* seg[cur] becomes its first piece: all of it, or piece_bytes of a write or
+ * of a read while a member is out (it recovers rows from the others). */
+static void piece_first(struct stripe_op *op)
+{
+	struct ff_raid *r = op->w->r;
+	struct seg *sg = &op->seg[op->cur];
+	bool cut = op->io->op == FF_RAID_WRITE ||
+		   (op->io->op == FF_RAID_READ &&
+		    (atomic_load(&r->dead_mask) | atomic_load(&r->rebuild_mask)));
+
+	op->seg_end = sg->b;
+	op->piece = 0;
+	if (r->piece_bytes && cut && sg->b - sg->a > r->piece_bytes)
+		sg->b = sg->a + r->piece_bytes;
+}
+
 static void seg_next(struct stripe_op *op)
 {
+	struct seg *sg = &op->seg[op->cur];
+
 	op->writing = 0;
-	if (++op->cur < op->nseg)
+	if (sg->b < op->seg_end) { /* the segment's next piece */
+		sg->a = sg->b;
+		sg->b = FF_MIN(sg->a + op->w->r->piece_bytes, op->seg_end);
+		op->piece++;
+		atomic_fetch_add(&op->w->r->stats.pieces, 1);
 		seg_begin(op);
-	else
+	} else if (++op->cur < op->nseg) {
+		piece_first(op);
+		seg_begin(op);
+	} else {
 		op_finish(op, 0);
+	}
 }
 
 static void seg_begin(struct stripe_op *op)
@@ -576,7 +605,7 @@ static void seg_begin(struct stripe_op *op)
 		return; /* window_put() resumes it */
 	if (need_scratch && !scratch_get(op->w, op))
 		return; /* scratch_put() resumes it */
-	switch (op->mode) {
+	switch (op->piece ? -1 : (int)op->mode) { /* a segment counts once, not per piece */
 	case MODE_FULL: atomic_fetch_add(&r->stats.full_stripe_writes, 1); break;
 	case MODE_RMW: atomic_fetch_add(&r->stats.rmw_segments, 1); break;
 	case MODE_RCW: atomic_fetch_add(&r->stats.rcw_segments, 1); break;
@@ -667,12 +696,23 @@ static void phase_done(struct stripe_op *op)
 		op_finish(op, -EIO);
 		return;
 	}
-	/* every chunk of the rebuilding members is now current for this stripe */
-	if (op->mode == MODE_REBUILD || op->mode == MODE_FULL) {
+	op->dead_seen |= op->dead;
+	if (op->err)
+		op->err_seen = 1;
+	/*
+	 * Every chunk of the rebuilding members is now current for this stripe:
+	 * a rebuild op wrote them, or a write of the whole stripe — every row,
+	 * every piece — reached them all, and none of them started rebuilding
+	 * (a replacement included) after its first piece was planned.
+	 */
+	if (op->mode == MODE_REBUILD || (op->mode == MODE_FULL && op->lo == 0 &&
+					 op->hi == op->w->r->g.stripe_bytes &&
+					 op->seg[op->cur].b == op->seg_end)) {
 		uint32_t rb = atomic_load(&op->w->r->rebuild_mask);
 
-		if (rb && !op->err && !(member_slots(op, rb) & op->dead) &&
-		    (op->mode == MODE_FULL || (rb & ~op->io->rebuild_members) == 0))
+		if (rb && !op->err && !op->err_seen && !(member_slots(op, rb) & op->dead_seen) &&
+		    (op->mode == MODE_FULL ? (rb & ~op->rb_start) == 0
+					   : (rb & ~op->io->rebuild_members) == 0))
 			raid_mark_rebuilt(op->w->r, op->stripe);
 	}
 	seg_next(op);
@@ -863,7 +903,11 @@ static void op_start(struct stripe_op *op)
 		return;
 	}
 	r->lv->map(r->g.nmembers, op->stripe, op->map);
+	op->rb_start = atomic_load(&r->rebuild_mask);
+	op->dead_seen = 0;
+	op->err_seen = 0;
 	plan_segments(op, r->g.chunk_bytes);
+	piece_first(op);
 	op_run(op);
 }
 
@@ -1068,10 +1112,12 @@ static void worker_free(struct raid_worker *w)
 
 /*
  * A member that is a file in RAM (tmpfs) takes each write as a CPU copy of
- * our buffer into its pages, made by an io_uring worker thread: a small
- * window keeps that copy reading data the parity pass has just brought
- * into the cache (RAID5 x 4 on tmpfs files: 7.1-7.2 GB/s of data with 16,
- * 8.4-9.1 with 1 or 2; bench/README.md).  Any other member moves the bytes
+ * our buffer into its pages, made on the engine thread (sync_io) right after
+ * the parity of its piece: a window of one keeps one op's pieces between
+ * the parity pass and the copies (RAID5 x 4 on tmpfs files, raidbench
+ * write_eff with 1 / 2 / 16: 1.06 / 1.00 / 0.80, then 1.09 / 0.95 / 0.80;
+ * through io_uring's worker threads, before sync_io, 16 gave 7.1-7.2 GB/s
+ * of data and 1 or 2 gave 8.4-9.1; bench/README.md).  Any other member moves the bytes
  * itself (DMA; a loop device's own thread) and wants depth more than cache:
  * no window beyond the worker's ops (loop devices over tmpfs, RAID5 x 4:
  * 6.3 / 6.5 GB/s with 1 / 2 against 7.2 with 16, RAID6 x 6: 5.9 / 6.5
@@ -1080,15 +1126,48 @@ static void worker_free(struct raid_worker *w)
 static unsigned default_write_window(const struct ff_raid *r)
 {
 	for (unsigned m = 0; m < r->g.nmembers; m++)
-		if (r->mem[m].fd >= 0 && !r->mem[m].in_memory)
+		if (r->mem[m].fd >= 0 && !r->mem[m].sync_io)
 			return r->opts.ops_per_worker;
-	return 2;
+	return 1;
+}
+
+/*
+ * Row pieces for write segments, when every member is a file in RAM whose
+ * I/O runs on the engine thread (sync_io): a piece's parity, then its copies
+ * into the members, with the rows of all members in half the core's L2.
+ * Parity over a whole 512 KiB-chunk stripe first evicts the rows the copies
+ * then read again from memory; on RAID5 x 8 tmpfs files, raidbench write_eff
+ * went from 0.83-0.90 (whole stripes) to 0.97-1.02 (512 KiB pieces, i.e.
+ * per-chunk rows) and 1.05-1.13 (64-128 KiB) — see bench/README.md.
+ */
+static uint32_t piece_bytes_for(const struct ff_raid *r)
+{
+	long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+	uint64_t want = r->opts.piece_bytes ? r->opts.piece_bytes
+					    : (uint64_t)(l2 > 0 ? l2 : 1 << 20) / 2 / r->g.nmembers;
+	uint32_t p = r->opts.piece_bytes ? 4096 : 16 << 10;
+
+	for (unsigned m = 0; m < r->g.nmembers; m++)
+		if (r->mem[m].fd >= 0 && !r->mem[m].sync_io)
+			return 0;
+	while ((uint64_t)p * 2 <= want)
+		p *= 2;
+	return p;
 }
 
 int raid_engine_start(struct ff_raid *r)
 {
 	struct ff_raid_opts *o = &r->opts;
 	int rc = 0;
+
+	if (o->ring_only) {
+		for (unsigned m = 0; m < r->g.nmembers; m++)
+			r->mem[m].sync_io = false;
+		r->shadow.sync_io = false;
+	}
+	r->piece_bytes = piece_bytes_for(r);
+	if (r->piece_bytes >= r->g.chunk_bytes)
+		r->piece_bytes = 0;
 
 	if (!o->workers)
 		o->workers = 2;

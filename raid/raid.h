@@ -138,6 +138,7 @@ struct ff_raid_stats {
 	_Atomic uint64_t member_timeouts;
 	_Atomic uint64_t hedged_reads;   /* reads served around a slow member */
 	_Atomic uint64_t window_waits;   /* DATA writes that waited for a write-window place */
+	_Atomic uint64_t pieces;         /* row pieces past a segment's first (members in RAM) */
 	_Atomic uint64_t data_writes_done;    /* DATA-space writes completed ... */
 	_Atomic uint64_t data_writes_flushed; /* ... and how many of them a flush covered */
 };
@@ -145,10 +146,15 @@ struct ff_raid_stats {
 struct ff_raid_opts {
 	unsigned workers;        /* engine threads, default 2 */
 	unsigned ops_per_worker; /* stripe ops in flight per worker, default 16 */
-	unsigned write_window;   /* of those, DATA writes past planning: default 2 when every
+	unsigned write_window;   /* of those, DATA writes past planning: default 1 when every
 				  * member is a file in RAM (tmpfs), else ops_per_worker (see
 				  * raid_i.h, engine.c) */
 	unsigned ring_depth;     /* member I/Os in flight per worker, default 128 */
+	uint32_t piece_bytes;    /* when every member is in RAM, write segments go in row pieces
+				  * of this size (a power of two, rounded down, >= 4 KiB):
+				  * 0 = the default (engine.c), >= chunk = never cut */
+	bool ring_only;          /* members in RAM too go through io_uring (their requests
+				  * run on the engine thread otherwise: io/uring.h) */
 	bool read_only;
 	bool force_clean;        /* assemble: ignore the dirty flag */
 	unsigned member_timeout_ms; /* a member request older than this fails the member (5000) */

@@ -39,6 +39,11 @@ struct stripe_op {
 	uint8_t map[FF_MEMBERS_MAX];
 	struct seg seg[SEGS_MAX];
 	unsigned nseg, cur;
+	uint32_t seg_end;        /* rows of seg[cur] end here; seg[cur] is the piece at hand */
+	unsigned piece;          /* which piece of seg[cur] (see ff_raid.piece_bytes) */
+	uint32_t rb_start;       /* rebuild_mask when the op was planned */
+	uint32_t dead_seen;      /* slots left unwritten by any piece so far */
+	uint8_t err_seen;        /* a piece so far had a member error */
 	uint8_t mode;
 	uint8_t writing;         /* segment is in its write phase */
 	uint8_t locked;          /* holds the stripe lock */
@@ -96,6 +101,13 @@ struct raid_worker {
 struct ff_raid {
 	struct ff_geom g;
 	const struct ff_raid_level *lv;
+	/*
+	 * Write segments go in row pieces of this many bytes, 0 = whole.  Set
+	 * when every member runs its I/O on the engine thread (sync_io: files
+	 * in RAM): each piece's parity, then its member copies, while its rows
+	 * are still in the core's cache (engine.c, piece_bytes_for()).
+	 */
+	uint32_t piece_bytes;
 	struct ff_member mem[FF_MEMBERS_MAX]; /* by role; fd < 0 when missing */
 	struct ff_member *memp[FF_MEMBERS_MAX + 1]; /* [nmembers]: the replacement slot */
 	/*
@@ -105,6 +117,9 @@ struct ff_raid {
 	 */
 	struct ff_member shadow;
 	_Atomic int shadow_role;              /* -1: no replacement running */
+	/* bumped when a role (or the replacement slot) gets another member: a
+	 * request sent to the one before fails that one, not its successor */
+	_Atomic uint32_t role_epoch[FF_MEMBERS_MAX + 1];
 	_Atomic uint8_t state[FF_MEMBERS_MAX];
 	/*
 	 * Member masks.  dead: failed or missing, neither read nor written.

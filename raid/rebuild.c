@@ -548,6 +548,7 @@ static int promote(struct ff_raid *r, struct ff_member *m, unsigned role)
 	if (r->mem[role].fd >= 0)
 		ff_member_close(&r->mem[role]);
 	free(r->mem[role].fault);
+	atomic_fetch_add(&r->role_epoch[role], 1);
 	r->mem[role] = *m;
 	ff_uuid_generate(r->sb->roles[role].member_uuid);
 	r->sb->roles[role].rebuild_pos = 0;
@@ -757,6 +758,7 @@ static void replace_finish(struct ff_raid *r, struct raid_rebuild *rb)
 
 	pthread_mutex_lock(&r->sb_lock);
 	old = r->mem[role];
+	atomic_fetch_add(&r->role_epoch[role], 1);
 	r->mem[role] = r->shadow;
 	r->shadow.fd = -1;
 	for (unsigned i = 0; i < r->nworkers; i++)
@@ -853,6 +855,7 @@ int ff_raid_replace(struct ff_raid *r, unsigned role, const char *path, bool for
 	}
 	memcpy(rb->replace_uuid, sb->member_uuid, 16);
 	free(sb);
+	atomic_fetch_add(&r->role_epoch[r->g.nmembers], 1);
 	r->shadow = m;
 	for (unsigned i = 0; i < r->nworkers; i++)
 		ff_ring_update_member(&r->worker[i].ring, r->g.nmembers, m.fd);

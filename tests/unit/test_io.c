@@ -3,7 +3,9 @@
  * Members and the io_uring ring on real files and a real loop device: what
  * a member is comes from the system (size, block size, O_DIRECT alignment,
  * NVMe or not); the ring completes requests, reports errors with the
- * member, and carries out each kind of injected fault.
+ * member, and carries out each kind of injected fault.  The ring tests run
+ * twice over a file in /dev/shm: _i = 0 the way it is opened (sync_io: on
+ * the ring's thread), _i = 1 through io_uring (sync_io cleared).
  */
 #include <check.h>
 #include <errno.h>
@@ -106,12 +108,23 @@ struct fixture {
 	uint8_t *buf;
 };
 
-static void fx_open(struct fixture *f)
+/* The ring ran (sync) or did not run (through io_uring) f's requests itself. */
+static void fx_check_path(struct fixture *f, int through_ring)
+{
+	if (through_ring)
+		ck_assert_uint_eq(f->ring.sync_done, 0);
+	else
+		ck_assert_uint_gt(f->ring.sync_done, 0);
+}
+
+static void fx_open(struct fixture *f, int through_ring)
 {
 	struct ff_err err = { "" };
 
 	make_file(8);
 	ck_assert_msg(ff_member_open(&f->m, file, false, &err) == 0, "%s", err.msg);
+	ck_assert(f->m.sync_io); /* a file in RAM */
+	f->m.sync_io = !through_ring;
 	f->mp[0] = &f->m;
 	ck_assert_int_eq(ff_ring_init(&f->ring, f->mp, 1, 16), 0);
 	f->buf = ff_alloc_aligned(1 << 20);
@@ -139,7 +152,7 @@ START_TEST(ring_round_trip_with_and_without_registered_buffers)
 	struct iovec iov;
 	uint8_t *back = ff_alloc_aligned(1 << 20);
 
-	fx_open(&f);
+	fx_open(&f, _i);
 	for (unsigned i = 0; i < (1u << 20); i++)
 		f.buf[i] = (uint8_t)(i * 7);
 	ck_assert_int_eq(rw(&f, FF_IO_WRITE, 0, f.buf, 1 << 20), 0);
@@ -154,6 +167,7 @@ START_TEST(ring_round_trip_with_and_without_registered_buffers)
 	ck_assert_int_eq(memcmp(f.buf, back, 1 << 20), 0);
 	/* past the end of the member: an error, not silence */
 	ck_assert_int_eq(rw(&f, FF_IO_READ, 8u << 20, back, 4096), -EIO);
+	fx_check_path(&f, _i);
 	free(back);
 	fx_close(&f);
 }
@@ -166,13 +180,14 @@ START_TEST(fault_error_after_n_ops)
 	struct ff_fault_rule rule;
 	struct ff_err err;
 
-	fx_open(&f);
+	fx_open(&f, _i);
 	ck_assert_int_eq(ff_fault_parse("op=r,err=EIO,after=2", &rule, &err), 0);
 	ck_assert_int_eq(ff_fault_add(&f.m, &rule), 0);
 	ck_assert_int_eq(rw(&f, FF_IO_READ, 0, f.buf, 4096), 0);
 	ck_assert_int_eq(rw(&f, FF_IO_READ, 0, f.buf, 4096), 0);
 	ck_assert_int_eq(rw(&f, FF_IO_READ, 0, f.buf, 4096), -EIO);
 	ck_assert_int_eq(rw(&f, FF_IO_WRITE, 0, f.buf, 4096), 0); /* writes untouched */
+	fx_check_path(&f, _i);
 	fx_close(&f);
 }
 END_TEST
@@ -186,7 +201,7 @@ START_TEST(fault_flips_bits_in_a_range)
 	uint8_t *back = ff_alloc_aligned(65536);
 	unsigned diff = 0;
 
-	fx_open(&f);
+	fx_open(&f, _i);
 	memset(f.buf, 0x42, 1 << 20);
 	ck_assert_int_eq(rw(&f, FF_IO_WRITE, 0, f.buf, 1 << 20), 0);
 	ck_assert_int_eq(ff_fault_parse("op=r,flip=8,from=64K,to=128K", &rule, &err), 0);
@@ -198,6 +213,7 @@ START_TEST(fault_flips_bits_in_a_range)
 		diff += (unsigned)__builtin_popcount(back[i] ^ 0x42);
 	ck_assert_uint_ge(diff, 1);
 	ck_assert_uint_le(diff, 8);
+	fx_check_path(&f, _i);
 	free(back);
 	fx_close(&f);
 }
@@ -217,7 +233,7 @@ START_TEST(fault_latency_and_cancel)
 	struct ff_io_req q = { .op = FF_IO_READ, .member = 0, .off = 0, .len = 4096 };
 	uint64_t t0;
 
-	fx_open(&f);
+	fx_open(&f, _i);
 	ck_assert_int_eq(ff_fault_parse("op=r,lat_ms=2000", &rule, &err), 0);
 	ck_assert_int_eq(ff_fault_add(&f.m, &rule), 0);
 	q.buf = f.buf;
@@ -236,6 +252,7 @@ START_TEST(fault_latency_and_cancel)
 	ck_assert_int_eq(ff_fault_add(&f.m, &rule), 0);
 	ck_assert_int_eq(rw(&f, FF_IO_READ, 0, f.buf, 4096), 0);
 	ck_assert_uint_ge(ff_now_ns() - t0, 200000000ull);
+	fx_check_path(&f, _i); /* the delayed read itself ran on the ring's thread */
 	fx_close(&f);
 }
 END_TEST
@@ -257,6 +274,7 @@ START_TEST(undo_log_keeps_what_unflushed_writes_overwrote)
 	ck_assert_msg(ff_member_open(&f.m, file, false, &err) == 0, "%s", err.msg);
 	unsetenv("FRAMEFS_UNDO_DIR");
 	ck_assert_ptr_nonnull(f.m.undo);
+	f.m.sync_io = !_i;
 	f.mp[0] = &f.m;
 	ck_assert_int_eq(ff_ring_init(&f.ring, f.mp, 1, 16), 0);
 	f.buf = ff_alloc_aligned(1 << 20);
@@ -290,9 +308,63 @@ START_TEST(undo_log_keeps_what_unflushed_writes_overwrote)
 	ck_assert_int_eq(ff_member_flush(&f.m), 0);
 	ck_assert_int_eq(stat(log, &st), 0);
 	ck_assert_int_eq(st.st_size, 0);
+	fx_check_path(&f, _i);
 	unlink(log);
 	free(old);
 	fx_close(&f);
+}
+END_TEST
+
+static unsigned open_fds(void)
+{
+	char path[64];
+	unsigned n = 0;
+
+	for (int fd = 0; fd < 1024; fd++) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		n += access(path, F_OK) == 0;
+	}
+	return n;
+}
+
+/* A member slot pointed at another file (a member replaced): the ring's
+ * requests go to the new file at once, whichever path they take, and the
+ * fd the ring held for the old one is closed by the ring's own thread. */
+START_TEST(member_update_moves_requests_to_the_new_file)
+{
+	struct ff_err err = { "" };
+	struct ff_member m2;
+	struct fixture f;
+	char file2[320];
+	uint8_t *back = ff_alloc_aligned(4096);
+	unsigned fds0 = open_fds();
+	int fd;
+
+	fx_open(&f, _i);
+	snprintf(file2, sizeof(file2), "%s/second.img", dir);
+	fd = open(file2, O_CREAT | O_RDWR | O_TRUNC, 0600);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, 8 << 20), 0);
+	close(fd);
+	ck_assert_msg(ff_member_open(&m2, file2, false, &err) == 0, "%s", err.msg);
+	m2.sync_io = !_i;
+	f.mp[0] = &m2;
+	ck_assert_int_eq(ff_ring_update_member(&f.ring, 0, m2.fd), 0);
+	ck_assert_uint_eq(f.ring.nretired, _i ? 0 : 1); /* the old dup waits for the ring's thread */
+	memset(f.buf, 0x5e, 4096);
+	ck_assert_int_eq(rw(&f, FF_IO_WRITE, 4096, f.buf, 4096), 0);
+	ck_assert_uint_eq(f.ring.nretired, 0);
+	ck_assert_int_eq(ff_member_pread(&m2, back, 4096, 4096), 0);
+	ck_assert_int_eq(memcmp(back, f.buf, 4096), 0);
+	ck_assert_int_eq(ff_member_pread(&f.m, back, 4096, 4096), 0);
+	for (unsigned i = 0; i < 4096; i++)
+		ck_assert_uint_eq(back[i], 0); /* the first file was not written */
+	fx_check_path(&f, _i);
+	ff_member_close(&m2);
+	unlink(file2);
+	free(back);
+	fx_close(&f);
+	ck_assert_uint_eq(open_fds(), fds0); /* the ring's duplicates are all closed */
 }
 END_TEST
 
@@ -301,7 +373,7 @@ START_TEST(fault_text_names_members)
 	struct fixture f;
 	struct ff_err err = { "" };
 
-	fx_open(&f);
+	fx_open(&f, _i);
 	ck_assert_int_eq(ff_fault_apply_text(f.mp, 1, "member.img@op=w,err=ENOSPC", &err), 0);
 	ck_assert_int_eq(rw(&f, FF_IO_WRITE, 0, f.buf, 4096), -ENOSPC);
 	ck_assert_int_lt(ff_fault_apply_text(f.mp, 1, "other.img@op=w,err=EIO", &err), 0);
@@ -324,12 +396,13 @@ int main(void)
 	tcase_add_test(tc, file_member_is_described_by_the_system);
 	tcase_add_test(tc, loop_device_block_size_comes_from_the_device);
 	tcase_add_test(tc, bad_members_are_refused_with_their_name);
-	tcase_add_test(tc, ring_round_trip_with_and_without_registered_buffers);
-	tcase_add_test(tc, fault_error_after_n_ops);
-	tcase_add_test(tc, fault_flips_bits_in_a_range);
-	tcase_add_test(tc, fault_latency_and_cancel);
-	tcase_add_test(tc, fault_text_names_members);
-	tcase_add_test(tc, undo_log_keeps_what_unflushed_writes_overwrote);
+	tcase_add_loop_test(tc, ring_round_trip_with_and_without_registered_buffers, 0, 2);
+	tcase_add_loop_test(tc, fault_error_after_n_ops, 0, 2);
+	tcase_add_loop_test(tc, fault_flips_bits_in_a_range, 0, 2);
+	tcase_add_loop_test(tc, fault_latency_and_cancel, 0, 2);
+	tcase_add_loop_test(tc, fault_text_names_members, 0, 2);
+	tcase_add_loop_test(tc, undo_log_keeps_what_unflushed_writes_overwrote, 0, 2);
+	tcase_add_loop_test(tc, member_update_moves_requests_to_the_new_file, 0, 2);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -21,17 +21,21 @@
 
 static char dir[256], file[300];
 
-static void make_file(unsigned mb)
+static void sized_file(const char *path, unsigned mb)
 {
-	int fd;
+	int fd = open(path, O_CREAT | O_RDWR | O_TRUNC, 0600);
 
-	snprintf(dir, sizeof(dir), "/dev/shm/ffio.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-	snprintf(file, sizeof(file), "%s/member.img", dir);
-	fd = open(file, O_CREAT | O_RDWR | O_TRUNC, 0600);
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(ftruncate(fd, (off_t)mb << 20), 0);
 	close(fd);
+}
+
+static void make_file(unsigned mb)
+{
+	snprintf(dir, sizeof(dir), "/dev/shm/ffio.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(file, sizeof(file), "%s/member.img", dir);
+	sized_file(file, mb);
 }
 
 static void remove_file(void)
@@ -338,14 +342,10 @@ START_TEST(member_update_moves_requests_to_the_new_file)
 	char file2[320];
 	uint8_t *back = ff_alloc_aligned(4096);
 	unsigned fds0 = open_fds();
-	int fd;
 
 	fx_open(&f, _i);
 	snprintf(file2, sizeof(file2), "%s/second.img", dir);
-	fd = open(file2, O_CREAT | O_RDWR | O_TRUNC, 0600);
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(ftruncate(fd, 8 << 20), 0);
-	close(fd);
+	sized_file(file2, 8);
 	ck_assert_msg(ff_member_open(&m2, file2, false, &err) == 0, "%s", err.msg);
 	m2.sync_io = !_i;
 	f.mp[0] = &m2;

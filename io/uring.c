@@ -46,14 +46,8 @@ int ff_ring_init(struct ff_ring *r, struct ff_member *const *members, unsigned n
 	pthread_mutex_init(&r->retire_lock, NULL);
 	for (unsigned i = 0; i < nmembers; i++) {
 		fds[i] = members[i]->fd; /* -1 for a missing member: an empty slot */
-		if (fds[i] >= 0 && members[i]->sync_io) {
+		if (fds[i] >= 0 && members[i]->sync_io) /* no dup (EMFILE): through io_uring */
 			r->sync_fd[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 0);
-			if (r->sync_fd[i] < 0) {
-				rc = -errno;
-				ff_ring_exit(r);
-				return rc;
-			}
-		}
 	}
 	if (nmembers) {
 		rc = io_uring_register_files(&r->ring, fds, nmembers);
@@ -96,11 +90,8 @@ int ff_ring_update_member(struct ff_ring *r, unsigned index, int fd)
 	rc = io_uring_register_files_update(&r->ring, index, &fd, 1);
 	if (rc < 0)
 		return rc;
-	if (fd >= 0 && r->members[index]->sync_io) {
+	if (fd >= 0 && r->members[index]->sync_io) /* no dup (EMFILE): through io_uring */
 		dup = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-		if (dup < 0)
-			return -errno;
-	}
 	pthread_mutex_lock(&r->retire_lock);
 	if (r->nretired == FF_RING_RETIRED_MAX) { /* the ring's thread has not run since */
 		pthread_mutex_unlock(&r->retire_lock);

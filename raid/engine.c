@@ -710,7 +710,7 @@ static void phase_done(struct stripe_op *op)
 					 op->seg[op->cur].b == op->seg_end)) {
 		uint32_t rb = atomic_load(&op->w->r->rebuild_mask);
 
-		if (rb && !op->err && !op->err_seen && !(member_slots(op, rb) & op->dead_seen) &&
+		if (rb && !op->err_seen && !(member_slots(op, rb) & op->dead_seen) &&
 		    (op->mode == MODE_FULL ? (rb & ~op->rb_start) == 0
 					   : (rb & ~op->io->rebuild_members) == 0))
 			raid_mark_rebuilt(op->w->r, op->stripe);
@@ -1123,12 +1123,17 @@ static void worker_free(struct raid_worker *w)
  * 6.3 / 6.5 GB/s with 1 / 2 against 7.2 with 16, RAID6 x 6: 5.9 / 6.5
  * against 7.7; files on the VM's disk: 3.1 / 4.5 with 2 against 4.6 / 4.8).
  */
-static unsigned default_write_window(const struct ff_raid *r)
+static bool all_members_sync_io(const struct ff_raid *r)
 {
 	for (unsigned m = 0; m < r->g.nmembers; m++)
 		if (r->mem[m].fd >= 0 && !r->mem[m].sync_io)
-			return r->opts.ops_per_worker;
-	return 1;
+			return false;
+	return true;
+}
+
+static unsigned default_write_window(const struct ff_raid *r)
+{
+	return all_members_sync_io(r) ? 1 : r->opts.ops_per_worker;
 }
 
 /*
@@ -1136,9 +1141,11 @@ static unsigned default_write_window(const struct ff_raid *r)
  * I/O runs on the engine thread (sync_io): a piece's parity, then its copies
  * into the members, with the rows of all members in half the core's L2.
  * Parity over a whole 512 KiB-chunk stripe first evicts the rows the copies
- * then read again from memory; on RAID5 x 8 tmpfs files, raidbench write_eff
- * went from 0.83-0.90 (whole stripes) to 0.97-1.02 (512 KiB pieces, i.e.
- * per-chunk rows) and 1.05-1.13 (64-128 KiB) — see bench/README.md.
+ * then read again from memory.  RAID5 x 8 on tmpfs files, raidbench
+ * write_eff, two passes: this design with its default (64 KiB here) 1.017 /
+ * 0.981, --piece 64K 1.022 / 0.969, 256K 0.979 / 0.934; the first hack of
+ * it (bench/README.md) whole stripes 0.829 / 0.894, 512 KiB 0.965 / 1.018,
+ * 128 KiB 1.051 / 1.123.  0 (no pieces) unless every member is sync_io.
  */
 static uint32_t piece_bytes_for(const struct ff_raid *r)
 {
@@ -1147,12 +1154,11 @@ static uint32_t piece_bytes_for(const struct ff_raid *r)
 					    : (uint64_t)(l2 > 0 ? l2 : 1 << 20) / 2 / r->g.nmembers;
 	uint32_t p = r->opts.piece_bytes ? 4096 : 16 << 10;
 
-	for (unsigned m = 0; m < r->g.nmembers; m++)
-		if (r->mem[m].fd >= 0 && !r->mem[m].sync_io)
-			return 0;
+	if (!all_members_sync_io(r))
+		return 0;
 	while ((uint64_t)p * 2 <= want)
 		p *= 2;
-	return p;
+	return p < r->g.chunk_bytes ? p : 0;
 }
 
 int raid_engine_start(struct ff_raid *r)
@@ -1166,8 +1172,6 @@ int raid_engine_start(struct ff_raid *r)
 		r->shadow.sync_io = false;
 	}
 	r->piece_bytes = piece_bytes_for(r);
-	if (r->piece_bytes >= r->g.chunk_bytes)
-		r->piece_bytes = 0;
 
 	if (!o->workers)
 		o->workers = 2;

@@ -4,10 +4,13 @@
  *
  * 1. raw: every member written, then read, sequentially, chunk-sized I/Os
  *    through the same io_uring engine, the same threads and queue depth
- *    the RAID engine uses;
+ *    the RAID engine uses, from and into a buffer as large as the RAID
+ *    phases' (--buffer);
  * 2. RAID: the whole data space written with full-stripe requests, read
  *    back, then read again with one member missing (a different one each
  *    run); the first run also verifies every byte it read, untimed.
+ * A run goes raw write, RAID write, raw read, RAID read, degraded read: each
+ * RAID phase right after the raw one its ratio divides by.
  *
  *   write_eff = raid write / ((members - parity) / members * raw write)
  *   read_eff  = raid read / raw read
@@ -21,6 +24,13 @@
  * machine's copy rate between runs does not enter it.  Beside each rate:
  * the CPU cores the phase kept busy (this process's threads, io_uring
  * workers included; a loop device's kernel thread is not).
+ *
+ * On members in RAM every transfer is a CPU copy between the page cache and
+ * the caller's buffer, and its rate depends on how much of that buffer the
+ * caches hold (L3 here: 32 MiB): a read into 28 MiB went 1.08-1.23 x as fast
+ * as one into 448 MiB, same RAID, same run (bench/README.md).  So every
+ * phase, raw and RAID, cycles through buffers of one size, --buffer, by
+ * default 64 of the RAID's requests (2 stripes each): 192 MiB for RAID5 x 4.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -41,6 +51,7 @@ struct cfg {
 	unsigned level, members, workers, depth, runs, inflight, window, ops;
 	uint32_t chunk, piece;
 	uint64_t member_bytes;
+	uint64_t buffer; /* bytes every phase moves its data from or into (0: the default) */
 	bool keep;
 	bool ring_only; /* members in RAM through io_uring too (raw and RAID): see io/uring.h */
 	char *use;  /* comma-separated existing members (e.g. loop devices) */
@@ -102,7 +113,8 @@ struct raw_thread {
 	unsigned first, count; /* members this thread drives */
 	int op;
 	uint64_t bytes;        /* per member */
-	void *buf;
+	char *buf;             /* this thread's slice of the buffer */
+	uint64_t slice;        /* its size, whole chunks, >= depth chunks */
 	pthread_t t;
 	int rc;
 };
@@ -124,7 +136,7 @@ static void *raw_main(void *arg)
 	struct raw_thread *t = arg;
 	const struct cfg *c = t->c;
 	struct ff_io_req *reqs = calloc(c->depth, sizeof(*reqs));
-	uint64_t next[FF_MEMBERS_MAX] = { 0 }, total = 0, want = t->bytes * t->count;
+	uint64_t next[FF_MEMBERS_MAX] = { 0 }, total = 0, want = t->bytes * t->count, cursor = 0;
 	unsigned inflight = 0, rr = 0;
 	struct ff_ring ring;
 	int rc;
@@ -146,7 +158,9 @@ static void *raw_main(void *arg)
 			q->member = (uint16_t)k;
 			q->off = next[k];
 			q->len = c->chunk;
-			q->buf = (char *)t->buf + (size_t)i * c->chunk;
+			/* the slice cycles; at most depth of its chunks are in flight */
+			q->buf = t->buf + cursor % t->slice;
+			cursor += c->chunk;
 			q->priv = &inflight;
 			q->complete = raw_done;
 			next[k] += c->chunk;
@@ -163,29 +177,18 @@ static void *raw_main(void *arg)
 	return NULL;
 }
 
-/* Each raw thread's buffer: depth chunks, allocated and touched once, outside
- * the timed runs (the RAID runs' buffer is too). */
-static void *raw_buf[FF_RAID_WORKERS_MAX];
-
-static void raw_bufs_init(const struct cfg *c)
-{
-	for (unsigned i = 0; i < FF_MIN(c->workers, c->members); i++) {
-		raw_buf[i] = ff_alloc_aligned((size_t)c->depth * c->chunk);
-		if (!raw_buf[i])
-			die("raw buffer", ENOMEM);
-		memset(raw_buf[i], 0x5a, (size_t)c->depth * c->chunk);
-	}
-}
-
-/* MB/s over all members (10^6 bytes), or dies. */
-static double raw_run(const struct cfg *c, struct ff_member **m, int op, uint64_t bytes)
+/* MB/s over all members (10^6 bytes), or dies.  The threads share buf
+ * (c->buffer bytes, touched before) in equal slices. */
+static double raw_run(const struct cfg *c, struct ff_member **m, int op, uint64_t bytes, char *buf)
 {
 	struct raw_thread t[FF_RAID_WORKERS_MAX];
 	unsigned nt = FF_MIN(c->workers, c->members);
+	uint64_t slice = c->buffer / nt / c->chunk * c->chunk;
 	uint64_t t0 = ff_now_ns(), dt;
 
 	for (unsigned i = 0; i < nt; i++) {
-		t[i] = (struct raw_thread){ .c = c, .m = m, .op = op, .bytes = bytes, .buf = raw_buf[i] };
+		t[i] = (struct raw_thread){ .c = c, .m = m, .op = op, .bytes = bytes,
+					    .buf = buf + slice * i, .slice = slice };
 		t[i].first = c->members * i / nt;
 		t[i].count = c->members * (i + 1) / nt - t[i].first;
 		pthread_create(&t[i].t, NULL, raw_main, &t[i]);
@@ -204,7 +207,7 @@ static double raw_run(const struct cfg *c, struct ff_member **m, int op, uint64_
 struct raid_run {
 	struct ff_raid *r;
 	int op;
-	uint64_t req_bytes, next, end;
+	uint64_t req_bytes, next, end, buffer;
 	unsigned inflight;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -225,7 +228,7 @@ static void raid_issue(struct raid_run *rr, struct ff_raid_io *io)
 	io->space = FF_SPACE_DATA;
 	io->off = rr->next;
 	io->len = len;
-	io->buf = rr->buf + (rr->next % (rr->req_bytes * 64));
+	io->buf = rr->buf + rr->next % rr->buffer;
 	io->done = raid_done;
 	io->priv = rr;
 	rr->next += len;
@@ -253,7 +256,7 @@ static void raid_done(struct ff_raid_io *io)
 static double raid_run(const struct cfg *c, struct ff_raid *r, int op, char *buf)
 {
 	const struct ff_geom *g = ff_raid_geom(r);
-	struct raid_run rr = { .r = r, .op = op, .end = g->data_bytes, .buf = buf };
+	struct raid_run rr = { .r = r, .op = op, .end = g->data_bytes, .buf = buf, .buffer = c->buffer };
 	struct ff_raid_io *ios = calloc(c->inflight, sizeof(*ios));
 	uint64_t t0 = ff_now_ns(), dt;
 
@@ -274,10 +277,10 @@ static double raid_run(const struct cfg *c, struct ff_raid *r, int op, char *buf
 }
 
 /* Untimed: every byte of the data space reads back as written (degraded). */
-static void verify(struct ff_raid *r, const char *pattern, char *tmp)
+static void verify(struct ff_raid *r, const char *pattern, uint64_t window, char *tmp)
 {
 	const struct ff_geom *g = ff_raid_geom(r);
-	uint64_t req = g->stripe_bytes * 2, window = req * 64;
+	uint64_t req = g->stripe_bytes * 2;
 
 	for (uint64_t off = 0; off < g->data_bytes; off += req) {
 		uint64_t len = FF_MIN(req, g->data_bytes - off);
@@ -390,6 +393,30 @@ static double paired_ratio(const char *name, const struct series *num, const str
 	return median_of(q, num->n);
 }
 
+/* One timed raw phase on freshly opened members (raw covers the member bytes
+ * the data space does: `bytes` of each). */
+static void raw_phase(const struct cfg *c, struct series *s, int op, uint64_t bytes, char *buf)
+{
+	struct ff_member *m[FF_MEMBERS_MAX];
+	struct phase ph;
+
+	for (unsigned i = 0; i < c->members; i++) {
+		struct ff_err e = { "" };
+
+		m[i] = calloc(1, sizeof(struct ff_member));
+		if (!m[i] || ff_member_open(m[i], pp[i], false, &e) < 0)
+			die(m[i] ? e.msg : "member", m[i] ? EIO : ENOMEM);
+		if (c->ring_only)
+			m[i]->sync_io = false;
+	}
+	ph = phase_start();
+	phase_end(s, ph, raw_run(c, m, op, bytes, buf));
+	for (unsigned i = 0; i < c->members; i++) {
+		ff_member_close(m[i]);
+		free(m[i]);
+	}
+}
+
 static struct ff_raid *assemble(const struct cfg *c, unsigned skip)
 {
 	struct ff_raid_opts o = { .workers = c->workers, .ring_depth = c->depth, .write_window = c->window,
@@ -447,7 +474,7 @@ static void usage(void)
 	       "                         [--size SIZE per member] [--workers N] [--depth N]\n"
 	       "                         [--inflight N requests] [--window N stripes] [--ops N per worker]\n"
 	       "                         [--piece SIZE of write rows on files in RAM] [--ring-only]\n"
-	       "                         [--runs N] [--keep]\n"
+	       "                         [--buffer SIZE every phase cycles through] [--runs N] [--keep]\n"
 	       "                         [--use DEV,DEV,... existing members instead of files]\n");
 }
 
@@ -458,12 +485,13 @@ static void parse(int argc, char **argv, struct cfg *c)
 		{ "chunk", 1, 0, 'c' }, { "size", 1, 0, 's' }, { "workers", 1, 0, 'w' },
 		{ "depth", 1, 0, 'q' }, { "runs", 1, 0, 'r' }, { "inflight", 1, 0, 'i' }, { "window", 1, 0, 'W' },
 		{ "ops", 1, 0, 'o' }, { "piece", 1, 0, 'p' }, { "ring-only", 0, 0, 'R' },
-		{ "keep", 0, 0, 'k' }, { "help", 0, 0, 'h' }, { "use", 1, 0, 'u' }, { 0, 0, 0, 0 },
+		{ "keep", 0, 0, 'k' }, { "help", 0, 0, 'h' }, { "use", 1, 0, 'u' }, { "buffer", 1, 0, 'b' },
+		{ 0, 0, 0, 0 },
 	};
 	uint64_t v;
 	int o;
 
-	while ((o = getopt_long(argc, argv, "d:l:n:c:s:w:q:r:i:W:o:p:Rkhu:", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "d:l:n:c:s:w:q:r:i:W:o:p:Rkhu:b:", opts, NULL)) != -1) {
 		switch (o) {
 		case 'd': c->dir = optarg; break;
 		case 'l': c->level = (unsigned)atoi(optarg); break;
@@ -492,6 +520,11 @@ static void parse(int argc, char **argv, struct cfg *c)
 		case 'R': c->ring_only = true; break;
 		case 'k': c->keep = true; break;
 		case 'u': c->use = optarg; break;
+		case 'b':
+			if (ff_parse_size(optarg, &v) < 0 || v == 0)
+				die("--buffer", EINVAL);
+			c->buffer = v;
+			break;
 		case 'h': usage(); exit(0);
 		default: usage(); exit(2);
 		}
@@ -511,7 +544,6 @@ int main(int argc, char **argv)
 	struct series rw = { .name = "raw write" }, rrd = { .name = "raw read" }, w = { .name = "raid write" },
 		      rd = { .name = "raid read" }, dg = { .name = "raid degraded read" };
 	struct ff_raid_create_params p;
-	struct ff_member *m[FF_MEMBERS_MAX];
 	struct ff_err err = { "" };
 	struct ff_geom geom;          /* a copy: the array it came from is closed and reopened */
 	const struct ff_geom *g = &geom;
@@ -536,59 +568,64 @@ int main(int argc, char **argv)
 	r = assemble(&c, ~0u);
 	geom = *ff_raid_geom(r);
 	span = g->nstripes * g->chunk_bytes; /* bytes of each member the data space covers */
+	/* whole RAID requests; the RAID writes need a slot per request in flight,
+	 * the raw threads depth chunks each */
+	if (!c.buffer)
+		c.buffer = 64 * 2 * g->stripe_bytes;
+	c.buffer = FF_ROUND_UP(c.buffer, 2 * g->stripe_bytes);
+	if (c.buffer < (uint64_t)c.inflight * 2 * g->stripe_bytes ||
+	    c.buffer / FF_MIN(c.workers, c.members) < (uint64_t)c.depth * c.chunk) {
+		fprintf(stderr, "framefs-raidbench: --buffer must hold --inflight requests (%llu KiB each) "
+			"and --depth chunks per thread\n", (unsigned long long)(2 * g->stripe_bytes / 1024));
+		return 2;
+	}
 	snprintf(win, sizeof(win), c.window ? "%u stripes per worker" : "the engine's default", c.window);
 	printf("framefs-raidbench: RAID%u, %u members of %s in %s, chunk %u KiB, %u workers, "
 	       "queue depth %u, %u requests of %llu KiB in flight, write window %s\n", g->level,
 	       g->nmembers, ff_fmt_bytes(c.member_bytes, sz, sizeof(sz)), c.use ? "given devices" : c.dir,
 	       g->chunk_bytes / 1024, c.workers, c.depth, c.inflight,
 	       (unsigned long long)(2 * g->stripe_bytes / 1024), win);
-	printf("  member I/O on files in RAM: %s; write pieces: %s\n",
+	printf("  member I/O on files in RAM: %s; write pieces: %s; ",
 	       c.ring_only ? "through io_uring (--ring-only)" : "on the calling thread (io/uring.h)",
 	       c.piece ? ff_fmt_bytes(c.piece, sz, sizeof(sz)) : "the engine's default");
-	buf = ff_alloc_aligned(g->stripe_bytes * 2 * 64);
-	chk = ff_alloc_aligned(g->stripe_bytes * 2 * 64);
-	for (size_t i = 0; i < g->stripe_bytes * 2 * 64 / 8; i++)
+	printf("every phase's buffer %s\n", ff_fmt_bytes(c.buffer, sz, sizeof(sz)));
+	/* buf: the pattern the RAID writes; chk: what the RAID reads into, and
+	 * the raw phases' buffer; both touched here, outside the timed runs */
+	buf = ff_alloc_aligned(c.buffer);
+	chk = ff_alloc_aligned(c.buffer);
+	if (!buf || !chk)
+		die("buffers", ENOMEM);
+	for (size_t i = 0; i < c.buffer / 8; i++)
 		((uint64_t *)buf)[i] = i * 0x9E3779B97F4A7C15ull;
+	memset(chk, 0x5a, c.buffer);
 	ff_raid_close(r);
-	raw_bufs_init(&c);
 	/* run 0 warms up (first touches of the members' pages by each path)
 	 * and is not counted */
 	for (unsigned run = 0; run <= c.runs; run++) {
-		struct ff_err e2;
 		struct phase ph;
 
 		if (run == 1)
 			rw.n = rrd.n = w.n = rd.n = dg.n = 0;
-		for (unsigned i = 0; i < c.members; i++) {
-			m[i] = calloc(1, sizeof(struct ff_member));
-			if (ff_member_open(m[i], pp[i], false, &e2) < 0)
-				die(e2.msg, EIO);
-			if (c.ring_only)
-				m[i]->sync_io = false;
-		}
-		/* raw covers the same member bytes the data space does */
-		ph = phase_start();
-		phase_end(&rw, ph, raw_run(&c, m, FF_IO_WRITE, span));
-		ph = phase_start();
-		phase_end(&rrd, ph, raw_run(&c, m, FF_IO_READ, span));
-		for (unsigned i = 0; i < c.members; i++) {
-			ff_member_close(m[i]);
-			free(m[i]);
-		}
+		/* each RAID phase right after its raw one: the pair a ratio is
+		 * made of, seconds apart at most */
+		raw_phase(&c, &rw, FF_IO_WRITE, span, chk);
 		r = assemble(&c, ~0u);
 		ph = phase_start();
 		phase_end(&w, ph, raid_run(&c, r, FF_RAID_WRITE, buf));
-		ph = phase_start();
-		phase_end(&rd, ph, raid_run(&c, r, FF_RAID_READ, chk));
 		if (atomic_load(&ff_raid_stats(r)->rmw_segments) ||
 		    atomic_load(&ff_raid_stats(r)->rcw_segments))
 			die("full-stripe writes read from members", EIO);
+		ff_raid_close(r);
+		raw_phase(&c, &rrd, FF_IO_READ, span, chk);
+		r = assemble(&c, ~0u);
+		ph = phase_start();
+		phase_end(&rd, ph, raid_run(&c, r, FF_RAID_READ, chk));
 		ff_raid_close(r);
 		r = assemble(&c, run % c.members);
 		ph = phase_start();
 		phase_end(&dg, ph, raid_run(&c, r, FF_RAID_READ, chk));
 		if (run == 0)
-			verify(r, buf, chk);
+			verify(r, buf, c.buffer, chk);
 		ff_raid_close(r);
 	}
 	print_series(&rw);
@@ -611,8 +648,6 @@ int main(int argc, char **argv)
 			unlink(pp[i]);
 		rmdir(c.dir);
 	}
-	for (unsigned i = 0; i < FF_RAID_WORKERS_MAX; i++)
-		free(raw_buf[i]);
 	free(buf);
 	free(chk);
 	return 0;

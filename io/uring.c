@@ -29,8 +29,10 @@ int ff_ring_init(struct ff_ring *r, struct ff_member *const *members, unsigned n
 	r->nmembers = nmembers;
 	r->depth = depth;
 	r->wake_fd = -1;
-	for (unsigned i = 0; i < FF_RING_MEMBERS_MAX; i++)
+	for (unsigned i = 0; i < FF_RING_MEMBERS_MAX; i++) {
 		r->sync_fd[i] = -1;
+		atomic_init(&r->sync_next[i], FF_RING_NO_UPDATE);
+	}
 	memset(&p, 0, sizeof(p));
 	/* CQ twice the SQ so that completions of a full SQ plus delay timers
 	 * can never overflow. */
@@ -43,7 +45,6 @@ int ff_ring_init(struct ff_ring *r, struct ff_member *const *members, unsigned n
 	}
 	if (rc < 0)
 		return rc;
-	pthread_mutex_init(&r->retire_lock, NULL);
 	for (unsigned i = 0; i < nmembers; i++) {
 		fds[i] = members[i]->fd; /* -1 for a missing member: an empty slot */
 		if (fds[i] >= 0 && members[i]->sync_io) /* no dup (EMFILE): through io_uring */
@@ -59,27 +60,32 @@ int ff_ring_init(struct ff_ring *r, struct ff_member *const *members, unsigned n
 	return 0;
 }
 
-/* On the ring's thread: close the fds that member updates replaced. */
-static void close_retired(struct ff_ring *r)
+/* On the ring's thread, before it runs requests: take the dups member
+ * updates handed over, closing the ones they replace (no request of this
+ * thread is inside a pread/pwrite on them now). */
+static void take_updates(struct ff_ring *r)
 {
-	if (!atomic_load(&r->nretired))
+	if (!atomic_exchange(&r->sync_updated, false))
 		return;
-	pthread_mutex_lock(&r->retire_lock);
-	for (unsigned i = 0; i < r->nretired; i++)
-		close(r->retired[i]);
-	atomic_store(&r->nretired, 0);
-	pthread_mutex_unlock(&r->retire_lock);
+	for (unsigned i = 0; i < r->nmembers; i++) {
+		int fd = atomic_exchange(&r->sync_next[i], FF_RING_NO_UPDATE);
+
+		if (fd == FF_RING_NO_UPDATE)
+			continue;
+		if (r->sync_fd[i] >= 0)
+			close(r->sync_fd[i]);
+		r->sync_fd[i] = fd;
+	}
 }
 
 void ff_ring_exit(struct ff_ring *r)
 {
 	FF_ASSERT(!r->inflight || r->wake_fd >= 0);
 	io_uring_queue_exit(&r->ring);
-	close_retired(r);
+	take_updates(r);
 	for (unsigned i = 0; i < r->nmembers; i++)
 		if (r->sync_fd[i] >= 0)
 			close(r->sync_fd[i]);
-	pthread_mutex_destroy(&r->retire_lock);
 }
 
 int ff_ring_update_member(struct ff_ring *r, unsigned index, int fd)
@@ -92,17 +98,11 @@ int ff_ring_update_member(struct ff_ring *r, unsigned index, int fd)
 		return rc;
 	if (fd >= 0 && r->members[index]->sync_io) /* no dup (EMFILE): through io_uring */
 		dup = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-	pthread_mutex_lock(&r->retire_lock);
-	if (r->nretired == FF_RING_RETIRED_MAX) { /* the ring's thread has not run since */
-		pthread_mutex_unlock(&r->retire_lock);
-		if (dup >= 0)
-			close(dup);
-		return -EBUSY;
-	}
-	old = atomic_exchange(&r->sync_fd[index], dup);
+	/* an update the ring's thread has not taken yet was never used: ours to close */
+	old = atomic_exchange(&r->sync_next[index], dup);
 	if (old >= 0)
-		r->retired[atomic_fetch_add(&r->nretired, 1)] = old;
-	pthread_mutex_unlock(&r->retire_lock);
+		close(old);
+	atomic_store(&r->sync_updated, true);
 	return 0;
 }
 
@@ -243,7 +243,7 @@ static void run_sync(struct ff_ring *r, struct ff_io_req *req, int fd)
  * (requests to sync_io members run at once instead). */
 static void fill_sq(struct ff_ring *r)
 {
-	close_retired(r);
+	take_updates(r);
 	while (r->backlog_head && r->inflight + r->queued < r->depth) {
 		struct ff_io_req *req = r->backlog_head;
 		struct io_uring_sqe *sqe;
@@ -254,7 +254,7 @@ static void fill_sq(struct ff_ring *r)
 			r->backlog_tail = NULL;
 		if (!fault_gate(r, req))
 			continue;
-		sfd = atomic_load(&r->sync_fd[req->member]);
+		sfd = r->sync_fd[req->member];
 		if (sfd >= 0 && req->delayed != 1) {
 			run_sync(r, req, sfd);
 			continue;

@@ -61,7 +61,7 @@ struct ff_io_req {
 
 #define FF_RING_REGBUF_MAX 64
 #define FF_RING_MEMBERS_MAX 256
-#define FF_RING_RETIRED_MAX 16
+#define FF_RING_NO_UPDATE (-2) /* sync_next: no member update waiting */
 
 struct ff_ring {
 	struct io_uring ring;
@@ -85,12 +85,13 @@ struct ff_ring {
 	unsigned queued;        /* SQEs prepared but not yet submitted */
 	uint64_t errors_logged;
 	uint64_t sync_done;     /* requests run on the ring's thread (sync_io members) */
-	_Atomic int sync_fd[FF_RING_MEMBERS_MAX]; /* dup of a sync_io member's fd, else -1 */
-	/* fds a member update replaced: closed by the ring's own thread, which
-	 * may be inside a pread/pwrite on one when the update comes */
-	pthread_mutex_t retire_lock;
-	int retired[FF_RING_RETIRED_MAX];
-	_Atomic unsigned nretired;
+	/* dup of a sync_io member's fd, else -1: the ring's thread's own (it
+	 * may be inside a pread/pwrite on one when an update comes) */
+	int sync_fd[FF_RING_MEMBERS_MAX];
+	/* what a member update hands over: the new dup (-1: none), taken, and
+	 * the old one closed, by the ring's thread before it runs requests */
+	_Atomic int sync_next[FF_RING_MEMBERS_MAX];
+	_Atomic bool sync_updated;
 };
 
 /* depth: maximum requests in the kernel at once (<= 4096). */
@@ -99,7 +100,9 @@ int ff_ring_init(struct ff_ring *r, struct ff_member *const *members, unsigned n
 void ff_ring_exit(struct ff_ring *r);
 
 /* Point member slot `index` at a new fd (a member added or replaced); the
- * ring's members[index] already describes it.  Any thread may call it. */
+ * ring's members[index] already describes it.  Any thread may call it;
+ * requests the ring runs after it returns go to the new fd.  Fails only
+ * when io_uring does (the slot is then unchanged). */
 int ff_ring_update_member(struct ff_ring *r, unsigned index, int fd);
 
 /* Register buffer regions (start-up only; replaces earlier ones). */

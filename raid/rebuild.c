@@ -525,13 +525,17 @@ void ff_raid_rebuild_status(struct ff_raid *r, struct ff_raid_rebuild_status *st
 
 /* ---- members: add, remove, hot spares ------------------------------------------ */
 
-/* Point every engine ring at the member now in slot `role`. */
-static int rings_update(struct ff_raid *r, unsigned role)
+/* Point every engine ring's member slot `slot` (a role, or nmembers: the
+ * shadow) at fd (-1: none).  Fails only when io_uring does; says so. */
+static int rings_update(struct ff_raid *r, unsigned slot, int fd)
 {
 	int rc = 0;
 
 	for (unsigned i = 0; i < r->nworkers && rc == 0; i++)
-		rc = ff_ring_update_member(&r->worker[i].ring, role, r->mem[role].fd);
+		rc = ff_ring_update_member(&r->worker[i].ring, slot, fd);
+	if (rc < 0)
+		ff_log(FF_LOG_ERR, "cannot point the engine's rings at member slot %u: %s", slot,
+		       strerror(-rc));
 	return rc;
 }
 
@@ -552,7 +556,7 @@ static int promote(struct ff_raid *r, struct ff_member *m, unsigned role)
 	r->mem[role] = *m;
 	ff_uuid_generate(r->sb->roles[role].member_uuid);
 	r->sb->roles[role].rebuild_pos = 0;
-	rc = rings_update(r, role);
+	rc = rings_update(r, role, r->mem[role].fd);
 	if (rc == 0) {
 		/* readable nowhere yet, written everywhere from now on */
 		atomic_store(&r->state[role], FF_MEMBER_REBUILDING);
@@ -723,7 +727,7 @@ int ff_raid_remove(struct ff_raid *r, const char *path, struct ff_err *err)
 		}
 		ff_sb_erase(&r->mem[role]); /* best effort: the member may be dead */
 		ff_member_close(&r->mem[role]);
-		rings_update(r, role);
+		rings_update(r, role, -1);
 		atomic_store(&r->state[role], FF_MEMBER_MISSING);
 		return 0;
 	}
@@ -746,8 +750,7 @@ const struct ff_member *ff_raid_spare(const struct ff_raid *r, unsigned i)
 static void shadow_detach(struct ff_raid *r)
 {
 	atomic_store(&r->shadow_role, -1);
-	for (unsigned i = 0; i < r->nworkers; i++)
-		ff_ring_update_member(&r->worker[i].ring, r->g.nmembers, -1);
+	rings_update(r, r->g.nmembers, -1);
 }
 
 /* The copy is complete: NEW takes OLD's role, OLD is let go. */
@@ -761,11 +764,8 @@ static void replace_finish(struct ff_raid *r, struct raid_rebuild *rb)
 	atomic_fetch_add(&r->role_epoch[role], 1);
 	r->mem[role] = r->shadow;
 	r->shadow.fd = -1;
-	for (unsigned i = 0; i < r->nworkers; i++)
-		ff_ring_update_member(&r->worker[i].ring, role, r->mem[role].fd);
-	atomic_store(&r->shadow_role, -1);
-	for (unsigned i = 0; i < r->nworkers; i++)
-		ff_ring_update_member(&r->worker[i].ring, r->g.nmembers, -1);
+	rings_update(r, role, r->mem[role].fd);
+	shadow_detach(r);
 	memcpy(r->sb->roles[role].member_uuid, rb->replace_uuid, 16);
 	raid_sb_write_locked(r, FF_ARRAY_DIRTY);
 	pthread_mutex_unlock(&r->sb_lock);
@@ -857,8 +857,15 @@ int ff_raid_replace(struct ff_raid *r, unsigned role, const char *path, bool for
 	free(sb);
 	atomic_fetch_add(&r->role_epoch[r->g.nmembers], 1);
 	r->shadow = m;
-	for (unsigned i = 0; i < r->nworkers; i++)
-		ff_ring_update_member(&r->worker[i].ring, r->g.nmembers, m.fd);
+	rc = rings_update(r, r->g.nmembers, m.fd);
+	if (rc < 0) {
+		shadow_detach(r);
+		r->shadow.fd = -1;
+		ff_sb_erase(&m);
+		ff_member_close(&m);
+		ff_err_set(err, "%s: cannot hand it to the engine: %s", path, strerror(-rc));
+		return rc;
+	}
 	/* from here every write to the role also reaches the new member */
 	atomic_store(&r->shadow_role, (int)role);
 	rb->replace = true;

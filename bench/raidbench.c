@@ -27,10 +27,11 @@
  *
  * On members in RAM every transfer is a CPU copy between the page cache and
  * the caller's buffer, and its rate depends on how much of that buffer the
- * caches hold (L3 here: 32 MiB): a read into 28 MiB went 1.08-1.23 x as fast
- * as one into 448 MiB, same RAID, same run (bench/README.md).  So every
- * phase, raw and RAID, cycles through buffers of one size, --buffer, by
- * default 64 of the RAID's requests (2 stripes each): 192 MiB for RAID5 x 4.
+ * caches hold (L3 here: 32 MiB).  When the raw threads cycled 32 MiB each,
+ * a RAID5 x 8 read into 28 MiB went 1.08 and 1.23 x as fast as the raw read,
+ * one into 448 MiB 0.91 and 0.99 x (bench/README.md).  So every phase, raw
+ * and RAID, cycles through buffers of one size, --buffer, by default 64 of
+ * the RAID's requests (2 stripes each): 192 MiB for RAID5 x 4.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -45,6 +45,7 @@ struct ff_fault {
 	_Atomic unsigned nrules;
 	_Atomic uint64_t fired;                   /* ops a rule acted on */
 	_Atomic uint64_t flip_seq;                /* makes flipped positions repeatable */
+	struct ff_fault *retired_next;            /* for an owner that frees it later */
 };
 
 /* Parse one rule's key=value list (the part after '@'). */

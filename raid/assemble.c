@@ -609,6 +609,12 @@ int ff_raid_close(struct ff_raid *r)
 			ff_member_close(&r->mem[i]);
 		free(r->mem[i].fault);
 	}
+	while (r->faults_retired) {
+		struct ff_fault *f = r->faults_retired;
+
+		r->faults_retired = f->retired_next;
+		free(f);
+	}
 	for (unsigned i = 0; i < r->nspares; i++)
 		ff_member_close(&r->spare[i]);
 	if (r->shadow.fd >= 0)

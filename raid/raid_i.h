@@ -120,6 +120,9 @@ struct ff_raid {
 	/* bumped when a role (or the replacement slot) gets another member: a
 	 * request sent to the one before fails that one, not its successor */
 	_Atomic uint32_t role_epoch[FF_MEMBERS_MAX + 1];
+	/* fault rules of members let go (promote, replace), freed at close: a
+	 * ring's thread may still be checking a request against them (sb_lock) */
+	struct ff_fault *faults_retired;
 	_Atomic uint8_t state[FF_MEMBERS_MAX];
 	/*
 	 * Member masks.  dead: failed or missing, neither read nor written.

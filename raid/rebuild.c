@@ -539,6 +539,19 @@ static int rings_update(struct ff_raid *r, unsigned slot, int fd)
 	return rc;
 }
 
+/* Caller holds sb_lock: role's member is being let go; keep its fault
+ * rules (tests only) until the array closes. */
+static void fault_retire(struct ff_raid *r, unsigned role)
+{
+	struct ff_fault *f = r->mem[role].fault;
+
+	if (!f)
+		return;
+	f->retired_next = r->faults_retired;
+	r->faults_retired = f;
+	r->mem[role].fault = NULL;
+}
+
 /* Member m (open) takes over dead role `role` and starts its rebuild. */
 static int promote(struct ff_raid *r, struct ff_member *m, unsigned role)
 {
@@ -551,7 +564,7 @@ static int promote(struct ff_raid *r, struct ff_member *m, unsigned role)
 	}
 	if (r->mem[role].fd >= 0)
 		ff_member_close(&r->mem[role]);
-	free(r->mem[role].fault);
+	fault_retire(r, role);
 	atomic_fetch_add(&r->role_epoch[role], 1);
 	r->mem[role] = *m;
 	ff_uuid_generate(r->sb->roles[role].member_uuid);
@@ -760,6 +773,7 @@ static void replace_finish(struct ff_raid *r, struct raid_rebuild *rb)
 	struct ff_member old;
 
 	pthread_mutex_lock(&r->sb_lock);
+	fault_retire(r, role);
 	old = r->mem[role];
 	atomic_fetch_add(&r->role_epoch[role], 1);
 	r->mem[role] = r->shadow;
@@ -773,7 +787,6 @@ static void replace_finish(struct ff_raid *r, struct raid_rebuild *rb)
 	ff_log(FF_LOG_INFO, "member %s replaced by %s (role %u): %.1f s", old.path, r->mem[role].path,
 	       role, (double)(ff_now_ns() - rb->start_ns) / 1e9);
 	ff_member_close(&old);
-	free(old.fault);
 }
 
 /* OLD failed during the copy (or the copy failed): NEW becomes a hot spare,

@@ -683,9 +683,13 @@ START_TEST(rebuild_every_loss_pattern)
 }
 END_TEST
 
-/* A hot spare takes over a member that fails, and is rebuilt. */
+/* A hot spare takes over a member that fails, and is rebuilt.  _i 0: the
+ * member is failed by hand; 1: fault: its writes fail with EIO after 10, in
+ * the middle of a rewrite of the whole array that goes on while the spare
+ * takes the role (its fault rules are let go while requests still flow). */
 START_TEST(hot_spare_takes_over)
 {
+	struct ff_fault_rule rule;
 	struct ff_err err = { "" };
 	struct ff_raid *r;
 	unsigned n = 4;
@@ -694,7 +698,15 @@ START_TEST(hot_spare_takes_over)
 	r = written_array(5, n, MEMBER_MB);
 	ck_assert_int_eq(ff_raid_add(r, new_member(0), false, &err), 0);
 	ck_assert_uint_eq(ff_raid_spare_count(r), 1);
-	ck_assert_int_eq(ff_raid_fail_member(r, 2, "test: failed on purpose"), 0);
+	if (_i == 0) {
+		ck_assert_int_eq(ff_raid_fail_member(r, 2, "test: failed on purpose"), 0);
+	} else {
+		ck_assert_int_eq(ff_fault_parse("op=w,err=EIO,after=10", &rule, &err), 0);
+		ck_assert_int_eq(ff_fault_add(ff_raid_member(r, 2), &rule), 0);
+		free(shadow);
+		write_all(r);
+		ck_assert_uint_gt(atomic_load(&ff_raid_stats(r)->member_errors), 0);
+	}
 	/* the superblock thread promotes the spare; wait for it to start */
 	for (int t = 0; t < 500 && ff_raid_member_state(r, 2) != FF_MEMBER_REBUILDING &&
 			 ff_raid_member_state(r, 2) != FF_MEMBER_ACTIVE; t++)
@@ -1208,7 +1220,7 @@ int main(void)
 	tc = tcase_create("rebuild");
 	tcase_set_timeout(tc, 600);
 	tcase_add_loop_test(tc, rebuild_every_loss_pattern, 0, 2);
-	tcase_add_test(tc, hot_spare_takes_over);
+	tcase_add_loop_test(tc, hot_spare_takes_over, 0, 2);
 	tcase_add_test(tc, rebuild_resumes_from_checkpoint);
 	tcase_add_test(tc, rebuild_starts_at_the_idle_rate);
 	tcase_add_test(tc, crash_resyncs_only_regions_in_flight);

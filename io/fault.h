@@ -11,6 +11,8 @@
  * SELECTOR is a member path as given, or its basename.  Omitted keys mean:
  * reads and writes, no error, no delay, the whole member, from the first op.
  * op=f selects flushes (fdatasync) alone; from/to do not apply to them.
+ * A rule with both err= and a latency fails the op when the delay ends (a
+ * member that hangs, then errors); err= alone fails it at once.
  */
 #ifndef FF_FAULT_H
 #define FF_FAULT_H
@@ -29,7 +31,7 @@ struct ff_fault_rule {
 	uint64_t off_end;    /* 0 = to the end of the member */
 	uint64_t after_ops;  /* this many matching ops pass before the rule fires */
 	int error;           /* positive errno, 0 = do not fail */
-	uint32_t latency_us; /* added before the op is issued */
+	uint32_t latency_us; /* added before the op is issued (or fails, with error) */
 	uint32_t flip_bits;  /* bits flipped in the data of each matching read */
 };
 

@@ -205,12 +205,13 @@ static bool fault_gate(struct ff_ring *r, struct ff_io_req *req)
 							  : FF_FAULT_WRITE,
 		       req->off, req->len, &act);
 	req->flip_bits = act.flip_bits;
-	if (act.error) {
+	if (act.error && !act.latency_us) {
 		req->result = -act.error;
 		push_done(r, req);
 		return false;
 	}
-	if (act.latency_us) {
+	if (act.latency_us) { /* an error too: it comes when the delay ends */
+		req->late_error = (uint16_t)act.error;
 		req->delay.tv_sec = act.latency_us / 1000000;
 		req->delay.tv_nsec = (long long)(act.latency_us % 1000000) * 1000;
 		req->delayed = 1;
@@ -283,6 +284,7 @@ void ff_ring_queue(struct ff_ring *r, struct ff_io_req *req)
 	req->done = 0;
 	req->retries = 0;
 	req->delayed = 0;
+	req->late_error = 0;
 	req->flip_bits = 0;
 	req->result = 0;
 	req->next = NULL;
@@ -334,7 +336,9 @@ static void handle_cqe(struct ff_ring *r, struct ff_io_req *req, int res, bool d
 			return;
 		}
 	}
-	if (delay_done) {
+	if (delay_done && req->late_error) { /* the fault's error, late */
+		res = -req->late_error;
+	} else if (delay_done) {
 		req->delayed = 3; /* timer fired: issue the op itself */
 		push_backlog_front(r, req);
 		return;

@@ -53,6 +53,7 @@ struct ff_io_req {
 	uint32_t done;
 	uint16_t retries;
 	uint8_t delayed;
+	uint16_t late_error;  /* a fault's errno, returned when its delay ends */
 	uint32_t flip_bits;
 	uint64_t undo_seq;    /* a flush: the member's undo log length at issue (tests) */
 	struct __kernel_timespec delay;

@@ -257,6 +257,19 @@ START_TEST(fault_latency_and_cancel)
 	ck_assert_int_eq(rw(&f, FF_IO_READ, 0, f.buf, 4096), 0);
 	ck_assert_uint_ge(ff_now_ns() - t0, 200000000ull);
 	fx_check_path(&f, _i); /* the delayed read itself ran on the ring's thread */
+	/* a delay with an error: the write fails when the delay ends, and
+	 * writes nothing */
+	ff_fault_clear(&f.m);
+	ck_assert_int_eq(ff_fault_parse("op=w,lat_ms=150,err=EIO", &rule, &err), 0);
+	ck_assert_int_eq(ff_fault_add(&f.m, &rule), 0);
+	memset(f.buf, 0x77, 4096);
+	t0 = ff_now_ns();
+	ck_assert_int_eq(rw(&f, FF_IO_WRITE, 0, f.buf, 4096), -EIO);
+	ck_assert_uint_ge(ff_now_ns() - t0, 150000000ull);
+	ff_fault_clear(&f.m);
+	ck_assert_int_eq(rw(&f, FF_IO_READ, 0, f.buf, 4096), 0);
+	for (unsigned i = 0; i < 4096; i++)
+		ck_assert_uint_ne(f.buf[i], 0x77);
 	fx_close(&f);
 }
 END_TEST

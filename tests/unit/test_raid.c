@@ -146,6 +146,19 @@ static void verify_all(struct ff_raid *r, const char *what)
 	free(buf);
 }
 
+/* An asynchronous write whose completion counts *left down. */
+struct async_write {
+	struct ff_raid_io io;
+	_Atomic unsigned *left;
+};
+
+static void async_write_done(struct ff_raid_io *io)
+{
+	struct async_write *a = (struct async_write *)io;
+
+	atomic_fetch_sub(a->left, 1);
+}
+
 /* n fresh members of mb MiB, a RAID of level over them, assembled, filled
  * with seeded data (kept in shadow). */
 static struct ff_raid *written_array(unsigned level, unsigned n, unsigned mb)
@@ -721,6 +734,62 @@ START_TEST(hot_spare_takes_over)
 }
 END_TEST
 
+/*
+ * A write sent to a member before its role went to a hot spare, failing
+ * after the spare took the role, must not fail the spare (role_epoch).
+ * fault: every write to role 2 hangs 1.5 s, then fails with EIO.  The
+ * member is failed by hand while a whole-stripe write to it hangs; the spare
+ * takes role 2; the hung write then fails.  The spare rebuilds and stays.
+ */
+START_TEST(late_error_of_a_let_go_member_spares_its_successor)
+{
+	struct ff_fault_rule rule;
+	struct ff_err err = { "" };
+	struct async_write a;
+	_Atomic unsigned left = 1;
+	struct ff_raid *r;
+	const struct ff_geom *g;
+	uint8_t *buf;
+	unsigned n = 4;
+
+	rng = 91;
+	r = written_array(5, n, MEMBER_MB);
+	g = ff_raid_geom(r);
+	ck_assert_int_eq(ff_raid_add(r, new_member(0), false, &err), 0);
+	ck_assert_int_eq(ff_fault_parse("op=w,lat_ms=1500,err=EIO", &rule, &err), 0);
+	ck_assert_int_eq(ff_fault_add(ff_raid_member(r, 2), &rule), 0);
+	buf = ff_alloc_aligned(g->stripe_bytes);
+	fill(buf, g->stripe_bytes);
+	memset(&a, 0, sizeof(a));
+	a.io = (struct ff_raid_io){ .op = FF_RAID_WRITE, .space = FF_SPACE_DATA,
+				    .off = 3 * g->stripe_bytes, .len = g->stripe_bytes, .buf = buf,
+				    .done = async_write_done };
+	a.left = &left;
+	memcpy(shadow + a.io.off, buf, a.io.len);
+	ck_assert_int_eq(ff_raid_submit(r, &a.io), 0);
+	for (int t = 0; t < 200 && !atomic_load(&ff_raid_stats(r)->member_writes); t++)
+		usleep(1000); /* the write reached the members */
+	usleep(50000);
+	ck_assert_int_eq(ff_raid_fail_member(r, 2, "test: failed while a write to it hangs"), 0);
+	for (int t = 0; t < 100 && ff_raid_member_state(r, 2) != FF_MEMBER_REBUILDING &&
+			 ff_raid_member_state(r, 2) != FF_MEMBER_ACTIVE; t++)
+		usleep(10000);
+	ck_assert_uint_eq(ff_raid_spare_count(r), 0);
+	ck_assert_msg(atomic_load(&left) == 1, "the spare took the role only after the hung write ended");
+	while (atomic_load(&left))
+		usleep(1000);
+	ck_assert_int_eq(a.io.result, 0); /* written degraded: the data is in parity */
+	ck_assert_uint_ge(atomic_load(&ff_raid_stats(r)->member_errors), 1); /* the late EIO came */
+	ck_assert_int_eq(ff_raid_rebuild_wait(r), 0);
+	ck_assert_int_eq(ff_raid_member_state(r, 2), FF_MEMBER_ACTIVE);
+	verify_all(r, "after the late error");
+	ff_raid_close(r);
+	free(buf);
+	free(shadow);
+	remove_members(n);
+}
+END_TEST
+
 /* A rebuild stopped half-way (the array closed) resumes from its
  * checkpoint at the next assembly, and finishes with the data intact. */
 START_TEST(rebuild_resumes_from_checkpoint)
@@ -936,18 +1005,6 @@ START_TEST(slow_member_is_read_around_and_dead_one_failed)
 	remove_members(4);
 }
 END_TEST
-
-struct async_write {
-	struct ff_raid_io io;
-	_Atomic unsigned *left;
-};
-
-static void async_write_done(struct ff_raid_io *io)
-{
-	struct async_write *a = (struct async_write *)io;
-
-	atomic_fetch_sub(a->left, 1);
-}
 
 /* Submit at once: stripes 0..nfull-1 whole, then npart partial writes of
  * 8..72 KiB into those same stripes; wait for all, check each succeeded,
@@ -1221,6 +1278,7 @@ int main(void)
 	tcase_set_timeout(tc, 600);
 	tcase_add_loop_test(tc, rebuild_every_loss_pattern, 0, 2);
 	tcase_add_loop_test(tc, hot_spare_takes_over, 0, 2);
+	tcase_add_test(tc, late_error_of_a_let_go_member_spares_its_successor);
 	tcase_add_test(tc, rebuild_resumes_from_checkpoint);
 	tcase_add_test(tc, rebuild_starts_at_the_idle_rate);
 	tcase_add_test(tc, crash_resyncs_only_regions_in_flight);

@@ -293,6 +293,19 @@ int raid_intent_recover(struct ff_raid *r, bool unclean)
 	return rc;
 }
 
+/* Close a member a role is letting go (promote, remove, replace) once no
+ * intent record is being written through its fd: write_block reads the
+ * role's fd unlocked, under in->lock, and a closed fd's number may be
+ * reused by the next open. */
+void raid_intent_member_close(struct ff_raid *r, struct ff_member *m)
+{
+	if (r->intent)
+		pthread_mutex_lock(&r->intent->lock);
+	ff_member_close(m);
+	if (r->intent)
+		pthread_mutex_unlock(&r->intent->lock);
+}
+
 uint64_t ff_raid_intent_marks(const struct ff_raid *r)
 {
 	return r->intent ? atomic_load(&r->intent->marks) : 0;

@@ -191,6 +191,7 @@ int raid_intent_recover(struct ff_raid *r, bool unclean);
 void raid_intent_begin(struct ff_raid *r, struct ff_raid_io *io);
 void raid_intent_end(struct ff_raid *r, struct ff_raid_io *io);
 void raid_intent_clean(struct ff_raid *r);
+void raid_intent_member_close(struct ff_raid *r, struct ff_member *m);
 
 /* engine.c */
 int raid_engine_start(struct ff_raid *r);

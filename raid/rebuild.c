@@ -563,7 +563,7 @@ static int promote(struct ff_raid *r, struct ff_member *m, unsigned role)
 		return -EBUSY;
 	}
 	if (r->mem[role].fd >= 0)
-		ff_member_close(&r->mem[role]);
+		raid_intent_member_close(r, &r->mem[role]);
 	fault_retire(r, role);
 	atomic_fetch_add(&r->role_epoch[role], 1);
 	r->mem[role] = *m;
@@ -739,7 +739,7 @@ int ff_raid_remove(struct ff_raid *r, const char *path, struct ff_err *err)
 			return -EBUSY;
 		}
 		ff_sb_erase(&r->mem[role]); /* best effort: the member may be dead */
-		ff_member_close(&r->mem[role]);
+		raid_intent_member_close(r, &r->mem[role]);
 		rings_update(r, role, -1);
 		atomic_store(&r->state[role], FF_MEMBER_MISSING);
 		return 0;
@@ -786,7 +786,7 @@ static void replace_finish(struct ff_raid *r, struct raid_rebuild *rb)
 	ff_sb_erase(&old); /* it would look like a stale member otherwise */
 	ff_log(FF_LOG_INFO, "member %s replaced by %s (role %u): %.1f s", old.path, r->mem[role].path,
 	       role, (double)(ff_now_ns() - rb->start_ns) / 1e9);
-	ff_member_close(&old);
+	raid_intent_member_close(r, &old);
 }
 
 /* OLD failed during the copy (or the copy failed): NEW becomes a hot spare,

@@ -749,6 +749,7 @@ START_TEST(late_error_of_a_let_go_member_spares_its_successor)
 	_Atomic unsigned left = 1;
 	struct ff_raid *r;
 	const struct ff_geom *g;
+	uint64_t w0;
 	uint8_t *buf;
 	unsigned n = 4;
 
@@ -766,10 +767,11 @@ START_TEST(late_error_of_a_let_go_member_spares_its_successor)
 				    .done = async_write_done };
 	a.left = &left;
 	memcpy(shadow + a.io.off, buf, a.io.len);
+	w0 = atomic_load(&ff_raid_stats(r)->member_writes);
 	ck_assert_int_eq(ff_raid_submit(r, &a.io), 0);
-	for (int t = 0; t < 200 && !atomic_load(&ff_raid_stats(r)->member_writes); t++)
-		usleep(1000); /* the write reached the members */
-	usleep(50000);
+	for (int t = 0; t < 500 && atomic_load(&ff_raid_stats(r)->member_writes) < w0 + n; t++)
+		usleep(1000); /* the stripe's writes went out, role 2's to hang */
+	ck_assert_uint_ge(atomic_load(&ff_raid_stats(r)->member_writes), w0 + n);
 	ck_assert_int_eq(ff_raid_fail_member(r, 2, "test: failed while a write to it hangs"), 0);
 	for (int t = 0; t < 100 && ff_raid_member_state(r, 2) != FF_MEMBER_REBUILDING &&
 			 ff_raid_member_state(r, 2) != FF_MEMBER_ACTIVE; t++)

@@ -11,8 +11,9 @@
  * SELECTOR is a member path as given, or its basename.  Omitted keys mean:
  * reads and writes, no error, no delay, the whole member, from the first op.
  * op=f selects flushes (fdatasync) alone; from/to do not apply to them.
- * A rule with both err= and a latency fails the op when the delay ends (a
- * member that hangs, then errors); err= alone fails it at once.
+ * An op that draws both an error and a latency (from one rule or several)
+ * fails when the delay ends (a member that hangs, then errors); an error
+ * alone fails it at once.
  */
 #ifndef FF_FAULT_H
 #define FF_FAULT_H

@@ -696,6 +696,28 @@ START_TEST(rebuild_every_loss_pattern)
 }
 END_TEST
 
+/* The superblock thread hands the spare to dead `role`: wait up to ms for
+ * the role to be rebuilding (or done), and the spare gone from the list. */
+static void spare_took_role(struct ff_raid *r, unsigned role, int ms)
+{
+	for (int t = 0; t < ms / 10 && ff_raid_member_state(r, role) != FF_MEMBER_REBUILDING &&
+			 ff_raid_member_state(r, role) != FF_MEMBER_ACTIVE; t++)
+		usleep(10000);
+	ck_assert_uint_eq(ff_raid_spare_count(r), 0);
+}
+
+/* The rebuild of `role` ends well, the role is active, every byte reads
+ * back; then the array is closed and its n members removed. */
+static void rebuilt_then_closed(struct ff_raid *r, unsigned role, unsigned n, const char *what)
+{
+	ck_assert_int_eq(ff_raid_rebuild_wait(r), 0);
+	ck_assert_int_eq(ff_raid_member_state(r, role), FF_MEMBER_ACTIVE);
+	verify_all(r, what);
+	ff_raid_close(r);
+	free(shadow);
+	remove_members(n);
+}
+
 /* A hot spare takes over a member that fails, and is rebuilt.  _i 0: the
  * member is failed by hand; 1: fault: its writes fail with EIO after 10, in
  * the middle of a rewrite of the whole array that goes on while the spare
@@ -720,17 +742,8 @@ START_TEST(hot_spare_takes_over)
 		write_all(r);
 		ck_assert_uint_gt(atomic_load(&ff_raid_stats(r)->member_errors), 0);
 	}
-	/* the superblock thread promotes the spare; wait for it to start */
-	for (int t = 0; t < 500 && ff_raid_member_state(r, 2) != FF_MEMBER_REBUILDING &&
-			 ff_raid_member_state(r, 2) != FF_MEMBER_ACTIVE; t++)
-		usleep(10000);
-	ck_assert_uint_eq(ff_raid_spare_count(r), 0);
-	ck_assert_int_eq(ff_raid_rebuild_wait(r), 0);
-	ck_assert_int_eq(ff_raid_member_state(r, 2), FF_MEMBER_ACTIVE);
-	verify_all(r, "spare rebuilt");
-	ff_raid_close(r);
-	free(shadow);
-	remove_members(n);
+	spare_took_role(r, 2, 5000);
+	rebuilt_then_closed(r, 2, n, "spare rebuilt");
 }
 END_TEST
 
@@ -773,22 +786,14 @@ START_TEST(late_error_of_a_let_go_member_spares_its_successor)
 		usleep(1000); /* the stripe's writes went out, role 2's to hang */
 	ck_assert_uint_ge(atomic_load(&ff_raid_stats(r)->member_writes), w0 + n);
 	ck_assert_int_eq(ff_raid_fail_member(r, 2, "test: failed while a write to it hangs"), 0);
-	for (int t = 0; t < 100 && ff_raid_member_state(r, 2) != FF_MEMBER_REBUILDING &&
-			 ff_raid_member_state(r, 2) != FF_MEMBER_ACTIVE; t++)
-		usleep(10000);
-	ck_assert_uint_eq(ff_raid_spare_count(r), 0);
+	spare_took_role(r, 2, 1000);
 	ck_assert_msg(atomic_load(&left) == 1, "the spare took the role only after the hung write ended");
 	while (atomic_load(&left))
 		usleep(1000);
 	ck_assert_int_eq(a.io.result, 0); /* written degraded: the data is in parity */
 	ck_assert_uint_ge(atomic_load(&ff_raid_stats(r)->member_errors), 1); /* the late EIO came */
-	ck_assert_int_eq(ff_raid_rebuild_wait(r), 0);
-	ck_assert_int_eq(ff_raid_member_state(r, 2), FF_MEMBER_ACTIVE);
-	verify_all(r, "after the late error");
-	ff_raid_close(r);
 	free(buf);
-	free(shadow);
-	remove_members(n);
+	rebuilt_then_closed(r, 2, n, "after the late error");
 }
 END_TEST
 

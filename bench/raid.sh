@@ -15,8 +15,9 @@
 # Knobs (environment):
 #   SIZE_MB=1024     size of each member (at most 8 members in tmpfs at a time)
 #   RUNS=3           framefs-raidbench --runs (each figure: median of RUNS after a warm-up run)
-#   REPEATS=1        run every configuration this many times (order rotated), so that the
-#                    ratios get a min..max of their own
+#   REPEATS=3        run every configuration this many times (order rotated): the verdict
+#                    takes each ratio's median over them, and prints its min..max
+#                    (one run's ratio moves +-8 % on this machine; REPEATS=1 for a quick look)
 #   CONFIGS="5x4 5x8 6x6"  levels x members
 #   BACKINGS="files loop"  tmpfs files (--dir) and/or loop devices over tmpfs files (--use)
 #   RAIDBENCH_ARGS   more framefs-raidbench options (--chunk, --workers, --depth, --inflight)
@@ -37,7 +38,7 @@ esac
 
 SIZE_MB=${SIZE_MB:-1024}
 RUNS=${RUNS:-3}
-REPEATS=${REPEATS:-1}
+REPEATS=${REPEATS:-3}
 CONFIGS=${CONFIGS:-5x4 5x8 6x6}
 BACKINGS=${BACKINGS:-files loop}
 RAIDBENCH_ARGS=${RAIDBENCH_ARGS:-}

@@ -15,6 +15,14 @@
  * a completion of the fault-injection delay timer rather than of the op. */
 #define TAG_DELAY 1ul
 
+/* The ring's own fd for member m (fd: its fd, -1 if missing) when its
+ * requests run on the ring's thread (sync_io), else -1.  A failed dup
+ * (EMFILE) sends them through io_uring instead. */
+static int sync_dup(const struct ff_member *m, int fd)
+{
+	return fd >= 0 && m->sync_io ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
+}
+
 int ff_ring_init(struct ff_ring *r, struct ff_member *const *members, unsigned nmembers,
 		 unsigned depth)
 {
@@ -47,8 +55,7 @@ int ff_ring_init(struct ff_ring *r, struct ff_member *const *members, unsigned n
 		return rc;
 	for (unsigned i = 0; i < nmembers; i++) {
 		fds[i] = members[i]->fd; /* -1 for a missing member: an empty slot */
-		if (fds[i] >= 0 && members[i]->sync_io) /* no dup (EMFILE): through io_uring */
-			r->sync_fd[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 0);
+		r->sync_fd[i] = sync_dup(members[i], fds[i]);
 	}
 	if (nmembers) {
 		rc = io_uring_register_files(&r->ring, fds, nmembers);
@@ -90,14 +97,13 @@ void ff_ring_exit(struct ff_ring *r)
 
 int ff_ring_update_member(struct ff_ring *r, unsigned index, int fd)
 {
-	int rc, dup = -1, old;
+	int rc, dup, old;
 
 	FF_ASSERT(index < r->nmembers);
 	rc = io_uring_register_files_update(&r->ring, index, &fd, 1);
 	if (rc < 0)
 		return rc;
-	if (fd >= 0 && r->members[index]->sync_io) /* no dup (EMFILE): through io_uring */
-		dup = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	dup = sync_dup(r->members[index], fd);
 	/* an update the ring's thread has not taken yet was never used: ours to close */
 	old = atomic_exchange(&r->sync_next[index], dup);
 	if (old >= 0)

@@ -25,7 +25,6 @@
 #define FF_URING_H
 
 #include <liburing.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>

@@ -259,15 +259,14 @@ static void req_done(struct ff_io_req *req)
 		atomic_store(&r->shadow_role, -1);
 	} else if (req->result == -ECANCELED && !(atomic_load(&r->dead_mask) & (1u << req->member))) {
 		op->err = req->result; /* read around a slow member: not its failure */
-	} else if (req->result < 0 && req->tag != atomic_load(&r->role_epoch[req->member])) {
-		/* sent to the member the role had before: that one's error */
-		atomic_fetch_add(&r->stats.member_errors, 1);
-		op->err = req->result;
 	} else if (req->result < 0) {
 		atomic_fetch_add(&r->stats.member_errors, 1);
-		raid_member_failed(r, req->member, req->op == FF_IO_READ ? "read error"
-						   : req->op == FF_IO_WRITE ? "write error"
-									    : "flush error");
+		/* a request sent to the member the role had before fails that one,
+		 * which is gone already, not its successor */
+		if (req->tag == atomic_load(&r->role_epoch[req->member]))
+			raid_member_failed(r, req->member, req->op == FF_IO_READ ? "read error"
+							   : req->op == FF_IO_WRITE ? "write error"
+										    : "flush error");
 		op->err = req->result;
 	}
 	FF_ASSERT(op->pending > 0);

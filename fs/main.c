@@ -34,10 +34,10 @@
 struct cli {
 	char *members;
 	unsigned raid_workers, write_window, wbuf_mb, rcache_mb, commit_ms, readahead, threads, bdi_ra_kb;
-	int ro, help, version, force;
+	int ro, help, version, force, allow_other, default_permissions;
 };
 
-enum { KEY_HELP, KEY_VERSION, KEY_RO, KEY_DISCARD };
+enum { KEY_HELP, KEY_VERSION, KEY_RO, KEY_DISCARD, KEY_ALLOW_OTHER, KEY_DEFAULT_PERMISSIONS };
 
 #define OPT(t, p) { t, offsetof(struct cli, p), 1 }
 static const struct fuse_opt cli_opts[] = {
@@ -51,6 +51,8 @@ static const struct fuse_opt cli_opts[] = {
 	OPT("kernel_readahead_kb=%u", bdi_ra_kb),
 	OPT("force", force),
 	FUSE_OPT_KEY("ro", KEY_RO),
+	FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
+	FUSE_OPT_KEY("default_permissions", KEY_DEFAULT_PERMISSIONS),
 	FUSE_OPT_KEY("-h", KEY_HELP),
 	FUSE_OPT_KEY("--help", KEY_HELP),
 	FUSE_OPT_KEY("-V", KEY_VERSION),
@@ -83,6 +85,8 @@ static int cli_proc(void *data, const char *arg, int key, struct fuse_args *out)
 	case KEY_HELP: c->help = 1; return 0;
 	case KEY_VERSION: c->version = 1; return 0;
 	case KEY_RO: c->ro = 1; return 1; /* also a FUSE mount option */
+	case KEY_ALLOW_OTHER: c->allow_other = 1; return 1; /* FUSE mount options: kept */
+	case KEY_DEFAULT_PERMISSIONS: c->default_permissions = 1; return 1;
 	case KEY_DISCARD: return 0;
 	default: return 1;
 	}
@@ -98,7 +102,8 @@ static void usage(const char *prog)
 	       "  -d                     FUSE debug output (implies -f)\n"
 	       "  -s                     single-threaded\n"
 	       "  -o ro                  read-only\n"
-	       "  -o allow_other         let other users in (root, or user_allow_other in /etc/fuse.conf)\n"
+	       "  -o allow_other         let other users in (root, or user_allow_other in /etc/fuse.conf);\n"
+	       "                         implies default_permissions\n"
 	       "  -o default_permissions let the kernel check permissions\n"
 	       "  -o raid_workers=N      RAID engine threads (default 2)\n"
 	       "  -o write_window=N      stripe writes in progress per RAID thread (default 2 when\n"
@@ -256,6 +261,17 @@ int main(int argc, char **argv)
 	if (!c.members || !fo.mountpoint) {
 		usage(argv[0]);
 		return 2;
+	}
+	/*
+	 * The daemon checks no permissions itself (only access()): with
+	 * allow_other alone every user could read and change every file.  The
+	 * kernel checks them with default_permissions, so allow_other gets it.
+	 */
+	if (c.allow_other && !c.default_permissions) {
+		if (fuse_opt_add_arg(&args, "-odefault_permissions") != 0)
+			return 2;
+		ff_log(FF_LOG_INFO, "allow_other given without default_permissions: added "
+		       "default_permissions, so that the kernel checks permissions for every user");
 	}
 	n = split_members(c.members, paths);
 	if (n == 0) {

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Proves (with -o default_permissions,allow_other): a user who is not root
+ * Proves (with -o default_permissions,allow_other, and with -o allow_other
+ * alone, which implies default_permissions): a user who is not root
  * gets EACCES where the mode bits deny access and EPERM where only the
  * owner (or root) may act — chmod, chown, explicit times, the sticky bit —
  * while what the modes allow works, and files a user creates are theirs.
@@ -61,6 +62,8 @@ static void user_a(void)
 	}
 	/* writing */
 	EXPECT_ERR(open(P("world644"), O_WRONLY), EACCES);
+	EXPECT_ERR(open(P("root600"), O_WRONLY | O_APPEND), EACCES);
+	EXPECT_ERR(open(P("world644"), O_WRONLY | O_APPEND), EACCES);
 	EXPECT_ERR(open(P("world644"), O_RDWR | O_TRUNC), EACCES);
 	EXPECT_ERR(truncate(P("world644"), 0), EACCES);
 	EXPECT_ERR(setxattr(P("world644"), "user.x", "1", 1, 0), EACCES);

@@ -92,8 +92,9 @@ int ff_member_lock(struct ff_member *m, struct ff_err *err)
 			return -EBUSY;
 		}
 		if (waited == 0)
-			ff_log(FF_LOG_INFO, "%s: in use by another process, waiting up to %u ms",
-			       m->path, FF_MEMBER_LOCK_WAIT_MS);
+			ff_log(FF_LOG_INFO, "%s: in use by another process (a framefs just unmounted "
+			       "may still be writing out), waiting up to %u ms", m->path,
+			       FF_MEMBER_LOCK_WAIT_MS);
 		usleep(50 * 1000);
 	}
 }
@@ -114,6 +115,14 @@ int ff_member_open(struct ff_member *m, const char *path, bool read_only, struct
 	m->fd = open(path, flags);
 	if (m->fd < 0) {
 		int e = errno;
+		struct stat st;
+
+		if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
+			ff_err_set(err, "%s: is %s, not a block device or a file; give the device or "
+				   "file that holds the member", path,
+				   S_ISDIR(st.st_mode) ? "a directory" : "a special file");
+			return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+		}
 		if (e == EINVAL)
 			ff_err_set(err, "%s: cannot open with O_DIRECT (filesystem does not support it)",
 				   path);
@@ -141,6 +150,12 @@ void ff_member_close(struct ff_member *m)
 {
 	if (m->fd >= 0) { /* the undo log goes with the fd: a struct whose fd moved on keeps neither */
 		ff_undo_close(m);
+		/* The lock belongs to the open file, which an io_uring ring that had
+		 * the fd registered (or a dup of it) may hold for a while after the
+		 * close, even after the process has exited: the ring's teardown runs
+		 * later in a kernel worker.  The next mkfs, fsck or daemon would
+		 * then wait for it.  Unlock explicitly; a no-op when not locked. */
+		flock(m->fd, LOCK_UN);
 		close(m->fd);
 	}
 	m->fd = -1;

@@ -348,7 +348,10 @@ static json_object *stats_json(struct ffs_ctl *c)
 		jadd_u64(f, "crc_repaired", atomic_load(&fst->crc_repaired));
 		jadd_u64(f, "meta_repaired", atomic_load(&fst->meta_repaired));
 		jadd_u64(f, "commits", atomic_load(&fst->commits));
-		jadd_u64(f, "wbuf_waits", atomic_load(&fst->wbuf_waits));
+		jadd_u64(f, "wbuf_wait_pool", atomic_load(&fst->wbuf_wait_pool));
+		jadd_u64(f, "wbuf_wait_inode", atomic_load(&fst->wbuf_wait_inode));
+		jadd_u64(f, "wbuf_wait_rewrite", atomic_load(&fst->wbuf_wait_rewrite));
+		jadd_u64(f, "wbuf_evictions", atomic_load(&fst->wbuf_evictions));
 		json_object_object_add(o, "fs", f);
 	} else {
 		json_object_object_add(o, "fs", NULL);

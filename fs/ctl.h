@@ -79,7 +79,8 @@
  *             read_bytes, write_bytes, member_errors},
  *             fs: {stripe_writes, stripe_fills, stripe_reads, readahead,
  *             rcache_hits, crc_errors, crc_repaired, meta_repaired,
- *             commits, wbuf_waits} | null}
+ *             commits, wbuf_wait_pool, wbuf_wait_inode, wbuf_wait_rewrite,
+ *             wbuf_evictions} | null}
  * Other answers: fail/remove/add/replace/rebuild/set/fault return
  * {"ok": true, "message": "..."} plus, for rebuild, "rebuild": {...};
  * scrub returns {"ok": true, "scrub": {...}}.

@@ -31,21 +31,21 @@
 #include "fs/fs_i.h"
 
 #define WB_IVALS 16
-#define WB_PER_INODE 64 /* more than one file's requests in flight can touch */
-#define WB_WAIT_MS 20
+#define WB_PER_INODE 64 /* bounds the linear wb_find, not the pool's use */
 #define RESERVE_DEFAULT 64
 
 struct wbuf {
-	struct wbuf *next;
+	struct wbuf *next;          /* the owner's list, or the free list */
+	struct wbuf *pprev, *pnext; /* the pool's partial list while partial */
 	uint64_t fstripe;
 	uint8_t *data;
 	unsigned nival;
 	struct { uint64_t a, b; } ival[WB_IVALS]; /* filled byte ranges, sorted, disjoint */
 	bool writing;
 	uint64_t born_ns;
+	struct finode *fi;          /* owner, from attach until the buffer is free again */
 	/* while writing */
 	struct ffs *fs;
-	struct finode *fi;
 	uint64_t pstripe;
 	bool in_place;
 	uint32_t crc[FF_MEMBERS_MAX];
@@ -53,11 +53,41 @@ struct wbuf {
 	struct wbuf *done_next;
 };
 
+/*
+ * The write-buffer pool, and why every writer gets a buffer.
+ *
+ * A buffer is FREE (p->free), HELD (taken by a writer that is about to
+ * attach it to a file, or to give it back), PARTIAL (on its file's list and
+ * on p->partial, oldest first) or WRITING (submitted, still on its file's
+ * list so that reads see it; p->nwriting counts them).
+ *
+ * Rule: nobody waits for a buffer while holding a dlock or fs->lock.  Then
+ *  (a) a WRITING buffer comes back FREE in bounded time: the engine
+ *      completes every write (member deadlines fail a member that stops
+ *      answering), and the completion thread needs only fs->lock and the
+ *      owner's dlock, which no waiter holds;
+ *  (b) a PARTIAL buffer can be made WRITING by anyone: wpool_evict takes
+ *      its owner's dlock (holding no other lock, so no cycle), fills the
+ *      gaps from the stripe it replaces or zeros and submits it;
+ *  (c) a HELD buffer becomes PARTIAL or FREE without waiting on anything.
+ * A waiter queues by ticket (FIFO, so no writer starves) and, at the head of
+ * the queue, takes a FREE buffer, or else sleeps on p->cond while a write is
+ * in flight (a) or a buffer is held (c), or else — every buffer PARTIAL —
+ * evicts the oldest (b).  Each wake-up follows a state change that signals
+ * p->cond (a buffer freed, attached or evicted), so the head of the queue
+ * is served after at most p->total evictions and completions.
+ *
+ * Waits are counted by reason in fs->stats (wbuf_wait_pool: the pool was
+ * empty; wbuf_wait_inode: the file had WB_PER_INODE buffers; wbuf_wait_rewrite:
+ * its stripe was still being written), evictions in wbuf_evictions.
+ */
 struct wpool {
-	pthread_mutex_t lock;
+	pthread_mutex_t lock;       /* a leaf lock: order dlock, fs->lock, p->lock */
 	pthread_cond_t cond;
 	struct wbuf *free;
-	unsigned nfree, total;
+	struct wbuf *partial_head, *partial_tail;
+	unsigned nfree, nwriting, total;
+	uint64_t next_ticket, serving;
 	struct wbuf *all;
 	/* completed stripe writes, mapped by the completion thread */
 	pthread_mutex_t dq_lock;
@@ -67,7 +97,6 @@ struct wpool {
 	bool done_started;
 	bool stop;
 };
-
 enum { RC_EMPTY, RC_LOADING, RC_READY, RC_ERROR };
 
 struct rentry {
@@ -125,51 +154,113 @@ static int wpool_init(struct ffs *fs)
 	return 0;
 }
 
+static void partial_unlink(struct wpool *p, struct wbuf *wb)
+{
+	if (wb->pprev)
+		wb->pprev->pnext = wb->pnext;
+	else
+		p->partial_head = wb->pnext;
+	if (wb->pnext)
+		wb->pnext->pprev = wb->pprev;
+	else
+		p->partial_tail = wb->pprev;
+	wb->pprev = wb->pnext = NULL;
+}
+
+static void wpool_evict(struct ffs *fs);
+
 /*
- * Take a buffer, waiting up to WB_WAIT_MS (the caller's dlock is dropped
- * meanwhile); NULL if none came free.  Waiting forever could deadlock:
- * every FUSE thread blocked here while the requests that would complete
- * the buffered stripes wait behind them.
+ * Take a buffer (HELD), waiting as long as it takes; see the pool's
+ * comment for why the wait ends.  No lock may be held by the caller.
  */
-static struct wbuf *wpool_get(struct ffs *fs, struct finode *fi)
+static struct wbuf *wpool_take(struct ffs *fs)
 {
 	struct wpool *p = fs->wpool;
 	struct wbuf *wb;
+	uint64_t ticket;
+	bool waited = false;
 
 	pthread_mutex_lock(&p->lock);
-	if (!p->free) {
-		struct timespec ts;
-
-		atomic_fetch_add(&fs->stats.wbuf_waits, 1);
-		pthread_mutex_unlock(&fi->dlock);
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += WB_WAIT_MS * 1000000L;
-		ts.tv_sec += ts.tv_nsec / 1000000000L;
-		ts.tv_nsec %= 1000000000L;
-		while (!p->free && pthread_cond_timedwait(&p->cond, &p->lock, &ts) == 0)
-			;
-		pthread_mutex_unlock(&p->lock);
-		pthread_mutex_lock(&fi->dlock);
-		pthread_mutex_lock(&p->lock);
+	ticket = p->next_ticket++;
+	while (ticket != p->serving || !p->free) {
+		if (ticket == p->serving && !p->nwriting && p->partial_head) {
+			pthread_mutex_unlock(&p->lock);
+			wpool_evict(fs);
+			pthread_mutex_lock(&p->lock);
+			continue;
+		}
+		if (!waited)
+			atomic_fetch_add(&fs->stats.wbuf_wait_pool, 1);
+		waited = true;
+		pthread_cond_wait(&p->cond, &p->lock);
 	}
 	wb = p->free;
-	if (wb) {
-		p->free = wb->next;
-		p->nfree--;
-	}
+	p->free = wb->next;
+	p->nfree--;
+	p->serving++;
+	pthread_cond_broadcast(&p->cond); /* the next ticket may be served too */
 	pthread_mutex_unlock(&p->lock);
 	return wb;
 }
 
+/* A HELD or WRITING buffer goes back to the free list. */
 static void wpool_put(struct ffs *fs, struct wbuf *wb)
 {
 	struct wpool *p = fs->wpool;
 
 	pthread_mutex_lock(&p->lock);
+	if (wb->writing)
+		p->nwriting--;
+	wb->writing = false;
+	wb->fi = NULL;
 	wb->next = p->free;
 	p->free = wb;
 	p->nfree++;
-	pthread_cond_signal(&p->cond);
+	pthread_cond_broadcast(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* HELD -> PARTIAL, owned by fi (dlock held). */
+static void wpool_attach(struct ffs *fs, struct finode *fi, struct wbuf *wb)
+{
+	struct wpool *p = fs->wpool;
+
+	wb->fi = fi;
+	wb->writing = false;
+	wb->next = fi->wbufs;
+	fi->wbufs = wb;
+	fi->nwbufs++;
+	pthread_mutex_lock(&p->lock);
+	wb->pnext = NULL;
+	wb->pprev = p->partial_tail;
+	if (p->partial_tail)
+		p->partial_tail->pnext = wb;
+	else
+		p->partial_head = wb;
+	p->partial_tail = wb;
+	pthread_cond_broadcast(&p->cond); /* a waiter may now evict it */
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* PARTIAL -> WRITING (dlock held). */
+static void wpool_mark_writing(struct ffs *fs, struct wbuf *wb)
+{
+	struct wpool *p = fs->wpool;
+
+	pthread_mutex_lock(&p->lock);
+	partial_unlink(p, wb);
+	wb->writing = true;
+	p->nwriting++;
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* PARTIAL -> HELD (dlock held): off the partial list, still on fi's list. */
+static void wpool_detach_partial(struct ffs *fs, struct wbuf *wb)
+{
+	struct wpool *p = fs->wpool;
+
+	pthread_mutex_lock(&p->lock);
+	partial_unlink(p, wb);
 	pthread_mutex_unlock(&p->lock);
 }
 
@@ -352,12 +443,24 @@ static struct rentry *rc_hold(struct rcache *c, struct rentry *e)
 	return e;
 }
 
+/* How rc_get waits. */
+enum {
+	RC_AHEAD,      /* start a read-ahead, never wait: NULL */
+	RC_WAIT,       /* wait for a free entry and for the load */
+	RC_WAIT_LOAD,  /* wait for the load, not for a free entry (NULL if none) */
+};
+
 /*
- * Find or start loading stripe p.  With wait, returns the entry READY or
- * ERROR and referenced; without, only starts a read-ahead (NULL result).
+ * Find or start loading stripe p.  Waiting, returns the entry READY or ERROR
+ * and referenced.  Why waiting for a free entry ends: an entry is busy while
+ * it loads (the engine completes every read) or while a reader holds it, and
+ * a reader that holds entries never waits for another one (RC_WAIT_LOAD), so
+ * every holder lets go after a copy.
  */
-static struct rentry *rc_get(struct ffs *fs, uint64_t p, bool wait, const uint32_t *crc)
+static struct rentry *rc_get(struct ffs *fs, uint64_t p, int mode, const uint32_t *crc)
 {
+	bool wait = mode != RC_AHEAD;
+
 	struct rcache *c = fs->rcache;
 	struct rentry *e;
 
@@ -375,7 +478,7 @@ static struct rentry *rc_get(struct ffs *fs, uint64_t p, bool wait, const uint32
 		while (v != &c->lru && (v->refs || v->state == RC_LOADING))
 			v = v->lru_next;
 		if (v == &c->lru) { /* every entry busy */
-			if (!wait) {
+			if (mode != RC_WAIT) {
 				pthread_mutex_unlock(&c->lock);
 				return NULL;
 			}
@@ -522,8 +625,9 @@ static int rc_repair(struct ffs *fs, struct rentry *e)
 }
 
 /* Data stripe p in the cache, verified (repaired if a chunk was bad) and
- * referenced: release with rc_put. */
-static int stripe_get(struct ffs *fs, uint64_t p, struct rentry **out)
+ * referenced: release with rc_put.  A caller that already holds entries
+ * passes RC_WAIT_LOAD and gets -EAGAIN rather than wait for a free one. */
+static int stripe_get(struct ffs *fs, uint64_t p, int mode, struct rentry **out)
 {
 	uint32_t crc[FF_MEMBERS_MAX];
 	struct rentry *e = rc_get_cached(fs, p); /* a hit needs no checksums */
@@ -534,7 +638,9 @@ static int stripe_get(struct ffs *fs, uint64_t p, struct rentry **out)
 			rc = stripe_crcs(fs, p, crc);
 			if (rc < 0)
 				return rc;
-			e = rc_get(fs, p, true, crc);
+			e = rc_get(fs, p, mode, crc);
+			if (!e)
+				return -EAGAIN;
 		}
 		rc = e->state == RC_ERROR ? (e->err ? e->err : -EIO) : 0;
 		if (rc != -ESTALE || tries == 3)
@@ -570,7 +676,7 @@ static int stripe_get(struct ffs *fs, uint64_t p, struct rentry **out)
 static int read_stripe_bytes(struct ffs *fs, uint64_t p, uint64_t off, size_t len, void *dst)
 {
 	struct rentry *e;
-	int rc = stripe_get(fs, p, &e);
+	int rc = stripe_get(fs, p, RC_WAIT, &e);
 
 	if (rc == 0) {
 		memcpy(dst, e->data + off, len);
@@ -796,10 +902,12 @@ static int wb_fill(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 	return 0;
 }
 
-/* Let a buffer go without writing it: its reserved stripe returns to the
- * allocator; err (if any) waits for the next fsync or close.  dlock held. */
+/* Let a partial buffer go without writing it: its reserved stripe returns
+ * to the allocator; err (if any) waits for the next fsync or close.  dlock
+ * held. */
 static void wb_drop(struct ffs *fs, struct finode *fi, struct wbuf *wb, int err)
 {
+	wpool_detach_partial(fs, wb);
 	wb_unlink(fi, wb);
 	if (!wb->in_place) {
 		pthread_mutex_lock(&fs->lock);
@@ -812,24 +920,71 @@ static void wb_drop(struct ffs *fs, struct finode *fi, struct wbuf *wb, int err)
 	pthread_cond_broadcast(&fi->dcond);
 }
 
-/* Write a buffer out (its stripe was reserved when it was made), or drop
- * it with an error kept for the next fsync or close.  Called with dlock
+/* Write a partial buffer out (its stripe was reserved when it was made), or
+ * drop it with an error kept for the next fsync or close.  Called with dlock
  * held; drops it while handing the buffer over. */
 static int wb_writeout(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 {
 	int rc = 0;
 
+	FF_ASSERT(!wb->writing && wb->fi == fi);
 	if (!ival_covers(wb, 0, fs->stripe_bytes))
 		rc = wb_fill(fs, fi, wb);
 	if (rc < 0) {
 		wb_drop(fs, fi, wb, rc);
 		return rc;
 	}
-	wb->writing = true;
+	wpool_mark_writing(fs, wb);
 	pthread_mutex_unlock(&fi->dlock);
 	rc = stripe_submit(fs, fi, wb);
 	pthread_mutex_lock(&fi->dlock);
 	return rc;
+}
+
+/* The oldest buffer of fi that is not being written, or NULL (dlock held). */
+static struct wbuf *wb_oldest_partial(struct finode *fi)
+{
+	struct wbuf *old = NULL;
+
+	for (struct wbuf *w = fi->wbufs; w; w = w->next)
+		if (!w->writing && (!old || w->born_ns < old->born_ns))
+			old = w;
+	return old;
+}
+
+/*
+ * Write out the oldest partial buffer of the pool, whoever owns it (b in the
+ * pool's comment).  No lock held on entry: the owner's dlock is taken with
+ * nothing else held.  The owner is pinned under fs->lock while its buffer
+ * is still on the partial list, so it cannot be freed meanwhile; if its
+ * buffers were all sent out in between, that is progress too.
+ */
+static void wpool_evict(struct ffs *fs)
+{
+	struct wpool *p = fs->wpool;
+	struct finode *fi = NULL;
+	struct wbuf *wb;
+
+	pthread_mutex_lock(&fs->lock);
+	pthread_mutex_lock(&p->lock);
+	if (p->partial_head) {
+		fi = p->partial_head->fi;
+		fi->refs++;
+	}
+	pthread_mutex_unlock(&p->lock);
+	pthread_mutex_unlock(&fs->lock);
+	if (!fi)
+		return;
+	pthread_mutex_lock(&fi->dlock);
+	wb = wb_oldest_partial(fi);
+	if (wb) {
+		atomic_fetch_add(&fs->stats.wbuf_evictions, 1);
+		wb_writeout(fs, fi, wb); /* an error is the owner's, for its fsync or close */
+	}
+	pthread_mutex_unlock(&fi->dlock);
+	pthread_mutex_lock(&fs->lock);
+	iput(fs, fi);
+	pthread_mutex_unlock(&fs->lock);
 }
 
 /* ---- the API ----------------------------------------------------------------- */
@@ -880,63 +1035,48 @@ void data_free(struct ffs *fs)
 	}
 }
 
-/* Write out the least recently started partial stripe of this inode, or
- * of another one whose lock is free (trylock: we hold our own dlock). */
-static int wb_evict(struct ffs *fs, struct finode *fi, int *err)
-{
-	struct finode *other = NULL;
-	struct wbuf *old = NULL;
-
-	for (struct wbuf *w = fi->wbufs; w; w = w->next)
-		if (!w->writing && (!old || w->born_ns < old->born_ns))
-			old = w;
-	if (old) {
-		*err = wb_writeout(fs, fi, old);
-		return *err;
-	}
-	pthread_mutex_lock(&fs->lock);
-	for (unsigned i = 0; i < fs->ihash_size && !other; i++)
-		for (struct finode *f = fs->ihash[i]; f && !other; f = f->hnext)
-			if (f != fi && f->wbufs && pthread_mutex_trylock(&f->dlock) == 0) {
-				other = f;
-				other->refs++;
-			}
-	pthread_mutex_unlock(&fs->lock);
-	if (!other)
-		return 0; /* nothing to evict: buffers are all in flight; try again */
-	for (struct wbuf *w = other->wbufs; w; w = w->next)
-		if (!w->writing && (!old || w->born_ns < old->born_ns))
-			old = w;
-	*err = old ? wb_writeout(fs, other, old) : 0;
-	pthread_mutex_unlock(&other->dlock);
-	pthread_mutex_lock(&fs->lock);
-	iput(fs, other);
-	pthread_mutex_unlock(&fs->lock);
-	return 0; /* an error writing the other file is reported to that file */
-}
-
-/* The buffer for file stripe k, created if needed; NULL only on error. */
+/*
+ * The buffer for file stripe k, attached to fi if it was not; NULL only on
+ * error.  dlock held, dropped while waiting.  Each pass either returns or
+ * waits for an event that must come: a write in flight completing (dcond is
+ * broadcast when it does), or a buffer from the pool (wpool_take).
+ */
 static struct wbuf *wb_for(struct ffs *fs, struct finode *fi, uint64_t k, int *err)
 {
-	struct wbuf *wb;
+	struct wbuf *wb, *held = NULL;
 
 	for (;;) {
 		wb = wb_find(fi, k);
-		if (!wb)
+		if (wb && !wb->writing)
+			break; /* being assembled: join it */
+		if (wb || (fi->nwbufs >= WB_PER_INODE && !wb_oldest_partial(fi))) {
+			/* its stripe is going out, or the file's buffers all are */
+			if (held)
+				wpool_put(fs, held);
+			held = NULL;
+			atomic_fetch_add(wb ? &fs->stats.wbuf_wait_rewrite : &fs->stats.wbuf_wait_inode, 1);
+			pthread_cond_wait(&fi->dcond, &fi->dlock);
+			continue;
+		}
+		if (fi->nwbufs >= WB_PER_INODE) {
+			*err = wb_writeout(fs, fi, wb_oldest_partial(fi));
+			if (*err < 0)
+				break;
+			continue;
+		}
+		if (held) {
+			wb = held;
+			held = NULL;
 			break;
-		if (!wb->writing)
-			return wb;
-		pthread_cond_wait(&fi->dcond, &fi->dlock); /* rewritten while going out */
+		}
+		pthread_mutex_unlock(&fi->dlock); /* the pool rule: wait with no lock held */
+		held = wpool_take(fs);
+		pthread_mutex_lock(&fi->dlock);
 	}
-	if (fi->nwbufs >= WB_PER_INODE)
-		return wb_evict(fs, fi, err) < 0 ? NULL : wb_for(fs, fi, k, err);
-	wb = wpool_get(fs, fi);
-	if (!wb) /* the pool stayed empty: send a partial stripe out to make room */
-		return wb_evict(fs, fi, err) < 0 ? NULL : wb_for(fs, fi, k, err);
-	if (wb_find(fi, k)) { /* another writer made it while we waited */
-		wpool_put(fs, wb);
-		return wb_for(fs, fi, k, err);
-	}
+	if (held) /* another writer made this stripe's buffer while we waited */
+		wpool_put(fs, held);
+	if (!wb || wb->fi == fi)
+		return wb;
 	/* the stripe it will go to is taken now, so a full volume answers this
 	 * write with ENOSPC instead of failing later in the background */
 	pthread_mutex_lock(&fs->lock);
@@ -948,11 +1088,8 @@ static struct wbuf *wb_for(struct ffs *fs, struct finode *fi, uint64_t k, int *e
 	}
 	wb->fstripe = k;
 	wb->nival = 0;
-	wb->writing = false;
 	wb->born_ns = ff_now_ns();
-	wb->next = fi->wbufs;
-	fi->wbufs = wb;
-	fi->nwbufs++;
+	wpool_attach(fs, fi, wb);
 	return wb;
 }
 
@@ -1047,7 +1184,7 @@ static void read_ahead(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t s
 		pthread_mutex_unlock(&fs->lock);
 		if (rc == 0 && ino && !(fstripe & FFS_CSUM_UNWRITTEN) &&
 		    ((__atomic_load_n(&fs->sbits[ps[i] / 64], __ATOMIC_RELAXED) >> (ps[i] % 64)) & 1))
-			rc_get(fs, ps[i], false, crc);
+			rc_get(fs, ps[i], RC_AHEAD, crc);
 	}
 }
 
@@ -1065,7 +1202,7 @@ static int read_source(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t o
 
 	pthread_mutex_lock(&fi->dlock);
 	wb = wb_find(fi, k);
-	if (wb && !ival_covers(wb, o, o + n) && !wb->writing)
+	if (wb && dst && !ival_covers(wb, o, o + n) && !wb->writing)
 		rc = wb_fill(fs, fi, wb);
 	if (wb && rc == 0 && dst)
 		memcpy(dst, wb->data + o, n);
@@ -1120,38 +1257,47 @@ ssize_t data_read(struct ffs *fs, struct finode *fi, void *buf, size_t len, uint
 /*
  * The same read without copying: the pieces point into the stripe cache,
  * held until data_read_unref.  -EAGAIN when a piece is not plainly in a
- * data stripe (a hole, a buffer being assembled): the caller copies instead.
+ * data stripe (a hole, a buffer being assembled) or its stripe would need a
+ * cache entry while this reader holds others: the caller copies instead.
+ * Where each piece comes from is settled before any entry is held, since
+ * that takes dlock, and a writer holding dlock may wait for a free entry.
  */
 ssize_t data_read_ref(struct ffs *fs, struct finode *fi, size_t len, uint64_t off,
 		      struct ffs_rref *ref)
 {
-	uint64_t size = file_size(fs, fi);
-	size_t done = 0;
+	uint64_t size = file_size(fs, fi), ps[FFS_RREF_MAX];
+	size_t done = 0, ns[FFS_RREF_MAX];
+	unsigned n = 0;
 
 	ref->n = 0;
 	if (off >= size)
 		return 0;
 	len = (size_t)FF_MIN((uint64_t)len, size - off);
-	while (done < len) {
-		uint64_t k = (off + done) / fs->stripe_bytes, o = (off + done) % fs->stripe_bytes, p;
-		size_t n = (size_t)FF_MIN(len - done, fs->stripe_bytes - o);
-		struct rentry *e;
-		int rc = ref->n < FFS_RREF_MAX ? read_source(fs, fi, k, o, n, NULL, &p) : -EAGAIN;
+	for (; done < len; n++) {
+		uint64_t k = (off + done) / fs->stripe_bytes, o = (off + done) % fs->stripe_bytes;
+		int rc = n < FFS_RREF_MAX ? read_source(fs, fi, k, o, 0, NULL, &ps[n]) : -EAGAIN;
 
-		if (rc == SRC_STRIPE) {
-			read_ahead(fs, fi, k, size);
-			rc = stripe_get(fs, p, &e);
-		} else if (rc >= 0) {
-			rc = -EAGAIN;
-		}
+		if (rc != SRC_STRIPE)
+			return rc < 0 ? rc : -EAGAIN;
+		ns[n] = (size_t)FF_MIN(len - done, fs->stripe_bytes - o);
+		read_ahead(fs, fi, k, size);
+		done += ns[n];
+	}
+	done = 0;
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t o = (off + done) % fs->stripe_bytes;
+		struct rentry *e;
+		int rc = stripe_get(fs, ps[i], i ? RC_WAIT_LOAD : RC_WAIT, &e);
+
 		if (rc < 0) {
 			data_read_unref(fs, ref);
 			return rc;
 		}
-		ref->iov[ref->n].iov_base = e->data + o;
-		ref->iov[ref->n].iov_len = n;
-		ref->pin[ref->n++] = e;
-		done += n;
+		ref->iov[i].iov_base = e->data + o;
+		ref->iov[i].iov_len = ns[i];
+		ref->pin[i] = e;
+		ref->n = i + 1;
+		done += ns[i];
 	}
 	return (ssize_t)done;
 }

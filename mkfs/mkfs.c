@@ -24,12 +24,15 @@ static void usage(FILE *f)
 		   "  -l LEVEL    RAID level, 5 (default) or 6\n"
 		   "  -c CHUNK    chunk size per member, power of two 16K..1M (default 512K)\n"
 		   "  -L LABEL    volume label\n"
-		   "  -N INODES   number of inodes (default: one per 256 KiB of capacity, at least 65536)\n"
+		   "  -N INODES   number of inodes (default: one per 256 KiB of capacity, at least 65536\n"
+		   "              where a quarter of the metadata area holds them; a small volume\n"
+		   "              gets fewer)\n"
 		   "  -J BLOCKS   journal size in 4 KiB blocks (default: 1/16 of the metadata area)\n"
 		   "  -s SPARE    a hot spare (repeatable): it takes over a failed member's role and\n"
 		   "              is rebuilt at once; at least as large as the smallest member\n"
 		   "  -f          overwrite members that carry a filesystem or framefs signature\n"
-		   "  -q          quiet\n");
+		   "  -q          quiet\n"
+		   "  -h, --help  this help\n");
 }
 
 /*
@@ -82,6 +85,59 @@ static int check_spares(const char *const *paths, unsigned n, const char *const 
 	if (rc < 0)
 		fprintf(stderr, "mkfs.framefs: %s\n", err.msg[0] ? err.msg : strerror(-rc));
 	return rc;
+}
+
+/* A label is printed by status and fsck: printable characters only. */
+static int check_label(const char *label)
+{
+	for (size_t i = 0; label[i]; i++) {
+		unsigned char ch = (unsigned char)label[i];
+
+		if (ch < 0x20 || ch == 0x7f) {
+			fprintf(stderr, "mkfs.framefs: the label has a control character (0x%02x at byte "
+				"%zu); give a label of printable characters\n", ch, i + 1);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Every member is used up to the size of the smallest one (the array's
+ * geometry is the same on each): say how much a larger member leaves
+ * unused, when that is more than 1 % of it.
+ */
+static void warn_unused(const char *const *paths, unsigned n)
+{
+	struct ff_member_sb *sb = ff_alloc_aligned(sizeof(*sb));
+	struct ff_err err = { "" };
+	struct ff_member m;
+	uint64_t used = 0;
+
+	if (!sb)
+		return;
+	for (unsigned i = 0; i < n && !used; i++) {
+		if (ff_member_open(&m, paths[i], true, &err) < 0)
+			continue;
+		if (ff_sb_read(&m, sb) == 0)
+			used = ff_le64(sb->member_bytes);
+		ff_member_close(&m);
+	}
+	for (unsigned i = 0; i < n && used; i++) {
+		char a[32], b[32], c[32];
+		uint64_t unused;
+
+		if (ff_member_open(&m, paths[i], true, &err) < 0)
+			continue;
+		unused = m.size_bytes > used ? m.size_bytes - used : 0;
+		if (unused > m.size_bytes / 100)
+			fprintf(stderr, "mkfs.framefs: warning: %s: %s of its %s left unused (every member "
+				"is used only up to the smallest one's %s); use members of equal size\n",
+				paths[i], ff_fmt_bytes(unused, a, sizeof(a)),
+				ff_fmt_bytes(m.size_bytes, b, sizeof(b)), ff_fmt_bytes(used, c, sizeof(c)));
+		ff_member_close(&m);
+	}
+	free(sb);
 }
 
 static int add_spares(const char *const *paths, unsigned n, const char *const *spares,
@@ -156,10 +212,11 @@ int main(int argc, char **argv)
 	struct ff_err err = { "" };
 	const char *spares[SPARES_MAX];
 	unsigned nspares = 0;
+	static const struct option longopts[] = { { "help", no_argument, NULL, 'h' }, { 0 } };
 	uint64_t v;
 	int o, rc;
 
-	while ((o = getopt(argc, argv, "l:c:L:N:J:s:fqh")) != -1) {
+	while ((o = getopt_long(argc, argv, "l:c:L:N:J:s:fqh", longopts, NULL)) != -1) {
 		switch (o) {
 		case 'l':
 			if (strcmp(optarg, "5") && strcmp(optarg, "6")) {
@@ -169,8 +226,9 @@ int main(int argc, char **argv)
 			p.level = (uint32_t)atoi(optarg);
 			break;
 		case 'c':
-			if (ff_parse_size(optarg, &v) < 0 || v > UINT32_MAX) {
-				fprintf(stderr, "mkfs.framefs: bad chunk size '%s'\n", optarg);
+			if (ff_parse_size(optarg, &v) < 0 || v > UINT32_MAX || v == 0) {
+				fprintf(stderr, "mkfs.framefs: bad chunk size '%s': give a power of two "
+					"from 16K to 1M (default 512K)\n", optarg);
 				return 1;
 			}
 			p.chunk_bytes = (uint32_t)v;
@@ -180,6 +238,8 @@ int main(int argc, char **argv)
 				fprintf(stderr, "mkfs.framefs: label longer than %zu bytes\n", sizeof(p.label) - 1);
 				return 1;
 			}
+			if (check_label(optarg) < 0)
+				return 1;
 			strcpy(p.label, optarg);
 			break;
 		case 'N':
@@ -221,6 +281,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "mkfs.framefs: %s\n", err.msg[0] ? err.msg : strerror(-rc));
 		return 1;
 	}
+	warn_unused((const char *const *)argv + optind, (unsigned)(argc - optind));
 	if (add_spares((const char *const *)argv + optind, (unsigned)(argc - optind), spares,
 		       nspares) < 0)
 		return 1;

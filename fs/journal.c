@@ -588,7 +588,8 @@ int journal_replay(struct ffs *fs, unsigned *replayed)
 		if (fs->ro) { /* a read-only array cannot take the replay */
 			free(images);
 			free(homes);
-			ff_log(FF_LOG_ERR, "the journal needs recovery: mount read-write once");
+			if (!fs->checking) /* fsck asks whether a replay is due: it reports that itself */
+				ff_log(FF_LOG_ERR, "the journal needs recovery: mount read-write once");
 			return -EROFS;
 		}
 		for (unsigned i = 0; i < n && rc == 0; i++) {

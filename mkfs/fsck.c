@@ -24,16 +24,18 @@ static void usage(FILE *f)
 		   "  -y   repair everything that can be repaired\n"
 		   "  -p   repair what is safe without asking (preen); stop on anything else\n"
 		   "  -c   also verify every data chunk against its checksum\n"
-		   "  -f   check even if the volume seems clean (always done; for fsck(8))\n",
+		   "  -f   check even if the volume seems clean (always done; for fsck(8))\n"
+		   "  -h, --help  this help\n",
 		FSCK_NAME);
 }
 
 static int parse(int argc, char **argv, struct fsck *c)
 {
+	static const struct option longopts[] = { { "help", no_argument, NULL, 'h' }, { 0 } };
 	int o, modes = 0;
 
 	c->mode = FSCK_ASK;
-	while ((o = getopt(argc, argv, "nypacfh")) != -1) {
+	while ((o = getopt_long(argc, argv, "nypacfh", longopts, NULL)) != -1) {
 		switch (o) {
 		case 'n': c->mode = FSCK_NO; modes++; break;
 		case 'y': c->mode = FSCK_YES; modes++; break;

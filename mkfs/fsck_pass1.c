@@ -28,13 +28,21 @@ static const char *read_copy(struct fsck *c, unsigned i, struct ffs_super *sb)
 	return ffs_check_super_problem(c->fs, sb);
 }
 
+/* The label prefixes every line: spaces left out, anything unprintable
+ * escaped as \xNN (mkfs refuses such labels; an old or damaged one may
+ * still carry them). */
 static void set_label(struct fsck *c, const struct ffs_super *sb)
 {
 	size_t n = 0;
 
-	for (size_t i = 0; i < sizeof(sb->label) && sb->label[i] && n + 1 < sizeof(c->label); i++)
-		if (sb->label[i] > 0x20 && sb->label[i] < 0x7f)
-			c->label[n++] = sb->label[i];
+	for (size_t i = 0; i < sizeof(sb->label) && sb->label[i] && n + 5 < sizeof(c->label); i++) {
+		unsigned char ch = (unsigned char)sb->label[i];
+
+		if (ch > 0x20 && ch < 0x7f && ch != '\\')
+			c->label[n++] = (char)ch;
+		else if (ch != ' ')
+			n += (size_t)snprintf(c->label + n, sizeof(c->label) - n, "\\x%02x", ch);
+	}
 	c->label[n] = '\0';
 	if (!n)
 		snprintf(c->label, sizeof(c->label), "framefs");

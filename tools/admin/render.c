@@ -174,13 +174,33 @@ void render_scrub(json_object *sc, FILE *f, const char *indent)
 	}
 }
 
+/* A label as found on disk: anything unprintable escaped as \xNN, so that
+ * the status stays one line per field and sends no control sequences. */
+static const char *label_escaped(const char *in, char *out, size_t len)
+{
+	size_t n = 0;
+
+	for (; *in && n + 5 < len; in++) {
+		unsigned char ch = (unsigned char)*in;
+
+		if (ch < 0x20 || ch == 0x7f || ch == '\\')
+			n += (size_t)snprintf(out + n, len - n, "\\x%02x", ch);
+		else
+			out[n++] = (char)ch;
+	}
+	out[n] = '\0';
+	return out;
+}
+
 void render_status(json_object *st, FILE *f)
 {
 	json_object *g = jget(st, "geometry"), *fs = jget(st, "fs"), *rates = jget(st, "rates");
 	json_object *mem = jget(st, "members"), *spares = jget(st, "spares");
 	json_object *rb = jget(st, "rebuild");
-	const char *mnt = jstr(st, "mountpoint", NULL), *label = jstr(st, "label", "");
-	char a[32], b[32], c[32], d[32], line[256];
+	const char *mnt = jstr(st, "mountpoint", NULL);
+	char a[32], b[32], c[32], d[32], line[256], label[256];
+
+	label_escaped(jstr(st, "label", ""), label, sizeof(label));
 
 	fprintf(f, "%s%s (%s)%s%s%s  uuid %s\n", mnt ? mnt : "framefs volume",
 		mnt ? "" : "", jstr(st, "source", "?"), label[0] ? "  label \"" : "", label,

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fs/ctl.h"
@@ -272,6 +273,21 @@ int main(int argc, char **argv)
 			return 2;
 		ff_log(FF_LOG_INFO, "allow_other given without default_permissions: added "
 		       "default_permissions, so that the kernel checks permissions for every user");
+	}
+	/* FUSE would mount on a file too, and every access would then fail */
+	{
+		struct stat st;
+
+		if (stat(fo.mountpoint, &st) < 0) {
+			fprintf(stderr, "framefs: mountpoint %s: %s; give an existing directory\n",
+				fo.mountpoint, strerror(errno));
+			return 2;
+		}
+		if (!S_ISDIR(st.st_mode)) {
+			fprintf(stderr, "framefs: mountpoint %s is not a directory; give a directory "
+				"to mount on\n", fo.mountpoint);
+			return 2;
+		}
 	}
 	n = split_members(c.members, paths);
 	if (n == 0) {

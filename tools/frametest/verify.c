@@ -26,11 +26,16 @@
 #define HDR_SEED 40
 #define HDR_FRAME_CRC 48
 #define HDR_NCHUNKS 52
+#define HDR_VARY_MIN 56	/* version 2 only */
+#define HDR_VARY_MAX 64
+#define HDR_VARY_SEED 72
 _Static_assert(HDR_NCHUNKS + 4 == FT_HDR_BYTES, "header layout");
+_Static_assert(HDR_VARY_SEED + 8 == FT_HDR2_BYTES, "version 2 header layout");
 _Static_assert(TAG_CRC + 4 == FT_TAG_BYTES, "tag layout");
 
 static const char hdr_magic[8] = { 'F', 'F', 'T', 'F', 'R', 'A', 'M', 'E' };
 #define HDR_VERSION_1 1u
+#define HDR_VERSION_2 2u
 #define CRC_INIT 0xffffffffu
 #define SECTOR_TAIL (FT_SECTOR_BYTES - FT_TAG_BYTES)
 
@@ -156,6 +161,18 @@ int ft_stamp_init(struct ft_stamp *st, uint64_t frame_bytes, uint64_t seed)
 	return 0;
 }
 
+int ft_stamp_init_vary(struct ft_stamp *st, const struct ft_vary *v, uint64_t seed)
+{
+	int rc;
+
+	if (!ft_vary_on(v) || !ft_stampable(v->min) || !ft_stampable(v->max) || v->min > v->max)
+		return -EINVAL;
+	rc = ft_stamp_init(st, v->max, seed);
+	if (!rc)
+		st->vary = *v;
+	return rc;
+}
+
 void ft_stamp_fini(struct ft_stamp *st)
 {
 	free(st->pat_crc);
@@ -167,9 +184,10 @@ void ft_pattern_fill(const struct ft_stamp *st, void *buf)
 	pattern_range(st->seed, buf, 0, st->frame_bytes);
 }
 
-static void write_tags(const struct ft_stamp *st, uint8_t *b, uint64_t frame_no, uint32_t stream)
+static void write_tags(const struct ft_stamp *st, uint8_t *b, uint64_t frame_bytes,
+		       uint64_t frame_no, uint32_t stream)
 {
-	for (uint64_t off = 0, s = 0; off < st->frame_bytes; off += FT_SECTOR_BYTES, s++) {
+	for (uint64_t off = 0, s = 0; off < frame_bytes; off += FT_SECTOR_BYTES, s++) {
 		uint8_t *t = b + off;
 
 		put64(t + TAG_FRAME, frame_no);
@@ -180,21 +198,27 @@ static void write_tags(const struct ft_stamp *st, uint8_t *b, uint64_t frame_no,
 	}
 }
 
-static void write_header(const struct ft_stamp *st, uint8_t *b, uint64_t frame_no,
-			 uint32_t stream)
+static void write_header(const struct ft_stamp *st, uint8_t *b, uint64_t frame_bytes,
+			 uint64_t frame_no, uint32_t stream)
 {
 	uint8_t *h = b + HDR_OFF;
+	bool vary = ft_vary_on(&st->vary);
 
 	memcpy(h + HDR_MAGIC, hdr_magic, sizeof(hdr_magic));
-	put32(h + HDR_VERSION, HDR_VERSION_1);
+	put32(h + HDR_VERSION, vary ? HDR_VERSION_2 : HDR_VERSION_1);
 	put32(h + HDR_CHUNK, FT_CHUNK_BYTES);
-	put64(h + HDR_FRAME_BYTES, st->frame_bytes);
+	put64(h + HDR_FRAME_BYTES, frame_bytes);
 	put64(h + HDR_FRAME, frame_no);
 	put32(h + HDR_STREAM, stream);
 	put32(h + HDR_RUN, st->run_id);
 	put64(h + HDR_SEED, st->seed);
 	put32(h + HDR_FRAME_CRC, 0);
-	put32(h + HDR_NCHUNKS, st->nchunks);
+	put32(h + HDR_NCHUNKS, nchunks_of(frame_bytes));
+	if (!vary)
+		return;
+	put64(h + HDR_VARY_MIN, st->vary.min);
+	put64(h + HDR_VARY_MAX, st->vary.max);
+	put64(h + HDR_VARY_SEED, st->vary.seed);
 }
 
 /* crc of a full chunk whose tags were rewritten: pattern part xor tag part. */
@@ -207,17 +231,23 @@ static uint32_t chunk_crc_fast(const struct ft_stamp *st, const uint8_t *chunk, 
 	return st->pat_crc[c] ^ x;
 }
 
-void ft_stamp_frame(const struct ft_stamp *st, void *buf, uint64_t frame_no, uint32_t stream_id)
+/*
+ * A smaller frame than the buffer's uses the same pattern and the same
+ * precomputed crcs: chunk c's bytes do not depend on where the frame ends,
+ * and only its last, partial chunk takes the slow path.
+ */
+void ft_stamp_frame_sized(const struct ft_stamp *st, void *buf, uint64_t frame_bytes,
+			  uint64_t frame_no, uint32_t stream_id)
 {
 	uint8_t *b = buf, le[4];
-	uint32_t fcrc = CRC_INIT;
+	uint32_t fcrc = CRC_INIT, nchunks = nchunks_of(frame_bytes);
 
-	write_tags(st, b, frame_no, stream_id);
-	write_header(st, b, frame_no, stream_id);
-	for (uint32_t c = 1; c < st->nchunks; c++) {
+	write_tags(st, b, frame_bytes, frame_no, stream_id);
+	write_header(st, b, frame_bytes, frame_no, stream_id);
+	for (uint32_t c = 1; c < nchunks; c++) {
 		uint64_t off = (uint64_t)c * FT_CHUNK_BYTES;
-		uint64_t len = st->frame_bytes - off < FT_CHUNK_BYTES ? st->frame_bytes - off
-								      : FT_CHUNK_BYTES;
+		uint64_t len = frame_bytes - off < FT_CHUNK_BYTES ? frame_bytes - off
+								  : FT_CHUNK_BYTES;
 		uint32_t crc = len == FT_CHUNK_BYTES ? chunk_crc_fast(st, b + off, c)
 						     : crc_raw(CRC_INIT, b + off, len);
 
@@ -226,7 +256,12 @@ void ft_stamp_frame(const struct ft_stamp *st, void *buf, uint64_t frame_no, uin
 		fcrc = crc_raw(fcrc, le, 4);
 	}
 	put32(b + HDR_OFF + HDR_FRAME_CRC, fcrc);
-	put32(b + TAG_CRC, crc_raw(CRC_INIT, b, st->nchunks > 1 ? FT_CHUNK_BYTES : st->frame_bytes));
+	put32(b + TAG_CRC, crc_raw(CRC_INIT, b, nchunks > 1 ? FT_CHUNK_BYTES : frame_bytes));
+}
+
+void ft_stamp_frame(const struct ft_stamp *st, void *buf, uint64_t frame_no, uint32_t stream_id)
+{
+	ft_stamp_frame_sized(st, buf, st->frame_bytes, frame_no, stream_id);
 }
 
 uint64_t ft_stamped_frame_bytes(const void *sector0, uint64_t len)
@@ -238,8 +273,23 @@ uint64_t ft_stamped_frame_bytes(const void *sector0, uint64_t len)
 	return get64(h + HDR_FRAME_BYTES);
 }
 
+bool ft_stamped_vary(const void *sector0, uint64_t len, struct ft_vary *v)
+{
+	const uint8_t *h = (const uint8_t *)sector0 + HDR_OFF;
+
+	if (len < FT_TAG_BYTES + FT_HDR2_BYTES || memcmp(h, hdr_magic, sizeof(hdr_magic)) != 0 ||
+	    get32(h + HDR_VERSION) != HDR_VERSION_2)
+		return false;
+	v->min = get64(h + HDR_VARY_MIN);
+	v->max = get64(h + HDR_VARY_MAX);
+	v->seed = get64(h + HDR_VARY_SEED);
+	return ft_vary_on(v) && v->min <= v->max && v->min % FT_VARY_ALIGN == 0 &&
+	       v->max % FT_VARY_ALIGN == 0;
+}
+
 /* What the run says about itself: from the header when read, else the first tag. */
 struct run_info {
+	uint32_t hdr_bytes;	/* after the tag of sector 0: by version */
 	uint32_t run_id;
 	bool have_seed;
 	uint64_t seed;
@@ -257,8 +307,10 @@ static int check_header(const uint8_t *b, uint64_t frame_bytes, uint64_t frame_n
 		chk->bad_offset = HDR_OFF;
 		return -EBADMSG;
 	}
-	if (get32(h + HDR_VERSION) != HDR_VERSION_1 || get32(h + HDR_CHUNK) != FT_CHUNK_BYTES ||
-	    get64(h + HDR_FRAME_BYTES) != frame_bytes) {
+	uint32_t version = get32(h + HDR_VERSION);
+
+	if ((version != HDR_VERSION_1 && version != HDR_VERSION_2) ||
+	    get32(h + HDR_CHUNK) != FT_CHUNK_BYTES || get64(h + HDR_FRAME_BYTES) != frame_bytes) {
 		snprintf(chk->why, sizeof(chk->why),
 			 "header says version %" PRIu32 ", %" PRIu64 "-byte frames; expected %" PRIu64,
 			 get32(h + HDR_VERSION), get64(h + HDR_FRAME_BYTES), frame_bytes);
@@ -272,6 +324,7 @@ static int check_header(const uint8_t *b, uint64_t frame_bytes, uint64_t frame_n
 		chk->bad_offset = HDR_OFF;
 		return -EBADMSG;
 	}
+	ri->hdr_bytes = version == HDR_VERSION_2 ? FT_HDR2_BYTES : FT_HDR_BYTES;
 	ri->run_id = get32(h + HDR_RUN);
 	ri->have_seed = true;
 	ri->seed = get64(h + HDR_SEED);
@@ -301,22 +354,23 @@ static int check_tags(const uint8_t *chunk, uint64_t chunk_off, uint64_t clen, u
 }
 
 /* Is frame byte o pattern, rather than a sector tag or the header? */
-static bool is_pattern_byte(uint64_t o)
+static bool is_pattern_byte(uint64_t o, uint32_t hdr_bytes)
 {
 	if (o % FT_SECTOR_BYTES < FT_TAG_BYTES)
 		return false;
-	return !(o >= HDR_OFF && o < HDR_OFF + FT_HDR_BYTES);
+	return !(o >= HDR_OFF && o < HDR_OFF + hdr_bytes);
 }
 
 /* Slow path, only after a crc mismatch: find the first byte that differs from the pattern. */
-static uint64_t locate(const uint8_t *chunk, uint64_t chunk_off, uint64_t clen, uint64_t seed)
+static uint64_t locate(const uint8_t *chunk, uint64_t chunk_off, uint64_t clen, uint64_t seed,
+		       uint32_t hdr_bytes)
 {
 	for (uint64_t i = 0; i < clen; i += 8) {
 		uint8_t want[8];
 
 		put64(want, pattern_word(seed, (chunk_off + i) / 8));
 		for (uint64_t j = 0; j < 8; j++)
-			if (is_pattern_byte(chunk_off + i + j) && chunk[i + j] != want[j])
+			if (is_pattern_byte(chunk_off + i + j, hdr_bytes) && chunk[i + j] != want[j])
 				return chunk_off + i + j;
 	}
 	return UINT64_MAX;
@@ -340,7 +394,8 @@ static int check_chunk(const uint8_t *chunk, uint64_t chunk_off, uint64_t clen,
 	*crc_out = stored;
 	if (crc == stored)
 		return 0;
-	chk->bad_offset = ri->have_seed ? locate(chunk, chunk_off, clen, ri->seed) : UINT64_MAX;
+	chk->bad_offset = ri->have_seed ? locate(chunk, chunk_off, clen, ri->seed, ri->hdr_bytes)
+					: UINT64_MAX;
 	if (chk->bad_offset != UINT64_MAX)
 		snprintf(chk->why, sizeof(chk->why),
 			 "checksum mismatch in bytes %" PRIu64 "-%" PRIu64
@@ -357,7 +412,7 @@ int ft_verify(const void *buf, uint64_t frame_bytes, uint64_t off, uint64_t len,
 	      uint64_t frame_no, uint32_t stream_id, struct ft_check *chk)
 {
 	const uint8_t *b = buf;
-	struct run_info ri = { 0 };
+	struct run_info ri = { .hdr_bytes = FT_HDR_BYTES };
 	uint32_t fcrc = CRC_INIT;
 	int rc;
 

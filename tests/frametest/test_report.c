@@ -53,8 +53,8 @@ static void make_records(void)
 {
 	for (uint64_t k = 0; k < 50; k++) {
 		struct ft_rec r = { .frame = k, .start_ns = k * 40 * MS, .open_ns = MS / 10,
-				    .io_ns = 10 * MS, .close_ns = MS / 20, .status = FT_ST_OK,
-				    .verify = FT_V_OK };
+				    .io_ns = 10 * MS, .close_ns = MS / 20, .bytes = 1000000,
+				    .status = FT_ST_OK, .verify = FT_V_OK };
 
 		r.done_ns = r.start_ns + 10 * MS + MS / 10 + MS / 20;
 		r0[k] = r1[k] = r;
@@ -70,7 +70,7 @@ static struct ft_stats_in stats_in(uint32_t nstreams)
 {
 	return (struct ft_stats_in){
 		.recs = both, .nstreams = nstreams, .positions = 50, .write = false,
-		.verify = true, .pace = { 25, 1, 5 }, .bytes_per_frame = 1000000,
+		.verify = true, .pace = { 25, 1, 5 },
 		.duration_ns = 2000 * MS,
 	};
 }

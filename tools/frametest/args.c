@@ -291,6 +291,27 @@ static int parse_long(struct parse_state *ps)
 	}
 	if (!strcmp(name, "name"))
 		return long_value(ps, name, eq, &c->name_pattern);
+	if (!strcmp(name, "vary")) {
+		if (long_value(ps, name, eq, &v))
+			return -EINVAL;
+		return ft_vary_parse(v, &c->vary, ps->err, ps->errlen);
+	}
+	if (!strcmp(name, "io-size")) {
+		int rc;
+
+		if (long_value(ps, name, eq, &v))
+			return -EINVAL;
+		rc = ft_parse_bytes(v, &c->io_size);
+		if (rc == -ERANGE)
+			return fail(ps, "--io-size: '%s' is out of range (4K..4G)", v);
+		if (rc)
+			return fail(ps, "--io-size: '%s' is not a size (1M, 256K, 65536B; a bare "
+				    "number is KiB)", v);
+		if (c->io_size % FT_VARY_ALIGN)
+			return fail(ps, "--io-size: '%s' is not a whole number of 4 KiB (the O_DIRECT "
+				    "alignment)", v);
+		return 0;
+	}
 	if (!strcmp(name, "streams")) {
 		ps->streams_given = true;
 		if (long_value(ps, name, eq, &v))
@@ -327,6 +348,15 @@ static int resolve_size(struct parse_state *ps)
 	uint64_t kib;
 	int rc;
 
+	if (ft_vary_on(&c->vary)) {
+		if (ps->size_arg || ps->z_arg)
+			return fail(ps, "--vary gives the frame sizes: no size after %s, and no -z",
+				    ps->mode_w ? "-w" : "-r");
+		if (c->empty)
+			return fail(ps, "--vary has no meaning with -e (empty frames)");
+		ft_vary_label(&c->vary, c->size_label, sizeof(c->size_label));
+		return 0;
+	}
 	if (ps->size_arg) {
 		rc = ft_parse_frame_size(ps->size_arg, c->header_kib, &c->frame_bytes,
 					 c->size_label, sizeof(c->size_label));
@@ -345,7 +375,8 @@ static int resolve_size(struct parse_state *ps)
 	else if (c->mode == FT_MODE_WRITE && c->frame_bytes == 0 && looks_like_size(c->dir))
 		return fail(ps, "missing the test directory after -w %s", c->dir);
 	else if (c->mode == FT_MODE_WRITE && c->frame_bytes == 0)
-		return fail(ps, "-w needs a frame size: a preset (see --list) or a size in KiB");
+		return fail(ps, "-w needs a frame size: a preset (see --list), a size in KiB, "
+			    "or --vary=MIN:MAX");
 	return 0;
 }
 
@@ -371,18 +402,25 @@ static int check_combinations(struct parse_state *ps)
 		return fail(ps, "-n x -l x streams is more than %llu frames", FT_RECORDS_MAX);
 	if (c->json && c->json_path)
 		return fail(ps, "give --json or --json=FILE, not both");
+	if (c->io_size && c->ios_per_frame > 1)
+		return fail(ps, "give -i NUM (I/Os per frame) or --io-size=SIZE (bytes per I/O), "
+			    "not both");
+	if (c->io_size && c->empty)
+		return fail(ps, "--io-size has no meaning with -e (empty frames)");
 	return 0;
 }
 
 static void build_params(struct ft_config *c)
 {
-	char fps[32];
+	char fps[32], a[32], b[32];
 	size_t n = 0, len = sizeof(c->params);
 
 #define ADD(...) (n += (size_t)snprintf(c->params + n, n < len ? len - n : 0, __VA_ARGS__))
 	if (c->empty)
 		ADD("-e ");
-	if (c->mode == FT_MODE_WRITE)
+	if (c->mode == FT_MODE_WRITE && ft_vary_on(&c->vary))
+		ADD("-w");
+	else if (c->mode == FT_MODE_WRITE)
 		ADD("-w%llu", (unsigned long long)(c->frame_bytes / 1024));
 	else if (c->frame_bytes)
 		ADD("-r%llu", (unsigned long long)(c->frame_bytes / 1024));
@@ -400,6 +438,11 @@ static void build_params(struct ft_config *c)
 		ADD(" -l%llu", (unsigned long long)c->loops);
 	if (c->ios_per_frame > 1)
 		ADD(" -i%u", c->ios_per_frame);
+	if (c->io_size)
+		ADD(" --io-size=%s", ft_format_bytes(c->io_size, a, sizeof(a)));
+	if (ft_vary_on(&c->vary))
+		ADD(" --vary=%s:%s,%llu", ft_format_bytes(c->vary.min, a, sizeof(a)),
+		    ft_format_bytes(c->vary.max, b, sizeof(b)), (unsigned long long)c->vary.seed);
 	if (c->files_per_dir)
 		ADD(" -d%u", c->files_per_dir);
 	if (c->crop_pct != 100)
@@ -500,6 +543,13 @@ void ft_usage(FILE *out)
 "  --max-streams[=LIMIT]  find the most streams sustained with no dropped frame\n"
 "              (needs -f; tries 1, 2, ... up to LIMIT, default 32)\n"
 "  --json      JSON summary on stdout instead of the report; --json=FILE: to FILE\n"
+"  --vary=MIN:MAX[,SEED]  every frame its own size, like compressed EXR: frame i\n"
+"              of stream s is MIN..MAX in 4 KiB steps, a pure function of\n"
+"              (SEED, s, i); SEED defaults to 1.  Sizes: 3M, 512K, 65536B, 1G (a\n"
+"              bare number is KiB).  -w needs no size then; -r without a size\n"
+"              reads each frame at its own size from the frames' headers\n"
+"  --io-size=SIZE  move each frame in I/O calls of SIZE bytes (whole 4 KiB;\n"
+"              1M, 256K) instead of one call per frame (or -i NUM calls)\n"
 "  --buffered  never use O_DIRECT\n"
 "  --no-verify read without checking the frames' checksums\n"
 "  --help, --version\n"

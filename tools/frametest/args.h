@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "sizes.h"
+
 enum ft_mode { FT_MODE_READ, FT_MODE_WRITE };
 enum ft_order { FT_ORDER_FORWARD, FT_ORDER_REVERSE, FT_ORDER_RANDOM };
 
@@ -19,7 +21,7 @@ enum ft_order { FT_ORDER_FORWARD, FT_ORDER_REVERSE, FT_ORDER_RANDOM };
 #define FT_THREADS_MAX 256u
 #define FT_STREAMS_MAX 256u
 #define FT_WORKERS_MAX 1024u	/* streams * threads */
-#define FT_RECORDS_MAX 20000000ull	/* frames * loops * streams, ~1.1 GB of records */
+#define FT_RECORDS_MAX 20000000ull	/* frames * loops * streams, ~1.3 GB of records */
 #define FT_IOS_MAX 1024u
 
 struct ft_config {
@@ -32,7 +34,9 @@ struct ft_config {
 	bool json;		/* --json: JSON instead of the text report on stdout */
 	const char *json_path;	/* --json=FILE: text report on stdout, JSON to FILE */
 	uint64_t frame_bytes;	/* 0 in a read test without a size: taken from the files */
-	char size_label[48];	/* "4k", "40000KiB", "empty" */
+	char size_label[48];	/* "4k", "40000KiB", "empty", "3MiB-60MiB" */
+	struct ft_vary vary;	/* --vary=MIN:MAX[,SEED]: every frame its own size */
+	uint64_t io_size;	/* --io-size: bytes per I/O call, 0 = one call (or -i) */
 	uint64_t frames;	/* -n */
 	uint64_t loops;		/* -l */
 	uint32_t threads;	/* -t, per stream */

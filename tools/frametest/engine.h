@@ -27,6 +27,8 @@ struct ft_stream {
 	uint32_t id;
 	int dirfd;		/* the stream's directory */
 	int filefd;		/* -s: the stream's one file, else -1 */
+	uint64_t *offsets;	/* -s with --vary: frame i at offsets[i]; [frames] = file size */
+	uint64_t total_bytes;	/* all its frames (-n), once each */
 	struct ft_rec *recs;	/* one per position, play order */
 	uint32_t *perm;		/* -m: position -> file index */
 	pthread_mutex_t lock;	/* guards sched, error and vmsg */
@@ -56,8 +58,10 @@ struct ft_run {
 	bool write;
 	struct ft_pace pace;
 	uint64_t positions;	/* per stream: frames * loops */
-	uint64_t frame_bytes;
-	uint64_t io_off, io_len;	/* the part of each frame moved (-c) */
+	uint64_t frame_bytes;	/* with --vary: the largest frame (the buffers' size) */
+	struct ft_vary vary;	/* --vary, or found in a read test's first frame */
+	bool vary_detected;
+	uint64_t io_off, io_len;	/* the part of each frame moved (-c); --vary: per frame */
 	uint64_t align;		/* O_DIRECT offset/length alignment */
 	bool direct;
 	bool verify;

@@ -5,8 +5,12 @@
  *   tool, version, verdict (the PASS|FAIL line), pass,
  *   test {mode, directory, preset, frame_bytes, io_bytes, frames, loops, threads,
  *         streams, fps (number|null), fps_num, fps_den, queue, prebuffer, order,
- *         single_file, empty, direct_io, verify, ios_per_frame, files_per_dir},
- *   duration_s, bytes,
+ *         single_file, empty, direct_io, verify, ios_per_frame, files_per_dir,
+ *         io_size (bytes per I/O call, 0 = not given),
+ *         vary (null | {min_bytes, max_bytes, seed})},
+ *         (frame_bytes and io_bytes are 0 when frames vary in size),
+ *   duration_s, bytes (moved),
+ *   bytes_per_frame {min, max, mean} (moved, over the transferred frames),
  *   frames {total, transferred, dropped, late, skipped, queue_full, errors,
  *           not_run, verified, verify_failed},
  *   lateness_max_ms, longest_drop_run, lowest_fps_1s (number|null),
@@ -89,14 +93,15 @@ static void json_test(FILE *out, const struct ft_report *r)
 {
 	const struct ft_config *c = r->cfg;
 	static const char *const order[] = { "forward", "reverse", "random" };
+	bool vary = ft_vary_on(&r->vary);
 
 	key(out, "test");
 	fputc('{', out);
 	kv_str(out, "mode", r->write ? "write" : "read", true);
 	kv_str(out, "directory", c->dir, true);
 	kv_str(out, "preset", r->size_label, true);
-	kv_u64(out, "frame_bytes", r->frame_bytes, true);
-	kv_u64(out, "io_bytes", r->io_bytes, true);
+	kv_u64(out, "frame_bytes", vary ? 0 : r->frame_bytes, true);
+	kv_u64(out, "io_bytes", vary ? 0 : r->io_bytes, true);
 	kv_u64(out, "frames", c->frames, true);
 	kv_u64(out, "loops", c->loops, true);
 	kv_u64(out, "threads", c->threads, true);
@@ -112,7 +117,18 @@ static void json_test(FILE *out, const struct ft_report *r)
 	kv_bool(out, "direct_io", r->direct, true);
 	kv_bool(out, "verify", r->verify, true);
 	kv_u64(out, "ios_per_frame", c->ios_per_frame, true);
-	kv_u64(out, "files_per_dir", c->files_per_dir, false);
+	kv_u64(out, "files_per_dir", c->files_per_dir, true);
+	kv_u64(out, "io_size", c->io_size, true);
+	key(out, "vary");
+	if (vary) {
+		fputc('{', out);
+		kv_u64(out, "min_bytes", r->vary.min, true);
+		kv_u64(out, "max_bytes", r->vary.max, true);
+		kv_u64(out, "seed", r->vary.seed, false);
+		fputc('}', out);
+	} else {
+		fputs("null", out);
+	}
 	fputs("},", out);
 }
 
@@ -261,6 +277,12 @@ void ft_report_json(FILE *out, const struct ft_report *r)
 	json_test(out, r);
 	kv_num(out, "duration_s", s->duration_s, true);
 	kv_u64(out, "bytes", s->bytes, true);
+	key(out, "bytes_per_frame");
+	fputc('{', out);
+	kv_u64(out, "min", s->frame_bytes_min, true);
+	kv_u64(out, "max", s->frame_bytes_max, true);
+	kv_num(out, "mean", s->frame_bytes_mean, false);
+	fputs("},", out);
 	json_frames(out, &s->drops, true);
 	kv_num(out, "lateness_max_ms", (double)s->drops.lateness_max_ns / 1e6, true);
 	kv_u64(out, "longest_drop_run", s->drops.longest_drop_run, true);

@@ -94,7 +94,6 @@ static int run_one(struct ft_run *run, const struct ft_config *c, uint32_t strea
 		struct ft_stats_in in = {
 			.recs = recs, .nstreams = streams, .positions = run->positions,
 			.write = run->write, .verify = run->verify, .pace = run->pace,
-			.bytes_per_frame = c->empty ? 0 : run->io_len,
 			.duration_ns = run->duration_ns, .hist_window_s = c->hist_window_s,
 		};
 
@@ -111,13 +110,16 @@ static int run_one(struct ft_run *run, const struct ft_config *c, uint32_t strea
 static void make_report(struct ft_report *r, const struct ft_config *c, const struct ft_run *run,
 			const struct ft_summary *sum, char *label, size_t label_len)
 {
-	if (run->size_detected)
+	if (run->vary_detected)
+		ft_vary_label(&run->vary, label, label_len);
+	else if (run->size_detected)
 		label_detected(c, run->frame_bytes, label, label_len);
 	else
 		snprintf(label, label_len, "%s", c->size_label);
 	*r = (struct ft_report){
 		.cfg = c, .sum = sum, .streams = run->streams, .frame_bytes = run->frame_bytes,
-		.io_bytes = c->empty ? 0 : run->io_len, .size_label = label, .write = run->write,
+		.io_bytes = c->empty ? 0 : run->io_len, .vary = run->vary, .size_label = label,
+		.write = run->write,
 		.direct = run->direct, .verify = run->verify, .dio_note = run->dio_note,
 		.interrupted = run->interrupted,
 	};

@@ -59,6 +59,7 @@ struct ft_rec {
 	uint64_t open_ns;	/* durations */
 	uint64_t io_ns;
 	uint64_t close_ns;
+	uint64_t bytes;		/* moved by a transferred frame (each its own with --vary, -c) */
 	uint8_t status;		/* enum ft_status */
 	uint8_t verify;		/* enum ft_vstate */
 };

@@ -61,9 +61,21 @@ static void text_header(FILE *out, const struct ft_report *r)
 	fprintf(out, "Test directory:     %s (%u stream(s) x %u thread(s), %s)\n", r->cfg->dir,
 		s->nstreams, r->cfg->threads, r->cfg->empty ? "no data" :
 		r->direct ? "direct I/O" : "buffered I/O");
-	fprintf(out, "Frame size:         %" PRIu64 " bytes (%s)", r->frame_bytes, r->size_label);
-	if (r->io_bytes != r->frame_bytes && !r->cfg->empty)
+	if (ft_vary_on(&r->vary))
+		fprintf(out, "Frame size:         %" PRIu64 "-%" PRIu64 " bytes, each frame its own "
+			"(--vary %s, seed %" PRIu64 ")", r->vary.min, r->vary.max, r->size_label,
+			r->vary.seed);
+	else
+		fprintf(out, "Frame size:         %" PRIu64 " bytes (%s)", r->frame_bytes,
+			r->size_label);
+	if (ft_vary_on(&r->vary) && r->cfg->crop_pct < 100)
+		fprintf(out, ", the middle %u%% of each read (-c)", r->cfg->crop_pct);
+	else if (r->io_bytes != r->frame_bytes && !r->cfg->empty)
 		fprintf(out, ", %" PRIu64 " bytes read per frame (-c)", r->io_bytes);
+	if (ft_vary_on(&r->vary))
+		fprintf(out, "\nBytes per frame:    min %" PRIu64 ", max %" PRIu64 ", mean %.0f "
+			"(moved, over %" PRIu64 " frames)", s->frame_bytes_min, s->frame_bytes_max,
+			s->frame_bytes_mean, d->transferred);
 	if (r->cfg->fps_num && r->write)
 		fprintf(out, "\nFrame rate:         %s fps, due %u frame(s) after arrival, queue of %u\n",
 			ft_format_fps(r->cfg->fps_num, r->cfg->fps_den, fps, sizeof(fps)),
@@ -88,9 +100,9 @@ static void text_header(FILE *out, const struct ft_report *r)
 	else
 		fprintf(out, ", lowest fps in any 1 s window: n/a (run shorter than 1 s)\n");
 	fprintf(out, "Fastest frame:      %.3f ms (%.2f MiB/s)\n", s->fastest_ms,
-		rate_mib(r->io_bytes, s->fastest_ms));
+		rate_mib(s->fastest_bytes, s->fastest_ms));
 	fprintf(out, "Slowest frame:      %.3f ms (%.2f MiB/s)\n\n", s->slowest_ms,
-		rate_mib(r->io_bytes, s->slowest_ms));
+		rate_mib(s->slowest_bytes, s->slowest_ms));
 }
 
 static void text_windows(FILE *out, const struct ft_summary *s)
@@ -246,7 +258,7 @@ void ft_report_text(FILE *out, const struct ft_report *r)
 int ft_write_csv(FILE *out, const struct ft_run *run)
 {
 	fprintf(out, "stream,position,frame,status,start_ms,open_ms,io_ms,close_ms,frame_ms,"
-		"done_ms,deadline_ms,lateness_ms,verify\n");
+		"done_ms,deadline_ms,lateness_ms,verify,bytes\n");
 	for (uint32_t s = 0; s < run->nstreams; s++) {
 		for (uint64_t k = 0; k < run->positions; k++) {
 			const struct ft_rec *r = &run->streams[s].recs[k];
@@ -263,8 +275,8 @@ int ft_write_csv(FILE *out, const struct ft_run *run)
 				fprintf(out, ",,");
 			else
 				fprintf(out, "%.3f,%.3f,", dl, done > dl ? done - dl : 0.0);
-			fprintf(out, "%s\n", r->verify == FT_V_OK ? "ok" :
-				r->verify == FT_V_BAD ? "bad" : "");
+			fprintf(out, "%s,%" PRIu64 "\n", r->verify == FT_V_OK ? "ok" :
+				r->verify == FT_V_BAD ? "bad" : "", r->bytes);
 		}
 	}
 	return ferror(out) ? -EIO : 0;

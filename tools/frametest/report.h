@@ -29,8 +29,9 @@ struct ft_report {
 	const struct ft_config *cfg;
 	const struct ft_summary *sum;
 	const struct ft_stream *streams;	/* sum->nstreams; errors and messages */
-	uint64_t frame_bytes;
+	uint64_t frame_bytes;		/* --vary: the largest */
 	uint64_t io_bytes;		/* moved per frame (-c reads less) */
+	struct ft_vary vary;		/* on: every frame its own size */
 	const char *size_label;
 	bool write;
 	bool direct;

@@ -21,7 +21,6 @@
 #define PROBE_NAME ".framefs-frametest-probe"
 #define BUF_ALIGN 4096u
 #define ROUND_UP(n, a) (((n) + (a) - 1) / (a) * (a))
-#define ROUND_DOWN(n, a) ((n) / (a) * (a))
 
 uint64_t ft_now_ns(void)
 {
@@ -149,58 +148,102 @@ static int alloc_stream(struct ft_run *run, struct ft_stream *st, uint32_t id)
 	return 0;
 }
 
-/* A read test without a size takes it from the first frame (or stamped stream file). */
+/* The first sector of the first frame (or stream file): n bytes read, or -1. */
+static ssize_t read_sector0(int fd, uint8_t **sec)
+{
+	*sec = aligned_alloc(BUF_ALIGN, FT_SECTOR_BYTES);
+	return fd >= 0 && *sec ? pread(fd, *sec, FT_SECTOR_BYTES, 0) : -1;
+}
+
+/*
+ * A read test without a size takes it from the first frame: a --vary header
+ * gives every frame's size; else a stream file's stamp, or a frame file's size.
+ */
 static int detect_size(struct ft_run *run, char *err, size_t len)
 {
 	struct ft_stream *st = &run->streams[0];
+	bool one = run->cfg->single_file;
 	char path[4096];
 	struct stat sb;
+	uint8_t *sec;
+	ssize_t n;
+	int fd, rc = 0;
 
 	if (run->frame_bytes || run->write || run->cfg->empty)
 		return 0;
-	if (run->cfg->single_file) {
-		uint8_t *sec = aligned_alloc(BUF_ALIGN, FT_SECTOR_BYTES);
-		int fd = openat(st->dirfd, FT_STREAM_FILE, O_RDONLY | O_CLOEXEC);
-		ssize_t n = fd >= 0 && sec ? pread(fd, sec, FT_SECTOR_BYTES, 0) : -1;
-
-		run->frame_bytes = n > 0 ? ft_stamped_frame_bytes(sec, (uint64_t)n) : 0;
-		if (fd >= 0)
-			close(fd);
-		free(sec);
-		if (!run->frame_bytes)
-			return errf(err, len, -EINVAL, "%s/%s: no stamped frame to take the size "
-				    "from; give -r SIZE", run->cfg->dir, FT_STREAM_FILE);
-	} else {
+	if (one)
+		snprintf(path, sizeof(path), "%s", FT_STREAM_FILE);
+	else
 		ft_frame_path(&run->names, run->cfg->files_per_dir, 0, path, sizeof(path));
-		if (fstatat(st->dirfd, path, &sb, 0) != 0)
-			return errf(err, len, -errno, "cannot read the first frame %s: %s", path,
-				    strerror(errno));
-		if (sb.st_size <= 0)
-			return errf(err, len, -EINVAL, "the first frame %s is empty; give -r SIZE or -e",
-				    path);
+	fd = openat(st->dirfd, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 && !one)
+		return errf(err, len, -errno, "cannot read the first frame %s: %s", path,
+			    strerror(errno));
+	n = read_sector0(fd, &sec);
+	if (n > 0 && ft_stamped_vary(sec, (uint64_t)n, &run->vary)) {
+		run->frame_bytes = run->vary.max;
+		run->vary_detected = true;
+	} else if (one) {
+		run->frame_bytes = n > 0 ? ft_stamped_frame_bytes(sec, (uint64_t)n) : 0;
+		if (!run->frame_bytes)
+			rc = errf(err, len, -EINVAL, "%s/%s: no stamped frame to take the size "
+				  "from; give -r SIZE", run->cfg->dir, FT_STREAM_FILE);
+	} else if (fstat(fd, &sb) != 0) {
+		rc = errf(err, len, -errno, "cannot read the first frame %s: %s", path,
+			  strerror(errno));
+	} else if (sb.st_size <= 0) {
+		rc = errf(err, len, -EINVAL, "the first frame %s is empty; give -r SIZE or -e", path);
+	} else {
 		run->frame_bytes = (uint64_t)sb.st_size;
 	}
-	run->size_detected = true;
+	if (fd >= 0)
+		close(fd);
+	free(sec);
+	run->size_detected = !rc;
+	return rc;
+}
+
+/*
+ * Each stream's bytes (-n frames once each), and with -s and --vary where
+ * every frame starts in the stream file: frame sizes differ per stream.
+ */
+static int stream_sizes(struct ft_run *run)
+{
+	uint64_t frames = run->cfg->frames;
+	bool vary = ft_vary_on(&run->vary);
+
+	for (uint32_t s = 0; s < run->nstreams; s++) {
+		struct ft_stream *st = &run->streams[s];
+		uint64_t off = 0;
+
+		if (!vary) {
+			st->total_bytes = frames * run->frame_bytes;
+			continue;
+		}
+		if (run->cfg->single_file) {
+			st->offsets = malloc((frames + 1) * sizeof(*st->offsets));
+			if (!st->offsets)
+				return -ENOMEM;
+		}
+		for (uint64_t i = 0; i < frames; i++) {
+			if (st->offsets)
+				st->offsets[i] = off;
+			off += ft_vary_bytes(&run->vary, st->id, i);
+		}
+		if (st->offsets)
+			st->offsets[frames] = off;
+		st->total_bytes = off;
+	}
 	return 0;
 }
 
 /* -c: the middle PERC%, widened to whole 64 KiB chunks so that it can be checked. */
 static void io_range(struct ft_run *run)
 {
-	uint64_t fb = run->frame_bytes, want;
-
 	run->io_off = 0;
-	run->io_len = fb;
-	if (run->cfg->crop_pct >= 100 || run->cfg->empty)
-		return;
-	want = fb * run->cfg->crop_pct / 100;
-	run->io_off = ROUND_DOWN((fb - want) / 2, FT_CHUNK_BYTES);
-	run->io_len = ROUND_UP(run->io_off + want, FT_CHUNK_BYTES);
-	if (run->io_len > fb)
-		run->io_len = fb;
-	run->io_len -= run->io_off;
-	if (run->io_len == 0)
-		run->io_len = fb - run->io_off;
+	run->io_len = run->frame_bytes;
+	if (!run->cfg->empty)
+		ft_crop_range(run->frame_bytes, run->cfg->crop_pct, &run->io_off, &run->io_len);
 }
 
 static int open_probe(struct ft_run *run, char *path, size_t len)
@@ -217,10 +260,13 @@ static int open_probe(struct ft_run *run, char *path, size_t len)
 	return openat(st->dirfd, path, flags | O_RDONLY);
 }
 
+/* With --vary every size, part (-c) and offset is whole 4 KiB: the alignment must divide it. */
 static bool dio_fits(const struct ft_run *run)
 {
 	uint64_t a = run->align;
 
+	if (ft_vary_on(&run->vary))
+		return FT_VARY_ALIGN % a == 0;
 	if (run->io_off % a || run->io_len % a)
 		return false;
 	return !run->cfg->single_file || run->frame_bytes % a == 0;
@@ -260,6 +306,13 @@ static int probe_direct(struct ft_run *run, char *err, size_t len)
 			    "use --buffered", run->cfg->dir, ma);
 	if (told)
 		run->align = oa;
+	if (run->cfg->io_size % run->align) {
+		snprintf(run->dio_note, sizeof(run->dio_note),
+			 "direct I/O: --io-size=%" PRIu64 " is not a multiple of the %" PRIu64
+			 "-byte O_DIRECT alignment; falling back to buffered I/O", run->cfg->io_size,
+			 run->align);
+		return 0;
+	}
 	if (!dio_fits(run)) {
 		snprintf(run->dio_note, sizeof(run->dio_note),
 			 "direct I/O: %" PRIu64 "-byte frames are not a multiple of the %" PRIu64
@@ -277,7 +330,6 @@ static int probe_direct(struct ft_run *run, char *err, size_t len)
 static int open_stream_files(struct ft_run *run, char *err, size_t len)
 {
 	int flags = O_CLOEXEC | (run->direct ? O_DIRECT : 0);
-	uint64_t need = run->cfg->frames * run->frame_bytes;
 	struct stat sb;
 
 	if (!run->cfg->single_file)
@@ -290,10 +342,17 @@ static int open_stream_files(struct ft_run *run, char *err, size_t len)
 		if (st->filefd < 0)
 			return errf(err, len, -errno, "cannot open stream %u's %s: %s", s,
 				    FT_STREAM_FILE, strerror(errno));
-		if (!run->write && fstat(st->filefd, &sb) == 0 && (uint64_t)sb.st_size < need)
-			return errf(err, len, -EINVAL, "stream %u's %s holds %" PRIu64
-				    " frames; -n asks for %" PRIu64, s, FT_STREAM_FILE,
-				    (uint64_t)sb.st_size / run->frame_bytes, run->cfg->frames);
+		if (run->write || fstat(st->filefd, &sb) != 0 ||
+		    (uint64_t)sb.st_size >= st->total_bytes)
+			continue;
+		if (ft_vary_on(&run->vary))
+			return errf(err, len, -EINVAL, "stream %u's %s is %" PRIu64 " bytes; -n %"
+				    PRIu64 " frames of its --vary sizes need %" PRIu64, s,
+				    FT_STREAM_FILE, (uint64_t)sb.st_size, run->cfg->frames,
+				    st->total_bytes);
+		return errf(err, len, -EINVAL, "stream %u's %s holds %" PRIu64
+			    " frames; -n asks for %" PRIu64, s, FT_STREAM_FILE,
+			    (uint64_t)sb.st_size / run->frame_bytes, run->cfg->frames);
 	}
 	return 0;
 }
@@ -301,7 +360,8 @@ static int open_stream_files(struct ft_run *run, char *err, size_t len)
 static int alloc_workers(struct ft_run *run)
 {
 	const struct ft_config *c = run->cfg;
-	uint64_t buf_len = c->empty ? 0 : ROUND_UP(run->write ? run->frame_bytes : run->io_len,
+	bool whole = run->write || ft_vary_on(&run->vary);	/* --vary: the largest frame */
+	uint64_t buf_len = c->empty ? 0 : ROUND_UP(whole ? run->frame_bytes : run->io_len,
 						   BUF_ALIGN);
 
 	run->nworkers = run->nstreams * c->threads;
@@ -330,10 +390,12 @@ static int alloc_workers(struct ft_run *run)
 static void space_check(struct ft_run *run)
 {
 	struct statvfs sv;
-	uint64_t need = (uint64_t)run->nstreams * run->cfg->frames * run->frame_bytes, avail;
+	uint64_t need = 0, avail;
 
 	if (!run->write || fstatvfs(run->topfd, &sv) != 0)
 		return;
+	for (uint32_t s = 0; s < run->nstreams; s++)
+		need += run->streams[s].total_bytes;
 	avail = (uint64_t)sv.f_bavail * sv.f_frsize;
 	if (avail < need)
 		snprintf(run->space_note, sizeof(run->space_note),
@@ -348,6 +410,9 @@ static int prepare_data(struct ft_run *run, char *err, size_t len)
 
 	if (rc)
 		return rc;
+	if (stream_sizes(run))
+		return errf(err, len, -ENOMEM, "out of memory for %" PRIu64 " frame offsets",
+			    run->cfg->frames * run->nstreams);
 	io_range(run);
 	rc = probe_direct(run, err, len);
 	if (!rc)
@@ -355,7 +420,10 @@ static int prepare_data(struct ft_run *run, char *err, size_t len)
 	if (rc)
 		return rc;
 	if (run->write && !run->cfg->empty) {
-		rc = ft_stamp_init(&run->stamp, run->frame_bytes, ft_now_ns() ^ (uint64_t)getpid() << 40);
+		uint64_t seed = ft_now_ns() ^ (uint64_t)getpid() << 40;
+
+		rc = ft_vary_on(&run->vary) ? ft_stamp_init_vary(&run->stamp, &run->vary, seed)
+					    : ft_stamp_init(&run->stamp, run->frame_bytes, seed);
 		if (rc)
 			return errf(err, len, rc, "cannot stamp %" PRIu64 "-byte frames: %s",
 				    run->frame_bytes, strerror(-rc));
@@ -379,7 +447,8 @@ int ft_run_prepare(struct ft_run *run, const struct ft_config *cfg, uint32_t nst
 	run->write = cfg->mode == FT_MODE_WRITE;
 	run->pace = (struct ft_pace){ cfg->fps_num, cfg->fps_den, cfg->prebuffer };
 	run->positions = cfg->frames * cfg->loops;
-	run->frame_bytes = cfg->empty ? 0 : cfg->frame_bytes;
+	run->vary = cfg->empty ? (struct ft_vary){ 0 } : cfg->vary;
+	run->frame_bytes = cfg->empty ? 0 : ft_vary_on(&cfg->vary) ? cfg->vary.max : cfg->frame_bytes;
 	run->verify = !run->write && !cfg->empty && !cfg->no_verify;
 	run->topfd = -1;
 	ft_names_parse(cfg->name_pattern, &run->names);
@@ -427,6 +496,7 @@ void ft_run_free(struct ft_run *run)
 			close(st->dirfd);
 		free(st->recs);
 		free(st->perm);
+		free(st->offsets);
 		if (s < run->streams_ready)
 			pthread_mutex_destroy(&st->lock);
 	}

@@ -79,7 +79,7 @@ static int percentiles(const struct ft_stats_in *in, uint64_t n, struct ft_summa
 {
 	double *f = malloc((n ? n : 1) * 4 * sizeof(double)), *o = f + n, *io = o + n, *c = io + n;
 	const struct ft_rec *r;
-	uint64_t i = 0;
+	uint64_t i = 0, fastest = 0, slowest = 0;
 
 	if (!f)
 		return -ENOMEM;
@@ -88,6 +88,15 @@ static int percentiles(const struct ft_stats_in *in, uint64_t n, struct ft_summa
 		o[i] = (double)r->open_ns / NS_PER_MS;
 		io[i] = (double)r->io_ns / NS_PER_MS;
 		c[i] = (double)r->close_ns / NS_PER_MS;
+		/* The sorts below lose which frame was fastest: note what it moved now. */
+		if (i == 0 || f[i] < f[fastest]) {
+			fastest = i;
+			out->fastest_bytes = r->bytes;
+		}
+		if (i == 0 || f[i] > f[slowest]) {
+			slowest = i;
+			out->slowest_bytes = r->bytes;
+		}
 		i++;
 	}
 	pctl_of(f, n, &out->frame);
@@ -104,7 +113,7 @@ static void window(const struct ft_stats_in *in, const char *label, double secs,
 		   struct ft_window *w)
 {
 	uint64_t dur = in->duration_ns, span = (uint64_t)(secs * 1e9), from;
-	double open = 0, io = 0;
+	double open = 0, io = 0, bytes = 0;
 	const struct ft_rec *r;
 
 	if (secs <= 0 || span > dur)
@@ -119,6 +128,7 @@ static void window(const struct ft_stats_in *in, const char *label, double secs,
 		w->frames++;
 		open += (double)r->open_ns;
 		io += (double)r->io_ns;
+		bytes += (double)r->bytes;
 	}
 	if (!w->frames || w->secs <= 0)
 		return;
@@ -126,8 +136,8 @@ static void window(const struct ft_stats_in *in, const char *label, double secs,
 	w->io_ms = io / (double)w->frames / NS_PER_MS;
 	w->frame_ms = w->secs * 1e3 / (double)w->frames;
 	w->fps = (double)w->frames / w->secs;
-	w->mb_s = w->fps * (double)in->bytes_per_frame / MB;
-	w->mib_s = w->fps * (double)in->bytes_per_frame / MIB;
+	w->mb_s = bytes / w->secs / MB;
+	w->mib_s = bytes / w->secs / MIB;
 }
 
 static void histogram(const struct ft_stats_in *in, struct ft_summary *out)
@@ -169,6 +179,33 @@ static bool stream_passes(const struct ft_stats_in *in, const struct ft_drops *d
 	return !in->verify || d->verified == d->transferred;
 }
 
+static uint64_t stream_bytes(const struct ft_rec *r, uint64_t n)
+{
+	uint64_t b = 0;
+
+	for (uint64_t k = 0; k < n; k++)
+		if (ft_status_transferred((enum ft_status)r[k].status))
+			b += r[k].bytes;
+	return b;
+}
+
+/* Bytes moved: in all, and the smallest, largest and mean per transferred frame. */
+static void frame_bytes(const struct ft_stats_in *in, struct ft_summary *out)
+{
+	const struct ft_rec *r;
+	uint64_t n = 0;
+
+	FOR_EACH_TRANSFERRED(in, r) {
+		if (n == 0 || r->bytes < out->frame_bytes_min)
+			out->frame_bytes_min = r->bytes;
+		if (r->bytes > out->frame_bytes_max)
+			out->frame_bytes_max = r->bytes;
+		out->bytes += r->bytes;
+		n++;
+	}
+	out->frame_bytes_mean = n ? (double)out->bytes / (double)n : 0;
+}
+
 static int per_stream(const struct ft_stats_in *in, struct ft_summary *out)
 {
 	uint64_t *ev = malloc((in->positions ? in->positions : 1) * sizeof(*ev));
@@ -191,7 +228,7 @@ static int per_stream(const struct ft_stats_in *in, struct ft_summary *out)
 		if (ss->lowest_fps >= 0 && (out->lowest_fps < 0 || ss->lowest_fps < out->lowest_fps))
 			out->lowest_fps = ss->lowest_fps;
 		ss->fps = secs > 0 ? (double)ss->drops.transferred / secs : 0;
-		ss->mb_s = ss->fps * (double)in->bytes_per_frame / MB;
+		ss->mb_s = secs > 0 ? (double)stream_bytes(in->recs[s], in->positions) / secs / MB : 0;
 		ss->pass = stream_passes(in, &ss->drops);
 		out->streams_passed += ss->pass;
 		add_drops(&out->drops, &ss->drops);
@@ -220,7 +257,7 @@ int ft_summarize(const struct ft_stats_in *in, struct ft_summary *out)
 	for (int i = 0; i < FT_WINDOWS; i++)
 		window(in, wins[i].label, wins[i].secs, &out->win[i]);
 	histogram(in, out);
-	out->bytes = out->drops.transferred * in->bytes_per_frame;
+	frame_bytes(in, out);
 	out->fps = out->duration_s > 0 ? (double)out->drops.transferred / out->duration_s : 0;
 	out->mb_s = out->duration_s > 0 ? (double)out->bytes / out->duration_s / MB : 0;
 	out->mib_s = out->duration_s > 0 ? (double)out->bytes / out->duration_s / MIB : 0;

@@ -47,7 +47,6 @@ struct ft_stats_in {
 	bool write;
 	bool verify;		/* frames read are checked: pass needs all verified */
 	struct ft_pace pace;
-	uint64_t bytes_per_frame;	/* moved per transferred frame */
 	uint64_t duration_ns;
 	double hist_window_s;	/* 0 = whole run */
 };
@@ -55,9 +54,12 @@ struct ft_stats_in {
 struct ft_summary {
 	double duration_s;
 	struct ft_drops drops;	/* summed over streams */
-	uint64_t bytes;
+	uint64_t bytes;		/* moved: the sum of the records' bytes */
+	uint64_t frame_bytes_min, frame_bytes_max;	/* moved per transferred frame */
+	double frame_bytes_mean;
 	double lowest_fps;	/* the worst stream's; -1 if not measured */
 	double fastest_ms, slowest_ms;
+	uint64_t fastest_bytes, slowest_bytes;	/* what those two frames moved */
 	struct ft_window win[FT_WINDOWS];
 	struct ft_pctl frame, open, io, close;
 	uint64_t hist[FT_HIST_BUCKETS];

@@ -55,13 +55,32 @@ static void on_drop(void *ctx, uint64_t pos, uint64_t at_ns, enum ft_status why)
 	atomic_fetch_add(&d->st->dropped, 1);
 }
 
-/* Move len bytes at file offset off in pieces (-i), each a multiple of align. */
-static int xfer(int fd, bool wr, uint8_t *buf, uint64_t off, uint64_t len, uint32_t pieces,
-		uint64_t align)
-{
-	uint64_t piece = (len + pieces - 1) / pieces, done = 0;
+/* Where frame idx lies and what of it moves: the run's one size, or its own (--vary). */
+struct span {
+	uint64_t frame_bytes;
+	uint64_t file_off;	/* the frame's start in the stream file (-s), else 0 */
+	uint64_t io_off, io_len;	/* the part moved (-c), from the frame's start */
+};
 
-	piece = (piece + align - 1) / align * align;
+static void frame_span(const struct ft_run *run, const struct ft_stream *st, uint64_t idx,
+		       struct span *sp)
+{
+	bool vary = ft_vary_on(&run->vary);
+
+	sp->frame_bytes = vary ? ft_vary_bytes(&run->vary, st->id, idx) : run->frame_bytes;
+	sp->file_off = !run->cfg->single_file ? 0 : st->offsets ? st->offsets[idx]
+								 : idx * run->frame_bytes;
+	sp->io_off = run->io_off;
+	sp->io_len = run->io_len;
+	if (vary)
+		ft_crop_range(sp->frame_bytes, run->cfg->crop_pct, &sp->io_off, &sp->io_len);
+}
+
+/* Move len bytes at file offset off in calls of piece bytes (-i, --io-size). */
+static int xfer(int fd, bool wr, uint8_t *buf, uint64_t off, uint64_t len, uint64_t piece)
+{
+	uint64_t done = 0;
+
 	while (done < len) {
 		uint64_t want = len - done < piece ? len - done : piece;
 		ssize_t n;
@@ -92,11 +111,12 @@ static int open_frame(struct ft_worker *w, uint64_t idx)
 }
 
 /* One frame's open / transfer / close, timed; 0 or -errno with *op naming the step. */
-static int frame_io(struct ft_worker *w, uint64_t idx, struct ft_rec *r, const char **op)
+static int frame_io(struct ft_worker *w, uint64_t idx, const struct span *sp, struct ft_rec *r,
+		    const char **op)
 {
 	const struct ft_run *run = w->run;
 	bool one_file = run->cfg->single_file;
-	uint64_t t = ft_now_ns(), off = one_file ? idx * run->frame_bytes : 0;
+	uint64_t t = ft_now_ns();
 	int fd = one_file ? w->st->filefd : open_frame(w, idx), rc = 0;
 
 	r->open_ns = ft_now_ns() - t;
@@ -106,8 +126,9 @@ static int frame_io(struct ft_worker *w, uint64_t idx, struct ft_rec *r, const c
 	t = ft_now_ns();
 	if (!run->cfg->empty) {
 		*op = run->write ? "write" : "read";
-		rc = xfer(fd, run->write, w->buf, off + run->io_off, run->io_len,
-			  run->cfg->ios_per_frame, run->align);
+		rc = xfer(fd, run->write, w->buf, sp->file_off + sp->io_off, sp->io_len,
+			  ft_piece_bytes(sp->io_len, run->cfg->ios_per_frame, run->cfg->io_size,
+					 run->align));
 	}
 	r->io_ns = ft_now_ns() - t;
 	t = ft_now_ns();
@@ -132,13 +153,13 @@ static void stop_stream(struct ft_worker *w, uint64_t idx, const char *op, int r
 	pthread_mutex_unlock(&st->lock);
 }
 
-static void check_frame(struct ft_worker *w, uint64_t idx, struct ft_rec *r)
+static void check_frame(struct ft_worker *w, uint64_t idx, const struct span *sp,
+			struct ft_rec *r)
 {
 	struct ft_stream *st = w->st;
 	struct ft_check chk;
 
-	if (ft_verify(w->buf, w->run->frame_bytes, w->run->io_off, w->run->io_len, idx, st->id,
-		      &chk) == 0) {
+	if (ft_verify(w->buf, sp->frame_bytes, sp->io_off, sp->io_len, idx, st->id, &chk) == 0) {
 		r->verify = FT_V_OK;
 		return;
 	}
@@ -158,13 +179,15 @@ static void run_frame(struct ft_worker *w, uint64_t pos)
 	struct ft_rec *r = &st->recs[pos];
 	uint64_t idx = file_index(run, st, pos);
 	const char *op = "";
+	struct span sp;
 	int rc;
 
 	r->frame = idx;
-	if (run->write && !run->cfg->empty)
-		ft_stamp_frame(&run->stamp, w->buf, idx, st->id);	/* before the clock */
+	frame_span(run, st, idx, &sp);
+	if (run->write && !run->cfg->empty)	/* before the clock */
+		ft_stamp_frame_sized(&run->stamp, w->buf, sp.frame_bytes, idx, st->id);
 	r->start_ns = ft_now_ns() - run->t0;
-	rc = frame_io(w, idx, r, &op);
+	rc = frame_io(w, idx, &sp, r, &op);
 	r->done_ns = ft_now_ns() - run->t0;
 	if (rc) {
 		r->status = FT_ST_ERROR;
@@ -172,14 +195,15 @@ static void run_frame(struct ft_worker *w, uint64_t pos)
 		stop_stream(w, idx, op, rc);
 		return;
 	}
+	r->bytes = run->cfg->empty ? 0 : sp.io_len;
 	r->status = (uint8_t)ft_sched_judge(&run->pace, pos, r->done_ns);
 	atomic_fetch_add(&st->done, 1);
-	atomic_fetch_add(&st->bytes, run->cfg->empty ? 0 : run->io_len);
+	atomic_fetch_add(&st->bytes, r->bytes);
 	if (ft_status_dropped((enum ft_status)r->status, run->write))
 		atomic_fetch_add(&st->dropped, 1);
 	/* After the record: checking is this tool's work, not the storage's. */
 	if (run->verify)
-		check_frame(w, idx, r);
+		check_frame(w, idx, &sp, r);
 }
 
 static void *worker_main(void *arg)

@@ -319,6 +319,24 @@ static json_object *scrub_json(struct ffs *fs)
 	return o;
 }
 
+/* FUSE requests in flight and the oldest of them (fs/watch.c). */
+static json_object *requests_json(struct ffs *fs)
+{
+	json_object *o = json_object_new_object();
+	struct ffs_req_info ri;
+
+	ffs_req_info(fs, &ri);
+	jadd_u64(o, "in_flight", ri.in_flight);
+	jadd_u64(o, "oldest_age_ms", ri.oldest_age_ns / 1000000);
+	jadd_str(o, "oldest_op", ri.in_flight ? ri.oldest_op : NULL);
+	jadd_u64(o, "oldest_ino", ri.oldest_ino);
+	jadd_str(o, "oldest_wait", ri.in_flight ? ri.oldest_wait : NULL);
+	jadd_u64(o, "stuck_ms", ri.stuck_ns / 1000000);
+	jadd_u64(o, "stuck_seen", ri.stuck);
+	jadd_u64(o, "untracked", ri.untracked);
+	return o;
+}
+
 static json_object *stats_json(struct ffs_ctl *c)
 {
 	struct ff_raid_stats *rs = ff_raid_stats(c->r);
@@ -465,9 +483,11 @@ static json_object *status_json(struct ffs_ctl *c)
 		jadd_u64(f, "commits", info.commits);
 		jadd_bool(f, "read_only", info.ro);
 		json_object_object_add(o, "fs", f);
+		json_object_object_add(o, "requests", requests_json(c->fs));
 	} else {
 		jadd_bool(o, "read_only", true); /* offline, array only: assembled read-only */
 		json_object_object_add(o, "fs", NULL);
+		json_object_object_add(o, "requests", NULL);
 	}
 	json_object_object_add(o, "stats", stats_json(c));
 	return o;

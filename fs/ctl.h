@@ -74,6 +74,10 @@
  *   rates:   {rebuild_min_bps, rebuild_max_bps, scrub_min_bps, scrub_max_bps},
  *   fs:      {stripe_bytes, nstripes, free_stripes, ninodes, free_inodes,
  *             commits, read_only} | null,
+ *   requests: {in_flight, oldest_age_ms, oldest_op: string|null,
+ *             oldest_ino, oldest_wait: string|null (what it waits for),
+ *             stuck_ms (the watchdog's threshold), stuck_seen (requests
+ *             logged as older), untracked} | null (offline),
  *   stats:   {raid: {fg_bytes, full_stripe_writes, rmw_segments,
  *             rcw_segments, degraded_segments, member_reads, member_writes,
  *             read_bytes, write_bytes, member_errors},

@@ -127,6 +127,15 @@ struct rcache {
 
 /* ---- the write-buffer pool ------------------------------------------------ */
 
+/* A condition wait that names what it waits for in the request's slot (watch.c). */
+static void wait_noted(pthread_cond_t *cond, pthread_mutex_t *lock, const char *what)
+{
+	const char *prev = watch_wait_begin(what);
+
+	pthread_cond_wait(cond, lock);
+	watch_wait_end(prev);
+}
+
 static int wpool_init(struct ffs *fs)
 {
 	struct wpool *p = calloc(1, sizeof(*p));
@@ -192,7 +201,7 @@ static struct wbuf *wpool_take(struct ffs *fs)
 		if (!waited)
 			atomic_fetch_add(&fs->stats.wbuf_wait_pool, 1);
 		waited = true;
-		pthread_cond_wait(&p->cond, &p->lock);
+		wait_noted(&p->cond, &p->lock, "a free write buffer");
 	}
 	wb = p->free;
 	p->free = wb->next;
@@ -438,7 +447,7 @@ static struct rentry *rc_hold(struct rcache *c, struct rentry *e)
 {
 	e->refs++;
 	while (e->state == RC_LOADING)
-		pthread_cond_wait(&c->cond, &c->lock);
+		wait_noted(&c->cond, &c->lock, "a stripe read");
 	pthread_mutex_unlock(&c->lock);
 	return e;
 }
@@ -483,7 +492,7 @@ static struct rentry *rc_get(struct ffs *fs, uint64_t p, int mode, const uint32_
 				return NULL;
 			}
 			while (v == &c->lru) {
-				pthread_cond_wait(&c->cond, &c->lock);
+				wait_noted(&c->cond, &c->lock, "a free read-cache entry");
 				for (v = c->lru.lru_next; v != &c->lru && (v->refs || v->state == RC_LOADING);)
 					v = v->lru_next;
 			}
@@ -654,7 +663,7 @@ static int stripe_get(struct ffs *fs, uint64_t p, int mode, struct rentry **out)
 		/* only one reader repairs; the others wait for it */
 		pthread_mutex_lock(&c->lock);
 		while (e->state == RC_LOADING)
-			pthread_cond_wait(&c->cond, &c->lock);
+			wait_noted(&c->cond, &c->lock, "a stripe repair by another reader");
 		e->state = RC_LOADING;
 		pthread_mutex_unlock(&c->lock);
 		rc = e->bad_chunks ? rc_repair(fs, e) : 0;
@@ -1055,7 +1064,7 @@ static struct wbuf *wb_for(struct ffs *fs, struct finode *fi, uint64_t k, int *e
 				wpool_put(fs, held);
 			held = NULL;
 			atomic_fetch_add(wb ? &fs->stats.wbuf_wait_rewrite : &fs->stats.wbuf_wait_inode, 1);
-			pthread_cond_wait(&fi->dcond, &fi->dlock);
+			wait_noted(&fi->dcond, &fi->dlock, "a stripe write of this file in flight");
 			continue;
 		}
 		if (fi->nwbufs >= WB_PER_INODE) {
@@ -1322,7 +1331,7 @@ int data_flush(struct ffs *fs, struct finode *fi)
 		if (!wb) {
 			if (!fi->wbufs)
 				break;
-			pthread_cond_wait(&fi->dcond, &fi->dlock); /* others' writes in flight */
+			wait_noted(&fi->dcond, &fi->dlock, "a stripe write of this file in flight"); /* others' writes in flight */
 			continue;
 		}
 		err = wb_writeout(fs, fi, wb);
@@ -1362,7 +1371,7 @@ int data_truncate(struct ffs *fs, struct finode *fi, uint64_t size)
 			;
 		if (!wb)
 			break;
-		pthread_cond_wait(&fi->dcond, &fi->dlock);
+		wait_noted(&fi->dcond, &fi->dlock, "a stripe write of this file in flight");
 	}
 	for (wb = fi->wbufs; wb;) {
 		struct wbuf *next = wb->next;

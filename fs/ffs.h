@@ -31,6 +31,7 @@ struct ffs_opts {
 	size_t read_cache_bytes;      /* whole-stripe read cache, default 128 MiB */
 	unsigned commit_interval_ms;  /* background commit, default 5000 */
 	unsigned readahead_stripes;   /* default 4 */
+	unsigned stuck_request_ms;    /* a request in flight longer is logged, default 10000 */
 };
 
 struct ffs_stats {
@@ -49,6 +50,25 @@ struct ffs_stats {
 	_Atomic uint64_t wbuf_wait_rewrite; /* the stripe was still being written */
 	_Atomic uint64_t wbuf_evictions;    /* partial stripes sent out early to free a buffer */
 };
+
+/* Requests in flight (fs/watch.c).  The daemon brackets each request it
+ * serves; at most FFS_REQ_SLOTS threads are tracked. */
+#define FFS_REQ_SLOTS 64
+struct ffs_req_slot;
+struct ffs_req_slot *ffs_req_begin(struct ffs *fs, const char *op, uint64_t ino);
+void ffs_req_end(struct ffs_req_slot *s);
+
+struct ffs_req_info {
+	unsigned in_flight;
+	uint64_t oldest_age_ns;       /* 0 with nothing in flight */
+	const char *oldest_op;
+	uint64_t oldest_ino;
+	const char *oldest_wait;      /* what it waits for; NULL: running */
+	uint64_t stuck_ns;            /* the watchdog's threshold */
+	uint64_t stuck;               /* requests logged as stuck since mount */
+	uint64_t untracked;           /* requests served by threads beyond the table */
+};
+void ffs_req_info(struct ffs *fs, struct ffs_req_info *out);
 
 struct ffs_mkfs_params {
 	uint32_t level;               /* 5 or 6 */

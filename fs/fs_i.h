@@ -274,6 +274,7 @@ struct ffs {
 	struct wpool *wpool;
 	struct rcache *rcache;
 	struct scrub *scrub;
+	struct watch *watch;        /* requests in flight (watch.c) */
 	/* background commit */
 	pthread_t commit_thread;
 	bool commit_thread_started;
@@ -289,6 +290,15 @@ struct ffs {
 };
 
 uint64_t ffs_now_ns(void);
+
+/* ---- requests in flight (watch.c) -------------------------------------- */
+
+int watch_start(struct ffs *fs);
+void watch_stop(struct ffs *fs);
+/* Name what this thread's request waits for until watch_wait_end(the
+ * returned value); no-ops on threads that serve no request. */
+const char *watch_wait_begin(const char *what);
+void watch_wait_end(const char *prev);
 /* Group commit: make transaction `seq` (and those before it) durable,
  * together with every other flusher's that arrives meanwhile.  fs->lock
  * held (let go while waiting). */

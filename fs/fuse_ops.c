@@ -25,6 +25,17 @@ static struct ffs *FS(fuse_req_t req)
 	return fuse_req_userdata(req);
 }
 
+/* Each handler marks its request in flight (fs/watch.c) until it returns,
+ * after its one reply. */
+static void track_end(struct ffs_req_slot **s)
+{
+	ffs_req_end(*s);
+}
+
+#define TRACK(req, op, ino) \
+	struct ffs_req_slot *track_ __attribute__((cleanup(track_end))) = \
+		ffs_req_begin(FS(req), op, ino)
+
 /* One aligned I/O buffer per worker thread, made on its first use and
  * freed when libfuse ends the thread (the key's destructor). */
 static pthread_key_t buf_key;
@@ -92,6 +103,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+	TRACK(req, "lookup", parent);
 	struct stat st;
 
 	reply_entry(req, ffs_lookup(FS(req), parent, name, &st), &st);
@@ -99,12 +111,14 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
+	TRACK(req, "forget", ino);
 	ffs_forget(FS(req), ino, nlookup);
 	fuse_reply_none(req);
 }
 
 static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *f)
 {
+	TRACK(req, "forget", 0);
 	for (size_t i = 0; i < count; i++)
 		ffs_forget(FS(req), f[i].ino, f[i].nlookup);
 	fuse_reply_none(req);
@@ -112,6 +126,7 @@ static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	TRACK(req, "getattr", ino);
 	struct stat st;
 	int rc = ffs_getattr(FS(req), ino, &st);
 
@@ -125,6 +140,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		       struct fuse_file_info *fi)
 {
+	TRACK(req, "setattr", ino);
 	static const struct { int fuse, ffs; } map[] = {
 		{ FUSE_SET_ATTR_MODE, FFS_SET_MODE }, { FUSE_SET_ATTR_UID, FFS_SET_UID },
 		{ FUSE_SET_ATTR_GID, FFS_SET_GID }, { FUSE_SET_ATTR_SIZE, FFS_SET_SIZE },
@@ -148,6 +164,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 
 static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
 {
+	TRACK(req, "mknod", parent);
 	const struct fuse_ctx *c = fuse_req_ctx(req);
 	struct stat st;
 
@@ -157,6 +174,7 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 
 static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
+	TRACK(req, "mkdir", parent);
 	const struct fuse_ctx *c = fuse_req_ctx(req);
 	struct stat st;
 
@@ -165,6 +183,7 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 
 static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
 {
+	TRACK(req, "symlink", parent);
 	const struct fuse_ctx *c = fuse_req_ctx(req);
 	struct stat st;
 
@@ -173,6 +192,7 @@ static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, cons
 
 static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 {
+	TRACK(req, "readlink", ino);
 	char buf[FFS_READLINK_MAX + 1];
 	int rc = ffs_readlink(FS(req), ino, buf, sizeof(buf));
 
@@ -184,6 +204,7 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 
 static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
 {
+	TRACK(req, "link", ino);
 	struct stat st;
 
 	reply_entry(req, ffs_link(FS(req), ino, newparent, newname, &st), &st);
@@ -191,17 +212,20 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+	TRACK(req, "unlink", parent);
 	fuse_reply_err(req, -ffs_unlink(FS(req), parent, name));
 }
 
 static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+	TRACK(req, "rmdir", parent);
 	fuse_reply_err(req, -ffs_rmdir(FS(req), parent, name));
 }
 
 static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
 		      const char *newname, unsigned int flags)
 {
+	TRACK(req, "rename", parent);
 	unsigned f = 0;
 
 	if (flags & RENAME_NOREPLACE)
@@ -222,6 +246,7 @@ static void open_flags(struct fuse_file_info *fi)
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	TRACK(req, "open", ino);
 	uint64_t fh;
 	int rc = ffs_open(FS(req), ino, fi->flags, &fh);
 
@@ -238,6 +263,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		      struct fuse_file_info *fi)
 {
+	TRACK(req, "create", parent);
 	const struct fuse_ctx *c = fuse_req_ctx(req);
 	struct fuse_entry_param e;
 	uint64_t fh;
@@ -261,6 +287,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
+	TRACK(req, "read", ino);
 	struct ffs *fs = FS(req); /* the request is gone once replied to */
 	struct ffs_rref ref;
 	void *buf;
@@ -296,6 +323,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, off_t off,
 			 struct fuse_file_info *fi)
 {
+	TRACK(req, "write", ino);
 	size_t size = fuse_buf_size(bufv);
 	const void *src;
 	ssize_t n;
@@ -328,24 +356,28 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *buf
 
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	TRACK(req, "flush", ino);
 	(void)ino;
 	fuse_reply_err(req, -ffs_flush(FS(req), fi->fh));
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	TRACK(req, "release", ino);
 	(void)ino;
 	fuse_reply_err(req, -ffs_release(FS(req), fi->fh));
 }
 
 static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
+	TRACK(req, "fsync", ino);
 	(void)ino;
 	fuse_reply_err(req, -ffs_fsync(FS(req), fi->fh, datasync != 0));
 }
 
 static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	TRACK(req, "opendir", ino);
 	struct stat st;
 	int rc = ffs_getattr(FS(req), ino, &st);
 
@@ -409,6 +441,7 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
+	TRACK(req, "readdir", ino);
 	(void)fi;
 	readdir_common(req, ino, size, off, false);
 }
@@ -416,12 +449,14 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			   struct fuse_file_info *fi)
 {
+	TRACK(req, "readdirplus", ino);
 	(void)fi;
 	readdir_common(req, ino, size, off, true);
 }
 
 static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	TRACK(req, "releasedir", ino);
 	(void)ino;
 	(void)fi;
 	fuse_reply_err(req, 0);
@@ -429,6 +464,7 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 
 static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
+	TRACK(req, "fsyncdir", ino);
 	(void)ino;
 	(void)datasync;
 	(void)fi;
@@ -437,6 +473,7 @@ static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fus
 
 static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 {
+	TRACK(req, "statfs", ino);
 	struct statvfs st;
 
 	(void)ino;
@@ -447,11 +484,13 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
 			size_t size, int flags)
 {
+	TRACK(req, "setxattr", ino);
 	fuse_reply_err(req, -ffs_setxattr(FS(req), ino, name, value, size, flags));
 }
 
 static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
+	TRACK(req, "getxattr", ino);
 	char *buf = size ? thread_buf() : NULL;
 	int rc;
 
@@ -470,6 +509,7 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 
 static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
+	TRACK(req, "listxattr", ino);
 	char *buf = size ? thread_buf() : NULL;
 	int rc;
 
@@ -488,12 +528,14 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 
 static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
+	TRACK(req, "removexattr", ino);
 	fuse_reply_err(req, -ffs_removexattr(FS(req), ino, name));
 }
 
 /* Without default_permissions the daemon answers access() itself. */
 static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
 {
+	TRACK(req, "access", ino);
 	const struct fuse_ctx *c = fuse_req_ctx(req);
 	struct stat st;
 	int rc = ffs_getattr(FS(req), ino, &st), bits;
@@ -517,6 +559,7 @@ static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
 static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
 			 struct fuse_file_info *fi)
 {
+	TRACK(req, "fallocate", ino);
 	(void)ino;
 	if (off < 0 || len <= 0) {
 		fuse_reply_err(req, EINVAL);

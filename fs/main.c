@@ -35,6 +35,7 @@
 struct cli {
 	char *members;
 	unsigned raid_workers, write_window, wbuf_mb, rcache_mb, commit_ms, readahead, threads, bdi_ra_kb;
+	unsigned stuck_ms;
 	int ro, help, version, force, allow_other, default_permissions;
 };
 
@@ -49,6 +50,7 @@ static const struct fuse_opt cli_opts[] = {
 	OPT("commit_ms=%u", commit_ms),
 	OPT("readahead=%u", readahead),
 	OPT("threads=%u", threads),
+	OPT("stuck_request_ms=%u", stuck_ms),
 	OPT("kernel_readahead_kb=%u", bdi_ra_kb),
 	OPT("force", force),
 	FUSE_OPT_KEY("ro", KEY_RO),
@@ -113,7 +115,8 @@ static void usage(const char *prog)
 	       "  -o read_cache_mb=N     whole-stripe read cache (default 128)\n"
 	       "  -o readahead=N         stripes read ahead (default 4)\n"
 	       "  -o commit_ms=N         metadata commit interval (default 5000)\n"
-	       "  -o threads=N           FUSE worker threads at most (default 16)\n"
+	       "  -o threads=N           FUSE worker threads at most (default 16, at most 64)\n"
+	       "  -o stuck_request_ms=N  log a request in flight longer than this (default 10000)\n"
 	       "  -o kernel_readahead_kb=N  page-cache readahead for buffered readers (default 8192)\n"
 	       "  -o force               mount even if the array was not shut down cleanly\n",
 	       prog);
@@ -289,6 +292,11 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (c.threads > FFS_REQ_SLOTS) {
+		fprintf(stderr, "framefs: threads=%u: at most %u FUSE worker threads; give a smaller "
+			"number\n", c.threads, FFS_REQ_SLOTS);
+		return 2;
+	}
 	n = split_members(c.members, paths);
 	if (n == 0) {
 		fprintf(stderr, "framefs: no members given\n");
@@ -306,6 +314,7 @@ int main(int argc, char **argv)
 	o.read_cache_bytes = (size_t)c.rcache_mb * FF_MiB;
 	o.commit_interval_ms = c.commit_ms;
 	o.readahead_stripes = c.readahead;
+	o.stuck_request_ms = c.stuck_ms;
 	if (ffs_mount(paths, n, &o, &fs, &err) < 0) {
 		snprintf(msg, sizeof(msg), "framefs: %s", err.msg[0] ? err.msg : "mount failed");
 		report(report_fd, msg);

@@ -265,6 +265,7 @@ static bool stripe_in_use(void *arg, uint64_t stripe)
 int commit_wait(struct ffs *fs, uint64_t seq)
 {
 	uint64_t failures = fs->commit_failures;
+	const char *prev;
 
 	for (;;) {
 		/* past the running transaction (a failed commit rolled back) is the running one */
@@ -279,7 +280,9 @@ int commit_wait(struct ffs *fs, uint64_t seq)
 		if (fs->commit_want < want)
 			fs->commit_want = want;
 		pthread_cond_signal(&fs->commit_cond);
+		prev = watch_wait_begin("a journal commit");
 		pthread_cond_wait(&fs->committed_cond, &fs->lock);
+		watch_wait_end(prev);
 	}
 }
 
@@ -329,10 +332,13 @@ static void opts_defaults(struct ffs_opts *o)
 		o->commit_interval_ms = 5000;
 	if (!o->readahead_stripes)
 		o->readahead_stripes = 4;
+	if (!o->stuck_request_ms)
+		o->stuck_request_ms = 10000;
 }
 
 static void fs_free(struct ffs *fs)
 {
+	watch_stop(fs);
 	scrub_free(fs);
 	data_free(fs);
 	icache_free(fs);
@@ -429,6 +435,8 @@ int ffs_mount(const char *const *paths, unsigned n, const struct ffs_opts *o, st
 	pthread_mutex_lock(&fs->lock);
 	rc = mount_meta(fs, err);
 	pthread_mutex_unlock(&fs->lock);
+	if (rc == 0)
+		rc = watch_start(fs);
 	if (rc == 0 && (rc = data_init(fs)) < 0)
 		ff_err_set(err, "out of memory for data buffers");
 	if (rc == 0) {

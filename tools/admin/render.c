@@ -192,6 +192,22 @@ static const char *label_escaped(const char *in, char *out, size_t len)
 	return out;
 }
 
+/* The daemon's requests in flight: the oldest, and how many went stuck. */
+static void render_requests(json_object *rq, FILE *f)
+{
+	if (!rq)
+		return;
+	if (jnum(rq, "in_flight") > 0)
+		fprintf(f, "  requests %.0f in flight, oldest %s %.1f s (inode %.0f)%s%s", jnum(rq, "in_flight"),
+			jstr(rq, "oldest_op", "?"), jnum(rq, "oldest_age_ms") / 1000.0,
+			jnum(rq, "oldest_ino"), jstr(rq, "oldest_wait", NULL) ? ", waiting for " : "",
+			jstr(rq, "oldest_wait", ""));
+	else
+		fprintf(f, "  requests none in flight");
+	fprintf(f, "; %.0f stuck over %.0f s since mount\n", jnum(rq, "stuck_seen"),
+		jnum(rq, "stuck_ms") / 1000.0);
+}
+
 void render_status(json_object *st, FILE *f)
 {
 	json_object *g = jget(st, "geometry"), *fs = jget(st, "fs"), *rates = jget(st, "rates");
@@ -220,6 +236,7 @@ void render_status(json_object *st, FILE *f)
 	else
 		fprintf(f, "  size     %s usable; events %.0f\n",
 			fmt_bytes(jnum(g, "data_bytes"), a, sizeof(a)), jnum(st, "events"));
+	render_requests(jget(st, "requests"), f);
 	fprintf(f, "  rates    rebuild %s min, %s max; scrub %s min, %s max\n",
 		fmt_rate(jnum(rates, "rebuild_min_bps"), a, sizeof(a)),
 		fmt_rate(jnum(rates, "rebuild_max_bps"), b, sizeof(b)),

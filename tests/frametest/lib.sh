@@ -68,9 +68,9 @@ mount_ext4_loop() { # DIR SIZE_MB: ext4 on a loop device over a file in tmpfs
 	MOUNTS+=("$1")
 }
 
-mount_slowfs() { # [--no-direct] BACKING DELAY_MS MOUNTPOINT [fuse options]
+mount_slowfs() { # [--no-direct] [--log=FILE] BACKING DELAY_MS MOUNTPOINT [fuse options]
 	local pre=() back delay mnt i
-	[ "$1" = --no-direct ] && { pre=(--no-direct); shift; }
+	while [ "${1#--}" != "$1" ]; do pre+=("$1"); shift; done
 	back=$1 delay=$2 mnt=$3
 	shift 3
 	: "${SLOWFS:?SLOWFS must name the ft-slowfs binary}"

@@ -6,11 +6,13 @@
  * behind each other, which gives the directory a fixed capacity in frames
  * per second; without -s each request is slow but they overlap.
  *
- *   ft-slowfs [--no-direct] BACKING_DIR DELAY_MS MOUNTPOINT [fuse options, e.g. -f -s]
+ *   ft-slowfs [--no-direct] [--log=FILE] BACKING_DIR DELAY_MS MOUNTPOINT [fuse options]
  *
  * Every file is opened direct_io so that reads reach the daemon (and its
  * delay) instead of the page cache.  --no-direct refuses O_DIRECT opens with
- * EINVAL, as filesystems without direct I/O do.
+ * EINVAL, as filesystems without direct I/O do.  --log=FILE appends a line
+ * "read|write PATH SIZE OFFSET" per request, so that a test can see how the
+ * I/O calls of a program reach a FUSE filesystem.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -27,6 +29,7 @@
 static int backfd = -1;
 static long delay_ms;
 static int refuse_direct;
+static int logfd = -1;
 
 static const char *rel(const char *path)
 {
@@ -39,6 +42,19 @@ static void slow_down(void)
 
 	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
 		;
+}
+
+/* One write(2) per line on an O_APPEND file: lines of concurrent requests do not mix. */
+static void log_request(const char *op, const char *path, size_t size, off_t off)
+{
+	char line[4200];
+	int n;
+
+	if (logfd < 0)
+		return;
+	n = snprintf(line, sizeof(line), "%s %s %zu %lld\n", op, path, size, (long long)off);
+	if (n > 0 && (size_t)n < sizeof(line) && write(logfd, line, (size_t)n) != n)
+		fprintf(stderr, "ft-slowfs: a log line was lost\n");
 }
 
 static int sfs_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
@@ -139,6 +155,7 @@ static int sfs_read(const char *path, char *buf, size_t size, off_t off,
 {
 	ssize_t n = pread((int)fi->fh, buf, size, off);
 
+	log_request("read", path, size, off);
 	slow_down();
 	return n < 0 ? -errno : (int)n;
 }
@@ -148,6 +165,7 @@ static int sfs_write(const char *path, const char *buf, size_t size, off_t off,
 {
 	ssize_t n = pwrite((int)fi->fh, buf, size, off);
 
+	log_request("write", path, size, off);
 	slow_down();
 	return n < 0 ? -errno : (int)n;
 }
@@ -184,15 +202,26 @@ int main(int argc, char **argv)
 {
 	char *end;
 
-	if (argc > 1 && strcmp(argv[1], "--no-direct") == 0) {
-		refuse_direct = 1;
+	while (argc > 1 && strncmp(argv[1], "--", 2) == 0) {
+		if (strcmp(argv[1], "--no-direct") == 0) {
+			refuse_direct = 1;
+		} else if (strncmp(argv[1], "--log=", 6) == 0) {
+			logfd = open(argv[1] + 6, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+			if (logfd < 0) {
+				fprintf(stderr, "%s: cannot open %s: %s\n", argv[0], argv[1] + 6,
+					strerror(errno));
+				return 2;
+			}
+		} else {
+			break;
+		}
 		argv[1] = argv[0];
 		argv++;
 		argc--;
 	}
 	if (argc < 4) {
-		fprintf(stderr, "usage: %s [--no-direct] BACKING_DIR DELAY_MS MOUNTPOINT [fuse options]\n",
-			argv[0]);
+		fprintf(stderr, "usage: %s [--no-direct] [--log=FILE] BACKING_DIR DELAY_MS MOUNTPOINT "
+			"[fuse options]\n", argv[0]);
 		return 2;
 	}
 	backfd = open(argv[1], O_RDONLY | O_DIRECTORY | O_CLOEXEC);

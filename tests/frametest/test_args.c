@@ -45,6 +45,10 @@ static void assert_same(const struct ft_config *a, const struct ft_config *b)
 	ck_assert(a->hist_window_s == b->hist_window_s);
 	ck_assert_str_eq(a->dir, b->dir);
 	ck_assert_str_eq(a->params, b->params);
+	ck_assert_uint_eq(a->vary.min, b->vary.min);
+	ck_assert_uint_eq(a->vary.max, b->vary.max);
+	ck_assert_uint_eq(a->vary.seed, b->vary.seed);
+	ck_assert_uint_eq(a->io_size, b->io_size);
 }
 
 static const char *const pairs[][2] = {
@@ -54,6 +58,8 @@ static const char *const pairs[][2] = {
 	{ "-r -f24000/1001 -v -x/tmp/x.csv /d", "-r -f 24000/1001 -v -x /tmp/x.csv /d" },
 	{ "--header=32 --name=a.####.dpx -w2k /d", "--header 32 --name a.####.dpx -w 2k /d" },
 	{ "--streams=3 -w hd /d", "--streams 3 -w hd /d" },
+	{ "-w --vary=3M:60M,5 --io-size=1M -s /d", "-w --vary 3M:60M,5 --io-size 1M -s /d" },
+	{ "-r --io-size=256K -s /d", "-r -s --io-size 256KiB /d" },
 };
 
 START_TEST(attached_and_separate_forms_agree)
@@ -174,6 +180,33 @@ START_TEST(flags_mean_what_frametest_means)
 }
 END_TEST
 
+START_TEST(vary_and_io_size_are_understood)
+{
+	struct ft_config c;
+
+	ck_assert_int_eq(parse("-w --vary=3M:60M -n 40 -s /d", &c), 0);
+	ck_assert_int_eq(c.mode, FT_MODE_WRITE);
+	ck_assert_uint_eq(c.vary.min, 3u << 20);
+	ck_assert_uint_eq(c.vary.max, 60u << 20);
+	ck_assert_uint_eq(c.vary.seed, FT_VARY_SEED_DEFAULT);
+	ck_assert_uint_eq(c.frame_bytes, 0);
+	ck_assert_str_eq(c.size_label, "3MiB-60MiB");
+	ck_assert_str_eq(c.params, "-w -n40 -t1 -s --vary=3MiB:60MiB,1");
+	ck_assert_str_eq(c.dir, "/d");
+	ck_assert_int_eq(parse("-r --vary=256K:4M,9 -n 5 /d", &c), 0);
+	ck_assert_int_eq(c.mode, FT_MODE_READ);
+	ck_assert_uint_eq(c.vary.seed, 9);
+	ck_assert_int_eq(parse("-r -s --io-size=1M /d", &c), 0);
+	ck_assert_uint_eq(c.io_size, 1u << 20);
+	ck_assert_str_eq(c.params, "-r -n1800 -t1 -s --io-size=1MiB");
+	ck_assert_int_eq(parse("-w 4k --io-size 256 --streams 2 /d", &c), 0);	/* bare: KiB */
+	ck_assert_uint_eq(c.io_size, 256u << 10);
+	ck_assert_uint_eq(c.frame_bytes, 51052544);
+	ck_assert(!ft_vary_on(&c.vary));
+	ck_assert_int_eq(parse("-w --vary=1M:2M -f 24 --max-streams=3 /d", &c), 0);
+}
+END_TEST
+
 START_TEST(no_arguments_means_help)
 {
 	struct ft_config c;
@@ -194,6 +227,11 @@ static const char *const bad[] = {
 	"--name=nonumber -w 1 /d", "--name=a/%d -w 1 /d", "--name=%d%d -w 1 /d",
 	"--header=99999999 /d", "-p -1 /d", "-u nan /d", "-w 1 -z 0 /d", "--list=3",
 	"--json --json=/tmp/x /d", "-n 20000000 -l 2 /d", "-t 256 --streams 5 /d", "-",
+	"-w 4k --vary=3M:60M /d", "-w 1 -z 64 --vary=3M:60M /d", "-r 4k --vary=1M:2M /d",
+	"-e -w --vary=1M:2M /d", "--vary=1M /d", "-w --vary=60M:3M /d", "-w --vary=3M:60M,x /d",
+	"-w --vary /d", "--io-size=1000B -w 4k /d", "--io-size=0 -w 4k /d",
+	"-i 4 --io-size=1M -w 4k /d", "-e -w --io-size=1M /d", "--io-size=8G -w 4k /d",
+	"--io-size /d", "-w /d --vary",
 };
 
 START_TEST(bad_input_gives_one_line_error)
@@ -219,6 +257,7 @@ static Suite *args_suite(void)
 	tcase_add_test(tc, header_applies_wherever_it_is_given);
 	tcase_add_test(tc, frame_rates_are_rational);
 	tcase_add_test(tc, flags_mean_what_frametest_means);
+	tcase_add_test(tc, vary_and_io_size_are_understood);
 	tcase_add_test(tc, no_arguments_means_help);
 	tcase_add_loop_test(tc, bad_input_gives_one_line_error, 0,
 			    (int)(sizeof(bad) / sizeof(bad[0])));

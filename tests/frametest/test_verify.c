@@ -159,6 +159,70 @@ START_TEST(unstamped_data_is_not_taken_for_a_frame)
 }
 END_TEST
 
+/*
+ * --vary: one buffer laid for the largest frame stamps frames of every size,
+ * in any order (a large frame's tags are left beyond a small one's end), and
+ * each checks at its own size; the header says version 2 and carries the run.
+ */
+START_TEST(varying_frames_share_one_buffer)
+{
+	static const uint64_t order[] = { 1 << 20, 4096, 65536, 200 * 1024, (1 << 20) - 4096,
+					  65536 + 4096, 12288, 1 << 20 };
+	struct ft_vary v = { 4096, 1 << 20, 99 }, got;
+	struct ft_stamp st;
+	struct ft_check chk;
+	uint8_t *b = malloc(1 << 20);
+
+	ck_assert_ptr_nonnull(b);
+	ck_assert_int_eq(ft_stamp_init_vary(&st, &v, 4242), 0);
+	ck_assert_uint_eq(st.frame_bytes, 1 << 20);
+	ft_pattern_fill(&st, b);
+	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+		uint64_t bytes = order[i];
+
+		ft_stamp_frame_sized(&st, b, bytes, 30 + i, 2);
+		for (uint64_t off = 0; off < bytes; off += FT_CHUNK_BYTES) {
+			uint64_t len = bytes - off < FT_CHUNK_BYTES ? bytes - off : FT_CHUNK_BYTES;
+			uint8_t *copy = malloc(len);
+
+			memcpy(copy, b + off, len);
+			memset(copy + 20, 0, 4);
+			ck_assert_uint_eq(crc32c_ref(0xffffffffu, copy, len), get32(b + off + 20));
+			free(copy);
+		}
+		ck_assert_int_eq(ft_verify(b, bytes, 0, bytes, 30 + i, 2, &chk), 0);
+		ck_assert_uint_eq(ft_stamped_frame_bytes(b, bytes), bytes);
+		ck_assert(ft_stamped_vary(b, bytes, &got));
+		ck_assert(got.min == v.min && got.max == v.max && got.seed == v.seed);
+		/* Read at another frame's size, the frame is refused by its header. */
+		if (bytes != order[0]) {
+			ck_assert_int_ne(ft_verify(b, order[0], 0, order[0], 30 + i, 2, &chk), 0);
+			ck_assert_ptr_nonnull(strstr(chk.why, "header says version 2"));
+		}
+	}
+	/* A flipped byte in the version 2 fields, and just after them, is caught. */
+	ft_stamp_frame_sized(&st, b, 200 * 1024, 5, 2);
+	b[FT_TAG_BYTES + 70] ^= 0x10;	/* in the seed of --vary */
+	ck_assert_int_ne(ft_verify(b, 200 * 1024, 0, 200 * 1024, 5, 2, &chk), 0);
+	b[FT_TAG_BYTES + 70] ^= 0x10;
+	b[FT_TAG_BYTES + FT_HDR2_BYTES + 3] ^= 0x01;
+	ck_assert_int_ne(ft_verify(b, 200 * 1024, 0, 200 * 1024, 5, 2, &chk), 0);
+	ck_assert_uint_eq(chk.bad_offset, FT_TAG_BYTES + FT_HDR2_BYTES + 3);
+	ft_stamp_fini(&st);
+	/* A fixed-size run's frames keep the version 1 header. */
+	ck_assert_int_eq(ft_stamp_init(&st, 65536, 1), 0);
+	ft_pattern_fill(&st, b);
+	ft_stamp_frame(&st, b, 0, 0);
+	ck_assert(!ft_stamped_vary(b, 65536, &got));
+	ck_assert_uint_eq(ft_stamped_frame_bytes(b, 65536), 65536);
+	ck_assert_int_eq(ft_verify(b, 65536, 0, 65536, 0, 0, &chk), 0);
+	ft_stamp_fini(&st);
+	ck_assert_int_ne(ft_stamp_init_vary(&st, &(struct ft_vary){ 1000, 4096, 1 }, 1), 0);
+	ck_assert_int_ne(ft_stamp_init_vary(&st, &(struct ft_vary){ 0 }, 1), 0);
+	free(b);
+}
+END_TEST
+
 static Suite *verify_suite(void)
 {
 	Suite *s = suite_create("verify");
@@ -171,6 +235,7 @@ static Suite *verify_suite(void)
 	tcase_add_test(tc, misplaced_and_stale_frames_are_caught);
 	tcase_add_test(tc, part_of_a_frame_is_checked_on_its_own);
 	tcase_add_test(tc, unstamped_data_is_not_taken_for_a_frame);
+	tcase_add_test(tc, varying_frames_share_one_buffer);
 	suite_add_tcase(s, tc);
 	return s;
 }

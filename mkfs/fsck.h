@@ -203,6 +203,7 @@ struct fsck {
 	void *buf;                /* one aligned block */
 	void *sbuf;               /* one aligned data stripe */
 	void *rbuf;               /* another: the stripe rebuilt from parity */
+	struct path_cache *paths; /* directories' entries kept for fsck_path */
 };
 
 enum { POOL_BTREE = 1, POOL_XATTR = 2, POOL_SYMLINK = 3 };
@@ -244,6 +245,9 @@ struct tree_walk {
 	struct fsck *c;
 	uint64_t ino, root;
 	bool claim;               /* take each node in the pool map (else: only nodes it owns) */
+	bool peek;                /* neither: read any node inside the pool that names ino as
+				   * owner, at most budget of them (fsck_path.c) */
+	unsigned budget;
 	/* every record of every readable leaf, in key order; <0 stops */
 	int (*rec)(struct tree_walk *w, uint64_t key, const uint8_t *val, uint16_t len);
 	/* every node accepted (after rec for its records); <0 stops */
@@ -269,5 +273,10 @@ int extent_rebuild_all(struct fsck *c);
 
 /* fsck_connect.c */
 int connect_check(struct fsck *c);
+
+/* fsck_path.c: the path of inode ino for a message ("/a/b"), in buf, or NULL
+ * when it cannot be found; reads only. */
+const char *fsck_path(struct fsck *c, uint64_t ino, char *buf, size_t len);
+void fsck_path_free(struct fsck *c);
 
 #endif

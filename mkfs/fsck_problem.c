@@ -4,8 +4,9 @@
  * message, the repair it offers and how serious that repair is.  Every pass
  * reports through fix_problem(), so the wording, the answer (-n, -y, -p or
  * asked) and the exit code are decided in one place.  Messages name inodes
- * and blocks by number only — no pointers, paths or times — so that the
- * test corpus can compare output exactly.
+ * by number, with the path beside it where fsck_path finds one, and blocks
+ * by number — no pointers or times — so that the test corpus can compare
+ * output exactly.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -118,7 +119,21 @@ static void put_str(const char *s)
 	}
 }
 
-static bool put_token(const char *tok, size_t len, const struct pctx *p)
+/* An inode: its number, and its path in quotes where one is found. */
+static void put_ino(struct fsck *c, uint64_t ino)
+{
+	char buf[4096];
+	const char *path = fsck_path(c, ino, buf, sizeof(buf));
+
+	printf("%" PRIu64, ino);
+	if (path) {
+		printf(" '");
+		put_str(path);
+		putchar('\'');
+	}
+}
+
+static bool put_token(struct fsck *c, const char *tok, size_t len, const struct pctx *p)
 {
 	static const struct { const char *name; size_t off; } nums[] = {
 		{ "ino", offsetof(struct pctx, ino) },   { "ino2", offsetof(struct pctx, ino2) },
@@ -131,7 +146,10 @@ static bool put_token(const char *tok, size_t len, const struct pctx *p)
 			uint64_t v;
 
 			memcpy(&v, (const char *)p + nums[i].off, sizeof(v));
-			printf("%" PRIu64, v);
+			if (nums[i].name[0] == 'i') /* ino, ino2 */
+				put_ino(c, v);
+			else
+				printf("%" PRIu64, v);
 			return true;
 		}
 	if (len == 4 && memcmp(tok, "onum", 4) == 0)
@@ -149,12 +167,12 @@ static bool put_token(const char *tok, size_t len, const struct pctx *p)
 	return true;
 }
 
-static void put_msg(const char *m, const struct pctx *p)
+static void put_msg(struct fsck *c, const char *m, const struct pctx *p)
 {
 	while (*m) {
 		const char *end = *m == '{' ? strchr(m, '}') : NULL;
 
-		if (end && put_token(m + 1, (size_t)(end - m - 1), p)) {
+		if (end && put_token(c, m + 1, (size_t)(end - m - 1), p)) {
 			m = end + 1;
 			continue;
 		}
@@ -186,7 +204,7 @@ bool fix_problem(struct fsck *c, enum problem code, const struct pctx *p)
 		return false;
 	if (c->mode == FSCK_PREEN) {
 		printf("%s: ", c->label);
-		put_msg(d->msg, p);
+		put_msg(c, d->msg, p);
 		if (d->sev == SEV_MINOR && d->fix) {
 			printf(".  FIXED.\n");
 			yes = true;
@@ -196,7 +214,7 @@ bool fix_problem(struct fsck *c, enum problem code, const struct pctx *p)
 			c->stop = true;
 		}
 	} else {
-		put_msg(d->msg, p);
+		put_msg(c, d->msg, p);
 		if (!d->fix || d->sev == SEV_FATAL) {
 			printf(".\n");
 		} else {

@@ -58,6 +58,7 @@ void fsck_state_reset(struct fsck *c)
 
 void fsck_state_free(struct fsck *c)
 {
+	fsck_path_free(c);
 	edges_free(c);
 	free(c->edges);
 	free(c->ino);

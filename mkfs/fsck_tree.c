@@ -111,6 +111,12 @@ static bool take(struct tree_walk *w, uint64_t blk, unsigned depth)
 		damage(w, blk, "is too deep (a loop?)", 0);
 		return false;
 	}
+	if (w->peek) { /* names for a message: read what is there, claim nothing */
+		if (!w->budget)
+			return false;
+		w->budget--;
+		return true;
+	}
 	if (!w->claim) /* a later walk: only what the counting walk gave this tree */
 		return c->pool_owner[blk - c->pool_start] == w->ino;
 	if (!pool_claim(c, blk, w->ino, POOL_BTREE, &other)) {

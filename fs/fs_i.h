@@ -222,6 +222,21 @@ int data_fallocate(struct ffs *fs, struct finode *fi, int mode, uint64_t off, ui
 /* Forget cached stripes (they were freed). */
 void rcache_invalidate(struct ffs *fs, uint64_t pstripe, uint64_t count);
 
+/* ---- repair of damaged data stripes (repair.c) ------------------------------ */
+
+/* Data chunks of stripe buffer buf that fail their checksums (a mask). */
+uint32_t repair_bad_chunks(struct ffs *fs, const void *buf, const uint32_t *crc);
+/* Stripe p into buf, rebuilt from parity around every member holding a
+ * chunk in bad (and around P or Q as well, when parity allows and that is
+ * what it takes): 0 when every data chunk then matches crc, else -EIO. */
+int repair_reconstruct(struct ffs *fs, uint64_t p, uint32_t bad, const uint32_t *crc, void *buf);
+/* Write the verified stripe buf over stripe p as one full-stripe write
+ * (parity computed from buf, never from the damaged chunks on disk), then
+ * read it back with a parity check: 0, or -errno (logged) if the write
+ * failed or the stripe does not read back as buf with matching parity.
+ * bad names the chunks being repaired (for the log). */
+int repair_rewrite(struct ffs *fs, uint64_t p, const void *buf, uint32_t bad);
+
 /* ---- the mounted filesystem ------------------------------------------------- */
 
 struct rcache;

@@ -8,11 +8,13 @@
  *    over every copy.  Done under fs->lock, so a commit is never half-seen.
  *  - Data: every stripe in use is read whole with a parity check
  *    (FF_RAID_CHECK); each chunk's crc32c is compared with the checksum
- *    table.  A bad chunk is read again around its member (rebuilt from
- *    parity), checked, and written back; a stripe whose data is good but
- *    whose parity differs gets its parity rewritten.  A repair happens
- *    under fs->lock after confirming that the owner still maps the stripe:
- *    a stripe can then neither be freed nor reused under it.
+ *    table.  A stripe with bad chunks is read again around their members
+ *    (rebuilt from parity), checked, and written back whole, its parity
+ *    computed from the verified data (repair.c); a stripe whose data is
+ *    good but whose parity differs is rewritten whole the same way.  A
+ *    repair happens under fs->lock after confirming that the owner still
+ *    maps the stripe: a stripe can then neither be freed nor reused under
+ *    it.
  *
  * Scrub yields to foreground I/O with the same min/max rates as rebuild.
  * The files it found damaged are reported by path and stripe.
@@ -178,24 +180,26 @@ static bool still_mapped(struct ffs *fs, uint64_t p, uint32_t ino, uint32_t fstr
 	return yes;
 }
 
-/* Rebuild bad chunk i of stripe p from parity, check it, write it back. */
-static bool repair_chunk(struct ffs *fs, uint64_t p, unsigned i, uint32_t want)
+/*
+ * Rebuild the bad chunks of stripe p from parity and the good chunks, check
+ * them, and write the stripe back whole: its parity then comes from the
+ * verified stripe, never from the bad chunks still on disk (repair.c).
+ * fs->lock held.
+ */
+static bool repair_chunks(struct ffs *fs, uint64_t p, uint32_t bad, const uint32_t *crc)
 {
-	uint32_t C = fs->g->chunk_bytes;
-	struct ff_raid_io io;
-	uint8_t *tmp = fs->scrub->buf + (size_t)i * C;
+	uint8_t *buf = fs->scrub->buf;
 
-	memset(&io, 0, sizeof(io));
-	io.op = FF_RAID_READ;
-	io.space = FF_SPACE_DATA;
-	io.off = p * fs->stripe_bytes;
-	io.len = fs->stripe_bytes;
-	io.buf = fs->scrub->buf;
-	io.avoid_members = 1u << ff_raid_chunk_member(fs->raid, p, i);
-	if (ff_raid_submit_wait(fs->raid, &io) < 0 || ff_crc32c(0, tmp, C) != want)
+	if (repair_reconstruct(fs, p, bad, crc, buf) < 0) {
+		ff_log(FF_LOG_ERR, "scrub: data stripe %llu: chunks 0x%x fail their checksum even "
+		       "rebuilt from parity", (unsigned long long)p, bad);
 		return false;
-	return ff_raid_rw(fs->raid, FF_RAID_WRITE, FF_SPACE_DATA, p * fs->stripe_bytes +
-			  (uint64_t)i * C, tmp, C) == 0;
+	}
+	if (repair_rewrite(fs, p, buf, bad) < 0)
+		return false;
+	ff_log(FF_LOG_WARN, "scrub: data stripe %llu: %d bad chunk(s) repaired from parity",
+	       (unsigned long long)p, __builtin_popcount(bad));
+	return true;
 }
 
 static void scrub_stripe(struct ffs *fs, struct scrub *s, uint64_t p)
@@ -228,9 +232,7 @@ static void scrub_stripe(struct ffs *fs, struct scrub *s, uint64_t p)
 	}
 	mismatch = atomic_load(&io.check_mismatch);
 	if (!(fstripe & FFS_CSUM_UNWRITTEN))
-		for (unsigned i = 0; i < g->ndata; i++)
-			if (ff_crc32c(0, s->buf + (size_t)i * g->chunk_bytes, g->chunk_bytes) != crc[i])
-				bad |= 1u << i;
+		bad = repair_bad_chunks(fs, s->buf, crc);
 	if (!bad && !mismatch)
 		return;
 	s->st.chunks_bad += (uint64_t)__builtin_popcount(bad);
@@ -241,17 +243,11 @@ static void scrub_stripe(struct ffs *fs, struct scrub *s, uint64_t p)
 		return;
 	pthread_mutex_lock(&fs->lock);
 	if (still_mapped(fs, p, ino, fstripe)) {
-		unsigned fixed = 0;
-
-		for (unsigned i = 0; i < g->ndata; i++)
-			if ((bad & (1u << i)) && repair_chunk(fs, p, i, crc[i]))
-				fixed++;
-		s->st.chunks_repaired += fixed;
-		if (bad && fixed == (unsigned)__builtin_popcount(bad))
+		if (bad && repair_chunks(fs, p, bad, crc)) {
+			s->st.chunks_repaired += (uint64_t)__builtin_popcount(bad);
 			note_file(s, ino, fstripe & ~FFS_CSUM_UNWRITTEN, true);
-		if (!bad && mismatch &&
-		    ff_raid_rw(fs->raid, FF_RAID_WRITE, FF_SPACE_DATA, p * fs->stripe_bytes, s->buf,
-			       fs->stripe_bytes) == 0)
+		}
+		if (!bad && mismatch && repair_rewrite(fs, p, s->buf, 0) == 0)
 			s->st.parity_repaired++; /* the data is right: a full write recomputes parity */
 		rcache_invalidate(fs, p, 1);
 	}

@@ -6,7 +6,8 @@
  * them: see check.h).  A block with no good copy was already reported by
  * the pass that needed it.  With -c, every data chunk of every written
  * stripe is checked against the checksum table, through the RAID layer,
- * and a bad one is rebuilt from parity as the read path would.
+ * and a stripe with bad ones is rebuilt from parity and written back whole
+ * (fs/repair.c), as the read path and scrub do.
  */
 #include <errno.h>
 #include <string.h>
@@ -123,63 +124,115 @@ static bool read_around(struct fsck *c, uint64_t p, uint32_t i)
 enum verdict { REBUILT, CSUM_WRONG, LOST };
 
 /*
- * A chunk that fails its checksum: rebuilt from parity it may pass (the
- * data was bad), or come out the same as read (data and parity agree: the
- * checksum is what is wrong), or neither (more damage than parity covers).
+ * A chunk that fails its checksum, judged alone: rebuilt from parity it
+ * may pass (the data was bad), or come out the same as read (data and
+ * parity agree: the checksum is what is wrong), or neither (more damage
+ * than parity covers).  A rebuilt chunk goes into sbuf.
  */
 static enum verdict judge_chunk(struct fsck *c, uint64_t p, uint32_t i, uint32_t crc)
 {
 	uint32_t cb = c->fs->g->chunk_bytes;
+	uint8_t *got = (uint8_t *)c->rbuf + (size_t)i * cb;
+	uint8_t *disk = (uint8_t *)c->sbuf + (size_t)i * cb;
 
 	if (!read_around(c, p, i))
 		return LOST;
-	if (chunk_crc(c, c->rbuf, i) == crc)
+	if (chunk_crc(c, c->rbuf, i) == crc) {
+		memcpy(disk, got, cb);
 		return REBUILT;
-	if (memcmp((uint8_t *)c->rbuf + (size_t)i * cb, (uint8_t *)c->sbuf + (size_t)i * cb, cb) == 0)
-		return CSUM_WRONG;
-	return LOST;
+	}
+	return memcmp(got, disk, cb) == 0 ? CSUM_WRONG : LOST;
 }
 
-static void chunk_fix(struct fsck *c, uint64_t p, uint32_t i, uint32_t *crc, bool *crc_changed)
+/*
+ * Verdicts for the bad chunks of stripe p.  All of them are rebuilt at
+ * once first (around every member that holds one, and around P or Q when
+ * that is what it takes): two bad chunks on RAID6 need that.  Failing
+ * that, each is judged alone, which tells a wrong checksum apart.
+ */
+static void judge_stripe(struct fsck *c, uint64_t p, uint32_t bad, const uint32_t *crc,
+			 enum verdict *v)
 {
 	const struct ff_geom *g = c->fs->g;
-	struct pctx px = { .blk = p, .num = i, .ino = c->stripe[p].ino, .num2 = c->stripe[p].fstripe };
 
-	switch (judge_chunk(c, p, i, crc[i])) {
-	case REBUILT:
-		if (fix_problem(c, PR_5_DATA_BAD, &px) &&
-		    ff_raid_rw(c->fs->raid, FF_RAID_WRITE, FF_SPACE_DATA,
-			       p * g->stripe_bytes + (uint64_t)i * g->chunk_bytes,
-			       (uint8_t *)c->rbuf + (size_t)i * g->chunk_bytes, g->chunk_bytes) < 0)
-			fsck_operr(c, -EIO, "cannot rewrite a data chunk");
-		break;
-	case CSUM_WRONG:
-		if (fix_problem(c, PR_5_CSUM_WRONG, &px)) {
+	if (repair_reconstruct(c->fs, p, bad, crc, c->rbuf) == 0) {
+		memcpy(c->sbuf, c->rbuf, g->stripe_bytes);
+		for (uint32_t i = 0; i < g->ndata; i++)
+			v[i] = REBUILT;
+		return;
+	}
+	for (uint32_t i = 0; i < g->ndata; i++)
+		if (bad & (1u << i))
+			v[i] = judge_chunk(c, p, i, crc[i]);
+}
+
+/* Ask about each bad chunk; the chunks whose rebuilt image is to be written. */
+static uint32_t ask_chunks(struct fsck *c, uint64_t p, uint32_t bad, uint32_t *crc,
+			   const enum verdict *v, bool *crc_changed, bool *left)
+{
+	uint32_t write = 0;
+
+	for (uint32_t i = 0; i < c->fs->g->ndata; i++) {
+		struct pctx px = { .blk = p, .num = i, .ino = c->stripe[p].ino,
+				   .num2 = c->stripe[p].fstripe };
+
+		if (!(bad & (1u << i)))
+			continue;
+		if (v[i] == REBUILT && fix_problem(c, PR_5_DATA_BAD, &px)) {
+			write |= 1u << i;
+		} else if (v[i] == CSUM_WRONG && fix_problem(c, PR_5_CSUM_WRONG, &px)) {
 			crc[i] = chunk_crc(c, c->sbuf, i);
 			*crc_changed = true;
+		} else {
+			if (v[i] == LOST)
+				fix_problem(c, PR_5_DATA_LOST, &px);
+			*left = true;
 		}
-		break;
-	default:
-		fix_problem(c, PR_5_DATA_LOST, &px);
 	}
+	return write;
+}
+
+/*
+ * The rebuilt chunks go back as the whole stripe, parity computed from it
+ * (repair.c), never chunk by chunk: on wider arrays that is a
+ * read-modify-write, which folds the bad chunk still on disk into parity.
+ * So nothing is written while any chunk stays unverified (lost, or its
+ * repair declined): parity is only ever computed from verified data.
+ */
+static void stripe_rewrite(struct fsck *c, uint64_t p, uint32_t write, bool left)
+{
+	if (!write)
+		return;
+	if (left) {
+		ff_log(FF_LOG_WARN, "data stripe %llu: not rewritten, some of its chunks stay "
+		       "unverified", (unsigned long long)p);
+		return;
+	}
+	if (repair_rewrite(c->fs, p, c->sbuf, write) < 0)
+		fsck_operr(c, -EIO, "cannot rewrite a data stripe");
 }
 
 static void stripe_verify(struct fsck *c, uint64_t p)
 {
 	const struct ff_geom *g = c->fs->g;
-	uint32_t crc[FF_MEMBERS_MAX], ino, f;
-	bool crc_changed = false;
+	uint32_t crc[FF_MEMBERS_MAX], ino, f, bad, write;
+	enum verdict v[FF_MEMBERS_MAX];
+	bool crc_changed = false, left = false;
 
 	if (csum_get(c->fs, p, &ino, &f, crc) < 0 ||
 	    ff_raid_rw(c->fs->raid, FF_RAID_READ, FF_SPACE_DATA, p * g->stripe_bytes, c->sbuf,
 		       g->stripe_bytes) < 0)
 		return; /* an unreadable table block was pass 2's; an unreadable stripe the array's */
-	for (uint32_t i = 0; i < g->ndata && !c->operr; i++)
-		if (chunk_crc(c, c->sbuf, i) != crc[i])
-			chunk_fix(c, p, i, crc, &crc_changed);
+	bad = repair_bad_chunks(c->fs, c->sbuf, crc);
+	if (!bad)
+		return;
+	judge_stripe(c, p, bad, crc, v);
+	write = ask_chunks(c, p, bad, crc, v, &crc_changed, &left);
 	if (crc_changed && (csum_set(c->fs, p, ino, f & ~FFS_CSUM_UNWRITTEN, crc) < 0 ||
 			    ck_commit(c, false) < 0))
 		fsck_operr(c, -EIO, "cannot fix the checksum table");
+	else
+		stripe_rewrite(c, p, write, left);
 }
 
 int fsck_pass5(struct fsck *c)

@@ -277,9 +277,49 @@ static void assign_roles(struct ff_raid *r, struct ff_member *m, struct candidat
 	(void)r;
 }
 
+/*
+ * A member that cannot be used stops the assembly, so that a mistyped path
+ * never mounts degraded behind the user's back; the message says what
+ * leaving it out would do.  ref is the superblock of a member that can be
+ * used (NULL: none), nbad how many given members cannot, then what to do
+ * once it is mounted.
+ */
+static void hint_leave_out(struct ff_err *err, unsigned n, unsigned nbad,
+			   const struct ff_member_sb *ref, const char *what)
+{
+	const struct ff_raid_level *lv = ref ? ff_raid_level_get(ff_le32(ref->level)) : NULL;
+	char msg[sizeof(err->msg) + 32];
+	unsigned nmembers, out;
+
+	if (!lv)
+		return;
+	if (nbad > 1)
+		snprintf(msg, sizeof(msg), "%s (and %u more member%s)", err->msg, nbad - 1,
+			 nbad > 2 ? "s" : "");
+	else
+		snprintf(msg, sizeof(msg), "%s", err->msg);
+	nmembers = ff_le32(ref->nmembers);
+	out = (n < nmembers ? nmembers - n : 0) + nbad; /* not given, plus not usable */
+	if (out <= lv->nparity)
+		ff_err_set(err, "%s; leave %s out to mount the array degraded (RAID%u survives %u "
+			   "missing member%s), then %s", msg,
+			   nbad > 1 ? "them" : "it", lv->level, lv->nparity, lv->nparity > 1 ? "s" : "",
+			   what);
+	else
+		ff_err_set(err, "%s; without %s the array misses %u of %u members, more than RAID%u "
+			   "survives (%u)", msg, nbad > 1 ? "them" : "it", out, nmembers, lv->level,
+			   lv->nparity);
+}
+
 static int read_candidates(struct ff_member *m, struct candidate *c, unsigned n, struct ff_err *err)
 {
+	const struct ff_member_sb *ref = NULL;
+	struct ff_err first = { "" };
+	unsigned nbad = 0;
+	int bad_rc = 0;
+
 	for (unsigned i = 0; i < n; i++) {
+		struct ff_err e = { "" };
 		int rc;
 
 		c[i].sb = ff_alloc_aligned(sizeof(struct ff_member_sb));
@@ -287,23 +327,31 @@ static int read_candidates(struct ff_member *m, struct candidate *c, unsigned n,
 			return -ENOMEM;
 		rc = ff_sb_read(&m[i], c[i].sb);
 		if (rc == -ENOENT) {
-			ff_err_set(err, "%s: not a framefs member (no member superblock)", m[i].path);
-			return -EINVAL;
-		}
-		if (rc == -EBADMSG) {
-			ff_err_set(err, "%s: member superblock is corrupt (both copies fail their checksum)",
+			ff_err_set(&e, "%s: not a framefs member (no member superblock)", m[i].path);
+			rc = -EINVAL;
+		} else if (rc == -EBADMSG) {
+			ff_err_set(&e, "%s: member superblock is corrupt (both copies fail their checksum)",
 				   m[i].path);
-			return -EINVAL;
+			rc = -EINVAL;
+		} else if (rc < 0) {
+			ff_err_set(&e, "%s: cannot read member superblock: %s", m[i].path, strerror(-rc));
+		} else {
+			rc = ff_sb_validate(c[i].sb, &e, m[i].path);
+			if (rc == 0 && !ref)
+				ref = c[i].sb;
 		}
-		if (rc < 0) {
-			ff_err_set(err, "%s: cannot read member superblock: %s", m[i].path, strerror(-rc));
-			return rc;
+		if (rc < 0 && nbad++ == 0) {
+			first = e;
+			bad_rc = rc;
 		}
-		rc = ff_sb_validate(c[i].sb, err, m[i].path);
-		if (rc < 0)
-			return rc;
 	}
-	return 0;
+	if (nbad) {
+		*err = first;
+		hint_leave_out(err, n, nbad, ref, nbad > 1 ?
+			       "add them (or replacements) back with framefs-admin add" :
+			       "add it (or a replacement) back with framefs-admin add");
+	}
+	return bad_rc;
 }
 
 static int adopt_members(struct ff_raid *r, struct ff_member *m, struct candidate *c, unsigned n,
@@ -386,8 +434,22 @@ int ff_raid_assemble(const char *const *paths, unsigned n, const struct ff_raid_
 	rc = read_candidates(m, c, n, err);
 	if (rc == 0)
 		rc = pick_array(m, c, n, &best, err);
-	for (unsigned i = 0; i < n && rc == 0; i++)
-		rc = check_member_fits(&m[i], c[i].sb, c[best].sb, err);
+	if (rc == 0) {
+		struct ff_err first = { "" };
+		unsigned nbad = 0;
+
+		for (unsigned i = 0; i < n; i++)
+			if (check_member_fits(&m[i], c[i].sb, c[best].sb, nbad ? &(struct ff_err){ "" } :
+					      &first) < 0)
+				nbad++;
+		if (nbad) {
+			*err = first;
+			hint_leave_out(err, n, nbad, c[best].sb, nbad > 1 ?
+				       "add replacements with framefs-admin add" :
+				       "add a replacement with framefs-admin add");
+			rc = -EINVAL;
+		}
+	}
 	if (rc < 0)
 		goto fail;
 	r->sb = ff_alloc_aligned(sizeof(*r->sb));

@@ -961,6 +961,15 @@ static struct wbuf *wb_oldest_partial(struct finode *fi)
 	return old;
 }
 
+/* Whether any buffer of fi is being written (dlock held). */
+static bool wb_writing(const struct finode *fi)
+{
+	for (const struct wbuf *w = fi->wbufs; w; w = w->next)
+		if (w->writing)
+			return true;
+	return false;
+}
+
 /*
  * Write out the oldest partial buffer of the pool, whoever owns it (b in the
  * pool's comment).  No lock held on entry: the owner's dlock is taken with
@@ -1058,8 +1067,10 @@ static struct wbuf *wb_for(struct ffs *fs, struct finode *fi, uint64_t k, int *e
 		wb = wb_find(fi, k);
 		if (wb && !wb->writing)
 			break; /* being assembled: join it */
-		if (wb || (fi->nwbufs >= WB_PER_INODE && !wb_oldest_partial(fi))) {
-			/* its stripe is going out, or the file's buffers all are */
+		if (wb || (fi->nwbufs >= WB_PER_INODE && wb_writing(fi))) {
+			/* its stripe is going out, or the file has its most buffers and
+			 * some are going out: wait for one (as the pool does) rather
+			 * than send a partial stripe that would be written twice */
 			if (held)
 				wpool_put(fs, held);
 			held = NULL;
@@ -1067,7 +1078,8 @@ static struct wbuf *wb_for(struct ffs *fs, struct finode *fi, uint64_t k, int *e
 			wait_noted(&fi->dcond, &fi->dlock, "a stripe write of this file in flight");
 			continue;
 		}
-		if (fi->nwbufs >= WB_PER_INODE) {
+		if (fi->nwbufs >= WB_PER_INODE) { /* all partial: nothing else would free one */
+			atomic_fetch_add(&fs->stats.wbuf_evictions, 1);
 			*err = wb_writeout(fs, fi, wb_oldest_partial(fi));
 			if (*err < 0)
 				break;

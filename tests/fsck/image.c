@@ -9,7 +9,8 @@
  *                                  succeeded, 3 when only file reads failed
  *                                  (bad data checksums), else 1
  *
- * The tree (label "corpus", RAID5, 64 KiB chunks):
+ * The tree (label "corpus", or FFSCK_IMAGE_LABEL when set: any bytes, as an old
+ * or damaged volume may carry; RAID5, 64 KiB chunks):
  *   /a/f1        1.5 stripes, xattr user.tag
  *   /a/f2        3 stripes
  *   /b/c/f3      100 bytes
@@ -109,8 +110,13 @@ static int build(void)
 				     .force = true, .quiet = true };
 	struct ffs_opts o = { .write_buffer_bytes = 8 << 20, .read_cache_bytes = 8 << 20 };
 	struct ff_err err = { "" };
+	const char *label = getenv("FFSCK_IMAGE_LABEL");
 	struct ffs *fs;
-	int rc = ffs_mkfs(members, nmembers, &p, &err);
+	int rc;
+
+	if (label)
+		snprintf(p.label, sizeof(p.label), "%s", label);
+	rc = ffs_mkfs(members, nmembers, &p, &err);
 
 	if (rc == 0)
 		rc = ffs_mount(members, nmembers, &o, &fs, &err);

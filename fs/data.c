@@ -585,51 +585,31 @@ void rcache_invalidate(struct ffs *fs, uint64_t pstripe, uint64_t count)
 }
 
 /*
- * A chunk failed its checksum: read the stripe again with that chunk's
- * member treated as missing (parity rebuilds it), check again, and write
- * the good chunk back in place — the stripe's parity already matches it.
+ * A chunk failed its checksum: rebuild the stripe in the cache entry around
+ * the members of the bad chunks (fs/repair.c), and write it back whole —
+ * parity from the verified stripe, never from the bad chunk still on disk.
  */
 static int rc_repair(struct ffs *fs, struct rentry *e)
 {
-	const struct ff_geom *g = fs->g;
-	uint32_t avoid = 0, bad = e->bad_chunks;
-	struct ff_raid_io io;
+	uint32_t bad = e->bad_chunks;
 	int rc;
 
-	for (uint32_t i = 0; i < g->ndata; i++)
-		if (bad & (1u << i))
-			avoid |= 1u << ff_raid_chunk_member(fs->raid, e->pstripe, i);
 	atomic_fetch_add(&fs->stats.crc_errors, (uint64_t)__builtin_popcount(bad));
-	if ((unsigned)__builtin_popcount(avoid) > g->nparity)
-		return -EIO;
-	memset(&io, 0, sizeof(io));
-	io.op = FF_RAID_READ;
-	io.space = FF_SPACE_DATA;
-	io.off = e->pstripe * fs->stripe_bytes;
-	io.len = fs->stripe_bytes;
-	io.buf = e->data;
-	io.avoid_members = avoid;
-	rc = ff_raid_submit_wait(fs->raid, &io);
-	if (rc < 0)
-		return rc;
+	rc = repair_reconstruct(fs, e->pstripe, bad, e->crc, e->data);
 	rc_verify(e);
-	if (e->bad_chunks) {
+	if (rc < 0 || e->bad_chunks) {
 		ff_log(FF_LOG_ERR, "data stripe %llu: chunks fail their checksum even rebuilt from parity",
 		       (unsigned long long)e->pstripe);
 		return -EIO;
 	}
-	for (uint32_t i = 0; i < g->ndata && !fs->ro; i++) {
-		if (!(bad & (1u << i)))
-			continue;
-		rc = ff_raid_rw(fs->raid, FF_RAID_WRITE, FF_SPACE_DATA,
-				e->pstripe * fs->stripe_bytes + (uint64_t)i * g->chunk_bytes,
-				e->data + (size_t)i * g->chunk_bytes, g->chunk_bytes);
-		ff_log(FF_LOG_WARN, "data stripe %llu chunk %u (member %u): checksum mismatch, %s",
-		       (unsigned long long)e->pstripe, i, ff_raid_chunk_member(fs->raid, e->pstripe, i),
-		       rc == 0 ? "repaired from parity" : "rebuilt but could not be rewritten");
-		if (rc == 0)
-			atomic_fetch_add(&fs->stats.crc_repaired, 1);
-	}
+	if (fs->ro)
+		return 0; /* served from parity; the repair waits for a read-write mount */
+	rc = repair_rewrite(fs, e->pstripe, e->data, bad);
+	ff_log(FF_LOG_WARN, "data stripe %llu: %d chunk(s) failed their checksum (mask 0x%x), %s",
+	       (unsigned long long)e->pstripe, __builtin_popcount(bad), bad,
+	       rc == 0 ? "repaired from parity" : "rebuilt but could not be rewritten");
+	if (rc == 0)
+		atomic_fetch_add(&fs->stats.crc_repaired, (uint64_t)__builtin_popcount(bad));
 	return 0;
 }
 

@@ -232,10 +232,19 @@ static void detach_stdio(void)
 		return;
 }
 
+/* Before anything was started: free what parsing allocated (for ASan runs). */
+static int early_exit(struct fuse_args *args, struct cli *c, struct fuse_cmdline_opts *fo, int rc)
+{
+	fuse_opt_free_args(args);
+	free(c->members);
+	free(fo->mountpoint);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
-	struct fuse_cmdline_opts fo;
+	struct fuse_cmdline_opts fo = { 0 };
 	struct cli c = { 0 };
 	struct ffs_opts o = { 0 };
 	struct fuse_session *se = NULL;
@@ -251,31 +260,20 @@ int main(int argc, char **argv)
 	/* a few malloc arenas, not one per FUSE thread: resident memory stays bounded */
 	mallopt(M_ARENA_MAX, 2);
 	if (fuse_opt_parse(&args, &c, cli_opts, cli_proc) < 0)
-		return 2;
+		return early_exit(&args, &c, &fo, 2);
 	if (c.help) {
 		usage(argv[0]);
-		return 0;
+		return early_exit(&args, &c, &fo, 0);
 	}
 	if (c.version) {
 		printf("framefs 0.1.0 (libfuse %s)\n", fuse_pkgversion());
-		return 0;
+		return early_exit(&args, &c, &fo, 0);
 	}
 	if (fuse_parse_cmdline(&args, &fo) != 0)
-		return 2;
+		return early_exit(&args, &c, &fo, 2);
 	if (!c.members || !fo.mountpoint) {
 		usage(argv[0]);
-		return 2;
-	}
-	/*
-	 * The daemon checks no permissions itself (only access()): with
-	 * allow_other alone every user could read and change every file.  The
-	 * kernel checks them with default_permissions, so allow_other gets it.
-	 */
-	if (c.allow_other && !c.default_permissions) {
-		if (fuse_opt_add_arg(&args, "-odefault_permissions") != 0)
-			return 2;
-		ff_log(FF_LOG_INFO, "allow_other given without default_permissions: added "
-		       "default_permissions, so that the kernel checks permissions for every user");
+		return early_exit(&args, &c, &fo, 2);
 	}
 	/* FUSE would mount on a file too, and every access would then fail */
 	{
@@ -284,23 +282,34 @@ int main(int argc, char **argv)
 		if (stat(fo.mountpoint, &st) < 0) {
 			fprintf(stderr, "framefs: mountpoint %s: %s; give an existing directory\n",
 				fo.mountpoint, strerror(errno));
-			return 2;
+			return early_exit(&args, &c, &fo, 2);
 		}
 		if (!S_ISDIR(st.st_mode)) {
 			fprintf(stderr, "framefs: mountpoint %s is not a directory; give a directory "
 				"to mount on\n", fo.mountpoint);
-			return 2;
+			return early_exit(&args, &c, &fo, 2);
 		}
+	}
+	/*
+	 * The daemon checks no permissions itself (only access()): with
+	 * allow_other alone every user could read and change every file.  The
+	 * kernel checks them with default_permissions, so allow_other gets it.
+	 */
+	if (c.allow_other && !c.default_permissions) {
+		if (fuse_opt_add_arg(&args, "-odefault_permissions") != 0)
+			return early_exit(&args, &c, &fo, 2);
+		ff_log(FF_LOG_INFO, "allow_other given without default_permissions: added "
+		       "default_permissions, so that the kernel checks permissions for every user");
 	}
 	if (c.threads > FFS_REQ_SLOTS) {
 		fprintf(stderr, "framefs: threads=%u: at most %u FUSE worker threads; give a smaller "
 			"number\n", c.threads, FFS_REQ_SLOTS);
-		return 2;
+		return early_exit(&args, &c, &fo, 2);
 	}
 	n = split_members(c.members, paths);
 	if (n == 0) {
 		fprintf(stderr, "framefs: no members given\n");
-		return 2;
+		return early_exit(&args, &c, &fo, 2);
 	}
 	if (!fo.foreground && background(&report_fd) < 0) {
 		fprintf(stderr, "framefs: cannot go to the background\n");

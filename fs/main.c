@@ -232,7 +232,7 @@ static void detach_stdio(void)
 		return;
 }
 
-/* Before anything was started: free what parsing allocated (for ASan runs). */
+/* Before the session loop ran: free what parsing allocated (for ASan runs). */
 static int early_exit(struct fuse_args *args, struct cli *c, struct fuse_cmdline_opts *fo, int rc)
 {
 	fuse_opt_free_args(args);
@@ -313,7 +313,7 @@ int main(int argc, char **argv)
 	}
 	if (!fo.foreground && background(&report_fd) < 0) {
 		fprintf(stderr, "framefs: cannot go to the background\n");
-		return 1;
+		return early_exit(&args, &c, &fo, 1);
 	}
 	o.ro = c.ro;
 	o.force_clean = c.force;
@@ -327,7 +327,7 @@ int main(int argc, char **argv)
 	if (ffs_mount(paths, n, &o, &fs, &err) < 0) {
 		snprintf(msg, sizeof(msg), "framefs: %s", err.msg[0] ? err.msg : "mount failed");
 		report(report_fd, msg);
-		return 1;
+		return early_exit(&args, &c, &fo, 1);
 	}
 	mnt_real = realpath(fo.mountpoint, NULL); /* before mounting: afterwards it would ask us */
 	se = fuse_session_new(&args, &ffs_fuse_ops, sizeof(ffs_fuse_ops), fs);
@@ -337,7 +337,8 @@ int main(int argc, char **argv)
 		if (se)
 			fuse_session_destroy(se);
 		ffs_unmount(fs);
-		return 1;
+		free(mnt_real);
+		return early_exit(&args, &c, &fo, 1);
 	}
 	if (!c.bdi_ra_kb)
 		c.bdi_ra_kb = 8192;

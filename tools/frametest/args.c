@@ -516,6 +516,7 @@ void ft_usage(FILE *out)
 "\n"
 "  -w SIZE     write test; SIZE in KiB or a preset (--list): -w 4k, -w 12512\n"
 "  -r [SIZE]   read test (the default); without SIZE, the size of the files\n"
+"              (of each frame, from its header, after a --vary write)\n"
 "  -e          empty frames: open and close only\n"
 "  -s          stream to (or from) a single file instead of a file per frame\n"
 "  -z KB       custom frame size in KiB (-w 1 -z 40000)\n"

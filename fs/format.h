@@ -42,7 +42,7 @@
 #define FFS_JOURNAL_START 32ull
 #define FFS_ROOT_INO 1ull
 #define FFS_NAME_MAX 255u
-#define FFS_SYMLINK_MAX 4000u
+#define FFS_SYMLINK_MAX 4095u /* PATH_MAX - 1: a block's 4064 bytes, the rest inline */
 #define FFS_XATTR_BYTES_MAX (FFS_BLOCK - 32u)
 
 enum ffs_btype {
@@ -295,6 +295,8 @@ struct ffs_symlink_block {
 	char target[FFS_BLOCK - 32];
 };
 _Static_assert(sizeof(struct ffs_symlink_block) == FFS_BLOCK, "symlink block");
+_Static_assert(FFS_SYMLINK_MAX <= sizeof(((struct ffs_symlink_block *)0)->target) +
+	       sizeof(((struct ffs_inode *)0)->u.symlink), "a long target fits block + inline tail");
 
 /* Checksum before write, verify after read: one helper pair for all blocks. */
 void ffs_block_seal(void *block, uint32_t type, uint64_t blockno);

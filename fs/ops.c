@@ -256,6 +256,33 @@ int ffs_mkdir(struct ffs *fs, uint64_t parent, const char *name, mode_t mode, ui
 	return rc;
 }
 
+/*
+ * A long target (PATH_MAX - 1 bytes at most) lives in a symlink block, and
+ * what does not fit there runs on in the inode's inline area, which a long
+ * target does not otherwise use.
+ */
+static void symlink_split(struct finode *fi, struct ffs_symlink_block *sl, const char *target,
+			  size_t len)
+{
+	size_t head = FF_MIN(len, sizeof(sl->target));
+
+	memcpy(sl->target, target, head);
+	memcpy(fi->d.u.symlink, target + head, len - head);
+}
+
+/* The target of a long symlink into buf (at most max bytes): its length. */
+static size_t symlink_join(const struct finode *fi, const struct ffs_symlink_block *sl, char *buf,
+			   size_t max)
+{
+	size_t len = FF_MIN((size_t)ff_le32(sl->len), (size_t)FFS_SYMLINK_MAX), head;
+
+	len = FF_MIN(len, max);
+	head = FF_MIN(len, sizeof(sl->target));
+	memcpy(buf, sl->target, head);
+	memcpy(buf + head, fi->d.u.symlink, len - head);
+	return len;
+}
+
 int ffs_symlink(struct ffs *fs, uint64_t parent, const char *name, const char *target, uid_t uid,
 		gid_t gid, struct stat *st)
 {
@@ -280,7 +307,7 @@ int ffs_symlink(struct ffs *fs, uint64_t parent, const char *name, const char *t
 
 				sl->owner = ff_cpu_to_le64(fi->ino);
 				sl->len = ff_cpu_to_le32((uint32_t)len);
-				memcpy(sl->target, target, len);
+				symlink_split(fi, sl, target, len);
 				mb_dirty(fs, mb);
 				mb_put(fs, mb);
 				fi->d.root = ff_cpu_to_le64(no);
@@ -320,9 +347,8 @@ int ffs_readlink(struct ffs *fs, uint64_t ino, char *buf, size_t size)
 			if (rc == 0) {
 				struct ffs_symlink_block *sl = (struct ffs_symlink_block *)mb->data;
 
-				len = FF_MIN(ff_le32(sl->len), sizeof(sl->target));
-				memcpy(buf, sl->target, FF_MIN(len, size - 1));
-				buf[FF_MIN(len, size - 1)] = '\0';
+				len = symlink_join(fi, sl, buf, size - 1);
+				buf[len] = '\0';
 				mb_put(fs, mb);
 			}
 		}
@@ -636,6 +662,12 @@ int ffs_open(struct ffs *fs, uint64_t ino, int flags, uint64_t *fh)
 	pthread_mutex_unlock(&fs->lock);
 	if (rc == 0 && (flags & O_TRUNC) && S_ISREG(ff_le32(fi->d.mode))) {
 		rc = data_truncate(fs, fi, 0);
+		if (rc == 0) { /* an open that truncates changes the file, empty or not */
+			pthread_mutex_lock(&fs->lock);
+			inode_touch(fi, true, true);
+			rc = istore(fs, fi);
+			pthread_mutex_unlock(&fs->lock);
+		}
 		if (rc < 0)
 			ffs_release(fs, *fh);
 	}

@@ -78,7 +78,7 @@ static const char *symlink_problem(struct fsck *c, uint64_t ino, struct ffs_inod
 	mb_put(c->fs, mb);
 	if (other != ino)
 		return "its target block belongs to another inode";
-	if (len == 0 || len > FFS_SYMLINK_MAX || len > sizeof(sl->target))
+	if (len == 0 || len > FFS_SYMLINK_MAX) /* past the block's bytes: the inode's inline area */
 		return "its target block is corrupt";
 	if (len != size && field(c, ino, "a length of", size, len)) {
 		d->size = ff_cpu_to_le64(len);

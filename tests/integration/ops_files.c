@@ -297,6 +297,23 @@ static void setattr_ops(void)
 	close(fd);
 	EXPECT_OK(stat(P("attrs"), &st));
 	EXPECT(st.st_mtim.tv_sec >= time(NULL) - 60, "write set mtime");
+	/* open(O_TRUNC) of an existing file changes mtime and ctime, even of an empty one */
+	for (int len = 0; len <= 10; len += 10) {
+		IT_MUST(it_make_file(P("trunc%d", len), (size_t)len, 21));
+		ts[0].tv_sec = ts[1].tv_sec = 1500000000;
+		ts[0].tv_nsec = ts[1].tv_nsec = 0;
+		EXPECT_OK(utimensat(AT_FDCWD, P("trunc%d", len), ts, 0));
+		EXPECT_OK(stat(P("trunc%d", len), &st));
+		EXPECT_EQ(st.st_mtim.tv_sec, 1500000000);
+		IT_MUST(fd = open(P("trunc%d", len), O_WRONLY | O_TRUNC));
+		close(fd);
+		EXPECT_OK(stat(P("trunc%d", len), &st));
+		EXPECT_EQ(st.st_size, 0);
+		EXPECT(st.st_mtim.tv_sec >= time(NULL) - 60, "open(O_TRUNC) of a %d-byte file set mtime",
+		       len);
+		EXPECT(st.st_ctim.tv_sec >= time(NULL) - 60, "open(O_TRUNC) of a %d-byte file set ctime",
+		       len);
+	}
 	/* final state for verify */
 	ts[0].tv_sec = 1111111111;
 	ts[0].tv_nsec = 1;

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Proves: hard links (link counts, one inode under two names, data shared),
- * symlinks (short targets kept in the inode, long ones up to 4000 bytes in
- * their own block, readlink exact), and unlink of an open file: the data
+ * symlinks (short targets kept in the inode, long ones up to PATH_MAX - 1 =
+ * 4095 bytes in their own block, the last 31 inline; readlink exact), and unlink of an open file: the data
  * stays readable and writable through the descriptor until the last close,
  * then its space comes back — also after a remount.
  */
@@ -12,7 +12,7 @@
 
 #define MiB (1024 * 1024)
 
-static char target_long[4001], target_max[4097];
+static char target_long[4001], target_max[4097], target_4095[4096], target_4065[4066];
 
 static void targets(void)
 {
@@ -22,6 +22,12 @@ static void targets(void)
 	for (int i = 0; i < 4096; i++)
 		target_max[i] = (char)('A' + i % 26);
 	target_max[4096] = '\0';
+	memcpy(target_4095, target_max, 4095); /* PATH_MAX - 1: the longest target there is */
+	target_4095[4094] = 'Z';
+	target_4095[4095] = '\0';
+	memcpy(target_4065, target_max, 4065); /* the block's 4064 bytes and one inline */
+	target_4065[4064] = 'Y';
+	target_4065[4065] = '\0';
 }
 
 static void check_link(const char *rel, const char *target)
@@ -101,7 +107,18 @@ static void symlinks(void)
 	EXPECT_EQ(st.st_size, 4000);
 	EXPECT_OK(stat(P("short"), &st)); /* followed */
 	EXPECT(S_ISREG(st.st_mode) && st.st_size == 2 * MiB + 5, "symlink followed to the file");
-	/* PATH_MAX - 1 bytes: the kernel's limit for a target; framefs may refuse with ENAMETOOLONG */
+	/* PATH_MAX - 1 bytes, the kernel's limit for a target, is made and read back;
+	 * one byte more never reaches the daemon (ENAMETOOLONG from the kernel) */
+	EXPECT_OK(symlink(target_4095, P("max4095")));
+	check_link("max4095", target_4095);
+	EXPECT_OK(lstat(P("max4095"), &st));
+	EXPECT_EQ(st.st_size, 4095);
+	EXPECT_OK(symlink(target_4065, P("tail4065")));
+	check_link("tail4065", target_4065);
+	EXPECT_OK(symlink(target_4095, P("max-removed")));
+	check_link("max-removed", target_4095);
+	EXPECT_OK(unlink(P("max-removed")));
+	EXPECT_ERR(lstat(P("max-removed"), &st), ENOENT);
 	{
 		int rc = symlink(target_max, P("toolong"));
 
@@ -218,6 +235,8 @@ static void it_verify(void)
 	check_link("short", "dir/third");
 	check_link("long2", target_long);
 	check_link("one", "x");
+	check_link("max4095", target_4095);
+	check_link("tail4065", target_4065);
 	{
 		char t[146];
 

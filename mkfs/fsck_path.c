@@ -120,7 +120,8 @@ static struct pdir *dir_entries(struct fsck *c, uint64_t dir)
 		pdir_clear(e);
 		return NULL;
 	}
-	qsort(e->v, e->n, sizeof(*e->v), by_ino);
+	if (e->n)
+		qsort(e->v, e->n, sizeof(*e->v), by_ino);
 	e->dir = dir;
 	return e;
 }

@@ -16,9 +16,15 @@
 #                        runs beside it with the default rates (foreground first)   bar: 0
 #                        (the same stream is first played degraded with no rebuild: its drops
 #                        are printed beside, as what the machine drops by itself)
+#   loaded_drops_due_to_rebuild  the same pair of streams (degraded, then a third rebuild
+#                        beside it) with a busy loop on every core (a CPU hog, as on a
+#                        workstation that is never idle): drops with the rebuild minus drops
+#                        without it                                           bar: <= 0
+#                        (each stream's seconds with no frame done are printed too)
 # Each figure is printed as min / median / max over RUNS runs; the last line is
 #   RESULT rebuild_vs_raw=<median> rebuild_min_per_tb=<median> degraded_read_ratio=<median>
 #          frames_dropped_during_rebuild=<max over runs>
+#          loaded_drops_due_to_rebuild=<median over runs>
 #
 # Knobs (environment):
 #   RUNS=3          runs (each on a fresh volume)
@@ -79,10 +85,25 @@ mkdir -p "$MNT"
 DAEMON=
 BG=
 
+HOGS=()
+start_hogs() { # a busy loop on every core
+	local c
+	for c in $(seq "$(nproc)"); do
+		(while :; do :; done) &
+		HOGS+=($!)
+	done
+}
+stop_hogs() {
+	[ "${#HOGS[@]}" -gt 0 ] && kill "${HOGS[@]}" 2>/dev/null
+	wait "${HOGS[@]}" 2>/dev/null || true
+	HOGS=()
+}
+
 cleanup() {
 	local i
 	trap - EXIT INT TERM HUP
 	[ -n "$BG" ] && kill "$BG" 2>/dev/null
+	stop_hogs
 	if grep -qs " $MNT fuse.framefs " /proc/mounts; then
 		umount "$MNT" 2>/dev/null || umount -l "$MNT" 2>/dev/null || true
 	fi
@@ -222,8 +243,47 @@ print('%.3f %.2f %.0f' % (bps / $raw, 1e12 / bps / 60, bps / 1e6))")
 	echo "   run $run: 4K 24 fps stream of $total frames, degraded, no rebuild: dropped $base"
 	echo "   run $run: 4K 24 fps stream of $total frames during the rebuild: dropped $dropped, lowest fps in 1 s $lowest; rebuild advanced $b0 -> $b1 bytes during it$([ "$roles" = 0 ] && echo ", finished")"
 	"$ADMIN" rebuild -q "$MNT" >/dev/null || die "the second rebuild did not finish"
+
+	# the same pair of streams with a busy loop on every core
+	replace_member 3
+	start_hogs
+	stream_loaded "$fr" "$T/base.csv"
+	base=$LOADED
+	stream_loaded "$fr" "$T/rb.csv" "${MEMBERS[3]}"
+	stop_hogs
+	LDIFF+=("$((LOADED - base))")
+	echo "   run $run: with a CPU hog on every core: dropped $base without a rebuild ($(stalls "$T/base.csv") s with no frame), $LOADED with it ($(stalls "$T/rb.csv") s with no frame); rebuild advanced $LOADED_B0 -> $LOADED_B1 bytes"
+	"$ADMIN" rebuild -q "$MNT" >/dev/null || die "the third rebuild did not finish"
 	unmount_vol
 	rm -f "$SHM".*
+}
+
+stream_loaded() { # FRAMES CSV [MEMBER]: the paced 4K stream (adding MEMBER 1 s in); sets LOADED
+	local out
+	"$FT" --json -u 0 -r -t 4 -f 24 -n "$1" -l $(((STREAM_S * 24 + $1 - 1) / $1)) -x "$2" \
+		"$MNT/ft" >"$T/loaded.json" 2>"$T/loaded.err" &
+	BG=$!
+	LOADED_B0=0 LOADED_B1=0
+	if [ -n "${3:-}" ]; then
+		sleep 1
+		"$ADMIN" add -q "$MNT" "$3"
+		read -r _ LOADED_B0 _ < <(rebuild_state)
+	fi
+	wait "$BG" || true
+	BG=
+	[ -n "${3:-}" ] && read -r _ LOADED_B1 _ < <(rebuild_state)
+	out=$(jq_py '"%d %d" % (j["frames"]["dropped"], j["frames"]["verify_failed"] + j["frames"]["errors"])' <"$T/loaded.json") ||
+		die "the loaded stream printed no JSON: $(tail -3 "$T/loaded.err")"
+	read -r LOADED bad <<<"$out"
+	[ "$bad" = 0 ] || die "the loaded stream read $bad bad frame(s)"
+}
+
+stalls() { # CSV: seconds of the stream in which no frame was done
+	python3 -c "
+import csv, sys
+done = set(int(float(r['done_ms']) // 1000) for r in csv.DictReader(open(sys.argv[1]))
+           if r['status'] == 'ok' and r['done_ms'])
+print(sum(1 for s in range(max(done) + 1) if s not in done) if done else 0)" "$1"
 }
 
 stats() { # VALUES...: "min / median / max"
@@ -236,7 +296,7 @@ median() { python3 -c "import statistics, sys; print('%g' % statistics.median(fl
 maxof() { python3 -c "import sys; print('%d' % max(int(x) for x in sys.argv[1:]))" "$@"; }
 
 echo "framefs rebuild benchmark: RAID5, 4 x $SIZE_MB MiB tmpfs members, $FILL_PCT% full of 4K frames, $RUNS run(s)"
-RVR=() MPT=() DEG=() DROP=() BASE=()
+RVR=() MPT=() DEG=() DROP=() BASE=() LDIFF=()
 for run in $(seq "$RUNS"); do
 	one_run
 done
@@ -247,4 +307,5 @@ echo "rebuild_min_per_tb              $(stats "${MPT[@]}")   (MegaRAID 9670W 14.
 echo "degraded_read_ratio             $(stats "${DEG[@]}")"
 echo "frames_dropped_during_rebuild   $(stats "${DROP[@]}")   (bar 0)"
 echo "  the same stream, no rebuild     $(stats "${BASE[@]}")   (what the machine drops by itself)"
-echo "RESULT rebuild_vs_raw=$(median "${RVR[@]}") rebuild_min_per_tb=$(median "${MPT[@]}") degraded_read_ratio=$(median "${DEG[@]}") frames_dropped_during_rebuild=$(maxof "${DROP[@]}")"
+echo "loaded_drops_due_to_rebuild     $(stats "${LDIFF[@]}")   (bar <= 0; CPU hog on every core)"
+echo "RESULT rebuild_vs_raw=$(median "${RVR[@]}") rebuild_min_per_tb=$(median "${MPT[@]}") degraded_read_ratio=$(median "${DEG[@]}") frames_dropped_during_rebuild=$(maxof "${DROP[@]}") loaded_drops_due_to_rebuild=$(median "${LDIFF[@]}")"

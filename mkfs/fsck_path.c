@@ -9,7 +9,11 @@
  * counts anything: the directory trees are read with a peek walk.
  *
  * The entries of the last few directories looked in are kept, sorted by
- * inode, until a repair changes anything (c->fixed moves on).
+ * inode, until the next pass: a repair within a pass may leave them stale
+ * (an entry just removed, /lost+found just made), which at worst prints a
+ * name the entry had when the pass began, or no path.  Dropping them at
+ * every repair would read a 100,000-entry directory again for each of its
+ * damaged entries.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -36,7 +40,7 @@ struct pdir {
 struct path_cache {
 	struct pdir d[DIRS_KEPT];
 	unsigned next;           /* the slot to reuse */
-	unsigned fixed;          /* c->fixed when the entries were read */
+	int pass;                /* c->pass when the entries were read */
 };
 
 static void pdir_clear(struct pdir *d)
@@ -100,10 +104,10 @@ static struct pdir *dir_entries(struct fsck *c, uint64_t dir)
 
 	if (!pc && !(pc = c->paths = calloc(1, sizeof(*pc))))
 		return NULL;
-	if (pc->fixed != c->fixed) { /* a repair may have changed any directory */
+	if (pc->pass != c->pass) { /* the last pass's repairs may have changed any directory */
 		for (unsigned i = 0; i < DIRS_KEPT; i++)
 			pdir_clear(&pc->d[i]);
-		pc->fixed = c->fixed;
+		pc->pass = c->pass;
 	}
 	for (unsigned i = 0; i < DIRS_KEPT; i++)
 		if (pc->d[i].dir == dir)

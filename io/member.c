@@ -3,6 +3,8 @@
 #include "io/fault.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <linux/magic.h>
@@ -13,6 +15,56 @@
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
+
+#define SYS_BLOCK_FMT "/sys/dev/block/%u:%u"
+
+/* A small sysfs attribute, its trailing newline dropped: length or -errno. */
+static int sys_read(char *buf, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int sys_read(char *buf, size_t len, const char *fmt, ...)
+{
+	char path[PATH_MAX];
+	va_list ap;
+	ssize_t n;
+	int fd;
+
+	va_start(ap, fmt);
+	vsnprintf(path, sizeof(path), fmt, ap);
+	va_end(ap);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	if (n < 0) {
+		int e = errno;
+
+		close(fd);
+		return -e;
+	}
+	close(fd);
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+		n--;
+	buf[n] = '\0';
+	return (int)n;
+}
+
+/* What identifies the disk behind a block device: its diskseq (counts up
+ * for every disk the kernel creates, loop attaches included), and for a
+ * loop device whether it is attached and set to detach on last close. */
+static void bdev_identity(struct ff_member *m)
+{
+	unsigned maj = major(m->st_rdev), min = minor(m->st_rdev);
+	uint64_t seq = 0;
+	char v[32];
+
+#ifdef BLKGETDISKSEQ
+	if (ioctl(m->fd, BLKGETDISKSEQ, &seq) < 0)
+		seq = 0;
+#endif
+	m->diskseq = seq;
+	m->is_loop = sys_read(v, sizeof(v), SYS_BLOCK_FMT "/loop/autoclear", maj, min) > 0;
+	m->loop_autoclear = m->is_loop && v[0] == '1';
+}
 
 /* Block devices answer the size and block-size ioctls; files answer statx.
  * Either way the O_DIRECT alignment comes from STATX_DIOALIGN when the
@@ -41,6 +93,7 @@ static int member_probe(struct ff_member *m, struct ff_err *err)
 		}
 		m->size_bytes = bytes;
 		m->lbs = (uint32_t)lbs;
+		bdev_identity(m);
 	} else if (S_ISREG(stx.stx_mode)) {
 		struct statfs sf;
 
@@ -111,6 +164,11 @@ int ff_member_open(struct ff_member *m, const char *path, bool read_only, struct
 		return -ENAMETOOLONG;
 	}
 	strcpy(m->path, path);
+	if (path[0] == '/' || !getcwd(m->abs_path, sizeof(m->abs_path)) ||
+	    strlen(m->abs_path) + 1 + strlen(path) >= sizeof(m->abs_path))
+		strcpy(m->abs_path, path);
+	else
+		strcat(strcat(m->abs_path, "/"), path);
 	m->read_only = read_only;
 	m->fd = open(path, flags);
 	if (m->fd < 0) {
@@ -160,6 +218,109 @@ void ff_member_close(struct ff_member *m)
 	}
 	m->fd = -1;
 	m->undo = NULL;
+}
+
+/* The disk's diskseq as sysfs has it now (a partition: its disk's), 0 when unknown. */
+static uint64_t sys_diskseq(unsigned maj, unsigned min)
+{
+	char v[32];
+
+	if (sys_read(v, sizeof(v), SYS_BLOCK_FMT "/diskseq", maj, min) <= 0 &&
+	    sys_read(v, sizeof(v), SYS_BLOCK_FMT "/../diskseq", maj, min) <= 0)
+		return 0;
+	return strtoull(v, NULL, 10);
+}
+
+static enum ff_member_presence bdev_presence(const struct ff_member *m, char *why, size_t len)
+{
+	unsigned maj = major(m->st_rdev), min = minor(m->st_rdev);
+	char sys[64], v[PATH_MAX];
+	uint64_t seq;
+	struct stat st;
+	int n;
+
+	snprintf(sys, sizeof(sys), SYS_BLOCK_FMT, maj, min);
+	if (access(sys, F_OK) < 0 && errno == ENOENT) {
+		snprintf(why, len, "vanished: the device was removed (%s is gone)", sys);
+		return FF_MEMBER_VANISHED;
+	}
+	seq = m->diskseq ? sys_diskseq(maj, min) : 0;
+	if (seq && seq != m->diskseq) {
+		snprintf(why, len, "vanished: the device was removed (%u:%u is now another disk, "
+			 "diskseq %llu, not %llu)", maj, min, (unsigned long long)seq,
+			 (unsigned long long)m->diskseq);
+		return FF_MEMBER_VANISHED;
+	}
+	if (m->is_loop) {
+		n = sys_read(v, sizeof(v), "%s/loop/backing_file", sys);
+		if (n == -ENOENT) {
+			snprintf(why, len, "vanished: the loop device was detached");
+			return FF_MEMBER_VANISHED;
+		}
+		if (n > 10 && strcmp(v + n - 10, " (deleted)") == 0) {
+			v[n - 10] = '\0';
+			snprintf(why, len, "vanished: the loop device's backing file %s was unlinked", v);
+			return FF_MEMBER_VANISHED;
+		}
+	}
+	if (stat(m->abs_path, &st) < 0) {
+		if (errno != ENOENT && errno != ENOTDIR)
+			return FF_MEMBER_PRESENT; /* cannot tell (EACCES, ...): the I/O path will */
+		snprintf(why, len, "vanished: the device node %s is gone", m->path);
+		return FF_MEMBER_VANISHING;
+	}
+	if (!S_ISBLK(st.st_mode)) {
+		snprintf(why, len, "vanished: %s is no longer a block device", m->path);
+		return FF_MEMBER_VANISHING;
+	}
+	if (st.st_rdev != m->st_rdev) {
+		snprintf(why, len, "vanished: %s now names another device (%u:%u, not %u:%u)", m->path,
+			 major(st.st_rdev), minor(st.st_rdev), maj, min);
+		return FF_MEMBER_VANISHING;
+	}
+	if (m->is_loop && !m->loop_autoclear &&
+	    sys_read(v, sizeof(v), "%s/loop/autoclear", sys) > 0 && v[0] == '1') {
+		n = sys_read(v, sizeof(v), "%s/loop/backing_file", sys);
+		snprintf(why, len, "loop device detached (losetup -d) while in use: the kernel lets it "
+			 "go when the array closes it; its data stays in %s, attach that again "
+			 "before the next mount", n > 0 ? v : "its backing file");
+		return FF_MEMBER_MOVED;
+	}
+	return FF_MEMBER_PRESENT;
+}
+
+enum ff_member_presence ff_member_presence(const struct ff_member *m, char *why, size_t len)
+{
+	struct stat fst, st;
+	int prc;
+
+	why[0] = '\0';
+	if (m->fd < 0 || fstat(m->fd, &fst) < 0)
+		return FF_MEMBER_PRESENT;
+	if (m->is_bdev)
+		return bdev_presence(m, why, len);
+	prc = stat(m->abs_path, &st);
+	if (prc < 0 && errno != ENOENT && errno != ENOTDIR)
+		return FF_MEMBER_PRESENT; /* cannot tell */
+	if (fst.st_nlink == 0) {
+		if (prc == 0)
+			snprintf(why, len, "vanished: replaced by another file at its path (the "
+				 "member's file was unlinked)");
+		else
+			snprintf(why, len, "vanished: the file was unlinked");
+		return FF_MEMBER_VANISHED;
+	}
+	if (prc < 0) {
+		snprintf(why, len, "the file is no longer at %s (renamed or moved: it still holds the "
+			 "member); the next mount must name its new path", m->path);
+		return FF_MEMBER_MOVED;
+	}
+	if (st.st_dev != fst.st_dev || st.st_ino != fst.st_ino) {
+		snprintf(why, len, "%s now names another file (the member's file lives on under "
+			 "another name); the next mount must name that one", m->path);
+		return FF_MEMBER_MOVED;
+	}
+	return FF_MEMBER_PRESENT;
 }
 
 bool ff_member_same(const struct ff_member *m, const struct ff_member *other)

@@ -30,6 +30,8 @@ struct ff_nvme_id {
 
 struct ff_member {
 	char path[PATH_MAX];
+	char abs_path[PATH_MAX]; /* path made absolute at open (the daemon chdirs to "/"):
+				  * what the presence check (ff_member_presence) looks at */
 	int fd;
 	bool is_bdev;
 	bool in_memory;      /* a file in tmpfs or ramfs: every write is a CPU copy into RAM */
@@ -39,6 +41,10 @@ struct ff_member {
 	dev_t st_dev;        /* identity of the underlying object, to refuse duplicates */
 	ino_t st_ino;
 	dev_t st_rdev;
+	uint64_t diskseq;        /* block device: the kernel's sequence number of the disk
+				  * opened (BLKGETDISKSEQ), 0 when unknown */
+	bool is_loop;            /* a loop device (attached at open) */
+	bool loop_autoclear;     /* ... already set to detach on last close at open */
 	uint64_t size_bytes;
 	uint32_t lbs;            /* logical block size: smallest I/O unit */
 	uint32_t dio_mem_align;  /* O_DIRECT buffer alignment */
@@ -71,6 +77,38 @@ const char *ff_member_describe(const struct ff_member *m, char *buf, size_t len)
 
 /* True when m and other are the same underlying file or device. */
 bool ff_member_same(const struct ff_member *m, const struct ff_member *other);
+
+/*
+ * Is the member still where it was opened?  Cheap (an fstat, a stat and a
+ * few small sysfs reads), for a periodic check.  why gets one line for the
+ * log and the status ("vanished: ..." for the first two answers).
+ *
+ *   FF_MEMBER_VANISHED   what is written to it now is lost or goes nowhere:
+ *                        a file unlinked (also: replaced by another file at
+ *                        its path), a block device removed (its
+ *                        /sys/dev/block/MAJ:MIN gone, or that number now
+ *                        belonging to another disk), a loop device whose
+ *                        backing file was unlinked
+ *   FF_MEMBER_VANISHING  a block device's path no longer names it (the node
+ *                        is gone, or names another device): as udev removes
+ *                        the node of a removed device; the caller fails it
+ *                        when a later check still says so (udev may rewrite
+ *                        a symlink for a moment)
+ *   FF_MEMBER_MOVED      the member is intact but will not be found at its
+ *                        path by the next assembly: a file renamed away (it
+ *                        still has a link), a loop device detached with
+ *                        `losetup -d` while in use (the kernel detaches it
+ *                        when the array closes it): a warning, no failure
+ *   FF_MEMBER_PRESENT    nothing to say (also when the check itself cannot
+ *                        run: a failed fstat is left to the I/O path)
+ */
+enum ff_member_presence {
+	FF_MEMBER_PRESENT = 0,
+	FF_MEMBER_VANISHED = 1,
+	FF_MEMBER_VANISHING = 2,
+	FF_MEMBER_MOVED = 3,
+};
+enum ff_member_presence ff_member_presence(const struct ff_member *m, char *why, size_t len);
 
 /* Synchronous O_DIRECT helpers for start-up paths (superblocks, assembly);
  * the data path goes through io/uring.h.  Short transfers are completed;

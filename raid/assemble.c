@@ -235,6 +235,19 @@ static void geom_from_sb(struct ff_geom *g, const struct ff_member_sb *sb, uint3
 	g->member_bytes = ff_le64(sb->member_bytes);
 }
 
+/* A member given for a role but left out: status shows it (the freshest
+ * such member when there are several). */
+static void note_left_out(struct ff_raid *r, unsigned role, const struct ff_member *m,
+			  const struct ff_member_sb *sb, bool stale)
+{
+	if (role >= FF_MEMBERS_MAX || (r->left_out[role].path[0] &&
+				       r->left_out[role].events >= ff_le64(sb->events)))
+		return;
+	snprintf(r->left_out[role].path, sizeof(r->left_out[role].path), "%s", m->path);
+	r->left_out[role].events = ff_le64(sb->events);
+	r->left_out[role].stale = stale;
+}
+
 /* Decide, for each role, which given member (if any) holds it. */
 static void assign_roles(struct ff_raid *r, struct ff_member *m, struct candidate *c, unsigned n,
 			 const struct ff_member_sb *fresh, int *holder)
@@ -263,12 +276,14 @@ static void assign_roles(struct ff_raid *r, struct ff_member *m, struct candidat
 		    ff_le32(fresh->roles[role].state) != FF_MEMBER_REBUILDING) {
 			ff_log(FF_LOG_WARN, "%s (role %u) is marked failed in the array; ignoring it",
 			       m[i].path, role);
+			note_left_out(r, role, &m[i], c[i].sb, false);
 			continue;
 		}
 		if (ff_le64(c[i].sb->events) < events) {
 			ff_log(FF_LOG_WARN, "%s (role %u) is stale: events %llu < %llu; ignoring it",
 			       m[i].path, role, (unsigned long long)ff_le64(c[i].sb->events),
 			       (unsigned long long)events);
+			note_left_out(r, role, &m[i], c[i].sb, true);
 			continue;
 		}
 		holder[role] = (int)i;
@@ -570,8 +585,8 @@ int raid_sb_write_all(struct ff_raid *r, uint32_t array_state)
 	return rc;
 }
 
-/* Called from engine threads: record the failure at once, persist later. */
-void raid_member_failed(struct ff_raid *r, unsigned role, const char *cause)
+/* The role stops being read or written; true when this call failed it. */
+static bool mark_failed(struct ff_raid *r, unsigned role, const char *cause)
 {
 	uint8_t expected = FF_MEMBER_ACTIVE;
 	char ident[160];
@@ -579,7 +594,7 @@ void raid_member_failed(struct ff_raid *r, unsigned role, const char *cause)
 	if (!atomic_compare_exchange_strong(&r->state[role], &expected, FF_MEMBER_FAILED)) {
 		expected = FF_MEMBER_REBUILDING; /* the new member died during its rebuild */
 		if (!atomic_compare_exchange_strong(&r->state[role], &expected, FF_MEMBER_FAILED))
-			return;
+			return false;
 	}
 	atomic_fetch_or(&r->dead_mask, 1u << role);
 	atomic_fetch_and(&r->rebuild_mask, ~(1u << role));
@@ -587,10 +602,175 @@ void raid_member_failed(struct ff_raid *r, unsigned role, const char *cause)
 	ff_log(FF_LOG_ERR, "member %s (role %u, %s) failed: %s; array continues %s", r->mem[role].path,
 	       role, ff_member_describe(&r->mem[role], ident, sizeof(ident)), cause,
 	       ff_raid_failed_count(r) <= r->g.nparity ? "degraded" : "WITHOUT REDUNDANCY: I/O fails");
-	pthread_mutex_lock(&r->sb_lock);
+	return true;
+}
+
+/* Caller holds sb_lock, and failed the role: status says why, the
+ * superblock thread persists it. */
+static void failed_locked(struct ff_raid *r, unsigned role, const char *cause)
+{
+	snprintf(r->fail_reason[role], sizeof(r->fail_reason[role]), "%s", cause);
 	r->sb_pending = true;
 	pthread_cond_signal(&r->sb_cond);
+}
+
+/* Called from engine threads: record the failure at once, persist later. */
+void raid_member_failed(struct ff_raid *r, unsigned role, const char *cause)
+{
+	if (!mark_failed(r, role, cause))
+		return;
+	pthread_mutex_lock(&r->sb_lock);
+	failed_locked(r, role, cause);
 	pthread_mutex_unlock(&r->sb_lock);
+}
+
+void raid_role_reset_info(struct ff_raid *r, unsigned role)
+{
+	r->fail_reason[role][0] = '\0';
+	r->note[role][0] = '\0';
+	r->left_out[role].path[0] = '\0';
+	r->left_out[role].events = 0;
+	r->left_out[role].stale = false;
+	r->vanishing[role] = 0;
+}
+
+void ff_raid_member_info(struct ff_raid *r, unsigned role, struct ff_raid_member_info *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (role >= r->g.nmembers)
+		return;
+	pthread_mutex_lock(&r->sb_lock);
+	out->state = (enum ff_member_state)atomic_load(&r->state[role]);
+	if (out->state == FF_MEMBER_FAILED)
+		snprintf(out->reason, sizeof(out->reason), "%s", r->fail_reason[role]);
+	if (out->state == FF_MEMBER_ACTIVE || out->state == FF_MEMBER_REBUILDING)
+		snprintf(out->note, sizeof(out->note), "%s", r->note[role]);
+	if (out->state == FF_MEMBER_MISSING && r->mem[role].fd < 0 && r->left_out[role].path[0]) {
+		snprintf(out->left_path, sizeof(out->left_path), "%s", r->left_out[role].path);
+		out->left_stale = r->left_out[role].stale;
+		out->left_events = r->left_out[role].events;
+	}
+	pthread_mutex_unlock(&r->sb_lock);
+}
+
+/* ---- presence: members that vanish ------------------------------------------ */
+
+/* A role's member, checked on a copy taken under sb_lock (the check itself
+ * runs without it: a stat may block).  True when it failed the role. */
+static bool presence_role(struct ff_raid *r, unsigned role, struct ff_member *m)
+{
+	uint8_t st = atomic_load(&r->state[role]);
+	char why[FF_RAID_REASON_MAX];
+	enum ff_member_presence p;
+	uint32_t epoch;
+	bool failed = false;
+
+	if (st != FF_MEMBER_ACTIVE && st != FF_MEMBER_REBUILDING)
+		return false;
+	pthread_mutex_lock(&r->sb_lock);
+	epoch = atomic_load(&r->role_epoch[role]);
+	*m = r->mem[role];
+	pthread_mutex_unlock(&r->sb_lock);
+	if (m->fd < 0)
+		return false;
+	p = ff_member_presence(m, why, sizeof(why));
+	pthread_mutex_lock(&r->sb_lock);
+	if (atomic_load(&r->role_epoch[role]) != epoch) { /* another member took the role */
+		pthread_mutex_unlock(&r->sb_lock);
+		return false;
+	}
+	if (p == FF_MEMBER_VANISHING && r->vanishing[role]++ == 0)
+		ff_log(FF_LOG_WARN, "member %s (role %u): %s; failed if the next check still finds "
+		       "it so", m->path, role, why);
+	else if (p != FF_MEMBER_VANISHING)
+		r->vanishing[role] = 0;
+	if (p == FF_MEMBER_VANISHED || (p == FF_MEMBER_VANISHING && r->vanishing[role] >= 2)) {
+		failed = mark_failed(r, role, why);
+		if (failed)
+			failed_locked(r, role, why);
+	} else if (p == FF_MEMBER_MOVED && strcmp(r->note[role], why) != 0) {
+		snprintf(r->note[role], sizeof(r->note[role]), "%s", why);
+		ff_log(FF_LOG_WARN, "member %s (role %u): %s", m->path, role, why);
+	} else if (p == FF_MEMBER_PRESENT && r->note[role][0]) {
+		r->note[role][0] = '\0';
+		ff_log(FF_LOG_INFO, "member %s (role %u) is back at its path", m->path, role);
+	}
+	pthread_mutex_unlock(&r->sb_lock);
+	return failed;
+}
+
+/* The replacement of a role being copied: if it vanishes the replace stops
+ * (as when it returns an I/O error, engine.c), the role is intact. */
+static void presence_shadow(struct ff_raid *r, struct ff_member *m)
+{
+	char why[FF_RAID_REASON_MAX];
+	uint32_t epoch;
+	int role;
+
+	pthread_mutex_lock(&r->sb_lock);
+	role = atomic_load(&r->shadow_role);
+	epoch = atomic_load(&r->role_epoch[r->g.nmembers]);
+	*m = r->shadow;
+	pthread_mutex_unlock(&r->sb_lock);
+	if (role < 0 || m->fd < 0)
+		return;
+	if (ff_member_presence(m, why, sizeof(why)) != FF_MEMBER_VANISHED)
+		return;
+	pthread_mutex_lock(&r->sb_lock);
+	if (atomic_load(&r->role_epoch[r->g.nmembers]) == epoch &&
+	    atomic_load(&r->shadow_role) == role) {
+		ff_log(FF_LOG_ERR, "replacement member %s (for role %d) %s; replace abandoned", m->path,
+		       role, why);
+		atomic_store(&r->shadow_role, -1);
+	}
+	pthread_mutex_unlock(&r->sb_lock);
+}
+
+/* Hot spares: one that vanished is dropped, before it takes over a role. */
+static void presence_spares(struct ff_raid *r, struct ff_member *m)
+{
+	char why[FF_RAID_REASON_MAX];
+
+	for (unsigned i = 0;; i++) {
+		pthread_mutex_lock(&r->spare_lock);
+		if (i >= r->nspares) {
+			pthread_mutex_unlock(&r->spare_lock);
+			return;
+		}
+		*m = r->spare[i];
+		pthread_mutex_unlock(&r->spare_lock);
+		if (ff_member_presence(m, why, sizeof(why)) != FF_MEMBER_VANISHED)
+			continue;
+		pthread_mutex_lock(&r->spare_lock);
+		for (unsigned k = 0; k < r->nspares; k++) {
+			if (r->spare[k].fd != m->fd || !ff_member_same(&r->spare[k], m))
+				continue;
+			ff_log(FF_LOG_WARN, "hot spare %s %s; dropped from the spares", m->path, why);
+			*m = r->spare[k];
+			r->spare[k] = r->spare[--r->nspares];
+			pthread_mutex_unlock(&r->spare_lock);
+			ff_member_close(m);
+			i = k - 1; /* the one moved into place k is checked next */
+			goto next;
+		}
+		pthread_mutex_unlock(&r->spare_lock);
+next:;
+	}
+}
+
+unsigned ff_raid_check_presence(struct ff_raid *r)
+{
+	struct ff_member *m = malloc(sizeof(*m));
+	unsigned failed = 0;
+
+	if (!m)
+		return 0;
+	for (unsigned role = 0; role < r->g.nmembers; role++)
+		failed += presence_role(r, role, m);
+	presence_shadow(r, m);
+	presence_spares(r, m);
+	free(m);
+	return failed;
 }
 
 /* Persists member failures noticed on the data path, off the data path. */
@@ -601,6 +781,7 @@ static void *sb_thread_main(void *arg)
 	uint64_t next_clean = ff_now_ns() + INTENT_CLEAN_NS;
 
 	pthread_mutex_lock(&r->sb_lock);
+	r->presence_next_ns = ff_now_ns() + FF_RAID_PRESENCE_INTERVAL_NS;
 	while (!r->sb_stop) {
 		if (ff_now_ns() >= next_clean) { /* quiet write-intent regions are cleared */
 			pthread_mutex_unlock(&r->sb_lock);
@@ -608,11 +789,26 @@ static void *sb_thread_main(void *arg)
 			pthread_mutex_lock(&r->sb_lock);
 			next_clean = ff_now_ns() + INTENT_CLEAN_NS;
 		}
+		if (ff_now_ns() >= r->presence_next_ns) { /* members that vanished are failed */
+			pthread_mutex_unlock(&r->sb_lock);
+			ff_raid_check_presence(r);
+			pthread_mutex_lock(&r->sb_lock);
+			r->presence_next_ns = ff_now_ns() + FF_RAID_PRESENCE_INTERVAL_NS;
+		}
 		if (!r->sb_pending) {
 			struct timespec ts;
 
+			uint64_t now = ff_now_ns(), wait_ns = 1000000000ull;
+
+			if (r->presence_next_ns > now && r->presence_next_ns - now < wait_ns)
+				wait_ns = r->presence_next_ns - now;
 			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_sec += 1;
+			ts.tv_sec += (time_t)(wait_ns / 1000000000ull);
+			ts.tv_nsec += (long)(wait_ns % 1000000000ull);
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
 			pthread_cond_timedwait(&r->sb_cond, &r->sb_lock, &ts);
 			continue;
 		}

@@ -193,6 +193,35 @@ const uint8_t *ff_raid_uuid(const struct ff_raid *r);
 struct ff_member *ff_raid_member(struct ff_raid *r, unsigned role);
 enum ff_member_state ff_raid_member_state(const struct ff_raid *r, unsigned role);
 unsigned ff_raid_failed_count(const struct ff_raid *r);
+
+#define FF_RAID_REASON_MAX 256
+/* What status shows of a role beyond its state. */
+struct ff_raid_member_info {
+	enum ff_member_state state;
+	char reason[FF_RAID_REASON_MAX]; /* failed: why ("vanished: the file was unlinked",
+					  * "write error", ...); "" otherwise */
+	char note[FF_RAID_REASON_MAX];   /* a warning about its member that fails nothing
+					  * (renamed away, loop device detached); "" if none */
+	/* missing: the member given at assembly but left out ("" if none),
+	 * stale (its event counter is behind the array's) or marked failed */
+	char left_path[PATH_MAX];
+	bool left_stale;
+	uint64_t left_events;
+};
+void ff_raid_member_info(struct ff_raid *r, unsigned role, struct ff_raid_member_info *out);
+
+/*
+ * The presence check, run about once a second by the array's superblock
+ * thread (and on demand here): a member that vanished (ff_member_presence:
+ * a file unlinked or replaced, a block device removed) is failed like one
+ * that returns I/O errors, with the reason in the log and the status; a
+ * block device whose path no longer names it is failed when the next check
+ * still says so; a member that was only moved gets a warning (note).
+ * Roles being rebuilt, spares and a replacement in progress are checked
+ * too.  Returns how many members it failed.
+ */
+unsigned ff_raid_check_presence(struct ff_raid *r);
+#define FF_RAID_PRESENCE_INTERVAL_NS 1000000000ull
 uint64_t ff_raid_events(const struct ff_raid *r);
 struct ff_raid_stats *ff_raid_stats(struct ff_raid *r);
 

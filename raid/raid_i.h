@@ -125,6 +125,23 @@ struct ff_raid {
 	struct ff_fault *faults_retired;
 	_Atomic uint8_t state[FF_MEMBERS_MAX];
 	/*
+	 * What status says about each role (under sb_lock): why it failed
+	 * ("" while it has not), a warning about its member that fails nothing
+	 * (ff_member_presence: FF_MEMBER_MOVED), and the member given at
+	 * assembly but left out, stale or marked failed (path "" if none).
+	 */
+	char fail_reason[FF_MEMBERS_MAX][FF_RAID_REASON_MAX];
+	char note[FF_MEMBERS_MAX][FF_RAID_REASON_MAX];
+	struct {
+		char path[PATH_MAX];
+		uint64_t events;
+		bool stale;
+	} left_out[FF_MEMBERS_MAX];
+	/* the presence check (assemble.c, superblock thread): when it runs
+	 * next, and how many checks in a row saw each role VANISHING */
+	uint64_t presence_next_ns;
+	uint8_t vanishing[FF_MEMBERS_MAX + 1];
+	/*
 	 * Member masks.  dead: failed or missing, neither read nor written.
 	 * rebuild: being rebuilt — written, but read only for stripes already
 	 * rebuilt (bit set in `rebuilt`).  meta_stale: its mirrored metadata
@@ -163,6 +180,9 @@ struct ff_raid {
 
 /* assemble.c */
 void raid_member_failed(struct ff_raid *r, unsigned role, const char *cause);
+/* A role gets another member: forget what was said about the one before
+ * (fail reason, note, left-out member).  Caller holds sb_lock. */
+void raid_role_reset_info(struct ff_raid *r, unsigned role);
 int raid_sb_write_all(struct ff_raid *r, uint32_t array_state);
 
 /* rebuild.c */

@@ -567,6 +567,7 @@ static int promote(struct ff_raid *r, struct ff_member *m, unsigned role)
 	fault_retire(r, role);
 	atomic_fetch_add(&r->role_epoch[role], 1);
 	r->mem[role] = *m;
+	raid_role_reset_info(r, role);
 	ff_uuid_generate(r->sb->roles[role].member_uuid);
 	r->sb->roles[role].rebuild_pos = 0;
 	rc = rings_update(r, role, r->mem[role].fd);
@@ -636,6 +637,29 @@ static int write_spare_sb(struct ff_raid *r, struct ff_member *m)
 	return rc;
 }
 
+/* A member of this array that was left out (stale, failed or replaced) or a
+ * spare of it: say so, and that --force takes it back (rebuilt in full). */
+static bool stale_member_hint(struct ff_raid *r, struct ff_member *m, const char *path,
+			      struct ff_err *err)
+{
+	struct ff_member_sb sb;
+	uint32_t role;
+
+	if (ff_sb_read(m, &sb) != 0 || memcmp(sb.array_uuid, r->uuid, 16) != 0)
+		return false;
+	role = ff_le32(sb.role);
+	if (role < r->g.nmembers)
+		ff_err_set(err, "%s is a stale member of this array (role %u, events %llu; the array "
+			   "is at %llu); framefs-admin add --force takes it back, rebuilt from parity",
+			   path, role, (unsigned long long)ff_le64(sb.events),
+			   (unsigned long long)r->events);
+	else
+		ff_err_set(err, "%s was a spare of this array (events %llu; the array is at %llu); "
+			   "framefs-admin add --force takes it back", path,
+			   (unsigned long long)ff_le64(sb.events), (unsigned long long)r->events);
+	return true;
+}
+
 /* Open a member that is to join: not already in, big enough, no signature. */
 int ff_raid_add_check(struct ff_raid *r, const char *path, bool force, struct ff_member *out,
 		      struct ff_err *err)
@@ -672,6 +696,10 @@ int ff_raid_add_check(struct ff_raid *r, const char *path, bool force, struct ff
 			   (unsigned long long)m.size_bytes, (unsigned long long)r->g.member_bytes);
 		ff_member_close(&m);
 		return -ENOSPC;
+	}
+	if (!force && stale_member_hint(r, &m, path, err)) {
+		ff_member_close(&m);
+		return -EEXIST;
 	}
 	sig = force ? NULL : ff_probe_signature(&m);
 	if (sig) {
@@ -777,6 +805,7 @@ static void replace_finish(struct ff_raid *r, struct raid_rebuild *rb)
 	old = r->mem[role];
 	atomic_fetch_add(&r->role_epoch[role], 1);
 	r->mem[role] = r->shadow;
+	raid_role_reset_info(r, role);
 	r->shadow.fd = -1;
 	rings_update(r, role, r->mem[role].fd);
 	shadow_detach(r);

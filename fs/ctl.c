@@ -232,6 +232,65 @@ static void member_fields(json_object *o, const struct ff_member *m)
 	}
 }
 
+/*
+ * One role: its state ("stale": missing, and the member given for it at
+ * assembly was left out because its event counter is behind), its member,
+ * and what status says beyond that: why it failed or was left out
+ * (reason), a warning that fails nothing (note), what to do (hint), and a
+ * left-out member's event counter (member_events).
+ */
+static void member_json(struct ffs_ctl *c, json_object *o, unsigned role)
+{
+	struct ff_raid_member_info *mi = malloc(sizeof(*mi));
+	const char *vol = c->mountpoint ? c->mountpoint : "VOLUME";
+	char reason[FF_RAID_REASON_MAX + 128] = "", hint[PATH_MAX + 256] = "";
+	const char *state;
+
+	if (!mi) {
+		jadd_u64(o, "role", role);
+		jadd_str(o, "state", member_state_name(ff_raid_member_state(c->r, role)));
+		member_fields(o, ff_raid_member(c->r, role));
+		return;
+	}
+	ff_raid_member_info(c->r, role, mi);
+	state = member_state_name(mi->state);
+	jadd_u64(o, "role", role);
+	if (mi->state == FF_MEMBER_MISSING && mi->left_path[0]) {
+		state = mi->left_stale ? "stale" : "missing";
+		jadd_str(o, "state", state);
+		jadd_str(o, "path", mi->left_path);
+		json_object_object_add(o, "size_bytes", NULL);
+		jadd_str(o, "kind", NULL);
+		json_object_object_add(o, "nvme", NULL);
+		if (mi->left_stale)
+			snprintf(reason, sizeof(reason), "stale: its event counter %llu is behind the "
+				 "array's %llu (the array was assembled and written without it)",
+				 (unsigned long long)mi->left_events,
+				 (unsigned long long)ff_raid_events(c->r));
+		else
+			snprintf(reason, sizeof(reason), "marked failed in the array's superblocks "
+				 "(its event counter %llu): left out at assembly",
+				 (unsigned long long)mi->left_events);
+		snprintf(hint, sizeof(hint), "re-add it with framefs-admin add --force %s %s (it is "
+			 "rebuilt from parity), or put a new member in its place with framefs-admin "
+			 "add %s NEW", vol, mi->left_path, vol);
+		jadd_u64(o, "member_events", mi->left_events);
+	} else {
+		jadd_str(o, "state", state);
+		member_fields(o, ff_raid_member(c->r, role));
+		if (mi->state == FF_MEMBER_FAILED)
+			snprintf(reason, sizeof(reason), "%s", mi->reason[0] ? mi->reason : "failed");
+		if (mi->state == FF_MEMBER_FAILED || mi->state == FF_MEMBER_MISSING)
+			snprintf(hint, sizeof(hint), "framefs-admin add %s NEW puts a new member in "
+				 "role %u (rebuilt from parity)", vol, role);
+		json_object_object_add(o, "member_events", NULL);
+	}
+	jadd_str(o, "reason", reason[0] ? reason : NULL);
+	jadd_str(o, "note", mi->note[0] ? mi->note : NULL);
+	jadd_str(o, "hint", hint[0] ? hint : NULL);
+	free(mi);
+}
+
 static json_object *geometry_json(const struct ff_geom *g)
 {
 	json_object *o = json_object_new_object();
@@ -447,9 +506,7 @@ static json_object *status_json(struct ffs_ctl *c)
 	for (unsigned i = 0; i < g->nmembers; i++) {
 		json_object *m = json_object_new_object();
 
-		jadd_u64(m, "role", i);
-		jadd_str(m, "state", member_state_name(ff_raid_member_state(r, i)));
-		member_fields(m, ff_raid_member(r, i));
+		member_json(c, m, i);
 		json_object_array_add(mem, m);
 	}
 	json_object_object_add(o, "members", mem);

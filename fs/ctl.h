@@ -57,9 +57,23 @@
  *   geometry: {stripe_bytes, nstripes, data_offset, meta_offset,
  *              meta_member_bytes, meta_copies, member_bytes, data_bytes,
  *              meta_bytes, io_align},
- *   members: [{role, state: "active"|"failed"|"missing"|"rebuilding",
+ *   members: [{role, state: "active"|"failed"|"missing"|"rebuilding"|"stale",
  *              path|null, size_bytes|null, kind: "file"|"block"|null,
- *              nvme: {model, serial, firmware, nsid, lba_bytes}|null}],
+ *              nvme: {model, serial, firmware, nsid, lba_bytes}|null,
+ *              reason: why it failed ("vanished: the file was unlinked",
+ *                "write error", ...) or was left out at assembly | null,
+ *              note: a warning about the member that fails nothing (its
+ *                file renamed away, its loop device detached) | null,
+ *              hint: what to do (framefs-admin add ...) | null,
+ *              member_events: the event counter of a member left out at
+ *                assembly | null}],
+ *       "stale": the member given for the role was left out at assembly
+ *       because its event counter is behind the array's ("events"); path
+ *       is that member's (size and kind null: it is not open).  A member
+ *       left out because the array marks it failed shows as "missing" with
+ *       its path and reason.  A member that vanishes while mounted (file
+ *       unlinked or replaced, block device removed) is "failed" within
+ *       about a second (raid.h, ff_raid_check_presence).
  *   spares:  [{path, size_bytes, kind, nvme}],
  *   rebuild: {active, roles: [..], phase: "metadata"|"allocated"|"rest"|
  *             "done"|"pending" (to resume)|"none", fraction, percent, mb_per_s, eta_s,

@@ -137,6 +137,13 @@ static void member_line(json_object *m, const char *role, FILE *f)
 		snprintf(ident, sizeof(ident), "%s", jstr(m, "kind", "-"));
 	fprintf(f, "  %-5s %-11s %-11s %-36s %s\n", role, jstr(m, "state", "spare"), size,
 		jstr(m, "path", "(no member)"), ident);
+	/* why it failed or was left out, a warning, what to do: one line each */
+	if (jstr(m, "reason", NULL))
+		fprintf(f, "        %s\n", jstr(m, "reason", ""));
+	if (jstr(m, "note", NULL))
+		fprintf(f, "        warning: %s\n", jstr(m, "note", ""));
+	if (jstr(m, "hint", NULL))
+		fprintf(f, "        hint: %s\n", jstr(m, "hint", ""));
 }
 
 void render_scrub(json_object *sc, FILE *f, const char *indent)

@@ -380,6 +380,158 @@ START_TEST(read_repairs_bad_chunk)
 }
 END_TEST
 
+/*
+ * The write-buffer pool's progress rule (fs/data.c): 12 writers each write a
+ * file of 96 stripes (past WB_PER_INODE) in 1 MiB pieces in a shuffled
+ * order, as FUSE hands out concurrent O_DIRECT pieces, and four of them
+ * share one more file, while one member takes 2 or 10 ms per write (fault:
+ * op=w,lat_ms=2|10), so that stripe writes pile up in flight.  Run with a pool
+ * larger than WB_PER_INODE (a file reaches its cap with every buffer in
+ * flight: this spun forever holding the file's lock before) and with the
+ * smallest pool and read cache (8 stripes each: exhaustion is the normal
+ * case).  Every write must complete — a deadlock ends in the test's
+ * timeout — and every byte read back, before and after a remount.
+ */
+#define POOL_WRITERS 12
+#define POOL_PIECE (1u << 20)
+
+struct pool_writer {
+	struct ffs *fs;
+	uint64_t fh, fh_shared;
+	unsigned id, npieces;
+};
+
+static uint8_t piece_byte(uint64_t file, uint64_t off)
+{
+	return (uint8_t)((off >> 12) * 31 + file * 7 + (off & 0xfff));
+}
+
+static void piece_fill(uint8_t *b, uint64_t file, uint64_t off)
+{
+	for (size_t i = 0; i < POOL_PIECE; i++)
+		b[i] = piece_byte(file, off + i);
+}
+
+static void *pool_writer_main(void *arg)
+{
+	struct pool_writer *w = arg;
+	uint8_t *b = malloc(POOL_PIECE);
+	unsigned order[64];
+	uint64_t seed = w->id * 2654435761u + 1;
+
+	ck_assert_ptr_nonnull(b);
+	for (unsigned i = 0; i < w->npieces; i++)
+		order[i] = i;
+	for (unsigned i = w->npieces - 1; i > 0; i--) { /* a seeded shuffle */
+		unsigned j, t;
+
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		j = (unsigned)(seed >> 33) % (i + 1);
+		t = order[i];
+		order[i] = order[j];
+		order[j] = t;
+	}
+	for (unsigned i = 0; i < w->npieces; i++) {
+		uint64_t off = (uint64_t)order[i] * POOL_PIECE;
+
+		piece_fill(b, w->id, off);
+		ck_assert_int_eq(ffs_write(w->fs, w->fh, b, POOL_PIECE, off), POOL_PIECE);
+		if (w->id < 4 && order[i] % 4 == w->id) { /* the shared file: each its quarter */
+			piece_fill(b, POOL_WRITERS, off);
+			ck_assert_int_eq(ffs_write(w->fs, w->fh_shared, b, POOL_PIECE, off), POOL_PIECE);
+		}
+	}
+	free(b);
+	return NULL;
+}
+
+static void pool_check_file(struct ffs *fs, uint64_t ino, uint64_t file, uint64_t len)
+{
+	uint8_t *b = malloc(POOL_PIECE);
+	uint64_t fh;
+
+	ck_assert_ptr_nonnull(b);
+	ck_assert_int_eq(ffs_open(fs, ino, O_RDONLY, &fh), 0);
+	for (uint64_t off = 0; off < len; off += POOL_PIECE) {
+		ck_assert_int_eq(ffs_read(fs, fh, b, POOL_PIECE, off), POOL_PIECE);
+		for (size_t i = 0; i < POOL_PIECE; i++)
+			if (b[i] != piece_byte(file, off + i))
+				ck_abort_msg("file %llu: byte %llu differs", (unsigned long long)file,
+					     (unsigned long long)(off + i));
+	}
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	free(b);
+}
+
+/* Every writer's file, and the shared one when all four of its writers ran. */
+static void pool_check_all(struct ffs *fs, const uint64_t *ino, unsigned nwriters, unsigned npieces)
+{
+	for (unsigned i = 0; i < nwriters; i++)
+		pool_check_file(fs, ino[i], i, (uint64_t)npieces * POOL_PIECE);
+	if (nwriters >= 4)
+		pool_check_file(fs, ino[POOL_WRITERS], POOL_WRITERS, (uint64_t)npieces * POOL_PIECE);
+}
+
+static void pool_run(size_t pool_bytes, unsigned nwriters, unsigned lat_us)
+{
+	struct ffs_mkfs_params p = { .level = 5, .chunk_bytes = 64 * 1024, .quiet = true };
+	struct ffs_opts o = { .write_buffer_bytes = pool_bytes, .read_cache_bytes = 1 };
+	struct ff_fault_rule slow = { .ops = FF_FAULT_WRITE, .latency_us = lat_us };
+	struct pool_writer w[POOL_WRITERS];
+	pthread_t t[POOL_WRITERS];
+	uint64_t ino[POOL_WRITERS + 1], fh_shared;
+	struct ff_err err = { "" };
+	struct ffs *fs;
+	char name[32];
+	const unsigned npieces = 18; /* 96 stripes of 192 KiB */
+
+	make_members(160);
+	ck_assert_msg(ffs_mkfs(pp, NM, &p, &err) == 0, "mkfs: %s", err.msg);
+	ck_assert_msg(ffs_mount(pp, NM, &o, &fs, &err) == 0, "mount: %s", err.msg);
+	ck_assert_int_eq(ff_fault_add(ff_raid_member(ffs_raid(fs), 1), &slow), 0);
+	ino[POOL_WRITERS] = create(fs, FFS_ROOT_INO, "shared.mov", &fh_shared);
+	for (unsigned i = 0; i < nwriters; i++) {
+		snprintf(name, sizeof(name), "frame%02u.dpx", i);
+		ino[i] = create(fs, FFS_ROOT_INO, name, &w[i].fh);
+		w[i].fs = fs;
+		w[i].fh_shared = fh_shared;
+		w[i].id = i;
+		w[i].npieces = npieces;
+	}
+	for (unsigned i = 0; i < nwriters; i++)
+		ck_assert_int_eq(pthread_create(&t[i], NULL, pool_writer_main, &w[i]), 0);
+	for (unsigned i = 0; i < nwriters; i++)
+		pthread_join(t[i], NULL);
+	for (unsigned i = 0; i < nwriters; i++)
+		ck_assert_int_eq(ffs_release(fs, w[i].fh), 0);
+	ck_assert_int_eq(ffs_release(fs, fh_shared), 0);
+	ff_fault_clear(ff_raid_member(ffs_raid(fs), 1));
+	/* the run went through the waits it is about, not around them */
+	if (pool_bytes == 1)
+		ck_assert_uint_gt(atomic_load(&ffs_stats(fs)->wbuf_wait_pool), 0);
+	else
+		ck_assert_uint_gt(atomic_load(&ffs_stats(fs)->wbuf_wait_inode), 0);
+	pool_check_all(fs, ino, nwriters, npieces);
+	fs = remount(fs);
+	pool_check_all(fs, ino, nwriters, npieces);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	remove_members();
+}
+
+START_TEST(pool_past_per_file_cap_progress)
+{
+	/* 213 buffers, one writer, 10 ms a member write: the file reaches WB_PER_INODE
+	 * in flight however fast or slow the writer (sanitizer builds) is */
+	pool_run(40 << 20, 1, 10000);
+}
+END_TEST
+
+START_TEST(smallest_pool_many_writers_progress)
+{
+	pool_run(1, POOL_WRITERS, 2000);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("fs");
@@ -395,6 +547,8 @@ int main(void)
 	tcase_add_test(tc, flush_commits_only_changed_files);
 	tcase_add_test(tc, commit_in_flight_lets_operations_run);
 	tcase_add_test(tc, preflush_lets_operations_run);
+	tcase_add_test(tc, pool_past_per_file_cap_progress);
+	tcase_add_test(tc, smallest_pool_many_writers_progress);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

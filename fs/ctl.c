@@ -264,9 +264,10 @@ static void member_json(struct ffs_ctl *c, json_object *o, unsigned role)
 		json_object_object_add(o, "nvme", NULL);
 		if (mi->left_stale)
 			snprintf(reason, sizeof(reason), "stale: its event counter %llu is behind the "
-				 "array's %llu (the array was assembled and written without it)",
-				 (unsigned long long)mi->left_events,
-				 (unsigned long long)ff_raid_events(c->r));
+				 "array's %llu %s", (unsigned long long)mi->left_events,
+				 (unsigned long long)ff_raid_events(c->r), mi->left_failed ?
+				 "and the array marks it failed (the array was assembled without it, "
+				 "or it failed)" : "(the array was written without it)");
 		else
 			snprintf(reason, sizeof(reason), "marked failed in the array's superblocks "
 				 "(its event counter %llu): left out at assembly",

@@ -68,10 +68,9 @@
  *              member_events: the event counter of a member left out at
  *                assembly | null}],
  *       "stale": the member given for the role was left out at assembly
- *       because its event counter is behind the array's ("events"); path
- *       is that member's (size and kind null: it is not open).  A member
- *       left out because the array marks it failed shows as "missing" with
- *       its path and reason.  A member that vanishes while mounted (file
+ *       because its event counter is behind the array's ("events"): the
+ *       array was assembled without it (or it failed); path is that
+ *       member's (size and kind null: it is not open).  A member that vanishes while mounted (file
  *       unlinked or replaced, block device removed) is "failed" within
  *       about a second (raid.h, ff_raid_check_presence).
  *   spares:  [{path, size_bytes, kind, nvme}],

@@ -238,14 +238,16 @@ static void geom_from_sb(struct ff_geom *g, const struct ff_member_sb *sb, uint3
 /* A member given for a role but left out: status shows it (the freshest
  * such member when there are several). */
 static void note_left_out(struct ff_raid *r, unsigned role, const struct ff_member *m,
-			  const struct ff_member_sb *sb, bool stale)
+			  const struct ff_member_sb *sb, const struct ff_member_sb *fresh,
+			  bool marked_failed)
 {
 	if (role >= FF_MEMBERS_MAX || (r->left_out[role].path[0] &&
 				       r->left_out[role].events >= ff_le64(sb->events)))
 		return;
 	snprintf(r->left_out[role].path, sizeof(r->left_out[role].path), "%s", m->path);
 	r->left_out[role].events = ff_le64(sb->events);
-	r->left_out[role].stale = stale;
+	r->left_out[role].stale = ff_le64(sb->events) < ff_le64(fresh->events);
+	r->left_out[role].marked_failed = marked_failed;
 }
 
 /* Decide, for each role, which given member (if any) holds it. */
@@ -276,14 +278,14 @@ static void assign_roles(struct ff_raid *r, struct ff_member *m, struct candidat
 		    ff_le32(fresh->roles[role].state) != FF_MEMBER_REBUILDING) {
 			ff_log(FF_LOG_WARN, "%s (role %u) is marked failed in the array; ignoring it",
 			       m[i].path, role);
-			note_left_out(r, role, &m[i], c[i].sb, false);
+			note_left_out(r, role, &m[i], c[i].sb, fresh, true);
 			continue;
 		}
 		if (ff_le64(c[i].sb->events) < events) {
 			ff_log(FF_LOG_WARN, "%s (role %u) is stale: events %llu < %llu; ignoring it",
 			       m[i].path, role, (unsigned long long)ff_le64(c[i].sb->events),
 			       (unsigned long long)events);
-			note_left_out(r, role, &m[i], c[i].sb, true);
+			note_left_out(r, role, &m[i], c[i].sb, fresh, false);
 			continue;
 		}
 		holder[role] = (int)i;
@@ -631,6 +633,7 @@ void raid_role_reset_info(struct ff_raid *r, unsigned role)
 	r->left_out[role].path[0] = '\0';
 	r->left_out[role].events = 0;
 	r->left_out[role].stale = false;
+	r->left_out[role].marked_failed = false;
 	r->vanishing[role] = 0;
 }
 
@@ -648,6 +651,7 @@ void ff_raid_member_info(struct ff_raid *r, unsigned role, struct ff_raid_member
 	if (out->state == FF_MEMBER_MISSING && r->mem[role].fd < 0 && r->left_out[role].path[0]) {
 		snprintf(out->left_path, sizeof(out->left_path), "%s", r->left_out[role].path);
 		out->left_stale = r->left_out[role].stale;
+		out->left_failed = r->left_out[role].marked_failed;
 		out->left_events = r->left_out[role].events;
 	}
 	pthread_mutex_unlock(&r->sb_lock);

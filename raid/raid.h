@@ -202,10 +202,13 @@ struct ff_raid_member_info {
 					  * "write error", ...); "" otherwise */
 	char note[FF_RAID_REASON_MAX];   /* a warning about its member that fails nothing
 					  * (renamed away, loop device detached); "" if none */
-	/* missing: the member given at assembly but left out ("" if none),
-	 * stale (its event counter is behind the array's) or marked failed */
+	/* missing: the member given at assembly but left out ("" if none):
+	 * stale when its event counter is behind the array's (the array was
+	 * assembled without it: the array then marks its role failed, as it
+	 * does for a member that failed) */
 	char left_path[PATH_MAX];
 	bool left_stale;
+	bool left_failed;   /* the array marks the role failed */
 	uint64_t left_events;
 };
 void ff_raid_member_info(struct ff_raid *r, unsigned role, struct ff_raid_member_info *out);

@@ -135,7 +135,8 @@ struct ff_raid {
 	struct {
 		char path[PATH_MAX];
 		uint64_t events;
-		bool stale;
+		bool stale;          /* its event counter is behind the array's */
+		bool marked_failed;  /* the array marks its role failed */
 	} left_out[FF_MEMBERS_MAX];
 	/* the presence check (assemble.c, superblock thread): when it runs
 	 * next, and how many checks in a row saw each role VANISHING */

@@ -17,7 +17,10 @@
 #              replaced by rename, both mid-stream;
 #   RAID5 x 4: a member file renamed away (its data safe): only a warning
 #              (note) in status, the array stays clean; moved back, the
-#              warning goes.
+#              warning goes;
+#   RAID5 x 4 + a hot spare: the spare unlinked is dropped from the spares;
+#              the target of a running `replace` unlinked stops the replace
+#              (the old member serves on, the array stays clean).
 # The latency from the unlink to status showing the member failed is logged
 # per case (bound: DETECT_S).
 import json
@@ -202,6 +205,46 @@ def case_moved():
         v.cleanup()
 
 
+def case_spare_and_replacement():
+    """A hot spare that vanishes is dropped; a replacement (replace OLD NEW)
+    that vanishes mid-copy stops the replace, and the old member serves on."""
+    tag = "RAID5 spare, replacement"
+    v = Vol(5, 4, 128 << 20, spares=1)
+    try:
+        v.mount()
+        spare = v.spares.pop()
+        check([s["path"] for s in v.status()["spares"]] == [spare], "%s: no spare" % tag)
+        os.unlink(spare)
+        t0 = time.monotonic()
+        v.wait_for(lambda: v.status()["spares"] == [], DETECT_S, "the vanished spare dropped")
+        lat = time.monotonic() - t0
+        check("hot spare %s vanished: the file was unlinked; dropped from the spares" % spare
+              in v.full_log(), "%s: log:\n%s" % (tag, v.full_log()))
+        # slow, so that the copy is still running when its target vanishes
+        v.admin("set", v.mnt, "rebuild_min=%d" % (8 << 20), "rebuild_max=%d" % (8 << 20))
+        new = v.new_file("replacement")
+        v.admin("replace", v.mnt, v.members[3], new)
+        check(v.status()["replacing_role"] == 3, "%s: no replace running" % tag)
+        os.unlink(new)
+        t1 = time.monotonic()
+        v.wait_for(lambda: (lambda s: s["replacing_role"] is None and not s["rebuild"]["active"]
+                            and s["spares"] == [])(v.status()), DETECT_S + 5,
+                   "the replace abandoned and its target dropped")
+        lat2 = time.monotonic() - t1
+        check("replacement member %s (for role 3) vanished: the file was unlinked; replace "
+              "abandoned" % new in v.full_log(), "%s: log:\n%s" % (tag, v.full_log()))
+        st = v.status()
+        check(st["state"] == "clean" and v.roles(st) == [(i, "active", m) for i, m in
+                                                        enumerate(v.members)],
+              "%s: %s %r" % (tag, st["state"], v.roles(st)))
+        v.unmount()
+        v.fsck_clean()
+        log("ok: %s: the vanished spare dropped after %.2f s; the vanished replacement stopped "
+            "the replace (%.2f s), the old member serves: clean" % (tag, lat, lat2))
+    finally:
+        v.cleanup()
+
+
 def test():
     t0 = time.monotonic()
     lats = []
@@ -209,6 +252,7 @@ def test():
     lats += case(5, 4, [(24, 2, "mv")], "RAID5 mv over")
     lats += case(6, 5, [(24, 0, "rm"), (0, 3, "mv")], "RAID6 two")
     case_moved()
+    case_spare_and_replacement()
     log("detection latency: %s s (max %.2f)" % (", ".join("%.2f" % x for x in lats), max(lats)))
     log("took %.1f s" % (time.monotonic() - t0))
 

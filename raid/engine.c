@@ -235,6 +235,8 @@ static void op_finish(struct stripe_op *op, int err)
 		op_unlock(op);
 	window_put(w, op);
 	op->io = NULL;
+	w->bg_running -= op->background;
+	op->background = 0;
 	op->next = w->free_ops;
 	w->free_ops = op;
 	w->nfree++;
@@ -912,22 +914,78 @@ static void op_start(struct stripe_op *op)
 	op_run(op);
 }
 
-static void pend_pop(struct raid_worker *w)
-{
-	struct ff_raid_io *io = w->pend_head;
+/*
+ * Foreground first.  Requests flagged FF_RAID_IO_BACKGROUND (rebuild, scrub)
+ * wait in their own queue and get an op only when no foreground request
+ * waits for one; while foreground ops are in progress at most one
+ * background op runs.  On members in RAM the worker's own thread does the
+ * copying, so under CPU contention a background op would take its time
+ * slice from the stream; here it takes only the worker's idle moments (and
+ * one op's length at most from a request that arrives meanwhile).  The
+ * rebuild's rates still shape how much it asks for; this decides when.
+ */
+struct io_queue {
+	struct ff_raid_io **head, **tail;
+};
 
-	w->pend_head = io->wnext[w->id];
-	if (!w->pend_head)
-		w->pend_tail = NULL;
+static void queue_pop(struct raid_worker *w, struct io_queue q)
+{
+	struct ff_raid_io *io = *q.head;
+
+	*q.head = io->wnext[w->id];
+	if (!*q.head)
+		*q.tail = NULL;
+}
+
+static void queue_push(struct raid_worker *w, struct io_queue q, struct ff_raid_io *io)
+{
+	if (*q.tail)
+		(*q.tail)->wnext[w->id] = io;
+	else
+		*q.head = io;
+	*q.tail = io;
+}
+
+static struct io_queue fg_queue(struct raid_worker *w)
+{
+	return (struct io_queue){ &w->pend_head, &w->pend_tail };
+}
+
+static struct io_queue bg_queue(struct raid_worker *w)
+{
+	return (struct io_queue){ &w->bg_head, &w->bg_tail };
+}
+
+static void take_inbox(struct raid_worker *w);
+
+/* The queue to take the next op's request from, or NULL: none may start. */
+static struct ff_raid_io **next_request(struct raid_worker *w, struct io_queue *q)
+{
+	unsigned fg_running = w->r->opts.ops_per_worker - w->nfree - w->bg_running;
+
+	if (!w->free_ops)
+		return NULL;
+	if (!w->pend_head && w->bg_head)
+		take_inbox(w); /* a foreground request that came meanwhile goes first */
+	if (w->pend_head) {
+		*q = fg_queue(w);
+		return q->head;
+	}
+	if (w->bg_head && (!fg_running || !w->bg_running)) {
+		*q = bg_queue(w);
+		return q->head;
+	}
+	return NULL;
 }
 
 /* Turn queued requests into stripe ops while ops are free. */
 static void issue_ops(struct raid_worker *w)
 {
 	struct ff_raid *r = w->r;
+	struct io_queue q;
 
-	while (w->pend_head && w->free_ops) {
-		struct ff_raid_io *io = w->pend_head;
+	while (next_request(w, &q)) {
+		struct ff_raid_io *io = *q.head;
 		struct stripe_op *op = w->free_ops;
 		uint64_t unit = io->wpos[w->id], ub = unit_bytes(r, io->space);
 
@@ -935,6 +993,8 @@ static void issue_ops(struct raid_worker *w)
 		w->nfree--;
 		op->io = io;
 		op->stripe = unit;
+		op->background = q.head == &w->bg_head;
+		w->bg_running += op->background;
 		if (io->op == FF_RAID_FLUSH) {
 			op->lo = op->hi = 0;
 			op->buf = NULL;
@@ -948,7 +1008,7 @@ static void issue_ops(struct raid_worker *w)
 		io->wpos[w->id] += r->nworkers;
 		io->wops[w->id]++;
 		if (io->wpos[w->id] > last_unit(r, io))
-			pend_pop(w);
+			queue_pop(w, q);
 		op_start(op);
 	}
 }
@@ -965,11 +1025,7 @@ static void take_inbox(struct raid_worker *w)
 		struct ff_raid_io *next = head->wnext[w->id];
 
 		head->wnext[w->id] = NULL;
-		if (w->pend_tail)
-			w->pend_tail->wnext[w->id] = head;
-		else
-			w->pend_head = head;
-		w->pend_tail = head;
+		queue_push(w, (head->flags & FF_RAID_IO_BACKGROUND) ? bg_queue(w) : fg_queue(w), head);
 		head = next;
 	}
 }
@@ -1033,7 +1089,7 @@ static void *worker_main(void *arg)
 		pthread_mutex_lock(&w->inbox_lock);
 		stop = w->stop && !w->inbox_head;
 		pthread_mutex_unlock(&w->inbox_lock);
-		if (stop && !w->pend_head && w->nfree == nops)
+		if (stop && !w->pend_head && !w->bg_head && w->nfree == nops)
 			break;
 		rc = ff_ring_reap(&w->ring, true);
 		if (rc < 0 && rc != -EINTR)

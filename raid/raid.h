@@ -55,6 +55,10 @@ enum ff_raid_op {
 #define FF_RAID_IO_NO_INTENT 1u
 /* FF_RAID_REBUILD: write the rebuilt chunk to the replacement member. */
 #define FF_RAID_IO_TO_SHADOW 2u
+/* Background work (rebuild, scrub): a worker starts it only when no
+ * foreground request waits for an op, and runs one at a time while
+ * foreground ops are in progress (engine.c: issue_ops). */
+#define FF_RAID_IO_BACKGROUND 4u
 
 enum ff_member_state {
 	FF_MEMBER_ACTIVE = 1,

@@ -47,6 +47,7 @@ struct stripe_op {
 	uint8_t mode;
 	uint8_t writing;         /* segment is in its write phase */
 	uint8_t locked;          /* holds the stripe lock */
+	uint8_t background;      /* serves an FF_RAID_IO_BACKGROUND request */
 	uint8_t meta_copy;       /* META: copy being read */
 	int scratch;             /* scratch set held, -1 if none */
 	uint8_t in_window;       /* DATA write: holds one of the worker's write-window places */
@@ -75,6 +76,8 @@ struct raid_worker {
 	bool stop;
 	/* worker-local from here */
 	struct ff_raid_io *pend_head, *pend_tail;
+	struct ff_raid_io *bg_head, *bg_tail; /* FF_RAID_IO_BACKGROUND requests */
+	unsigned bg_running;                   /* ops serving them */
 	struct stripe_op *ops;
 	struct stripe_op *free_ops;
 	unsigned nfree;

@@ -169,8 +169,7 @@ static int issue_unit(struct ff_raid *r, struct raid_rebuild *rb, unsigned slot,
 	memset(io, 0, sizeof(*io));
 	io->op = FF_RAID_REBUILD;
 	io->rebuild_members = target;
-	if (rb->replace)
-		io->flags = FF_RAID_IO_TO_SHADOW;
+	io->flags = FF_RAID_IO_BACKGROUND | (rb->replace ? FF_RAID_IO_TO_SHADOW : 0);
 	io->done = unit_done;
 	io->priv = r;
 	if (rb->phase == PH_META) {

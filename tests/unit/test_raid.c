@@ -8,6 +8,7 @@
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -696,12 +697,24 @@ START_TEST(rebuild_every_loss_pattern)
 }
 END_TEST
 
-/* The superblock thread hands the spare to dead `role`: wait up to ms for
- * the role to be rebuilding (or done), and the spare gone from the list. */
+/* The role is rebuilt, or its rebuild has started (the superblock thread
+ * marks the role rebuilding, then starts the rebuild thread). */
+static bool role_rebuild_started(struct ff_raid *r, unsigned role)
+{
+	struct ff_raid_rebuild_status st;
+
+	if (ff_raid_member_state(r, role) == FF_MEMBER_ACTIVE)
+		return true;
+	ff_raid_rebuild_status(r, &st);
+	return ff_raid_member_state(r, role) == FF_MEMBER_REBUILDING && st.active;
+}
+
+/* The superblock thread hands the spare to dead `role`: poll up to ms for
+ * the role's rebuild to have started (or be done), and the spare gone from
+ * the list. */
 static void spare_took_role(struct ff_raid *r, unsigned role, int ms)
 {
-	for (int t = 0; t < ms / 10 && ff_raid_member_state(r, role) != FF_MEMBER_REBUILDING &&
-			 ff_raid_member_state(r, role) != FF_MEMBER_ACTIVE; t++)
+	for (int t = 0; t < ms / 10 && !role_rebuild_started(r, role); t++)
 		usleep(10000);
 	ck_assert_uint_eq(ff_raid_spare_count(r), 0);
 }
@@ -1260,6 +1273,81 @@ START_TEST(replace_while_old_serves)
 }
 END_TEST
 
+/*
+ * Foreground first: with one worker of two stripe ops and every member read
+ * taking 20 ms (fault: op=r,lat_ms=20), six background reads (as rebuild and
+ * scrub send) are queued, then three foreground reads.  The foreground ones
+ * take each op that comes free before any queued background read does: all
+ * three complete before the fourth background one (first in, first out they
+ * would complete last).
+ */
+struct ordered_read {
+	struct ff_raid_io io;
+	unsigned rank;
+};
+
+static pthread_mutex_t order_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t order_cond = PTHREAD_COND_INITIALIZER;
+static unsigned order_next;
+
+static void ordered_read_done(struct ff_raid_io *io)
+{
+	struct ordered_read *o = (struct ordered_read *)io;
+
+	pthread_mutex_lock(&order_lock);
+	o->rank = order_next++;
+	pthread_cond_signal(&order_cond);
+	pthread_mutex_unlock(&order_lock);
+}
+
+START_TEST(background_requests_wait_for_foreground)
+{
+	struct ff_raid_opts o = { .workers = 1, .ops_per_worker = 2, .read_slow_ms = 0 };
+	struct ordered_read rd[9];
+	struct ff_fault_rule rule;
+	struct ff_err err = { "" };
+	const struct ff_geom *g;
+	struct ff_raid *r;
+	uint8_t *buf;
+
+	rng = 91;
+	order_next = 0;
+	make_members(4, MEMBER_MB);
+	create(5, 4);
+	ck_assert_int_eq(ff_raid_assemble(pp, 4, &o, &r, &err), 0);
+	g = ff_raid_geom(r);
+	buf = ff_alloc_aligned(9 * g->stripe_bytes);
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_int_eq(ff_fault_parse("op=r,lat_ms=20", &rule, &err), 0);
+	for (unsigned m = 0; m < 4; m++)
+		ck_assert_int_eq(ff_fault_add(ff_raid_member(r, m), &rule), 0);
+	for (unsigned i = 0; i < 9; i++) { /* 0..5 background, 6..8 foreground */
+		memset(&rd[i], 0, sizeof(rd[i]));
+		rd[i].io.op = FF_RAID_READ;
+		rd[i].io.space = FF_SPACE_DATA;
+		rd[i].io.flags = i < 6 ? FF_RAID_IO_BACKGROUND : 0;
+		rd[i].io.off = i * g->stripe_bytes;
+		rd[i].io.len = g->stripe_bytes;
+		rd[i].io.buf = buf + i * g->stripe_bytes;
+		rd[i].io.done = ordered_read_done;
+		ck_assert_int_eq(ff_raid_submit(r, &rd[i].io), 0);
+	}
+	pthread_mutex_lock(&order_lock); /* every read completes: the engine answers each */
+	while (order_next < 9)
+		pthread_cond_wait(&order_cond, &order_lock);
+	pthread_mutex_unlock(&order_lock);
+	for (unsigned i = 6; i < 9; i++)
+		ck_assert_msg(rd[i].rank < rd[3].rank,
+			      "foreground read %u completed %u-th, background read 3 %u-th", i,
+			      rd[i].rank, rd[3].rank);
+	for (unsigned i = 0; i < 9; i++)
+		ck_assert_int_eq(rd[i].io.result, 0);
+	ff_raid_close(r);
+	free(buf);
+	remove_members(4);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("raid");
@@ -1291,6 +1379,7 @@ int main(void)
 	tcase_add_test(tc, crash_resyncs_only_regions_in_flight);
 	tcase_add_test(tc, slow_member_is_read_around_and_dead_one_failed);
 	tcase_add_test(tc, replace_while_old_serves);
+	tcase_add_test(tc, background_requests_wait_for_foreground);
 	tcase_add_loop_test(tc, pieces_on_members_in_ram, 0, 2);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

@@ -469,12 +469,25 @@ enum {
 static struct rentry *rc_get(struct ffs *fs, uint64_t p, int mode, const uint32_t *crc)
 {
 	bool wait = mode != RC_AHEAD;
-
 	struct rcache *c = fs->rcache;
-	struct rentry *e;
+	struct rentry *e, *v = NULL;
 
 	pthread_mutex_lock(&c->lock);
-	e = rc_find(c, p);
+	/* find p, or a free entry to load it into; after a wait look for p
+	 * again: another reader may have started loading it meanwhile, and
+	 * a stripe must never sit in two entries (an invalidation would drop
+	 * only one) */
+	while (!(e = rc_find(c, p))) {
+		for (v = c->lru.lru_next; v != &c->lru && (v->refs || v->state == RC_LOADING);)
+			v = v->lru_next;
+		if (v != &c->lru)
+			break;
+		if (mode != RC_WAIT) { /* every entry busy */
+			pthread_mutex_unlock(&c->lock);
+			return NULL;
+		}
+		wait_noted(&c->cond, &c->lock, "a free read-cache entry");
+	}
 	if (e) {
 		if (!wait) {
 			pthread_mutex_unlock(&c->lock);
@@ -482,21 +495,6 @@ static struct rentry *rc_get(struct ffs *fs, uint64_t p, int mode, const uint32_
 		}
 		atomic_fetch_add(&fs->stats.rcache_hits, 1);
 	} else {
-		struct rentry *v = c->lru.lru_next;
-
-		while (v != &c->lru && (v->refs || v->state == RC_LOADING))
-			v = v->lru_next;
-		if (v == &c->lru) { /* every entry busy */
-			if (mode != RC_WAIT) {
-				pthread_mutex_unlock(&c->lock);
-				return NULL;
-			}
-			while (v == &c->lru) {
-				wait_noted(&c->cond, &c->lock, "a free read-cache entry");
-				for (v = c->lru.lru_next; v != &c->lru && (v->refs || v->state == RC_LOADING);)
-					v = v->lru_next;
-			}
-		}
 		e = v;
 		rc_unhash(c, e);
 		e->pstripe = p;

@@ -4,9 +4,12 @@
  * so that the checker decides at each step (see check.h).
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "fs/check.h"
+#include "raid/sb.h"
 
 int ffs_check_open(const char *const *paths, unsigned n, bool ro, size_t meta_cache_bytes,
 		   struct ffs **out, struct ff_err *err)
@@ -223,4 +226,266 @@ int ffs_check_finish(struct ffs *fs)
 	fs->sb->state = ff_cpu_to_le32(FFS_CLEAN);
 	rc = super_write(fs);
 	return rc < 0 ? rc : super_write(fs);
+}
+
+/* ---- a superblock rebuilt from the array and the layout -------------------- */
+
+/* The type of META block no by its header, from any mirror copy that
+ * passes its checksum at this position; 0 when none does. */
+static uint32_t type_at(struct ffs *fs, uint64_t no, void *buf)
+{
+	if (no >= fs->g->meta_bytes / FFS_BLOCK)
+		return 0;
+	for (unsigned k = 1; k <= fs->g->meta_copies; k++) {
+		const struct ffs_bhdr *h = buf;
+
+		if (ffs_check_read_copy(fs, no, k, buf) == 0 && ff_le64(h->blockno) == no &&
+		    ff_csum_verify(buf, FFS_BLOCK, offsetof(struct ffs_bhdr, crc)) == 0)
+			return ff_le32(h->type);
+	}
+	return 0;
+}
+
+/* The array's creation time, from any member superblock (0: none read). */
+static uint64_t array_ctime(struct ffs *fs)
+{
+	struct ff_member_sb *msb = ff_alloc_aligned(sizeof(*msb));
+	uint64_t t = 0;
+
+	for (unsigned i = 0; msb && i < fs->g->nmembers && !t; i++) {
+		struct ff_member *m = ff_raid_member(fs->raid, i);
+
+		if (m && ff_sb_read(m, msb) == 0 && !memcmp(msb->array_uuid, ff_raid_uuid(fs->raid), 16))
+			t = ff_le64(msb->ctime_s);
+	}
+	free(msb);
+	return t;
+}
+
+/*
+ * Is the layout in sb the one on disk?  The regions mkfs writes whole are
+ * probed at both ends — the inode bitmap (its first block has inodes 0 and
+ * the root taken), the stripe bitmap, the checksum table, the pool bitmap
+ * — with the first inode-table block (the root directory, made at mkfs,
+ * never before the array was created) and the blocks just outside: the
+ * last inode-table block and the first pool block are no bitmap or
+ * checksum block.  A probe that no copy of passes its checksum proves
+ * nothing either way; one sealed as another type refutes the layout.  A
+ * layout shifted by any number of blocks puts some probe on a neighbour
+ * region's block.  *mkfs_s: the root's birth time.
+ */
+static bool layout_found(struct ffs *fs, const struct ffs_super *sb, uint64_t ctime_s, uint64_t *mkfs_s)
+{
+	struct probe {
+		uint64_t no;
+		uint32_t want;
+	} p[] = {
+		{ ff_le64(sb->itable_start), FFS_B_ITABLE },
+		{ ff_le64(sb->ibitmap_start), FFS_B_BITMAP },
+		{ ff_le64(sb->ibitmap_start) + ff_le64(sb->ibitmap_blocks) - 1, FFS_B_BITMAP },
+		{ ff_le64(sb->sbitmap_start), FFS_B_BITMAP },
+		{ ff_le64(sb->sbitmap_start) + ff_le64(sb->sbitmap_blocks) - 1, FFS_B_BITMAP },
+		{ ff_le64(sb->csum_start), FFS_B_CSUM },
+		{ ff_le64(sb->csum_start) + ff_le64(sb->csum_blocks) - 1, FFS_B_CSUM },
+		{ ff_le64(sb->mbitmap_start), FFS_B_BITMAP },
+		{ ff_le64(sb->mbitmap_start) + ff_le64(sb->mbitmap_blocks) - 1, FFS_B_BITMAP },
+	};
+	uint64_t outside[] = { ff_le64(sb->ibitmap_start) - 1, ff_le64(sb->pool_start) };
+	uint8_t *buf = ff_alloc_aligned(FFS_BLOCK);
+	unsigned distinct = 0, confirmed = 0;
+	bool ok = buf != NULL, root = false, ibits = false;
+
+	*mkfs_s = 0;
+	for (unsigned i = 0; i < FF_ARRAY_SIZE(p) && ok; i++) {
+		bool seen = false;
+		uint32_t t;
+
+		for (unsigned j = 0; j < i; j++)
+			seen |= p[j].no == p[i].no;
+		if (seen)
+			continue;
+		distinct++;
+		t = type_at(fs, p[i].no, buf);
+		if (!t)
+			continue;
+		if (t != p[i].want) {
+			ok = false;
+			break;
+		}
+		if (i == 0) { /* inode-table block 0: slot 1 is the root directory */
+			const struct ffs_inode *r = &((const struct ffs_itable_block *)buf)->inodes[FFS_ROOT_INO];
+			uint64_t born = ff_le64(r->btime_ns) / 1000000000ull;
+
+			root = ff_le64(r->ino) == FFS_ROOT_INO && S_ISDIR(ff_le32(r->mode));
+			/* a filesystem made before this array was created is an older one's */
+			if (root && ctime_s && born + 10 < ctime_s)
+				ok = false;
+			*mkfs_s = born;
+		}
+		if (i == 1)
+			ibits = (((const struct ffs_bitmap_block *)buf)->bits[0] & 3) == 3;
+		confirmed++;
+	}
+	for (unsigned i = 0; i < FF_ARRAY_SIZE(outside) && ok; i++) {
+		uint32_t t = type_at(fs, outside[i], buf);
+
+		ok = t != FFS_B_BITMAP && t != FFS_B_CSUM && (i == 0 || t != FFS_B_ITABLE);
+	}
+	free(buf);
+	/* everything but one probe confirmed, and the root or the inode bitmap's head seen */
+	return ok && confirmed + 1 >= distinct && confirmed >= 3 && (root || ibits);
+}
+
+/* A candidate layout with journal_blocks and itable_blocks; true when found. */
+static bool try_layout(struct ffs *fs, struct ffs_super *sb, uint64_t itable_blocks,
+		       uint64_t journal_blocks, uint64_t ctime_s, uint64_t *mkfs_s)
+{
+	struct ff_err err;
+
+	memset(sb, 0, sizeof(*sb));
+	return ffs_layout(sb, fs->g, itable_blocks * FFS_INODES_PER_BLOCK, journal_blocks, &err) == 0 &&
+	       ff_le64(sb->journal_blocks) >= 64 && layout_found(fs, sb, ctime_s, mkfs_s);
+}
+
+/* Read META [from, to) in 1 MiB pieces; fn gets each block sealed at its
+ * own position (by the copy read), and stops the scan by returning true. */
+static int scan_sealed(struct ffs *fs, uint64_t from, uint64_t to,
+		       bool (*fn)(void *arg, uint64_t no, const void *blk), void *arg, bool *stopped)
+{
+	const uint64_t batch = 256;
+	uint8_t *buf = ff_alloc_aligned(batch * FFS_BLOCK);
+
+	*stopped = false;
+	if (!buf)
+		return -ENOMEM;
+	for (uint64_t b = from; b < to && !*stopped; b += batch) {
+		uint64_t n = FF_MIN(batch, to - b);
+
+		if (ff_raid_rw(fs->raid, FF_RAID_READ, FF_SPACE_META, b * FFS_BLOCK, buf, n * FFS_BLOCK) < 0)
+			continue; /* unreadable: nothing found there */
+		for (uint64_t i = 0; i < n && !*stopped; i++) {
+			const struct ffs_bhdr *h = (const struct ffs_bhdr *)(buf + i * FFS_BLOCK);
+
+			if (ff_le64(h->blockno) == b + i &&
+			    ff_csum_verify(h, FFS_BLOCK, offsetof(struct ffs_bhdr, crc)) == 0)
+				*stopped = fn(arg, b + i, h);
+		}
+	}
+	free(buf);
+	return 0;
+}
+
+struct layout_search {
+	struct ffs *fs;
+	struct ffs_super *sb;
+	uint64_t ctime_s, mkfs_s;
+	uint64_t itable_start;   /* the candidate being completed */
+	uint64_t tried[16];      /* inode-table starts already tried */
+	unsigned ntried;
+	int err;
+};
+
+/* An inode-bitmap head after the candidate table: is the table that long? */
+static bool on_bitmap(void *arg, uint64_t no, const void *blk)
+{
+	struct layout_search *s = arg;
+	const struct ffs_bitmap_block *bm = blk;
+
+	if (ff_le32(bm->h.type) != FFS_B_BITMAP || (bm->bits[0] & 3) != 3)
+		return false;
+	return try_layout(s->fs, s->sb, no - s->itable_start, s->itable_start - FFS_JOURNAL_START,
+			  s->ctime_s, &s->mkfs_s);
+}
+
+/* An inode-table block at its place: table block k holds inodes 15k..15k+14,
+ * so it says where the table starts, and so how long the journal is. */
+static bool on_itable(void *arg, uint64_t no, const void *blk)
+{
+	struct layout_search *s = arg;
+	const struct ffs_itable_block *it = blk;
+	uint64_t k = UINT64_MAX, start;
+	bool stopped = false;
+
+	if (ff_le32(it->h.type) != FFS_B_ITABLE)
+		return false;
+	for (unsigned i = 0; i < FFS_INODES_PER_BLOCK && k == UINT64_MAX; i++) {
+		uint64_t ino = ff_le64(it->inodes[i].ino);
+
+		if (ino && ino % FFS_INODES_PER_BLOCK == i)
+			k = ino / FFS_INODES_PER_BLOCK;
+	}
+	if (k == UINT64_MAX || k > no || no - k < FFS_JOURNAL_START + 64)
+		return false;
+	start = no - k;
+	for (unsigned i = 0; i < s->ntried; i++)
+		if (s->tried[i] == start)
+			return false;
+	if (s->ntried == FF_ARRAY_SIZE(s->tried))
+		return true; /* give up: too many candidates */
+	s->tried[s->ntried++] = start;
+	s->itable_start = start;
+	s->err = scan_sealed(s->fs, start + k + 1, s->fs->g->meta_bytes / FFS_BLOCK, on_bitmap, s,
+			     &stopped);
+	return stopped || s->err < 0;
+}
+
+int ffs_check_rebuild_super(struct ffs *fs, struct ffs_super *sb, uint64_t generation,
+			    struct ffs_check_rebuilt *info)
+{
+	struct layout_search s = { .fs = fs, .sb = sb };
+	bool found;
+	int rc;
+
+	FF_ASSERT(!fs->sb);
+	memset(info, 0, sizeof(*info));
+	s.ctime_s = array_ctime(fs);
+	/* mkfs's defaults first, then the layout the inode table shows */
+	found = info->default_layout = try_layout(fs, sb, 0, 0, s.ctime_s, &s.mkfs_s);
+	if (!found) {
+		rc = scan_sealed(fs, FFS_JOURNAL_START + 64, fs->g->meta_bytes / FFS_BLOCK, on_itable, &s,
+				 &found);
+		if (rc < 0 || s.err < 0)
+			return rc < 0 ? rc : s.err;
+		found = found && s.ntried <= FF_ARRAY_SIZE(s.tried) && ff_le64(sb->ninodes);
+	}
+	if (!found || layout_matches(fs, sb) == false)
+		return -ENOENT;
+	sb->magic = ff_cpu_to_le64(FFS_SB_MAGIC);
+	sb->version = ff_cpu_to_le32(FFS_VERSION);
+	sb->block_bytes = ff_cpu_to_le32(FFS_BLOCK);
+	sb->generation = ff_cpu_to_le64(generation);
+	memcpy(sb->uuid, ff_raid_uuid(fs->raid), 16);
+	snprintf(sb->label, sizeof(sb->label), "%s", ff_raid_label(fs->raid));
+	sb->itable_hwm = ff_cpu_to_le64(1); /* raised from the inode bitmap once it is loaded */
+	sb->state = ff_cpu_to_le32(FFS_DIRTY);
+	sb->flags = ff_cpu_to_le32(FFS_F_SB_COPIES4);
+	sb->mkfs_time = ff_cpu_to_le64(s.mkfs_s ? s.mkfs_s : s.ctime_s);
+	sb->write_time = ff_cpu_to_le64((uint64_t)time(NULL));
+	info->ninodes = ff_le64(sb->ninodes);
+	info->journal_blocks = ff_le64(sb->journal_blocks);
+	/* the journal: where replay starts (journal.c) */
+	fs->sb = sb;
+	{
+		uint64_t pos, seq;
+
+		rc = journal_find_tail(fs, &pos, &seq, &info->pending);
+		sb->journal_tail_pos = ff_cpu_to_le64(pos);
+		sb->journal_tail_seq = ff_cpu_to_le64(seq);
+	}
+	fs->sb = NULL;
+	if (rc == 0 && ffs_check_super_problem(fs, sb))
+		rc = -ENOENT;
+	return rc;
+}
+
+void ffs_check_hwm_from_bitmap(struct ffs *fs)
+{
+	uint64_t n = ff_le64(fs->sb->ninodes), hi = 0;
+
+	for (uint64_t w = FF_DIV_ROUND_UP(n, 64); w-- > 0;)
+		if (fs->ibits[w]) {
+			hi = w * 64 + 63 - (uint64_t)__builtin_clzll(fs->ibits[w]);
+			break;
+		}
+	fs->sb->itable_hwm = ff_cpu_to_le64(FF_MIN(hi, n - 1) / FFS_INODES_PER_BLOCK + 1);
 }

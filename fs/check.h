@@ -29,8 +29,26 @@ int ffs_check_read_copy(struct ffs *fs, uint64_t no, unsigned copy, void *buf);
 /* Why a superblock image is unusable on this array: NULL when it is fine. */
 const char *ffs_check_super_problem(const struct ffs *fs, const struct ffs_super *sb);
 
+/* No copy of the superblock is valid: make one (into sb, not adopted)
+ * from the array — geometry, uuid, label — and the layout on disk: mkfs's
+ * layout for this array with its default sizes, else with the journal and
+ * inode-table sizes the inode table shows, checked against the regions
+ * mkfs writes whole; and a journal tail from the journal's own records
+ * (journal_find_tail).  -ENOENT when no framefs layout is found. */
+struct ffs_check_rebuilt {
+	uint64_t ninodes, journal_blocks;
+	bool default_layout;      /* mkfs's default sizes */
+	unsigned pending;         /* journal transactions a replay will apply */
+};
+int ffs_check_rebuild_super(struct ffs *fs, struct ffs_super *sb, uint64_t generation,
+			    struct ffs_check_rebuilt *info);
+/* A rebuilt superblock's inode-table high-water mark, from the loaded
+ * inode bitmap (the table is initialised at least that far). */
+void ffs_check_hwm_from_bitmap(struct ffs *fs);
+
 /* Adopt sb (copied) as the filesystem's superblock; the next super_write
- * goes to copy next_copy (0 = A, 1 = B).  Starts the caches. */
+ * goes to group next_copy (0 = copies A and C, 1 = B and D).  Starts the
+ * caches. */
 int ffs_check_start(struct ffs *fs, const struct ffs_super *sb, unsigned next_copy);
 
 /* Does the journal hold committed transactions after the tail?  Sets the
@@ -45,8 +63,9 @@ int ffs_check_journal_discard(struct ffs *fs);
  * all in use, so that nothing is allocated from it before it is rebuilt. */
 int ffs_check_load_bitmaps(struct ffs *fs);
 
-/* Commit, move the journal tail to its head and write both superblock
- * copies, marked clean: the end of a run that changed something. */
+/* Commit, move the journal tail to its head and write both groups of
+ * superblock copies, marked clean: the end of a run that changed
+ * something. */
 int ffs_check_finish(struct ffs *fs);
 
 #endif

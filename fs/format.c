@@ -6,6 +6,31 @@
 
 #include "raid/raid.h"
 
+const uint64_t ffs_sb_block[FFS_SB_COPIES] = { FFS_SB_BLOCK_A, FFS_SB_BLOCK_B, FFS_SB_BLOCK_C,
+						FFS_SB_BLOCK_D };
+const char ffs_sb_name[FFS_SB_COPIES + 1] = "ABCD";
+
+/* The copies must stay clear of the orphan block and the journal, and each
+ * group must hold copies at two offsets within a chunk (see format.h). */
+_Static_assert(FFS_SB_BLOCK_C < FFS_JOURNAL_START && FFS_SB_BLOCK_C != FFS_ORPHAN_BLOCK &&
+	       FFS_SB_BLOCK_D != FFS_ORPHAN_BLOCK, "superblock copies in the head area");
+#define CHUNK_BLOCKS (FF_META_CHUNK / FFS_BLOCK)
+_Static_assert(FFS_SB_BLOCK_A % CHUNK_BLOCKS != FFS_SB_BLOCK_C % CHUNK_BLOCKS &&
+	       FFS_SB_BLOCK_B % CHUNK_BLOCKS != FFS_SB_BLOCK_D % CHUNK_BLOCKS &&
+	       FFS_SB_BLOCK_A / CHUNK_BLOCKS != FFS_SB_BLOCK_C / CHUNK_BLOCKS &&
+	       FFS_SB_BLOCK_B / CHUNK_BLOCKS != FFS_SB_BLOCK_D / CHUNK_BLOCKS &&
+	       FFS_SB_BLOCK_C % CHUNK_BLOCKS != FFS_SB_BLOCK_D % CHUNK_BLOCKS &&
+	       FFS_SB_BLOCK_C % CHUNK_BLOCKS && FFS_SB_BLOCK_D % CHUNK_BLOCKS,
+	       "each group spans two chunks at two offsets; C and D off A's and B's offset");
+
+bool ffs_is_sb_block(uint64_t no)
+{
+	for (unsigned i = 0; i < FFS_SB_COPIES; i++)
+		if (ffs_sb_block[i] == no)
+			return true;
+	return false;
+}
+
 void ffs_block_seal(void *block, uint32_t type, uint64_t blockno)
 {
 	struct ffs_bhdr *h = block;

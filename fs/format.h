@@ -7,8 +7,10 @@
  *
  *  META (mirrored), in 4 KiB blocks:
  *    0                  superblock copy A
- *    16                 superblock copy B (another mirrored chunk, other members)
+ *    8                  superblock copy D
+ *    16                 superblock copy B
  *    24                 orphan block: head of the list of unlinked-but-open inodes
+ *    28                 superblock copy C
  *    journal_start      journal: journal_blocks, circular
  *    itable_start       inode table: 15 inodes per block (initialised up to itable_hwm)
  *    ibitmap_start      inode allocation bitmap
@@ -31,13 +33,46 @@
 #ifndef FFS_FORMAT_H
 #define FFS_FORMAT_H
 
+#include <stdbool.h>
+
 #include "io/ff_common.h"
 
 #define FFS_BLOCK 4096u
 #define FFS_VERSION 1u
 #define FFS_SB_MAGIC 0x3153465a454d4152ull /* "RAMEZFS1" */
+/*
+ * Superblock copies.  META is mirrored in 64 KiB chunks (16 blocks), chunk c
+ * copy k on member (c * copies + k) % nmembers, row (c * copies + k) /
+ * nmembers (raid/engine.c), so a block's member offset is its row and its
+ * place in the chunk.  A and B start chunks 0 and 1: on RAID5 x 4 both sit
+ * at the first offset of the metadata area on every member, and 4 KiB
+ * zeroed there on each member took every copy a volume had before copies C
+ * and D.  C (chunk 1, 48 KiB in) and D (chunk 0, 32 KiB in) are at other
+ * offsets, on the other chunk's members: the copies are written in two
+ * groups, A+C and B+D (one group per superblock write, in turn, flushed:
+ * a torn write leaves the other group one generation older), and each
+ * group spans both chunks' members at two member offsets.  The newest copy
+ * that is valid wins.
+ *
+ * Volumes made before C and D have A and B only (blocks 8 and 28 were never
+ * used): they mount as before, and the superblock writes add C and D.
+ * FFS_F_SB_COPIES4 in a copy says that all four were written; fsck reports
+ * a missing C or D only then.
+ */
 #define FFS_SB_BLOCK_A 0ull
 #define FFS_SB_BLOCK_B 16ull
+#define FFS_SB_BLOCK_C 28ull
+#define FFS_SB_BLOCK_D 8ull
+#define FFS_SB_COPIES 4u
+/* Copy i (0 = A .. 3 = D) is at ffs_sb_block[i], in write group i % 2. */
+extern const uint64_t ffs_sb_block[FFS_SB_COPIES];
+extern const char ffs_sb_name[FFS_SB_COPIES + 1]; /* "ABCD" */
+/* Is META block no one of the superblock copies? */
+bool ffs_is_sb_block(uint64_t no);
+
+enum ffs_sb_flags {
+	FFS_F_SB_COPIES4 = 1u << 0, /* all four superblock copies are kept (C and D too) */
+};
 #define FFS_ORPHAN_BLOCK 24ull /* journaled: head of the orphan list */
 #define FFS_JOURNAL_START 32ull
 #define FFS_ROOT_INO 1ull
@@ -109,7 +144,7 @@ struct ffs_super {
 	le64 journal_tail_pos;
 	le64 reserved_orphan;   /* (the orphan list head is in the orphan block) */
 	le32 state;             /* enum ffs_state */
-	le32 flags;
+	le32 flags;             /* enum ffs_sb_flags */
 	le64 mkfs_time;
 	le64 mount_time;
 	le64 write_time;

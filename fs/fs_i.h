@@ -73,7 +73,10 @@ int journal_reset_tail(struct ffs *fs);
 /* Write every committed block home, then move the tail (commits first if
  * the running transaction is not empty).  fs->lock held. */
 int journal_checkpoint(struct ffs *fs);
-/* Write the superblock (next copy, generation + 1). */
+/* A journal tail for a superblock rebuilt without one (fsck): where a
+ * replay must start, and how many transactions it will apply. */
+int journal_find_tail(struct ffs *fs, uint64_t *tail_pos, uint64_t *tail_seq, unsigned *ntx);
+/* Write the superblock (next group of copies, generation + 1). */
 int super_write(struct ffs *fs);
 /* Should the running transaction be committed now (size)? */
 bool journal_tx_full(const struct ffs *fs);
@@ -247,7 +250,8 @@ struct ffs {
 	struct ff_raid *raid;
 	const struct ff_geom *g;
 	struct ffs_super *sb;       /* in memory, aligned */
-	unsigned sb_next_copy;      /* 0 = A, 1 = B */
+	unsigned sb_next_copy;      /* superblock group written next: 0 = A+C, 1 = B+D */
+	unsigned sb_groups_written; /* bit g: this process wrote group g (format.h) */
 	bool ro;
 	bool checking;              /* fsck.framefs owns repairs: see meta.c, alloc.c */
 	pthread_mutex_t lock;

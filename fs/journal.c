@@ -139,19 +139,52 @@ static int batch_wait(struct batch *b)
 
 /* ---- superblock ---------------------------------------------------------- */
 
+/*
+ * Write the superblock: generation + 1, to the two copies of the next group
+ * (A and C, or B and D: format.h) at once, then flush.  The groups take
+ * turns, so a torn write leaves the other group one generation older.  A
+ * copy records FFS_F_SB_COPIES4 once this process has written the other
+ * group too: then all four copies exist (a volume made before C and D
+ * gets them on its first two superblock writes).
+ */
 int super_write(struct ffs *fs)
 {
-	uint64_t block = fs->sb_next_copy ? FFS_SB_BLOCK_B : FFS_SB_BLOCK_A;
+	unsigned group = fs->sb_next_copy & 1;
+	struct ffs_super *img = ff_alloc_aligned(2 * FFS_BLOCK);
+	struct batch b;
 	int rc;
 
+	if (!img)
+		return -ENOMEM;
+	if (fs->sb_groups_written & (1u << !group))
+		fs->sb->flags = ff_cpu_to_le32(ff_le32(fs->sb->flags) | FFS_F_SB_COPIES4);
 	fs->sb->generation = ff_cpu_to_le64(ff_le64(fs->sb->generation) + 1);
 	fs->sb->write_time = ff_cpu_to_le64(ffs_now_ns() / 1000000000ull);
-	ffs_block_seal(fs->sb, FFS_B_SUPER, block);
-	rc = meta_write_raw(fs, block, fs->sb, 1);
+	rc = batch_init(&b, 2);
+	if (rc < 0) {
+		free(img);
+		return rc;
+	}
+	for (unsigned k = 0; k < 2 && rc == 0; k++) {
+		uint64_t block = ffs_sb_block[group + 2 * k];
+
+		memcpy(&img[k], fs->sb, FFS_BLOCK);
+		ffs_block_seal(&img[k], FFS_B_SUPER, block);
+		rc = batch_add(fs, &b, block, &img[k]);
+	}
+	{
+		int rc2 = batch_wait(&b); /* whatever was submitted lands before img goes */
+
+		rc = rc < 0 ? rc : rc2;
+	}
+	pthread_mutex_destroy(&b.lock);
+	pthread_cond_destroy(&b.cond);
+	free(img);
 	if (rc == 0)
 		rc = ff_raid_flush(fs->raid);
-	/* alternate copies: a torn write leaves the other, one generation older */
-	fs->sb_next_copy ^= 1;
+	if (rc == 0)
+		fs->sb_groups_written |= 1u << group;
+	fs->sb_next_copy = !group;
 	return rc;
 }
 
@@ -593,8 +626,7 @@ int journal_replay(struct ffs *fs, unsigned *replayed)
 			return -EROFS;
 		}
 		for (unsigned i = 0; i < n && rc == 0; i++) {
-			if (homes[i] >= ff_le64(fs->sb->meta_blocks) || homes[i] == FFS_SB_BLOCK_A ||
-			    homes[i] == FFS_SB_BLOCK_B ||
+			if (homes[i] >= ff_le64(fs->sb->meta_blocks) || ffs_is_sb_block(homes[i]) ||
 			    (homes[i] >= ff_le64(fs->sb->journal_start) &&
 			     homes[i] < ff_le64(fs->sb->journal_start) + ff_le64(fs->sb->journal_blocks)))
 				rc = -EUCLEAN;
@@ -618,4 +650,222 @@ int journal_replay(struct ffs *fs, unsigned *replayed)
 	if (ntx && (rc = ff_raid_flush(fs->raid)) < 0)
 		return rc;
 	return journal_reset_tail(fs);
+}
+
+/* ---- a tail for a rebuilt superblock ------------------------------------ */
+
+struct found_tx {
+	uint64_t seq, start, end; /* journal positions: start in [0, jb), end past the commit */
+};
+
+static int tx_cmp(const void *a, const void *b)
+{
+	const struct found_tx *x = a, *y = b;
+
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+struct img_ref {
+	uint64_t home, pos, order; /* order: images of later transactions come later */
+};
+
+static int img_cmp(const void *a, const void *b)
+{
+	const struct img_ref *x = a, *y = b;
+
+	if (x->home != y->home)
+		return x->home < y->home ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* Every descriptor of this filesystem in the journal: (position, seq). */
+static int scan_descriptors(struct ffs *fs, struct found_tx **out, size_t *nout, uint64_t *maxseq)
+{
+	const uint64_t batch = 256, jb = ff_le64(fs->sb->journal_blocks);
+	uint8_t *buf = ff_alloc_aligned(batch * FFS_BLOCK), *one = ff_alloc_aligned(FFS_BLOCK);
+	struct found_tx *v = NULL;
+	size_t n = 0, cap = 0;
+	int rc = buf && one ? 0 : -ENOMEM;
+
+	for (uint64_t b = 0; b < jb && rc == 0; b += batch) {
+		uint64_t cnt = FF_MIN(batch, jb - b);
+		bool whole = ff_raid_rw(fs->raid, FF_RAID_READ, FF_SPACE_META,
+					jblock(fs, b) * FFS_BLOCK, buf, cnt * FFS_BLOCK) == 0;
+
+		for (uint64_t i = 0; i < cnt && rc == 0; i++) {
+			const struct ffs_jdesc *d = (const struct ffs_jdesc *)(buf + i * FFS_BLOCK);
+			uint64_t no = jblock(fs, b + i);
+
+			if (!whole || ffs_block_check(d, FFS_B_JDESC, no) != 0) {
+				/* another mirror copy may be good (a descriptor whose read
+				 * copy is damaged, or a range that could not be read whole) */
+				if (whole && ff_le32(d->h.type) != FFS_B_JDESC)
+					continue;
+				if (meta_read_check(fs, no, FFS_B_JDESC, one, true) < 0)
+					continue;
+				d = (const struct ffs_jdesc *)one;
+			}
+			if (memcmp(d->uuid, fs->sb->uuid, 16) != 0)
+				continue; /* an older filesystem's */
+			if (ff_le64(d->seq) > *maxseq)
+				*maxseq = ff_le64(d->seq);
+			if (n == cap) {
+				struct found_tx *g = realloc(v, (cap = cap ? 2 * cap : 64) * sizeof(*v));
+
+				if (!g) {
+					rc = -ENOMEM;
+					break;
+				}
+				v = g;
+			}
+			v[n++] = (struct found_tx){ ff_le64(d->seq), b + i, 0 };
+		}
+	}
+	free(buf);
+	free(one);
+	if (rc < 0) {
+		free(v);
+		return rc;
+	}
+	*out = v;
+	*nout = n;
+	return 0;
+}
+
+/* The images of the transaction at start, with their journal positions. */
+static int tx_images(struct ffs *fs, const struct found_tx *t, uint64_t order,
+		     struct img_ref **refs, size_t *n, size_t *cap)
+{
+	struct ffs_jdesc *d = ff_alloc_aligned(FFS_BLOCK);
+	uint64_t p = t->start;
+	bool more = true;
+	int rc = d ? 0 : -ENOMEM;
+
+	while (more && rc == 0) {
+		unsigned cnt;
+
+		if (meta_read_check(fs, jblock(fs, p), FFS_B_JDESC, d, true) < 0) {
+			rc = -EIO; /* read a moment ago */
+			break;
+		}
+		cnt = ff_le32(d->count);
+		more = ff_le32(d->flags) & FFS_JDESC_MORE;
+		for (unsigned i = 0; i < cnt; i++) {
+			if (*n == *cap) {
+				struct img_ref *g = realloc(*refs, (*cap = *cap ? 2 * *cap : 256) * sizeof(**refs));
+
+				if (!g) {
+					rc = -ENOMEM;
+					break;
+				}
+				*refs = g;
+			}
+			(*refs)[(*n)++] = (struct img_ref){ ff_le64(d->blocks[i]), p + 1 + i, order };
+		}
+		p += 1 + cnt;
+	}
+	free(d);
+	return rc;
+}
+
+/* Does every block the run [first, last] writes hold its last image at home? */
+static int run_applied(struct ffs *fs, const struct found_tx *v, size_t first, size_t last,
+		       bool *applied)
+{
+	struct img_ref *refs = NULL;
+	size_t n = 0, cap = 0;
+	uint8_t *img = ff_alloc_aligned(FFS_BLOCK), *home = ff_alloc_aligned(FFS_BLOCK);
+	int rc = img && home ? 0 : -ENOMEM;
+
+	*applied = true;
+	for (size_t i = first; i <= last && rc == 0; i++)
+		rc = tx_images(fs, &v[i], i, &refs, &n, &cap);
+	if (rc == 0 && n)
+		qsort(refs, n, sizeof(*refs), img_cmp);
+	for (size_t i = 0; i < n && rc == 0 && *applied; i++) {
+		if (i + 1 < n && refs[i + 1].home == refs[i].home)
+			continue; /* a later image of the same block follows */
+		if (refs[i].home >= ff_le64(fs->sb->meta_blocks)) {
+			*applied = false; /* replay will judge it */
+			break;
+		}
+		rc = ff_raid_rw(fs->raid, FF_RAID_READ, FF_SPACE_META, jblock(fs, refs[i].pos) * FFS_BLOCK,
+				img, FFS_BLOCK);
+		if (rc == 0)
+			rc = ff_raid_rw(fs->raid, FF_RAID_READ, FF_SPACE_META, refs[i].home * FFS_BLOCK,
+					home, FFS_BLOCK);
+		if (rc == 0 && memcmp(img, home, FFS_BLOCK) != 0)
+			*applied = false;
+	}
+	free(refs);
+	free(img);
+	free(home);
+	return rc;
+}
+
+/*
+ * For a superblock rebuilt without its journal tail (fs->sb has the layout
+ * and the uuid; nothing else is read from it).  Every transaction of this
+ * filesystem still whole in the journal is found; the one with the highest
+ * sequence is the last committed (commits are flushed one after another,
+ * so none is lost while a later one survives), and the transactions before
+ * it that chain to it — each ending where the next begins, one sequence
+ * number lower — are its history.  Replaying a transaction that already
+ * reached its home blocks is harmless when every later one is replayed
+ * after it (each block ends with its last committed image; nothing but the
+ * journal writes home blocks), so the tail is the start of that run —
+ * unless every block the run writes already holds its last image at home:
+ * then nothing is pending and the tail is the head.  *ntx: transactions a
+ * replay will apply.
+ */
+int journal_find_tail(struct ffs *fs, uint64_t *tail_pos, uint64_t *tail_seq, unsigned *ntx)
+{
+	const uint64_t jb = ff_le64(fs->sb->journal_blocks);
+	struct found_tx *v = NULL;
+	size_t n = 0, valid = 0, first, last;
+	uint64_t maxseq = 0, len;
+	bool applied;
+	int rc = scan_descriptors(fs, &v, &n, &maxseq);
+
+	*ntx = 0;
+	*tail_pos = 0;
+	*tail_seq = maxseq + 1; /* nothing to replay: no record carries it */
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < n; i++) { /* keep the transactions that read whole */
+		uint8_t *images;
+		uint64_t *homes, p = v[i].start;
+		unsigned cnt;
+
+		if (read_tx(fs, &p, v[i].seq, &images, &homes, &cnt) < 0)
+			continue; /* a later descriptor of a transaction, or a torn one */
+		free(images);
+		free(homes);
+		v[valid] = v[i];
+		v[valid++].end = p;
+	}
+	if (!valid) {
+		free(v);
+		return 0;
+	}
+	qsort(v, valid, sizeof(*v), tx_cmp);
+	last = valid - 1;
+	first = last;
+	len = v[last].end - v[last].start;
+	while (first > 0 && v[first - 1].seq + 1 == v[first].seq &&
+	       v[first - 1].end % jb == v[first].start && len + v[first - 1].end - v[first - 1].start <= jb) {
+		first--;
+		len += v[first].end - v[first].start;
+	}
+	rc = run_applied(fs, v, first, last, &applied);
+	if (rc == 0 && applied) {
+		*tail_pos = v[last].end % jb;
+		*tail_seq = v[last].seq + 1;
+	} else if (rc == 0) {
+		*tail_pos = v[first].start;
+		*tail_seq = v[first].seq;
+		*ntx = (unsigned)(last - first + 1);
+	}
+	free(v);
+	return rc;
 }

@@ -94,10 +94,12 @@ static int mkfs_write(struct ff_raid *r, struct ffs_super *sb, bool quiet)
 				 quiet, "checksum table");
 	if (rc == 0)
 		rc = init_blocks(r, FFS_ORPHAN_BLOCK, 1, FFS_B_ORPHAN, true, "");
-	for (unsigned copy = 0; copy < 2 && rc == 0; copy++) {
-		uint64_t at = copy ? FFS_SB_BLOCK_B : FFS_SB_BLOCK_A;
+	/* group A+C generation 1, group B+D generation 2 (format.h) */
+	sb->flags = ff_cpu_to_le32(FFS_F_SB_COPIES4);
+	for (unsigned copy = 0; copy < FFS_SB_COPIES && rc == 0; copy++) {
+		uint64_t at = ffs_sb_block[copy];
 
-		sb->generation = ff_cpu_to_le64(copy + 1);
+		sb->generation = ff_cpu_to_le64(copy % 2 + 1);
 		ffs_block_seal(sb, FFS_B_SUPER, at);
 		rc = ff_raid_rw(r, FF_RAID_WRITE, FF_SPACE_META, at * FFS_BLOCK, sb, FFS_BLOCK);
 	}
@@ -158,42 +160,16 @@ out:
 
 /* ---- mount ----------------------------------------------------------------- */
 
-static int read_super(struct ffs *fs, struct ff_err *err)
+/* Is sb usable on this array?  0, or why not in err. */
+static int check_super(const struct ffs *fs, const struct ffs_super *sb, struct ff_err *err)
 {
-	struct ffs_super *c[2] = { ff_alloc_aligned(FFS_BLOCK), ff_alloc_aligned(FFS_BLOCK) };
-	int ok[2], best;
-
-	if (!c[0] || !c[1]) {
-		free(c[0]);
-		free(c[1]);
-		return -ENOMEM;
-	}
-	/* the cache is not up yet: read each copy directly (with mirror retry) */
-	fs->sb = c[0]; /* meta_read_verified only needs the geometry, not the sb */
-	ok[0] = meta_read_verified(fs, FFS_SB_BLOCK_A, FFS_B_SUPER, c[0]) == 0 &&
-		ff_le64(c[0]->magic) == FFS_SB_MAGIC;
-	ok[1] = meta_read_verified(fs, FFS_SB_BLOCK_B, FFS_B_SUPER, c[1]) == 0 &&
-		ff_le64(c[1]->magic) == FFS_SB_MAGIC;
-	if (!ok[0] && !ok[1]) {
-		ff_err_set(err, "no valid framefs superblock on this array (was mkfs.framefs run?)");
-		free(c[0]);
-		free(c[1]);
-		fs->sb = NULL;
-		return -EINVAL;
-	}
-	best = !ok[0] || (ok[1] && ff_le64(c[1]->generation) > ff_le64(c[0]->generation));
-	fs->sb = c[best];
-	fs->sb_next_copy = (unsigned)!best; /* overwrite the older copy first */
-	free(c[!best]);
-	return 0;
-}
-
-static int check_super(struct ffs *fs, struct ff_err *err)
-{
-	const struct ffs_super *sb = fs->sb;
 	const struct ff_geom *g = fs->g;
 	uint64_t meta = g->meta_bytes / FFS_BLOCK;
 
+	if (ff_le64(sb->magic) != FFS_SB_MAGIC) {
+		ff_err_set(err, "no framefs magic");
+		return -EINVAL;
+	}
 	if (ff_le32(sb->version) != FFS_VERSION) {
 		ff_err_set(err, "filesystem version %u is not supported", ff_le32(sb->version));
 		return -EINVAL;
@@ -228,6 +204,90 @@ static int check_super(struct ffs *fs, struct ff_err *err)
 		ff_err_set(err, "filesystem superblock layout is inconsistent");
 		return -EUCLEAN;
 	}
+	return 0;
+}
+
+/* The members as given, for a command line to copy: quoted where a shell
+ * would split or expand them; "" when they do not fit. */
+static void members_line(char *buf, size_t len, const char *const *paths, unsigned n)
+{
+	size_t at = 0;
+
+	buf[0] = '\0';
+	for (unsigned i = 0; i < n; i++) {
+		bool plain = paths[i][0] != '\0';
+		int w;
+
+		for (const char *p = paths[i]; *p && plain; p++)
+			plain = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+,:=@%",
+				       *p) != NULL;
+		w = plain || strchr(paths[i], '\'') ? snprintf(buf + at, len - at, " %s", paths[i])
+						      : snprintf(buf + at, len - at, " '%s'", paths[i]);
+		if (w < 0 || (size_t)w >= len - at) {
+			buf[0] = '\0';
+			return;
+		}
+		at += (size_t)w;
+	}
+}
+
+/*
+ * Read the four superblock copies (each from any mirror copy that passes
+ * its checksum) and take the newest one that is valid on this array.  The
+ * next superblock write goes to the other group, so that the newest copy
+ * is overwritten last.
+ */
+static int read_super(struct ffs *fs, const char *const *paths, unsigned n, struct ff_err *err)
+{
+	struct ffs_super *c = ff_alloc_aligned(FFS_SB_COPIES * FFS_BLOCK);
+	struct ff_err why[FFS_SB_COPIES];
+	bool ok[FFS_SB_COPIES], sealed[FFS_SB_COPIES];
+	int best = -1, newest_sealed = -1, bad[FFS_SB_COPIES];
+
+	if (!c)
+		return -ENOMEM;
+	fs->sb = &c[0]; /* meta_read_check only needs the geometry, not the sb */
+	for (unsigned i = 0; i < FFS_SB_COPIES; i++) {
+		why[i].msg[0] = '\0';
+		/* quiet: a volume made before copies C and D has none there */
+		sealed[i] = meta_read_check(fs, ffs_sb_block[i], FFS_B_SUPER, &c[i], true) == 0;
+		bad[i] = sealed[i] ? check_super(fs, &c[i], &why[i]) : -EBADMSG;
+		ok[i] = bad[i] == 0;
+		if (sealed[i] && ff_le64(c[i].magic) == FFS_SB_MAGIC &&
+		    (newest_sealed < 0 || ff_le64(c[i].generation) > ff_le64(c[newest_sealed].generation)))
+			newest_sealed = (int)i;
+		if (ok[i] && (best < 0 || ff_le64(c[i].generation) > ff_le64(c[best].generation)))
+			best = (int)i;
+	}
+	fs->sb = NULL;
+	if (best < 0) {
+		char members[400];
+		int rc = newest_sealed >= 0 ? bad[newest_sealed] : -EINVAL;
+
+		members_line(members, sizeof(members), paths, n);
+		if (newest_sealed >= 0) /* a superblock, but not one for this array */
+			ff_err_set(err, "%s", why[newest_sealed].msg);
+		else /* never mkfs: it would start a new filesystem over the data */
+			ff_err_set(err, "no valid framefs superblock on this array (all %u copies are "
+				   "damaged); run fsck.framefs -y%s to rebuild it from the member "
+				   "superblocks and the metadata layout", FFS_SB_COPIES,
+				   members[0] ? members : " with these members");
+		free(c);
+		return rc;
+	}
+	fs->sb = ff_alloc_aligned(FFS_BLOCK);
+	if (!fs->sb) {
+		free(c);
+		return -ENOMEM;
+	}
+	memcpy(fs->sb, &c[best], FFS_BLOCK);
+	for (unsigned i = 0; i < FFS_SB_COPIES; i++)
+		if (!ok[i] && (i < 2 || (ff_le32(fs->sb->flags) & FFS_F_SB_COPIES4)))
+			ff_log(FF_LOG_WARN, "superblock copy %c (metadata block %llu) is damaged: a "
+			       "read-write mount rewrites it", ffs_sb_name[i],
+			       (unsigned long long)ffs_sb_block[i]);
+	fs->sb_next_copy = !(best % 2); /* overwrite the other group first */
+	free(c);
 	return 0;
 }
 
@@ -352,15 +412,13 @@ static void fs_free(struct ffs *fs)
 	free(fs);
 }
 
-static int mount_meta(struct ffs *fs, struct ff_err *err)
+static int mount_meta(struct ffs *fs, const char *const *paths, unsigned n, struct ff_err *err)
 {
 	unsigned replayed = 0, orphans = 0;
 	struct finode *root;
 	int rc;
 
-	rc = read_super(fs, err);
-	if (rc == 0)
-		rc = check_super(fs, err);
+	rc = read_super(fs, paths, n, err);
 	if (rc == 0 && (rc = meta_cache_init(fs, fs->opts.meta_cache_bytes)) == 0)
 		rc = icache_init(fs);
 	if (rc < 0)
@@ -433,7 +491,7 @@ int ffs_mount(const char *const *paths, unsigned n, const struct ffs_opts *o, st
 	fs->g = ff_raid_geom(fs->raid);
 	fs->stripe_bytes = fs->g->stripe_bytes;
 	pthread_mutex_lock(&fs->lock);
-	rc = mount_meta(fs, err);
+	rc = mount_meta(fs, paths, n, err);
 	pthread_mutex_unlock(&fs->lock);
 	if (rc == 0)
 		rc = watch_start(fs);
@@ -524,7 +582,7 @@ int ffs_unmount(struct ffs *fs)
 		fs->sb->state = ff_cpu_to_le32(rc == 0 ? FFS_CLEAN : FFS_DIRTY);
 		rc2 = journal_checkpoint(fs); /* nothing to replay after a clean unmount */
 		if (rc2 == 0)
-			rc2 = super_write(fs); /* both copies agree after a clean unmount */
+			rc2 = super_write(fs);
 		pthread_mutex_unlock(&fs->lock);
 		if (rc == 0)
 			rc = rc2;

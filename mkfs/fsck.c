@@ -59,7 +59,7 @@ static void summary(struct fsck *c)
 {
 	uint64_t inodes = 0, stripes = 0, pool = 0;
 
-	if (!c->ino)
+	if (!c->ino || (c->stop && c->pass == 1)) /* nothing counted */
 		return;
 	for (uint64_t i = 1; i < c->ninodes; i++)
 		inodes += (c->ino[i].flags & IS_USED) != 0;

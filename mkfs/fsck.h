@@ -2,7 +2,7 @@
 /*
  * fsck.framefs: the checker's context, its problem table and its passes.
  *
- *   Pass 1  superblocks and the journal              fsck_pass1.c
+ *   Pass 1  superblocks and the journal              fsck_pass1.c, fs/check.c
  *   Pass 2  inodes, extent maps, B+trees, checksum   fsck_pass2.c, fsck_extent.c,
  *           table owners                             fsck_tree.c
  *   Pass 3  directories and connectivity             fsck_pass3.c, fsck_connect.c
@@ -48,7 +48,9 @@ enum fsck_mode { FSCK_ASK, FSCK_NO, FSCK_YES, FSCK_PREEN };
 
 enum problem {
 	PR_1_SB_COPY_BAD,
+	PR_1_SB_COPY_OLD,
 	PR_1_NO_SUPER,
+	PR_1_SB_REBUILD,
 	PR_1_JOURNAL_PENDING,
 	PR_1_JOURNAL_BAD,
 	PR_2_HWM,
@@ -171,6 +173,7 @@ struct fsck {
 	bool verify_data;         /* -c */
 	bool quiet;               /* census: count, report nothing */
 	bool stop;                /* -p met a problem it may not fix */
+	bool sb_rebuilt;          /* no copy of the superblock was valid: pass 1 made one */
 	char label[72];
 	int pass;
 	/* outcome */

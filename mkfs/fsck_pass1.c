@@ -1,25 +1,35 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Pass 1: the two superblock copies and the journal.
+ * Pass 1: the superblock copies and the journal.
  *
- * Each copy is read (any good mirror copy of its block: a bad mirror copy
- * is pass 5's business) and checked against the array: magic, version,
- * uuid, geometry, and a layout equal to what mkfs computes for this array
- * with the copy's own inode and journal sizes.  The newest valid copy, by
- * generation, is the superblock; an invalid copy is rewritten from it.
+ * Each of the four copies (A, B, C, D: fs/format.h) is read (any good
+ * mirror copy of its block: a bad mirror copy is pass 5's business) and
+ * checked against the array: magic, version, uuid, geometry, and a layout
+ * equal to what mkfs computes for this array with the copy's own inode and
+ * journal sizes.  The newest valid copy, by generation, is the superblock;
+ * a damaged copy, or one more than a write behind the newest (the groups
+ * A+C and B+D take turns, so the other group is normally one generation
+ * older), is rewritten from it.  A volume made before copies C and D
+ * (no FFS_F_SB_COPIES4) is not faulted for lacking them.
+ *
+ * When no copy is valid, the superblock is rebuilt from what it describes:
+ * the array (member superblocks: geometry, uuid, label), mkfs's layout
+ * function with the sizes the metadata on disk shows, and the journal's
+ * own records for its tail (fs/check.c).  That is a major repair: -p
+ * stops, -n goes on checking with the rebuilt superblock in memory.
+ *
  * Then, as e2fsck does, committed journal transactions are replayed before
  * anything else is looked at.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "mkfs/fsck.h"
 
-static const uint64_t sb_block[2] = { FFS_SB_BLOCK_A, FFS_SB_BLOCK_B };
-
 static const char *read_copy(struct fsck *c, unsigned i, struct ffs_super *sb)
 {
-	int rc = meta_read_check(c->fs, sb_block[i], FFS_B_SUPER, sb, true);
+	int rc = meta_read_check(c->fs, ffs_sb_block[i], FFS_B_SUPER, sb, true);
 
 	if (rc == -EBADMSG)
 		return "no mirror copy passes its checksum";
@@ -48,37 +58,122 @@ static void set_label(struct fsck *c, const struct ffs_super *sb)
 		snprintf(c->label, sizeof(c->label), "framefs");
 }
 
-static int choose_super(struct fsck *c, struct ffs_super *copy[2])
+/* Write both groups of copies (the other group than the newest first). */
+static int rewrite_copies(struct fsck *c)
 {
-	const char *why[2];
-	unsigned best;
+	int rc = super_write(c->fs);
+
+	if (rc == 0)
+		rc = super_write(c->fs);
+	if (rc < 0)
+		fsck_operr(c, rc, "cannot rewrite the superblock");
+	return rc;
+}
+
+/* No copy is valid: rebuild one from the array and the layout. */
+static int rebuild(struct fsck *c, const char *const why[FFS_SB_COPIES], uint64_t generation)
+{
+	struct ffs_super *sb = ff_alloc_aligned(FFS_BLOCK);
+	struct ffs_check_rebuilt info;
+	char copies[512], layout[160];
+	size_t n = 0;
+	bool yes;
 	int rc;
 
-	why[0] = read_copy(c, 0, copy[0]);
-	why[1] = read_copy(c, 1, copy[1]);
-	if (why[0] && why[1]) {
-		fix_problem(c, PR_1_NO_SUPER, &(struct pctx){ .str = why[0], .str2 = why[1] });
-		fsck_operr(c, -EUCLEAN, "no valid framefs superblock on this array");
+	if (!sb)
+		return -ENOMEM;
+	/* "copies A, B, C, D: why" — copies with the same reason together */
+	for (unsigned i = 0; i < FFS_SB_COPIES; i++) {
+		unsigned k = 0;
+		bool done = false;
+
+		for (unsigned j = 0; j < i; j++)
+			done |= !strcmp(why[j], why[i]);
+		if (done)
+			continue;
+		for (unsigned j = i; j < FFS_SB_COPIES; j++)
+			k += !strcmp(why[j], why[i]);
+		n += (size_t)snprintf(copies + n, sizeof(copies) - n, "%s%s", n ? "; " : "",
+				      k > 1 ? "copies " : "copy ");
+		for (unsigned j = i, m = 0; j < FFS_SB_COPIES; j++)
+			if (!strcmp(why[j], why[i]))
+				n += (size_t)snprintf(copies + n, sizeof(copies) - n, "%s%c",
+						      m++ ? ", " : "", ffs_sb_name[j]);
+		n += (size_t)snprintf(copies + n, sizeof(copies) - n, ": %s", why[i]);
+	}
+	rc = ffs_check_rebuild_super(c->fs, sb, generation, &info);
+	if (rc == -ENOENT) {
+		fix_problem(c, PR_1_NO_SUPER, &(struct pctx){ .str = copies });
+		fsck_operr(c, -EUCLEAN, "no valid framefs superblock on this array, and no framefs "
+			   "metadata layout to rebuild one from");
+		free(sb);
 		return -EUCLEAN;
 	}
-	best = why[0] || (!why[1] && ff_le64(copy[1]->generation) > ff_le64(copy[0]->generation));
-	set_label(c, copy[best]);
-	/* the older copy is the one the next superblock write replaces */
-	rc = ffs_check_start(c->fs, copy[best], !best);
+	if (rc < 0) {
+		fsck_operr(c, rc, "cannot read the metadata to rebuild the superblock");
+		free(sb);
+		return rc;
+	}
+	snprintf(layout, sizeof(layout), "%s: %llu inodes, a %llu-block journal",
+		 info.default_layout ? "mkfs's default" : "found on disk",
+		 (unsigned long long)info.ninodes, (unsigned long long)info.journal_blocks);
+	set_label(c, sb);
+	yes = fix_problem(c, PR_1_SB_REBUILD, &(struct pctx){ .str = copies, .str2 = layout });
+	/* declined (-n, or -p which stops here), the check goes on with it in memory */
+	rc = ffs_check_start(c->fs, sb, 0);
+	free(sb);
 	if (rc < 0) {
 		fsck_operr(c, rc, "cannot set up the metadata cache");
 		return rc;
 	}
 	c->sb = c->fs->sb;
-	if (why[!best] && fix_problem(c, PR_1_SB_COPY_BAD,
-				      &(struct pctx){ .str = best ? "A" : "B", .blk = sb_block[!best],
-						      .str2 = why[!best] })) {
-		c->fs->sb_next_copy = !best;
-		rc = super_write(c->fs);
-		if (rc < 0)
-			fsck_operr(c, rc, "cannot rewrite the superblock");
+	c->sb_rebuilt = true;
+	return yes ? rewrite_copies(c) : 0;
+}
+
+static int choose_super(struct fsck *c, struct ffs_super *copy)
+{
+	const char *why[FFS_SB_COPIES];
+	uint64_t newest = 0, gen;
+	bool rewrite = false, all4;
+	int best = -1, rc;
+
+	for (unsigned i = 0; i < FFS_SB_COPIES; i++) {
+		why[i] = read_copy(c, i, &copy[i]);
+		gen = ff_le64(copy[i].generation);
+		if (!why[i] && (best < 0 || gen > ff_le64(copy[best].generation)))
+			best = (int)i;
+		/* a rebuilt superblock must be newer than any copy that may turn up */
+		if (ff_le64(copy[i].magic) == FFS_SB_MAGIC && gen > newest)
+			newest = gen;
 	}
-	return rc;
+	if (best < 0)
+		return rebuild(c, why, newest + 1);
+	set_label(c, &copy[best]);
+	/* the other group is the one the next superblock write replaces */
+	rc = ffs_check_start(c->fs, &copy[best], !(best % 2));
+	if (rc < 0) {
+		fsck_operr(c, rc, "cannot set up the metadata cache");
+		return rc;
+	}
+	c->sb = c->fs->sb;
+	all4 = ff_le32(c->sb->flags) & FFS_F_SB_COPIES4;
+	gen = ff_le64(copy[best].generation);
+	for (unsigned i = 0; i < FFS_SB_COPIES; i++) {
+		uint64_t g = ff_le64(copy[i].generation);
+
+		if ((int)i == best || (i >= 2 && !all4 && why[i]))
+			continue; /* made before copies C and D: the next writes add them */
+		if (why[i])
+			rewrite |= fix_problem(c, PR_1_SB_COPY_BAD,
+					       &(struct pctx){ .str = (char[]){ ffs_sb_name[i], 0 },
+							       .blk = ffs_sb_block[i], .str2 = why[i] });
+		else if (g + 1 < gen)
+			rewrite |= fix_problem(c, PR_1_SB_COPY_OLD,
+					       &(struct pctx){ .str = (char[]){ ffs_sb_name[i], 0 },
+							       .blk = ffs_sb_block[i], .num = g, .num2 = gen });
+	}
+	return rewrite ? rewrite_copies(c) : 0;
 }
 
 static int journal(struct fsck *c)
@@ -106,18 +201,19 @@ static int journal(struct fsck *c)
 
 int fsck_pass1(struct fsck *c)
 {
-	struct ffs_super *copy[2] = { ff_alloc_aligned(FFS_BLOCK), ff_alloc_aligned(FFS_BLOCK) };
-	int rc = copy[0] && copy[1] ? 0 : -ENOMEM;
+	struct ffs_super *copy = ff_alloc_aligned(FFS_SB_COPIES * FFS_BLOCK);
+	int rc = copy ? 0 : -ENOMEM;
 
 	fsck_pass_start(c, 1, "Checking superblocks and the journal");
 	if (rc == 0)
 		rc = choose_super(c, copy);
-	free(copy[0]);
-	free(copy[1]);
+	free(copy);
 	if (rc == 0)
 		rc = journal(c);
 	if (rc == 0 && (rc = ffs_check_load_bitmaps(c->fs)) < 0)
 		fsck_operr(c, rc, "cannot load the allocation bitmaps");
+	if (rc == 0 && c->sb_rebuilt) /* the table is initialised at least as far as it is used */
+		ffs_check_hwm_from_bitmap(c->fs);
 	if (rc == 0 && (rc = fsck_state_alloc(c)) < 0)
 		fsck_operr(c, rc, "out of memory for the checker's maps");
 	return rc;

@@ -75,6 +75,8 @@ static void metadata_copies(struct fsck *c)
 	const struct region r[] = {
 		{ "superblock", FFS_B_SUPER, FFS_SB_BLOCK_A, 1 },
 		{ "superblock", FFS_B_SUPER, FFS_SB_BLOCK_B, 1 },
+		{ "superblock", FFS_B_SUPER, FFS_SB_BLOCK_C, 1 }, /* none on volumes made before C, D */
+		{ "superblock", FFS_B_SUPER, FFS_SB_BLOCK_D, 1 },
 		{ "orphan block", FFS_B_ORPHAN, FFS_ORPHAN_BLOCK, 1 },
 		{ "inode table", FFS_B_ITABLE, ff_le64(sb->itable_start),
 		  FF_MIN(ff_le64(sb->itable_hwm), ff_le64(sb->itable_blocks)) },

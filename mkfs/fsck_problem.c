@@ -20,8 +20,14 @@
 
 const struct problem_def fsck_problems[PR_COUNT] = {
 	P(PR_1_SB_COPY_BAD, 0x101, SEV_MINOR, "Superblock copy {str} (block {blk}) is damaged: {str2}",
-	  "Rewrite it from the other copy"),
-	P(PR_1_NO_SUPER, 0x102, SEV_FATAL, "No valid superblock: copy A {str}, copy B {str2}", NULL),
+	  "Rewrite it from the newest valid copy"),
+	P(PR_1_SB_COPY_OLD, 0x105, SEV_MINOR,
+	  "Superblock copy {str} (block {blk}) is out of date: generation {num}, the newest is {num2}",
+	  "Rewrite it from the newest valid copy"),
+	P(PR_1_NO_SUPER, 0x102, SEV_FATAL, "No valid superblock ({str})", NULL),
+	P(PR_1_SB_REBUILD, 0x106, SEV_MAJOR,
+	  "No valid superblock ({str}); the member superblocks and the metadata on disk give its "
+	  "layout ({str2})", "Rebuild the superblock"),
 	P(PR_1_JOURNAL_PENDING, 0x103, SEV_MINOR,
 	  "The journal holds committed transactions that are not yet in place", "Replay the journal"),
 	P(PR_1_JOURNAL_BAD, 0x104, SEV_MAJOR, "The journal cannot be replayed ({str})",

@@ -24,9 +24,10 @@ struct tool {
 	struct ffs *fs;
 	bool finish;             /* write the superblock (journal tail) at the end */
 	/* raw damage to one member, applied after the array is closed */
-	char member[2][PATH_MAX];
-	uint64_t member_off[2];
+	char member[FF_MEMBERS_MAX][PATH_MAX];
+	uint64_t member_off[FF_MEMBERS_MAX];
 	unsigned nraw;
+	bool raw_zero;           /* zeros instead of garbage */
 };
 
 static void die(const char *what, int rc)
@@ -49,28 +50,28 @@ static void garbage(void *buf, size_t len, uint64_t seed)
 
 static void tool_open(struct tool *t, const char *const *paths, unsigned n)
 {
-	struct ffs_super *sb[2] = { ff_alloc_aligned(FFS_BLOCK), ff_alloc_aligned(FFS_BLOCK) };
+	struct ffs_super *sb = ff_alloc_aligned(FFS_SB_COPIES * FFS_BLOCK);
 	struct ff_err err = { "" };
-	bool ok[2], pending;
-	unsigned best;
+	int best = -1;
+	bool pending;
 	int rc = ffs_check_open(paths, n, false, 0, &t->fs, &err);
 
 	if (rc < 0) {
 		fprintf(stderr, "ffsck-corrupt: %s\n", err.msg);
 		exit(2);
 	}
-	for (unsigned i = 0; i < 2; i++)
-		ok[i] = meta_read_check(t->fs, i ? FFS_SB_BLOCK_B : FFS_SB_BLOCK_A, FFS_B_SUPER, sb[i],
-					true) == 0 && !ffs_check_super_problem(t->fs, sb[i]);
-	if (!ok[0] && !ok[1])
+	for (unsigned i = 0; i < FFS_SB_COPIES; i++)
+		if (meta_read_check(t->fs, ffs_sb_block[i], FFS_B_SUPER, &sb[i], true) == 0 &&
+		    !ffs_check_super_problem(t->fs, &sb[i]) &&
+		    (best < 0 || ff_le64(sb[i].generation) > ff_le64(sb[best].generation)))
+			best = (int)i;
+	if (best < 0)
 		die("no valid superblock", -EINVAL);
-	best = !ok[0] || (ok[1] && ff_le64(sb[1]->generation) > ff_le64(sb[0]->generation));
-	if ((rc = ffs_check_start(t->fs, sb[best], !best)) < 0 ||
+	if ((rc = ffs_check_start(t->fs, &sb[best], !(best % 2))) < 0 ||
 	    (rc = ffs_check_journal_pending(t->fs, &pending)) < 0 ||
 	    (rc = ffs_check_load_bitmaps(t->fs)) < 0)
 		die("open", rc);
-	free(sb[0]);
-	free(sb[1]);
+	free(sb);
 	t->finish = true;
 }
 
@@ -135,13 +136,16 @@ static uint64_t first_stripe(struct tool *t, const char *path)
 	return ff_le64(fi->d.u.extents[0].pstripe);
 }
 
-/* Write a garbage image over every copy of block no. */
+/* Write a garbage image (zeros with seed 0) over every copy of block no. */
 static void raw_all(struct tool *t, uint64_t no, uint64_t seed)
 {
 	uint8_t *buf = ff_alloc_aligned(FFS_BLOCK);
 	int rc;
 
-	garbage(buf, FFS_BLOCK, seed);
+	if (seed)
+		garbage(buf, FFS_BLOCK, seed);
+	else
+		memset(buf, 0, FFS_BLOCK);
 	rc = meta_write_raw(t->fs, no, buf, 1);
 	if (rc == 0)
 		rc = ff_raid_flush(t->fs->raid);
@@ -187,7 +191,10 @@ static void raw_apply(struct tool *t)
 	for (unsigned i = 0; i < t->nraw; i++) {
 		int fd = open(t->member[i], O_WRONLY);
 
-		garbage(buf, sizeof(buf), 77 + i);
+		if (t->raw_zero)
+			memset(buf, 0, sizeof(buf));
+		else
+			garbage(buf, sizeof(buf), 77 + i);
 		if (fd < 0 || pwrite(fd, buf, sizeof(buf), (off_t)t->member_off[i]) != (ssize_t)sizeof(buf))
 			die(t->member[i], errno);
 		close(fd);
@@ -324,6 +331,85 @@ static void sb_torn(struct tool *t)
 	free(buf);
 	if (rc < 0)
 		die("superblock", rc);
+}
+
+/* Superblock copy i as it is now, to change and reseal. */
+static struct ffs_super *sb_copy(struct tool *t, unsigned i)
+{
+	struct ffs_super *sb = ff_alloc_aligned(FFS_BLOCK);
+	int rc = meta_read_check(t->fs, ffs_sb_block[i], FFS_B_SUPER, sb, true);
+
+	if (rc < 0)
+		die("superblock copy", rc);
+	return sb;
+}
+
+static void sb_put(struct tool *t, unsigned i, struct ffs_super *sb)
+{
+	int rc;
+
+	ffs_block_seal(sb, FFS_B_SUPER, ffs_sb_block[i]);
+	rc = meta_write_raw(t->fs, ffs_sb_block[i], sb, 1);
+	if (rc == 0)
+		rc = ff_raid_flush(t->fs->raid);
+	free(sb);
+	if (rc < 0)
+		die("superblock write", rc);
+}
+
+/*
+ * Copies that disagree, each passing its checksum: D is the newest valid
+ * one (its label says so: fsck prints it), A is newer still but made for
+ * another array, B is ten writes behind D and C two (the other group is
+ * normally one behind).  Fixed generations: the output does not depend on
+ * how many superblock writes building the volume took.
+ */
+static void sb_disagree(struct tool *t)
+{
+	static const uint64_t gen[FFS_SB_COPIES] = { 2000, 990, 998, 1000 };
+
+	for (unsigned i = 0; i < FFS_SB_COPIES; i++) {
+		struct ffs_super *sb = sb_copy(t, i);
+
+		sb->generation = ff_cpu_to_le64(gen[i]);
+		if (i == 0)
+			sb->uuid[0] ^= 0xff;
+		if (i == 3)
+			snprintf(sb->label, sizeof(sb->label), "newest");
+		sb_put(t, i, sb);
+	}
+}
+
+/* A volume made before copies C and D: no C or D, and A and B without the
+ * flag that says all four are kept. */
+static void sb_legacy(struct tool *t)
+{
+	for (unsigned i = 0; i < 2; i++) {
+		struct ffs_super *sb = sb_copy(t, i);
+
+		sb->flags = ff_cpu_to_le32(ff_le32(sb->flags) & ~(uint32_t)FFS_F_SB_COPIES4);
+		sb_put(t, i, sb);
+	}
+	raw_all(t, FFS_SB_BLOCK_C, 0);
+	raw_all(t, FFS_SB_BLOCK_D, 0);
+}
+
+/* The issue's damage: 4 KiB zeroed at copy A's member offset, on every
+ * member (on RAID5 x 4 copy B sits at the same offset). */
+static void sb_offset(struct tool *t)
+{
+	const struct ff_geom *g = t->fs->g;
+	uint64_t off = g->meta_offset + FFS_SB_BLOCK_A * FFS_BLOCK; /* chunk 0, row 0 */
+
+	for (unsigned i = 0; i < g->nmembers; i++) {
+		struct ff_member *m = ff_raid_member(t->fs->raid, i);
+
+		if (!m)
+			die("a member is missing", -ENODEV);
+		snprintf(t->member[t->nraw], sizeof(t->member[0]), "%s", m->path);
+		t->member_off[t->nraw++] = off;
+	}
+	t->raw_zero = true;
 }
 
 static uint64_t num(const char *s)
@@ -533,6 +619,9 @@ static const struct action {
 	{ "sbitmap-bad", 0, do_sbitmap_bad },     { "copy-bad", 1, do_copy_bad },
 	{ "data-bad", 1, do_data_bad },           { "data-lost", 1, do_data_lost },
 	{ "sb-torn", 0, do_nothing },             { "no-super", 0, do_nothing },
+	{ "sb-zero-all", 0, do_nothing },         { "sb-offset", 0, do_nothing },
+	{ "sb-disagree", 0, do_nothing },         { "sb-legacy", 0, do_nothing },
+	{ "journal-pending-no-super", 1, do_journal_pending },
 };
 
 static bool act(struct tool *t, const char *a, char **arg, unsigned nargs)
@@ -568,13 +657,21 @@ int main(int argc, char **argv)
 		if (rc < 0)
 			die("superblock", rc);
 	}
-	/* superblock damage goes last: finishing rewrites both copies */
+	/* superblock damage goes last: finishing rewrites every copy */
 	if (!strcmp(argv[1], "sb-torn"))
 		sb_torn(&t);
-	if (!strcmp(argv[1], "no-super")) {
-		raw_all(&t, FFS_SB_BLOCK_A, 5);
-		raw_all(&t, FFS_SB_BLOCK_B, 6);
-	}
+	if (!strcmp(argv[1], "no-super")) /* garbage over every copy */
+		for (unsigned i = 0; i < FFS_SB_COPIES; i++)
+			raw_all(&t, ffs_sb_block[i], 5 + i);
+	if (!strcmp(argv[1], "sb-zero-all") || !strcmp(argv[1], "journal-pending-no-super"))
+		for (unsigned i = 0; i < FFS_SB_COPIES; i++)
+			raw_all(&t, ffs_sb_block[i], 0);
+	if (!strcmp(argv[1], "sb-offset"))
+		sb_offset(&t);
+	if (!strcmp(argv[1], "sb-disagree"))
+		sb_disagree(&t);
+	if (!strcmp(argv[1], "sb-legacy"))
+		sb_legacy(&t);
 	if (ffs_check_close(t.fs) < 0)
 		die("close", -EIO);
 	raw_apply(&t);

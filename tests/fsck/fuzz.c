@@ -347,8 +347,8 @@ static void learn_base(void)
 	base.nstripes = ff_le64(sb->nstripes);
 	base.pool_start = ff_le64(sb->pool_start);
 	base.pool_blocks = ff_le64(sb->pool_blocks);
-	add_block(FFS_SB_BLOCK_A, FFS_B_SUPER);
-	add_block(FFS_SB_BLOCK_B, FFS_B_SUPER);
+	for (unsigned i = 0; i < FFS_SB_COPIES; i++)
+		add_block(ffs_sb_block[i], FFS_B_SUPER);
 	add_block(FFS_ORPHAN_BLOCK, FFS_B_ORPHAN);
 	add_region(ff_le64(sb->itable_start), ff_le64(sb->itable_hwm), FFS_B_ITABLE);
 	add_region(ff_le64(sb->ibitmap_start), ff_le64(sb->ibitmap_blocks), FFS_B_BITMAP);

@@ -8,9 +8,14 @@
  *                                  unmount: exit 0 when every operation
  *                                  succeeded, 3 when only file reads failed
  *                                  (bad data checksums), else 1
+ *   ffsck-image data MEMBER...     mount read-only and check that the tree is
+ *                                  exactly as built: every name, type, link,
+ *                                  symlink target, xattr, size and byte; exit 0,
+ *                                  else 1 naming the first difference
  *
  * The tree (label "corpus", or FFSCK_IMAGE_LABEL when set: any bytes, as an old
- * or damaged volume may carry; RAID5, 64 KiB chunks):
+ * or damaged volume may carry; RAID5, 64 KiB chunks; mkfs's default sizes, or
+ * FFSCK_IMAGE_INODES inodes and an FFSCK_IMAGE_JOURNAL-block journal):
  *   /a/f1        1.5 stripes, xattr user.tag
  *   /a/f2        3 stripes
  *   /b/c/f3      100 bytes
@@ -116,6 +121,10 @@ static int build(void)
 
 	if (label)
 		snprintf(p.label, sizeof(p.label), "%s", label);
+	if (getenv("FFSCK_IMAGE_INODES"))
+		p.ninodes = strtoull(getenv("FFSCK_IMAGE_INODES"), NULL, 0);
+	if (getenv("FFSCK_IMAGE_JOURNAL"))
+		p.journal_blocks = strtoull(getenv("FFSCK_IMAGE_JOURNAL"), NULL, 0);
 	rc = ffs_mkfs(members, nmembers, &p, &err);
 
 	if (rc == 0)
@@ -304,14 +313,124 @@ static int verify(void)
 	return 0;
 }
 
+/* ---- data: the tree exactly as built ------------------------------------- */
+
+static int differs(const char *what, const char *how)
+{
+	fprintf(stderr, "ffsck-image: %s: %s\n", what, how);
+	return 1;
+}
+
+/* File path (one level below dir) has len bytes: pattern pieces of `piece`
+ * bytes every `stride` (0: contiguous), zeros between. */
+static int check_file(struct ffs *fs, uint64_t dir, const char *name, const char *path,
+		      uint64_t len, uint64_t stride, unsigned seed, uint64_t *ino)
+{
+	uint64_t piece = 3ull * CHUNK, fh;
+	uint8_t *got = malloc(piece), *want = malloc(piece);
+	struct stat st;
+	int rc = got && want ? ffs_lookup(fs, dir, name, &st) : -ENOMEM;
+
+	if (rc == 0 && (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != len))
+		rc = differs(path, "not a regular file of the size it was built with");
+	else if (rc == 0 && (rc = ffs_open(fs, st.st_ino, O_RDONLY, &fh)) == 0) {
+		for (uint64_t off = 0; rc == 0 && off < len; off += piece) {
+			size_t n = (size_t)FF_MIN(piece, len - off);
+			ssize_t r = ffs_read(fs, fh, got, n, off);
+
+			if (!stride || (off / piece) % (stride / piece) == 0)
+				pattern(want, n, off, seed);
+			else
+				memset(want, 0, n);
+			if (r != (ssize_t)n || memcmp(got, want, n) != 0)
+				rc = differs(path, r < 0 ? strerror((int)-r) : "bytes differ");
+		}
+		ffs_release(fs, fh);
+	} else if (rc < 0) {
+		rc = differs(path, strerror(-rc));
+	}
+	if (rc == 0 && ino)
+		*ino = st.st_ino;
+	free(got);
+	free(want);
+	return rc;
+}
+
+static int data_tree(struct ffs *fs)
+{
+	uint64_t stripe = 3ull * CHUNK, f1;
+	struct stat a, b, c, st;
+	char buf[512], longt[301], name[32];
+	int rc;
+
+	if (ffs_lookup(fs, 1, "a", &a) < 0 || ffs_lookup(fs, 1, "b", &b) < 0 ||
+	    ffs_lookup(fs, b.st_ino, "c", &c) < 0 || !S_ISDIR(a.st_mode) || !S_ISDIR(c.st_mode))
+		return differs("/a, /b/c", "missing or not directories");
+	if ((rc = check_file(fs, a.st_ino, "f1", "/a/f1", stripe * 3 / 2, 0, 1, &f1)) ||
+	    (rc = check_file(fs, a.st_ino, "f2", "/a/f2", stripe * 3, 0, 2, NULL)) ||
+	    (rc = check_file(fs, c.st_ino, "f3", "/b/c/f3", 100, 0, 3, NULL)) ||
+	    (rc = check_file(fs, 1, "big", "/big", stripe * 15, stripe * 2, 4, NULL)))
+		return rc;
+	rc = ffs_getxattr(fs, f1, "user.tag", buf, sizeof(buf));
+	if (rc != 3 || memcmp(buf, "one", 3))
+		return differs("/a/f1", "xattr user.tag is not 'one'");
+	if (ffs_lookup(fs, 1, "link", &st) < 0 || st.st_ino != f1 || st.st_nlink != 2)
+		return differs("/link", "not the second link of /a/f1");
+	if (ffs_lookup(fs, 1, "sym", &st) < 0 || ffs_readlink(fs, st.st_ino, buf, sizeof(buf)) < 0 ||
+	    strcmp(buf, "a/f1"))
+		return differs("/sym", "not a symlink to a/f1");
+	memset(longt, 'x', 300);
+	longt[300] = '\0';
+	if (ffs_lookup(fs, 1, "longsym", &st) < 0 || ffs_readlink(fs, st.st_ino, buf, sizeof(buf)) < 0 ||
+	    strcmp(buf, longt))
+		return differs("/longsym", "not the 300-byte symlink");
+	if (ffs_lookup(fs, 1, "fifo", &st) < 0 || !S_ISFIFO(st.st_mode))
+		return differs("/fifo", "not a fifo");
+	if (ffs_lookup(fs, 1, "prealloc", &st) < 0 || !S_ISREG(st.st_mode) ||
+	    (uint64_t)st.st_size != stripe * 2 || (uint64_t)st.st_blocks * 512 < stripe * 2)
+		return differs("/prealloc", "not a file of 2 preallocated stripes");
+	if (ffs_lookup(fs, 1, "many", &st) < 0)
+		return differs("/many", "missing");
+	for (unsigned i = 0; i < 400; i++) {
+		struct stat f;
+
+		snprintf(name, sizeof(name), "frame_%05u.dpx", i);
+		if (ffs_lookup(fs, st.st_ino, name, &f) < 0 || !S_ISREG(f.st_mode) || f.st_size)
+			return differs("/many", "an empty frame file is missing");
+	}
+	return 0;
+}
+
+static int data(void)
+{
+	struct ffs_opts o = { .ro = true, .write_buffer_bytes = 8 << 20, .read_cache_bytes = 8 << 20 };
+	struct ff_err err = { "" };
+	struct ffs *fs;
+	int rc = ffs_mount(members, nmembers, &o, &fs, &err);
+
+	if (rc < 0) {
+		fprintf(stderr, "ffsck-image: mount: %s\n", err.msg);
+		return 1;
+	}
+	rc = data_tree(fs);
+	if (ffs_unmount(fs) < 0 && !rc)
+		rc = fail("unmount", -EIO);
+	if (!rc)
+		printf("the tree is as built\n");
+	return rc ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
-	if (argc < 3 || (strcmp(argv[1], "build") && strcmp(argv[1], "verify"))) {
-		fprintf(stderr, "usage: ffsck-image build|verify MEMBER...\n");
+	if (argc < 3 || (strcmp(argv[1], "build") && strcmp(argv[1], "verify") &&
+			 strcmp(argv[1], "data"))) {
+		fprintf(stderr, "usage: ffsck-image build|verify|data MEMBER...\n");
 		return 2;
 	}
 	ff_log_set_level(FF_LOG_WARN);
 	members = (const char *const *)argv + 2;
 	nmembers = (unsigned)(argc - 2);
+	if (strcmp(argv[1], "data") == 0)
+		return data();
 	return strcmp(argv[1], "build") == 0 ? build() : verify();
 }

@@ -1,6 +1,6 @@
 #!/bin/bash
 # One fsck corpus case:
-#   run_case.sh NAME "CORRUPTION ARGS" "FSCK FLAGS"
+#   run_case.sh NAME "CORRUPTION ARGS" "FSCK FLAGS" ["OPTIONS"]
 # builds the corpus volume (4 x 64 MiB members in /dev/shm), damages it with
 # ffsck-corrupt, then runs
 #   fsck.framefs -n  : output must match expect/NAME.0; no member may change
@@ -8,9 +8,24 @@
 # and, when the second run found the volume clean, mounts it and reads and
 # writes through the library (ffsck-image verify).  Each expected file ends
 # with the run's exit status.  UPDATE=1 rewrites the expected files instead.
+# OPTIONS, space-separated:
+#   inodes=N journal=N  build the volume with mkfs -N N / -J N
+#   mount-first   before fsck, the damaged volume must mount and hold the
+#                 tree exactly as built (ffsck-image data)
+#   data          after the repairs, before verify: the tree exactly as built
+#   recheck       after verify (a mount and unmount): fsck.framefs -n is clean
+#   copies-added  then, with copies A and B zeroed (sb-offset), fsck.framefs -n
+#                 finds only those two damaged: the mount wrote copies C and D
 # Needs FSCK, IMAGE, CORRUPT (binaries) and EXPECT (directory) in the environment.
 set -u
-name=$1 damage=$2 flags=$3
+name=$1 damage=$2 flags=$3 options=${4:-}
+opt() { [[ " $options " == *" $1 "* ]]; }
+for o in $options; do
+	case $o in
+	inodes=*) export FFSCK_IMAGE_INODES=${o#inodes=} ;;
+	journal=*) export FFSCK_IMAGE_JOURNAL=${o#journal=} ;;
+	esac
+done
 dir=$(mktemp -d /dev/shm/ffsck-case.XXXXXX) || exit 1
 trap 'rm -rf "$dir"' EXIT
 members=()
@@ -41,6 +56,12 @@ run() {
 	last_status=$status
 }
 
+if opt mount-first; then
+	"$IMAGE" data "${members[@]}" || fail "the damaged volume does not mount with its tree intact"
+	echo "$name: the damaged volume mounts, the tree intact"
+	# that read-only mount changed nothing: the runs below see the damage
+fi
+
 before=$(sha256sum "${members[@]}" | cut -d' ' -f1)
 # shellcheck disable=SC2086
 run 0 -n ${flags//-[yp]/}
@@ -51,6 +72,28 @@ run 1 $flags
 # shellcheck disable=SC2086
 run 2 $flags
 if [ "$last_status" = 0 ]; then
+	if opt data; then
+		"$IMAGE" data "${members[@]}" || fail "the repaired volume does not hold the tree as built"
+		echo "$name: after the repairs the volume mounts, the tree exactly as built"
+	fi
 	"$IMAGE" verify "${members[@]}" || fail "the repaired volume does not work"
+	if opt recheck; then
+		"$FSCK" -n "${members[@]}" >"$dir/recheck" 2>&1 || {
+			cat "$dir/recheck" >&2
+			fail "fsck.framefs -n after a mount and unmount of the repaired volume: exit $?"
+		}
+		echo "$name: clean again after a mount and unmount"
+	fi
+	if opt copies-added; then
+		"$CORRUPT" sb-offset -- "${members[@]}" || fail "cannot zero copies A and B"
+		st=0
+		"$FSCK" -n "${members[@]}" >"$dir/copies" 2>&1 || st=$?
+		if [ "$st" != 4 ] || [ "$(grep -c '^Superblock copy [AB] (block [0-9]*) is damaged' "$dir/copies")" != 2 ] ||
+			[ "$(grep -ci '^\(superblock\|no valid superblock\)' "$dir/copies")" != 2 ]; then
+			cat "$dir/copies" >&2
+			fail "with copies A and B zeroed after a mount: fsck -n exit $st, want 4 and A and B damaged only"
+		fi
+		echo "$name: the mount added copies C and D: with A and B zeroed, only they are damaged"
+	fi
 fi
 echo "PASS $name"

@@ -14,6 +14,12 @@
 #         previous daemon exited (the member lock is let go explicitly)
 #   fsck: a label with control characters prints escaped (as status does);
 #         -p says one line about a pending journal; inodes carry their paths
+#   the filesystem superblock (issue 14, point 3): 4 KiB zeroed at the first
+#         offset of the metadata area on every member of a RAID5 x 4 (where
+#         copies A and B are) still mounts, the data intact; with every copy
+#         gone the mount refuses in one line that names fsck.framefs -y and
+#         the members, never mkfs; fsck -n says so (exit 4), -y rebuilds it
+#         (exit 1), and the volume mounts with the data intact
 # Needs FRAMEFS, MKFS, FSCK, ADMIN, FRAMETEST, IMAGE, CORRUPT (meson sets them).
 . "$(dirname "$0")/lib.sh"
 : "${ADMIN:?}" "${FRAMETEST:?}" "${IMAGE:?}" "${CORRUPT:?}"
@@ -186,3 +192,45 @@ check 4 "fsck -n, paths" "$FSCK" -n "${MEMBERS[@]}"
 has "$OUT" "Entry 'ghost' in directory 4 '/b/c' names inode" "fsck, directory path"
 has "$OUT" "Inode 7 '/b/c/f3' (regular file) has link count 5, should be 1.  Fix it? no" "fsck, file path"
 ok "fsck names paths beside inode numbers"
+
+# --- the filesystem superblock -------------------------------------------------------
+it_make_array 5 4 128M
+it_mount
+mkdir "$MNT/A001" || fail "mkdir on the fresh volume"
+head -c 3000000 /dev/urandom >"$MNT/A001/frame_0001.dpx" || fail "write a frame"
+echo "take 1" >"$MNT/notes"
+sums=$(cd "$MNT" && sha256sum A001/frame_0001.dpx notes)
+it_unmount
+# the metadata area starts 1 MiB into each member (FF_MEMBER_RESERVED, raid/raid.h)
+for m in "${MEMBERS[@]}"; do
+	dd if=/dev/zero of="$m" bs=4096 seek=256 count=1 conv=notrunc status=none || fail "dd $m"
+done
+check 4 "fsck -n, 4 KiB zeroed at the metadata area's start on every member" "$FSCK" -n "${MEMBERS[@]}"
+has "$OUT" "Superblock copy A (block 0) is damaged" "fsck, copy A at the zeroed offset"
+has "$OUT" "Superblock copy B (block 16) is damaged" "fsck, copy B at the zeroed offset"
+it_mount
+[ "$(cd "$MNT" && sha256sum A001/frame_0001.dpx notes)" = "$sums" ] || fail "data differ after the zeroed offset"
+it_unmount
+it_fsck # the mount's superblock writes put A and B back
+ok "4 KiB zeroed at the same offset of every member (copies A and B): mounts, data intact, and the mount rewrites them"
+
+"$CORRUPT" sb-zero-all -- "${MEMBERS[@]}" || fail "ffsck-corrupt sb-zero-all"
+check 1 "framefs without a filesystem superblock" "$FRAMEFS" -f "$SPEC" "$MNT"
+has "$ERR" "framefs: no valid framefs superblock on this array (all 4 copies are damaged); run fsck.framefs -y ${MEMBERS[*]} to rebuild it from the member superblocks and the metadata layout" "no superblock"
+one_line "no superblock"
+grep -qi mkfs "$ERR" && fail "the missing-superblock message mentions mkfs"
+is_mounted && fail "mounted without a superblock"
+ok "no superblock: $(cat "$ERR")"
+check 4 "fsck -n without a filesystem superblock" "$FSCK" -n "${MEMBERS[@]}"
+has "$OUT" "No valid superblock (copies A, B, C, D: no mirror copy passes its checksum); the member superblocks and the metadata on disk give its layout (mkfs's default: " "fsck -n, no superblock"
+has "$OUT" "Rebuild the superblock? no" "fsck -n, no superblock"
+check 1 "fsck -y without a filesystem superblock" "$FSCK" -y "${MEMBERS[@]}"
+has "$OUT" "Rebuild the superblock? yes" "fsck -y, no superblock"
+no_stderr "fsck -y, no superblock"
+check 0 "fsck -n after the rebuild" "$FSCK" -n "${MEMBERS[@]}"
+it_mount
+[ "$(cd "$MNT" && sha256sum A001/frame_0001.dpx notes)" = "$sums" ] || fail "data differ after the superblock rebuild"
+echo "take 2" >"$MNT/notes2" || fail "write after the superblock rebuild"
+it_unmount
+it_fsck
+ok "every superblock copy gone: fsck -n exit 4, fsck -y rebuilds it (exit 1), the volume mounts with its data"

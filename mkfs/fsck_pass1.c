@@ -16,7 +16,9 @@
  * the array (member superblocks: geometry, uuid, label), mkfs's layout
  * function with the sizes the metadata on disk shows, and the journal's
  * own records for its tail (fs/check.c).  That is a major repair: -p
- * stops, -n goes on checking with the rebuilt superblock in memory.
+ * stops, -n goes on checking with the rebuilt superblock in memory.  Not
+ * when a copy is whole but made for another array, version or geometry:
+ * then the array may be what is wrong, and the check stops.
  *
  * Then, as e2fsck does, committed journal transactions are replayed before
  * anything else is looked at.
@@ -71,7 +73,8 @@ static int rewrite_copies(struct fsck *c)
 }
 
 /* No copy is valid: rebuild one from the array and the layout. */
-static int rebuild(struct fsck *c, const char *const why[FFS_SB_COPIES], uint64_t generation)
+static int rebuild(struct fsck *c, const char *const why[FFS_SB_COPIES], uint64_t generation,
+		   bool misfit)
 {
 	struct ffs_super *sb = ff_alloc_aligned(FFS_BLOCK);
 	struct ffs_check_rebuilt info;
@@ -100,6 +103,13 @@ static int rebuild(struct fsck *c, const char *const why[FFS_SB_COPIES], uint64_
 				n += (size_t)snprintf(copies + n, sizeof(copies) - n, "%s%c",
 						      m++ ? ", " : "", ffs_sb_name[j]);
 		n += (size_t)snprintf(copies + n, sizeof(copies) - n, ": %s", why[i]);
+	}
+	if (misfit) { /* rebuilt from the array, it would follow what may be the array's error */
+		fix_problem(c, PR_1_NO_SUPER, &(struct pctx){ .str = copies });
+		fsck_operr(c, -EUCLEAN, "the filesystem superblock does not fit this array: check the "
+			   "members given (framefs-admin status); not rebuilding it");
+		free(sb);
+		return -EUCLEAN;
 	}
 	rc = ffs_check_rebuild_super(c->fs, sb, generation, &info);
 	if (rc == -ENOENT) {
@@ -135,7 +145,7 @@ static int choose_super(struct fsck *c, struct ffs_super *copy)
 {
 	const char *why[FFS_SB_COPIES];
 	uint64_t newest = 0, gen;
-	bool rewrite = false, all4;
+	bool rewrite = false, all4, misfit = false;
 	int best = -1, rc;
 
 	for (unsigned i = 0; i < FFS_SB_COPIES; i++) {
@@ -146,9 +156,15 @@ static int choose_super(struct fsck *c, struct ffs_super *copy)
 		/* a rebuilt superblock must be newer than any copy that may turn up */
 		if (ff_le64(copy[i].magic) == FFS_SB_MAGIC && gen > newest)
 			newest = gen;
+		/* a whole superblock of another array, version or geometry: what is
+		 * wrong may be the array (its member superblocks), not the copies */
+		if (why[i] && (!strcmp(why[i], "made for another array") ||
+			       !strcmp(why[i], "unsupported version or block size") ||
+			       !strcmp(why[i], "geometry differs from the array")))
+			misfit = true;
 	}
 	if (best < 0)
-		return rebuild(c, why, newest + 1);
+		return rebuild(c, why, newest + 1, misfit);
 	set_label(c, &copy[best]);
 	/* the other group is the one the next superblock write replaces */
 	rc = ffs_check_start(c->fs, &copy[best], !(best % 2));

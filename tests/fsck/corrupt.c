@@ -394,6 +394,18 @@ static void sb_legacy(struct tool *t)
 	raw_all(t, FFS_SB_BLOCK_D, 0);
 }
 
+/* Every copy whole but for another geometry (as if the member superblocks
+ * had changed under the filesystem): no rebuild from the array. */
+static void sb_geometry(struct tool *t)
+{
+	for (unsigned i = 0; i < FFS_SB_COPIES; i++) {
+		struct ffs_super *sb = sb_copy(t, i);
+
+		sb->nstripes = ff_cpu_to_le64(ff_le64(sb->nstripes) + 1);
+		sb_put(t, i, sb);
+	}
+}
+
 /* The issue's damage: 4 KiB zeroed at copy A's member offset, on every
  * member (on RAID5 x 4 copy B sits at the same offset). */
 static void sb_offset(struct tool *t)
@@ -621,6 +633,7 @@ static const struct action {
 	{ "sb-torn", 0, do_nothing },             { "no-super", 0, do_nothing },
 	{ "sb-zero-all", 0, do_nothing },         { "sb-offset", 0, do_nothing },
 	{ "sb-disagree", 0, do_nothing },         { "sb-legacy", 0, do_nothing },
+	{ "sb-geometry", 0, do_nothing },
 	{ "journal-pending-no-super", 1, do_journal_pending },
 };
 
@@ -672,6 +685,8 @@ int main(int argc, char **argv)
 		sb_disagree(&t);
 	if (!strcmp(argv[1], "sb-legacy"))
 		sb_legacy(&t);
+	if (!strcmp(argv[1], "sb-geometry"))
+		sb_geometry(&t);
 	if (ffs_check_close(t.fs) < 0)
 		die("close", -EIO);
 	raw_apply(&t);

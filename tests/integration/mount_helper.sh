@@ -9,15 +9,24 @@
 # array clean.
 #
 # How mount.fuse3 finds the built daemon: it runs "framefs SOURCE MNT -o OPTS"
-# through /bin/sh with the caller's PATH (mount(8) run by root keeps the
-# environment), so a temporary directory holding a "framefs" symlink to the
-# build is put first on PATH — nothing is installed.
+# through /bin/sh.  Where mount(8) keeps the caller's environment, the PATH
+# this test puts first (a temporary directory holding a "framefs" symlink to
+# the build) finds it; where mount(8) starts its helper with no PATH at all
+# (seen here: setuid mount under a capability-limited root), /bin/sh looks in
+# its default path, so a symlink /usr/local/sbin/framefs to the build stands
+# there for the test, unless a framefs is installed there already, and is
+# removed when the test ends.
 . "$(dirname "$0")/lib.sh"
 
 BIN=$IT_TMP/bin
 mkdir -p "$BIN"
 ln -s "$FRAMEFS" "$BIN/framefs"
 export PATH=$BIN:$PATH
+if [ ! -e /usr/local/sbin/framefs ]; then
+	mkdir -p /usr/local/sbin
+	ln -s "$FRAMEFS" /usr/local/sbin/framefs
+	CLEANUPS+=('rm -f /usr/local/sbin/framefs')
+fi
 
 # The daemon mount(8) started: found by its unique mountpoint argument.
 helper_pid() {

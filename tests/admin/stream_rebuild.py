@@ -33,7 +33,7 @@ from adminlib import Vol, check, env_int, log, run_test
 SANITIZED = os.environ.get("ADMIN_SANITIZED") == "1"
 PRESET, FPS = ("hd", "12") if SANITIZED else ("hd", "24")
 FRAMES = 24
-LOOPS = env_int("ADMIN_STREAM_LOOPS", 6)
+LOOPS = env_int("ADMIN_STREAM_LOOPS", 4)  # 96 frames: 4 s a stream (8 s at 12 fps)
 HOG_PAIRS = env_int("ADMIN_HOG_PAIRS", 3)
 
 

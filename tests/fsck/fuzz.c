@@ -14,7 +14,7 @@
  *     why on one "mkfs.framefs: ..." line.
  *
  *   ffsck-fuzz FSCK MKFS IMAGE
- *   FFS_FUZZ_CASES (default 300), FFS_FUZZ_SEED (default 1): case i uses
+ *   FFS_FUZZ_CASES (default 200), FFS_FUZZ_SEED (default 1): case i uses
  *   seed FFS_FUZZ_SEED + i, so one failing case reruns alone with
  *   FFS_FUZZ_SEED=<its seed> FFS_FUZZ_CASES=1.
  *
@@ -836,7 +836,7 @@ static uint64_t env_num(const char *name, uint64_t def)
 
 int main(int argc, char **argv)
 {
-	uint64_t cases = env_num("FFS_FUZZ_CASES", 300), seed0 = env_num("FFS_FUZZ_SEED", 1);
+	uint64_t cases = env_num("FFS_FUZZ_CASES", 200), seed0 = env_num("FFS_FUZZ_SEED", 1);
 	uint64_t t0 = ff_now_ns();
 	struct stats st;
 

@@ -35,6 +35,8 @@
 #   FILL_PCT=50     share of the volume written with frames before the rebuilds
 #   STREAM_S=20     length of the 24 fps stream during the second rebuild (seconds)
 #   LOADED_PRESET=2k  frame preset of the loaded pair of streams (framefs-frametest --list)
+#   LOADED_FRAMES=48  frames written for it (they must fit beside the 4K frames: with a
+#                   larger preset take fewer, e.g. LOADED_PRESET=dpx-uhd LOADED_FRAMES=20)
 #   FRAMEFS_BUILD   build dir holding framefs, mkfs.framefs, framefs-admin, framefs-frametest
 #                   (else they are taken from PATH)
 # Needs root (FUSE mounts, /run/framefs) and fio.
@@ -55,8 +57,8 @@ SIZE_MB=${SIZE_MB:-1024}
 FILL_PCT=${FILL_PCT:-50}
 STREAM_S=${STREAM_S:-20}
 LOADED_PRESET=${LOADED_PRESET:-2k}
-LOADED_FRAMES=48
-for v in RUNS SIZE_MB FILL_PCT STREAM_S; do
+LOADED_FRAMES=${LOADED_FRAMES:-48}
+for v in RUNS SIZE_MB FILL_PCT STREAM_S LOADED_FRAMES; do
 	[[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive whole number (got '${!v}')"
 done
 [ "$FILL_PCT" -le 90 ] || die "FILL_PCT must be at most 90"
@@ -99,8 +101,9 @@ start_hogs() { # a busy loop on every core
 		HOGS+=($!)
 	done
 }
-stop_hogs() {
-	[ "${#HOGS[@]}" -gt 0 ] && kill "${HOGS[@]}" 2>/dev/null
+stop_hogs() { # (a bare `wait` would wait for the daemon too)
+	[ "${#HOGS[@]}" -gt 0 ] || return 0
+	kill "${HOGS[@]}" 2>/dev/null || true
 	wait "${HOGS[@]}" 2>/dev/null || true
 	HOGS=()
 }

@@ -86,7 +86,7 @@ struct wpool {
 	pthread_cond_t cond;
 	struct wbuf *free;
 	struct wbuf *partial_head, *partial_tail;
-	unsigned nfree, nwriting, total;
+	unsigned nwriting, total;
 	uint64_t next_ticket, serving;
 	struct wbuf *all;
 	/* completed stripe writes, mapped by the completion thread */
@@ -158,7 +158,7 @@ static int wpool_init(struct ffs *fs)
 		wb->next = p->free;
 		p->free = wb;
 	}
-	p->nfree = p->total = n;
+	p->total = n;
 	fs->wpool = p;
 	return 0;
 }
@@ -205,7 +205,6 @@ static struct wbuf *wpool_take(struct ffs *fs)
 	}
 	wb = p->free;
 	p->free = wb->next;
-	p->nfree--;
 	p->serving++;
 	pthread_cond_broadcast(&p->cond); /* the next ticket may be served too */
 	pthread_mutex_unlock(&p->lock);
@@ -224,7 +223,6 @@ static void wpool_put(struct ffs *fs, struct wbuf *wb)
 	wb->fi = NULL;
 	wb->next = p->free;
 	p->free = wb;
-	p->nfree++;
 	pthread_cond_broadcast(&p->cond);
 	pthread_mutex_unlock(&p->lock);
 }

@@ -227,6 +227,9 @@ void rcache_invalidate(struct ffs *fs, uint64_t pstripe, uint64_t count);
 
 /* ---- repair of damaged data stripes (repair.c) ------------------------------ */
 
+/* Stripe p into buf with the members in avoid treated as missing (rebuilt
+ * from parity): 0 or -errno. */
+int repair_read_around(struct ffs *fs, uint64_t p, uint32_t avoid, void *buf);
 /* Data chunks of stripe buffer buf that fail their checksums (a mask). */
 uint32_t repair_bad_chunks(struct ffs *fs, const void *buf, const uint32_t *crc);
 /* Stripe p into buf, rebuilt from parity around every member holding a

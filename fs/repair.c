@@ -34,26 +34,33 @@ uint32_t repair_bad_chunks(struct ffs *fs, const void *buf, const uint32_t *crc)
 	return bad;
 }
 
-/* Stripe p into buf with the given members treated as missing. */
-static int read_around(struct ffs *fs, uint64_t p, uint32_t avoid, void *buf)
+/* Stripe p through io: op (a read or a parity-checking read) into buf,
+ * with the members in avoid treated as missing. */
+static int stripe_io(struct ffs *fs, struct ff_raid_io *io, int op, uint64_t p, uint32_t avoid,
+		     void *buf)
+{
+	memset(io, 0, sizeof(*io));
+	io->op = (uint8_t)op;
+	io->space = FF_SPACE_DATA;
+	io->off = p * fs->stripe_bytes;
+	io->len = fs->stripe_bytes;
+	io->buf = buf;
+	io->avoid_members = avoid;
+	return ff_raid_submit_wait(fs->raid, io);
+}
+
+int repair_read_around(struct ffs *fs, uint64_t p, uint32_t avoid, void *buf)
 {
 	struct ff_raid_io io;
 
-	memset(&io, 0, sizeof(io));
-	io.op = FF_RAID_READ;
-	io.space = FF_SPACE_DATA;
-	io.off = p * fs->stripe_bytes;
-	io.len = fs->stripe_bytes;
-	io.buf = buf;
-	io.avoid_members = avoid;
-	return ff_raid_submit_wait(fs->raid, &io);
+	return stripe_io(fs, &io, FF_RAID_READ, p, avoid, buf);
 }
 
 static bool rebuilt_around(struct ffs *fs, uint64_t p, uint32_t avoid, const uint32_t *crc,
 			   void *buf)
 {
 	return (unsigned)__builtin_popcount(avoid) <= fs->g->nparity &&
-	       read_around(fs, p, avoid, buf) == 0 && repair_bad_chunks(fs, buf, crc) == 0;
+	       repair_read_around(fs, p, avoid, buf) == 0 && repair_bad_chunks(fs, buf, crc) == 0;
 }
 
 int repair_reconstruct(struct ffs *fs, uint64_t p, uint32_t bad, const uint32_t *crc, void *buf)
@@ -85,17 +92,10 @@ int repair_reconstruct(struct ffs *fs, uint64_t p, uint32_t bad, const uint32_t 
 static int read_checked(struct ffs *fs, uint64_t p, void *buf)
 {
 	struct ff_raid_io io;
-	int rc;
+	int rc = stripe_io(fs, &io, FF_RAID_CHECK, p, 0, buf);
 
-	memset(&io, 0, sizeof(io));
-	io.op = FF_RAID_CHECK;
-	io.space = FF_SPACE_DATA;
-	io.off = p * fs->stripe_bytes;
-	io.len = fs->stripe_bytes;
-	io.buf = buf;
-	rc = ff_raid_submit_wait(fs->raid, &io);
 	if (rc == -EAGAIN) /* degraded: a read rebuilds what is missing from the parity written */
-		return read_around(fs, p, 0, buf);
+		return repair_read_around(fs, p, 0, buf);
 	if (rc == 0 && atomic_load(&io.check_mismatch))
 		return -EIO;
 	return rc;

@@ -110,17 +110,9 @@ static uint32_t chunk_crc(const struct fsck *c, const void *stripe, uint32_t i)
 /* Stripe p again, chunk i rebuilt from the other members and parity. */
 static bool read_around(struct fsck *c, uint64_t p, uint32_t i)
 {
-	const struct ff_geom *g = c->fs->g;
-	struct ff_raid_io io;
+	uint32_t avoid = 1u << ff_raid_chunk_member(c->fs->raid, p, i);
 
-	memset(&io, 0, sizeof(io));
-	io.op = FF_RAID_READ;
-	io.space = FF_SPACE_DATA;
-	io.off = p * g->stripe_bytes;
-	io.len = g->stripe_bytes;
-	io.buf = c->rbuf;
-	io.avoid_members = 1u << ff_raid_chunk_member(c->fs->raid, p, i);
-	return ff_raid_submit_wait(c->fs->raid, &io) == 0;
+	return repair_read_around(c->fs, p, avoid, c->rbuf) == 0;
 }
 
 enum verdict { REBUILT, CSUM_WRONG, LOST };

@@ -185,7 +185,7 @@ static double raw_run(const struct cfg *c, struct ff_member **m, int op, uint64_
 	struct raw_thread t[FF_RAID_WORKERS_MAX];
 	unsigned nt = FF_MIN(c->workers, c->members);
 	uint64_t slice = c->buffer / nt / c->chunk * c->chunk;
-	uint64_t t0 = ff_now_ns(), dt;
+	uint64_t t0 = ff_mono_ns(), dt;
 
 	for (unsigned i = 0; i < nt; i++) {
 		t[i] = (struct raw_thread){ .c = c, .m = m, .op = op, .bytes = bytes,
@@ -199,7 +199,7 @@ static double raw_run(const struct cfg *c, struct ff_member **m, int op, uint64_
 		if (t[i].rc < 0)
 			die("raw I/O", t[i].rc);
 	}
-	dt = ff_now_ns() - t0;
+	dt = ff_mono_ns() - t0;
 	return (double)bytes * c->members / ((double)dt / 1e9) / 1e6;
 }
 
@@ -259,7 +259,7 @@ static double raid_run(const struct cfg *c, struct ff_raid *r, int op, char *buf
 	const struct ff_geom *g = ff_raid_geom(r);
 	struct raid_run rr = { .r = r, .op = op, .end = g->data_bytes, .buf = buf, .buffer = c->buffer };
 	struct ff_raid_io *ios = calloc(c->inflight, sizeof(*ios));
-	uint64_t t0 = ff_now_ns(), dt;
+	uint64_t t0 = ff_mono_ns(), dt;
 
 	rr.req_bytes = g->stripe_bytes * 2;
 	pthread_mutex_init(&rr.lock, NULL);
@@ -270,7 +270,7 @@ static double raid_run(const struct cfg *c, struct ff_raid *r, int op, char *buf
 	while (rr.inflight)
 		pthread_cond_wait(&rr.cond, &rr.lock);
 	pthread_mutex_unlock(&rr.lock);
-	dt = ff_now_ns() - t0;
+	dt = ff_mono_ns() - t0;
 	if (rr.err)
 		die("raid I/O", rr.err);
 	free(ios);
@@ -330,18 +330,18 @@ struct phase {
 
 static struct phase phase_start(void)
 {
-	return (struct phase){ cpu_seconds(), ff_now_ns() };
+	return (struct phase){ cpu_seconds(), ff_mono_ns() };
 }
 
 /* Record a phase's rate (MB/s) and the cores it kept busy. */
 static void phase_end(struct series *s, struct phase p, double mbs)
 {
-	double wall = (double)(ff_now_ns() - p.t0) / 1e9;
+	double wall = (double)(ff_mono_ns() - p.t0) / 1e9;
 
 	s->cores[s->n] = wall > 0 ? (cpu_seconds() - p.cpu) / wall : 0;
 	if (getenv("RAIDBENCH_PHASES")) /* for perf report --time (perf record -k CLOCK_MONOTONIC) */
 		fprintf(stderr, "phase %s %.6f,%.6f\n", s->name, (double)p.t0 / 1e9,
-			(double)ff_now_ns() / 1e9);
+			(double)ff_mono_ns() / 1e9);
 	s->v[s->n++] = mbs;
 }
 
@@ -456,7 +456,7 @@ static double parity_rate(const struct ff_geom *g)
 		return 0;
 	memset(mem, 0x5a, span * nstripes);
 	ff_gf_ctx_init(&gf, g->ndata);
-	t0 = ff_now_ns();
+	t0 = ff_mono_ns();
 	for (unsigned k = 0; k < nstripes; k++) {
 		void *slots[FF_MEMBERS_MAX];
 
@@ -464,7 +464,7 @@ static double parity_rate(const struct ff_geom *g)
 			slots[s] = mem + span * k + (size_t)s * g->chunk_bytes;
 		lv->parity->gen(&gf, g->chunk_bytes, slots);
 	}
-	dt = ff_now_ns() - t0; /* not counting the free(), which unmaps 256 MiB */
+	dt = ff_mono_ns() - t0; /* not counting the free(), which unmaps 256 MiB */
 	free(mem);
 	return (double)g->stripe_bytes * nstripes / ((double)dt / 1e9) / 1e6;
 }

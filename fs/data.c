@@ -1085,7 +1085,7 @@ static struct wbuf *wb_for(struct ffs *fs, struct finode *fi, uint64_t k, int *e
 	}
 	wb->fstripe = k;
 	wb->nival = 0;
-	wb->born_ns = ff_now_ns();
+	wb->born_ns = ff_mono_ns();
 	wpool_attach(fs, fi, wb);
 	return wb;
 }

@@ -311,8 +311,6 @@ struct ffs {
 	struct ffs_stats stats;
 };
 
-uint64_t ffs_now_ns(void);
-
 /* ---- requests in flight (watch.c) -------------------------------------- */
 
 int watch_start(struct ffs *fs);

@@ -180,7 +180,7 @@ int istore(struct ffs *fs, struct finode *fi)
 
 void inode_touch(struct finode *fi, bool mtime, bool ctime)
 {
-	uint64_t now = ffs_now_ns();
+	uint64_t now = ff_wall_ns();
 
 	if (mtime)
 		fi->d.mtime_ns = ff_cpu_to_le64(now);
@@ -191,7 +191,7 @@ void inode_touch(struct finode *fi, bool mtime, bool ctime)
 int inode_new(struct ffs *fs, uint32_t mode, uint32_t uid, uint32_t gid, uint64_t parent,
 	      struct finode **out)
 {
-	uint64_t ino, now = ffs_now_ns(), hwm = ff_le64(fs->sb->itable_hwm);
+	uint64_t ino, now = ff_wall_ns(), hwm = ff_le64(fs->sb->itable_hwm);
 	struct ffs_inode *slot;
 	struct finode *fi;
 	struct mbuf *mb;

@@ -38,14 +38,6 @@
 
 #define TX_BLOCKS_SOFT 512u
 
-uint64_t ffs_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 bool journal_tx_full(const struct ffs *fs)
 {
 	return fs->tx_count >= TX_BLOCKS_SOFT ||
@@ -159,7 +151,7 @@ int super_write(struct ffs *fs)
 	if (fs->sb_groups_written & (1u << !group))
 		fs->sb->flags = ff_cpu_to_le32(ff_le32(fs->sb->flags) | FFS_F_SB_COPIES4);
 	fs->sb->generation = ff_cpu_to_le64(ff_le64(fs->sb->generation) + 1);
-	fs->sb->write_time = ff_cpu_to_le64(ffs_now_ns() / 1000000000ull);
+	fs->sb->write_time = ff_cpu_to_le64(ff_wall_ns() / 1000000000ull);
 	rc = batch_init(&b, 2);
 	if (rc < 0) {
 		free(img);
@@ -246,7 +238,7 @@ static unsigned stage_records(struct ffs *fs, struct mbuf **list, unsigned n, ui
 	commit->seq = ff_cpu_to_le64(fs->j_seq);
 	commit->nblocks = ff_cpu_to_le32(n);
 	commit->images_crc = ff_cpu_to_le32(crc);
-	commit->commit_time_ns = ff_cpu_to_le64(ffs_now_ns());
+	commit->commit_time_ns = ff_cpu_to_le64(ff_wall_ns());
 	ffs_block_seal(commit, FFS_B_JCOMMIT, jblock(fs, fs->j_head + at));
 	rng[0] = (struct jrange){ jblock(fs, fs->j_head), run, stage };
 	if (run == need)
@@ -427,7 +419,7 @@ static int commit_finish(struct ffs *fs)
 		alloc_tx_committed(fs, jf->nfreed);
 		fs->commits++;
 		atomic_fetch_add(&fs->stats.commits, 1);
-		fs->last_commit_ns = ff_now_ns();
+		fs->last_commit_ns = ff_mono_ns();
 	} else {
 		ff_log(FF_LOG_ERR, "journal commit %llu failed: %s", (unsigned long long)jf->seq,
 		       strerror(-rc));

@@ -16,7 +16,7 @@ static int init_blocks(struct ff_raid *r, uint64_t first, uint64_t count, uint32
 {
 	const uint64_t batch = 256;
 	uint8_t *buf = ff_alloc_aligned(batch * FFS_BLOCK);
-	uint64_t t0 = ff_now_ns(), last = 0;
+	uint64_t t0 = ff_mono_ns(), last = 0;
 	int rc = 0;
 
 	if (!buf)
@@ -30,20 +30,20 @@ static int init_blocks(struct ff_raid *r, uint64_t first, uint64_t count, uint32
 		rc = ff_raid_rw(r, FF_RAID_WRITE, FF_SPACE_META, (first + done) * FFS_BLOCK, buf,
 				n * FFS_BLOCK);
 		done += n;
-		if (!quiet && count > 4096 && ff_now_ns() - last > 500000000ull) {
-			last = ff_now_ns();
+		if (!quiet && count > 4096 && ff_mono_ns() - last > 500000000ull) {
+			last = ff_mono_ns();
 			fprintf(stderr, "\r  %-24s %3llu%%", what, (unsigned long long)(done * 100 / count));
 		}
 	}
 	if (!quiet && count > 4096)
-		fprintf(stderr, "\r  %-24s done in %.1f s\n", what, (double)(ff_now_ns() - t0) / 1e9);
+		fprintf(stderr, "\r  %-24s done in %.1f s\n", what, (double)(ff_mono_ns() - t0) / 1e9);
 	free(buf);
 	return rc;
 }
 
 static void root_inode(struct ffs_inode *d)
 {
-	uint64_t now = ffs_now_ns();
+	uint64_t now = ff_wall_ns();
 
 	memset(d, 0, sizeof(*d));
 	d->ino = ff_cpu_to_le64(FFS_ROOT_INO);
@@ -357,7 +357,7 @@ static void *commit_main(void *arg)
 		int rc;
 
 		clock_gettime(CLOCK_REALTIME, &ts); /* the condition variable's clock */
-		if (fs->tx_count && (ff_now_ns() >= due || fs->commit_want >= fs->j_seq)) {
+		if (fs->tx_count && (ff_mono_ns() >= due || fs->commit_want >= fs->j_seq)) {
 			rc = journal_commit_unlocked(fs);
 			if (rc < 0) { /* the askers get the error; the timer retries */
 				fs->commit_err = rc;
@@ -365,7 +365,7 @@ static void *commit_main(void *arg)
 				fs->commit_want = 0;
 				ff_log(FF_LOG_ERR, "commit failed: %s", strerror(-rc));
 			}
-			fs->last_commit_ns = ff_now_ns();
+			fs->last_commit_ns = ff_mono_ns();
 			pthread_cond_broadcast(&fs->committed_cond);
 			continue;
 		}
@@ -504,7 +504,7 @@ int ffs_mount(const char *const *paths, unsigned n, const struct ffs_opts *o, st
 			ff_log(FF_LOG_ERR, "cannot resume the rebuild");
 	}
 	if (rc == 0 && !fs->ro) {
-		fs->last_commit_ns = ff_now_ns();
+		fs->last_commit_ns = ff_mono_ns();
 		rc = -pthread_create(&fs->commit_thread, NULL, commit_main, fs);
 		fs->commit_thread_started = rc == 0;
 	}

@@ -146,7 +146,7 @@ int ffs_setattr(struct ffs *fs, uint64_t ino, const struct stat *a, int to_set, 
 	}
 	pthread_mutex_lock(&fs->lock);
 	if (rc == 0) {
-		uint64_t now = ffs_now_ns();
+		uint64_t now = ff_wall_ns();
 
 		if (to_set & FFS_SET_MODE)
 			fi->d.mode = ff_cpu_to_le32((ff_le32(fi->d.mode) & S_IFMT) | (a->st_mode & 07777));

@@ -59,7 +59,7 @@ static void throttle(struct ffs *fs, struct scrub *s)
 {
 	uint64_t fg = atomic_load(&ff_raid_stats(fs->raid)->fg_bytes) - s->own_bytes;
 	uint64_t rate = fg != s->last_fg ? s->min_bps : s->max_bps;
-	uint64_t elapsed = ff_now_ns() - s->start_ns + 1;
+	uint64_t elapsed = ff_mono_ns() - s->start_ns + 1;
 
 	s->last_fg = fg;
 	if (rate && s->bytes * 1000000000ull > rate * elapsed)
@@ -322,7 +322,7 @@ int ffs_scrub_start(struct ffs *fs, bool repair)
 	s->running = true;
 	s->bytes = s->own_bytes = 0;
 	s->last_fg = atomic_load(&ff_raid_stats(fs->raid)->fg_bytes);
-	s->start_ns = ff_now_ns();
+	s->start_ns = ff_mono_ns();
 	rc = -pthread_create(&s->thread, NULL, scrub_main, fs);
 	s->started = rc == 0;
 	s->running = rc == 0;
@@ -361,7 +361,7 @@ void ffs_scrub_status(struct ffs *fs, struct ffs_scrub_status *st)
 	*st = s->st;
 	st->active = s->running;
 	pthread_mutex_unlock(&s->lock);
-	secs = (double)(ff_now_ns() - s->start_ns) / 1e9;
+	secs = (double)(ff_mono_ns() - s->start_ns) / 1e9;
 	st->mb_per_s = secs > 0 ? (double)s->bytes / 1e6 / secs : 0;
 	st->eta_s = st->fraction > 0 && st->fraction < 1 ? secs * (1 - st->fraction) / st->fraction : 0;
 	fill_paths(fs, st);

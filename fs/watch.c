@@ -95,7 +95,7 @@ struct ffs_req_slot *ffs_req_begin(struct ffs *fs, const char *op, uint64_t ino)
 	atomic_store(&my_slot->op, op);
 	atomic_store(&my_slot->ino, ino);
 	atomic_store(&my_slot->wait, NULL);
-	atomic_store(&my_slot->start_ns, ff_now_ns());
+	atomic_store(&my_slot->start_ns, ff_mono_ns());
 	cur = my_slot;
 	return my_slot;
 }
@@ -122,7 +122,7 @@ void watch_wait_end(const char *prev)
 void ffs_req_info(struct ffs *fs, struct ffs_req_info *out)
 {
 	struct watch *w = fs->watch;
-	uint64_t now = ff_now_ns();
+	uint64_t now = ff_mono_ns();
 	memset(out, 0, sizeof(*out));
 	if (!w)
 		return;
@@ -147,7 +147,7 @@ void ffs_req_info(struct ffs *fs, struct ffs_req_info *out)
 
 static void watch_scan(struct watch *w)
 {
-	uint64_t now = ff_now_ns();
+	uint64_t now = ff_mono_ns();
 
 	for (unsigned i = 0; i < FFS_REQ_SLOTS; i++) {
 		struct ffs_req_slot *s = &w->slot[i];

@@ -112,12 +112,22 @@ const char *ff_fmt_bytes(uint64_t bytes, char *buf, size_t len)
 	return buf;
 }
 
-uint64_t ff_now_ns(void)
+static uint64_t clock_ns(clockid_t id)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(id, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t ff_mono_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
+}
+
+uint64_t ff_wall_ns(void)
+{
+	return clock_ns(CLOCK_REALTIME);
 }
 
 void ff_err_set(struct ff_err *err, const char *fmt, ...)

@@ -74,8 +74,12 @@ int ff_parse_size(const char *s, uint64_t *bytes);
 /* Format bytes as "1.50 GiB" into buf. */
 const char *ff_fmt_bytes(uint64_t bytes, char *buf, size_t len);
 
-/* Monotonic clock in nanoseconds. */
-uint64_t ff_now_ns(void);
+/* The two clocks, in nanoseconds.  ff_mono_ns() measures intervals and
+ * deadlines (CLOCK_MONOTONIC: never jumps); ff_wall_ns() stamps what is
+ * shown to people or stored on disk (CLOCK_REALTIME: inode times, the
+ * superblock's write time). */
+uint64_t ff_mono_ns(void);
+uint64_t ff_wall_ns(void);
 
 /* Error text for callers that report one line naming the culprit. */
 struct ff_err {

@@ -236,7 +236,7 @@ static void run_sync(struct ff_ring *r, struct ff_io_req *req, int fd)
 	ssize_t n;
 
 	if (!req->submit_ns)
-		req->submit_ns = ff_now_ns();
+		req->submit_ns = ff_mono_ns();
 	switch (req->op) {
 	case FF_IO_READ: n = pread(fd, buf, len, off); break;
 	case FF_IO_WRITE: n = pwrite(fd, buf, len, off); break;
@@ -270,7 +270,7 @@ static void fill_sq(struct ff_ring *r)
 		FF_ASSERT(sqe != NULL); /* SQ has depth + 1 entries */
 		req->in_kernel = 1;
 		if (!req->submit_ns)
-			req->submit_ns = ff_now_ns();
+			req->submit_ns = ff_mono_ns();
 		if (req->delayed == 1) {
 			io_uring_prep_timeout(sqe, &req->delay, 0, 0);
 			io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)req | TAG_DELAY);

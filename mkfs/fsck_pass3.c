@@ -268,7 +268,7 @@ static void root_check(struct fsck *c)
 {
 	const struct ino_info *r = &c->ino[FFS_ROOT_INO];
 	struct ffs_inode d;
-	uint64_t now = ffs_now_ns();
+	uint64_t now = ff_wall_ns();
 
 	if ((r->flags & IS_USED) && r->dtype == DT_DIR)
 		return;

@@ -782,27 +782,27 @@ static void *sb_thread_main(void *arg)
 {
 	struct ff_raid *r = arg;
 
-	uint64_t next_clean = ff_now_ns() + INTENT_CLEAN_NS;
+	uint64_t next_clean = ff_mono_ns() + INTENT_CLEAN_NS;
 
 	pthread_mutex_lock(&r->sb_lock);
-	r->presence_next_ns = ff_now_ns() + FF_RAID_PRESENCE_INTERVAL_NS;
+	r->presence_next_ns = ff_mono_ns() + FF_RAID_PRESENCE_INTERVAL_NS;
 	while (!r->sb_stop) {
-		if (ff_now_ns() >= next_clean) { /* quiet write-intent regions are cleared */
+		if (ff_mono_ns() >= next_clean) { /* quiet write-intent regions are cleared */
 			pthread_mutex_unlock(&r->sb_lock);
 			raid_intent_clean(r);
 			pthread_mutex_lock(&r->sb_lock);
-			next_clean = ff_now_ns() + INTENT_CLEAN_NS;
+			next_clean = ff_mono_ns() + INTENT_CLEAN_NS;
 		}
-		if (ff_now_ns() >= r->presence_next_ns) { /* members that vanished are failed */
+		if (ff_mono_ns() >= r->presence_next_ns) { /* members that vanished are failed */
 			pthread_mutex_unlock(&r->sb_lock);
 			ff_raid_check_presence(r);
 			pthread_mutex_lock(&r->sb_lock);
-			r->presence_next_ns = ff_now_ns() + FF_RAID_PRESENCE_INTERVAL_NS;
+			r->presence_next_ns = ff_mono_ns() + FF_RAID_PRESENCE_INTERVAL_NS;
 		}
 		if (!r->sb_pending) {
 			struct timespec ts;
 
-			uint64_t now = ff_now_ns(), wait_ns = 1000000000ull;
+			uint64_t now = ff_mono_ns(), wait_ns = 1000000000ull;
 
 			if (r->presence_next_ns > now && r->presence_next_ns - now < wait_ns)
 				wait_ns = r->presence_next_ns - now;

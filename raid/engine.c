@@ -1041,7 +1041,7 @@ static void take_inbox(struct raid_worker *w)
 static void check_deadlines(struct raid_worker *w)
 {
 	struct ff_raid *r = w->r;
-	uint64_t now = ff_now_ns(), tmo = (uint64_t)r->opts.member_timeout_ms * 1000000ull;
+	uint64_t now = ff_mono_ns(), tmo = (uint64_t)r->opts.member_timeout_ms * 1000000ull;
 	uint64_t slow = (uint64_t)r->opts.read_slow_ms * 1000000ull;
 
 	if (now - w->last_scan_ns < 20000000ull)

@@ -213,7 +213,7 @@ static bool fg_busy(struct ff_raid *r, struct raid_rebuild *rb, uint64_t now)
 /* A rebuild starts idle: foreground counts as busy only once it moves. */
 static void rate_reset(struct ff_raid *r, struct raid_rebuild *rb)
 {
-	uint64_t now = ff_now_ns();
+	uint64_t now = ff_mono_ns();
 
 	rb->fg_last = atomic_load(&r->stats.fg_bytes);
 	rb->fg_moved_ns = now - BUSY_NS;
@@ -260,14 +260,14 @@ static void checkpoint(struct ff_raid *r, struct raid_rebuild *rb)
 
 static int run_phase(struct ff_raid *r, struct raid_rebuild *rb)
 {
-	uint64_t t_ckpt = ff_now_ns();
+	uint64_t t_ckpt = ff_mono_ns();
 	uint64_t unit_bytes = rb->phase == PH_META ? FF_META_CHUNK
 			      : (uint64_t)__builtin_popcount(rb->targets) * r->g.chunk_bytes;
 	int rc = 0;
 
 	pthread_mutex_lock(&rb->lock);
 	for (;;) {
-		uint64_t unit, wait, now = ff_now_ns();
+		uint64_t unit, wait, now = ff_mono_ns();
 		bool busy;
 		uint32_t targets = rb->replace ? (atomic_load(&r->shadow_role) == (int)rb->replace_role &&
 						   !(atomic_load(&r->dead_mask) & rb->targets) ? rb->targets : 0)
@@ -338,7 +338,7 @@ static void finish(struct ff_raid *r, struct raid_rebuild *rb)
 		if ((done & (1u << m)) &&
 		    atomic_compare_exchange_strong(&r->state[m], &expect, FF_MEMBER_ACTIVE))
 			ff_log(FF_LOG_INFO, "member %s (role %u) rebuilt: %.1f s", r->mem[m].path, m,
-			       (double)(ff_now_ns() - rb->start_ns) / 1e9);
+			       (double)(ff_mono_ns() - rb->start_ns) / 1e9);
 	}
 	atomic_fetch_and(&r->rebuild_mask, ~done);
 	pthread_mutex_lock(&r->sb_lock);
@@ -444,7 +444,7 @@ int ff_raid_rebuild_start(struct ff_raid *r)
 	rb->bytes_done = 0;
 	rb->err = 0;
 	rb->stop = false;
-	rb->start_ns = ff_now_ns();
+	rb->start_ns = ff_mono_ns();
 	rate_reset(r, rb);
 	rb->running = true;
 	ff_log(FF_LOG_INFO, "rebuild of member mask %#x starts at phase %u position %llu", targets,
@@ -515,7 +515,7 @@ void ff_raid_rebuild_status(struct ff_raid *r, struct ff_raid_rebuild_status *st
 	st->fraction = rb->progress_total ? FF_MIN(1.0, (double)rb->progress_bytes /
 						   (double)rb->progress_total) : 0;
 	st->bytes_done = rb->bytes_done;
-	secs = (double)(ff_now_ns() - rb->start_ns) / 1e9;
+	secs = (double)(ff_mono_ns() - rb->start_ns) / 1e9;
 	st->mb_per_s = secs > 0 ? (double)rb->bytes_done / 1e6 / secs : 0;
 	st->eta_s = st->fraction > 0 && st->fraction < 1 ? secs * (1 - st->fraction) / st->fraction : 0;
 	st->error = rb->err;
@@ -813,7 +813,7 @@ static void replace_finish(struct ff_raid *r, struct raid_rebuild *rb)
 	pthread_mutex_unlock(&r->sb_lock);
 	ff_sb_erase(&old); /* it would look like a stale member otherwise */
 	ff_log(FF_LOG_INFO, "member %s replaced by %s (role %u): %.1f s", old.path, r->mem[role].path,
-	       role, (double)(ff_now_ns() - rb->start_ns) / 1e9);
+	       role, (double)(ff_mono_ns() - rb->start_ns) / 1e9);
 	raid_intent_member_close(r, &old);
 }
 
@@ -919,7 +919,7 @@ int ff_raid_replace(struct ff_raid *r, unsigned role, const char *path, bool for
 	rb->bytes_done = 0;
 	rb->err = 0;
 	rb->stop = false;
-	rb->start_ns = ff_now_ns();
+	rb->start_ns = ff_mono_ns();
 	rate_reset(r, rb);
 	rb->running = true;
 	ff_log(FF_LOG_INFO, "replacing %s (role %u) with %s", r->mem[role].path, role, path);

@@ -154,7 +154,7 @@ const char *ff_probe_signature(struct ff_member *m)
 void ff_uuid_generate(uint8_t uuid[16])
 {
 	if (getrandom(uuid, 16, 0) != 16) {
-		uint64_t t = ff_now_ns() ^ ((uint64_t)getpid() << 32);
+		uint64_t t = ff_mono_ns() ^ ((uint64_t)getpid() << 32);
 
 		for (int i = 0; i < 16; i++, t = t * 6364136223846793005ull + 1442695040888963407ull)
 			uuid[i] = (uint8_t)(t >> 56);

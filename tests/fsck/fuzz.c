@@ -837,7 +837,7 @@ static uint64_t env_num(const char *name, uint64_t def)
 int main(int argc, char **argv)
 {
 	uint64_t cases = env_num("FFS_FUZZ_CASES", 200), seed0 = env_num("FFS_FUZZ_SEED", 1);
-	uint64_t t0 = ff_now_ns();
+	uint64_t t0 = ff_mono_ns();
 	struct stats st;
 
 	if (argc != 4) {
@@ -865,7 +865,7 @@ int main(int argc, char **argv)
 	for (uint64_t i = 0; i < cases; i++)
 		one_case(seed0 + i, &st);
 	printf("fuzz: %llu cases passed in %.1f s\n", (unsigned long long)cases,
-	       (double)(ff_now_ns() - t0) / 1e9);
+	       (double)(ff_mono_ns() - t0) / 1e9);
 	printf("  fsck -n exit 0/4/8: %u/%u/%u; fsck -y exit 0/1/4/5/8: %u/%u/%u/%u/%u\n",
 	       st.fsck_n[0], st.fsck_n[4], st.fsck_n[8], st.fsck_y[0], st.fsck_y[1], st.fsck_y[4],
 	       st.fsck_y[5], st.fsck_y[8] + st.fsck_y[9] + st.fsck_y[12] + st.fsck_y[13]);

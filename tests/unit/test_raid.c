@@ -1001,10 +1001,10 @@ START_TEST(slow_member_is_read_around_and_dead_one_failed)
 	ck_assert_int_eq(ff_raid_assemble(pp, 4, &o, &r, &err), 0);
 	ck_assert_int_eq(ff_fault_parse("op=r,lat_ms=1000", &rule, &err), 0);
 	ck_assert_int_eq(ff_fault_add(ff_raid_member(r, 1), &rule), 0);
-	t0 = ff_now_ns();
+	t0 = ff_mono_ns();
 	verify_all(r, "slow member 1");
-	ck_assert_msg(ff_now_ns() - t0 < 900000000ull, "reading took %.2f s: waited for the slow member",
-		      (double)(ff_now_ns() - t0) / 1e9);
+	ck_assert_msg(ff_mono_ns() - t0 < 900000000ull, "reading took %.2f s: waited for the slow member",
+		      (double)(ff_mono_ns() - t0) / 1e9);
 	ck_assert_uint_gt(atomic_load(&ff_raid_stats(r)->hedged_reads), 0);
 	ck_assert_int_eq(ff_raid_member_state(r, 1), FF_MEMBER_ACTIVE);
 	ff_raid_close(r);
@@ -1014,10 +1014,10 @@ START_TEST(slow_member_is_read_around_and_dead_one_failed)
 	ck_assert_int_eq(ff_raid_assemble(pp, 4, &o, &r, &err), 0);
 	ck_assert_int_eq(ff_fault_parse("op=r,lat_ms=10000", &rule, &err), 0);
 	ck_assert_int_eq(ff_fault_add(ff_raid_member(r, 2), &rule), 0);
-	t0 = ff_now_ns();
+	t0 = ff_mono_ns();
 	verify_all(r, "member 2 stops answering");
-	ck_assert_msg(ff_now_ns() - t0 < 5000000000ull, "reading took %.2f s",
-		      (double)(ff_now_ns() - t0) / 1e9);
+	ck_assert_msg(ff_mono_ns() - t0 < 5000000000ull, "reading took %.2f s",
+		      (double)(ff_mono_ns() - t0) / 1e9);
 	ck_assert_int_eq(ff_raid_member_state(r, 2), FF_MEMBER_FAILED);
 	ck_assert_uint_gt(atomic_load(&ff_raid_stats(r)->member_timeouts), 0);
 	ff_raid_close(r);
@@ -1038,7 +1038,7 @@ static uint64_t write_batch(struct ff_raid *r, uint8_t *buf, unsigned nfull, uns
 
 	ck_assert_uint_le(nfull + npart, 32);
 	fill(buf, (nfull + npart) * g->stripe_bytes);
-	t0 = ff_now_ns();
+	t0 = ff_mono_ns();
 	for (unsigned k = 0; k < nfull + npart; k++) {
 		struct async_write *a = &req[k];
 
@@ -1063,7 +1063,7 @@ static uint64_t write_batch(struct ff_raid *r, uint8_t *buf, unsigned nfull, uns
 		usleep(1000);
 	for (unsigned k = 0; k < nfull + npart; k++)
 		ck_assert_int_eq(req[k].io.result, 0);
-	return ff_now_ns() - t0;
+	return ff_mono_ns() - t0;
 }
 
 /*

@@ -102,7 +102,7 @@ static void progress(const char *what, json_object *prog, const struct opts *o, 
 {
 	char line[256];
 	bool tty = isatty(2);
-	uint64_t now = ff_now_ns();
+	uint64_t now = ff_mono_ns();
 
 	if (o->quiet || (!tty && now - *last_ns < 5000000000ull))
 		return;
@@ -148,7 +148,7 @@ static int cmd_status(struct vol *v, const struct opts *o)
 static int follow_rebuild(struct vol *v, const struct opts *o)
 {
 	const char *w[] = { "status" };
-	uint64_t t0 = ff_now_ns(), last = 0, idle_since = 0;
+	uint64_t t0 = ff_mono_ns(), last = 0, idle_since = 0;
 	json_object *st = NULL, *rb;
 	int rc = EX_OK;
 
@@ -167,8 +167,8 @@ static int follow_rebuild(struct vol *v, const struct opts *o)
 			rc = EX_FAILED;
 			break;
 		} else if (!idle_since) {
-			idle_since = ff_now_ns();
-		} else if (ff_now_ns() - idle_since > 3000000000ull) {
+			idle_since = ff_mono_ns();
+		} else if (ff_mono_ns() - idle_since > 3000000000ull) {
 			rc = EX_FAILED; /* members to rebuild, but no rebuild runs */
 			break;
 		}
@@ -189,7 +189,7 @@ static int follow_rebuild(struct vol *v, const struct opts *o)
 
 		printf("rebuild finished: %s written in %.1f s; state %s\n",
 		       ff_fmt_bytes((uint64_t)jnum(rb, "bytes_done"), b, sizeof(b)),
-		       (double)(ff_now_ns() - t0) / 1e9, jstr(st, "state", "?"));
+		       (double)(ff_mono_ns() - t0) / 1e9, jstr(st, "state", "?"));
 	} else {
 		fprintf(stderr, "framefs-admin: the rebuild stopped: %s\n",
 			jstr(rb, "error", "it is not running (is a member missing?)"));

@@ -34,7 +34,7 @@ static int load_bitmap(struct ffs *fs, uint64_t start, uint64_t nblocks, uint64_
 		uint64_t first = b * FFS_BITS_PER_BLOCK;
 		uint64_t n = FF_MIN((uint64_t)FFS_BITS_PER_BLOCK, nbits - first);
 
-		rc = meta_read_verified(fs, start + b, FFS_B_BITMAP, blk);
+		rc = ffs_meta_read_verified(fs, start + b, FFS_B_BITMAP, blk);
 		for (uint64_t i = 0; i < n && rc == 0; i++)
 			if ((blk->bits[i / 8] >> (i % 8)) & 1) {
 				bit_set(bits, first + i);
@@ -51,7 +51,7 @@ static int load_bitmap(struct ffs *fs, uint64_t start, uint64_t nblocks, uint64_
 	return 0;
 }
 
-int alloc_load(struct ffs *fs)
+int ffs_alloc_load(struct ffs *fs)
 {
 	const struct ffs_super *sb = fs->sb;
 	int rc;
@@ -67,7 +67,7 @@ int alloc_load(struct ffs *fs)
 	return rc;
 }
 
-void alloc_free_all(struct ffs *fs)
+void ffs_alloc_free_all(struct ffs *fs)
 {
 	free(fs->ibits);
 	free(fs->sbits);
@@ -82,7 +82,7 @@ static int disk_bit(struct ffs *fs, uint64_t start, uint64_t i, bool value)
 	struct mbuf *mb;
 	struct ffs_bitmap_block *blk;
 	uint64_t bit = i % FFS_BITS_PER_BLOCK;
-	int rc = mb_get(fs, start + i / FFS_BITS_PER_BLOCK, FFS_B_BITMAP, &mb);
+	int rc = ffs_mb_get(fs, start + i / FFS_BITS_PER_BLOCK, FFS_B_BITMAP, &mb);
 
 	if (rc == -EUCLEAN && fs->checking)
 		return 0; /* unreadable: fsck rewrites the whole block from its counts */
@@ -90,7 +90,7 @@ static int disk_bit(struct ffs *fs, uint64_t start, uint64_t i, bool value)
 		return rc;
 	blk = (struct ffs_bitmap_block *)mb->data;
 	if (((blk->bits[bit / 8] >> (bit % 8)) & 1) == value) {
-		mb_put(fs, mb);
+		ffs_mb_put(fs, mb);
 		if (fs->checking) /* fsck rewrites the bitmaps from what it counted */
 			return 0;
 		ff_log(FF_LOG_ERR, "bitmap block %llu: bit %llu is already %s: run fsck.framefs",
@@ -102,8 +102,8 @@ static int disk_bit(struct ffs *fs, uint64_t start, uint64_t i, bool value)
 		blk->bits[bit / 8] |= (uint8_t)(1u << (bit % 8));
 	else
 		blk->bits[bit / 8] &= (uint8_t)~(1u << (bit % 8));
-	mb_dirty(fs, mb);
-	mb_put(fs, mb);
+	ffs_mb_dirty(fs, mb);
+	ffs_mb_put(fs, mb);
 	return 0;
 }
 
@@ -140,7 +140,7 @@ static void itable_hwm_raise(struct ffs *fs, uint64_t ino)
 		fs->sb->itable_hwm = ff_cpu_to_le64(blk);
 }
 
-int alloc_inode(struct ffs *fs, uint64_t *ino)
+int ffs_alloc_inode(struct ffs *fs, uint64_t *ino)
 {
 	uint64_t n = ff_le64(fs->sb->ninodes), i;
 	int rc;
@@ -160,7 +160,7 @@ int alloc_inode(struct ffs *fs, uint64_t *ino)
 	return 0;
 }
 
-int free_inode_bit(struct ffs *fs, uint64_t ino)
+int ffs_free_inode_bit(struct ffs *fs, uint64_t ino)
 {
 	int rc;
 
@@ -173,13 +173,13 @@ int free_inode_bit(struct ffs *fs, uint64_t ino)
 	return 0;
 }
 
-bool inode_bit_used(const struct ffs *fs, uint64_t ino);
-bool inode_bit_used(const struct ffs *fs, uint64_t ino)
+bool ffs_inode_bit_used(const struct ffs *fs, uint64_t ino);
+bool ffs_inode_bit_used(const struct ffs *fs, uint64_t ino)
 {
 	return ino < ff_le64(fs->sb->ninodes) && bit_test(fs->ibits, ino);
 }
 
-int alloc_mblock(struct ffs *fs, uint64_t *no)
+int ffs_alloc_mblock(struct ffs *fs, uint64_t *no)
 {
 	uint64_t n = ff_le64(fs->sb->pool_blocks), i;
 	int rc;
@@ -198,7 +198,7 @@ int alloc_mblock(struct ffs *fs, uint64_t *no)
 	return 0;
 }
 
-int free_mblock(struct ffs *fs, uint64_t no)
+int ffs_free_mblock(struct ffs *fs, uint64_t no)
 {
 	uint64_t i = no - ff_le64(fs->sb->pool_start);
 	int rc;
@@ -240,7 +240,7 @@ static void reclaim_reservations(struct ffs *fs)
 	for (unsigned h = 0; h < fs->ihash_size; h++)
 		for (struct finode *f = fs->ihash[h]; f; f = f->hnext)
 			if (f->reserve_count) {
-				unreserve_stripes(fs, f->reserve_first, f->reserve_count);
+				ffs_unreserve_stripes(fs, f->reserve_first, f->reserve_count);
 				f->reserve_count = 0;
 			}
 }
@@ -248,19 +248,19 @@ static void reclaim_reservations(struct ffs *fs)
 /*
  * Reserve stripes in memory only: a file takes a run ahead of its writes so
  * that it lies in one piece, and what it does not use goes back at close.
- * Only commit_stripes() marks them on disk, when they are mapped, so a
+ * Only ffs_commit_stripes() marks them on disk, when they are mapped, so a
  * crash leaks nothing.
  *
  * Prefer a run of `want` at or after the hint (a frame then lies right
  * after its predecessor); otherwise the longest run met while scanning.
  */
-int reserve_stripes(struct ffs *fs, uint64_t hint, uint64_t want, uint64_t *first, uint64_t *got)
+int ffs_reserve_stripes(struct ffs *fs, uint64_t hint, uint64_t want, uint64_t *first, uint64_t *got)
 {
 	uint64_t n = ff_le64(fs->sb->nstripes), i, best = UINT64_MAX, best_len = 0, visited = 0;
 
 	/* stripes freed in the running transaction come back once it commits */
 	if (!fs->free_stripes && fs->npending) {
-		int rc = journal_commit(fs);
+		int rc = ffs_journal_commit(fs);
 
 		if (rc < 0)
 			return rc;
@@ -295,7 +295,7 @@ int reserve_stripes(struct ffs *fs, uint64_t hint, uint64_t want, uint64_t *firs
 	return 0;
 }
 
-void unreserve_stripes(struct ffs *fs, uint64_t first, uint64_t count)
+void ffs_unreserve_stripes(struct ffs *fs, uint64_t first, uint64_t count)
 {
 	for (uint64_t s = first; s < first + count; s++) {
 		FF_ASSERT(bit_test(fs->sbits, s));
@@ -304,7 +304,7 @@ void unreserve_stripes(struct ffs *fs, uint64_t first, uint64_t count)
 	fs->free_stripes += count;
 }
 
-int commit_stripes(struct ffs *fs, uint64_t first, uint64_t count)
+int ffs_commit_stripes(struct ffs *fs, uint64_t first, uint64_t count)
 {
 	for (uint64_t s = first; s < first + count; s++) {
 		int rc;
@@ -317,7 +317,7 @@ int commit_stripes(struct ffs *fs, uint64_t first, uint64_t count)
 	return 0;
 }
 
-int take_stripes(struct ffs *fs, uint64_t first, uint64_t count)
+int ffs_take_stripes(struct ffs *fs, uint64_t first, uint64_t count)
 {
 	for (uint64_t s = first; s < first + count; s++) {
 		if (bit_test(fs->sbits, s))
@@ -326,10 +326,10 @@ int take_stripes(struct ffs *fs, uint64_t first, uint64_t count)
 	for (uint64_t s = first; s < first + count; s++)
 		bit_set(fs->sbits, s);
 	fs->free_stripes -= count;
-	return commit_stripes(fs, first, count);
+	return ffs_commit_stripes(fs, first, count);
 }
 
-int free_stripes(struct ffs *fs, uint64_t first, uint64_t count)
+int ffs_free_stripes(struct ffs *fs, uint64_t first, uint64_t count)
 {
 	/* from a corrupt extent: never index the bitmaps with it */
 	if (first >= ff_le64(fs->sb->nstripes) || count > ff_le64(fs->sb->nstripes) - first)
@@ -350,12 +350,12 @@ int free_stripes(struct ffs *fs, uint64_t first, uint64_t count)
 			return rc;
 		fs->pending_free[fs->npending++] = s; /* in memory: still taken */
 	}
-	rcache_invalidate(fs, first, count);
+	ffs_rcache_invalidate(fs, first, count);
 	return 0;
 }
 
 /* The first n stripes of pending_free were freed by a transaction now durable. */
-void alloc_tx_committed(struct ffs *fs, size_t n)
+void ffs_alloc_tx_committed(struct ffs *fs, size_t n)
 {
 	FF_ASSERT(n <= fs->npending);
 	if (n == 0)
@@ -368,7 +368,7 @@ void alloc_tx_committed(struct ffs *fs, size_t n)
 	fs->npending -= n;
 }
 
-uint64_t alloc_free_stripe_count(const struct ffs *fs)
+uint64_t ffs_alloc_free_stripe_count(const struct ffs *fs)
 {
 	return fs->free_stripes;
 }
@@ -380,10 +380,10 @@ static int csum_block(struct ffs *fs, uint64_t pstripe, struct mbuf **mb, size_t
 	if (pstripe >= ff_le64(fs->sb->nstripes))
 		return -EUCLEAN;
 	*off = sizeof(struct ffs_bhdr) + (pstripe % per) * entry;
-	return mb_get(fs, ff_le64(fs->sb->csum_start) + pstripe / per, FFS_B_CSUM, mb);
+	return ffs_mb_get(fs, ff_le64(fs->sb->csum_start) + pstripe / per, FFS_B_CSUM, mb);
 }
 
-int csum_set(struct ffs *fs, uint64_t pstripe, uint32_t ino, uint32_t fstripe, const uint32_t *crc)
+int ffs_csum_set(struct ffs *fs, uint64_t pstripe, uint32_t ino, uint32_t fstripe, const uint32_t *crc)
 {
 	struct mbuf *mb;
 	size_t off;
@@ -397,12 +397,12 @@ int csum_set(struct ffs *fs, uint64_t pstripe, uint32_t ino, uint32_t fstripe, c
 	e->fstripe = ff_cpu_to_le32(crc ? fstripe : fstripe | FFS_CSUM_UNWRITTEN);
 	for (uint32_t i = 0; i < fs->g->ndata; i++)
 		e->crc[i] = ff_cpu_to_le32(crc ? crc[i] : 0);
-	mb_dirty(fs, mb);
-	mb_put(fs, mb);
+	ffs_mb_dirty(fs, mb);
+	ffs_mb_put(fs, mb);
 	return 0;
 }
 
-int csum_get(struct ffs *fs, uint64_t pstripe, uint32_t *ino, uint32_t *fstripe, uint32_t *crc)
+int ffs_csum_get(struct ffs *fs, uint64_t pstripe, uint32_t *ino, uint32_t *fstripe, uint32_t *crc)
 {
 	struct mbuf *mb;
 	size_t off;
@@ -416,6 +416,6 @@ int csum_get(struct ffs *fs, uint64_t pstripe, uint32_t *ino, uint32_t *fstripe,
 	*fstripe = ff_le32(e->fstripe);
 	for (uint32_t i = 0; i < fs->g->ndata; i++)
 		crc[i] = ff_le32(e->crc[i]);
-	mb_put(fs, mb);
+	ffs_mb_put(fs, mb);
 	return 0;
 }

@@ -39,7 +39,7 @@ static void path_release(struct ffs *fs, struct path *p)
 {
 	for (unsigned i = 0; i < p->depth; i++)
 		if (p->mb[i])
-			mb_put(fs, p->mb[i]);
+			ffs_mb_put(fs, p->mb[i]);
 	p->depth = 0;
 }
 
@@ -58,7 +58,7 @@ static int node_check(struct ffs_bt_node *n, unsigned depth_left)
 		for (unsigned i = 0; i < c; i++) {
 			struct ffs_bt_slot *s = &slots(n)[i];
 
-			/* no record is longer than bt_insert takes: callers size buffers so */
+			/* no record is longer than ffs_bt_insert takes: callers size buffers so */
 			if (ff_le16(s->off) < ff_le16(n->data_start) ||
 			    ff_le16(s->off) + ff_le16(s->len) > FFS_BLOCK ||
 			    ff_le16(s->len) > FFS_BT_RECORD_MAX)
@@ -112,7 +112,7 @@ static int descend(struct ffs *fs, struct bt_root *t, uint64_t key, struct path 
 
 		if (p->depth == DEPTH_MAX)
 			return -EUCLEAN;
-		rc = mb_get(fs, block, FFS_B_BTREE, &mb);
+		rc = ffs_mb_get(fs, block, FFS_B_BTREE, &mb);
 		if (rc < 0)
 			return rc;
 		n = node(mb);
@@ -139,7 +139,7 @@ static int descend(struct ffs *fs, struct bt_root *t, uint64_t key, struct path 
 static int descend_edge(struct ffs *fs, struct bt_root *t, struct path *p, unsigned lvl, bool first)
 {
 	while (p->depth > lvl + 1)
-		mb_put(fs, p->mb[--p->depth]);
+		ffs_mb_put(fs, p->mb[--p->depth]);
 	for (;;) {
 		struct ffs_bt_node *n = node(p->mb[p->depth - 1]);
 		struct mbuf *mb;
@@ -151,7 +151,7 @@ static int descend_edge(struct ffs *fs, struct bt_root *t, struct path *p, unsig
 		}
 		if (p->depth == DEPTH_MAX)
 			return -EUCLEAN;
-		rc = mb_get(fs, ff_le64(ptrs(n)[p->idx[p->depth - 1]].child), FFS_B_BTREE, &mb);
+		rc = ffs_mb_get(fs, ff_le64(ptrs(n)[p->idx[p->depth - 1]].child), FFS_B_BTREE, &mb);
 		if (rc < 0)
 			return rc;
 		p->mb[p->depth] = mb;
@@ -177,7 +177,7 @@ static void copy_out(struct ffs_bt_node *n, unsigned i, uint64_t *key, void *val
 		memcpy(val, (uint8_t *)n + ff_le16(s->off), ff_le16(s->len));
 }
 
-int bt_find_ge(struct ffs *fs, struct bt_root *t, uint64_t key, uint64_t *found, void *val,
+int ffs_bt_find_ge(struct ffs *fs, struct bt_root *t, uint64_t key, uint64_t *found, void *val,
 	       uint16_t *len)
 {
 	struct path p;
@@ -212,7 +212,7 @@ int bt_find_ge(struct ffs *fs, struct bt_root *t, uint64_t key, uint64_t *found,
 	return rc;
 }
 
-int bt_find_le(struct ffs *fs, struct bt_root *t, uint64_t key, uint64_t *found, void *val,
+int ffs_bt_find_le(struct ffs *fs, struct bt_root *t, uint64_t key, uint64_t *found, void *val,
 	       uint16_t *len)
 {
 	struct path p;
@@ -309,19 +309,19 @@ static void leaf_write(struct ffs_bt_node *n, const struct rec *r, unsigned cnt,
 static int new_node(struct ffs *fs, struct bt_root *t, unsigned level, struct mbuf **out)
 {
 	uint64_t no;
-	int rc = alloc_mblock(fs, &no);
+	int rc = ffs_alloc_mblock(fs, &no);
 
 	if (rc < 0)
 		return rc;
-	rc = mb_new(fs, no, FFS_B_BTREE, out);
+	rc = ffs_mb_new(fs, no, FFS_B_BTREE, out);
 	if (rc < 0) {
-		free_mblock(fs, no);
+		ffs_free_mblock(fs, no);
 		return rc;
 	}
 	node(*out)->owner = ff_cpu_to_le64(t->owner);
 	node(*out)->level = ff_cpu_to_le16((uint16_t)level);
 	node(*out)->data_start = ff_cpu_to_le16(FFS_BLOCK);
-	mb_dirty(fs, *out);
+	ffs_mb_dirty(fs, *out);
 	return 0;
 }
 
@@ -347,7 +347,7 @@ static int parent_insert(struct ffs *fs, struct bt_root *t, struct path *p, int 
 		ptrs(n)[1] = (struct ffs_bt_ptr){ ff_cpu_to_le64(key), ff_cpu_to_le64(child) };
 		n->count = ff_cpu_to_le16(2);
 		t->root = root->blockno;
-		mb_put(fs, root);
+		ffs_mb_put(fs, root);
 		return 0;
 	}
 	n = node(p->mb[lvl]);
@@ -356,7 +356,7 @@ static int parent_insert(struct ffs *fs, struct bt_root *t, struct path *p, int 
 	tmp[pos] = (struct ffs_bt_ptr){ ff_cpu_to_le64(key), ff_cpu_to_le64(child) };
 	memcpy(tmp + pos + 1, ptrs(n) + pos, (c - pos) * sizeof(*tmp));
 	c++;
-	mb_dirty(fs, p->mb[lvl]);
+	ffs_mb_dirty(fs, p->mb[lvl]);
 	if (c <= FFS_BT_PTRS_MAX) {
 		memcpy(ptrs(n), tmp, c * sizeof(*tmp));
 		n->count = ff_cpu_to_le16((uint16_t)c);
@@ -373,7 +373,7 @@ static int parent_insert(struct ffs *fs, struct bt_root *t, struct path *p, int 
 	rc = parent_insert(fs, t, p, lvl - 1, lvl ? p->idx[lvl - 1] + 1 : 0,
 			   ff_le64(tmp[half].key), right->blockno, ff_le64(tmp[0].key),
 			   p->mb[lvl]->blockno);
-	mb_put(fs, right);
+	ffs_mb_put(fs, right);
 	return rc;
 }
 
@@ -387,7 +387,7 @@ static int leaf_rewrite(struct ffs *fs, struct bt_root *t, struct path *p, struc
 	unsigned half = 0;
 	int rc;
 
-	mb_dirty(fs, leaf);
+	ffs_mb_dirty(fs, leaf);
 	if (total <= LEAF_ROOM) {
 		leaf_write(node(leaf), r, cnt, t->owner);
 		return 0;
@@ -406,11 +406,11 @@ static int leaf_rewrite(struct ffs *fs, struct bt_root *t, struct path *p, struc
 	rc = parent_insert(fs, t, p, (int)p->depth - 2,
 			   p->depth >= 2 ? p->idx[p->depth - 2] + 1 : 0, r[half].key, right->blockno,
 			   r[0].key, leaf->blockno);
-	mb_put(fs, right);
+	ffs_mb_put(fs, right);
 	return rc;
 }
 
-int bt_insert(struct ffs *fs, struct bt_root *t, uint64_t key, const void *val, uint16_t len)
+int ffs_bt_insert(struct ffs *fs, struct bt_root *t, uint64_t key, const void *val, uint16_t len)
 {
 	struct rec r[LEAF_RECS_MAX + 1];
 	struct path p;
@@ -426,7 +426,7 @@ int bt_insert(struct ffs *fs, struct bt_root *t, uint64_t key, const void *val, 
 		if (rc < 0)
 			return rc;
 		t->root = leaf->blockno;
-		mb_put(fs, leaf);
+		ffs_mb_put(fs, leaf);
 	}
 	rc = descend(fs, t, key, &p);
 	if (rc == 0) {
@@ -453,18 +453,18 @@ static int unlink_child(struct ffs *fs, struct bt_root *t, struct path *p, int l
 		struct ffs_bt_node *n = node(p->mb[lvl]);
 		unsigned c = count(n), i = p->idx[lvl];
 		uint64_t dead = ff_le64(ptrs(n)[i].child);
-		int rc = free_mblock(fs, dead);
+		int rc = ffs_free_mblock(fs, dead);
 
 		if (rc < 0)
 			return rc;
 		memmove(ptrs(n) + i, ptrs(n) + i + 1, (c - i - 1) * sizeof(struct ffs_bt_ptr));
 		n->count = ff_cpu_to_le16((uint16_t)(c - 1));
-		mb_dirty(fs, p->mb[lvl]);
+		ffs_mb_dirty(fs, p->mb[lvl]);
 		if (c - 1 > 0)
 			break;
 		lvl--; /* this node emptied too */
 		if (lvl < 0) {
-			rc = free_mblock(fs, t->root);
+			rc = ffs_free_mblock(fs, t->root);
 			t->root = 0;
 			return rc;
 		}
@@ -473,17 +473,17 @@ static int unlink_child(struct ffs *fs, struct bt_root *t, struct path *p, int l
 	while (t->root) {
 		struct mbuf *mb;
 		uint64_t only;
-		int rc = mb_get(fs, t->root, FFS_B_BTREE, &mb);
+		int rc = ffs_mb_get(fs, t->root, FFS_B_BTREE, &mb);
 
 		if (rc < 0)
 			return rc;
 		if (ff_le16(node(mb)->level) == 0 || count(node(mb)) != 1) {
-			mb_put(fs, mb);
+			ffs_mb_put(fs, mb);
 			break;
 		}
 		only = ff_le64(ptrs(node(mb))[0].child);
-		mb_put(fs, mb);
-		rc = free_mblock(fs, t->root);
+		ffs_mb_put(fs, mb);
+		rc = ffs_free_mblock(fs, t->root);
 		if (rc < 0)
 			return rc;
 		t->root = only;
@@ -491,7 +491,7 @@ static int unlink_child(struct ffs *fs, struct bt_root *t, struct path *p, int l
 	return 0;
 }
 
-int bt_delete(struct ffs *fs, struct bt_root *t, uint64_t key)
+int ffs_bt_delete(struct ffs *fs, struct bt_root *t, uint64_t key)
 {
 	struct rec r[LEAF_RECS_MAX];
 	struct path p;
@@ -513,7 +513,7 @@ int bt_delete(struct ffs *fs, struct bt_root *t, uint64_t key)
 			if (cnt > 0 || p.depth == 1) {
 				rc = leaf_rewrite(fs, t, &p, r, cnt);
 				if (cnt == 0 && rc == 0) { /* the tree is empty */
-					rc = free_mblock(fs, t->root);
+					rc = ffs_free_mblock(fs, t->root);
 					t->root = 0;
 				}
 			} else {
@@ -525,7 +525,7 @@ int bt_delete(struct ffs *fs, struct bt_root *t, uint64_t key)
 	return rc;
 }
 
-int bt_update(struct ffs *fs, struct bt_root *t, uint64_t key, const void *val, uint16_t len)
+int ffs_bt_update(struct ffs *fs, struct bt_root *t, uint64_t key, const void *val, uint16_t len)
 {
 	struct rec r[LEAF_RECS_MAX + 1];
 	struct path p;
@@ -561,7 +561,7 @@ static int walk(struct ffs *fs, struct bt_root *t, uint64_t block, unsigned dept
 
 	if (depth >= DEPTH_MAX)
 		return -EUCLEAN;
-	rc = mb_get(fs, block, FFS_B_BTREE, &mb);
+	rc = ffs_mb_get(fs, block, FFS_B_BTREE, &mb);
 	if (rc < 0)
 		return rc;
 	rc = node_check(node(mb), DEPTH_MAX - depth - 1);
@@ -572,13 +572,13 @@ static int walk(struct ffs *fs, struct bt_root *t, uint64_t block, unsigned dept
 		rc = cb(arg, block, level);
 	for (unsigned i = 0; rc == 0 && level > 0 && i < count(node(mb)); i++)
 		rc = walk(fs, t, ff_le64(ptrs(node(mb))[i].child), depth + 1, destroy, cb, arg);
-	mb_put(fs, mb);
+	ffs_mb_put(fs, mb);
 	if (rc == 0 && destroy)
-		rc = free_mblock(fs, block);
+		rc = ffs_free_mblock(fs, block);
 	return rc;
 }
 
-int bt_destroy(struct ffs *fs, struct bt_root *t)
+int ffs_bt_destroy(struct ffs *fs, struct bt_root *t)
 {
 	int rc = t->root ? walk(fs, t, t->root, 0, true, NULL, NULL) : 0;
 
@@ -587,7 +587,7 @@ int bt_destroy(struct ffs *fs, struct bt_root *t)
 	return rc;
 }
 
-int bt_walk(struct ffs *fs, struct bt_root *t, int (*cb)(void *arg, uint64_t block, int level),
+int ffs_bt_walk(struct ffs *fs, struct bt_root *t, int (*cb)(void *arg, uint64_t block, int level),
 	    void *arg)
 {
 	return t->root ? walk(fs, t, t->root, 0, false, cb, arg) : 0;

@@ -46,10 +46,10 @@ int ffs_check_close(struct ffs *fs)
 {
 	int rc;
 
-	icache_free(fs);
-	meta_cache_free(fs);
-	alloc_free_all(fs);
-	journal_free(fs); /* what mount.c's teardown frees, but for the daemon's parts */
+	ffs_icache_free(fs);
+	ffs_meta_cache_free(fs);
+	ffs_alloc_free_all(fs);
+	ffs_journal_free(fs); /* what mount.c's teardown frees, but for the daemon's parts */
 	free(fs->sb);
 	rc = ff_raid_close(fs->raid);
 	pthread_mutex_destroy(&fs->lock);
@@ -129,8 +129,8 @@ int ffs_check_start(struct ffs *fs, const struct ffs_super *sb, unsigned next_co
 		return -ENOMEM;
 	memcpy(fs->sb, sb, FFS_BLOCK);
 	fs->sb_next_copy = next_copy;
-	rc = meta_cache_init(fs, fs->opts.meta_cache_bytes);
-	return rc < 0 ? rc : icache_init(fs);
+	rc = ffs_meta_cache_init(fs, fs->opts.meta_cache_bytes);
+	return rc < 0 ? rc : ffs_icache_init(fs);
 }
 
 int ffs_check_journal_pending(struct ffs *fs, bool *pending)
@@ -139,9 +139,9 @@ int ffs_check_journal_pending(struct ffs *fs, bool *pending)
 	unsigned n = 0;
 	int rc;
 
-	/* read-only, journal_replay stops at the first committed transaction */
+	/* read-only, ffs_journal_replay stops at the first committed transaction */
 	fs->ro = true;
-	rc = journal_replay(fs, &n);
+	rc = ffs_journal_replay(fs, &n);
 	fs->ro = ro;
 	*pending = rc == -EROFS;
 	return rc == -EROFS ? 0 : rc;
@@ -152,8 +152,8 @@ int ffs_check_journal_replay(struct ffs *fs, unsigned *replayed)
 	int rc;
 
 	FF_ASSERT(!fs->ro);
-	rc = journal_replay(fs, replayed);
-	meta_cache_drop_clean(fs); /* replay wrote home blocks behind the cache */
+	rc = ffs_journal_replay(fs, replayed);
+	ffs_meta_cache_drop_clean(fs); /* replay wrote home blocks behind the cache */
 	return rc;
 }
 
@@ -165,8 +165,8 @@ int ffs_check_journal_discard(struct ffs *fs)
 	fs->j_seq = ff_le64(fs->sb->journal_tail_seq) + (1ull << 32);
 	fs->j_used = 0;
 	fs->sb->journal_tail_seq = ff_cpu_to_le64(fs->j_seq);
-	meta_cache_drop_clean(fs);
-	return super_write(fs);
+	ffs_meta_cache_drop_clean(fs);
+	return ffs_super_write(fs);
 }
 
 static int load_one(struct ffs *fs, uint64_t start, uint64_t nblocks, uint64_t nbits,
@@ -184,7 +184,7 @@ static int load_one(struct ffs *fs, uint64_t start, uint64_t nblocks, uint64_t n
 	for (uint64_t b = 0; b < nblocks; b++) {
 		uint64_t first = b * FFS_BITS_PER_BLOCK;
 		uint64_t n = FF_MIN((uint64_t)FFS_BITS_PER_BLOCK, nbits - first);
-		bool ok = meta_read_check(fs, start + b, FFS_B_BITMAP, blk, true) == 0;
+		bool ok = ffs_meta_read_check(fs, start + b, FFS_B_BITMAP, blk, true) == 0;
 
 		for (uint64_t i = 0; i < n; i++)
 			if (!ok || ((blk->bits[i / 8] >> (i % 8)) & 1)) {
@@ -220,12 +220,12 @@ int ffs_check_finish(struct ffs *fs)
 
 	FF_ASSERT(!fs->ro);
 	/* commit and write everything home: nothing in the journal needs replaying */
-	rc = journal_checkpoint(fs);
+	rc = ffs_journal_checkpoint(fs);
 	if (rc < 0)
 		return rc;
 	fs->sb->state = ff_cpu_to_le32(FFS_CLEAN);
-	rc = super_write(fs);
-	return rc < 0 ? rc : super_write(fs);
+	rc = ffs_super_write(fs);
+	return rc < 0 ? rc : ffs_super_write(fs);
 }
 
 /* ---- a superblock rebuilt from the array and the layout -------------------- */
@@ -468,7 +468,7 @@ int ffs_check_rebuild_super(struct ffs *fs, struct ffs_super *sb, uint64_t gener
 	{
 		uint64_t pos, seq;
 
-		rc = journal_find_tail(fs, &pos, &seq, &info->pending);
+		rc = ffs_journal_find_tail(fs, &pos, &seq, &info->pending);
 		sb->journal_tail_pos = ff_cpu_to_le64(pos);
 		sb->journal_tail_seq = ff_cpu_to_le64(seq);
 	}

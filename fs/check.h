@@ -34,7 +34,7 @@ const char *ffs_check_super_problem(const struct ffs *fs, const struct ffs_super
  * layout for this array with its default sizes, else with the journal and
  * inode-table sizes the inode table shows, checked against the regions
  * mkfs writes whole; and a journal tail from the journal's own records
- * (journal_find_tail).  -ENOENT when no framefs layout is found. */
+ * (ffs_journal_find_tail).  -ENOENT when no framefs layout is found. */
 struct ffs_check_rebuilt {
 	uint64_t ninodes, journal_blocks;
 	bool default_layout;      /* mkfs's default sizes */
@@ -46,7 +46,7 @@ int ffs_check_rebuild_super(struct ffs *fs, struct ffs_super *sb, uint64_t gener
  * inode bitmap (the table is initialised at least that far). */
 void ffs_check_hwm_from_bitmap(struct ffs *fs);
 
-/* Adopt sb (copied) as the filesystem's superblock; the next super_write
+/* Adopt sb (copied) as the filesystem's superblock; the next ffs_super_write
  * goes to group next_copy (0 = copies A and C, 1 = B and D).  Starts the
  * caches. */
 int ffs_check_start(struct ffs *fs, const struct ffs_super *sb, unsigned next_copy);

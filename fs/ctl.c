@@ -935,8 +935,8 @@ struct ffs_ctl *ffs_ctl_new(struct ffs *fs, struct ff_raid *r, const char *sourc
 	snprintf(c->source, sizeof(c->source), "%s", source);
 	c->rebuild_min_bps = FFS_CTL_REBUILD_MIN_BPS;
 	c->rebuild_max_bps = FFS_CTL_REBUILD_MAX_BPS;
-	c->scrub_min_bps = FFS_CTL_SCRUB_MIN_BPS;
-	c->scrub_max_bps = FFS_CTL_SCRUB_MAX_BPS;
+	c->scrub_min_bps = FFS_SCRUB_MIN_BPS_DEFAULT;
+	c->scrub_max_bps = FFS_SCRUB_MAX_BPS_DEFAULT;
 	c->lfd = -1;
 	c->stop_pipe[0] = c->stop_pipe[1] = -1;
 	apply_rates(c);

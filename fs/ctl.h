@@ -120,11 +120,10 @@
 #define FFS_CTL_SCHEMA 1
 
 /* Default rates, bytes per second: foreground I/O first (min while it
- * runs), as fast as the members go when idle (max 0 = no limit). */
+ * runs), as fast as the members go when idle (max 0 = no limit).  Scrub's
+ * are FFS_SCRUB_{MIN,MAX}_BPS_DEFAULT in fs/ffs.h. */
 #define FFS_CTL_REBUILD_MIN_BPS (64ull << 20)
 #define FFS_CTL_REBUILD_MAX_BPS 0ull
-#define FFS_CTL_SCRUB_MIN_BPS (64ull << 20)
-#define FFS_CTL_SCRUB_MAX_BPS 0ull
 
 struct ffs_ctl;
 

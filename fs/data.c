@@ -130,10 +130,10 @@ struct rcache {
 /* A condition wait that names what it waits for in the request's slot (watch.c). */
 static void wait_noted(pthread_cond_t *cond, pthread_mutex_t *lock, const char *what)
 {
-	const char *prev = watch_wait_begin(what);
+	const char *prev = ffs_watch_wait_begin(what);
 
 	pthread_cond_wait(cond, lock);
-	watch_wait_end(prev);
+	ffs_watch_wait_end(prev);
 }
 
 static int wpool_init(struct ffs *fs)
@@ -425,7 +425,7 @@ static int stripe_crcs(struct ffs *fs, uint64_t p, uint32_t *crc)
 	int rc;
 
 	pthread_mutex_lock(&fs->lock);
-	rc = csum_get(fs, p, &ino, &fstripe, crc);
+	rc = ffs_csum_get(fs, p, &ino, &fstripe, crc);
 	pthread_mutex_unlock(&fs->lock);
 	return rc;
 }
@@ -560,7 +560,7 @@ static void rc_put(struct ffs *fs, struct rentry *e)
 	pthread_mutex_unlock(&c->lock);
 }
 
-void rcache_invalidate(struct ffs *fs, uint64_t pstripe, uint64_t count)
+void ffs_rcache_invalidate(struct ffs *fs, uint64_t pstripe, uint64_t count)
 {
 	struct rcache *c = fs->rcache;
 
@@ -591,7 +591,7 @@ static int rc_repair(struct ffs *fs, struct rentry *e)
 	int rc;
 
 	atomic_fetch_add(&fs->stats.crc_errors, (uint64_t)__builtin_popcount(bad));
-	rc = repair_reconstruct(fs, e->pstripe, bad, e->crc, e->data);
+	rc = ffs_repair_reconstruct(fs, e->pstripe, bad, e->crc, e->data);
 	rc_verify(e);
 	if (rc < 0 || e->bad_chunks) {
 		ff_log(FF_LOG_ERR, "data stripe %llu: chunks fail their checksum even rebuilt from parity",
@@ -600,7 +600,7 @@ static int rc_repair(struct ffs *fs, struct rentry *e)
 	}
 	if (fs->ro)
 		return 0; /* served from parity; the repair waits for a read-write mount */
-	rc = repair_rewrite(fs, e->pstripe, e->data, bad);
+	rc = ffs_repair_rewrite(fs, e->pstripe, e->data, bad);
 	ff_log(FF_LOG_WARN, "data stripe %llu: %d chunk(s) failed their checksum (mask 0x%x), %s",
 	       (unsigned long long)e->pstripe, __builtin_popcount(bad), bad,
 	       rc == 0 ? "repaired from parity" : "rebuilt but could not be rewritten");
@@ -680,12 +680,12 @@ static uint64_t reserve_want(struct ffs *fs, struct finode *fi, uint64_t *hint)
 	uint64_t want = RESERVE_DEFAULT;
 
 	*hint = fi->alloc_hint;
-	if (iget(fs, ff_le64(fi->d.parent), &dir) == 0) {
+	if (ffs_iget(fs, ff_le64(fi->d.parent), &dir) == 0) {
 		if (dir->last_file_stripes)
 			want = dir->last_file_stripes;
 		if (!*hint)
 			*hint = dir->alloc_hint;
-		iput(fs, dir);
+		ffs_iput(fs, dir);
 	}
 	return want;
 }
@@ -697,7 +697,7 @@ static int pick_stripe(struct ffs *fs, struct finode *fi, uint64_t fstripe, uint
 {
 	uint64_t run, first, got, hint;
 	uint32_t flags;
-	int rc = extent_lookup(fs, fi, fstripe, p, &run, &flags);
+	int rc = ffs_extent_lookup(fs, fi, fstripe, p, &run, &flags);
 
 	*in_place = rc == 0 && (flags & FFS_X_UNWRITTEN);
 	if (*in_place)
@@ -707,7 +707,7 @@ static int pick_stripe(struct ffs *fs, struct finode *fi, uint64_t fstripe, uint
 	if (!fi->reserve_count) {
 		uint64_t want = reserve_want(fs, fi, &hint);
 
-		rc = reserve_stripes(fs, hint, want, &first, &got);
+		rc = ffs_reserve_stripes(fs, hint, want, &first, &got);
 		if (rc < 0)
 			return rc;
 		fi->reserve_first = first;
@@ -721,7 +721,7 @@ static int pick_stripe(struct ffs *fs, struct finode *fi, uint64_t fstripe, uint
 static void release_reservation(struct ffs *fs, struct finode *fi)
 {
 	if (fi->reserve_count)
-		unreserve_stripes(fs, fi->reserve_first, fi->reserve_count);
+		ffs_unreserve_stripes(fs, fi->reserve_first, fi->reserve_count);
 	fi->reserve_count = 0;
 }
 
@@ -792,16 +792,16 @@ static void stripe_done(struct ffs *fs, struct wbuf *wb)
 
 	pthread_mutex_lock(&fs->lock);
 	if (rc == 0 && !wb->in_place)
-		rc = commit_stripes(fs, p, 1);
+		rc = ffs_commit_stripes(fs, p, 1);
 	if (rc == 0)
-		rc = csum_set(fs, p, (uint32_t)fi->ino, (uint32_t)wb->fstripe, wb->crc);
+		rc = ffs_csum_set(fs, p, (uint32_t)fi->ino, (uint32_t)wb->fstripe, wb->crc);
 	if (rc == 0)
-		rc = extent_map(fs, fi, wb->fstripe, p, 1, 0);
+		rc = ffs_extent_map(fs, fi, wb->fstripe, p, 1, 0);
 	if (rc < 0 && !wb->in_place)
-		unreserve_stripes(fs, p, 1);
+		ffs_unreserve_stripes(fs, p, 1);
 	if (rc == 0) {
 		fi->alloc_hint = p + 1;
-		rcache_invalidate(fs, p, 1);
+		ffs_rcache_invalidate(fs, p, 1);
 	}
 	pthread_mutex_unlock(&fs->lock);
 	ff_log(FF_LOG_DEBUG, "inode %llu: file stripe %llu -> data stripe %llu%s",
@@ -818,8 +818,8 @@ static void stripe_done(struct ffs *fs, struct wbuf *wb)
 	pthread_cond_broadcast(&fi->dcond);
 	pthread_mutex_unlock(&fi->dlock);
 	pthread_mutex_lock(&fs->lock);
-	iput(fs, fi);
-	if (journal_tx_full(fs) && (rc = journal_commit(fs)) < 0)
+	ffs_iput(fs, fi);
+	if (ffs_journal_tx_full(fs) && (rc = ffs_journal_commit(fs)) < 0)
 		ff_log(FF_LOG_ERR, "commit failed: %s", strerror(-rc));
 	pthread_mutex_unlock(&fs->lock);
 }
@@ -860,7 +860,7 @@ static int wb_fill(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 	int rc;
 
 	pthread_mutex_lock(&fs->lock);
-	rc = extent_lookup(fs, fi, wb->fstripe, &p, &run, &flags);
+	rc = ffs_extent_lookup(fs, fi, wb->fstripe, &p, &run, &flags);
 	pthread_mutex_unlock(&fs->lock);
 	if (rc < 0 && rc != -ENOENT)
 		return rc;
@@ -896,7 +896,7 @@ static void wb_drop(struct ffs *fs, struct finode *fi, struct wbuf *wb, int err)
 	wb_unlink(fi, wb);
 	if (!wb->in_place) {
 		pthread_mutex_lock(&fs->lock);
-		unreserve_stripes(fs, wb->pstripe, 1);
+		ffs_unreserve_stripes(fs, wb->pstripe, 1);
 		pthread_mutex_unlock(&fs->lock);
 	}
 	wpool_put(fs, wb);
@@ -977,13 +977,13 @@ static void wpool_evict(struct ffs *fs)
 	}
 	pthread_mutex_unlock(&fi->dlock);
 	pthread_mutex_lock(&fs->lock);
-	iput(fs, fi);
+	ffs_iput(fs, fi);
 	pthread_mutex_unlock(&fs->lock);
 }
 
 /* ---- the API ----------------------------------------------------------------- */
 
-int data_init(struct ffs *fs)
+int ffs_data_init(struct ffs *fs)
 {
 	int rc = wpool_init(fs);
 
@@ -1000,7 +1000,7 @@ int data_init(struct ffs *fs)
 	return rc;
 }
 
-void data_free(struct ffs *fs)
+void ffs_data_free(struct ffs *fs)
 {
 	if (fs->wpool && fs->wpool->done_started) {
 		struct wpool *p = fs->wpool;
@@ -1090,7 +1090,7 @@ static struct wbuf *wb_for(struct ffs *fs, struct finode *fi, uint64_t k, int *e
 	return wb;
 }
 
-ssize_t data_write(struct ffs *fs, struct finode *fi, const void *buf, size_t len, uint64_t off)
+ssize_t ffs_data_write(struct ffs *fs, struct finode *fi, const void *buf, size_t len, uint64_t off)
 {
 	const uint8_t *src = buf;
 	size_t done = 0;
@@ -1124,8 +1124,8 @@ ssize_t data_write(struct ffs *fs, struct finode *fi, const void *buf, size_t le
 	pthread_mutex_lock(&fs->lock);
 	if (off + done > ff_le64(fi->d.size))
 		fi->d.size = ff_cpu_to_le64(off + done);
-	inode_touch(fi, true, true);
-	rc = istore(fs, fi);
+	ffs_inode_touch(fi, true, true);
+	rc = ffs_istore(fs, fi);
 	pthread_mutex_unlock(&fs->lock);
 	return rc < 0 ? rc : (ssize_t)done;
 }
@@ -1161,14 +1161,14 @@ static void read_ahead(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t s
 		uint32_t flags;
 
 		if (s > last) { /* past the end: the stripes after the file's last one */
-			if (!beyond && extent_lookup(fs, fi, last, &p, &run, &flags) == 0)
+			if (!beyond && ffs_extent_lookup(fs, fi, last, &p, &run, &flags) == 0)
 				beyond = p + 1;
 			if (!beyond || beyond >= ff_le64(fs->sb->nstripes))
 				break;
 			ps[n++] = beyond++;
 			continue;
 		}
-		if (extent_lookup(fs, fi, s, &p, &run, &flags) == 0 && !(flags & FFS_X_UNWRITTEN))
+		if (ffs_extent_lookup(fs, fi, s, &p, &run, &flags) == 0 && !(flags & FFS_X_UNWRITTEN))
 			ps[n++] = p;
 	}
 	pthread_mutex_unlock(&fs->lock);
@@ -1177,7 +1177,7 @@ static void read_ahead(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t s
 		int rc;
 
 		pthread_mutex_lock(&fs->lock);
-		rc = csum_get(fs, ps[i], &ino, &fstripe, crc);
+		rc = ffs_csum_get(fs, ps[i], &ino, &fstripe, crc);
 		pthread_mutex_unlock(&fs->lock);
 		if (rc == 0 && ino && !(fstripe & FFS_CSUM_UNWRITTEN) &&
 		    ((__atomic_load_n(&fs->sbits[ps[i] / 64], __ATOMIC_RELAXED) >> (ps[i] % 64)) & 1))
@@ -1207,7 +1207,7 @@ static int read_source(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t o
 	if (wb)
 		return rc < 0 ? rc : dst ? SRC_DONE : -EAGAIN;
 	pthread_mutex_lock(&fs->lock);
-	rc = extent_lookup(fs, fi, k, p, &run, &flags);
+	rc = ffs_extent_lookup(fs, fi, k, p, &run, &flags);
 	pthread_mutex_unlock(&fs->lock);
 	if (rc == -ENOENT || (rc == 0 && (flags & FFS_X_UNWRITTEN)))
 		return SRC_ZERO;
@@ -1224,7 +1224,7 @@ static uint64_t file_size(struct ffs *fs, struct finode *fi)
 	return size;
 }
 
-ssize_t data_read(struct ffs *fs, struct finode *fi, void *buf, size_t len, uint64_t off)
+ssize_t ffs_data_read(struct ffs *fs, struct finode *fi, void *buf, size_t len, uint64_t off)
 {
 	uint64_t size = file_size(fs, fi);
 	uint8_t *dst = buf;
@@ -1253,13 +1253,13 @@ ssize_t data_read(struct ffs *fs, struct finode *fi, void *buf, size_t len, uint
 
 /*
  * The same read without copying: the pieces point into the stripe cache,
- * held until data_read_unref.  -EAGAIN when a piece is not plainly in a
+ * held until ffs_data_read_unref.  -EAGAIN when a piece is not plainly in a
  * data stripe (a hole, a buffer being assembled) or its stripe would need a
  * cache entry while this reader holds others: the caller copies instead.
  * Where each piece comes from is settled before any entry is held, since
  * that takes dlock, and a writer holding dlock may wait for a free entry.
  */
-ssize_t data_read_ref(struct ffs *fs, struct finode *fi, size_t len, uint64_t off,
+ssize_t ffs_data_read_ref(struct ffs *fs, struct finode *fi, size_t len, uint64_t off,
 		      struct ffs_rref *ref)
 {
 	uint64_t size = file_size(fs, fi), ps[FFS_RREF_MAX];
@@ -1287,7 +1287,7 @@ ssize_t data_read_ref(struct ffs *fs, struct finode *fi, size_t len, uint64_t of
 		int rc = stripe_get(fs, ps[i], i ? RC_WAIT_LOAD : RC_WAIT, &e);
 
 		if (rc < 0) {
-			data_read_unref(fs, ref);
+			ffs_data_read_unref(fs, ref);
 			return rc;
 		}
 		ref->iov[i].iov_base = e->data + o;
@@ -1299,14 +1299,14 @@ ssize_t data_read_ref(struct ffs *fs, struct finode *fi, size_t len, uint64_t of
 	return (ssize_t)done;
 }
 
-void data_read_unref(struct ffs *fs, struct ffs_rref *ref)
+void ffs_data_read_unref(struct ffs *fs, struct ffs_rref *ref)
 {
 	for (unsigned i = 0; i < ref->n; i++)
 		rc_put(fs, ref->pin[i]);
 	ref->n = 0;
 }
 
-int data_flush(struct ffs *fs, struct finode *fi)
+int ffs_data_flush(struct ffs *fs, struct finode *fi)
 {
 	int rc = 0, err;
 
@@ -1334,17 +1334,17 @@ int data_flush(struct ffs *fs, struct finode *fi)
 	if (fi->d.parent && ff_le64(fi->d.nstripes)) {
 		struct finode *dir;
 
-		if (iget(fs, ff_le64(fi->d.parent), &dir) == 0) {
+		if (ffs_iget(fs, ff_le64(fi->d.parent), &dir) == 0) {
 			dir->last_file_stripes = ff_le64(fi->d.nstripes);
 			dir->alloc_hint = fi->alloc_hint;
-			iput(fs, dir);
+			ffs_iput(fs, dir);
 		}
 	}
 	pthread_mutex_unlock(&fs->lock);
 	return rc < 0 ? rc : err;
 }
 
-int data_truncate(struct ffs *fs, struct finode *fi, uint64_t size)
+int ffs_data_truncate(struct ffs *fs, struct finode *fi, uint64_t size)
 {
 	uint64_t keep = FF_DIV_ROUND_UP(size, fs->stripe_bytes), eof_k = size / fs->stripe_bytes;
 	uint64_t eof_off = size % fs->stripe_bytes, p, run;
@@ -1370,7 +1370,7 @@ int data_truncate(struct ffs *fs, struct finode *fi, uint64_t size)
 	}
 	if (eof_off) {
 		pthread_mutex_lock(&fs->lock);
-		rc = extent_lookup(fs, fi, eof_k, &p, &run, &flags);
+		rc = ffs_extent_lookup(fs, fi, eof_k, &p, &run, &flags);
 		pthread_mutex_unlock(&fs->lock);
 		wb = wb_find(fi, eof_k);
 		if (wb || (rc == 0 && !(flags & FFS_X_UNWRITTEN))) {
@@ -1393,16 +1393,16 @@ int data_truncate(struct ffs *fs, struct finode *fi, uint64_t size)
 	if (rc < 0)
 		return rc;
 	pthread_mutex_lock(&fs->lock);
-	rc = extent_truncate(fs, fi, keep);
+	rc = ffs_extent_truncate(fs, fi, keep);
 	if (rc == 0) {
 		fi->d.size = ff_cpu_to_le64(size);
-		rc = istore(fs, fi);
+		rc = ffs_istore(fs, fi);
 	}
 	pthread_mutex_unlock(&fs->lock);
 	return rc;
 }
 
-int data_fallocate(struct ffs *fs, struct finode *fi, int mode, uint64_t off, uint64_t len)
+int ffs_data_fallocate(struct ffs *fs, struct finode *fi, int mode, uint64_t off, uint64_t len)
 {
 	uint64_t k0 = off / fs->stripe_bytes, k1 = FF_DIV_ROUND_UP(off + len, fs->stripe_bytes);
 	uint64_t k = k0, hint;
@@ -1417,7 +1417,7 @@ int data_fallocate(struct ffs *fs, struct finode *fi, int mode, uint64_t off, ui
 		uint64_t p, run, first, got;
 		uint32_t flags;
 
-		rc = extent_lookup(fs, fi, k, &p, &run, &flags);
+		rc = ffs_extent_lookup(fs, fi, k, &p, &run, &flags);
 		if (rc == 0) { /* already mapped: skip the run */
 			k += FF_MIN(run, k1 - k);
 			continue;
@@ -1426,27 +1426,27 @@ int data_fallocate(struct ffs *fs, struct finode *fi, int mode, uint64_t off, ui
 			break;
 		run = FF_MIN(run, k1 - k);
 		reserve_want(fs, fi, &hint);
-		rc = reserve_stripes(fs, fi->alloc_hint ? fi->alloc_hint : hint, run, &first, &got);
+		rc = ffs_reserve_stripes(fs, fi->alloc_hint ? fi->alloc_hint : hint, run, &first, &got);
 		if (rc < 0)
 			break;
-		rc = commit_stripes(fs, first, got);
+		rc = ffs_commit_stripes(fs, first, got);
 		for (uint64_t i = 0; i < got && rc == 0; i++)
-			rc = csum_set(fs, first + i, (uint32_t)fi->ino, (uint32_t)(k + i), NULL);
+			rc = ffs_csum_set(fs, first + i, (uint32_t)fi->ino, (uint32_t)(k + i), NULL);
 		if (rc == 0)
-			rc = extent_map(fs, fi, k, first, got, FFS_X_UNWRITTEN);
+			rc = ffs_extent_map(fs, fi, k, first, got, FFS_X_UNWRITTEN);
 		if (rc < 0) {
-			unreserve_stripes(fs, first, got);
+			ffs_unreserve_stripes(fs, first, got);
 			break;
 		}
 		fi->alloc_hint = first + got;
 		k += got;
-		if (journal_tx_full(fs))
-			rc = journal_commit(fs);
+		if (ffs_journal_tx_full(fs))
+			rc = ffs_journal_commit(fs);
 	}
 	if (rc == 0 && !(mode & FALLOC_FL_KEEP_SIZE) && off + len > ff_le64(fi->d.size)) {
 		fi->d.size = ff_cpu_to_le64(off + len);
-		inode_touch(fi, true, true);
-		rc = istore(fs, fi);
+		ffs_inode_touch(fi, true, true);
+		rc = ffs_istore(fs, fi);
 	}
 	pthread_mutex_unlock(&fs->lock);
 	return rc;

@@ -37,7 +37,7 @@ static int dir_find(struct ffs *fs, struct finode *dir, const char *name, size_t
 		const struct ffs_dirent *de = (const struct ffs_dirent *)rec;
 		uint64_t found;
 		uint16_t len;
-		int rc = bt_find_ge(fs, &t, k, &found, rec, &len);
+		int rc = ffs_bt_find_ge(fs, &t, k, &found, rec, &len);
 
 		if (rc == -ENOENT || (rc == 0 && found >= h + PROBE_MAX)) {
 			if (*free_key == UINT64_MAX)
@@ -61,14 +61,14 @@ static int dir_find(struct ffs *fs, struct finode *dir, const char *name, size_t
 	return -ENOENT;
 }
 
-int dir_lookup(struct ffs *fs, struct finode *dir, const char *name, uint64_t *ino, uint8_t *type)
+int ffs_dir_lookup(struct ffs *fs, struct finode *dir, const char *name, uint64_t *ino, uint8_t *type)
 {
 	uint64_t key, free_key;
 
 	return dir_find(fs, dir, name, strlen(name), &key, ino, type, &free_key);
 }
 
-int dir_add(struct ffs *fs, struct finode *dir, const char *name, uint64_t ino, uint8_t type)
+int ffs_dir_add(struct ffs *fs, struct finode *dir, const char *name, uint64_t ino, uint8_t type)
 {
 	uint8_t rec[sizeof(struct ffs_dirent) + FFS_NAME_MAX];
 	struct ffs_dirent *de = (struct ffs_dirent *)rec;
@@ -92,16 +92,16 @@ int dir_add(struct ffs *fs, struct finode *dir, const char *name, uint64_t ino, 
 	de->name_len = (uint8_t)nlen;
 	memcpy(de->name, name, nlen);
 	t = dir_root(dir);
-	rc = bt_insert(fs, &t, free_key, rec, (uint16_t)(sizeof(*de) + nlen));
+	rc = ffs_bt_insert(fs, &t, free_key, rec, (uint16_t)(sizeof(*de) + nlen));
 	dir_set_root(dir, &t);
 	if (rc < 0)
 		return rc;
 	dir->d.size = ff_cpu_to_le64(ff_le64(dir->d.size) + 1);
-	inode_touch(dir, true, true);
-	return istore(fs, dir);
+	ffs_inode_touch(dir, true, true);
+	return ffs_istore(fs, dir);
 }
 
-int dir_remove(struct ffs *fs, struct finode *dir, const char *name)
+int ffs_dir_remove(struct ffs *fs, struct finode *dir, const char *name)
 {
 	uint64_t key, ino, free_key;
 	struct bt_root t;
@@ -111,17 +111,17 @@ int dir_remove(struct ffs *fs, struct finode *dir, const char *name)
 	if (rc < 0)
 		return rc;
 	t = dir_root(dir);
-	rc = bt_delete(fs, &t, key);
+	rc = ffs_bt_delete(fs, &t, key);
 	dir_set_root(dir, &t);
 	if (rc < 0)
 		return rc;
 	if (ff_le64(dir->d.size))
 		dir->d.size = ff_cpu_to_le64(ff_le64(dir->d.size) - 1);
-	inode_touch(dir, true, true);
-	return istore(fs, dir);
+	ffs_inode_touch(dir, true, true);
+	return ffs_istore(fs, dir);
 }
 
-int dir_retarget(struct ffs *fs, struct finode *dir, const char *name, uint64_t ino, uint8_t type)
+int ffs_dir_retarget(struct ffs *fs, struct finode *dir, const char *name, uint64_t ino, uint8_t type)
 {
 	uint8_t rec[sizeof(struct ffs_dirent) + FFS_NAME_MAX];
 	struct ffs_dirent *de = (struct ffs_dirent *)rec;
@@ -138,15 +138,15 @@ int dir_retarget(struct ffs *fs, struct finode *dir, const char *name, uint64_t 
 	de->name_len = (uint8_t)nlen;
 	memcpy(de->name, name, nlen);
 	t = dir_root(dir);
-	rc = bt_update(fs, &t, key, rec, (uint16_t)(sizeof(*de) + nlen));
+	rc = ffs_bt_update(fs, &t, key, rec, (uint16_t)(sizeof(*de) + nlen));
 	dir_set_root(dir, &t);
 	if (rc < 0)
 		return rc;
-	inode_touch(dir, true, true);
-	return istore(fs, dir);
+	ffs_inode_touch(dir, true, true);
+	return ffs_istore(fs, dir);
 }
 
-int dir_next(struct ffs *fs, struct finode *dir, uint64_t pos, char *name, uint64_t *ino,
+int ffs_dir_next(struct ffs *fs, struct finode *dir, uint64_t pos, char *name, uint64_t *ino,
 	     uint8_t *type, uint64_t *next_pos)
 {
 	uint8_t rec[FFS_BT_RECORD_MAX]; /* a corrupt record may be longer than an entry */
@@ -154,7 +154,7 @@ int dir_next(struct ffs *fs, struct finode *dir, uint64_t pos, char *name, uint6
 	struct bt_root t = dir_root(dir);
 	uint64_t key;
 	uint16_t len;
-	int rc = bt_find_ge(fs, &t, FF_MAX(pos, FFS_DIR_KEY_MIN), &key, rec, &len);
+	int rc = ffs_bt_find_ge(fs, &t, FF_MAX(pos, FFS_DIR_KEY_MIN), &key, rec, &len);
 
 	if (rc < 0)
 		return rc;
@@ -168,7 +168,7 @@ int dir_next(struct ffs *fs, struct finode *dir, uint64_t pos, char *name, uint6
 	return 0;
 }
 
-bool dir_is_empty(struct ffs *fs, struct finode *dir)
+bool ffs_dir_is_empty(struct ffs *fs, struct finode *dir)
 {
 	(void)fs;
 	return dir->d.root == 0;

@@ -192,7 +192,11 @@ int ffs_scrub_stop(struct ffs *fs);
 /* Block until the running scrub ends; its final status in st (may be NULL). */
 int ffs_scrub_wait(struct ffs *fs, struct ffs_scrub_status *st);
 void ffs_scrub_status(struct ffs *fs, struct ffs_scrub_status *st);
-/* Scrub's rate while foreground I/O runs (min) and when idle (max, 0 = none). */
+/* Scrub's rate while foreground I/O runs (min) and when idle (max, 0 = none),
+ * in bytes per second.  The defaults, for a scrub started through a mount's
+ * control socket and for one whose rate nobody set: */
+#define FFS_SCRUB_MIN_BPS_DEFAULT (64 * FF_MiB)
+#define FFS_SCRUB_MAX_BPS_DEFAULT 0ull
 void ffs_scrub_set_rate(struct ffs *fs, uint64_t min_bps, uint64_t max_bps);
 
 /* A path of inode ino (one of them, for hard links), relative to the root. */

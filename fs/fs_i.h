@@ -38,72 +38,72 @@ struct mbuf {
 
 /* Get block `no` of `type`, reading and verifying it if not cached.  A
  * copy that fails its checksum is read from the other mirror copies and
- * repaired.  Returned pinned; release with mb_put. */
-int mb_get(struct ffs *fs, uint64_t no, uint32_t type, struct mbuf **out);
+ * repaired.  Returned pinned; release with ffs_mb_put. */
+int ffs_mb_get(struct ffs *fs, uint64_t no, uint32_t type, struct mbuf **out);
 /* A block about to be overwritten entirely: no read, zero-filled. */
-int mb_new(struct ffs *fs, uint64_t no, uint32_t type, struct mbuf **out);
-void mb_put(struct ffs *fs, struct mbuf *mb);
+int ffs_mb_new(struct ffs *fs, uint64_t no, uint32_t type, struct mbuf **out);
+void ffs_mb_put(struct ffs *fs, struct mbuf *mb);
 /* Join the running transaction; the block is sealed at commit. */
-void mb_dirty(struct ffs *fs, struct mbuf *mb);
+void ffs_mb_dirty(struct ffs *fs, struct mbuf *mb);
 /* Read a block straight from the array (no cache), verifying it. */
-int meta_read_verified(struct ffs *fs, uint64_t no, uint32_t type, void *buf);
+int ffs_meta_read_verified(struct ffs *fs, uint64_t no, uint32_t type, void *buf);
 /* The same, without a log line when no copy is good (journal scanning). */
-int meta_read_check(struct ffs *fs, uint64_t no, uint32_t type, void *buf, bool quiet);
-int meta_write_raw(struct ffs *fs, uint64_t no, const void *buf, uint64_t nblocks);
-int meta_cache_init(struct ffs *fs, size_t max_bytes);
-void meta_cache_free(struct ffs *fs);
-void meta_cache_drop_clean(struct ffs *fs);
+int ffs_meta_read_check(struct ffs *fs, uint64_t no, uint32_t type, void *buf, bool quiet);
+int ffs_meta_write_raw(struct ffs *fs, uint64_t no, const void *buf, uint64_t nblocks);
+int ffs_meta_cache_init(struct ffs *fs, size_t max_bytes);
+void ffs_meta_cache_free(struct ffs *fs);
+void ffs_meta_cache_drop_clean(struct ffs *fs);
 
 /* ---- journal (journal.c) ------------------------------------------------ */
 
 /* Commit the running transaction (journal it and flush; a checkpoint when
  * due) after the commit in flight, if any.  Holds fs->lock throughout. */
-int journal_commit(struct ffs *fs);
+int ffs_journal_commit(struct ffs *fs);
 /* The same, but fs->lock (held on entry and on return) is let go while
  * the records are written: for the group-commit thread. */
-int journal_commit_unlocked(struct ffs *fs);
+int ffs_journal_commit_unlocked(struct ffs *fs);
 /* Transactions with a sequence below this are durable (fs->lock). */
-uint64_t journal_durable_seq(const struct ffs *fs);
+uint64_t ffs_journal_durable_seq(const struct ffs *fs);
 /* The staging buffer and the flight (teardown). */
-void journal_free(struct ffs *fs);
+void ffs_journal_free(struct ffs *fs);
 /* Replay committed transactions after the tail; called at mount. */
-int journal_replay(struct ffs *fs, unsigned *replayed);
+int ffs_journal_replay(struct ffs *fs, unsigned *replayed);
 /* Everything is checkpointed: move the tail to the head (writes the sb). */
-int journal_reset_tail(struct ffs *fs);
+int ffs_journal_reset_tail(struct ffs *fs);
 /* Write every committed block home, then move the tail (commits first if
  * the running transaction is not empty).  fs->lock held. */
-int journal_checkpoint(struct ffs *fs);
+int ffs_journal_checkpoint(struct ffs *fs);
 /* A journal tail for a superblock rebuilt without one (fsck): where a
  * replay must start, and how many transactions it will apply. */
-int journal_find_tail(struct ffs *fs, uint64_t *tail_pos, uint64_t *tail_seq, unsigned *ntx);
+int ffs_journal_find_tail(struct ffs *fs, uint64_t *tail_pos, uint64_t *tail_seq, unsigned *ntx);
 /* Write the superblock (next group of copies, generation + 1). */
-int super_write(struct ffs *fs);
+int ffs_super_write(struct ffs *fs);
 /* Should the running transaction be committed now (size)? */
-bool journal_tx_full(const struct ffs *fs);
+bool ffs_journal_tx_full(const struct ffs *fs);
 
 /* ---- allocators (alloc.c) ---------------------------------------------- */
 
-int alloc_load(struct ffs *fs);
-void alloc_free_all(struct ffs *fs);
-int alloc_inode(struct ffs *fs, uint64_t *ino);
-int free_inode_bit(struct ffs *fs, uint64_t ino);
-int alloc_mblock(struct ffs *fs, uint64_t *no);
-int free_mblock(struct ffs *fs, uint64_t no);
+int ffs_alloc_load(struct ffs *fs);
+void ffs_alloc_free_all(struct ffs *fs);
+int ffs_alloc_inode(struct ffs *fs, uint64_t *ino);
+int ffs_free_inode_bit(struct ffs *fs, uint64_t ino);
+int ffs_alloc_mblock(struct ffs *fs, uint64_t *no);
+int ffs_free_mblock(struct ffs *fs, uint64_t no);
 /* Reserve (in memory only) `want` contiguous stripes near `hint`, fewer
  * if only shorter runs exist, at least 1; *got is the count reserved. */
-int reserve_stripes(struct ffs *fs, uint64_t hint, uint64_t want, uint64_t *first, uint64_t *got);
-void unreserve_stripes(struct ffs *fs, uint64_t first, uint64_t count);
+int ffs_reserve_stripes(struct ffs *fs, uint64_t hint, uint64_t want, uint64_t *first, uint64_t *got);
+void ffs_unreserve_stripes(struct ffs *fs, uint64_t first, uint64_t count);
 /* Reserved stripes that are now mapped: mark them on disk. */
-int commit_stripes(struct ffs *fs, uint64_t first, uint64_t count);
+int ffs_commit_stripes(struct ffs *fs, uint64_t first, uint64_t count);
 /* Reserve and commit a run at a given place. */
-int take_stripes(struct ffs *fs, uint64_t first, uint64_t count);
+int ffs_take_stripes(struct ffs *fs, uint64_t first, uint64_t count);
 /* Free on disk now; reusable only after the transaction commits. */
-int free_stripes(struct ffs *fs, uint64_t first, uint64_t count);
-void alloc_tx_committed(struct ffs *fs, size_t n);
-uint64_t alloc_free_stripe_count(const struct ffs *fs);
+int ffs_free_stripes(struct ffs *fs, uint64_t first, uint64_t count);
+void ffs_alloc_tx_committed(struct ffs *fs, size_t n);
+uint64_t ffs_alloc_free_stripe_count(const struct ffs *fs);
 /* Checksum table entry of a data stripe. */
-int csum_set(struct ffs *fs, uint64_t pstripe, uint32_t ino, uint32_t fstripe, const uint32_t *crc);
-int csum_get(struct ffs *fs, uint64_t pstripe, uint32_t *ino, uint32_t *fstripe, uint32_t *crc);
+int ffs_csum_set(struct ffs *fs, uint64_t pstripe, uint32_t ino, uint32_t fstripe, const uint32_t *crc);
+int ffs_csum_get(struct ffs *fs, uint64_t pstripe, uint32_t *ino, uint32_t *fstripe, uint32_t *crc);
 
 /* ---- B+tree (btree.c) ---------------------------------------------------- */
 
@@ -113,19 +113,19 @@ struct bt_root {
 };
 
 /* Copy out the record with the smallest key >= key: 0, -ENOENT at end. */
-int bt_find_ge(struct ffs *fs, struct bt_root *t, uint64_t key, uint64_t *found,
+int ffs_bt_find_ge(struct ffs *fs, struct bt_root *t, uint64_t key, uint64_t *found,
 	       void *val, uint16_t *len);
 /* Largest key <= key. */
-int bt_find_le(struct ffs *fs, struct bt_root *t, uint64_t key, uint64_t *found,
+int ffs_bt_find_le(struct ffs *fs, struct bt_root *t, uint64_t key, uint64_t *found,
 	       void *val, uint16_t *len);
-int bt_insert(struct ffs *fs, struct bt_root *t, uint64_t key, const void *val, uint16_t len);
-int bt_delete(struct ffs *fs, struct bt_root *t, uint64_t key);
+int ffs_bt_insert(struct ffs *fs, struct bt_root *t, uint64_t key, const void *val, uint16_t len);
+int ffs_bt_delete(struct ffs *fs, struct bt_root *t, uint64_t key);
 /* Replace a record's value in place (same or any length). */
-int bt_update(struct ffs *fs, struct bt_root *t, uint64_t key, const void *val, uint16_t len);
+int ffs_bt_update(struct ffs *fs, struct bt_root *t, uint64_t key, const void *val, uint16_t len);
 /* Free every node. */
-int bt_destroy(struct ffs *fs, struct bt_root *t);
+int ffs_bt_destroy(struct ffs *fs, struct bt_root *t);
 /* Visit every node block (fsck, statistics): cb returns <0 to stop. */
-int bt_walk(struct ffs *fs, struct bt_root *t, int (*cb)(void *arg, uint64_t block, int level),
+int ffs_bt_walk(struct ffs *fs, struct bt_root *t, int (*cb)(void *arg, uint64_t block, int level),
 	    void *arg);
 
 /* ---- inodes (inode.c) ---------------------------------------------------- */
@@ -154,94 +154,94 @@ struct finode {
 	unsigned nwbufs;
 };
 
-int icache_init(struct ffs *fs);
-void icache_free(struct ffs *fs);
+int ffs_icache_init(struct ffs *fs);
+void ffs_icache_free(struct ffs *fs);
 /* Get an inode (loaded, pinned): -ENOENT if free. */
-int iget(struct ffs *fs, uint64_t ino, struct finode **out);
-void iput(struct ffs *fs, struct finode *fi);
+int ffs_iget(struct ffs *fs, uint64_t ino, struct finode **out);
+void ffs_iput(struct ffs *fs, struct finode *fi);
 /* Write the in-memory inode into its table block (joins the transaction). */
-int istore(struct ffs *fs, struct finode *fi);
-int inode_new(struct ffs *fs, uint32_t mode, uint32_t uid, uint32_t gid, uint64_t parent,
+int ffs_istore(struct ffs *fs, struct finode *fi);
+int ffs_inode_new(struct ffs *fs, uint32_t mode, uint32_t uid, uint32_t gid, uint64_t parent,
 	      struct finode **out);
 /* Free blocks and the inode once it has no links, lookups or opens. */
-int inode_maybe_free(struct ffs *fs, struct finode *fi);
-void inode_touch(struct finode *fi, bool mtime, bool ctime);
-void inode_stat(const struct ffs *fs, const struct finode *fi, struct stat *st);
-int orphan_add(struct ffs *fs, struct finode *fi);
-int orphan_remove(struct ffs *fs, struct finode *fi);
-int orphans_process(struct ffs *fs, unsigned *freed);
+int ffs_inode_maybe_free(struct ffs *fs, struct finode *fi);
+void ffs_inode_touch(struct finode *fi, bool mtime, bool ctime);
+void ffs_inode_stat(const struct ffs *fs, const struct finode *fi, struct stat *st);
+int ffs_orphan_add(struct ffs *fs, struct finode *fi);
+int ffs_orphan_remove(struct ffs *fs, struct finode *fi);
+int ffs_orphans_process(struct ffs *fs, unsigned *freed);
 
 /* Extent map of a regular file, in whole stripes. */
-int extent_lookup(struct ffs *fs, struct finode *fi, uint64_t fstripe, uint64_t *pstripe,
+int ffs_extent_lookup(struct ffs *fs, struct finode *fi, uint64_t fstripe, uint64_t *pstripe,
 		  uint64_t *run, uint32_t *flags);
 /* Map [fstripe, +count) to [pstripe, +count); replaces what was there
  * (freeing the old stripes after commit). */
-int extent_map(struct ffs *fs, struct finode *fi, uint64_t fstripe, uint64_t pstripe,
+int ffs_extent_map(struct ffs *fs, struct finode *fi, uint64_t fstripe, uint64_t pstripe,
 	       uint64_t count, uint32_t flags);
 /* Unmap and free every stripe at or after fstripe. */
-int extent_truncate(struct ffs *fs, struct finode *fi, uint64_t fstripe);
+int ffs_extent_truncate(struct ffs *fs, struct finode *fi, uint64_t fstripe);
 /* Iterate extents in order: cb returns <0 to stop. */
-int extent_iterate(struct ffs *fs, struct finode *fi,
+int ffs_extent_iterate(struct ffs *fs, struct finode *fi,
 		   int (*cb)(void *arg, const struct ffs_extent *x), void *arg);
 
 /* xattrs (one block per inode) and long symlinks */
-int xattr_get(struct ffs *fs, struct finode *fi, const char *name, void *val, size_t size);
-int xattr_set(struct ffs *fs, struct finode *fi, const char *name, const void *val, size_t size,
+int ffs_xattr_get(struct ffs *fs, struct finode *fi, const char *name, void *val, size_t size);
+int ffs_xattr_set(struct ffs *fs, struct finode *fi, const char *name, const void *val, size_t size,
 	      int flags);
-int xattr_list(struct ffs *fs, struct finode *fi, char *list, size_t size);
-int xattr_remove(struct ffs *fs, struct finode *fi, const char *name);
-int xattr_drop(struct ffs *fs, struct finode *fi);
+int ffs_xattr_list(struct ffs *fs, struct finode *fi, char *list, size_t size);
+int ffs_xattr_remove(struct ffs *fs, struct finode *fi, const char *name);
+int ffs_xattr_drop(struct ffs *fs, struct finode *fi);
 
 /* ---- directories (dir.c) ------------------------------------------------- */
 
-int dir_lookup(struct ffs *fs, struct finode *dir, const char *name, uint64_t *ino,
+int ffs_dir_lookup(struct ffs *fs, struct finode *dir, const char *name, uint64_t *ino,
 	       uint8_t *type);
-int dir_add(struct ffs *fs, struct finode *dir, const char *name, uint64_t ino, uint8_t type);
-int dir_remove(struct ffs *fs, struct finode *dir, const char *name);
+int ffs_dir_add(struct ffs *fs, struct finode *dir, const char *name, uint64_t ino, uint8_t type);
+int ffs_dir_remove(struct ffs *fs, struct finode *dir, const char *name);
 /* Change the inode an existing entry points at. */
-int dir_retarget(struct ffs *fs, struct finode *dir, const char *name, uint64_t ino,
+int ffs_dir_retarget(struct ffs *fs, struct finode *dir, const char *name, uint64_t ino,
 		 uint8_t type);
 /* Next entry with key >= pos: fills name (NUL-terminated), ino, type and
  * the position after it.  -ENOENT at the end. */
-int dir_next(struct ffs *fs, struct finode *dir, uint64_t pos, char *name, uint64_t *ino,
+int ffs_dir_next(struct ffs *fs, struct finode *dir, uint64_t pos, char *name, uint64_t *ino,
 	     uint8_t *type, uint64_t *next_pos);
-bool dir_is_empty(struct ffs *fs, struct finode *dir);
+bool ffs_dir_is_empty(struct ffs *fs, struct finode *dir);
 
 /* ---- file data (data.c) ---------------------------------------------------- */
 
-int data_init(struct ffs *fs);
-void data_free(struct ffs *fs);
+int ffs_data_init(struct ffs *fs);
+void ffs_data_free(struct ffs *fs);
 /* Write bytes into the file's stripe buffers; full stripes go to the array. */
-ssize_t data_write(struct ffs *fs, struct finode *fi, const void *buf, size_t len, uint64_t off);
-ssize_t data_read(struct ffs *fs, struct finode *fi, void *buf, size_t len, uint64_t off);
-ssize_t data_read_ref(struct ffs *fs, struct finode *fi, size_t len, uint64_t off,
+ssize_t ffs_data_write(struct ffs *fs, struct finode *fi, const void *buf, size_t len, uint64_t off);
+ssize_t ffs_data_read(struct ffs *fs, struct finode *fi, void *buf, size_t len, uint64_t off);
+ssize_t ffs_data_read_ref(struct ffs *fs, struct finode *fi, size_t len, uint64_t off,
 		      struct ffs_rref *ref);
-void data_read_unref(struct ffs *fs, struct ffs_rref *ref);
+void ffs_data_read_unref(struct ffs *fs, struct ffs_rref *ref);
 /* Write out every partial stripe of the file (fsync, close). */
-int data_flush(struct ffs *fs, struct finode *fi);
+int ffs_data_flush(struct ffs *fs, struct finode *fi);
 /* Drop buffered data beyond size and zero the tail of the EOF stripe. */
-int data_truncate(struct ffs *fs, struct finode *fi, uint64_t size);
-int data_fallocate(struct ffs *fs, struct finode *fi, int mode, uint64_t off, uint64_t len);
+int ffs_data_truncate(struct ffs *fs, struct finode *fi, uint64_t size);
+int ffs_data_fallocate(struct ffs *fs, struct finode *fi, int mode, uint64_t off, uint64_t len);
 /* Forget cached stripes (they were freed). */
-void rcache_invalidate(struct ffs *fs, uint64_t pstripe, uint64_t count);
+void ffs_rcache_invalidate(struct ffs *fs, uint64_t pstripe, uint64_t count);
 
 /* ---- repair of damaged data stripes (repair.c) ------------------------------ */
 
 /* Stripe p into buf with the members in avoid treated as missing (rebuilt
  * from parity): 0 or -errno. */
-int repair_read_around(struct ffs *fs, uint64_t p, uint32_t avoid, void *buf);
+int ffs_repair_read_around(struct ffs *fs, uint64_t p, uint32_t avoid, void *buf);
 /* Data chunks of stripe buffer buf that fail their checksums (a mask). */
-uint32_t repair_bad_chunks(struct ffs *fs, const void *buf, const uint32_t *crc);
+uint32_t ffs_repair_bad_chunks(struct ffs *fs, const void *buf, const uint32_t *crc);
 /* Stripe p into buf, rebuilt from parity around every member holding a
  * chunk in bad (and around P or Q as well, when parity allows and that is
  * what it takes): 0 when every data chunk then matches crc, else -EIO. */
-int repair_reconstruct(struct ffs *fs, uint64_t p, uint32_t bad, const uint32_t *crc, void *buf);
+int ffs_repair_reconstruct(struct ffs *fs, uint64_t p, uint32_t bad, const uint32_t *crc, void *buf);
 /* Write the verified stripe buf over stripe p as one full-stripe write
  * (parity computed from buf, never from the damaged chunks on disk), then
  * read it back with a parity check: 0, or -errno (logged) if the write
  * failed or the stripe does not read back as buf with matching parity.
  * bad names the chunks being repaired (for the log). */
-int repair_rewrite(struct ffs *fs, uint64_t p, const void *buf, uint32_t bad);
+int ffs_repair_rewrite(struct ffs *fs, uint64_t p, const void *buf, uint32_t bad);
 
 /* ---- the mounted filesystem ------------------------------------------------- */
 
@@ -313,16 +313,16 @@ struct ffs {
 
 /* ---- requests in flight (watch.c) -------------------------------------- */
 
-int watch_start(struct ffs *fs);
-void watch_stop(struct ffs *fs);
-/* Name what this thread's request waits for until watch_wait_end(the
+int ffs_watch_start(struct ffs *fs);
+void ffs_watch_stop(struct ffs *fs);
+/* Name what this thread's request waits for until ffs_watch_wait_end(the
  * returned value); no-ops on threads that serve no request. */
-const char *watch_wait_begin(const char *what);
-void watch_wait_end(const char *prev);
+const char *ffs_watch_wait_begin(const char *what);
+void ffs_watch_wait_end(const char *prev);
 /* Group commit: make transaction `seq` (and those before it) durable,
  * together with every other flusher's that arrives meanwhile.  fs->lock
  * held (let go while waiting). */
-int commit_wait(struct ffs *fs, uint64_t seq);
-void scrub_free(struct ffs *fs);
+int ffs_commit_wait(struct ffs *fs, uint64_t seq);
+void ffs_scrub_free(struct ffs *fs);
 
 #endif

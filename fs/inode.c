@@ -16,7 +16,7 @@
 
 #include "fs/fs_i.h"
 
-bool inode_bit_used(const struct ffs *fs, uint64_t ino);
+bool ffs_inode_bit_used(const struct ffs *fs, uint64_t ino);
 
 /* ---- cache --------------------------------------------------------------- */
 
@@ -25,7 +25,7 @@ static unsigned ihash(const struct ffs *fs, uint64_t ino)
 	return (unsigned)((ino * 0x9E3779B97F4A7C15ull) >> 32) & (fs->ihash_size - 1);
 }
 
-int icache_init(struct ffs *fs)
+int ffs_icache_init(struct ffs *fs)
 {
 	fs->ihash_size = 1u << 16;
 	fs->ihash = calloc(fs->ihash_size, sizeof(*fs->ihash));
@@ -39,7 +39,7 @@ static void finode_free(struct finode *fi)
 	free(fi);
 }
 
-void icache_free(struct ffs *fs)
+void ffs_icache_free(struct ffs *fs)
 {
 	if (!fs->ihash)
 		return;
@@ -73,9 +73,9 @@ static int itable_slot(struct ffs *fs, uint64_t ino, bool fresh, struct mbuf **m
 	if (ino == 0 || ino >= ff_le64(fs->sb->ninodes))
 		return -EUCLEAN;
 	if (fresh)
-		rc = mb_new(fs, ff_le64(fs->sb->itable_start) + blk, FFS_B_ITABLE, mb);
+		rc = ffs_mb_new(fs, ff_le64(fs->sb->itable_start) + blk, FFS_B_ITABLE, mb);
 	else
-		rc = mb_get(fs, ff_le64(fs->sb->itable_start) + blk, FFS_B_ITABLE, mb);
+		rc = ffs_mb_get(fs, ff_le64(fs->sb->itable_start) + blk, FFS_B_ITABLE, mb);
 	if (rc < 0)
 		return rc;
 	*slot = &((struct ffs_itable_block *)(*mb)->data)->inodes[ino % FFS_INODES_PER_BLOCK];
@@ -103,7 +103,7 @@ static void icache_insert(struct ffs *fs, struct finode *fi)
 	fs->ninodes_cached++;
 }
 
-int iget(struct ffs *fs, uint64_t ino, struct finode **out)
+int ffs_iget(struct ffs *fs, uint64_t ino, struct finode **out)
 {
 	struct finode *fi;
 	struct ffs_inode *slot;
@@ -116,31 +116,31 @@ int iget(struct ffs *fs, uint64_t ino, struct finode **out)
 			*out = fi;
 			return 0;
 		}
-	if (!inode_bit_used(fs, ino))
+	if (!ffs_inode_bit_used(fs, ino))
 		return -ENOENT;
 	rc = itable_slot(fs, ino, false, &mb, &slot);
 	if (rc < 0)
 		return rc;
 	if (ff_le64(slot->ino) != ino || ff_le32(slot->mode) == 0) {
-		mb_put(fs, mb);
+		ffs_mb_put(fs, mb);
 		ff_log(FF_LOG_ERR, "inode %llu is allocated but its table slot is not",
 		       (unsigned long long)ino);
 		return -EUCLEAN;
 	}
 	/* the inline map is indexed by this count: a corrupt one must not reach it */
 	if (ff_le32(slot->nextents) > FFS_INLINE_EXTENTS) {
-		mb_put(fs, mb);
+		ffs_mb_put(fs, mb);
 		ff_log(FF_LOG_ERR, "inode %llu: corrupt extent count; run fsck.framefs",
 		       (unsigned long long)ino);
 		return -EUCLEAN;
 	}
 	fi = finode_alloc(ino);
 	if (!fi) {
-		mb_put(fs, mb);
+		ffs_mb_put(fs, mb);
 		return -ENOMEM;
 	}
 	fi->d = *slot;
-	mb_put(fs, mb);
+	ffs_mb_put(fs, mb);
 	fi->refs = 1;
 	fi->tx_seq = fs->evicted_tx_seq; /* it may have changed before it was evicted */
 	icache_insert(fs, fi);
@@ -148,14 +148,14 @@ int iget(struct ffs *fs, uint64_t ino, struct finode **out)
 	return 0;
 }
 
-void iput(struct ffs *fs, struct finode *fi)
+void ffs_iput(struct ffs *fs, struct finode *fi)
 {
 	FF_ASSERT(fi->refs > 0);
 	if (--fi->refs || fi->nlookup || fi->nopen || fi->wbufs)
 		return;
 	if (!fi->deleted && ff_le32(fi->d.nlink) == 0 && !fs->ro) {
 		fi->refs++;
-		inode_maybe_free(fs, fi);
+		ffs_inode_maybe_free(fs, fi);
 		fi->refs--;
 	}
 	icache_remove(fs, fi);
@@ -163,7 +163,7 @@ void iput(struct ffs *fs, struct finode *fi)
 	finode_free(fi);
 }
 
-int istore(struct ffs *fs, struct finode *fi)
+int ffs_istore(struct ffs *fs, struct finode *fi)
 {
 	struct ffs_inode *slot;
 	struct mbuf *mb;
@@ -172,13 +172,13 @@ int istore(struct ffs *fs, struct finode *fi)
 	if (rc < 0)
 		return rc;
 	*slot = fi->d;
-	mb_dirty(fs, mb);
-	mb_put(fs, mb);
+	ffs_mb_dirty(fs, mb);
+	ffs_mb_put(fs, mb);
 	fi->tx_seq = fs->j_seq;
 	return 0;
 }
 
-void inode_touch(struct finode *fi, bool mtime, bool ctime)
+void ffs_inode_touch(struct finode *fi, bool mtime, bool ctime)
 {
 	uint64_t now = ff_wall_ns();
 
@@ -188,7 +188,7 @@ void inode_touch(struct finode *fi, bool mtime, bool ctime)
 		fi->d.ctime_ns = ff_cpu_to_le64(now);
 }
 
-int inode_new(struct ffs *fs, uint32_t mode, uint32_t uid, uint32_t gid, uint64_t parent,
+int ffs_inode_new(struct ffs *fs, uint32_t mode, uint32_t uid, uint32_t gid, uint64_t parent,
 	      struct finode **out)
 {
 	uint64_t ino, now = ff_wall_ns(), hwm = ff_le64(fs->sb->itable_hwm);
@@ -196,21 +196,21 @@ int inode_new(struct ffs *fs, uint32_t mode, uint32_t uid, uint32_t gid, uint64_
 	struct finode *fi;
 	struct mbuf *mb;
 	uint32_t gen;
-	int rc = alloc_inode(fs, &ino);
+	int rc = ffs_alloc_inode(fs, &ino);
 
 	if (rc < 0)
 		return rc;
 	/* a block past the old high-water mark was never written: start it fresh */
 	rc = itable_slot(fs, ino, ino / FFS_INODES_PER_BLOCK >= hwm, &mb, &slot);
 	if (rc < 0) {
-		free_inode_bit(fs, ino);
+		ffs_free_inode_bit(fs, ino);
 		return rc;
 	}
 	gen = ff_le32(slot->generation) + 1;
 	fi = finode_alloc(ino);
 	if (!fi) {
-		mb_put(fs, mb);
-		free_inode_bit(fs, ino);
+		ffs_mb_put(fs, mb);
+		ffs_free_inode_bit(fs, ino);
 		return -ENOMEM;
 	}
 	fi->d.ino = ff_cpu_to_le64(ino);
@@ -222,8 +222,8 @@ int inode_new(struct ffs *fs, uint32_t mode, uint32_t uid, uint32_t gid, uint64_
 	fi->d.atime_ns = fi->d.mtime_ns = fi->d.ctime_ns = fi->d.btime_ns = ff_cpu_to_le64(now);
 	fi->d.parent = ff_cpu_to_le64(parent);
 	*slot = fi->d;
-	mb_dirty(fs, mb);
-	mb_put(fs, mb);
+	ffs_mb_dirty(fs, mb);
+	ffs_mb_put(fs, mb);
 	fi->refs = 1;
 	fi->tx_seq = fs->j_seq;
 	icache_insert(fs, fi);
@@ -231,7 +231,7 @@ int inode_new(struct ffs *fs, uint32_t mode, uint32_t uid, uint32_t gid, uint64_
 	return 0;
 }
 
-void inode_stat(const struct ffs *fs, const struct finode *fi, struct stat *st)
+void ffs_inode_stat(const struct ffs *fs, const struct finode *fi, struct stat *st)
 {
 	const struct ffs_inode *d = &fi->d;
 
@@ -257,10 +257,10 @@ void inode_stat(const struct ffs *fs, const struct finode *fi, struct stat *st)
 
 static int orphan_block(struct ffs *fs, struct mbuf **mb)
 {
-	return mb_get(fs, FFS_ORPHAN_BLOCK, FFS_B_ORPHAN, mb);
+	return ffs_mb_get(fs, FFS_ORPHAN_BLOCK, FFS_B_ORPHAN, mb);
 }
 
-int orphan_add(struct ffs *fs, struct finode *fi)
+int ffs_orphan_add(struct ffs *fs, struct finode *fi)
 {
 	struct ffs_orphan_block *ob;
 	struct mbuf *mb;
@@ -276,12 +276,12 @@ int orphan_add(struct ffs *fs, struct finode *fi)
 	fi->d.flags = ff_cpu_to_le32(ff_le32(fi->d.flags) | FFS_I_ORPHAN);
 	ob->head = ff_cpu_to_le64(fi->ino);
 	ob->count = ff_cpu_to_le64(ff_le64(ob->count) + 1);
-	mb_dirty(fs, mb);
-	mb_put(fs, mb);
-	return istore(fs, fi);
+	ffs_mb_dirty(fs, mb);
+	ffs_mb_put(fs, mb);
+	return ffs_istore(fs, fi);
 }
 
-int orphan_remove(struct ffs *fs, struct finode *fi)
+int ffs_orphan_remove(struct ffs *fs, struct finode *fi)
 {
 	struct ffs_orphan_block *ob;
 	struct mbuf *mb;
@@ -301,30 +301,30 @@ int orphan_remove(struct ffs *fs, struct finode *fi)
 		for (cur = ff_le64(ob->head); cur && limit--;) {
 			struct finode *prev;
 
-			rc = iget(fs, cur, &prev);
+			rc = ffs_iget(fs, cur, &prev);
 			if (rc < 0)
 				break;
 			cur = ff_le64(prev->d.orphan_next);
 			if (cur == fi->ino) {
 				prev->d.orphan_next = fi->d.orphan_next;
-				rc = istore(fs, prev);
-				iput(fs, prev);
+				rc = ffs_istore(fs, prev);
+				ffs_iput(fs, prev);
 				break;
 			}
-			iput(fs, prev);
+			ffs_iput(fs, prev);
 		}
 	}
 	if (ff_le64(ob->count))
 		ob->count = ff_cpu_to_le64(ff_le64(ob->count) - 1);
-	mb_dirty(fs, mb);
-	mb_put(fs, mb);
+	ffs_mb_dirty(fs, mb);
+	ffs_mb_put(fs, mb);
 	fi->d.orphan_next = 0;
 	fi->d.flags = ff_cpu_to_le32(ff_le32(fi->d.flags) & ~FFS_I_ORPHAN);
-	return rc < 0 ? rc : istore(fs, fi);
+	return rc < 0 ? rc : ffs_istore(fs, fi);
 }
 
 /* At mount: every inode left on the orphan list was unlinked while open. */
-int orphans_process(struct ffs *fs, unsigned *freed)
+int ffs_orphans_process(struct ffs *fs, unsigned *freed)
 {
 	struct mbuf *mb;
 	uint64_t head;
@@ -338,26 +338,26 @@ int orphans_process(struct ffs *fs, unsigned *freed)
 		if (rc < 0)
 			return rc;
 		head = ff_le64(((struct ffs_orphan_block *)mb->data)->head);
-		mb_put(fs, mb);
+		ffs_mb_put(fs, mb);
 		if (!head || n > ff_le64(fs->sb->ninodes))
 			break;
-		rc = iget(fs, head, &fi);
+		rc = ffs_iget(fs, head, &fi);
 		if (rc < 0)
 			return rc;
 		fi->d.nlink = 0;
-		rc = inode_maybe_free(fs, fi);
-		iput(fs, fi);
+		rc = ffs_inode_maybe_free(fs, fi);
+		ffs_iput(fs, fi);
 		if (rc < 0)
 			return rc;
 		n++;
-		if (journal_tx_full(fs) && (rc = journal_commit(fs)) < 0)
+		if (ffs_journal_tx_full(fs) && (rc = ffs_journal_commit(fs)) < 0)
 			return rc;
 	}
 	*freed = n;
 	return 0;
 }
 
-int inode_maybe_free(struct ffs *fs, struct finode *fi)
+int ffs_inode_maybe_free(struct ffs *fs, struct finode *fi)
 {
 	struct bt_root t = { ff_le64(fi->d.root), fi->ino };
 	uint32_t mode = ff_le32(fi->d.mode);
@@ -366,19 +366,19 @@ int inode_maybe_free(struct ffs *fs, struct finode *fi)
 	if (fi->deleted || ff_le32(fi->d.nlink) || fi->nopen || fi->nlookup)
 		return 0;
 	if (S_ISREG(mode)) {
-		rc = extent_truncate(fs, fi, 0);
+		rc = ffs_extent_truncate(fs, fi, 0);
 		if (rc == 0 && (ff_le32(fi->d.flags) & FFS_I_BTREE) && fi->d.root) {
 			t.root = ff_le64(fi->d.root);
-			rc = bt_destroy(fs, &t);
+			rc = ffs_bt_destroy(fs, &t);
 		}
 	} else if (S_ISDIR(mode) || (S_ISLNK(mode) && fi->d.root)) {
 		if (fi->d.root)
-			rc = S_ISDIR(mode) ? bt_destroy(fs, &t) : free_mblock(fs, ff_le64(fi->d.root));
+			rc = S_ISDIR(mode) ? ffs_bt_destroy(fs, &t) : ffs_free_mblock(fs, ff_le64(fi->d.root));
 	}
 	if (rc == 0)
-		rc = xattr_drop(fs, fi);
+		rc = ffs_xattr_drop(fs, fi);
 	if (rc == 0)
-		rc = orphan_remove(fs, fi);
+		rc = ffs_orphan_remove(fs, fi);
 	if (rc < 0)
 		return rc;
 	{
@@ -387,9 +387,9 @@ int inode_maybe_free(struct ffs *fs, struct finode *fi)
 		memset(&fi->d, 0, sizeof(fi->d));
 		fi->d.generation = ff_cpu_to_le32(gen);
 	}
-	rc = istore(fs, fi);
+	rc = ffs_istore(fs, fi);
 	if (rc == 0)
-		rc = free_inode_bit(fs, fi->ino);
+		rc = ffs_free_inode_bit(fs, fi->ino);
 	fi->deleted = true;
 	return rc;
 }
@@ -437,7 +437,7 @@ static int tree_find(struct ffs *fs, struct finode *fi, uint64_t f, bt_find_fn f
 static int ext_find_le(struct ffs *fs, struct finode *fi, uint64_t f, struct ffs_extent *x)
 {
 	if (is_tree(fi))
-		return tree_find(fs, fi, f, bt_find_le, x);
+		return tree_find(fs, fi, f, ffs_bt_find_le, x);
 	for (int i = (int)ff_le32(fi->d.nextents) - 1; i >= 0; i--)
 		if (ff_le64(fi->d.u.extents[i].fstripe) <= f) {
 			*x = fi->d.u.extents[i];
@@ -450,7 +450,7 @@ static int ext_find_le(struct ffs *fs, struct finode *fi, uint64_t f, struct ffs
 static int ext_find_ge(struct ffs *fs, struct finode *fi, uint64_t f, struct ffs_extent *x)
 {
 	if (is_tree(fi))
-		return tree_find(fs, fi, f, bt_find_ge, x);
+		return tree_find(fs, fi, f, ffs_bt_find_ge, x);
 	for (unsigned i = 0; i < ff_le32(fi->d.nextents); i++)
 		if (ff_le64(fi->d.u.extents[i].fstripe) >= f) {
 			*x = fi->d.u.extents[i];
@@ -465,7 +465,7 @@ static int ext_remove(struct ffs *fs, struct finode *fi, uint64_t f)
 
 	if (is_tree(fi)) {
 		struct bt_root t = { ff_le64(fi->d.root), fi->ino };
-		int rc = bt_delete(fs, &t, f);
+		int rc = ffs_bt_delete(fs, &t, f);
 
 		fi->d.root = ff_cpu_to_le64(t.root);
 		return rc;
@@ -484,7 +484,7 @@ static int tree_add(struct ffs *fs, struct finode *fi, const struct ffs_extent *
 {
 	struct bt_root t = { ff_le64(fi->d.root), fi->ino };
 	struct xrec r = { x->pstripe, x->count, x->flags };
-	int rc = bt_insert(fs, &t, ff_le64(x->fstripe), &r, sizeof(r));
+	int rc = ffs_bt_insert(fs, &t, ff_le64(x->fstripe), &r, sizeof(r));
 
 	fi->d.root = ff_cpu_to_le64(t.root);
 	return rc;
@@ -572,7 +572,7 @@ static int punch(struct ffs *fs, struct finode *fi, uint64_t f, uint64_t end, ui
 
 			if (ps >= keep && ps < keep + nkeep)
 				continue;
-			rc = free_stripes(fs, ps, 1);
+			rc = ffs_free_stripes(fs, ps, 1);
 			fi->d.nstripes = ff_cpu_to_le64(ff_le64(fi->d.nstripes) - 1);
 		}
 		if (rc < 0)
@@ -583,7 +583,7 @@ static int punch(struct ffs *fs, struct finode *fi, uint64_t f, uint64_t end, ui
 	}
 }
 
-int extent_lookup(struct ffs *fs, struct finode *fi, uint64_t fstripe, uint64_t *pstripe,
+int ffs_extent_lookup(struct ffs *fs, struct finode *fi, uint64_t fstripe, uint64_t *pstripe,
 		  uint64_t *run, uint32_t *flags)
 {
 	struct ffs_extent x;
@@ -603,7 +603,7 @@ int extent_lookup(struct ffs *fs, struct finode *fi, uint64_t fstripe, uint64_t 
 	return rc == 0 || rc == -ENOENT ? -ENOENT : rc;
 }
 
-int extent_map(struct ffs *fs, struct finode *fi, uint64_t fstripe, uint64_t pstripe,
+int ffs_extent_map(struct ffs *fs, struct finode *fi, uint64_t fstripe, uint64_t pstripe,
 	       uint64_t count, uint32_t flags)
 {
 	struct ffs_extent left, right, x = mkext(fstripe, pstripe, count, flags);
@@ -616,7 +616,7 @@ int extent_map(struct ffs *fs, struct finode *fi, uint64_t fstripe, uint64_t pst
 		uint64_t p, run;
 		uint32_t fl;
 
-		if (extent_lookup(fs, fi, fstripe + s, &p, &run, &fl) == 0 && p == pstripe + s)
+		if (ffs_extent_lookup(fs, fi, fstripe + s, &p, &run, &fl) == 0 && p == pstripe + s)
 			kept++;
 	}
 	rc = punch(fs, fi, fstripe, fstripe + count, pstripe, count);
@@ -641,19 +641,19 @@ int extent_map(struct ffs *fs, struct finode *fi, uint64_t fstripe, uint64_t pst
 		rc = ext_add(fs, fi, &x);
 	if (rc == 0) {
 		fi->d.nstripes = ff_cpu_to_le64(ff_le64(fi->d.nstripes) + count - kept);
-		rc = istore(fs, fi);
+		rc = ffs_istore(fs, fi);
 	}
 	return rc;
 }
 
-int extent_truncate(struct ffs *fs, struct finode *fi, uint64_t fstripe)
+int ffs_extent_truncate(struct ffs *fs, struct finode *fi, uint64_t fstripe)
 {
 	int rc = punch(fs, fi, fstripe, UINT64_MAX, 0, 0);
 
-	return rc < 0 ? rc : istore(fs, fi);
+	return rc < 0 ? rc : ffs_istore(fs, fi);
 }
 
-int extent_iterate(struct ffs *fs, struct finode *fi,
+int ffs_extent_iterate(struct ffs *fs, struct finode *fi,
 		   int (*cb)(void *arg, const struct ffs_extent *x), void *arg)
 {
 	uint64_t f = 0;
@@ -701,30 +701,30 @@ static int xa_block(struct ffs *fs, struct finode *fi, bool create, struct mbuf 
 	int rc;
 
 	if (no) {
-		rc = mb_get(fs, no, FFS_B_XATTR, mb);
+		rc = ffs_mb_get(fs, no, FFS_B_XATTR, mb);
 		if (rc == 0 && ff_le64(((struct ffs_xattr_block *)(*mb)->data)->owner) != fi->ino) {
-			mb_put(fs, *mb);
+			ffs_mb_put(fs, *mb);
 			rc = -EUCLEAN;
 		}
 		return rc;
 	}
 	if (!create)
 		return -ENODATA;
-	rc = alloc_mblock(fs, &no);
+	rc = ffs_alloc_mblock(fs, &no);
 	if (rc < 0)
 		return rc;
-	rc = mb_new(fs, no, FFS_B_XATTR, mb);
+	rc = ffs_mb_new(fs, no, FFS_B_XATTR, mb);
 	if (rc < 0) {
-		free_mblock(fs, no);
+		ffs_free_mblock(fs, no);
 		return rc;
 	}
 	((struct ffs_xattr_block *)(*mb)->data)->owner = ff_cpu_to_le64(fi->ino);
-	mb_dirty(fs, *mb);
+	ffs_mb_dirty(fs, *mb);
 	fi->d.xattr_block = ff_cpu_to_le64(no);
-	return istore(fs, fi);
+	return ffs_istore(fs, fi);
 }
 
-int xattr_get(struct ffs *fs, struct finode *fi, const char *name, void *val, size_t size)
+int ffs_xattr_get(struct ffs *fs, struct finode *fi, const char *name, void *val, size_t size)
 {
 	struct mbuf *mb;
 	size_t vlen;
@@ -744,7 +744,7 @@ int xattr_get(struct ffs *fs, struct finode *fi, const char *name, void *val, si
 		memcpy(val, e + 3 + e[0], vlen);
 		rc = (int)vlen;
 	}
-	mb_put(fs, mb);
+	ffs_mb_put(fs, mb);
 	return rc;
 }
 
@@ -758,7 +758,7 @@ static void xa_cut(struct ffs_xattr_block *xb, uint8_t *e, size_t vlen)
 	xb->count = ff_cpu_to_le32(ff_le32(xb->count) - 1);
 }
 
-int xattr_set(struct ffs *fs, struct finode *fi, const char *name, const void *val, size_t size,
+int ffs_xattr_set(struct ffs *fs, struct finode *fi, const char *name, const void *val, size_t size,
 	      int flags)
 {
 	size_t nlen = strlen(name), vlen, used;
@@ -794,13 +794,13 @@ int xattr_set(struct ffs *fs, struct finode *fi, const char *name, const void *v
 		memcpy(e + 3 + nlen, val, size);
 		xb->used = ff_cpu_to_le32((uint32_t)(used + 3 + nlen + size));
 		xb->count = ff_cpu_to_le32(ff_le32(xb->count) + 1);
-		mb_dirty(fs, mb);
+		ffs_mb_dirty(fs, mb);
 	}
-	mb_put(fs, mb);
+	ffs_mb_put(fs, mb);
 	return rc;
 }
 
-int xattr_list(struct ffs *fs, struct finode *fi, char *list, size_t size)
+int ffs_xattr_list(struct ffs *fs, struct finode *fi, char *list, size_t size)
 {
 	struct ffs_xattr_block *xb;
 	struct mbuf *mb;
@@ -820,7 +820,7 @@ int xattr_list(struct ffs *fs, struct finode *fi, char *list, size_t size)
 		if (p + 3 + n + v > xb->data + used)
 			break;
 		if (size && need + n + 1 > size) {
-			mb_put(fs, mb);
+			ffs_mb_put(fs, mb);
 			return -ERANGE;
 		}
 		if (size) {
@@ -830,11 +830,11 @@ int xattr_list(struct ffs *fs, struct finode *fi, char *list, size_t size)
 		need += n + 1;
 		p += 3 + n + v;
 	}
-	mb_put(fs, mb);
+	ffs_mb_put(fs, mb);
 	return (int)need;
 }
 
-int xattr_remove(struct ffs *fs, struct finode *fi, const char *name)
+int ffs_xattr_remove(struct ffs *fs, struct finode *fi, const char *name)
 {
 	struct ffs_xattr_block *xb;
 	struct mbuf *mb;
@@ -850,20 +850,20 @@ int xattr_remove(struct ffs *fs, struct finode *fi, const char *name)
 		rc = -ENODATA;
 	} else {
 		xa_cut(xb, e, vlen);
-		mb_dirty(fs, mb);
+		ffs_mb_dirty(fs, mb);
 	}
-	mb_put(fs, mb);
+	ffs_mb_put(fs, mb);
 	return rc;
 }
 
-int xattr_drop(struct ffs *fs, struct finode *fi)
+int ffs_xattr_drop(struct ffs *fs, struct finode *fi)
 {
 	uint64_t no = ff_le64(fi->d.xattr_block);
 	int rc;
 
 	if (!no)
 		return 0;
-	rc = free_mblock(fs, no);
+	rc = ffs_free_mblock(fs, no);
 	fi->d.xattr_block = 0;
 	return rc;
 }

@@ -20,7 +20,7 @@
  * running transaction out under fs->lock, opens the next one and lets the
  * lock go while the records are written and flushed, so operations go on
  * meanwhile (and close enough together to share the next commit); a
- * commit made under the lock (journal_commit) first completes the one in
+ * commit made under the lock (ffs_journal_commit) first completes the one in
  * flight, so transactions reach the journal one after another.  A commit
  * that fails puts its blocks back into the running transaction.
  *
@@ -28,7 +28,7 @@
  * only built after their writes completed, and a flush before its records
  * are written makes them durable first (the records' crc cannot vouch for
  * the data they point to); stripes it frees stay reserved until it has committed
- * (alloc_tx_committed), so live data is never overwritten.
+ * (ffs_alloc_tx_committed), so live data is never overwritten.
  */
 #include <errno.h>
 #include <string.h>
@@ -38,7 +38,7 @@
 
 #define TX_BLOCKS_SOFT 512u
 
-bool journal_tx_full(const struct ffs *fs)
+bool ffs_journal_tx_full(const struct ffs *fs)
 {
 	return fs->tx_count >= TX_BLOCKS_SOFT ||
 	       fs->tx_count + 8 >= ff_le64(fs->sb->journal_blocks) / 4;
@@ -139,7 +139,7 @@ static int batch_wait(struct batch *b)
  * group too: then all four copies exist (a volume made before C and D
  * gets them on its first two superblock writes).
  */
-int super_write(struct ffs *fs)
+int ffs_super_write(struct ffs *fs)
 {
 	unsigned group = fs->sb_next_copy & 1;
 	struct ffs_super *img = ff_alloc_aligned(2 * FFS_BLOCK);
@@ -182,12 +182,12 @@ int super_write(struct ffs *fs)
 
 /* The journal is fully checkpointed after every commit, so the tail can
  * move to the head whenever space runs short. */
-int journal_reset_tail(struct ffs *fs)
+int ffs_journal_reset_tail(struct ffs *fs)
 {
 	fs->sb->journal_tail_pos = ff_cpu_to_le64(fs->j_head);
 	fs->sb->journal_tail_seq = ff_cpu_to_le64(fs->j_seq);
 	fs->j_used = 0;
-	return super_write(fs);
+	return ffs_super_write(fs);
 }
 
 /* ---- commit -------------------------------------------------------------- */
@@ -275,7 +275,7 @@ static struct journal_flight *flight(struct ffs *fs)
 	return jf;
 }
 
-void journal_free(struct ffs *fs)
+void ffs_journal_free(struct ffs *fs)
 {
 	struct journal_flight *jf = fs->jflight;
 
@@ -290,7 +290,7 @@ void journal_free(struct ffs *fs)
 	fs->jstage = NULL;
 }
 
-uint64_t journal_durable_seq(const struct ffs *fs)
+uint64_t ffs_journal_durable_seq(const struct ffs *fs)
 {
 	const struct journal_flight *jf = fs->jflight;
 
@@ -416,7 +416,7 @@ static int commit_finish(struct ffs *fs)
 	rc = jf->b.err;
 	pthread_mutex_unlock(&jf->b.lock);
 	if (rc == 0) {
-		alloc_tx_committed(fs, jf->nfreed);
+		ffs_alloc_tx_committed(fs, jf->nfreed);
 		fs->commits++;
 		atomic_fetch_add(&fs->stats.commits, 1);
 		fs->last_commit_ns = ff_mono_ns();
@@ -424,7 +424,7 @@ static int commit_finish(struct ffs *fs)
 		ff_log(FF_LOG_ERR, "journal commit %llu failed: %s", (unsigned long long)jf->seq,
 		       strerror(-rc));
 		for (unsigned i = 0; i < jf->n; i++)
-			mb_dirty(fs, jf->list[i]); /* no-op for a block dirtied again since */
+			ffs_mb_dirty(fs, jf->list[i]); /* no-op for a block dirtied again since */
 		fs->j_head -= jf->need;
 		fs->j_used -= jf->need;
 		fs->j_seq = jf->seq;
@@ -453,7 +453,7 @@ static int commit(struct ffs *fs, bool let_go)
 		return 0;
 	commit_finish(fs); /* one at a time; a failed one is back in the running transaction */
 	if (fs->tx_count == 0) {
-		alloc_tx_committed(fs, fs->npending);
+		ffs_alloc_tx_committed(fs, fs->npending);
 		return 0;
 	}
 	jf = flight(fs);
@@ -470,21 +470,21 @@ static int commit(struct ffs *fs, bool let_go)
 	commit_finish(fs); /* unless a commit under the lock did it meanwhile */
 	rc = fs->commit_err;
 	if (rc == 0 && checkpoint_due(fs))
-		rc = journal_checkpoint(fs);
+		rc = ffs_journal_checkpoint(fs);
 	return rc;
 }
 
-int journal_commit(struct ffs *fs)
+int ffs_journal_commit(struct ffs *fs)
 {
 	return commit(fs, false);
 }
 
-int journal_commit_unlocked(struct ffs *fs)
+int ffs_journal_commit_unlocked(struct ffs *fs)
 {
 	return commit(fs, true);
 }
 
-int journal_checkpoint(struct ffs *fs)
+int ffs_journal_checkpoint(struct ffs *fs)
 {
 	struct batch b;
 	int rc = 0;
@@ -493,7 +493,7 @@ int journal_checkpoint(struct ffs *fs)
 		return 0;
 	commit_finish(fs); /* its blocks go home only once it is durable */
 	if (fs->tx_count)
-		return journal_commit(fs) < 0 ? -EIO : (fs->nckpt ? journal_checkpoint(fs) : 0);
+		return ffs_journal_commit(fs) < 0 ? -EIO : (fs->nckpt ? ffs_journal_checkpoint(fs) : 0);
 	if (fs->nckpt) {
 		rc = batch_init(&b, fs->nckpt);
 		for (struct mbuf *mb = fs->ckpt_head; mb && rc == 0; mb = mb->ckpt_next)
@@ -511,7 +511,7 @@ int journal_checkpoint(struct ffs *fs)
 		}
 		fs->nckpt = 0;
 	}
-	return journal_reset_tail(fs);
+	return ffs_journal_reset_tail(fs);
 }
 
 /* ---- replay -------------------------------------------------------------- */
@@ -534,7 +534,7 @@ static int read_tx(struct ffs *fs, uint64_t *pos, uint64_t seq, uint8_t **images
 		struct ffs_jdesc *d = (struct ffs_jdesc *)blk;
 		unsigned cnt;
 
-		if (meta_read_check(fs, jblock(fs, p), FFS_B_JDESC, blk, true) < 0 ||
+		if (ffs_meta_read_check(fs, jblock(fs, p), FFS_B_JDESC, blk, true) < 0 ||
 		    memcmp(d->uuid, fs->sb->uuid, 16) || ff_le64(d->seq) != seq ||
 		    ff_le32(d->count) > FFS_JDESC_MAX)
 			goto out;
@@ -573,7 +573,7 @@ static int read_tx(struct ffs *fs, uint64_t *pos, uint64_t seq, uint8_t **images
 	{
 		struct ffs_jcommit *c = (struct ffs_jcommit *)blk;
 
-		if (meta_read_check(fs, jblock(fs, p), FFS_B_JCOMMIT, blk, true) < 0 ||
+		if (ffs_meta_read_check(fs, jblock(fs, p), FFS_B_JCOMMIT, blk, true) < 0 ||
 		    memcmp(c->uuid, fs->sb->uuid, 16) || ff_le64(c->seq) != seq ||
 		    ff_le32(c->nblocks) != n || ff_le32(c->images_crc) != crc)
 			goto out;
@@ -592,7 +592,7 @@ out:
 	return rc;
 }
 
-int journal_replay(struct ffs *fs, unsigned *replayed)
+int ffs_journal_replay(struct ffs *fs, unsigned *replayed)
 {
 	uint64_t pos = ff_le64(fs->sb->journal_tail_pos), seq = ff_le64(fs->sb->journal_tail_seq);
 	unsigned ntx = 0;
@@ -623,7 +623,7 @@ int journal_replay(struct ffs *fs, unsigned *replayed)
 			     homes[i] < ff_le64(fs->sb->journal_start) + ff_le64(fs->sb->journal_blocks)))
 				rc = -EUCLEAN;
 			else
-				rc = meta_write_raw(fs, homes[i], images + (size_t)i * FFS_BLOCK, 1);
+				rc = ffs_meta_write_raw(fs, homes[i], images + (size_t)i * FFS_BLOCK, 1);
 		}
 		free(images);
 		free(homes);
@@ -641,7 +641,7 @@ int journal_replay(struct ffs *fs, unsigned *replayed)
 		return 0;
 	if (ntx && (rc = ff_raid_flush(fs->raid)) < 0)
 		return rc;
-	return journal_reset_tail(fs);
+	return ffs_journal_reset_tail(fs);
 }
 
 /* ---- a tail for a rebuilt superblock ------------------------------------ */
@@ -693,7 +693,7 @@ static int scan_descriptors(struct ffs *fs, struct found_tx **out, size_t *nout,
 				 * copy is damaged, or a range that could not be read whole) */
 				if (whole && ff_le32(d->h.type) != FFS_B_JDESC)
 					continue;
-				if (meta_read_check(fs, no, FFS_B_JDESC, one, true) < 0)
+				if (ffs_meta_read_check(fs, no, FFS_B_JDESC, one, true) < 0)
 					continue;
 				d = (const struct ffs_jdesc *)one;
 			}
@@ -736,7 +736,7 @@ static int tx_images(struct ffs *fs, const struct found_tx *t, uint64_t order,
 	while (more && rc == 0) {
 		unsigned cnt;
 
-		if (meta_read_check(fs, jblock(fs, p), FFS_B_JDESC, d, true) < 0) {
+		if (ffs_meta_read_check(fs, jblock(fs, p), FFS_B_JDESC, d, true) < 0) {
 			rc = -EIO; /* read a moment ago */
 			break;
 		}
@@ -810,7 +810,7 @@ static int run_applied(struct ffs *fs, const struct found_tx *v, size_t first, s
  * then nothing is pending and the tail is the head.  *ntx: transactions a
  * replay will apply.
  */
-int journal_find_tail(struct ffs *fs, uint64_t *tail_pos, uint64_t *tail_seq, unsigned *ntx)
+int ffs_journal_find_tail(struct ffs *fs, uint64_t *tail_pos, uint64_t *tail_seq, unsigned *ntx)
 {
 	const uint64_t jb = ff_le64(fs->sb->journal_blocks);
 	struct found_tx *v = NULL;

@@ -40,7 +40,7 @@ static void lru_push_back(struct ffs *fs, struct mbuf *mb)
  * than the cache holds — does a block get its own allocation, freed as soon
  * as it is clean again.
  */
-int meta_cache_init(struct ffs *fs, size_t max_bytes)
+int ffs_meta_cache_init(struct ffs *fs, size_t max_bytes)
 {
 	fs->max_mbufs = (unsigned)FF_MAX(max_bytes / FFS_BLOCK, 256u);
 	fs->mhash_size = 1;
@@ -88,7 +88,7 @@ static void mb_free(struct ffs *fs, struct mbuf *mb)
 	mb_release_mem(fs, mb);
 }
 
-void meta_cache_drop_clean(struct ffs *fs)
+void ffs_meta_cache_drop_clean(struct ffs *fs)
 {
 	struct mbuf *mb = fs->lru.lru_next;
 
@@ -101,7 +101,7 @@ void meta_cache_drop_clean(struct ffs *fs)
 	}
 }
 
-void meta_cache_free(struct ffs *fs)
+void ffs_meta_cache_free(struct ffs *fs)
 {
 	if (!fs->mhash)
 		return;
@@ -194,12 +194,12 @@ static int read_copy(struct ffs *fs, uint64_t no, void *buf, unsigned copy)
 	return ff_raid_submit_wait(fs->raid, &io);
 }
 
-int meta_read_verified(struct ffs *fs, uint64_t no, uint32_t type, void *buf)
+int ffs_meta_read_verified(struct ffs *fs, uint64_t no, uint32_t type, void *buf)
 {
-	return meta_read_check(fs, no, type, buf, false);
+	return ffs_meta_read_check(fs, no, type, buf, false);
 }
 
-int meta_read_check(struct ffs *fs, uint64_t no, uint32_t type, void *buf, bool quiet)
+int ffs_meta_read_check(struct ffs *fs, uint64_t no, uint32_t type, void *buf, bool quiet)
 {
 	int rc = read_copy(fs, no, buf, 0), bad = 0;
 
@@ -212,7 +212,7 @@ int meta_read_check(struct ffs *fs, uint64_t no, uint32_t type, void *buf, bool 
 			continue;
 		}
 		/* fsck reports a bad copy in its own pass and repairs it there */
-		if (!fs->ro && !fs->checking && meta_write_raw(fs, no, buf, 1) == 0) {
+		if (!fs->ro && !fs->checking && ffs_meta_write_raw(fs, no, buf, 1) == 0) {
 			atomic_fetch_add(&fs->stats.meta_repaired, 1);
 			ff_log(FF_LOG_WARN, "metadata block %llu: a bad copy was repaired",
 			       (unsigned long long)no);
@@ -225,7 +225,7 @@ int meta_read_check(struct ffs *fs, uint64_t no, uint32_t type, void *buf, bool 
 	return rc < 0 ? rc : -EBADMSG;
 }
 
-int meta_write_raw(struct ffs *fs, uint64_t no, const void *buf, uint64_t nblocks)
+int ffs_meta_write_raw(struct ffs *fs, uint64_t no, const void *buf, uint64_t nblocks)
 {
 	return ff_raid_rw(fs->raid, FF_RAID_WRITE, FF_SPACE_META, no * FFS_BLOCK, (void *)buf,
 			  nblocks * FFS_BLOCK);
@@ -241,7 +241,7 @@ static int check_range(const struct ffs *fs, uint64_t no)
 	return 0;
 }
 
-int mb_get(struct ffs *fs, uint64_t no, uint32_t type, struct mbuf **out)
+int ffs_mb_get(struct ffs *fs, uint64_t no, uint32_t type, struct mbuf **out)
 {
 	struct mbuf *mb;
 	int rc = check_range(fs, no);
@@ -261,7 +261,7 @@ int mb_get(struct ffs *fs, uint64_t no, uint32_t type, struct mbuf **out)
 	mb = mb_alloc(fs, no, type);
 	if (!mb)
 		return -ENOMEM;
-	rc = meta_read_verified(fs, no, type, mb->data);
+	rc = ffs_meta_read_verified(fs, no, type, mb->data);
 	if (rc < 0) {
 		mb_free(fs, mb);
 		return rc == -EBADMSG ? -EUCLEAN : rc;
@@ -272,7 +272,7 @@ int mb_get(struct ffs *fs, uint64_t no, uint32_t type, struct mbuf **out)
 	return 0;
 }
 
-int mb_new(struct ffs *fs, uint64_t no, uint32_t type, struct mbuf **out)
+int ffs_mb_new(struct ffs *fs, uint64_t no, uint32_t type, struct mbuf **out)
 {
 	struct mbuf *mb;
 	int rc = check_range(fs, no);
@@ -293,14 +293,14 @@ int mb_new(struct ffs *fs, uint64_t no, uint32_t type, struct mbuf **out)
 	return 0;
 }
 
-void mb_put(struct ffs *fs, struct mbuf *mb)
+void ffs_mb_put(struct ffs *fs, struct mbuf *mb)
 {
 	(void)fs;
 	FF_ASSERT(mb->pins > 0);
 	mb->pins--;
 }
 
-void mb_dirty(struct ffs *fs, struct mbuf *mb)
+void ffs_mb_dirty(struct ffs *fs, struct mbuf *mb)
 {
 	FF_ASSERT(!fs->ro);
 	if (mb->dirty)

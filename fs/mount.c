@@ -246,11 +246,11 @@ static int read_super(struct ffs *fs, const char *const *paths, unsigned n, stru
 
 	if (!c)
 		return -ENOMEM;
-	fs->sb = &c[0]; /* meta_read_check only needs the geometry, not the sb */
+	fs->sb = &c[0]; /* ffs_meta_read_check only needs the geometry, not the sb */
 	for (unsigned i = 0; i < FFS_SB_COPIES; i++) {
 		why[i].msg[0] = '\0';
 		/* quiet: a volume made before copies C and D has none there */
-		sealed[i] = meta_read_check(fs, ffs_sb_block[i], FFS_B_SUPER, &c[i], true) == 0;
+		sealed[i] = ffs_meta_read_check(fs, ffs_sb_block[i], FFS_B_SUPER, &c[i], true) == 0;
 		bad[i] = sealed[i] ? check_super(fs, &c[i], &why[i]) : -EBADMSG;
 		ok[i] = bad[i] == 0;
 		if (sealed[i] && ff_le64(c[i].magic) == FFS_SB_MAGIC &&
@@ -322,7 +322,7 @@ static bool stripe_in_use(void *arg, uint64_t stripe)
  * the records are written, so the operations that arrive meanwhile go on
  * and share the next commit instead of queueing behind this one.
  */
-int commit_wait(struct ffs *fs, uint64_t seq)
+int ffs_commit_wait(struct ffs *fs, uint64_t seq)
 {
 	uint64_t failures = fs->commit_failures;
 	const char *prev;
@@ -331,18 +331,18 @@ int commit_wait(struct ffs *fs, uint64_t seq)
 		/* past the running transaction (a failed commit rolled back) is the running one */
 		uint64_t want = FF_MIN(seq, fs->j_seq);
 
-		if (fs->ro || journal_durable_seq(fs) > want)
+		if (fs->ro || ffs_journal_durable_seq(fs) > want)
 			return 0;
 		if (fs->commit_failures != failures)
 			return fs->commit_err;
 		if (!fs->commit_thread_started || fs->stopping)
-			return journal_commit(fs);
+			return ffs_journal_commit(fs);
 		if (fs->commit_want < want)
 			fs->commit_want = want;
 		pthread_cond_signal(&fs->commit_cond);
-		prev = watch_wait_begin("a journal commit");
+		prev = ffs_watch_wait_begin("a journal commit");
 		pthread_cond_wait(&fs->committed_cond, &fs->lock);
-		watch_wait_end(prev);
+		ffs_watch_wait_end(prev);
 	}
 }
 
@@ -358,7 +358,7 @@ static void *commit_main(void *arg)
 
 		clock_gettime(CLOCK_REALTIME, &ts); /* the condition variable's clock */
 		if (fs->tx_count && (ff_mono_ns() >= due || fs->commit_want >= fs->j_seq)) {
-			rc = journal_commit_unlocked(fs);
+			rc = ffs_journal_commit_unlocked(fs);
 			if (rc < 0) { /* the askers get the error; the timer retries */
 				fs->commit_err = rc;
 				fs->commit_failures++;
@@ -398,13 +398,13 @@ static void opts_defaults(struct ffs_opts *o)
 
 static void fs_free(struct ffs *fs)
 {
-	watch_stop(fs);
-	scrub_free(fs);
-	data_free(fs);
-	icache_free(fs);
-	meta_cache_free(fs);
-	alloc_free_all(fs);
-	journal_free(fs);
+	ffs_watch_stop(fs);
+	ffs_scrub_free(fs);
+	ffs_data_free(fs);
+	ffs_icache_free(fs);
+	ffs_meta_cache_free(fs);
+	ffs_alloc_free_all(fs);
+	ffs_journal_free(fs);
 	free(fs->sb);
 	pthread_mutex_destroy(&fs->lock);
 	pthread_cond_destroy(&fs->commit_cond);
@@ -419,34 +419,34 @@ static int mount_meta(struct ffs *fs, const char *const *paths, unsigned n, stru
 	int rc;
 
 	rc = read_super(fs, paths, n, err);
-	if (rc == 0 && (rc = meta_cache_init(fs, fs->opts.meta_cache_bytes)) == 0)
-		rc = icache_init(fs);
+	if (rc == 0 && (rc = ffs_meta_cache_init(fs, fs->opts.meta_cache_bytes)) == 0)
+		rc = ffs_icache_init(fs);
 	if (rc < 0)
 		return rc;
-	rc = journal_replay(fs, &replayed);
+	rc = ffs_journal_replay(fs, &replayed);
 	if (rc < 0) {
 		ff_err_set(err, "journal replay failed: %s", strerror(-rc));
 		return rc;
 	}
 	if (replayed)
 		ff_log(FF_LOG_INFO, "replayed %u journal transaction(s)", replayed);
-	meta_cache_drop_clean(fs);
-	rc = alloc_load(fs);
+	ffs_meta_cache_drop_clean(fs);
+	rc = ffs_alloc_load(fs);
 	if (rc < 0) {
 		ff_err_set(err, "cannot load allocation bitmaps: %s", strerror(-rc));
 		return rc;
 	}
 	fix_itable_hwm(fs);
-	rc = iget(fs, FFS_ROOT_INO, &root);
+	rc = ffs_iget(fs, FFS_ROOT_INO, &root);
 	if (rc < 0 || !S_ISDIR(ff_le32(root->d.mode))) {
 		ff_err_set(err, "root directory is damaged: run fsck.framefs");
 		return rc < 0 ? rc : -EUCLEAN;
 	}
-	iput(fs, root);
+	ffs_iput(fs, root);
 	if (!fs->ro) {
-		rc = orphans_process(fs, &orphans);
+		rc = ffs_orphans_process(fs, &orphans);
 		if (rc == 0)
-			rc = journal_commit(fs);
+			rc = ffs_journal_commit(fs);
 		if (rc < 0) {
 			ff_err_set(err, "cannot free orphaned inodes: %s", strerror(-rc));
 			return rc;
@@ -456,7 +456,7 @@ static int mount_meta(struct ffs *fs, const char *const *paths, unsigned n, stru
 		fs->sb->state = ff_cpu_to_le32(FFS_DIRTY);
 		fs->sb->mount_time = ff_cpu_to_le64((uint64_t)time(NULL));
 		fs->sb->mount_count = ff_cpu_to_le64(ff_le64(fs->sb->mount_count) + 1);
-		rc = super_write(fs);
+		rc = ffs_super_write(fs);
 		if (rc < 0)
 			ff_err_set(err, "cannot write the superblock: %s", strerror(-rc));
 	}
@@ -494,8 +494,8 @@ int ffs_mount(const char *const *paths, unsigned n, const struct ffs_opts *o, st
 	rc = mount_meta(fs, paths, n, err);
 	pthread_mutex_unlock(&fs->lock);
 	if (rc == 0)
-		rc = watch_start(fs);
-	if (rc == 0 && (rc = data_init(fs)) < 0)
+		rc = ffs_watch_start(fs);
+	if (rc == 0 && (rc = ffs_data_init(fs)) < 0)
 		ff_err_set(err, "out of memory for data buffers");
 	if (rc == 0) {
 		ff_raid_set_alloc_query(fs->raid, stripe_in_use, fs);
@@ -536,13 +536,13 @@ static int flush_all(struct ffs *fs)
 		if (!fi)
 			return first;
 		{
-			int rc = data_flush(fs, fi);
+			int rc = ffs_data_flush(fs, fi);
 
 			if (rc < 0 && !first)
 				first = rc;
 		}
 		pthread_mutex_lock(&fs->lock);
-		iput(fs, fi);
+		ffs_iput(fs, fi);
 		pthread_mutex_unlock(&fs->lock);
 	}
 }
@@ -555,7 +555,7 @@ int ffs_sync(struct ffs *fs)
 		return 0;
 	rc = flush_all(fs);
 	pthread_mutex_lock(&fs->lock);
-	rc2 = journal_commit(fs);
+	rc2 = ffs_journal_commit(fs);
 	if (rc2 == 0)
 		rc2 = ff_raid_flush(fs->raid);
 	pthread_mutex_unlock(&fs->lock);
@@ -580,9 +580,9 @@ int ffs_unmount(struct ffs *fs)
 		rc = ffs_sync(fs);
 		pthread_mutex_lock(&fs->lock);
 		fs->sb->state = ff_cpu_to_le32(rc == 0 ? FFS_CLEAN : FFS_DIRTY);
-		rc2 = journal_checkpoint(fs); /* nothing to replay after a clean unmount */
+		rc2 = ffs_journal_checkpoint(fs); /* nothing to replay after a clean unmount */
 		if (rc2 == 0)
-			rc2 = super_write(fs);
+			rc2 = ffs_super_write(fs);
 		pthread_mutex_unlock(&fs->lock);
 		if (rc == 0)
 			rc = rc2;

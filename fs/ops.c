@@ -40,12 +40,12 @@ static uint8_t dtype(uint32_t mode)
 
 static int get_dir(struct ffs *fs, uint64_t ino, struct finode **out)
 {
-	int rc = iget(fs, ino, out);
+	int rc = ffs_iget(fs, ino, out);
 
 	if (rc < 0)
 		return rc == -ENOENT ? -ESTALE : rc;
 	if (!S_ISDIR(ff_le32((*out)->d.mode))) {
-		iput(fs, *out);
+		ffs_iput(fs, *out);
 		return -ENOTDIR;
 	}
 	return 0;
@@ -54,8 +54,8 @@ static int get_dir(struct ffs *fs, uint64_t ino, struct finode **out)
 /* Commit when the transaction has grown large; the op itself succeeded. */
 static void maybe_commit(struct ffs *fs)
 {
-	if (journal_tx_full(fs)) {
-		int rc = journal_commit(fs);
+	if (ffs_journal_tx_full(fs)) {
+		int rc = ffs_journal_commit(fs);
 
 		if (rc < 0)
 			ff_log(FF_LOG_ERR, "commit failed: %s", strerror(-rc));
@@ -79,13 +79,13 @@ int ffs_lookup(struct ffs *fs, uint64_t parent, const char *name, struct stat *s
 		else if (strcmp(name, "..") == 0)
 			ino = dir->d.parent ? ff_le64(dir->d.parent) : parent, rc = 0;
 		else
-			rc = dir_lookup(fs, dir, name, &ino, &type);
-		iput(fs, dir);
+			rc = ffs_dir_lookup(fs, dir, name, &ino, &type);
+		ffs_iput(fs, dir);
 	}
-	if (rc == 0 && (rc = iget(fs, ino, &fi)) == 0) {
+	if (rc == 0 && (rc = ffs_iget(fs, ino, &fi)) == 0) {
 		fi->nlookup++;
-		inode_stat(fs, fi, st);
-		iput(fs, fi);
+		ffs_inode_stat(fs, fi, st);
+		ffs_iput(fs, fi);
 	}
 	pthread_mutex_unlock(&fs->lock);
 	return rc;
@@ -96,9 +96,9 @@ void ffs_forget(struct ffs *fs, uint64_t ino, uint64_t nlookup)
 	struct finode *fi;
 
 	pthread_mutex_lock(&fs->lock);
-	if (iget(fs, ino, &fi) == 0) {
+	if (ffs_iget(fs, ino, &fi) == 0) {
 		fi->nlookup -= FF_MIN(nlookup, fi->nlookup);
-		iput(fs, fi);
+		ffs_iput(fs, fi);
 		maybe_commit(fs);
 	}
 	pthread_mutex_unlock(&fs->lock);
@@ -110,10 +110,10 @@ int ffs_getattr(struct ffs *fs, uint64_t ino, struct stat *st)
 	int rc;
 
 	pthread_mutex_lock(&fs->lock);
-	rc = iget(fs, ino, &fi);
+	rc = ffs_iget(fs, ino, &fi);
 	if (rc == 0) {
-		inode_stat(fs, fi, st);
-		iput(fs, fi);
+		ffs_inode_stat(fs, fi, st);
+		ffs_iput(fs, fi);
 	}
 	pthread_mutex_unlock(&fs->lock);
 	return rc == -ENOENT ? -ESTALE : rc;
@@ -132,7 +132,7 @@ int ffs_setattr(struct ffs *fs, uint64_t ino, const struct stat *a, int to_set, 
 	if (fs->ro)
 		return -EROFS;
 	pthread_mutex_lock(&fs->lock);
-	rc = iget(fs, ino, &fi);
+	rc = ffs_iget(fs, ino, &fi);
 	pthread_mutex_unlock(&fs->lock);
 	if (rc < 0)
 		return rc == -ENOENT ? -ESTALE : rc;
@@ -142,7 +142,7 @@ int ffs_setattr(struct ffs *fs, uint64_t ino, const struct stat *a, int to_set, 
 		else if (!S_ISREG(ff_le32(fi->d.mode)))
 			rc = -EINVAL;
 		else
-			rc = data_truncate(fs, fi, (uint64_t)a->st_size);
+			rc = ffs_data_truncate(fs, fi, (uint64_t)a->st_size);
 	}
 	pthread_mutex_lock(&fs->lock);
 	if (rc == 0) {
@@ -165,10 +165,10 @@ int ffs_setattr(struct ffs *fs, uint64_t ino, const struct stat *a, int to_set, 
 		if (to_set & FFS_SET_SIZE && !(to_set & (FFS_SET_MTIME | FFS_SET_MTIME_NOW)))
 			fi->d.mtime_ns = ff_cpu_to_le64(now);
 		fi->d.ctime_ns = ff_cpu_to_le64((to_set & FFS_SET_CTIME) ? ts_ns(&a->st_ctim) : now);
-		rc = istore(fs, fi);
-		inode_stat(fs, fi, st);
+		rc = ffs_istore(fs, fi);
+		ffs_inode_stat(fs, fi, st);
 	}
-	iput(fs, fi);
+	ffs_iput(fs, fi);
 	maybe_commit(fs);
 	pthread_mutex_unlock(&fs->lock);
 	return rc;
@@ -193,24 +193,24 @@ static int make_node(struct ffs *fs, uint64_t parent, const char *name, uint32_t
 	if (ff_le32(dir->d.nlink) == 0)
 		rc = -ENOENT; /* the directory was removed */
 	else if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 ||
-		 (rc = dir_lookup(fs, dir, name, &ino, &type)) == 0)
+		 (rc = ffs_dir_lookup(fs, dir, name, &ino, &type)) == 0)
 		rc = -EEXIST;
 	else if (rc == -ENOENT)
 		rc = fs->free_inodes ? 0 : -ENOSPC;
 	if (rc == 0)
-		rc = inode_new(fs, mode, uid, gid, parent, &fi);
+		rc = ffs_inode_new(fs, mode, uid, gid, parent, &fi);
 	if (rc == 0) {
-		rc = dir_add(fs, dir, name, fi->ino, dtype(mode));
+		rc = ffs_dir_add(fs, dir, name, fi->ino, dtype(mode));
 		if (rc < 0) { /* undo: the inode goes back */
 			fi->d.nlink = 0;
-			inode_maybe_free(fs, fi);
-			iput(fs, fi);
+			ffs_inode_maybe_free(fs, fi);
+			ffs_iput(fs, fi);
 		} else if (S_ISDIR(mode)) {
 			dir->d.nlink = ff_cpu_to_le32(ff_le32(dir->d.nlink) + 1);
-			rc = istore(fs, dir);
+			rc = ffs_istore(fs, dir);
 		}
 	}
-	iput(fs, dir);
+	ffs_iput(fs, dir);
 	if (rc == 0) {
 		fi->nlookup++;
 		*out = fi;
@@ -230,9 +230,9 @@ int ffs_mknod(struct ffs *fs, uint64_t parent, const char *name, mode_t mode, de
 	rc = make_node(fs, parent, name, mode, uid, gid, &fi);
 	if (rc == 0) {
 		fi->d.rdev = ff_cpu_to_le64(rdev);
-		rc = istore(fs, fi);
-		inode_stat(fs, fi, st);
-		iput(fs, fi);
+		rc = ffs_istore(fs, fi);
+		ffs_inode_stat(fs, fi, st);
+		ffs_iput(fs, fi);
 	}
 	maybe_commit(fs);
 	pthread_mutex_unlock(&fs->lock);
@@ -248,8 +248,8 @@ int ffs_mkdir(struct ffs *fs, uint64_t parent, const char *name, mode_t mode, ui
 	pthread_mutex_lock(&fs->lock);
 	rc = make_node(fs, parent, name, S_IFDIR | (mode & 07777), uid, gid, &fi);
 	if (rc == 0) {
-		inode_stat(fs, fi, st);
-		iput(fs, fi);
+		ffs_inode_stat(fs, fi, st);
+		ffs_iput(fs, fi);
 	}
 	maybe_commit(fs);
 	pthread_mutex_unlock(&fs->lock);
@@ -301,23 +301,23 @@ int ffs_symlink(struct ffs *fs, uint64_t parent, const char *name, const char *t
 			uint64_t no;
 			struct mbuf *mb;
 
-			rc = alloc_mblock(fs, &no);
-			if (rc == 0 && (rc = mb_new(fs, no, FFS_B_SYMLINK, &mb)) == 0) {
+			rc = ffs_alloc_mblock(fs, &no);
+			if (rc == 0 && (rc = ffs_mb_new(fs, no, FFS_B_SYMLINK, &mb)) == 0) {
 				struct ffs_symlink_block *sl = (struct ffs_symlink_block *)mb->data;
 
 				sl->owner = ff_cpu_to_le64(fi->ino);
 				sl->len = ff_cpu_to_le32((uint32_t)len);
 				symlink_split(fi, sl, target, len);
-				mb_dirty(fs, mb);
-				mb_put(fs, mb);
+				ffs_mb_dirty(fs, mb);
+				ffs_mb_put(fs, mb);
 				fi->d.root = ff_cpu_to_le64(no);
 			}
 		}
 		fi->d.size = ff_cpu_to_le64(len);
 		if (rc == 0)
-			rc = istore(fs, fi);
-		inode_stat(fs, fi, st);
-		iput(fs, fi);
+			rc = ffs_istore(fs, fi);
+		ffs_inode_stat(fs, fi, st);
+		ffs_iput(fs, fi);
 	}
 	maybe_commit(fs);
 	pthread_mutex_unlock(&fs->lock);
@@ -330,7 +330,7 @@ int ffs_readlink(struct ffs *fs, uint64_t ino, char *buf, size_t size)
 	int rc;
 
 	pthread_mutex_lock(&fs->lock);
-	rc = iget(fs, ino, &fi);
+	rc = ffs_iget(fs, ino, &fi);
 	if (rc == 0) {
 		size_t len = ff_le64(fi->d.size);
 
@@ -343,16 +343,16 @@ int ffs_readlink(struct ffs *fs, uint64_t ino, char *buf, size_t size)
 		} else {
 			struct mbuf *mb;
 
-			rc = mb_get(fs, ff_le64(fi->d.root), FFS_B_SYMLINK, &mb);
+			rc = ffs_mb_get(fs, ff_le64(fi->d.root), FFS_B_SYMLINK, &mb);
 			if (rc == 0) {
 				struct ffs_symlink_block *sl = (struct ffs_symlink_block *)mb->data;
 
 				len = symlink_join(fi, sl, buf, size - 1);
 				buf[len] = '\0';
-				mb_put(fs, mb);
+				ffs_mb_put(fs, mb);
 			}
 		}
-		iput(fs, fi);
+		ffs_iput(fs, fi);
 	}
 	pthread_mutex_unlock(&fs->lock);
 	return rc;
@@ -369,7 +369,7 @@ int ffs_link(struct ffs *fs, uint64_t ino, uint64_t newparent, const char *newna
 	if (rc < 0)
 		return rc;
 	pthread_mutex_lock(&fs->lock);
-	rc = iget(fs, ino, &fi);
+	rc = ffs_iget(fs, ino, &fi);
 	if (rc < 0)
 		goto out;
 	if (S_ISDIR(ff_le32(fi->d.mode)))
@@ -377,20 +377,20 @@ int ffs_link(struct ffs *fs, uint64_t ino, uint64_t newparent, const char *newna
 	else if (ff_le32(fi->d.nlink) >= 65000)
 		rc = -EMLINK;
 	else if ((rc = get_dir(fs, newparent, &dir)) == 0) {
-		rc = dir_add(fs, dir, newname, ino, dtype(ff_le32(fi->d.mode)));
-		iput(fs, dir);
+		rc = ffs_dir_add(fs, dir, newname, ino, dtype(ff_le32(fi->d.mode)));
+		ffs_iput(fs, dir);
 		if (rc == 0) {
 			fi->d.nlink = ff_cpu_to_le32(ff_le32(fi->d.nlink) + 1);
 			if (ff_le32(fi->d.flags) & FFS_I_ORPHAN)
-				rc = orphan_remove(fs, fi);
-			inode_touch(fi, false, true);
+				rc = ffs_orphan_remove(fs, fi);
+			ffs_inode_touch(fi, false, true);
 			if (rc == 0)
-				rc = istore(fs, fi);
+				rc = ffs_istore(fs, fi);
 			fi->nlookup++;
-			inode_stat(fs, fi, st);
+			ffs_inode_stat(fs, fi, st);
 		}
 	}
-	iput(fs, fi);
+	ffs_iput(fs, fi);
 out:
 	maybe_commit(fs);
 	pthread_mutex_unlock(&fs->lock);
@@ -408,13 +408,13 @@ static int drop_link(struct ffs *fs, struct finode *fi)
 	else if (nlink)
 		nlink--;
 	fi->d.nlink = ff_cpu_to_le32(nlink);
-	inode_touch(fi, false, true);
-	rc = istore(fs, fi);
+	ffs_inode_touch(fi, false, true);
+	rc = ffs_istore(fs, fi);
 	if (rc == 0 && nlink == 0) {
 		if (fi->nopen || fi->nlookup)
-			rc = orphan_add(fs, fi);
+			rc = ffs_orphan_add(fs, fi);
 		else
-			rc = inode_maybe_free(fs, fi);
+			rc = ffs_inode_maybe_free(fs, fi);
 	}
 	return rc;
 }
@@ -434,27 +434,27 @@ static int remove_entry(struct ffs *fs, uint64_t parent, const char *name, bool 
 	rc = get_dir(fs, parent, &dir);
 	if (rc < 0)
 		goto out;
-	rc = dir_lookup(fs, dir, name, &ino, &type);
-	if (rc == 0 && (rc = iget(fs, ino, &fi)) == 0) {
+	rc = ffs_dir_lookup(fs, dir, name, &ino, &type);
+	if (rc == 0 && (rc = ffs_iget(fs, ino, &fi)) == 0) {
 		bool is_dir = S_ISDIR(ff_le32(fi->d.mode));
 
 		if (want_dir && !is_dir)
 			rc = -ENOTDIR;
 		else if (!want_dir && is_dir)
 			rc = -EISDIR;
-		else if (is_dir && !dir_is_empty(fs, fi))
+		else if (is_dir && !ffs_dir_is_empty(fs, fi))
 			rc = -ENOTEMPTY;
 		if (rc == 0)
-			rc = dir_remove(fs, dir, name);
+			rc = ffs_dir_remove(fs, dir, name);
 		if (rc == 0 && is_dir) {
 			dir->d.nlink = ff_cpu_to_le32(ff_le32(dir->d.nlink) - 1);
-			rc = istore(fs, dir);
+			rc = ffs_istore(fs, dir);
 		}
 		if (rc == 0)
 			rc = drop_link(fs, fi);
-		iput(fs, fi);
+		ffs_iput(fs, fi);
 	}
-	iput(fs, dir);
+	ffs_iput(fs, dir);
 out:
 	maybe_commit(fs);
 	pthread_mutex_unlock(&fs->lock);
@@ -486,10 +486,10 @@ static int is_within(struct ffs *fs, uint64_t dir, uint64_t ancestor)
 			return 1;
 		if (dir == FFS_ROOT_INO)
 			return 0;
-		if (iget(fs, dir, &fi) < 0)
+		if (ffs_iget(fs, dir, &fi) < 0)
 			return -EUCLEAN;
 		up = ff_le64(fi->d.parent);
-		iput(fs, fi);
+		ffs_iput(fs, fi);
 		if (up == dir)
 			return 0;
 		dir = up;
@@ -507,10 +507,10 @@ static int reparent(struct ffs *fs, struct finode *fi, struct finode *from, stru
 	fi->d.parent = ff_cpu_to_le64(to->ino);
 	from->d.nlink = ff_cpu_to_le32(ff_le32(from->d.nlink) - 1);
 	to->d.nlink = ff_cpu_to_le32(ff_le32(to->d.nlink) + 1);
-	rc = istore(fs, fi);
+	rc = ffs_istore(fs, fi);
 	if (rc == 0)
-		rc = istore(fs, from);
-	return rc == 0 ? istore(fs, to) : rc;
+		rc = ffs_istore(fs, from);
+	return rc == 0 ? ffs_istore(fs, to) : rc;
 }
 
 static int do_rename(struct ffs *fs, struct finode *sd, const char *name, struct finode *dd,
@@ -519,11 +519,11 @@ static int do_rename(struct ffs *fs, struct finode *sd, const char *name, struct
 	struct finode *src, *dst = NULL;
 	uint64_t sino, dino;
 	uint8_t stype, dtype_;
-	int rc = dir_lookup(fs, sd, name, &sino, &stype);
+	int rc = ffs_dir_lookup(fs, sd, name, &sino, &stype);
 
 	if (rc < 0)
 		return rc;
-	rc = dir_lookup(fs, dd, newname, &dino, &dtype_);
+	rc = ffs_dir_lookup(fs, dd, newname, &dino, &dtype_);
 	if (rc < 0 && rc != -ENOENT)
 		return rc;
 	if (rc == -ENOENT && (flags & FFS_RENAME_EXCHANGE))
@@ -532,10 +532,10 @@ static int do_rename(struct ffs *fs, struct finode *sd, const char *name, struct
 		return -EEXIST;
 	if (rc == 0 && dino == sino)
 		return 0; /* two names of one inode: nothing to do */
-	if ((rc = iget(fs, sino, &src)) < 0)
+	if ((rc = ffs_iget(fs, sino, &src)) < 0)
 		return rc;
-	if (dino && rc == 0 && (rc = dir_lookup(fs, dd, newname, &dino, &dtype_)) == 0)
-		rc = iget(fs, dino, &dst);
+	if (dino && rc == 0 && (rc = ffs_dir_lookup(fs, dd, newname, &dino, &dtype_)) == 0)
+		rc = ffs_iget(fs, dino, &dst);
 	else if (rc == -ENOENT)
 		rc = 0, dino = 0;
 	if (rc < 0)
@@ -555,9 +555,9 @@ static int do_rename(struct ffs *fs, struct finode *sd, const char *name, struct
 			rc = rc > 0 ? -EINVAL : rc;
 			goto out;
 		}
-		rc = dir_retarget(fs, sd, name, dino, dtype(ff_le32(dst->d.mode)));
+		rc = ffs_dir_retarget(fs, sd, name, dino, dtype(ff_le32(dst->d.mode)));
 		if (rc == 0)
-			rc = dir_retarget(fs, dd, newname, sino, dtype(ff_le32(src->d.mode)));
+			rc = ffs_dir_retarget(fs, dd, newname, sino, dtype(ff_le32(src->d.mode)));
 		if (rc == 0)
 			rc = reparent(fs, src, sd, dd);
 		if (rc == 0)
@@ -571,33 +571,33 @@ static int do_rename(struct ffs *fs, struct finode *sd, const char *name, struct
 			rc = -ENOTDIR;
 		else if (!sdir && ddir)
 			rc = -EISDIR;
-		else if (ddir && !dir_is_empty(fs, dst))
+		else if (ddir && !ffs_dir_is_empty(fs, dst))
 			rc = -ENOTEMPTY;
 		if (rc == 0)
-			rc = dir_retarget(fs, dd, newname, sino, stype);
+			rc = ffs_dir_retarget(fs, dd, newname, sino, stype);
 		if (rc == 0 && ddir) {
 			dd->d.nlink = ff_cpu_to_le32(ff_le32(dd->d.nlink) - 1);
-			rc = istore(fs, dd);
+			rc = ffs_istore(fs, dd);
 		}
 		if (rc == 0)
 			rc = drop_link(fs, dst);
 	} else {
-		rc = dir_add(fs, dd, newname, sino, stype);
+		rc = ffs_dir_add(fs, dd, newname, sino, stype);
 	}
 	if (rc == 0)
-		rc = dir_remove(fs, sd, name);
+		rc = ffs_dir_remove(fs, sd, name);
 	if (rc == 0)
 		rc = reparent(fs, src, sd, dd);
 	if (rc == 0) {
 		/* files too remember their directory: scrub names them by it */
 		src->d.parent = ff_cpu_to_le64(dd->ino);
-		inode_touch(src, false, true);
-		rc = istore(fs, src);
+		ffs_inode_touch(src, false, true);
+		rc = ffs_istore(fs, src);
 	}
 out:
 	if (dst)
-		iput(fs, dst);
-	iput(fs, src);
+		ffs_iput(fs, dst);
+	ffs_iput(fs, src);
 	return rc;
 }
 
@@ -623,9 +623,9 @@ int ffs_rename(struct ffs *fs, uint64_t parent, const char *name, uint64_t newpa
 		rc = get_dir(fs, newparent, &dd);
 		if (rc == 0) {
 			rc = do_rename(fs, sd, name, dd, newname, flags);
-			iput(fs, dd);
+			ffs_iput(fs, dd);
 		}
-		iput(fs, sd);
+		ffs_iput(fs, sd);
 	}
 	maybe_commit(fs);
 	pthread_mutex_unlock(&fs->lock);
@@ -650,22 +650,22 @@ int ffs_open(struct ffs *fs, uint64_t ino, int flags, uint64_t *fh)
 	if (fs->ro && (flags & O_ACCMODE) != O_RDONLY)
 		return -EROFS;
 	pthread_mutex_lock(&fs->lock);
-	rc = iget(fs, ino, &fi);
+	rc = ffs_iget(fs, ino, &fi);
 	if (rc == 0) {
 		if (S_ISDIR(ff_le32(fi->d.mode)) && (flags & O_ACCMODE) != O_RDONLY)
 			rc = -EISDIR;
 		else
 			fi->nopen++;
 		*fh = (uint64_t)(uintptr_t)fi;
-		iput(fs, fi); /* the open count keeps it cached */
+		ffs_iput(fs, fi); /* the open count keeps it cached */
 	}
 	pthread_mutex_unlock(&fs->lock);
 	if (rc == 0 && (flags & O_TRUNC) && S_ISREG(ff_le32(fi->d.mode))) {
-		rc = data_truncate(fs, fi, 0);
+		rc = ffs_data_truncate(fs, fi, 0);
 		if (rc == 0) { /* an open that truncates changes the file, empty or not */
 			pthread_mutex_lock(&fs->lock);
-			inode_touch(fi, true, true);
-			rc = istore(fs, fi);
+			ffs_inode_touch(fi, true, true);
+			rc = ffs_istore(fs, fi);
 			pthread_mutex_unlock(&fs->lock);
 		}
 		if (rc < 0)
@@ -686,8 +686,8 @@ int ffs_create(struct ffs *fs, uint64_t parent, const char *name, mode_t mode, u
 	if (rc == 0) {
 		fi->nopen++;
 		*fh = (uint64_t)(uintptr_t)fi;
-		inode_stat(fs, fi, st);
-		iput(fs, fi);
+		ffs_inode_stat(fs, fi, st);
+		ffs_iput(fs, fi);
 	}
 	maybe_commit(fs);
 	pthread_mutex_unlock(&fs->lock);
@@ -697,12 +697,12 @@ int ffs_create(struct ffs *fs, uint64_t parent, const char *name, mode_t mode, u
 int ffs_release(struct ffs *fs, uint64_t fh)
 {
 	struct finode *fi = fh_inode(fh);
-	int rc = S_ISREG(ff_le32(fi->d.mode)) ? data_flush(fs, fi) : 0;
+	int rc = S_ISREG(ff_le32(fi->d.mode)) ? ffs_data_flush(fs, fi) : 0;
 
 	pthread_mutex_lock(&fs->lock);
 	fi->refs++;
 	fi->nopen--;
-	iput(fs, fi);
+	ffs_iput(fs, fi);
 	maybe_commit(fs);
 	pthread_mutex_unlock(&fs->lock);
 	return rc;
@@ -714,7 +714,7 @@ ssize_t ffs_read(struct ffs *fs, uint64_t fh, void *buf, size_t size, uint64_t o
 
 	if (S_ISDIR(ff_le32(fi->d.mode)))
 		return -EISDIR;
-	return data_read(fs, fi, buf, size, off);
+	return ffs_data_read(fs, fi, buf, size, off);
 }
 
 ssize_t ffs_read_ref(struct ffs *fs, uint64_t fh, size_t size, uint64_t off, struct ffs_rref *ref)
@@ -723,12 +723,12 @@ ssize_t ffs_read_ref(struct ffs *fs, uint64_t fh, size_t size, uint64_t off, str
 
 	if (S_ISDIR(ff_le32(fi->d.mode)))
 		return -EISDIR;
-	return data_read_ref(fs, fi, size, off, ref);
+	return ffs_data_read_ref(fs, fi, size, off, ref);
 }
 
 void ffs_read_unref(struct ffs *fs, struct ffs_rref *ref)
 {
-	data_read_unref(fs, ref);
+	ffs_data_read_unref(fs, ref);
 }
 
 ssize_t ffs_write(struct ffs *fs, uint64_t fh, const void *buf, size_t size, uint64_t off)
@@ -741,7 +741,7 @@ ssize_t ffs_write(struct ffs *fs, uint64_t fh, const void *buf, size_t size, uin
 		return -EFBIG;
 	if (fs->free_mblocks < META_RESERVE)
 		return -ENOSPC;
-	return data_write(fs, fi, buf, size, off);
+	return ffs_data_write(fs, fi, buf, size, off);
 }
 
 /*
@@ -762,9 +762,9 @@ int ffs_flush(struct ffs *fs, uint64_t fh)
 	if (fs->ro)
 		return 0;
 	if (S_ISREG(ff_le32(fi->d.mode)))
-		rc = data_flush(fs, fi);
+		rc = ffs_data_flush(fs, fi);
 	pthread_mutex_lock(&fs->lock);
-	rc2 = commit_wait(fs, fi->tx_seq);
+	rc2 = ffs_commit_wait(fs, fi->tx_seq);
 	pthread_mutex_unlock(&fs->lock);
 	return rc < 0 ? rc : rc2;
 }
@@ -779,7 +779,7 @@ int ffs_fsync(struct ffs *fs, uint64_t fh, bool datasync)
 		return rc;
 	pthread_mutex_lock(&fs->lock);
 	/* ffs_flush committed; the data of stripes written since needs a flush */
-	rc2 = fs->tx_count ? commit_wait(fs, fs->j_seq) : ff_raid_flush(fs->raid);
+	rc2 = fs->tx_count ? ffs_commit_wait(fs, fs->j_seq) : ff_raid_flush(fs->raid);
 	pthread_mutex_unlock(&fs->lock);
 	return rc < 0 ? rc : rc2;
 }
@@ -791,7 +791,7 @@ int ffs_fsyncdir(struct ffs *fs)
 	if (fs->ro)
 		return 0;
 	pthread_mutex_lock(&fs->lock);
-	rc = journal_commit(fs);
+	rc = ffs_journal_commit(fs);
 	pthread_mutex_unlock(&fs->lock);
 	return rc;
 }
@@ -806,7 +806,7 @@ int ffs_fallocate(struct ffs *fs, uint64_t fh, int mode, uint64_t off, uint64_t 
 		return -ENODEV;
 	if (off + len < off || off + len > (uint64_t)INT64_MAX)
 		return -EFBIG;
-	return data_fallocate(fs, fi, mode, off, len);
+	return ffs_data_fallocate(fs, fi, mode, off, len);
 }
 
 /* ---- directories, statfs, xattrs ------------------------------------------ */
@@ -835,21 +835,21 @@ int ffs_readdir(struct ffs *fs, uint64_t ino, uint64_t pos, bool plus, ffs_fill_
 			pos++;
 			continue;
 		}
-		rc = dir_next(fs, dir, pos, name, &child, &type, &next);
+		rc = ffs_dir_next(fs, dir, pos, name, &child, &type, &next);
 		if (rc < 0)
 			break;
 		if (plus) {
 			struct finode *fi;
 
-			rc = iget(fs, child, &fi);
+			rc = ffs_iget(fs, child, &fi);
 			if (rc < 0)
 				break;
-			inode_stat(fs, fi, &st);
+			ffs_inode_stat(fs, fi, &st);
 			if (fill(arg, name, &st, next) == 0)
 				fi->nlookup++; /* the kernel holds what readdirplus returned */
 			else
 				next = 0;
-			iput(fs, fi);
+			ffs_iput(fs, fi);
 			if (!next)
 				break;
 		} else {
@@ -863,7 +863,7 @@ int ffs_readdir(struct ffs *fs, uint64_t ino, uint64_t pos, bool plus, ffs_fill_
 	if (rc == 0 || rc == -ENOENT)
 		rc = 0;
 	if (dir)
-		iput(fs, dir);
+		ffs_iput(fs, dir);
 	pthread_mutex_unlock(&fs->lock);
 	return rc;
 }
@@ -905,16 +905,16 @@ static int with_inode(struct ffs *fs, uint64_t ino, bool modify, int (*fn)(struc
 	if (rc < 0)
 		return rc;
 	pthread_mutex_lock(&fs->lock);
-	rc = iget(fs, ino, &fi);
+	rc = ffs_iget(fs, ino, &fi);
 	if (rc == 0) {
 		rc = fn(fs, fi, arg);
 		if (rc >= 0 && modify) {
-			inode_touch(fi, false, true);
-			int r2 = istore(fs, fi);
+			ffs_inode_touch(fi, false, true);
+			int r2 = ffs_istore(fs, fi);
 
 			rc = r2 < 0 ? r2 : rc;
 		}
-		iput(fs, fi);
+		ffs_iput(fs, fi);
 	}
 	if (modify)
 		maybe_commit(fs);
@@ -934,28 +934,28 @@ static int xa_get(struct ffs *fs, struct finode *fi, void *arg)
 {
 	struct xa_args *a = arg;
 
-	return xattr_get(fs, fi, a->name, a->val, a->size);
+	return ffs_xattr_get(fs, fi, a->name, a->val, a->size);
 }
 
 static int xa_set(struct ffs *fs, struct finode *fi, void *arg)
 {
 	struct xa_args *a = arg;
 
-	return xattr_set(fs, fi, a->name, a->cval, a->size, a->flags);
+	return ffs_xattr_set(fs, fi, a->name, a->cval, a->size, a->flags);
 }
 
 static int xa_list(struct ffs *fs, struct finode *fi, void *arg)
 {
 	struct xa_args *a = arg;
 
-	return xattr_list(fs, fi, a->val, a->size);
+	return ffs_xattr_list(fs, fi, a->val, a->size);
 }
 
 static int xa_remove(struct ffs *fs, struct finode *fi, void *arg)
 {
 	struct xa_args *a = arg;
 
-	return xattr_remove(fs, fi, a->name);
+	return ffs_xattr_remove(fs, fi, a->name);
 }
 
 int ffs_getxattr(struct ffs *fs, uint64_t ino, const char *name, void *val, size_t size)

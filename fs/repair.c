@@ -24,7 +24,7 @@
 
 #include "fs/fs_i.h"
 
-uint32_t repair_bad_chunks(struct ffs *fs, const void *buf, const uint32_t *crc)
+uint32_t ffs_repair_bad_chunks(struct ffs *fs, const void *buf, const uint32_t *crc)
 {
 	uint32_t C = fs->g->chunk_bytes, bad = 0;
 
@@ -49,7 +49,7 @@ static int stripe_io(struct ffs *fs, struct ff_raid_io *io, int op, uint64_t p, 
 	return ff_raid_submit_wait(fs->raid, io);
 }
 
-int repair_read_around(struct ffs *fs, uint64_t p, uint32_t avoid, void *buf)
+int ffs_repair_read_around(struct ffs *fs, uint64_t p, uint32_t avoid, void *buf)
 {
 	struct ff_raid_io io;
 
@@ -60,10 +60,10 @@ static bool rebuilt_around(struct ffs *fs, uint64_t p, uint32_t avoid, const uin
 			   void *buf)
 {
 	return (unsigned)__builtin_popcount(avoid) <= fs->g->nparity &&
-	       repair_read_around(fs, p, avoid, buf) == 0 && repair_bad_chunks(fs, buf, crc) == 0;
+	       ffs_repair_read_around(fs, p, avoid, buf) == 0 && ffs_repair_bad_chunks(fs, buf, crc) == 0;
 }
 
-int repair_reconstruct(struct ffs *fs, uint64_t p, uint32_t bad, const uint32_t *crc, void *buf)
+int ffs_repair_reconstruct(struct ffs *fs, uint64_t p, uint32_t bad, const uint32_t *crc, void *buf)
 {
 	const struct ff_geom *g = fs->g;
 	uint32_t avoid = 0, parity = (uint32_t)((1ull << g->nmembers) - 1); /* up to 32 */
@@ -95,7 +95,7 @@ static int read_checked(struct ffs *fs, uint64_t p, void *buf)
 	int rc = stripe_io(fs, &io, FF_RAID_CHECK, p, 0, buf);
 
 	if (rc == -EAGAIN) /* degraded: a read rebuilds what is missing from the parity written */
-		return repair_read_around(fs, p, 0, buf);
+		return ffs_repair_read_around(fs, p, 0, buf);
 	if (rc == 0 && atomic_load(&io.check_mismatch))
 		return -EIO;
 	return rc;
@@ -107,7 +107,7 @@ static void log_failure(struct ffs *fs, uint64_t p, uint32_t bad, const char *wh
 	       (unsigned long long)p, bad, what, strerror(-rc));
 }
 
-int repair_rewrite(struct ffs *fs, uint64_t p, const void *buf, uint32_t bad)
+int ffs_repair_rewrite(struct ffs *fs, uint64_t p, const void *buf, uint32_t bad)
 {
 	uint8_t *back;
 	int rc;

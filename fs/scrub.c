@@ -48,7 +48,8 @@ static struct scrub *scrub_get(struct ffs *fs)
 			return NULL;
 		pthread_mutex_init(&s->lock, NULL);
 		pthread_cond_init(&s->cond, NULL);
-		s->min_bps = 100 * FF_MiB;
+		s->min_bps = FFS_SCRUB_MIN_BPS_DEFAULT;
+		s->max_bps = FFS_SCRUB_MAX_BPS_DEFAULT;
 		fs->scrub = s;
 	}
 	return fs->scrub;
@@ -136,7 +137,7 @@ static void scrub_meta_chunk(struct ffs *fs, struct scrub *s, uint64_t chunk)
 			continue; /* identical everywhere (in use and good, or never written) */
 		s->st.meta_bad++;
 		if (good >= 0 && s->st.repair &&
-		    meta_write_raw(fs, first + b, s->mbuf[good] + off, 1) == 0) {
+		    ffs_meta_write_raw(fs, first + b, s->mbuf[good] + off, 1) == 0) {
 			s->st.meta_repaired++;
 			ff_log(FF_LOG_WARN, "scrub: metadata block %llu: copies differed, repaired",
 			       (unsigned long long)(first + b));
@@ -172,12 +173,12 @@ static bool still_mapped(struct ffs *fs, uint64_t p, uint32_t ino, uint32_t fstr
 	struct finode *fi;
 	bool yes;
 
-	if (csum_get(fs, p, &cino, &cf, crc) < 0 || cino != ino || cf != fstripe)
+	if (ffs_csum_get(fs, p, &cino, &cf, crc) < 0 || cino != ino || cf != fstripe)
 		return false;
-	if (iget(fs, ino, &fi) < 0)
+	if (ffs_iget(fs, ino, &fi) < 0)
 		return false;
-	yes = extent_lookup(fs, fi, fstripe, &mp, &run, &flags) == 0 && mp == p;
-	iput(fs, fi);
+	yes = ffs_extent_lookup(fs, fi, fstripe, &mp, &run, &flags) == 0 && mp == p;
+	ffs_iput(fs, fi);
 	return yes;
 }
 
@@ -191,12 +192,12 @@ static bool repair_chunks(struct ffs *fs, uint64_t p, uint32_t bad, const uint32
 {
 	uint8_t *buf = fs->scrub->buf;
 
-	if (repair_reconstruct(fs, p, bad, crc, buf) < 0) {
+	if (ffs_repair_reconstruct(fs, p, bad, crc, buf) < 0) {
 		ff_log(FF_LOG_ERR, "scrub: data stripe %llu: chunks 0x%x fail their checksum even "
 		       "rebuilt from parity", (unsigned long long)p, bad);
 		return false;
 	}
-	if (repair_rewrite(fs, p, buf, bad) < 0)
+	if (ffs_repair_rewrite(fs, p, buf, bad) < 0)
 		return false;
 	ff_log(FF_LOG_WARN, "scrub: data stripe %llu: %d bad chunk(s) repaired from parity",
 	       (unsigned long long)p, __builtin_popcount(bad));
@@ -211,7 +212,7 @@ static void scrub_stripe(struct ffs *fs, struct scrub *s, uint64_t p)
 	int rc;
 
 	pthread_mutex_lock(&fs->lock);
-	rc = csum_get(fs, p, &ino, &fstripe, crc);
+	rc = ffs_csum_get(fs, p, &ino, &fstripe, crc);
 	pthread_mutex_unlock(&fs->lock);
 	if (rc < 0 || ino == 0)
 		return;
@@ -234,7 +235,7 @@ static void scrub_stripe(struct ffs *fs, struct scrub *s, uint64_t p)
 	}
 	mismatch = atomic_load(&io.check_mismatch);
 	if (!(fstripe & FFS_CSUM_UNWRITTEN))
-		bad = repair_bad_chunks(fs, s->buf, crc);
+		bad = ffs_repair_bad_chunks(fs, s->buf, crc);
 	if (!bad && !mismatch)
 		return;
 	s->st.chunks_bad += (uint64_t)__builtin_popcount(bad);
@@ -249,9 +250,9 @@ static void scrub_stripe(struct ffs *fs, struct scrub *s, uint64_t p)
 			s->st.chunks_repaired += (uint64_t)__builtin_popcount(bad);
 			note_file(s, ino, fstripe & ~FFS_CSUM_UNWRITTEN, true);
 		}
-		if (!bad && mismatch && repair_rewrite(fs, p, s->buf, 0) == 0)
+		if (!bad && mismatch && ffs_repair_rewrite(fs, p, s->buf, 0) == 0)
 			s->st.parity_repaired++; /* the data is right: a full write recomputes parity */
-		rcache_invalidate(fs, p, 1);
+		ffs_rcache_invalidate(fs, p, 1);
 	}
 	pthread_mutex_unlock(&fs->lock);
 }
@@ -392,7 +393,7 @@ void ffs_scrub_set_rate(struct ffs *fs, uint64_t min_bps, uint64_t max_bps)
 	}
 }
 
-void scrub_free(struct ffs *fs)
+void ffs_scrub_free(struct ffs *fs)
 {
 	struct scrub *s = fs->scrub;
 
@@ -418,7 +419,7 @@ static int name_in(struct ffs *fs, struct finode *dir, uint64_t ino, char *name)
 	for (;;) {
 		uint64_t child, next;
 		uint8_t type;
-		int rc = dir_next(fs, dir, pos, name, &child, &type, &next);
+		int rc = ffs_dir_next(fs, dir, pos, name, &child, &type, &next);
 
 		if (rc < 0)
 			return rc;
@@ -438,16 +439,16 @@ int ffs_ino_path(struct ffs *fs, uint64_t ino, char *buf, size_t len)
 		struct finode *fi, *dir;
 		uint64_t parent;
 
-		rc = iget(fs, ino, &fi);
+		rc = ffs_iget(fs, ino, &fi);
 		if (rc < 0)
 			break;
 		parent = ff_le64(fi->d.parent);
-		iput(fs, fi);
-		rc = iget(fs, parent, &dir);
+		ffs_iput(fs, fi);
+		rc = ffs_iget(fs, parent, &dir);
 		if (rc < 0)
 			break;
 		rc = name_in(fs, dir, ino, part);
-		iput(fs, dir);
+		ffs_iput(fs, dir);
 		if (rc == 0) { /* prepend "/part" */
 			size_t pl = strlen(part) + 1, tl = strlen(tmp);
 

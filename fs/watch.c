@@ -8,7 +8,7 @@
  * FFS_REQ_SLOTS workers), where the
  * request it serves shows its op, inode and start time.  A wait on the data
  * path names what it waits for in the slot of the thread that waits
- * (watch_wait_begin/end).  A watchdog thread looks at the table every second
+ * (ffs_watch_wait_begin/end).  A watchdog thread looks at the table every second
  * and logs, once per request, any request older than the threshold with
  * what it waits on; status shows the oldest request in flight.
  *
@@ -108,12 +108,12 @@ void ffs_req_end(struct ffs_req_slot *s)
 	cur = NULL;
 }
 
-const char *watch_wait_begin(const char *what)
+const char *ffs_watch_wait_begin(const char *what)
 {
 	return cur ? atomic_exchange(&cur->wait, what) : NULL;
 }
 
-void watch_wait_end(const char *prev)
+void ffs_watch_wait_end(const char *prev)
 {
 	if (cur)
 		atomic_store(&cur->wait, prev);
@@ -185,7 +185,7 @@ static void *watch_main(void *arg)
 	return NULL;
 }
 
-int watch_start(struct ffs *fs)
+int ffs_watch_start(struct ffs *fs)
 {
 	struct watch *w = calloc(1, sizeof(*w));
 	int rc;
@@ -206,7 +206,7 @@ int watch_start(struct ffs *fs)
 	return 0;
 }
 
-void watch_stop(struct ffs *fs)
+void ffs_watch_stop(struct ffs *fs)
 {
 	struct watch *w = fs->watch;
 

@@ -16,8 +16,8 @@
  * compares with what is on disk now; a problem the census still finds is
  * one a repair did not fix, and the run ends with exit code 4.
  *
- * Repairs go through the library's metadata cache and journal (mb_dirty,
- * journal_commit): an interrupted fsck leaves a consistent journal.  Space
+ * Repairs go through the library's metadata cache and journal (ffs_mb_dirty,
+ * ffs_journal_commit): an interrupted fsck leaves a consistent journal.  Space
  * is never freed during passes 2-3; what a repair orphans (old B+tree
  * nodes, stripes of a cleared inode) is freed in pass 4 by the bitmap
  * rewrite, and allocations in passes 2-3 only happen after pass 2 has

@@ -51,7 +51,7 @@ static int remove_edge(struct fsck *c, struct edge *e)
 
 	if (rc < 0)
 		return rc;
-	rc = dir_remove(c->fs, dir, e->name);
+	rc = ffs_dir_remove(c->fs, dir, e->name);
 	ck_finode_put(c, dir);
 	if (rc < 0 && rc != -ENOENT)
 		fsck_operr(c, rc, "cannot remove a directory entry");
@@ -100,7 +100,7 @@ static int lpf_create(struct fsck *c)
 
 	if (rc < 0)
 		return rc;
-	rc = inode_new(c->fs, S_IFDIR | 0700, 0, 0, FFS_ROOT_INO, &fi);
+	rc = ffs_inode_new(c->fs, S_IFDIR | 0700, 0, 0, FFS_ROOT_INO, &fi);
 	if (rc == 0) {
 		fi->nlookup++; /* pinned, as ck_finode does */
 		c->fin[fi->ino] = fi;
@@ -108,12 +108,12 @@ static int lpf_create(struct fsck *c)
 		c->ino[fi->ino] = (struct ino_info){ .nlink = 2, .refs = 1, .flags = IS_USED | IS_REACHED,
 						     .dtype = DT_DIR, .parent = FFS_ROOT_INO,
 						     .tree_parent = FFS_ROOT_INO };
-		rc = dir_add(c->fs, root, "lost+found", fi->ino, DT_DIR);
+		rc = ffs_dir_add(c->fs, root, "lost+found", fi->ino, DT_DIR);
 		if (rc == 0)
 			rc = edge_add(c, FFS_ROOT_INO, fi->ino, "lost+found");
 		root->d.nlink = ff_cpu_to_le32(ff_le32(root->d.nlink) + 1);
 		if (rc == 0)
-			rc = istore(c->fs, root);
+			rc = ffs_istore(c->fs, root);
 		ck_finode_put(c, fi);
 	}
 	ck_finode_put(c, root);
@@ -157,13 +157,13 @@ static int lpf_link(struct fsck *c, uint64_t ino, uint8_t dtype)
 		return rc;
 	for (unsigned n = 0; n < 100; n++) {
 		snprintf(name, sizeof(name), n ? "#%llu.%u" : "#%llu", (unsigned long long)ino, n);
-		rc = dir_add(c->fs, dir, name, ino, dtype);
+		rc = ffs_dir_add(c->fs, dir, name, ino, dtype);
 		if (rc != -EEXIST)
 			break;
 	}
 	if (rc == 0 && dtype == DT_DIR) {
 		dir->d.nlink = ff_cpu_to_le32(ff_le32(dir->d.nlink) + 1);
-		rc = istore(c->fs, dir);
+		rc = ffs_istore(c->fs, dir);
 		if (rc == 0)
 			rc = edge_add(c, lpf, ino, name);
 	}

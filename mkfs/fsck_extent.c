@@ -236,7 +236,7 @@ static int rebuild_one(struct fsck *c, uint64_t ino)
 		return rc;
 	}
 	for (size_t i = 0; i < x.nruns && rc == 0; i++) {
-		rc = extent_map(c->fs, fi, x.runs[i].f, x.runs[i].p, x.runs[i].n, x.runs[i].flags);
+		rc = ffs_extent_map(c->fs, fi, x.runs[i].f, x.runs[i].p, x.runs[i].n, x.runs[i].flags);
 		if (rc == 0)
 			rc = ck_commit(c, false);
 	}

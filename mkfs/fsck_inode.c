@@ -4,7 +4,7 @@
  * from the (cached) inode-table blocks; the library's operations (extent
  * maps, directories) need its in-memory inodes, which fsck pins for the
  * whole run so that releasing one never frees it (an unlinked inode would
- * be freed by iput).  A slot fsck rewrites updates the pinned copy too.
+ * be freed by ffs_iput).  A slot fsck rewrites updates the pinned copy too.
  */
 #include <errno.h>
 #include <string.h>
@@ -17,7 +17,7 @@ static int slot_block(struct fsck *c, uint64_t ino, struct mbuf **mb, struct ffs
 	int rc;
 
 	FF_ASSERT(ino > 0 && ino < c->ninodes);
-	rc = mb_get(fs, ff_le64(fs->sb->itable_start) + ino / FFS_INODES_PER_BLOCK, FFS_B_ITABLE, mb);
+	rc = ffs_mb_get(fs, ff_le64(fs->sb->itable_start) + ino / FFS_INODES_PER_BLOCK, FFS_B_ITABLE, mb);
 	if (rc < 0)
 		return rc;
 	*slot = &((struct ffs_itable_block *)(*mb)->data)->inodes[ino % FFS_INODES_PER_BLOCK];
@@ -33,7 +33,7 @@ int ck_slot_read(struct fsck *c, uint64_t ino, struct ffs_inode *d)
 	if (rc < 0)
 		return rc;
 	*d = *slot;
-	mb_put(c->fs, mb);
+	ffs_mb_put(c->fs, mb);
 	return 0;
 }
 
@@ -48,8 +48,8 @@ int ck_slot_write(struct fsck *c, uint64_t ino, const struct ffs_inode *d)
 		return rc;
 	}
 	*slot = *d;
-	mb_dirty(c->fs, mb);
-	mb_put(c->fs, mb);
+	ffs_mb_dirty(c->fs, mb);
+	ffs_mb_put(c->fs, mb);
 	if (c->fin[ino]) {
 		c->fin[ino]->d = *d;
 		if (!d->ino) { /* cleared: the library must not see it again */
@@ -71,16 +71,16 @@ int ck_finode(struct fsck *c, uint64_t ino, struct finode **out)
 		*out = c->fin[ino];
 		return 0;
 	}
-	if (!bit_get(fs->ibits, ino)) { /* iget trusts the bitmap, fsck does not */
+	if (!bit_get(fs->ibits, ino)) { /* ffs_iget trusts the bitmap, fsck does not */
 		bit_put(fs->ibits, ino);
 		fs->free_inodes--;
 	}
-	rc = iget(fs, ino, &fi);
+	rc = ffs_iget(fs, ino, &fi);
 	if (rc < 0) {
 		fsck_operr(c, rc, "cannot load an inode");
 		return rc;
 	}
-	fi->nlookup++; /* pinned: iput never frees it behind fsck's back */
+	fi->nlookup++; /* pinned: ffs_iput never frees it behind fsck's back */
 	c->fin[ino] = fi;
 	*out = fi;
 	return 0;
@@ -88,7 +88,7 @@ int ck_finode(struct fsck *c, uint64_t ino, struct finode **out)
 
 void ck_finode_put(struct fsck *c, struct finode *fi)
 {
-	iput(c->fs, fi);
+	ffs_iput(c->fs, fi);
 }
 
 int ck_inode_clear(struct fsck *c, uint64_t ino)
@@ -110,9 +110,9 @@ int ck_commit(struct fsck *c, bool force)
 	struct ffs *fs = c->fs;
 	int rc;
 
-	if (fs->ro || c->operr || (!force && !journal_tx_full(fs)))
+	if (fs->ro || c->operr || (!force && !ffs_journal_tx_full(fs)))
 		return c->operr;
-	rc = journal_commit(fs);
+	rc = ffs_journal_commit(fs);
 	if (rc < 0)
 		fsck_operr(c, rc, "cannot commit repairs to the journal");
 	return rc;

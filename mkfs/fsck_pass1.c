@@ -31,7 +31,7 @@
 
 static const char *read_copy(struct fsck *c, unsigned i, struct ffs_super *sb)
 {
-	int rc = meta_read_check(c->fs, ffs_sb_block[i], FFS_B_SUPER, sb, true);
+	int rc = ffs_meta_read_check(c->fs, ffs_sb_block[i], FFS_B_SUPER, sb, true);
 
 	if (rc == -EBADMSG)
 		return "no mirror copy passes its checksum";
@@ -63,10 +63,10 @@ static void set_label(struct fsck *c, const struct ffs_super *sb)
 /* Write both groups of copies (the other group than the newest first). */
 static int rewrite_copies(struct fsck *c)
 {
-	int rc = super_write(c->fs);
+	int rc = ffs_super_write(c->fs);
 
 	if (rc == 0)
-		rc = super_write(c->fs);
+		rc = ffs_super_write(c->fs);
 	if (rc < 0)
 		fsck_operr(c, rc, "cannot rewrite the superblock");
 	return rc;

@@ -34,7 +34,7 @@ static const char *xattr_problem(struct fsck *c, uint64_t ino, uint64_t blk)
 		return "is outside the metadata pool";
 	if (!pool_claim(c, blk, ino, POOL_XATTR, &other))
 		return "is also used by another inode";
-	if (mb_get(c->fs, blk, FFS_B_XATTR, &mb) < 0)
+	if (ffs_mb_get(c->fs, blk, FFS_B_XATTR, &mb) < 0)
 		return "has no readable copy";
 	xb = (const struct ffs_xattr_block *)mb->data;
 	used = ff_le32(xb->used);
@@ -52,7 +52,7 @@ static const char *xattr_problem(struct fsck *c, uint64_t ino, uint64_t blk)
 	}
 	if (!why && (pos != used || count != ff_le32(xb->count)))
 		why = "is corrupt";
-	mb_put(c->fs, mb);
+	ffs_mb_put(c->fs, mb);
 	return why;
 }
 
@@ -70,12 +70,12 @@ static const char *symlink_problem(struct fsck *c, uint64_t ino, struct ffs_inod
 		return "its target block is outside the metadata pool";
 	if (!pool_claim(c, blk, ino, POOL_SYMLINK, &other))
 		return "its target block is also used by another inode";
-	if (mb_get(c->fs, blk, FFS_B_SYMLINK, &mb) < 0)
+	if (ffs_mb_get(c->fs, blk, FFS_B_SYMLINK, &mb) < 0)
 		return "its target block has no readable copy";
 	sl = (const struct ffs_symlink_block *)mb->data;
 	len = ff_le32(sl->len);
 	other = ff_le64(sl->owner);
-	mb_put(c->fs, mb);
+	ffs_mb_put(c->fs, mb);
 	if (other != ino)
 		return "its target block belongs to another inode";
 	if (len == 0 || len > FFS_SYMLINK_MAX) /* past the block's bytes: the inode's inline area */
@@ -207,7 +207,7 @@ static void scan_block(struct fsck *c, uint64_t b, bool initialised, uint64_t *h
 	uint64_t no = ff_le64(c->sb->itable_start) + b, first = b * FFS_INODES_PER_BLOCK;
 	struct ffs_inode d[FFS_INODES_PER_BLOCK];
 	struct mbuf *mb;
-	int rc = mb_get(c->fs, no, FFS_B_ITABLE, &mb);
+	int rc = ffs_mb_get(c->fs, no, FFS_B_ITABLE, &mb);
 
 	if (rc == -ENOMEM) {
 		fsck_operr(c, rc, "out of memory");
@@ -217,15 +217,15 @@ static void scan_block(struct fsck *c, uint64_t b, bool initialised, uint64_t *h
 		if (initialised &&
 		    fix_problem(c, PR_2_ITABLE_BAD, &(struct pctx){ .blk = no, .num = first,
 							       .num2 = first + FFS_INODES_PER_BLOCK - 1 }) &&
-		    mb_new(c->fs, no, FFS_B_ITABLE, &mb) == 0) {
-			mb_dirty(c->fs, mb);
-			mb_put(c->fs, mb);
+		    ffs_mb_new(c->fs, no, FFS_B_ITABLE, &mb) == 0) {
+			ffs_mb_dirty(c->fs, mb);
+			ffs_mb_put(c->fs, mb);
 			ck_commit(c, false);
 		}
 		return;
 	}
 	memcpy(d, ((struct ffs_itable_block *)mb->data)->inodes, sizeof(d));
-	mb_put(c->fs, mb);
+	ffs_mb_put(c->fs, mb);
 	for (unsigned i = 0; i < FFS_INODES_PER_BLOCK && !c->operr && !c->stop; i++) {
 		uint64_t ino = first + i;
 
@@ -278,13 +278,13 @@ static void orphans_read(struct fsck *c)
 	struct mbuf *mb;
 	uint64_t cur;
 
-	if (mb_get(c->fs, FFS_ORPHAN_BLOCK, FFS_B_ORPHAN, &mb) < 0) {
+	if (ffs_mb_get(c->fs, FFS_ORPHAN_BLOCK, FFS_B_ORPHAN, &mb) < 0) {
 		c->orphan_block_bad = true;
 		return;
 	}
 	cur = ff_le64(((struct ffs_orphan_block *)mb->data)->head);
 	c->orphan_count = ff_le64(((struct ffs_orphan_block *)mb->data)->count);
-	mb_put(c->fs, mb);
+	ffs_mb_put(c->fs, mb);
 	c->orphans = calloc(c->ninodes, sizeof(*c->orphans));
 	while (cur && c->orphans && c->norphans < c->ninodes) {
 		struct ffs_inode d;

@@ -159,7 +159,7 @@ static void dirent_rec(const struct dent *e, uint8_t *rec, uint16_t *len)
 /* Re-add by name: the library puts it where its hash says. */
 static int add_again(struct dwalk *w, struct finode *fi, const struct dent *e)
 {
-	int rc = dir_add(w->c->fs, fi, e->name, e->ino, e->type);
+	int rc = ffs_dir_add(w->c->fs, fi, e->name, e->ino, e->type);
 
 	if (rc == -EEXIST) { /* a twin was kept: this one goes */
 		w->live--;
@@ -182,9 +182,9 @@ static int apply(struct dwalk *w, struct finode *fi)
 
 		if (e->act == ACT_RETYPE) {
 			dirent_rec(e, rec, &len);
-			rc = bt_update(w->c->fs, &t, e->key, rec, len);
+			rc = ffs_bt_update(w->c->fs, &t, e->key, rec, len);
 		} else if (e->act == ACT_REMOVE || e->act == ACT_MOVE) {
-			rc = bt_delete(w->c->fs, &t, e->key);
+			rc = ffs_bt_delete(w->c->fs, &t, e->key);
 		}
 	}
 	fi->d.root = ff_cpu_to_le64(t.root);
@@ -226,7 +226,7 @@ static int repair(struct dwalk *w, bool rebuild_tree, bool fix_size)
 		fi->d.ctime_ns = ctime;
 		if (fix_size || rebuild_tree || w->n)
 			fi->d.size = ff_cpu_to_le64(w->live);
-		rc = istore(c->fs, fi);
+		rc = ffs_istore(c->fs, fi);
 	}
 	ck_finode_put(c, fi);
 	if (rc == 0)

@@ -125,13 +125,13 @@ static int orphans_rebuild(struct fsck *c)
 		}
 	}
 	if (rc == 0)
-		rc = c->orphan_block_bad ? mb_new(c->fs, FFS_ORPHAN_BLOCK, FFS_B_ORPHAN, &mb)
-					 : mb_get(c->fs, FFS_ORPHAN_BLOCK, FFS_B_ORPHAN, &mb);
+		rc = c->orphan_block_bad ? ffs_mb_new(c->fs, FFS_ORPHAN_BLOCK, FFS_B_ORPHAN, &mb)
+					 : ffs_mb_get(c->fs, FFS_ORPHAN_BLOCK, FFS_B_ORPHAN, &mb);
 	if (rc == 0) {
 		((struct ffs_orphan_block *)mb->data)->head = ff_cpu_to_le64(next);
 		((struct ffs_orphan_block *)mb->data)->count = ff_cpu_to_le64(n);
-		mb_dirty(c->fs, mb);
-		mb_put(c->fs, mb);
+		ffs_mb_dirty(c->fs, mb);
+		ffs_mb_put(c->fs, mb);
 		rc = ck_commit(c, false);
 	}
 	if (rc < 0)
@@ -210,8 +210,8 @@ static int bitmap_rewrite(struct fsck *c, const struct bitmap *bm, uint64_t b, b
 	struct ffs_bitmap_block *blk;
 	struct mbuf *mb;
 	bool changed = fresh;
-	int rc = fresh ? mb_new(c->fs, bm->start + b, FFS_B_BITMAP, &mb)
-		       : mb_get(c->fs, bm->start + b, FFS_B_BITMAP, &mb);
+	int rc = fresh ? ffs_mb_new(c->fs, bm->start + b, FFS_B_BITMAP, &mb)
+		       : ffs_mb_get(c->fs, bm->start + b, FFS_B_BITMAP, &mb);
 
 	if (rc < 0)
 		return rc;
@@ -226,8 +226,8 @@ static int bitmap_rewrite(struct fsck *c, const struct bitmap *bm, uint64_t b, b
 		changed |= old != blk->bits[i / 8];
 	}
 	if (changed)
-		mb_dirty(c->fs, mb);
-	mb_put(c->fs, mb);
+		ffs_mb_dirty(c->fs, mb);
+	ffs_mb_put(c->fs, mb);
 	return ck_commit(c, false);
 }
 
@@ -242,7 +242,7 @@ static void bitmap_check(struct fsck *c, const struct bitmap *bm)
 		const struct ffs_bitmap_block *blk;
 		struct mbuf *mb;
 
-		if (mb_get(c->fs, bm->start + b, FFS_B_BITMAP, &mb) < 0) {
+		if (ffs_mb_get(c->fs, bm->start + b, FFS_B_BITMAP, &mb) < 0) {
 			if (fix_problem(c, PR_4_BITMAP_BLOCK, &(struct pctx){ .str = bm->name,
 									      .blk = bm->start + b }) &&
 			    bitmap_rewrite(c, bm, b, true) < 0)
@@ -256,7 +256,7 @@ static void bitmap_check(struct fsck *c, const struct bitmap *bm)
 			if (have != want)
 				run_add(&d, &r, want ? '+' : '-', first + i);
 		}
-		mb_put(c->fs, mb);
+		ffs_mb_put(c->fs, mb);
 	}
 	if (r.sign)
 		diff_range(&d, r.sign, r.a, r.b);

@@ -42,18 +42,18 @@ static void copies_check(struct fsck *c, uint64_t no, uint32_t type, const char 
 							   .num2 = copies }))
 		return;
 	if (type == FFS_B_SUPER) { /* never journaled: written in place */
-		if (meta_read_check(fs, no, type, c->buf, true) == 0 &&
-		    meta_write_raw(fs, no, c->buf, 1) == 0)
+		if (ffs_meta_read_check(fs, no, type, c->buf, true) == 0 &&
+		    ffs_meta_write_raw(fs, no, c->buf, 1) == 0)
 			return;
 		fsck_operr(c, -EIO, "cannot rewrite a superblock copy");
 		return;
 	}
-	if (mb_get(fs, no, type, &mb) < 0) {
+	if (ffs_mb_get(fs, no, type, &mb) < 0) {
 		fsck_operr(c, -EIO, "cannot reread a metadata block");
 		return;
 	}
-	mb_dirty(fs, mb); /* the commit writes the good image to every copy */
-	mb_put(fs, mb);
+	ffs_mb_dirty(fs, mb); /* the commit writes the good image to every copy */
+	ffs_mb_put(fs, mb);
 	ck_commit(c, false);
 }
 
@@ -112,7 +112,7 @@ static bool read_around(struct fsck *c, uint64_t p, uint32_t i)
 {
 	uint32_t avoid = 1u << ff_raid_chunk_member(c->fs->raid, p, i);
 
-	return repair_read_around(c->fs, p, avoid, c->rbuf) == 0;
+	return ffs_repair_read_around(c->fs, p, avoid, c->rbuf) == 0;
 }
 
 enum verdict { REBUILT, CSUM_WRONG, LOST };
@@ -149,7 +149,7 @@ static void judge_stripe(struct fsck *c, uint64_t p, uint32_t bad, const uint32_
 {
 	const struct ff_geom *g = c->fs->g;
 
-	if (repair_reconstruct(c->fs, p, bad, crc, c->rbuf) == 0) {
+	if (ffs_repair_reconstruct(c->fs, p, bad, crc, c->rbuf) == 0) {
 		memcpy(c->sbuf, c->rbuf, g->stripe_bytes);
 		for (uint32_t i = 0; i < g->ndata; i++)
 			v[i] = REBUILT;
@@ -202,7 +202,7 @@ static void stripe_rewrite(struct fsck *c, uint64_t p, uint32_t write, bool left
 		       "unverified", (unsigned long long)p);
 		return;
 	}
-	if (repair_rewrite(c->fs, p, c->sbuf, write) < 0)
+	if (ffs_repair_rewrite(c->fs, p, c->sbuf, write) < 0)
 		fsck_operr(c, -EIO, "cannot rewrite a data stripe");
 }
 
@@ -213,16 +213,16 @@ static void stripe_verify(struct fsck *c, uint64_t p)
 	enum verdict v[FF_MEMBERS_MAX];
 	bool crc_changed = false, left = false;
 
-	if (csum_get(c->fs, p, &ino, &f, crc) < 0 ||
+	if (ffs_csum_get(c->fs, p, &ino, &f, crc) < 0 ||
 	    ff_raid_rw(c->fs->raid, FF_RAID_READ, FF_SPACE_DATA, p * g->stripe_bytes, c->sbuf,
 		       g->stripe_bytes) < 0)
 		return; /* an unreadable table block was pass 2's; an unreadable stripe the array's */
-	bad = repair_bad_chunks(c->fs, c->sbuf, crc);
+	bad = ffs_repair_bad_chunks(c->fs, c->sbuf, crc);
 	if (!bad)
 		return;
 	judge_stripe(c, p, bad, crc, v);
 	write = ask_chunks(c, p, bad, crc, v, &crc_changed, &left);
-	if (crc_changed && (csum_set(c->fs, p, ino, f & ~FFS_CSUM_UNWRITTEN, crc) < 0 ||
+	if (crc_changed && (ffs_csum_set(c->fs, p, ino, f & ~FFS_CSUM_UNWRITTEN, crc) < 0 ||
 			    ck_commit(c, false) < 0))
 		fsck_operr(c, -EIO, "cannot fix the checksum table");
 	else

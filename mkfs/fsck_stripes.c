@@ -34,7 +34,7 @@ static const struct dup *keeper(struct fsck *c, uint64_t p, const struct dup *d,
 {
 	struct stripe_claim one = c->stripe[p];
 	uint32_t crc[FF_MEMBERS_MAX], ino, f;
-	bool named = csum_get(c->fs, p, &ino, &f, crc) == 0;
+	bool named = ffs_csum_get(c->fs, p, &ino, &f, crc) == 0;
 
 	f &= ~FFS_CSUM_UNWRITTEN;
 	*first = named && live(c, one.ino) && one.ino == ino && one.fstripe == f;
@@ -139,7 +139,7 @@ static int csum_block_rebuild(struct fsck *c, uint64_t b)
 	uint32_t per = ff_le32(sb->csum_per_block), entry = ff_le32(sb->csum_entry_bytes);
 	uint32_t crc[FF_MEMBERS_MAX];
 	struct mbuf *mb;
-	int rc = mb_new(c->fs, ff_le64(sb->csum_start) + b, FFS_B_CSUM, &mb);
+	int rc = ffs_mb_new(c->fs, ff_le64(sb->csum_start) + b, FFS_B_CSUM, &mb);
 
 	if (rc < 0)
 		return rc;
@@ -156,8 +156,8 @@ static int csum_block_rebuild(struct fsck *c, uint64_t b)
 		for (uint32_t k = 0; k < c->fs->g->ndata; k++)
 			e->crc[k] = ff_cpu_to_le32(crc[k]);
 	}
-	mb_dirty(c->fs, mb);
-	mb_put(c->fs, mb);
+	ffs_mb_dirty(c->fs, mb);
+	ffs_mb_put(c->fs, mb);
 	return ck_commit(c, false);
 }
 
@@ -169,7 +169,7 @@ static int owner_fix(struct fsck *c, uint64_t p, uint32_t *crc)
 	if (!unwritten)
 		data_crcs(c, p, crc); /* unreadable data: keep the crcs the entry had */
 	/* no checksums: the library marks the entry unwritten */
-	rc = csum_set(c->fs, p, c->stripe[p].ino, c->stripe[p].fstripe, unwritten ? NULL : crc);
+	rc = ffs_csum_set(c->fs, p, c->stripe[p].ino, c->stripe[p].fstripe, unwritten ? NULL : crc);
 	return rc < 0 ? rc : ck_commit(c, false);
 }
 
@@ -214,7 +214,7 @@ int extent_csum_check(struct fsck *c)
 	for (uint64_t b = 0; b < nblocks && rc == 0 && !c->operr && !c->stop; b++) {
 		struct mbuf *mb;
 
-		rc = mb_get(c->fs, start + b, FFS_B_CSUM, &mb);
+		rc = ffs_mb_get(c->fs, start + b, FFS_B_CSUM, &mb);
 		if (rc == -ENOMEM)
 			break;
 		if (rc < 0) {
@@ -224,7 +224,7 @@ int extent_csum_check(struct fsck *c)
 			continue;
 		}
 		memcpy(blk, mb->data, FFS_BLOCK); /* owner_fix changes the cached block */
-		mb_put(c->fs, mb);
+		ffs_mb_put(c->fs, mb);
 		rc = csum_block_check(c, b, blk);
 	}
 	free(blk);

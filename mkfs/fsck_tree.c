@@ -137,7 +137,7 @@ static int walk_node(struct tree_walk *w, uint64_t blk, unsigned depth, int leve
 
 	if (!take(w, blk, depth))
 		return 0;
-	rc = mb_get(fs, blk, FFS_B_BTREE, &mb);
+	rc = ffs_mb_get(fs, blk, FFS_B_BTREE, &mb);
 	if (rc == -ENOMEM)
 		return rc;
 	if (rc < 0) {
@@ -153,11 +153,11 @@ static int walk_node(struct tree_walk *w, uint64_t blk, unsigned depth, int leve
 		why = ff_le16(n->level) ? inner_problem(n, s) : leaf_problem(n, s);
 	if (why) {
 		damage(w, blk, why, ff_le64(n->owner) != w->ino ? ff_le64(n->owner) : 0);
-		mb_put(fs, mb);
+		ffs_mb_put(fs, mb);
 		return 0;
 	}
 	rc = ff_le16(n->level) ? walk_children(w, n, depth, s) : walk_leaf(w, n);
-	mb_put(fs, mb);
+	ffs_mb_put(fs, mb);
 	if (rc == 0 && w->node)
 		rc = w->node(w, blk);
 	return rc;
@@ -207,7 +207,7 @@ int tree_free_old(struct fsck *c, uint64_t ino, uint64_t root)
 	int rc = tree_walk(&w);
 
 	for (size_t i = 0; i < o.n && rc == 0; i++) {
-		rc = free_mblock(c->fs, o.blk[i]);
+		rc = ffs_free_mblock(c->fs, o.blk[i]);
 		c->pool_owner[o.blk[i] - c->pool_start] = 0;
 		c->pool_type[o.blk[i] - c->pool_start] = 0;
 	}

@@ -61,7 +61,7 @@ static void tool_open(struct tool *t, const char *const *paths, unsigned n)
 		exit(2);
 	}
 	for (unsigned i = 0; i < FFS_SB_COPIES; i++)
-		if (meta_read_check(t->fs, ffs_sb_block[i], FFS_B_SUPER, &sb[i], true) == 0 &&
+		if (ffs_meta_read_check(t->fs, ffs_sb_block[i], FFS_B_SUPER, &sb[i], true) == 0 &&
 		    !ffs_check_super_problem(t->fs, &sb[i]) &&
 		    (best < 0 || ff_le64(sb[i].generation) > ff_le64(sb[best].generation)))
 			best = (int)i;
@@ -84,13 +84,13 @@ static uint64_t lookup(struct tool *t, const char *path)
 	for (char *p = strtok_r(buf, "/", &save); p; p = strtok_r(NULL, "/", &save)) {
 		struct finode *dir;
 		uint8_t type;
-		int rc = iget(t->fs, ino, &dir);
+		int rc = ffs_iget(t->fs, ino, &dir);
 
 		if (rc == 0)
-			rc = dir_lookup(t->fs, dir, p, &ino, &type);
+			rc = ffs_dir_lookup(t->fs, dir, p, &ino, &type);
 		if (rc < 0)
 			die(path, rc);
-		iput(t->fs, dir);
+		ffs_iput(t->fs, dir);
 	}
 	return ino;
 }
@@ -98,20 +98,20 @@ static uint64_t lookup(struct tool *t, const char *path)
 static struct finode *inode(struct tool *t, const char *path)
 {
 	struct finode *fi;
-	int rc = iget(t->fs, lookup(t, path), &fi);
+	int rc = ffs_iget(t->fs, lookup(t, path), &fi);
 
 	if (rc < 0)
 		die(path, rc);
-	fi->nlookup++; /* never freed by iput here */
+	fi->nlookup++; /* never freed by ffs_iput here */
 	return fi;
 }
 
 static void commit(struct tool *t, struct finode *fi)
 {
-	int rc = fi ? istore(t->fs, fi) : 0;
+	int rc = fi ? ffs_istore(t->fs, fi) : 0;
 
 	if (rc == 0)
-		rc = journal_commit(t->fs);
+		rc = ffs_journal_commit(t->fs);
 	if (rc < 0)
 		die("commit", rc);
 }
@@ -146,7 +146,7 @@ static void raw_all(struct tool *t, uint64_t no, uint64_t seed)
 		garbage(buf, FFS_BLOCK, seed);
 	else
 		memset(buf, 0, FFS_BLOCK);
-	rc = meta_write_raw(t->fs, no, buf, 1);
+	rc = ffs_meta_write_raw(t->fs, no, buf, 1);
 	if (rc == 0)
 		rc = ff_raid_flush(t->fs->raid);
 	free(buf);
@@ -207,20 +207,20 @@ static void dir_entry_add(struct tool *t, const char *dir, const char *name, uin
 			  uint8_t type)
 {
 	struct finode *d = inode(t, dir);
-	int rc = dir_add(t->fs, d, name, ino, type);
+	int rc = ffs_dir_add(t->fs, d, name, ino, type);
 
 	if (rc < 0)
-		die("dir_add", rc);
+		die("ffs_dir_add", rc);
 	commit(t, NULL);
 }
 
 static void root_unlink(struct tool *t, const char *name)
 {
 	struct finode *root = inode(t, "/");
-	int rc = dir_remove(t->fs, root, name);
+	int rc = ffs_dir_remove(t->fs, root, name);
 
 	if (rc < 0)
-		die("dir_remove", rc);
+		die("ffs_dir_remove", rc);
 	root->d.nlink = ff_cpu_to_le32(ff_le32(root->d.nlink) - 1); /* stays consistent */
 	commit(t, root);
 }
@@ -231,12 +231,12 @@ static uint64_t second_leaf(struct tool *t, const char *dir)
 	struct finode *fi = inode(t, dir);
 	struct mbuf *mb;
 	uint64_t child;
-	int rc = mb_get(t->fs, ff_le64(fi->d.root), FFS_B_BTREE, &mb);
+	int rc = ffs_mb_get(t->fs, ff_le64(fi->d.root), FFS_B_BTREE, &mb);
 
 	if (rc < 0 || ff_le16(((struct ffs_bt_node *)mb->data)->level) != 1)
 		die("the directory tree is not two levels deep", rc);
 	child = ff_le64(((struct ffs_bt_ptr *)(mb->data + sizeof(struct ffs_bt_node)))[1].child);
-	mb_put(t->fs, mb);
+	ffs_mb_put(t->fs, mb);
 	return child;
 }
 
@@ -250,14 +250,14 @@ static void journal_pending(struct tool *t, const char *path)
 	struct finode *fi = inode(t, path);
 	uint64_t home = itable_block(t, fi->ino);
 	uint8_t *old = ff_alloc_aligned(FFS_BLOCK);
-	int rc = meta_read_check(t->fs, home, FFS_B_ITABLE, old, true);
+	int rc = ffs_meta_read_check(t->fs, home, FFS_B_ITABLE, old, true);
 
 	if (rc < 0)
 		die("read", rc);
 	fi->d.nlink = ff_cpu_to_le32(7);
 	commit(t, fi);
 	/* the transaction is committed, but its home block is as before a crash */
-	rc = meta_write_raw(t->fs, home, old, 1);
+	rc = ffs_meta_write_raw(t->fs, home, old, 1);
 	free(old);
 	if (rc < 0)
 		die("write", rc);
@@ -281,14 +281,14 @@ static void orphan_linked(struct tool *t, const char *path)
 {
 	struct finode *fi = inode(t, path);
 	struct mbuf *mb;
-	int rc = mb_get(t->fs, FFS_ORPHAN_BLOCK, FFS_B_ORPHAN, &mb);
+	int rc = ffs_mb_get(t->fs, FFS_ORPHAN_BLOCK, FFS_B_ORPHAN, &mb);
 
 	if (rc < 0)
 		die("orphan block", rc);
 	((struct ffs_orphan_block *)mb->data)->head = ff_cpu_to_le64(fi->ino);
 	((struct ffs_orphan_block *)mb->data)->count = ff_cpu_to_le64(1);
-	mb_dirty(t->fs, mb);
-	mb_put(t->fs, mb);
+	ffs_mb_dirty(t->fs, mb);
+	ffs_mb_put(t->fs, mb);
 	fi->d.flags = ff_cpu_to_le32(ff_le32(fi->d.flags) | FFS_I_ORPHAN);
 	commit(t, fi);
 }
@@ -297,13 +297,13 @@ static void xattr_bad(struct tool *t, const char *path)
 {
 	struct finode *fi = inode(t, path);
 	struct mbuf *mb;
-	int rc = mb_get(t->fs, ff_le64(fi->d.xattr_block), FFS_B_XATTR, &mb);
+	int rc = ffs_mb_get(t->fs, ff_le64(fi->d.xattr_block), FFS_B_XATTR, &mb);
 
 	if (rc < 0)
 		die("xattr block", rc);
 	((struct ffs_xattr_block *)mb->data)->used = ff_cpu_to_le32(5000);
-	mb_dirty(t->fs, mb);
-	mb_put(t->fs, mb);
+	ffs_mb_dirty(t->fs, mb);
+	ffs_mb_put(t->fs, mb);
 	commit(t, NULL);
 }
 
@@ -311,10 +311,10 @@ static void csum_owner(struct tool *t, const char *path)
 {
 	uint64_t p = first_stripe(t, path);
 	uint32_t crc[FF_MEMBERS_MAX], ino, f;
-	int rc = csum_get(t->fs, p, &ino, &f, crc);
+	int rc = ffs_csum_get(t->fs, p, &ino, &f, crc);
 
 	if (rc == 0)
-		rc = csum_set(t->fs, p, ino + 1, f + 5, crc);
+		rc = ffs_csum_set(t->fs, p, ino + 1, f + 5, crc);
 	if (rc < 0)
 		die("csum", rc);
 	commit(t, NULL);
@@ -323,11 +323,11 @@ static void csum_owner(struct tool *t, const char *path)
 static void sb_torn(struct tool *t)
 {
 	uint8_t *buf = ff_alloc_aligned(FFS_BLOCK);
-	int rc = meta_read_check(t->fs, FFS_SB_BLOCK_A, FFS_B_SUPER, buf, true);
+	int rc = ffs_meta_read_check(t->fs, FFS_SB_BLOCK_A, FFS_B_SUPER, buf, true);
 
 	memset(buf + FFS_BLOCK / 2, 0xee, FFS_BLOCK / 2); /* the second half never arrived */
 	if (rc == 0)
-		rc = meta_write_raw(t->fs, FFS_SB_BLOCK_A, buf, 1);
+		rc = ffs_meta_write_raw(t->fs, FFS_SB_BLOCK_A, buf, 1);
 	free(buf);
 	if (rc < 0)
 		die("superblock", rc);
@@ -337,7 +337,7 @@ static void sb_torn(struct tool *t)
 static struct ffs_super *sb_copy(struct tool *t, unsigned i)
 {
 	struct ffs_super *sb = ff_alloc_aligned(FFS_BLOCK);
-	int rc = meta_read_check(t->fs, ffs_sb_block[i], FFS_B_SUPER, sb, true);
+	int rc = ffs_meta_read_check(t->fs, ffs_sb_block[i], FFS_B_SUPER, sb, true);
 
 	if (rc < 0)
 		die("superblock copy", rc);
@@ -349,7 +349,7 @@ static void sb_put(struct tool *t, unsigned i, struct ffs_super *sb)
 	int rc;
 
 	ffs_block_seal(sb, FFS_B_SUPER, ffs_sb_block[i]);
-	rc = meta_write_raw(t->fs, ffs_sb_block[i], sb, 1);
+	rc = ffs_meta_write_raw(t->fs, ffs_sb_block[i], sb, 1);
 	if (rc == 0)
 		rc = ff_raid_flush(t->fs->raid);
 	free(sb);
@@ -431,21 +431,21 @@ static uint64_t num(const char *s)
 
 static void do_ibit_clear(struct tool *t, char **arg)
 {
-	int rc = free_inode_bit(t->fs, lookup(t, arg[0]));
+	int rc = ffs_free_inode_bit(t->fs, lookup(t, arg[0]));
 
 	if (rc < 0)
-		die("free_inode_bit", rc);
+		die("ffs_free_inode_bit", rc);
 	commit(t, NULL);
 }
 
 static void do_ibit_set(struct tool *t, char **arg)
 {
 	uint64_t ino;
-	int rc = alloc_inode(t->fs, &ino);
+	int rc = ffs_alloc_inode(t->fs, &ino);
 
 	(void)arg;
 	if (rc < 0)
-		die("alloc_inode", rc);
+		die("ffs_alloc_inode", rc);
 	commit(t, NULL);
 }
 
@@ -459,12 +459,12 @@ static void do_entry_type(struct tool *t, char **arg)
 	struct finode *fi = inode(t, arg[0]);
 	uint64_t ino;
 	uint8_t type;
-	int rc = dir_lookup(t->fs, fi, arg[1], &ino, &type);
+	int rc = ffs_dir_lookup(t->fs, fi, arg[1], &ino, &type);
 
 	if (rc == 0)
-		rc = dir_retarget(t->fs, fi, arg[1], ino, DT_CHR);
+		rc = ffs_dir_retarget(t->fs, fi, arg[1], ino, DT_CHR);
 	if (rc < 0)
-		die("dir_retarget", rc);
+		die("ffs_dir_retarget", rc);
 	commit(t, NULL);
 }
 
@@ -495,11 +495,11 @@ static void do_slot_ino(struct tool *t, char **arg) { do_field(t, arg, "slot-ino
 
 static void do_leak_stripe(struct tool *t, char **arg)
 {
-	int rc = take_stripes(t->fs, ff_le64(t->fs->sb->nstripes) - 1, 1);
+	int rc = ffs_take_stripes(t->fs, ff_le64(t->fs->sb->nstripes) - 1, 1);
 
 	(void)arg;
 	if (rc < 0)
-		die("take_stripes", rc);
+		die("ffs_take_stripes", rc);
 	commit(t, NULL);
 }
 
@@ -527,11 +527,11 @@ static void do_csum_crc(struct tool *t, char **arg)
 {
 	uint64_t p = first_stripe(t, arg[0]);
 	uint32_t crc[FF_MEMBERS_MAX], ino, f;
-	int rc = csum_get(t->fs, p, &ino, &f, crc);
+	int rc = ffs_csum_get(t->fs, p, &ino, &f, crc);
 
 	crc[0] ^= 0x5a5a5a5a;
 	if (rc == 0)
-		rc = csum_set(t->fs, p, ino, f, crc);
+		rc = ffs_csum_set(t->fs, p, ino, f, crc);
 	if (rc < 0)
 		die("csum", rc);
 	commit(t, NULL);
@@ -546,9 +546,9 @@ static void do_dir_loop(struct tool *t, char **arg)
 
 	(void)arg;
 	root_unlink(t, "b");
-	rc = dir_add(t->fs, c, "back", b, DT_DIR);
+	rc = ffs_dir_add(t->fs, c, "back", b, DT_DIR);
 	if (rc < 0)
-		die("dir_add", rc);
+		die("ffs_dir_add", rc);
 	commit(t, NULL);
 }
 

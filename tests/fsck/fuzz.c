@@ -316,7 +316,7 @@ static void add_pool(struct ffs *fs, void *buf)
 		if (!((fs->mbits[b / 64] >> (b % 64)) & 1))
 			continue;
 		for (unsigned t = 0; t < FF_ARRAY_SIZE(types); t++)
-			if (meta_read_check(fs, base.pool_start + b, types[t], buf, true) == 0) {
+			if (ffs_meta_read_check(fs, base.pool_start + b, types[t], buf, true) == 0) {
 				add_block(base.pool_start + b, types[t]);
 				break;
 			}
@@ -335,7 +335,7 @@ static void learn_base(void)
 	for (unsigned i = 0; i < NM; i++)
 		path(paths[i], "b", i), pp[i] = paths[i];
 	if (ffs_check_open(pp, NM, true, 0, &fs, &err) < 0 ||
-	    meta_read_check(fs, FFS_SB_BLOCK_B, FFS_B_SUPER, sb, true) < 0 ||
+	    ffs_meta_read_check(fs, FFS_SB_BLOCK_B, FFS_B_SUPER, sb, true) < 0 ||
 	    ffs_check_start(fs, sb, 0) < 0 || ffs_check_journal_pending(fs, &pending) < 0 ||
 	    ffs_check_load_bitmaps(fs) < 0)
 		die("cannot read the clean volume: %s", err.msg);

@@ -32,7 +32,7 @@
 #   FRAMEFS_MKFS_OPTS   extra mkfs.framefs options, e.g. "-c 512K" (default none)
 #   FRAMEFS_MEMBERS=loop  loop: framefs gets the loop devices btrfs gets (ram mode);
 #                       file: the tmpfs files behind them
-#   PT_OPTS=cache=never passthrough_ll's -o options (besides source=), as shared/bench/peers.sh
+#   PT_OPTS=cache=never passthrough_ll's -o options (besides source=), as bench/peers does
 #   FRAMETEST=0         1: also a framefs-frametest line (-w 4k, then -r) per filesystem row,
 #                       from FRAMEFS_BUILD or PATH (auto: if found); it adds ~40% to the time
 #   PHASE_TIMEOUT=300   seconds one phase (a fio run, a mkfs, a mount) may take; a framefs

@@ -6,7 +6,7 @@
 #   degraded_read_ratio  unpaced 4K read (framefs-frametest -r -t 4) with one member failed
 #                        / the same read healthy
 #   rebuild_vs_raw       idle rebuild speed (member bytes rebuilt / time from `framefs-admin add`
-#                        to the end, polled every 50 ms) / the raw write speed of a fresh tmpfs
+#                        to the end, polled every 20 ms) / the raw write speed of a fresh tmpfs
 #                        file like the replacement member (fio, O_DIRECT, io_uring, 1 MiB
 #                        writes, depth 8)                                     bar: >= 0.80
 #   rebuild_min_per_tb   minutes to rebuild 1 TB (10^12 bytes) at that speed

@@ -2,7 +2,7 @@
 # Proves: framefs-admin reaches the daemon through a root-only control socket
 # named from the mountpoint; `status` shows level, chunk, state and every
 # member's role, state, path and size, as text and as --json (schema 1: the
-# keys fs/ctl.h documents, with their types); the same status comes out
+# keys fs/daemon/ctl.h documents, with their types); the same status comes out
 # offline from the members of the unmounted volume (comma list or separate
 # words); offline use of a mounted volume's members is refused; `set` changes
 # the rate limits; mkfs.framefs -s makes a hot spare that `remove` and `add`

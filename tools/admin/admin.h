@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "fs/ctl.h"
+#include "fs/daemon/ctl.h"
 
 /* exit statuses */
 enum { EX_OK = 0, EX_FAILED = 1, EX_USAGE = 2, EX_UNREACHABLE = 3 };

@@ -2,7 +2,7 @@
 /*
  * framefs-admin: watch and repair a framefs volume.
  *
- * Talks to the running daemon through its control socket (fs/ctl.h), or
+ * Talks to the running daemon through its control socket (fs/daemon/ctl.h), or
  * opens the members of an unmounted volume itself (the same requests run
  * in-process, so the answers are the same).  See usage() for the commands.
  */
@@ -67,7 +67,7 @@ static void usage(FILE *f)
 "  fault VOLUME RULES|clear          arm fault-injection rules on the running members\n"
 "                                    (MEMBER@op=rw,err=EIO,after=N,...; for tests and drills)\n"
 "\n"
-"options: --json (machine-readable answer; schema in fs/ctl.h), --socket PATH,\n"
+"options: --json (machine-readable answer; schema in fs/daemon/ctl.h), --socket PATH,\n"
 "         --quiet, --help, --version\n"
 "exit status: 0 done, 1 refused or failed, 2 usage, 3 volume unreachable or not assembled\n");
 }

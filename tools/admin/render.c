@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Human-readable output of framefs-admin, drawn from the JSON answers
- * (schema in fs/ctl.h), so that the text and --json always agree.
+ * (schema in fs/daemon/ctl.h), so that the text and --json always agree.
  */
 #include <math.h>
 #include <stdio.h>

@@ -2,7 +2,7 @@
 /*
  * What a VOLUME operand names, and how a request reaches it.
  *
- * A mountpoint is reached through its daemon's control socket (fs/ctl.h).
+ * A mountpoint is reached through its daemon's control socket (fs/daemon/ctl.h).
  * Members of an unmounted volume are opened here: the filesystem is
  * mounted in-process (read-only for status) and the request runs through
  * the very code the daemon runs (ffs_ctl_exec), so both answer alike.

@@ -25,7 +25,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "fs/ctl.h"
+#include "fs/daemon/ctl.h"
 #include "io/fault.h"
 #include "raid/sb.h"
 

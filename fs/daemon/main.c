@@ -28,9 +28,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fs/ctl.h"
+#include "fs/daemon/ctl.h"
+#include "fs/daemon/fuse_ops.h"
 #include "fs/ffs.h"
-#include "fs/fuse_ops.h"
 
 struct cli {
 	char *members;

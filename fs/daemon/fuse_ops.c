@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "fs/ffs.h"
-#include "fs/fuse_ops.h"
+#include "fs/daemon/fuse_ops.h"
 
 #define TIMEOUT_S 60.0   /* every change goes through this daemon: long caches are safe */
 #define IO_MAX (1u << 20) /* libfuse 3.14's max_write and the kernel's default max_pages */

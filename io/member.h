@@ -3,7 +3,9 @@
  * A member is one block device or regular file that holds a slice of the
  * array.  Everything about it (size, logical block size, O_DIRECT
  * alignment, NVMe identity) is read from the system at open time, never
- * assumed.  A member may carry fault-injection rules (tests only).
+ * assumed.  How each kind of member is driven is its backend's business
+ * (io/backend.h): block device, file, file in RAM, or the fault-injecting
+ * backend in front of one of them (tests only).
  */
 #ifndef FF_MEMBER_H
 #define FF_MEMBER_H
@@ -16,7 +18,7 @@
 #include "io/ff_common.h"
 
 struct ff_fault;
-struct ff_undo;
+struct ff_backend;
 
 struct ff_nvme_id {
 	bool is_nvme;
@@ -50,8 +52,9 @@ struct ff_member {
 	uint32_t dio_mem_align;  /* O_DIRECT buffer alignment */
 	uint32_t dio_off_align;  /* O_DIRECT offset/length alignment */
 	struct ff_nvme_id nvme;
-	struct ff_fault *fault;  /* NULL unless a test injects faults */
-	struct ff_undo *undo;    /* NULL unless a test simulates power loss (io/fault.h) */
+	const struct ff_backend *backend; /* io/backend.h; read with ff_member_backend() */
+	struct ff_fault *fault;  /* the fault backend's state: NULL unless a test injects
+				  * faults or simulates power loss (io/fault.h) */
 };
 
 /* Open path O_DIRECT (read-write unless read_only).  Fills every field from
@@ -69,7 +72,7 @@ void ff_member_close(struct ff_member *m);
 #define FF_MEMBER_LOCK_WAIT_MS 5000u
 int ff_member_lock(struct ff_member *m, struct ff_err *err);
 
-/* Identity through libnvme; leaves is_nvme false for anything else. */
+/* Identity through libnvme (block devices); leaves is_nvme false for anything else. */
 void ff_nvme_identify(struct ff_member *m);
 
 /* "Samsung PM1733 S/N ... FW ..." or "not NVMe". */

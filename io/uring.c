@@ -6,13 +6,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "io/fault.h"
+#include "io/backend.h"
 
 #define RETRIES_MAX 1000
 #define ERRORS_LOGGED_MAX 32
 
 /* user_data tags: requests are at least 8-byte aligned, so the low bit marks
- * a completion of the fault-injection delay timer rather than of the op. */
+ * a completion of a held request's timer rather than of the op. */
 #define TAG_DELAY 1ul
 
 /* The ring's own fd for member m (fd: its fd, -1 if missing) when its
@@ -159,26 +159,21 @@ static void push_backlog_front(struct ff_ring *r, struct ff_io_req *req)
 		r->backlog_tail = req;
 }
 
-/* Prepare one SQE for req; the caller has checked space and the depth cap. */
-static void prep_op(struct ff_ring *r, struct io_uring_sqe *sqe, struct ff_io_req *req)
+/* The io_uring op for the rest of req: what the bdev, file and ram backends
+ * issue (and the fault backend, for the one it wraps). */
+void ff_uring_prep(struct io_uring_sqe *sqe, struct ff_io_req *req, void *buf, uint32_t len,
+		   uint64_t off, int regbuf)
 {
-	char *buf = (char *)req->buf + req->done;
-	uint32_t len = req->len - req->done;
-	uint64_t off = req->off + req->done;
-	int bi;
-
 	switch (req->op) {
 	case FF_IO_READ:
-		bi = regbuf_index(r, buf, len);
-		if (bi >= 0)
-			io_uring_prep_read_fixed(sqe, req->member, buf, len, off, bi);
+		if (regbuf >= 0)
+			io_uring_prep_read_fixed(sqe, req->member, buf, len, off, regbuf);
 		else
 			io_uring_prep_read(sqe, req->member, buf, len, off);
 		break;
 	case FF_IO_WRITE:
-		bi = regbuf_index(r, buf, len);
-		if (bi >= 0)
-			io_uring_prep_write_fixed(sqe, req->member, buf, len, off, bi);
+		if (regbuf >= 0)
+			io_uring_prep_write_fixed(sqe, req->member, buf, len, off, regbuf);
 		else
 			io_uring_prep_write(sqe, req->member, buf, len, off);
 		break;
@@ -189,37 +184,41 @@ static void prep_op(struct ff_ring *r, struct io_uring_sqe *sqe, struct ff_io_re
 		FF_ASSERT(!"unknown op");
 	}
 	sqe->flags |= IOSQE_FIXED_FILE;
+}
+
+/* Prepare one SQE for req; the caller has checked space and the depth cap. */
+static void prep_op(struct ff_ring *r, struct io_uring_sqe *sqe, struct ff_io_req *req)
+{
+	char *buf = (char *)req->buf + req->done;
+	uint32_t len = req->len - req->done;
+	int bi = req->op == FF_IO_FSYNC ? -1 : regbuf_index(r, buf, len);
+
+	ff_member_backend(r->members[req->member])->prep(sqe, req, buf, len, req->off + req->done,
+							 bi);
 	io_uring_sqe_set_data(sqe, req);
 }
 
-/* First dispatch of a request: consult the member's fault rules. */
-static bool fault_gate(struct ff_ring *r, struct ff_io_req *req)
+/* First dispatch of a request: its backend may fail it now (false: it is
+ * done) or hold it on a timer first. */
+static bool backend_start(struct ff_ring *r, struct ff_io_req *req)
 {
 	struct ff_member *m = r->members[req->member];
-	struct ff_fault_action act;
+	const struct ff_backend *b = ff_member_backend(m);
+	struct ff_io_hold hold = { 0, 0 };
 
-	if (m->undo && !req->done && !req->delayed) { /* power-loss simulation */
-		if (req->op == FF_IO_WRITE)
-			ff_undo_write(m, req->off, req->len);
-		else if (req->op == FF_IO_FSYNC)
-			req->undo_seq = ff_undo_seq(m);
-	}
-	if (!m->fault || req->done || req->delayed)
+	if (req->started || req->done || !b->start)
 		return true;
-	ff_fault_check(m->fault, req->op == FF_IO_READ    ? FF_FAULT_READ
-				 : req->op == FF_IO_FSYNC ? FF_FAULT_FLUSH
-							  : FF_FAULT_WRITE,
-		       req->off, req->len, &act);
-	req->flip_bits = act.flip_bits;
-	if (act.error && !act.latency_us) {
-		req->result = -act.error;
+	req->started = b;
+	b->start(m, req, &hold);
+	if (hold.error && !hold.delay_us) {
+		req->result = -hold.error;
 		push_done(r, req);
 		return false;
 	}
-	if (act.latency_us) { /* an error too: it comes when the delay ends */
-		req->late_error = (uint16_t)act.error;
-		req->delay.tv_sec = act.latency_us / 1000000;
-		req->delay.tv_nsec = (long long)(act.latency_us % 1000000) * 1000;
+	if (hold.delay_us) { /* an error too: it comes when the hold ends */
+		req->late_error = (uint16_t)hold.error;
+		req->delay.tv_sec = hold.delay_us / 1000000;
+		req->delay.tv_nsec = (long long)(hold.delay_us % 1000000) * 1000;
 		req->delayed = 1;
 	}
 	return true;
@@ -259,7 +258,7 @@ static void fill_sq(struct ff_ring *r)
 		r->backlog_head = req->next;
 		if (!r->backlog_head)
 			r->backlog_tail = NULL;
-		if (!fault_gate(r, req))
+		if (!backend_start(r, req))
 			continue;
 		sfd = r->sync_fd[req->member];
 		if (sfd >= 0 && req->delayed != 1) {
@@ -291,7 +290,7 @@ void ff_ring_queue(struct ff_ring *r, struct ff_io_req *req)
 	req->retries = 0;
 	req->delayed = 0;
 	req->late_error = 0;
-	req->flip_bits = 0;
+	req->started = NULL;
 	req->result = 0;
 	req->next = NULL;
 	req->submit_ns = 0;
@@ -342,7 +341,7 @@ static void handle_cqe(struct ff_ring *r, struct ff_io_req *req, int res, bool d
 			return;
 		}
 	}
-	if (delay_done && req->late_error) { /* the fault's error, late */
+	if (delay_done && req->late_error) { /* the backend's error, late */
 		res = -req->late_error;
 	} else if (delay_done) {
 		req->delayed = 3; /* timer fired: issue the op itself */
@@ -365,10 +364,6 @@ static void handle_cqe(struct ff_ring *r, struct ff_io_req *req, int res, bool d
 	} else {
 		req->result = res;
 	}
-	if (req->result > 0 && req->flip_bits)
-		ff_fault_flip(r->members[req->member]->fault, req->buf, req->len, req->flip_bits);
-	if (req->op == FF_IO_FSYNC && req->result == 0)
-		ff_undo_flushed(r->members[req->member], req->undo_seq);
 	push_done(r, req);
 }
 
@@ -470,6 +465,8 @@ static int run_done(struct ff_ring *r)
 		r->done_head = req->next;
 		if (!r->done_head)
 			r->done_tail = NULL;
+		if (req->started && req->started->end) /* the backend may have changed since */
+			req->started->end(r->members[req->member], req);
 		if (req->result < 0)
 			log_error(r, req);
 		n++;

@@ -5,8 +5,10 @@
  * The caller owns every ff_io_req; the ring never allocates.  Requests are
  * queued, submitted in batches, and completed by calling req->complete on
  * the ring's thread from ff_ring_reap().  The ring finishes short transfers,
- * retries -EAGAIN/-EINTR, applies the member's fault rules, and reports a
- * final error once with the member's path.  At most `depth` requests are in
+ * retries -EAGAIN/-EINTR, and reports a final error once with the member's
+ * path.  What differs between members is asked of the member's backend
+ * (io/backend.h): it prepares each op, and may hold a request for a while
+ * or fail it before it is issued (the fault backend, tests only).  At most `depth` requests are in
  * the kernel at once; the rest wait in a backlog (a full queue waits, it
  * never grows the kernel rings).
  *
@@ -18,8 +20,8 @@
  * worker threads anyway (tmpfs takes no non-blocking writes).  Its requests
  * run on the ring's own thread when they are submitted, with pread/pwrite/
  * fdatasync on the ring's duplicate of the member's fd, and complete through
- * the same path as a CQE: fault rules, short transfers, retries and error
- * reports are the same.  A latency fault still waits on a kernel timer.
+ * the same path as a CQE: backend hooks, short transfers, retries and error
+ * reports are the same.  A held request still waits on a kernel timer.
  */
 #ifndef FF_URING_H
 #define FF_URING_H
@@ -30,6 +32,8 @@
 #include <stdint.h>
 
 #include "io/member.h"
+
+struct ff_backend;
 
 enum ff_io_op { FF_IO_READ = 1, FF_IO_WRITE = 2, FF_IO_FSYNC = 3 };
 
@@ -51,10 +55,15 @@ struct ff_io_req {
 	uint8_t cancelled;
 	uint32_t done;
 	uint16_t retries;
-	uint8_t delayed;
-	uint16_t late_error;  /* a fault's errno, returned when its delay ends */
-	uint32_t flip_bits;
-	uint64_t undo_seq;    /* a flush: the member's undo log length at issue (tests) */
+	const struct ff_backend *started; /* whose start hook ran: its end hook runs, NULL if none */
+	uint8_t delayed;      /* 1: to hold, 2: held on a timer, 3: held, now issued */
+	uint16_t late_error;  /* the backend's errno, returned when the hold ends */
+	struct {              /* the member backend's, for this request (io/fault.c) */
+		void *ctx;
+		uint64_t seq;
+		uint32_t bits;
+		int32_t rule;
+	} backend;
 	struct __kernel_timespec delay;
 	struct ff_io_req *next;
 };

@@ -24,17 +24,22 @@ static void close_all(struct ff_member *m, unsigned n)
 {
 	for (unsigned i = 0; i < n; i++) {
 		ff_member_close(&m[i]);
-		free(m[i].fault);
-		m[i].fault = NULL;
+		ff_fault_free(&m[i]);
 	}
 }
 
 /* Open every path and refuse duplicates, naming both. */
-static int open_members(const char *const *paths, unsigned n, bool ro, struct ff_member *m,
-			struct ff_err *err)
+static int open_members(const char *const *paths, unsigned n, bool ro, const char *undo_dir,
+			struct ff_member *m, struct ff_err *err)
 {
 	for (unsigned i = 0; i < n; i++) {
 		int rc = ff_member_open(&m[i], paths[i], ro, err);
+
+		if (rc == 0) {
+			rc = ff_undo_open(&m[i], undo_dir, err);
+			if (rc < 0)
+				close_all(&m[i], 1);
+		}
 
 		if (rc < 0) {
 			close_all(m, i);
@@ -99,7 +104,7 @@ int ff_raid_create(const char *const *paths, unsigned n, const struct ff_raid_cr
 		rc = -EINVAL;
 		goto out_free;
 	}
-	rc = open_members(paths, n, false, m, err);
+	rc = open_members(paths, n, false, NULL, m, err);
 	if (rc < 0)
 		goto out_free;
 	for (unsigned i = 0; i < n; i++) {
@@ -424,7 +429,7 @@ int ff_raid_assemble(const char *const *paths, unsigned n, const struct ff_raid_
 	struct candidate c[FF_MEMBERS_MAX];
 	struct ff_raid *r = calloc(1, sizeof(*r));
 	int holder[FF_MEMBERS_MAX];
-	const char *faults = getenv("FRAMEFS_FAULT");
+	const char *faults = opts->fault_spec;
 	unsigned best;
 	bool unclean;
 	int rc;
@@ -445,7 +450,7 @@ int ff_raid_assemble(const char *const *paths, unsigned n, const struct ff_raid_
 	pthread_mutex_init(&r->spare_lock, NULL);
 	r->opts = *opts;
 	r->read_only = opts->read_only;
-	rc = open_members(paths, n, opts->read_only, m, err);
+	rc = open_members(paths, n, opts->read_only, opts->undo_dir, m, err);
 	if (rc < 0)
 		goto fail_nomembers;
 	rc = read_candidates(m, c, n, err);
@@ -869,13 +874,13 @@ int ff_raid_close(struct ff_raid *r)
 	for (unsigned i = 0; i < r->g.nmembers; i++) {
 		if (r->mem[i].fd >= 0)
 			ff_member_close(&r->mem[i]);
-		free(r->mem[i].fault);
+		ff_fault_free(&r->mem[i]);
 	}
 	while (r->faults_retired) {
 		struct ff_fault *f = r->faults_retired;
 
 		r->faults_retired = f->retired_next;
-		free(f);
+		ff_fault_destroy(f);
 	}
 	for (unsigned i = 0; i < r->nspares; i++)
 		ff_member_close(&r->spare[i]);

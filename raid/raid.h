@@ -163,6 +163,10 @@ struct ff_raid_opts {
 	bool force_clean;        /* assemble: ignore the dirty flag */
 	unsigned member_timeout_ms; /* a member request older than this fails the member (5000) */
 	unsigned read_slow_ms;      /* a data read slower than this is read around via parity (200, 0 = never) */
+	/* Tests only; NULL or "" = none.  Both must stay valid until ff_raid_close.
+	 * The daemon passes its FRAMEFS_FAULT and FRAMEFS_UNDO_DIR. */
+	const char *fault_spec;  /* fault rules armed on the members at assembly (io/fault.h) */
+	const char *undo_dir;    /* members opened read-write keep undo logs there (io/fault.h) */
 };
 
 struct ff_raid;

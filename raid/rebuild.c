@@ -542,13 +542,12 @@ static int rings_update(struct ff_raid *r, unsigned slot, int fd)
  * rules (tests only) until the array closes. */
 static void fault_retire(struct ff_raid *r, unsigned role)
 {
-	struct ff_fault *f = r->mem[role].fault;
+	struct ff_fault *f = ff_fault_detach(&r->mem[role]);
 
 	if (!f)
 		return;
 	f->retired_next = r->faults_retired;
 	r->faults_retired = f;
-	r->mem[role].fault = NULL;
 }
 
 /* Member m (open) takes over dead role `role` and starts its rebuild. */
@@ -672,6 +671,8 @@ int ff_raid_add_check(struct ff_raid *r, const char *path, bool force, struct ff
 		return -EROFS;
 	}
 	rc = ff_member_open(&m, path, false, err);
+	if (rc == 0 && (rc = ff_undo_open(&m, r->opts.undo_dir, err)) < 0)
+		ff_member_close(&m);
 	if (rc < 0)
 		return rc;
 	for (unsigned i = 0; i < r->g.nmembers + r->nspares + 1; i++) {

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io/backend.h"
 #include "io/fault.h"
 #include "io/uring.h"
 
@@ -54,6 +55,7 @@ START_TEST(file_member_is_described_by_the_system)
 	ck_assert_msg(ff_member_open(&m, file, false, &err) == 0, "%s", err.msg);
 	ck_assert(!m.is_bdev);
 	ck_assert(m.in_memory); /* /dev/shm is tmpfs: writes are memory copies */
+	ck_assert_str_eq(m.backend->name, "ram");
 	ck_assert_uint_eq(m.size_bytes, 16u << 20);
 	ck_assert(FF_IS_POW2(m.lbs) && m.lbs >= 512 && m.lbs <= 4096);
 	ck_assert(m.dio_off_align > 0 && m.dio_mem_align > 0);
@@ -83,6 +85,7 @@ START_TEST(loop_device_block_size_comes_from_the_device)
 	ck_assert_msg(ff_member_open(&m, dev, false, &err) == 0, "%s", err.msg);
 	ck_assert(m.is_bdev);
 	ck_assert(!m.in_memory); /* a device, even one over a tmpfs file */
+	ck_assert_str_eq(m.backend->name, "bdev");
 	ck_assert_uint_eq(m.lbs, 4096);
 	ck_assert_uint_eq(m.size_bytes, 32u << 20);
 	ck_assert(!m.nvme.is_nvme); /* a loop device answers no NVMe Identify */
@@ -137,8 +140,8 @@ static void fx_open(struct fixture *f, int through_ring)
 static void fx_close(struct fixture *f)
 {
 	ff_ring_exit(&f->ring);
-	free(f->m.fault);
 	ff_member_close(&f->m);
+	ff_fault_free(&f->m);
 	free(f->buf);
 	remove_file();
 }
@@ -274,7 +277,51 @@ START_TEST(fault_latency_and_cancel)
 }
 END_TEST
 
-/* Power-loss simulation: with FRAMEFS_UNDO_DIR set, a member logs what each
+/* The hold handshake: requests a latency rule holds are counted from their
+ * dispatch until they complete, so a test can wait for them instead of
+ * sleeping. */
+START_TEST(fault_hold_is_counted_until_completion)
+{
+	struct fixture f;
+	struct ff_fault_rule rule;
+	struct ff_err err;
+	struct ff_io_req q[3];
+	unsigned left = 3;
+
+	fx_open(&f, _i);
+	ck_assert_uint_eq(ff_fault_held(&f.m, FF_FAULT_ANY), 0);
+	ck_assert_int_eq(ff_fault_wait_held(&f.m, FF_FAULT_ANY, 1, 10), -ETIMEDOUT);
+	ck_assert_int_eq(ff_fault_parse("op=w,err=EIO", &rule, &err), 0); /* rule 0: no hold */
+	ck_assert_int_eq(ff_fault_add(&f.m, &rule), 0);
+	ck_assert_int_eq(ff_fault_parse("op=r,lat_ms=10000", &rule, &err), 0); /* rule 1 */
+	ck_assert_int_eq(ff_fault_add(&f.m, &rule), 0);
+	for (unsigned i = 0; i < 3; i++) {
+		q[i] = (struct ff_io_req){ .op = FF_IO_READ, .len = 4096, .off = i * 4096ull,
+					   .buf = f.buf + i * 4096, .complete = keep };
+		ff_ring_queue(&f.ring, &q[i]);
+	}
+	ck_assert_int_eq(ff_ring_submit(&f.ring), 0);
+	ck_assert_int_eq(ff_fault_wait_held(&f.m, 1, 3, 5000), 0);
+	ck_assert_uint_eq(ff_fault_held(&f.m, 1), 3);
+	ck_assert_uint_eq(ff_fault_held(&f.m, 0), 0);
+	ck_assert_uint_eq(ff_fault_held(&f.m, FF_FAULT_ANY), 3);
+	ck_assert_int_eq(ff_fault_wait_held(&f.m, 1, 4, 20), -ETIMEDOUT);
+	for (unsigned i = 0; i < 3; i++)
+		ck_assert_int_eq(ff_ring_cancel(&f.ring, &q[i]), 0);
+	while (left) {
+		int n = ff_ring_reap(&f.ring, true);
+
+		ck_assert_int_ge(n, 0);
+		left -= (unsigned)n;
+	}
+	for (unsigned i = 0; i < 3; i++)
+		ck_assert_int_eq(q[i].result, -ECANCELED);
+	ck_assert_uint_eq(ff_fault_held(&f.m, FF_FAULT_ANY), 0);
+	fx_close(&f);
+}
+END_TEST
+
+/* Power-loss simulation: with an undo dir given, a member logs what each
  * write overwrites, and a completed flush empties the log of what it covers. */
 START_TEST(undo_log_keeps_what_unflushed_writes_overwrote)
 {
@@ -287,10 +334,9 @@ START_TEST(undo_log_keeps_what_unflushed_writes_overwrote)
 	int fd;
 
 	make_file(8);
-	ck_assert_int_eq(setenv("FRAMEFS_UNDO_DIR", dir, 1), 0);
 	ck_assert_msg(ff_member_open(&f.m, file, false, &err) == 0, "%s", err.msg);
-	unsetenv("FRAMEFS_UNDO_DIR");
-	ck_assert_ptr_nonnull(f.m.undo);
+	ck_assert_msg(ff_undo_open(&f.m, dir, &err) == 0, "%s", err.msg);
+	ck_assert_ptr_nonnull(f.m.fault);
 	f.m.sync_io = !_i;
 	f.mp[0] = &f.m;
 	ck_assert_int_eq(ff_ring_init(&f.ring, f.mp, 1, 16), 0);
@@ -423,6 +469,7 @@ int main(void)
 	tcase_add_loop_test(tc, fault_flips_bits_in_a_range, 0, 2);
 	tcase_add_loop_test(tc, fault_latency_and_cancel, 0, 2);
 	tcase_add_loop_test(tc, fault_text_names_members, 0, 2);
+	tcase_add_loop_test(tc, fault_hold_is_counted_until_completion, 0, 2);
 	tcase_add_loop_test(tc, undo_log_keeps_what_unflushed_writes_overwrote, 0, 2);
 	tcase_add_loop_test(tc, member_update_moves_requests_to_the_new_file, 0, 2);
 	suite_add_tcase(s, tc);

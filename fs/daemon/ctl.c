@@ -147,7 +147,7 @@ static int split_words(char *line, char **w, unsigned *nw)
 
 /* ---- JSON helpers ------------------------------------------------------------ */
 
-static json_object *jdbl(double v, const char *fmt)
+static json_object *ctl_jdbl(double v, const char *fmt)
 {
 	char s[64];
 
@@ -157,25 +157,25 @@ static json_object *jdbl(double v, const char *fmt)
 	return json_object_new_double_s(v, s);
 }
 
-static void jadd_u64(json_object *o, const char *k, uint64_t v)
+static void ctl_jadd_u64(json_object *o, const char *k, uint64_t v)
 {
 	json_object_object_add(o, k, json_object_new_uint64(v));
 }
 
-static void jadd_str(json_object *o, const char *k, const char *v)
+static void ctl_jadd_str(json_object *o, const char *k, const char *v)
 {
 	json_object_object_add(o, k, v ? json_object_new_string(v) : NULL);
 }
 
-static void jadd_bool(json_object *o, const char *k, bool v)
+static void ctl_jadd_bool(json_object *o, const char *k, bool v)
 {
 	json_object_object_add(o, k, json_object_new_boolean(v));
 }
 
-static int reply_error(json_object **out, int err, const char *fmt, ...)
+static int ctl_reply_error(json_object **out, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-static int reply_error(json_object **out, int err, const char *fmt, ...)
+static int ctl_reply_error(json_object **out, int err, const char *fmt, ...)
 {
 	json_object *o = json_object_new_object();
 	char msg[600];
@@ -184,26 +184,26 @@ static int reply_error(json_object **out, int err, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	jadd_bool(o, "ok", false);
-	jadd_str(o, "error", msg);
+	ctl_jadd_bool(o, "ok", false);
+	ctl_jadd_str(o, "error", msg);
 	json_object_object_add(o, "errno", json_object_new_int(err < 0 ? -err : err));
 	*out = o;
 	return err < 0 ? err : -err;
 }
 
-static json_object *reply_ok(const char *message)
+static json_object *ctl_reply_ok(const char *message)
 {
 	json_object *o = json_object_new_object();
 
-	jadd_bool(o, "ok", true);
+	ctl_jadd_bool(o, "ok", true);
 	if (message)
-		jadd_str(o, "message", message);
+		ctl_jadd_str(o, "message", message);
 	return o;
 }
 
 /* ---- status ------------------------------------------------------------------ */
 
-static const char *member_state_name(enum ff_member_state s)
+static const char *ctl_member_state_name(enum ff_member_state s)
 {
 	switch (s) {
 	case FF_MEMBER_ACTIVE: return "active";
@@ -215,17 +215,17 @@ static const char *member_state_name(enum ff_member_state s)
 
 static void member_fields(json_object *o, const struct ff_member *m)
 {
-	jadd_str(o, "path", m ? m->path : NULL);
+	ctl_jadd_str(o, "path", m ? m->path : NULL);
 	json_object_object_add(o, "size_bytes", m ? json_object_new_uint64(m->size_bytes) : NULL);
-	jadd_str(o, "kind", m ? (m->is_bdev ? "block" : "file") : NULL);
+	ctl_jadd_str(o, "kind", m ? (m->is_bdev ? "block" : "file") : NULL);
 	if (m && m->nvme.is_nvme) {
 		json_object *n = json_object_new_object();
 
-		jadd_str(n, "model", m->nvme.model);
-		jadd_str(n, "serial", m->nvme.serial);
-		jadd_str(n, "firmware", m->nvme.firmware);
-		jadd_u64(n, "nsid", m->nvme.nsid);
-		jadd_u64(n, "lba_bytes", m->nvme.lba_bytes);
+		ctl_jadd_str(n, "model", m->nvme.model);
+		ctl_jadd_str(n, "serial", m->nvme.serial);
+		ctl_jadd_str(n, "firmware", m->nvme.firmware);
+		ctl_jadd_u64(n, "nsid", m->nvme.nsid);
+		ctl_jadd_u64(n, "lba_bytes", m->nvme.lba_bytes);
 		json_object_object_add(o, "nvme", n);
 	} else {
 		json_object_object_add(o, "nvme", NULL);
@@ -247,20 +247,20 @@ static void member_json(struct ffs_ctl *c, json_object *o, unsigned role)
 	const char *state;
 
 	if (!mi) {
-		jadd_u64(o, "role", role);
-		jadd_str(o, "state", member_state_name(ff_raid_member_state(c->r, role)));
+		ctl_jadd_u64(o, "role", role);
+		ctl_jadd_str(o, "state", ctl_member_state_name(ff_raid_member_state(c->r, role)));
 		member_fields(o, ff_raid_member(c->r, role));
 		return;
 	}
 	ff_raid_member_info(c->r, role, mi);
-	state = member_state_name(mi->state);
-	jadd_u64(o, "role", role);
+	state = ctl_member_state_name(mi->state);
+	ctl_jadd_u64(o, "role", role);
 	if (mi->state == FF_MEMBER_MISSING && mi->left_path[0]) {
 		state = mi->left_stale ? "stale" : "missing";
-		jadd_str(o, "state", state);
-		jadd_str(o, "path", mi->left_path);
+		ctl_jadd_str(o, "state", state);
+		ctl_jadd_str(o, "path", mi->left_path);
 		json_object_object_add(o, "size_bytes", NULL);
-		jadd_str(o, "kind", NULL);
+		ctl_jadd_str(o, "kind", NULL);
 		json_object_object_add(o, "nvme", NULL);
 		if (mi->left_stale)
 			snprintf(reason, sizeof(reason), "stale: its event counter %llu is behind the "
@@ -275,9 +275,9 @@ static void member_json(struct ffs_ctl *c, json_object *o, unsigned role)
 		snprintf(hint, sizeof(hint), "re-add it with framefs-admin add --force %s %s (it is "
 			 "rebuilt from parity), or put a new member in its place with framefs-admin "
 			 "add %s NEW", vol, mi->left_path, vol);
-		jadd_u64(o, "member_events", mi->left_events);
+		ctl_jadd_u64(o, "member_events", mi->left_events);
 	} else {
-		jadd_str(o, "state", state);
+		ctl_jadd_str(o, "state", state);
 		member_fields(o, ff_raid_member(c->r, role));
 		if (mi->state == FF_MEMBER_FAILED)
 			snprintf(reason, sizeof(reason), "%s", mi->reason[0] ? mi->reason : "failed");
@@ -286,9 +286,9 @@ static void member_json(struct ffs_ctl *c, json_object *o, unsigned role)
 				 "role %u (rebuilt from parity)", vol, role);
 		json_object_object_add(o, "member_events", NULL);
 	}
-	jadd_str(o, "reason", reason[0] ? reason : NULL);
-	jadd_str(o, "note", mi->note[0] ? mi->note : NULL);
-	jadd_str(o, "hint", hint[0] ? hint : NULL);
+	ctl_jadd_str(o, "reason", reason[0] ? reason : NULL);
+	ctl_jadd_str(o, "note", mi->note[0] ? mi->note : NULL);
+	ctl_jadd_str(o, "hint", hint[0] ? hint : NULL);
 	free(mi);
 }
 
@@ -296,20 +296,20 @@ static json_object *geometry_json(const struct ff_geom *g)
 {
 	json_object *o = json_object_new_object();
 
-	jadd_u64(o, "stripe_bytes", g->stripe_bytes);
-	jadd_u64(o, "nstripes", g->nstripes);
-	jadd_u64(o, "data_offset", g->data_offset);
-	jadd_u64(o, "meta_offset", g->meta_offset);
-	jadd_u64(o, "meta_member_bytes", g->meta_member_bytes);
-	jadd_u64(o, "meta_copies", g->meta_copies);
-	jadd_u64(o, "member_bytes", g->member_bytes);
-	jadd_u64(o, "data_bytes", g->data_bytes);
-	jadd_u64(o, "meta_bytes", g->meta_bytes);
-	jadd_u64(o, "io_align", g->io_align);
+	ctl_jadd_u64(o, "stripe_bytes", g->stripe_bytes);
+	ctl_jadd_u64(o, "nstripes", g->nstripes);
+	ctl_jadd_u64(o, "data_offset", g->data_offset);
+	ctl_jadd_u64(o, "meta_offset", g->meta_offset);
+	ctl_jadd_u64(o, "meta_member_bytes", g->meta_member_bytes);
+	ctl_jadd_u64(o, "meta_copies", g->meta_copies);
+	ctl_jadd_u64(o, "member_bytes", g->member_bytes);
+	ctl_jadd_u64(o, "data_bytes", g->data_bytes);
+	ctl_jadd_u64(o, "meta_bytes", g->meta_bytes);
+	ctl_jadd_u64(o, "io_align", g->io_align);
 	return o;
 }
 
-static json_object *rebuild_json(struct ff_raid *r)
+static json_object *ctl_rebuild_json(struct ff_raid *r)
 {
 	static const char *phase[] = { "metadata", "allocated", "rest", "done" };
 	struct ff_raid_rebuild_status st;
@@ -323,24 +323,24 @@ static json_object *rebuild_json(struct ff_raid *r)
 			json_object_array_add(roles, json_object_new_int((int)m));
 	if (st.phase >= 3 && !st.members)
 		st.fraction = 1;
-	jadd_bool(o, "active", st.active);
+	ctl_jadd_bool(o, "active", st.active);
 	json_object_object_add(o, "roles", roles);
 	if (!known)
-		jadd_str(o, "phase", "none");
+		ctl_jadd_str(o, "phase", "none");
 	else if (!st.active && !st.bytes_done && !st.error && st.members)
-		jadd_str(o, "phase", "pending"); /* resumes from its checkpoint when started */
+		ctl_jadd_str(o, "phase", "pending"); /* resumes from its checkpoint when started */
 	else
-		jadd_str(o, "phase", st.phase < 4 ? phase[st.phase] : "done");
-	json_object_object_add(o, "fraction", jdbl(st.fraction, "%.6f"));
-	json_object_object_add(o, "percent", jdbl(st.fraction * 100, "%.2f"));
-	json_object_object_add(o, "mb_per_s", jdbl(st.mb_per_s, "%.1f"));
-	json_object_object_add(o, "eta_s", jdbl(st.eta_s, "%.1f"));
-	jadd_u64(o, "bytes_done", st.bytes_done);
-	jadd_str(o, "error", st.error ? strerror(-st.error) : NULL);
+		ctl_jadd_str(o, "phase", st.phase < 4 ? phase[st.phase] : "done");
+	json_object_object_add(o, "fraction", ctl_jdbl(st.fraction, "%.6f"));
+	json_object_object_add(o, "percent", ctl_jdbl(st.fraction * 100, "%.2f"));
+	json_object_object_add(o, "mb_per_s", ctl_jdbl(st.mb_per_s, "%.1f"));
+	json_object_object_add(o, "eta_s", ctl_jdbl(st.eta_s, "%.1f"));
+	ctl_jadd_u64(o, "bytes_done", st.bytes_done);
+	ctl_jadd_str(o, "error", st.error ? strerror(-st.error) : NULL);
 	return o;
 }
 
-static json_object *scrub_json(struct ffs *fs)
+static json_object *ctl_scrub_json(struct ffs *fs)
 {
 	struct ffs_scrub_status *st = calloc(1, sizeof(*st));
 	json_object *o = json_object_new_object(), *files = json_object_new_array();
@@ -350,28 +350,28 @@ static json_object *scrub_json(struct ffs *fs)
 		return o;
 	}
 	ffs_scrub_status(fs, st);
-	jadd_bool(o, "active", st->active);
-	jadd_bool(o, "repair", st->repair);
-	json_object_object_add(o, "fraction", jdbl(st->fraction, "%.6f"));
-	json_object_object_add(o, "percent", jdbl(st->fraction * 100, "%.2f"));
-	jadd_u64(o, "stripes_checked", st->stripes_checked);
-	jadd_u64(o, "chunks_bad", st->chunks_bad);
-	jadd_u64(o, "chunks_repaired", st->chunks_repaired);
-	jadd_u64(o, "parity_bad", st->parity_bad);
-	jadd_u64(o, "parity_repaired", st->parity_repaired);
-	jadd_u64(o, "meta_bad", st->meta_bad);
-	jadd_u64(o, "meta_repaired", st->meta_repaired);
-	jadd_u64(o, "unreadable", st->unreadable);
-	json_object_object_add(o, "mb_per_s", jdbl(st->mb_per_s, "%.1f"));
-	json_object_object_add(o, "eta_s", jdbl(st->eta_s, "%.1f"));
-	jadd_str(o, "error", st->error ? strerror(st->error < 0 ? -st->error : st->error) : NULL);
+	ctl_jadd_bool(o, "active", st->active);
+	ctl_jadd_bool(o, "repair", st->repair);
+	json_object_object_add(o, "fraction", ctl_jdbl(st->fraction, "%.6f"));
+	json_object_object_add(o, "percent", ctl_jdbl(st->fraction * 100, "%.2f"));
+	ctl_jadd_u64(o, "stripes_checked", st->stripes_checked);
+	ctl_jadd_u64(o, "chunks_bad", st->chunks_bad);
+	ctl_jadd_u64(o, "chunks_repaired", st->chunks_repaired);
+	ctl_jadd_u64(o, "parity_bad", st->parity_bad);
+	ctl_jadd_u64(o, "parity_repaired", st->parity_repaired);
+	ctl_jadd_u64(o, "meta_bad", st->meta_bad);
+	ctl_jadd_u64(o, "meta_repaired", st->meta_repaired);
+	ctl_jadd_u64(o, "unreadable", st->unreadable);
+	json_object_object_add(o, "mb_per_s", ctl_jdbl(st->mb_per_s, "%.1f"));
+	json_object_object_add(o, "eta_s", ctl_jdbl(st->eta_s, "%.1f"));
+	ctl_jadd_str(o, "error", st->error ? strerror(st->error < 0 ? -st->error : st->error) : NULL);
 	for (unsigned i = 0; i < st->nreport && i < FFS_SCRUB_REPORT_MAX; i++) {
 		json_object *f = json_object_new_object();
 
-		jadd_u64(f, "ino", st->report[i].ino);
-		jadd_str(f, "path", st->report[i].path[0] ? st->report[i].path : NULL);
-		jadd_u64(f, "stripe", st->report[i].fstripe);
-		jadd_bool(f, "repaired", st->report[i].repaired);
+		ctl_jadd_u64(f, "ino", st->report[i].ino);
+		ctl_jadd_str(f, "path", st->report[i].path[0] ? st->report[i].path : NULL);
+		ctl_jadd_u64(f, "stripe", st->report[i].fstripe);
+		ctl_jadd_bool(f, "repaired", st->report[i].repaired);
 		json_object_array_add(files, f);
 	}
 	json_object_object_add(o, "files", files);
@@ -386,14 +386,14 @@ static json_object *requests_json(struct ffs *fs)
 	struct ffs_req_info ri;
 
 	ffs_req_info(fs, &ri);
-	jadd_u64(o, "in_flight", ri.in_flight);
-	jadd_u64(o, "oldest_age_ms", ri.oldest_age_ns / 1000000);
-	jadd_str(o, "oldest_op", ri.in_flight ? ri.oldest_op : NULL);
-	jadd_u64(o, "oldest_ino", ri.oldest_ino);
-	jadd_str(o, "oldest_wait", ri.in_flight ? ri.oldest_wait : NULL);
-	jadd_u64(o, "stuck_ms", ri.stuck_ns / 1000000);
-	jadd_u64(o, "stuck_seen", ri.stuck);
-	jadd_u64(o, "untracked", ri.untracked);
+	ctl_jadd_u64(o, "in_flight", ri.in_flight);
+	ctl_jadd_u64(o, "oldest_age_ms", ri.oldest_age_ns / 1000000);
+	ctl_jadd_str(o, "oldest_op", ri.in_flight ? ri.oldest_op : NULL);
+	ctl_jadd_u64(o, "oldest_ino", ri.oldest_ino);
+	ctl_jadd_str(o, "oldest_wait", ri.in_flight ? ri.oldest_wait : NULL);
+	ctl_jadd_u64(o, "stuck_ms", ri.stuck_ns / 1000000);
+	ctl_jadd_u64(o, "stuck_seen", ri.stuck);
+	ctl_jadd_u64(o, "untracked", ri.untracked);
 	return o;
 }
 
@@ -402,34 +402,34 @@ static json_object *stats_json(struct ffs_ctl *c)
 	struct ff_raid_stats *rs = ff_raid_stats(c->r);
 	json_object *o = json_object_new_object(), *r = json_object_new_object();
 
-	jadd_u64(r, "fg_bytes", atomic_load(&rs->fg_bytes));
-	jadd_u64(r, "full_stripe_writes", atomic_load(&rs->full_stripe_writes));
-	jadd_u64(r, "rmw_segments", atomic_load(&rs->rmw_segments));
-	jadd_u64(r, "rcw_segments", atomic_load(&rs->rcw_segments));
-	jadd_u64(r, "degraded_segments", atomic_load(&rs->degraded_segments));
-	jadd_u64(r, "member_reads", atomic_load(&rs->member_reads));
-	jadd_u64(r, "member_writes", atomic_load(&rs->member_writes));
-	jadd_u64(r, "read_bytes", atomic_load(&rs->read_bytes));
-	jadd_u64(r, "write_bytes", atomic_load(&rs->write_bytes));
-	jadd_u64(r, "member_errors", atomic_load(&rs->member_errors));
+	ctl_jadd_u64(r, "fg_bytes", atomic_load(&rs->fg_bytes));
+	ctl_jadd_u64(r, "full_stripe_writes", atomic_load(&rs->full_stripe_writes));
+	ctl_jadd_u64(r, "rmw_segments", atomic_load(&rs->rmw_segments));
+	ctl_jadd_u64(r, "rcw_segments", atomic_load(&rs->rcw_segments));
+	ctl_jadd_u64(r, "degraded_segments", atomic_load(&rs->degraded_segments));
+	ctl_jadd_u64(r, "member_reads", atomic_load(&rs->member_reads));
+	ctl_jadd_u64(r, "member_writes", atomic_load(&rs->member_writes));
+	ctl_jadd_u64(r, "read_bytes", atomic_load(&rs->read_bytes));
+	ctl_jadd_u64(r, "write_bytes", atomic_load(&rs->write_bytes));
+	ctl_jadd_u64(r, "member_errors", atomic_load(&rs->member_errors));
 	json_object_object_add(o, "raid", r);
 	if (c->fs) {
 		struct ffs_stats *fst = ffs_stats(c->fs);
 		json_object *f = json_object_new_object();
 
-		jadd_u64(f, "stripe_writes", atomic_load(&fst->stripe_writes));
-		jadd_u64(f, "stripe_fills", atomic_load(&fst->stripe_fills));
-		jadd_u64(f, "stripe_reads", atomic_load(&fst->stripe_reads));
-		jadd_u64(f, "readahead", atomic_load(&fst->readahead));
-		jadd_u64(f, "rcache_hits", atomic_load(&fst->rcache_hits));
-		jadd_u64(f, "crc_errors", atomic_load(&fst->crc_errors));
-		jadd_u64(f, "crc_repaired", atomic_load(&fst->crc_repaired));
-		jadd_u64(f, "meta_repaired", atomic_load(&fst->meta_repaired));
-		jadd_u64(f, "commits", atomic_load(&fst->commits));
-		jadd_u64(f, "wbuf_wait_pool", atomic_load(&fst->wbuf_wait_pool));
-		jadd_u64(f, "wbuf_wait_inode", atomic_load(&fst->wbuf_wait_inode));
-		jadd_u64(f, "wbuf_wait_rewrite", atomic_load(&fst->wbuf_wait_rewrite));
-		jadd_u64(f, "wbuf_evictions", atomic_load(&fst->wbuf_evictions));
+		ctl_jadd_u64(f, "stripe_writes", atomic_load(&fst->stripe_writes));
+		ctl_jadd_u64(f, "stripe_fills", atomic_load(&fst->stripe_fills));
+		ctl_jadd_u64(f, "stripe_reads", atomic_load(&fst->stripe_reads));
+		ctl_jadd_u64(f, "readahead", atomic_load(&fst->readahead));
+		ctl_jadd_u64(f, "rcache_hits", atomic_load(&fst->rcache_hits));
+		ctl_jadd_u64(f, "crc_errors", atomic_load(&fst->crc_errors));
+		ctl_jadd_u64(f, "crc_repaired", atomic_load(&fst->crc_repaired));
+		ctl_jadd_u64(f, "meta_repaired", atomic_load(&fst->meta_repaired));
+		ctl_jadd_u64(f, "commits", atomic_load(&fst->commits));
+		ctl_jadd_u64(f, "wbuf_wait_pool", atomic_load(&fst->wbuf_wait_pool));
+		ctl_jadd_u64(f, "wbuf_wait_inode", atomic_load(&fst->wbuf_wait_inode));
+		ctl_jadd_u64(f, "wbuf_wait_rewrite", atomic_load(&fst->wbuf_wait_rewrite));
+		ctl_jadd_u64(f, "wbuf_evictions", atomic_load(&fst->wbuf_evictions));
 		json_object_object_add(o, "fs", f);
 	} else {
 		json_object_object_add(o, "fs", NULL);
@@ -438,7 +438,7 @@ static json_object *stats_json(struct ffs_ctl *c)
 }
 
 /* Members that cannot be read right now: failed, missing or not rebuilt. */
-static unsigned unreadable_roles(struct ff_raid *r, unsigned *rebuilding)
+static unsigned ctl_unreadable_roles(struct ff_raid *r, unsigned *rebuilding)
 {
 	const struct ff_geom *g = ff_raid_geom(r);
 	unsigned n = 0;
@@ -456,7 +456,7 @@ static unsigned unreadable_roles(struct ff_raid *r, unsigned *rebuilding)
 static void state_fields(json_object *o, struct ff_raid *r)
 {
 	const struct ff_geom *g = ff_raid_geom(r);
-	unsigned rebuilding, down = unreadable_roles(r, &rebuilding);
+	unsigned rebuilding, down = ctl_unreadable_roles(r, &rebuilding);
 	unsigned failed = ff_raid_failed_count(r);
 	char why[200] = "";
 	const char *state;
@@ -475,34 +475,34 @@ static void state_fields(json_object *o, struct ff_raid *r)
 	} else {
 		state = "clean";
 	}
-	jadd_str(o, "state", state);
-	jadd_str(o, "state_reason", why);
-	jadd_u64(o, "failed_members", failed);
+	ctl_jadd_str(o, "state", state);
+	ctl_jadd_str(o, "state_reason", why);
+	ctl_jadd_u64(o, "failed_members", failed);
 	json_object_object_add(o, "redundancy_left",
 			       json_object_new_int((int)g->nparity - (int)down));
 }
 
-static json_object *status_json(struct ffs_ctl *c)
+static json_object *ctl_status_json(struct ffs_ctl *c)
 {
 	struct ff_raid *r = c->r;
 	const struct ff_geom *g = ff_raid_geom(r);
-	json_object *o = reply_ok(NULL), *mem = json_object_new_array();
+	json_object *o = ctl_reply_ok(NULL), *mem = json_object_new_array();
 	json_object *spares = json_object_new_array(), *rates = json_object_new_object();
 	char uuid[37];
 
 	json_object_object_add(o, "schema", json_object_new_int(FFS_CTL_SCHEMA));
-	jadd_str(o, "source", c->source);
-	jadd_str(o, "mountpoint", c->mountpoint);
-	jadd_str(o, "label", ff_raid_label(r));
+	ctl_jadd_str(o, "source", c->source);
+	ctl_jadd_str(o, "mountpoint", c->mountpoint);
+	ctl_jadd_str(o, "label", ff_raid_label(r));
 	ff_uuid_format(ff_raid_uuid(r), uuid);
-	jadd_str(o, "uuid", uuid);
-	jadd_u64(o, "level", g->level);
-	jadd_u64(o, "nmembers", g->nmembers);
-	jadd_u64(o, "ndata", g->ndata);
-	jadd_u64(o, "nparity", g->nparity);
-	jadd_u64(o, "chunk_bytes", g->chunk_bytes);
+	ctl_jadd_str(o, "uuid", uuid);
+	ctl_jadd_u64(o, "level", g->level);
+	ctl_jadd_u64(o, "nmembers", g->nmembers);
+	ctl_jadd_u64(o, "ndata", g->ndata);
+	ctl_jadd_u64(o, "nparity", g->nparity);
+	ctl_jadd_u64(o, "chunk_bytes", g->chunk_bytes);
 	state_fields(o, r);
-	jadd_u64(o, "events", ff_raid_events(r));
+	ctl_jadd_u64(o, "events", ff_raid_events(r));
 	json_object_object_add(o, "geometry", geometry_json(g));
 	for (unsigned i = 0; i < g->nmembers; i++) {
 		json_object *m = json_object_new_object();
@@ -518,32 +518,32 @@ static json_object *status_json(struct ffs_ctl *c)
 		json_object_array_add(spares, s);
 	}
 	json_object_object_add(o, "spares", spares);
-	json_object_object_add(o, "rebuild", rebuild_json(r));
+	json_object_object_add(o, "rebuild", ctl_rebuild_json(r));
 	json_object_object_add(o, "replacing_role", ff_raid_replacing(r) >= 0
 			       ? json_object_new_int(ff_raid_replacing(r)) : NULL);
-	json_object_object_add(o, "scrub", c->fs ? scrub_json(c->fs) : NULL);
-	jadd_u64(rates, "rebuild_min_bps", c->rebuild_min_bps);
-	jadd_u64(rates, "rebuild_max_bps", c->rebuild_max_bps);
-	jadd_u64(rates, "scrub_min_bps", c->scrub_min_bps);
-	jadd_u64(rates, "scrub_max_bps", c->scrub_max_bps);
+	json_object_object_add(o, "scrub", c->fs ? ctl_scrub_json(c->fs) : NULL);
+	ctl_jadd_u64(rates, "rebuild_min_bps", c->rebuild_min_bps);
+	ctl_jadd_u64(rates, "rebuild_max_bps", c->rebuild_max_bps);
+	ctl_jadd_u64(rates, "scrub_min_bps", c->scrub_min_bps);
+	ctl_jadd_u64(rates, "scrub_max_bps", c->scrub_max_bps);
 	json_object_object_add(o, "rates", rates);
 	if (c->fs) {
 		struct ffs_info info;
 		json_object *f = json_object_new_object();
 
 		ffs_info(c->fs, &info);
-		jadd_bool(o, "read_only", info.ro);
-		jadd_u64(f, "stripe_bytes", info.stripe_bytes);
-		jadd_u64(f, "nstripes", info.nstripes);
-		jadd_u64(f, "free_stripes", info.free_stripes);
-		jadd_u64(f, "ninodes", info.ninodes);
-		jadd_u64(f, "free_inodes", info.free_inodes);
-		jadd_u64(f, "commits", info.commits);
-		jadd_bool(f, "read_only", info.ro);
+		ctl_jadd_bool(o, "read_only", info.ro);
+		ctl_jadd_u64(f, "stripe_bytes", info.stripe_bytes);
+		ctl_jadd_u64(f, "nstripes", info.nstripes);
+		ctl_jadd_u64(f, "free_stripes", info.free_stripes);
+		ctl_jadd_u64(f, "ninodes", info.ninodes);
+		ctl_jadd_u64(f, "free_inodes", info.free_inodes);
+		ctl_jadd_u64(f, "commits", info.commits);
+		ctl_jadd_bool(f, "read_only", info.ro);
 		json_object_object_add(o, "fs", f);
 		json_object_object_add(o, "requests", requests_json(c->fs));
 	} else {
-		jadd_bool(o, "read_only", true); /* offline, array only: assembled read-only */
+		ctl_jadd_bool(o, "read_only", true); /* offline, array only: assembled read-only */
 		json_object_object_add(o, "fs", NULL);
 		json_object_object_add(o, "requests", NULL);
 	}
@@ -619,7 +619,7 @@ static int need_rw(struct ffs_ctl *c, json_object **out)
 
 		ffs_info(c->fs, &info);
 		if (info.ro)
-			return reply_error(out, -EROFS, "the volume is mounted read-only");
+			return ctl_reply_error(out, -EROFS, "the volume is mounted read-only");
 	}
 	return 0;
 }
@@ -627,38 +627,38 @@ static int need_rw(struct ffs_ctl *c, json_object **out)
 static int cmd_fail(struct ffs_ctl *c, char **w, unsigned nw, json_object **out)
 {
 	const struct ff_geom *g = ff_raid_geom(c->r);
-	unsigned rebuilding, down = unreadable_roles(c->r, &rebuilding);
+	unsigned rebuilding, down = ctl_unreadable_roles(c->r, &rebuilding);
 	char msg[PATH_MAX + 100];
 	int role, rc;
 
 	if (nw < 2)
-		return reply_error(out, -EINVAL, "usage: fail MEMBER [force]");
+		return ctl_reply_error(out, -EINVAL, "usage: fail MEMBER [force]");
 	if ((rc = need_rw(c, out)) < 0)
 		return rc;
 	role = find_role(c->r, w[1]);
 	if (role < 0)
-		return reply_error(out, -ENOENT, "%s is not a member of this array", w[1]);
+		return ctl_reply_error(out, -ENOENT, "%s is not a member of this array", w[1]);
 	if (ff_raid_member_state(c->r, (unsigned)role) != FF_MEMBER_ACTIVE &&
 	    ff_raid_member_state(c->r, (unsigned)role) != FF_MEMBER_REBUILDING)
-		return reply_error(out, -EALREADY, "role %d is already %s", role,
-				   member_state_name(ff_raid_member_state(c->r, (unsigned)role)));
+		return ctl_reply_error(out, -EALREADY, "role %d is already %s", role,
+				   ctl_member_state_name(ff_raid_member_state(c->r, (unsigned)role)));
 	if (ff_raid_member_state(c->r, (unsigned)role) == FF_MEMBER_ACTIVE && down >= g->nparity &&
 	    !has_word(w, nw, 2, "force"))
-		return reply_error(out, -EBUSY, "failing role %d would leave RAID%u with %u of %u "
+		return ctl_reply_error(out, -EBUSY, "failing role %d would leave RAID%u with %u of %u "
 				   "members readable and lose data; refused (force to do it anyway)",
 				   role, g->level, g->nmembers - down - 1, g->nmembers);
 	snprintf(msg, sizeof(msg), "%s", ff_raid_member(c->r, (unsigned)role)
 		 ? ff_raid_member(c->r, (unsigned)role)->path : "(missing)");
 	rc = ff_raid_fail_member(c->r, (unsigned)role, "failed by the administrator");
 	if (rc < 0)
-		return reply_error(out, rc, "role %d failed, but the superblocks could not all be "
+		return ctl_reply_error(out, rc, "role %d failed, but the superblocks could not all be "
 				   "written: %s", role, strerror(-rc));
-	*out = reply_ok(NULL);
+	*out = ctl_reply_ok(NULL);
 	{
 		char m2[PATH_MAX + 160];
 
 		snprintf(m2, sizeof(m2), "member %s (role %d) marked failed", msg, role);
-		jadd_str(*out, "message", m2);
+		ctl_jadd_str(*out, "message", m2);
 	}
 	return 0;
 }
@@ -670,7 +670,7 @@ static int cmd_remove(struct ffs_ctl *c, char **w, unsigned nw, json_object **ou
 	int i, rc;
 
 	if (nw < 2)
-		return reply_error(out, -EINVAL, "usage: remove MEMBER");
+		return ctl_reply_error(out, -EINVAL, "usage: remove MEMBER");
 	if ((rc = need_rw(c, out)) < 0)
 		return rc;
 	i = find_spare(c->r, w[1]);
@@ -679,18 +679,18 @@ static int cmd_remove(struct ffs_ctl *c, char **w, unsigned nw, json_object **ou
 	} else {
 		i = find_role(c->r, w[1]);
 		if (i < 0 || !ff_raid_member(c->r, (unsigned)i))
-			return reply_error(out, -ENOENT, "%s is not a member or spare of this array",
+			return ctl_reply_error(out, -ENOENT, "%s is not a member or spare of this array",
 					   w[1]);
 		snprintf(path, sizeof(path), "%s", ff_raid_member(c->r, (unsigned)i)->path);
 	}
 	rc = ff_raid_remove(c->r, path, &err);
 	if (rc < 0)
-		return reply_error(out, rc, "%s", err.msg[0] ? err.msg : strerror(-rc));
+		return ctl_reply_error(out, rc, "%s", err.msg[0] ? err.msg : strerror(-rc));
 	{
 		char msg[PATH_MAX + 16];
 
 		snprintf(msg, sizeof(msg), "%s removed", path);
-		*out = reply_ok(msg);
+		*out = ctl_reply_ok(msg);
 	}
 	return 0;
 }
@@ -713,16 +713,16 @@ static int cmd_add(struct ffs_ctl *c, char **w, unsigned nw, json_object **out)
 	int rc;
 
 	if (nw < 2)
-		return reply_error(out, -EINVAL, "usage: add PATH [force]");
+		return ctl_reply_error(out, -EINVAL, "usage: add PATH [force]");
 	if ((rc = need_rw(c, out)) < 0)
 		return rc;
 	if (w[1][0] != '/')
-		return reply_error(out, -EINVAL, "%s: give an absolute path", w[1]);
+		return ctl_reply_error(out, -EINVAL, "%s: give an absolute path", w[1]);
 	rc = ff_raid_add(c->r, w[1], has_word(w, nw, 2, "force"), &err);
 	if (rc < 0)
-		return reply_error(out, rc, "%s", err.msg[0] ? err.msg : strerror(-rc));
+		return ctl_reply_error(out, rc, "%s", err.msg[0] ? err.msg : strerror(-rc));
 	placed(c->r, w[1], msg, sizeof(msg));
-	*out = reply_ok(msg);
+	*out = ctl_reply_ok(msg);
 	return 0;
 }
 
@@ -735,32 +735,32 @@ static int cmd_add(struct ffs_ctl *c, char **w, unsigned nw, json_object **out)
 static int cmd_replace(struct ffs_ctl *c, char **w, unsigned nw, json_object **out)
 {
 	struct ff_err err = { "" };
-	unsigned rebuilding, down = unreadable_roles(c->r, &rebuilding);
+	unsigned rebuilding, down = ctl_unreadable_roles(c->r, &rebuilding);
 	char msg[2 * PATH_MAX + 100];
 	int role, rc;
 
 	if (nw < 3)
-		return reply_error(out, -EINVAL, "usage: replace OLD NEW [force]");
+		return ctl_reply_error(out, -EINVAL, "usage: replace OLD NEW [force]");
 	if ((rc = need_rw(c, out)) < 0)
 		return rc;
 	if (w[2][0] != '/')
-		return reply_error(out, -EINVAL, "%s: give an absolute path", w[2]);
+		return ctl_reply_error(out, -EINVAL, "%s: give an absolute path", w[2]);
 	role = find_role(c->r, w[1]);
 	if (role < 0 || !ff_raid_member(c->r, (unsigned)role))
-		return reply_error(out, -ENOENT, "%s is not a member of this array", w[1]);
+		return ctl_reply_error(out, -ENOENT, "%s is not a member of this array", w[1]);
 	if (ff_raid_member_state(c->r, (unsigned)role) != FF_MEMBER_ACTIVE)
-		return reply_error(out, -EBUSY, "role %d is %s: use add to replace a failed member",
-				   role, member_state_name(ff_raid_member_state(c->r, (unsigned)role)));
+		return ctl_reply_error(out, -EBUSY, "role %d is %s: use add to replace a failed member",
+				   role, ctl_member_state_name(ff_raid_member_state(c->r, (unsigned)role)));
 	if (down)
-		return reply_error(out, -EBUSY, "the array is not clean (%u member(s) failed, missing "
+		return ctl_reply_error(out, -EBUSY, "the array is not clean (%u member(s) failed, missing "
 				   "or rebuilding): finish that first, or fail %s and add %s", down,
 				   w[1], w[2]);
 	rc = ff_raid_replace(c->r, (unsigned)role, w[2], has_word(w, nw, 3, "force"), &err);
 	if (rc < 0)
-		return reply_error(out, rc, "%s", err.msg[0] ? err.msg : strerror(-rc));
+		return ctl_reply_error(out, rc, "%s", err.msg[0] ? err.msg : strerror(-rc));
 	snprintf(msg, sizeof(msg), "copying %s onto %s (role %d); the old member serves until "
 		 "the copy is done", w[1], w[2], role);
-	*out = reply_ok(msg);
+	*out = ctl_reply_ok(msg);
 	return 0;
 }
 
@@ -774,9 +774,9 @@ static int cmd_rebuild(struct ffs_ctl *c, char **w, unsigned nw, json_object **o
 		return rc;
 	rc = ff_raid_rebuild_start(c->r);
 	if (rc < 0 && rc != -EBUSY)
-		return reply_error(out, rc, "cannot start the rebuild: %s", strerror(-rc));
-	*out = reply_ok(rc == -EBUSY ? "the rebuild is running" : "rebuild started (or nothing to rebuild)");
-	json_object_object_add(*out, "rebuild", rebuild_json(c->r));
+		return ctl_reply_error(out, rc, "cannot start the rebuild: %s", strerror(-rc));
+	*out = ctl_reply_ok(rc == -EBUSY ? "the rebuild is running" : "rebuild started (or nothing to rebuild)");
+	json_object_object_add(*out, "rebuild", ctl_rebuild_json(c->r));
 	return 0;
 }
 
@@ -785,9 +785,9 @@ static int cmd_scrub(struct ffs_ctl *c, char **w, unsigned nw, json_object **out
 	int rc = 0;
 
 	if (!c->fs)
-		return reply_error(out, -ENOTSUP, "scrub needs the filesystem");
+		return ctl_reply_error(out, -ENOTSUP, "scrub needs the filesystem");
 	if (nw < 2)
-		return reply_error(out, -EINVAL, "usage: scrub start [norepair] | stop | status");
+		return ctl_reply_error(out, -EINVAL, "usage: scrub start [norepair] | stop | status");
 	if (strcmp(w[1], "start") == 0) {
 		bool repair = !has_word(w, nw, 2, "norepair");
 
@@ -795,20 +795,20 @@ static int cmd_scrub(struct ffs_ctl *c, char **w, unsigned nw, json_object **out
 			return rc;
 		rc = ffs_scrub_start(c->fs, repair);
 		if (rc == -EBUSY)
-			return reply_error(out, rc, "a scrub is running already");
+			return ctl_reply_error(out, rc, "a scrub is running already");
 	} else if (strcmp(w[1], "stop") == 0) {
 		rc = ffs_scrub_stop(c->fs);
 	} else if (strcmp(w[1], "status") != 0) {
-		return reply_error(out, -EINVAL, "usage: scrub start [norepair] | stop | status");
+		return ctl_reply_error(out, -EINVAL, "usage: scrub start [norepair] | stop | status");
 	}
 	if (rc < 0)
-		return reply_error(out, rc, "scrub %s: %s", w[1], strerror(-rc));
-	*out = reply_ok(NULL);
-	json_object_object_add(*out, "scrub", scrub_json(c->fs));
+		return ctl_reply_error(out, rc, "scrub %s: %s", w[1], strerror(-rc));
+	*out = ctl_reply_ok(NULL);
+	json_object_object_add(*out, "scrub", ctl_scrub_json(c->fs));
 	return 0;
 }
 
-static void apply_rates(struct ffs_ctl *c)
+static void ctl_apply_rates(struct ffs_ctl *c)
 {
 	ff_raid_set_rebuild_rate(c->r, c->rebuild_min_bps, c->rebuild_max_bps);
 	if (c->fs)
@@ -821,7 +821,7 @@ static int cmd_set(struct ffs_ctl *c, char **w, unsigned nw, json_object **out)
 	static const char *keys[4] = { "rebuild_min", "rebuild_max", "scrub_min", "scrub_max" };
 
 	if (nw < 2)
-		return reply_error(out, -EINVAL, "usage: set KEY=BYTES_PER_S... (keys: rebuild_min, "
+		return ctl_reply_error(out, -EINVAL, "usage: set KEY=BYTES_PER_S... (keys: rebuild_min, "
 				   "rebuild_max, scrub_min, scrub_max)");
 	for (unsigned i = 1; i < nw; i++) {
 		char *eq = strchr(w[i], '=');
@@ -832,19 +832,19 @@ static int cmd_set(struct ffs_ctl *c, char **w, unsigned nw, json_object **out)
 			    strncmp(w[i], keys[k], strlen(keys[k])) == 0)
 				break;
 		if (k == 4)
-			return reply_error(out, -EINVAL, "unknown setting '%s' (keys: rebuild_min, "
+			return ctl_reply_error(out, -EINVAL, "unknown setting '%s' (keys: rebuild_min, "
 					   "rebuild_max, scrub_min, scrub_max)", w[i]);
 		if (ff_parse_size(eq + 1, &v[k]) < 0)
-			return reply_error(out, -EINVAL, "bad rate '%s' (bytes per second, K/M/G)", eq + 1);
+			return ctl_reply_error(out, -EINVAL, "bad rate '%s' (bytes per second, K/M/G)", eq + 1);
 	}
 	if ((v[0] && v[1] && v[0] > v[1]) || (v[2] && v[3] && v[2] > v[3]))
-		return reply_error(out, -EINVAL, "a minimum rate is above its maximum");
+		return ctl_reply_error(out, -EINVAL, "a minimum rate is above its maximum");
 	c->rebuild_min_bps = v[0];
 	c->rebuild_max_bps = v[1];
 	c->scrub_min_bps = v[2];
 	c->scrub_max_bps = v[3];
-	apply_rates(c);
-	*out = reply_ok("rates set");
+	ctl_apply_rates(c);
+	*out = ctl_reply_ok("rates set");
 	return 0;
 }
 
@@ -857,24 +857,24 @@ static int cmd_fault(struct ffs_ctl *c, char **w, unsigned nw, json_object **out
 	int rc;
 
 	if (nw != 2)
-		return reply_error(out, -EINVAL, "usage: fault RULES | fault clear");
+		return ctl_reply_error(out, -EINVAL, "usage: fault RULES | fault clear");
 	for (unsigned i = 0; i < g->nmembers; i++)
 		if (ff_raid_member(c->r, i))
 			mem[n++] = ff_raid_member(c->r, i);
 	if (strcmp(w[1], "clear") == 0) {
 		for (unsigned i = 0; i < n; i++)
 			ff_fault_clear(mem[i]);
-		*out = reply_ok("fault rules cleared");
+		*out = ctl_reply_ok("fault rules cleared");
 		return 0;
 	}
 	rc = ff_fault_apply_text(mem, n, w[1], &err);
 	if (rc < 0)
-		return reply_error(out, rc, "%s", err.msg[0] ? err.msg : strerror(-rc));
-	*out = reply_ok("fault rules armed");
+		return ctl_reply_error(out, rc, "%s", err.msg[0] ? err.msg : strerror(-rc));
+	*out = ctl_reply_ok("fault rules armed");
 	return 0;
 }
 
-static int dispatch(struct ffs_ctl *c, char **w, unsigned nw, json_object **out)
+static int ctl_dispatch(struct ffs_ctl *c, char **w, unsigned nw, json_object **out)
 {
 	static const struct {
 		const char *name;
@@ -886,15 +886,15 @@ static int dispatch(struct ffs_ctl *c, char **w, unsigned nw, json_object **out)
 	};
 
 	if (nw == 0)
-		return reply_error(out, -EINVAL, "empty request");
+		return ctl_reply_error(out, -EINVAL, "empty request");
 	if (strcmp(w[0], "status") == 0) {
-		*out = status_json(c);
+		*out = ctl_status_json(c);
 		return 0;
 	}
 	for (unsigned i = 0; i < FF_ARRAY_SIZE(cmds); i++)
 		if (strcmp(w[0], cmds[i].name) == 0)
 			return cmds[i].fn(c, w, nw, out);
-	return reply_error(out, -EINVAL, "unknown request '%s'", w[0]);
+	return ctl_reply_error(out, -EINVAL, "unknown request '%s'", w[0]);
 }
 
 int ffs_ctl_exec(struct ffs_ctl *c, const char *line, char **reply)
@@ -910,9 +910,9 @@ int ffs_ctl_exec(struct ffs_ctl *c, const char *line, char **reply)
 	buf[strcspn(buf, "\r\n")] = '\0';
 	rc = split_words(buf, w, &nw);
 	if (rc < 0)
-		rc = reply_error(&out, rc, "malformed request (bad %%XX escape or too many words)");
+		rc = ctl_reply_error(&out, rc, "malformed request (bad %%XX escape or too many words)");
 	else
-		rc = dispatch(c, w, nw, &out);
+		rc = ctl_dispatch(c, w, nw, &out);
 	*reply = strdup(json_object_to_json_string_ext(out, JSON_C_TO_STRING_PLAIN |
 							     JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(out);
@@ -939,7 +939,7 @@ struct ffs_ctl *ffs_ctl_new(struct ffs *fs, struct ff_raid *r, const char *sourc
 	c->scrub_max_bps = FFS_SCRUB_MAX_BPS_DEFAULT;
 	c->lfd = -1;
 	c->stop_pipe[0] = c->stop_pipe[1] = -1;
-	apply_rates(c);
+	ctl_apply_rates(c);
 	return c;
 }
 
@@ -1023,7 +1023,7 @@ static void serve_one(struct ffs_ctl *c, int fd)
 	if (rc < 0) {
 		json_object *o;
 
-		reply_error(&o, rc, "cannot read the request: %s", strerror(-rc));
+		ctl_reply_error(&o, rc, "cannot read the request: %s", strerror(-rc));
 		reply = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
 		json_object_put(o);
 	} else {

@@ -6,6 +6,13 @@
  * disk at once but stay taken in memory until the transaction commits:
  * until then the committed metadata may still point at them, and their
  * contents must survive a crash.
+ *
+ * Layering.  The allocator sits below the journal and the read cache, and
+ * calls neither: the journal hands back the stripes a commit made reusable
+ * (ffs_alloc_tx_committed), a writer that finds only such stripes commits
+ * itself and asks again, and the read cache learns of freed stripes through
+ * the fs->stripes_freed hook it registers, so a stale copy of a freed
+ * stripe is never served once the stripe is reused.
  */
 #include <errno.h>
 #include <string.h>
@@ -249,7 +256,9 @@ static void reclaim_reservations(struct ffs *fs)
  * Reserve stripes in memory only: a file takes a run ahead of its writes so
  * that it lies in one piece, and what it does not use goes back at close.
  * Only ffs_commit_stripes() marks them on disk, when they are mapped, so a
- * crash leaks nothing.
+ * crash leaks nothing.  -ENOSPC also when the only free stripes are the
+ * ones the running transaction freed: the caller commits and asks again
+ * (the allocator sits below the journal and never commits itself).
  *
  * Prefer a run of `want` at or after the hint (a frame then lies right
  * after its predecessor); otherwise the longest run met while scanning.
@@ -258,13 +267,6 @@ int ffs_reserve_stripes(struct ffs *fs, uint64_t hint, uint64_t want, uint64_t *
 {
 	uint64_t n = ff_le64(fs->sb->nstripes), i, best = UINT64_MAX, best_len = 0, visited = 0;
 
-	/* stripes freed in the running transaction come back once it commits */
-	if (!fs->free_stripes && fs->npending) {
-		int rc = ffs_journal_commit(fs);
-
-		if (rc < 0)
-			return rc;
-	}
 	if (!fs->free_stripes)
 		reclaim_reservations(fs);
 	if (!fs->free_stripes)
@@ -350,7 +352,8 @@ int ffs_free_stripes(struct ffs *fs, uint64_t first, uint64_t count)
 			return rc;
 		fs->pending_free[fs->npending++] = s; /* in memory: still taken */
 	}
-	ffs_rcache_invalidate(fs, first, count);
+	if (fs->stripes_freed)
+		fs->stripes_freed(fs, first, count);
 	return 0;
 }
 

@@ -386,6 +386,7 @@ static int rcache_init(struct ffs *fs)
 		rc_lru_push(c, &c->entries[i]);
 	}
 	fs->rcache = c;
+	fs->stripes_freed = ffs_rcache_invalidate;
 	return 0;
 }
 
@@ -690,6 +691,25 @@ static uint64_t reserve_want(struct ffs *fs, struct finode *fi, uint64_t *hint)
 	return want;
 }
 
+/*
+ * Reserve stripes for a file (fs->lock held).  When the only free stripes
+ * are those the running transaction freed, commit first: they come back
+ * once it is durable.  The writer that needs the space commits, not the
+ * allocator, which sits below the journal (the journal calls it when a
+ * commit frees stripes).
+ */
+static int reserve_stripes(struct ffs *fs, uint64_t hint, uint64_t want, uint64_t *first,
+			   uint64_t *got)
+{
+	if (!ffs_alloc_free_stripe_count(fs) && fs->npending) {
+		int rc = ffs_journal_commit(fs);
+
+		if (rc < 0)
+			return rc;
+	}
+	return ffs_reserve_stripes(fs, hint, want, first, got);
+}
+
 /* Pick the stripe this buffer goes to: in place when the file stripe is
  * preallocated and unwritten, else the next reserved one.  fs->lock held. */
 static int pick_stripe(struct ffs *fs, struct finode *fi, uint64_t fstripe, uint64_t *p,
@@ -707,7 +727,7 @@ static int pick_stripe(struct ffs *fs, struct finode *fi, uint64_t fstripe, uint
 	if (!fi->reserve_count) {
 		uint64_t want = reserve_want(fs, fi, &hint);
 
-		rc = ffs_reserve_stripes(fs, hint, want, &first, &got);
+		rc = reserve_stripes(fs, hint, want, &first, &got);
 		if (rc < 0)
 			return rc;
 		fi->reserve_first = first;
@@ -1019,6 +1039,7 @@ void ffs_data_free(struct ffs *fs)
 		free(fs->wpool);
 		fs->wpool = NULL;
 	}
+	fs->stripes_freed = NULL;
 	if (fs->rcache) {
 		for (unsigned i = 0; i < fs->rcache->n; i++)
 			free(fs->rcache->entries[i].data);
@@ -1426,7 +1447,7 @@ int ffs_data_fallocate(struct ffs *fs, struct finode *fi, int mode, uint64_t off
 			break;
 		run = FF_MIN(run, k1 - k);
 		reserve_want(fs, fi, &hint);
-		rc = ffs_reserve_stripes(fs, fi->alloc_hint ? fi->alloc_hint : hint, run, &first, &got);
+		rc = reserve_stripes(fs, fi->alloc_hint ? fi->alloc_hint : hint, run, &first, &got);
 		if (rc < 0)
 			break;
 		rc = ffs_commit_stripes(fs, first, got);

@@ -288,6 +288,10 @@ struct ffs {
 	uint64_t *pending_free;     /* stripes freed in the running transaction */
 	size_t npending, cap_pending;
 	uint64_t stripe_cursor;
+	/* Called by ffs_free_stripes (fs->lock held) for each run it frees:
+	 * the read cache (data.c) registers it to drop its copies.  A hook,
+	 * because the allocator sits below the read cache.  NULL: no cache. */
+	void (*stripes_freed)(struct ffs *fs, uint64_t first, uint64_t count);
 	/* inode cache */
 	struct finode **ihash;
 	unsigned ihash_size;

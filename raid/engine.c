@@ -86,16 +86,16 @@ static void set_error(struct ff_raid_io *io, int err)
 {
 	int zero = 0;
 
-	atomic_compare_exchange_strong(&io->error, &zero, err);
+	atomic_compare_exchange_strong(&raid_iop(io)->error, &zero, err);
 }
 
 /* ---- op lifetime ------------------------------------------------------- */
 
 static void part_done(struct ff_raid *r, struct ff_raid_io *io)
 {
-	if (atomic_fetch_sub(&io->parts, 1) == 1) {
+	if (atomic_fetch_sub(&raid_iop(io)->parts, 1) == 1) {
 		raid_intent_end(r, io);
-		io->result = atomic_load(&io->error);
+		io->result = atomic_load(&raid_iop(io)->error);
 		if (io->op == FF_RAID_WRITE && io->space == FF_SPACE_DATA)
 			atomic_fetch_add(&r->stats.data_writes_done, 1);
 		io->done(io);
@@ -240,8 +240,8 @@ static void op_finish(struct stripe_op *op, int err)
 	op->next = w->free_ops;
 	w->free_ops = op;
 	w->nfree++;
-	FF_ASSERT(io->wops[id] > 0);
-	if (--io->wops[id] == 0 && io->wpos[id] > last_unit(w->r, io))
+	FF_ASSERT(raid_iop(io)->wops[id] > 0);
+	if (--raid_iop(io)->wops[id] == 0 && raid_iop(io)->wpos[id] > last_unit(w->r, io))
 		part_done(w->r, io);
 }
 
@@ -932,7 +932,7 @@ static void queue_pop(struct raid_worker *w, struct io_queue q)
 {
 	struct ff_raid_io *io = *q.head;
 
-	*q.head = io->wnext[w->id];
+	*q.head = raid_iop(io)->wnext[w->id];
 	if (!*q.head)
 		*q.tail = NULL;
 }
@@ -940,7 +940,7 @@ static void queue_pop(struct raid_worker *w, struct io_queue q)
 static void queue_push(struct raid_worker *w, struct io_queue q, struct ff_raid_io *io)
 {
 	if (*q.tail)
-		(*q.tail)->wnext[w->id] = io;
+		raid_iop((*q.tail))->wnext[w->id] = io;
 	else
 		*q.head = io;
 	*q.tail = io;
@@ -987,7 +987,7 @@ static void issue_ops(struct raid_worker *w)
 	while (next_request(w, &q)) {
 		struct ff_raid_io *io = *q.head;
 		struct stripe_op *op = w->free_ops;
-		uint64_t unit = io->wpos[w->id], ub = unit_bytes(r, io->space);
+		uint64_t unit = raid_iop(io)->wpos[w->id], ub = unit_bytes(r, io->space);
 
 		w->free_ops = op->next;
 		w->nfree--;
@@ -1005,9 +1005,9 @@ static void issue_ops(struct raid_worker *w)
 			op->hi = FF_MIN(io->off + io->len, start + ub) - start;
 			op->buf = io->buf ? (char *)io->buf + (start + op->lo - io->off) : NULL;
 		}
-		io->wpos[w->id] += r->nworkers;
-		io->wops[w->id]++;
-		if (io->wpos[w->id] > last_unit(r, io))
+		raid_iop(io)->wpos[w->id] += r->nworkers;
+		raid_iop(io)->wops[w->id]++;
+		if (raid_iop(io)->wpos[w->id] > last_unit(r, io))
 			queue_pop(w, q);
 		op_start(op);
 	}
@@ -1022,9 +1022,9 @@ static void take_inbox(struct raid_worker *w)
 	w->inbox_head = w->inbox_tail = NULL;
 	pthread_mutex_unlock(&w->inbox_lock);
 	while (head) {
-		struct ff_raid_io *next = head->wnext[w->id];
+		struct ff_raid_io *next = raid_iop(head)->wnext[w->id];
 
-		head->wnext[w->id] = NULL;
+		raid_iop(head)->wnext[w->id] = NULL;
 		queue_push(w, (head->flags & FF_RAID_IO_BACKGROUND) ? bg_queue(w) : fg_queue(w), head);
 		head = next;
 	}
@@ -1294,11 +1294,11 @@ static void push(struct raid_worker *w, struct ff_raid_io *io)
 {
 	bool was_empty;
 
-	io->wnext[w->id] = NULL;
+	raid_iop(io)->wnext[w->id] = NULL;
 	pthread_mutex_lock(&w->inbox_lock);
 	was_empty = w->inbox_head == NULL;
 	if (w->inbox_tail)
-		w->inbox_tail->wnext[w->id] = io;
+		raid_iop(w->inbox_tail)->wnext[w->id] = io;
 	else
 		w->inbox_head = io;
 	w->inbox_tail = io;
@@ -1345,13 +1345,13 @@ int ff_raid_submit(struct ff_raid *r, struct ff_raid_io *io)
 	if (rc < 0)
 		return rc;
 	io->result = 0;
-	atomic_store(&io->error, 0);
+	atomic_store(&raid_iop(io)->error, 0);
 	atomic_store(&io->check_mismatch, 0);
 	raid_intent_begin(r, io); /* before any member sees the write */
 	if (io->op == FF_RAID_FLUSH) {
-		io->wpos[0] = 0;
-		io->wops[0] = 0;
-		atomic_store(&io->parts, 1);
+		raid_iop(io)->wpos[0] = 0;
+		raid_iop(io)->wops[0] = 0;
+		atomic_store(&raid_iop(io)->parts, 1);
 		push(&r->worker[0], io);
 		return 0;
 	}
@@ -1361,10 +1361,10 @@ int ff_raid_submit(struct ff_raid *r, struct ff_raid_io *io)
 	for (unsigned k = 0; k < parts; k++) {
 		unsigned w = (unsigned)((u0 + k) % nw);
 
-		io->wpos[w] = u0 + k;
-		io->wops[w] = 0;
+		raid_iop(io)->wpos[w] = u0 + k;
+		raid_iop(io)->wops[w] = 0;
 	}
-	atomic_store(&io->parts, parts);
+	atomic_store(&raid_iop(io)->parts, parts);
 	for (unsigned k = 0; k < parts; k++)
 		push(&r->worker[(u0 + k) % nw], io);
 	return 0;

@@ -35,6 +35,8 @@
 #include "raid/parity.h"
 
 #define FF_RAID_WORKERS_MAX 8
+/* room for the engine's per-request state (raid_i.h asserts it fits) */
+#define FF_RAID_IO_PRIV_BYTES (8 + FF_RAID_WORKERS_MAX * 20)
 #define FF_CHUNK_MIN (16u * 1024)
 #define FF_CHUNK_MAX (1024u * 1024)
 #define FF_META_CHUNK (64u * 1024)
@@ -120,12 +122,10 @@ struct ff_raid_io {
 	void *priv;
 	/* result: 0 or -errno */
 	int result;
-	/* engine private */
-	_Atomic unsigned parts;
-	_Atomic int error;
-	struct ff_raid_io *wnext[FF_RAID_WORKERS_MAX];
-	uint64_t wpos[FF_RAID_WORKERS_MAX];
-	uint32_t wops[FF_RAID_WORKERS_MAX];
+	/* The engine's own while the request is in flight (struct raid_io_priv,
+	 * raid/raid_i.h): callers neither set nor read it.  Kept here so that a
+	 * request needs no allocation. */
+	_Alignas(8) unsigned char engine_priv[FF_RAID_IO_PRIV_BYTES];
 };
 
 struct ff_raid_stats {

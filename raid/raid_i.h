@@ -15,6 +15,29 @@
 struct raid_worker;
 struct stripe_op;
 
+/*
+ * The engine's state of one request (struct ff_raid_io.engine_priv): a
+ * request is cut into units dealt round-robin to the workers; each worker
+ * keeps its own place in it (wpos), its ops in flight (wops) and its inbox
+ * link (wnext); parts counts the workers not finished with it, and error
+ * keeps the first error.
+ */
+struct raid_io_priv {
+	_Atomic unsigned parts;
+	_Atomic int error;
+	struct ff_raid_io *wnext[FF_RAID_WORKERS_MAX];
+	uint64_t wpos[FF_RAID_WORKERS_MAX];
+	uint32_t wops[FF_RAID_WORKERS_MAX];
+};
+_Static_assert(sizeof(struct raid_io_priv) <= FF_RAID_IO_PRIV_BYTES,
+	       "struct ff_raid_io.engine_priv is too small for struct raid_io_priv");
+_Static_assert(_Alignof(struct raid_io_priv) <= 8, "engine_priv is 8-byte aligned");
+
+static inline struct raid_io_priv *raid_iop(struct ff_raid_io *io)
+{
+	return (struct raid_io_priv *)(void *)io->engine_priv;
+}
+
 /* Ops waiting for a worker resource, first come first served. */
 struct op_fifo {
 	struct stripe_op *head, *tail;

@@ -27,6 +27,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
+#include "io/bitmap.h"
 #include "raid/raid_i.h"
 
 #define INTENT_OFFSET 4096u
@@ -48,24 +49,25 @@ struct raid_intent {
 	uint64_t resynced_stripes;
 };
 
-static _Atomic uint8_t *bit_byte(struct raid_intent *in, uint64_t region)
+/* Region's bit lives in block region / BITS_PER_BLOCK, after its header. */
+static _Atomic uint8_t *block_bits(struct raid_intent *in, uint64_t region)
 {
-	uint64_t b = region / BITS_PER_BLOCK, i = region % BITS_PER_BLOCK;
+	uint64_t b = region / BITS_PER_BLOCK;
 
-	return (_Atomic uint8_t *)(in->img + b * FF_MEMBER_SB_BYTES + INTENT_HDR + i / 8);
+	return (_Atomic uint8_t *)(in->img + b * FF_MEMBER_SB_BYTES + INTENT_HDR);
 }
 
 static bool bit_get(struct raid_intent *in, uint64_t region)
 {
-	return (atomic_load(bit_byte(in, region)) >> (region % 8)) & 1;
+	return ff_bit8_test_atomic(block_bits(in, region), region % BITS_PER_BLOCK);
 }
 
 static void bit_put(struct raid_intent *in, uint64_t region, bool v)
 {
 	if (v)
-		atomic_fetch_or(bit_byte(in, region), (uint8_t)(1u << (region % 8)));
+		ff_bit8_set_atomic(block_bits(in, region), region % BITS_PER_BLOCK);
 	else
-		atomic_fetch_and(bit_byte(in, region), (uint8_t)~(1u << (region % 8)));
+		ff_bit8_clear_atomic(block_bits(in, region), region % BITS_PER_BLOCK);
 }
 
 static void seal(struct raid_intent *in, unsigned b)

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "io/backend.h"
+#include "io/bitmap.h"
 #include "io/fault.h"
 #include "io/uring.h"
 
@@ -44,6 +45,44 @@ static void remove_file(void)
 	unlink(file);
 	rmdir(dir);
 }
+
+/* io/bitmap.h: word scans stop at nbits whatever the last word holds past
+ * it; byte bitmaps put bit i in byte i / 8 whatever the host. */
+START_TEST(bitmap_find_next_respects_bounds)
+{
+	uint64_t m[3] = { 0, 0, 0 };
+	const uint64_t n = 150;
+	uint8_t b[4] = { 0, 0, 0, 0 };
+	_Atomic uint8_t ab[4] = { 0, 0, 0, 0 };
+
+	ck_assert_uint_eq(ff_bit_find_next_set(m, n, 0), n);
+	ck_assert_uint_eq(ff_bit_find_next_clear(m, n, 5), 5);
+	ff_bit_set(m, 70);
+	ff_bit_set(m, 149);
+	ck_assert(ff_bit_test(m, 70) && !ff_bit_test(m, 69));
+	ck_assert_uint_eq(ff_bit_find_next_set(m, n, 0), 70);
+	ck_assert_uint_eq(ff_bit_find_next_set(m, n, 70), 70);
+	ck_assert_uint_eq(ff_bit_find_next_set(m, n, 71), 149);
+	ff_bit_clear(m, 149);
+	m[2] |= ~0ull << (n % 64); /* garbage past nbits */
+	ck_assert_uint_eq(ff_bit_find_next_set(m, n, 71), n);
+	m[0] = m[1] = ~0ull;
+	m[2] = ~0ull;
+	ck_assert_uint_eq(ff_bit_find_next_clear(m, n, 0), n);
+	ff_bit_clear(m, 128);
+	ck_assert_uint_eq(ff_bit_find_next_clear(m, n, 3), 128);
+	ff_bit8_set(b, 9);
+	ck_assert_uint_eq(b[1], 2);
+	ck_assert(ff_bit8_test(b, 9) && !ff_bit8_test(b, 8));
+	ff_bit8_clear(b, 9);
+	ck_assert_uint_eq(b[1], 0);
+	ff_bit8_set_atomic(ab, 17);
+	ff_bit8_set_atomic(ab, 16);
+	ck_assert_uint_eq(ab[2], 3);
+	ff_bit8_clear_atomic(ab, 16);
+	ck_assert(ff_bit8_test_atomic(ab, 17) && !ff_bit8_test_atomic(ab, 16));
+}
+END_TEST
 
 START_TEST(file_member_is_described_by_the_system)
 {
@@ -461,6 +500,7 @@ int main(void)
 
 	ff_log_set_level(getenv("FRAMEFS_LOG") ? FF_LOG_DEBUG : FF_LOG_ERR);
 	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, bitmap_find_next_respects_bounds);
 	tcase_add_test(tc, file_member_is_described_by_the_system);
 	tcase_add_test(tc, loop_device_block_size_comes_from_the_device);
 	tcase_add_test(tc, bad_members_are_refused_with_their_name);

@@ -106,6 +106,12 @@ enum {
 enum { FFS_RENAME_NOREPLACE = 1, FFS_RENAME_EXCHANGE = 2 };
 
 int ffs_lookup(struct ffs *fs, uint64_t parent, const char *name, struct stat *st);
+/* The generation of inode ino.  It grows each time an inode number is
+ * reused, so (ino, generation) names one file for ever: what the kernel puts
+ * in a file handle, and what it compares to answer ESTALE for the handle of
+ * a deleted file whose number now belongs to another.  -ENOENT if ino is
+ * free. */
+int ffs_generation(struct ffs *fs, uint64_t ino, uint32_t *gen);
 void ffs_forget(struct ffs *fs, uint64_t ino, uint64_t nlookup);
 int ffs_getattr(struct ffs *fs, uint64_t ino, struct stat *st);
 int ffs_setattr(struct ffs *fs, uint64_t ino, const struct stat *attr, int to_set,
@@ -150,8 +156,11 @@ int ffs_fallocate(struct ffs *fs, uint64_t fh, int mode, uint64_t off, uint64_t 
 int ffs_fsyncdir(struct ffs *fs);
 
 /* Directory iteration from pos (0 = start, then the values returned in
- * next_pos); fill returns nonzero to stop (buffer full). */
-typedef int (*ffs_fill_fn)(void *arg, const char *name, const struct stat *st, uint64_t next_pos);
+ * next_pos); fill returns nonzero to stop (buffer full).  With plus, st is
+ * the entry's whole stat and gen its generation (see ffs_generation); else
+ * only st_ino and the type bits of st_mode are set and gen is 0. */
+typedef int (*ffs_fill_fn)(void *arg, const char *name, const struct stat *st, uint32_t gen,
+			   uint64_t next_pos);
 int ffs_readdir(struct ffs *fs, uint64_t ino, uint64_t pos, bool plus, ffs_fill_fn fill,
 		void *arg);
 int ffs_statfs(struct ffs *fs, struct statvfs *st);

@@ -64,7 +64,7 @@ static void maybe_commit(struct ffs *fs)
 
 int ffs_lookup(struct ffs *fs, uint64_t parent, const char *name, struct stat *st)
 {
-	struct finode *dir, *fi;
+	struct finode *dir = NULL, *fi;
 	uint64_t ino;
 	uint8_t type;
 	int rc = check_name(name);
@@ -72,11 +72,13 @@ int ffs_lookup(struct ffs *fs, uint64_t parent, const char *name, struct stat *s
 	if (rc < 0)
 		return rc == -EINVAL ? -ENOENT : rc;
 	pthread_mutex_lock(&fs->lock);
-	rc = get_dir(fs, parent, &dir);
-	if (rc == 0) {
-		if (strcmp(name, ".") == 0)
-			ino = parent, rc = 0;
-		else if (strcmp(name, "..") == 0)
+	/* "." is asked of any inode, a file too: the kernel resolves a file
+	 * handle whose inode it no longer caches by looking up "." in it. */
+	rc = strcmp(name, ".") == 0 ? 0 : get_dir(fs, parent, &dir);
+	if (rc == 0 && !dir) {
+		ino = parent;
+	} else if (rc == 0) {
+		if (strcmp(name, "..") == 0)
 			ino = dir->d.parent ? ff_le64(dir->d.parent) : parent, rc = 0;
 		else
 			rc = ffs_dir_lookup(fs, dir, name, &ino, &type);
@@ -85,6 +87,21 @@ int ffs_lookup(struct ffs *fs, uint64_t parent, const char *name, struct stat *s
 	if (rc == 0 && (rc = ffs_iget(fs, ino, &fi)) == 0) {
 		fi->nlookup++;
 		ffs_inode_stat(fs, fi, st);
+		ffs_iput(fs, fi);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}
+
+int ffs_generation(struct ffs *fs, uint64_t ino, uint32_t *gen)
+{
+	struct finode *fi;
+	int rc;
+
+	pthread_mutex_lock(&fs->lock);
+	rc = ffs_iget(fs, ino, &fi);
+	if (rc == 0) {
+		*gen = ff_le32(fi->d.generation);
 		ffs_iput(fs, fi);
 	}
 	pthread_mutex_unlock(&fs->lock);
@@ -830,7 +847,7 @@ int ffs_readdir(struct ffs *fs, uint64_t ino, uint64_t pos, bool plus, ffs_fill_
 		if (pos < 2) {
 			st.st_ino = pos == 0 ? ino : (dir->d.parent ? ff_le64(dir->d.parent) : ino);
 			st.st_mode = S_IFDIR;
-			if (fill(arg, pos == 0 ? "." : "..", &st, pos + 1))
+			if (fill(arg, pos == 0 ? "." : "..", &st, 0, pos + 1))
 				break;
 			pos++;
 			continue;
@@ -845,7 +862,7 @@ int ffs_readdir(struct ffs *fs, uint64_t ino, uint64_t pos, bool plus, ffs_fill_
 			if (rc < 0)
 				break;
 			ffs_inode_stat(fs, fi, &st);
-			if (fill(arg, name, &st, next) == 0)
+			if (fill(arg, name, &st, ff_le32(fi->d.generation), next) == 0)
 				fi->nlookup++; /* the kernel holds what readdirplus returned */
 			else
 				next = 0;
@@ -855,7 +872,7 @@ int ffs_readdir(struct ffs *fs, uint64_t ino, uint64_t pos, bool plus, ffs_fill_
 		} else {
 			st.st_ino = child;
 			st.st_mode = (mode_t)type << 12;
-			if (fill(arg, name, &st, next))
+			if (fill(arg, name, &st, 0, next))
 				break;
 		}
 		pos = next;

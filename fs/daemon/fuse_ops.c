@@ -65,6 +65,7 @@ static void *thread_buf(void)
 static void reply_entry(fuse_req_t req, int rc, const struct stat *st)
 {
 	struct fuse_entry_param e;
+	uint32_t gen;
 
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
@@ -72,6 +73,14 @@ static void reply_entry(fuse_req_t req, int rc, const struct stat *st)
 	}
 	memset(&e, 0, sizeof(e));
 	e.ino = st->st_ino;
+	/* The entry's lookup count pins the inode until the kernel forgets it,
+	 * so the number cannot be reused between the operation and this. */
+	rc = ffs_generation(FS(req), st->st_ino, &gen);
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	e.generation = gen;
 	e.attr = *st;
 	e.attr_timeout = TIMEOUT_S;
 	e.entry_timeout = TIMEOUT_S;
@@ -267,6 +276,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	const struct fuse_ctx *c = fuse_req_ctx(req);
 	struct fuse_entry_param e;
 	uint64_t fh;
+	uint32_t gen;
 	int rc;
 
 	memset(&e, 0, sizeof(e));
@@ -277,6 +287,13 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		return;
 	}
 	e.ino = e.attr.st_ino;
+	rc = ffs_generation(FS(req), e.ino, &gen); /* pinned: see reply_entry */
+	if (rc < 0) {
+		ffs_release(FS(req), fh);
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	e.generation = gen;
 	e.attr_timeout = e.entry_timeout = TIMEOUT_S;
 	fi->fh = fh;
 	open_flags(fi);
@@ -398,7 +415,8 @@ struct dir_fill {
 	bool plus;
 };
 
-static int dir_fill_cb(void *arg, const char *name, const struct stat *st, uint64_t next)
+static int dir_fill_cb(void *arg, const char *name, const struct stat *st, uint32_t gen,
+		       uint64_t next)
 {
 	struct dir_fill *d = arg;
 	size_t n;
@@ -408,6 +426,7 @@ static int dir_fill_cb(void *arg, const char *name, const struct stat *st, uint6
 
 		memset(&e, 0, sizeof(e));
 		e.ino = st->st_ino;
+		e.generation = gen;
 		e.attr = *st;
 		e.attr_timeout = e.entry_timeout = TIMEOUT_S;
 		n = fuse_add_direntry_plus(d->req, d->buf + d->used, d->size - d->used, name, &e,

@@ -149,7 +149,7 @@ struct names {
 	uint64_t next;
 };
 
-static int fill(void *arg, const char *name, const struct stat *st, uint64_t next_pos)
+static int fill(void *arg, const char *name, const struct stat *st, uint32_t gen, uint64_t next_pos)
 {
 	struct names *n = arg;
 

@@ -1,0 +1,363 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The "status" answer of the control socket: the array, its members and
+ * spares, rebuild and scrub progress, requests in flight and the
+ * filesystem's statistics, as one JSON object (schema 1, key by key in
+ * ctl.h).
+ */
+#include <json-c/json.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs/daemon/ctl_i.h"
+#include "raid/sb.h"
+
+const char *ctl_member_state_name(enum ff_member_state s)
+{
+	switch (s) {
+	case FF_MEMBER_ACTIVE: return "active";
+	case FF_MEMBER_FAILED: return "failed";
+	case FF_MEMBER_REBUILDING: return "rebuilding";
+	default: return "missing";
+	}
+}
+
+static void member_fields(json_object *o, const struct ff_member *m)
+{
+	ctl_jadd_str(o, "path", m ? m->path : NULL);
+	json_object_object_add(o, "size_bytes", m ? json_object_new_uint64(m->size_bytes) : NULL);
+	ctl_jadd_str(o, "kind", m ? (m->is_bdev ? "block" : "file") : NULL);
+	if (m && m->nvme.is_nvme) {
+		json_object *n = json_object_new_object();
+
+		ctl_jadd_str(n, "model", m->nvme.model);
+		ctl_jadd_str(n, "serial", m->nvme.serial);
+		ctl_jadd_str(n, "firmware", m->nvme.firmware);
+		ctl_jadd_u64(n, "nsid", m->nvme.nsid);
+		ctl_jadd_u64(n, "lba_bytes", m->nvme.lba_bytes);
+		json_object_object_add(o, "nvme", n);
+	} else {
+		json_object_object_add(o, "nvme", NULL);
+	}
+}
+
+/*
+ * One role: its state ("stale": missing, and the member given for it at
+ * assembly was left out because its event counter is behind), its member,
+ * and what status says beyond that: why it failed or was left out
+ * (reason), a warning that fails nothing (note), what to do (hint), and a
+ * left-out member's event counter (member_events).
+ */
+static void member_json(struct ffs_ctl *c, json_object *o, unsigned role)
+{
+	struct ff_raid_member_info *mi = malloc(sizeof(*mi));
+	const char *vol = c->mountpoint ? c->mountpoint : "VOLUME";
+	char reason[FF_RAID_REASON_MAX + 128] = "", hint[PATH_MAX + 256] = "";
+	const char *state;
+
+	if (!mi) {
+		ctl_jadd_u64(o, "role", role);
+		ctl_jadd_str(o, "state", ctl_member_state_name(ff_raid_member_state(c->r, role)));
+		member_fields(o, ff_raid_member(c->r, role));
+		return;
+	}
+	ff_raid_member_info(c->r, role, mi);
+	state = ctl_member_state_name(mi->state);
+	ctl_jadd_u64(o, "role", role);
+	if (mi->state == FF_MEMBER_MISSING && mi->left_path[0]) {
+		state = mi->left_stale ? "stale" : "missing";
+		ctl_jadd_str(o, "state", state);
+		ctl_jadd_str(o, "path", mi->left_path);
+		json_object_object_add(o, "size_bytes", NULL);
+		ctl_jadd_str(o, "kind", NULL);
+		json_object_object_add(o, "nvme", NULL);
+		if (mi->left_stale)
+			snprintf(reason, sizeof(reason), "stale: its event counter %llu is behind the "
+				 "array's %llu %s", (unsigned long long)mi->left_events,
+				 (unsigned long long)ff_raid_events(c->r), mi->left_failed ?
+				 "and the array marks it failed (the array was assembled without it, "
+				 "or it failed)" : "(the array was written without it)");
+		else
+			snprintf(reason, sizeof(reason), "marked failed in the array's superblocks "
+				 "(its event counter %llu): left out at assembly",
+				 (unsigned long long)mi->left_events);
+		snprintf(hint, sizeof(hint), "re-add it with framefs-admin add --force %s %s (it is "
+			 "rebuilt from parity), or put a new member in its place with framefs-admin "
+			 "add %s NEW", vol, mi->left_path, vol);
+		ctl_jadd_u64(o, "member_events", mi->left_events);
+	} else {
+		ctl_jadd_str(o, "state", state);
+		member_fields(o, ff_raid_member(c->r, role));
+		if (mi->state == FF_MEMBER_FAILED)
+			snprintf(reason, sizeof(reason), "%s", mi->reason[0] ? mi->reason : "failed");
+		if (mi->state == FF_MEMBER_FAILED || mi->state == FF_MEMBER_MISSING)
+			snprintf(hint, sizeof(hint), "framefs-admin add %s NEW puts a new member in "
+				 "role %u (rebuilt from parity)", vol, role);
+		json_object_object_add(o, "member_events", NULL);
+	}
+	ctl_jadd_str(o, "reason", reason[0] ? reason : NULL);
+	ctl_jadd_str(o, "note", mi->note[0] ? mi->note : NULL);
+	ctl_jadd_str(o, "hint", hint[0] ? hint : NULL);
+	free(mi);
+}
+
+static json_object *geometry_json(const struct ff_geom *g)
+{
+	json_object *o = json_object_new_object();
+
+	ctl_jadd_u64(o, "stripe_bytes", g->stripe_bytes);
+	ctl_jadd_u64(o, "nstripes", g->nstripes);
+	ctl_jadd_u64(o, "data_offset", g->data_offset);
+	ctl_jadd_u64(o, "meta_offset", g->meta_offset);
+	ctl_jadd_u64(o, "meta_member_bytes", g->meta_member_bytes);
+	ctl_jadd_u64(o, "meta_copies", g->meta_copies);
+	ctl_jadd_u64(o, "member_bytes", g->member_bytes);
+	ctl_jadd_u64(o, "data_bytes", g->data_bytes);
+	ctl_jadd_u64(o, "meta_bytes", g->meta_bytes);
+	ctl_jadd_u64(o, "io_align", g->io_align);
+	return o;
+}
+
+json_object *ctl_rebuild_json(struct ff_raid *r)
+{
+	static const char *phase[] = { "metadata", "allocated", "rest", "done" };
+	struct ff_raid_rebuild_status st;
+	json_object *o = json_object_new_object(), *roles = json_object_new_array();
+	bool known;
+
+	ff_raid_rebuild_status(r, &st);
+	known = st.active || st.members || st.bytes_done || st.error;
+	for (unsigned m = 0; m < 32; m++)
+		if (st.members & (1u << m))
+			json_object_array_add(roles, json_object_new_int((int)m));
+	if (st.phase >= 3 && !st.members)
+		st.fraction = 1;
+	ctl_jadd_bool(o, "active", st.active);
+	json_object_object_add(o, "roles", roles);
+	if (!known)
+		ctl_jadd_str(o, "phase", "none");
+	else if (!st.active && !st.bytes_done && !st.error && st.members)
+		ctl_jadd_str(o, "phase", "pending"); /* resumes from its checkpoint when started */
+	else
+		ctl_jadd_str(o, "phase", st.phase < 4 ? phase[st.phase] : "done");
+	json_object_object_add(o, "fraction", ctl_jdbl(st.fraction, "%.6f"));
+	json_object_object_add(o, "percent", ctl_jdbl(st.fraction * 100, "%.2f"));
+	json_object_object_add(o, "mb_per_s", ctl_jdbl(st.mb_per_s, "%.1f"));
+	json_object_object_add(o, "eta_s", ctl_jdbl(st.eta_s, "%.1f"));
+	ctl_jadd_u64(o, "bytes_done", st.bytes_done);
+	ctl_jadd_str(o, "error", st.error ? strerror(-st.error) : NULL);
+	return o;
+}
+
+json_object *ctl_scrub_json(struct ffs *fs)
+{
+	struct ffs_scrub_status *st = calloc(1, sizeof(*st));
+	json_object *o = json_object_new_object(), *files = json_object_new_array();
+
+	if (!st) {
+		json_object_put(files);
+		return o;
+	}
+	ffs_scrub_status(fs, st);
+	ctl_jadd_bool(o, "active", st->active);
+	ctl_jadd_bool(o, "repair", st->repair);
+	json_object_object_add(o, "fraction", ctl_jdbl(st->fraction, "%.6f"));
+	json_object_object_add(o, "percent", ctl_jdbl(st->fraction * 100, "%.2f"));
+	ctl_jadd_u64(o, "stripes_checked", st->stripes_checked);
+	ctl_jadd_u64(o, "chunks_bad", st->chunks_bad);
+	ctl_jadd_u64(o, "chunks_repaired", st->chunks_repaired);
+	ctl_jadd_u64(o, "parity_bad", st->parity_bad);
+	ctl_jadd_u64(o, "parity_repaired", st->parity_repaired);
+	ctl_jadd_u64(o, "meta_bad", st->meta_bad);
+	ctl_jadd_u64(o, "meta_repaired", st->meta_repaired);
+	ctl_jadd_u64(o, "unreadable", st->unreadable);
+	json_object_object_add(o, "mb_per_s", ctl_jdbl(st->mb_per_s, "%.1f"));
+	json_object_object_add(o, "eta_s", ctl_jdbl(st->eta_s, "%.1f"));
+	ctl_jadd_str(o, "error", st->error ? strerror(st->error < 0 ? -st->error : st->error) : NULL);
+	for (unsigned i = 0; i < st->nreport && i < FFS_SCRUB_REPORT_MAX; i++) {
+		json_object *f = json_object_new_object();
+
+		ctl_jadd_u64(f, "ino", st->report[i].ino);
+		ctl_jadd_str(f, "path", st->report[i].path[0] ? st->report[i].path : NULL);
+		ctl_jadd_u64(f, "stripe", st->report[i].fstripe);
+		ctl_jadd_bool(f, "repaired", st->report[i].repaired);
+		json_object_array_add(files, f);
+	}
+	json_object_object_add(o, "files", files);
+	free(st);
+	return o;
+}
+
+/* FUSE requests in flight and the oldest of them (fs/watch.c). */
+static json_object *requests_json(struct ffs *fs)
+{
+	json_object *o = json_object_new_object();
+	struct ffs_req_info ri;
+
+	ffs_req_info(fs, &ri);
+	ctl_jadd_u64(o, "in_flight", ri.in_flight);
+	ctl_jadd_u64(o, "oldest_age_ms", ri.oldest_age_ns / 1000000);
+	ctl_jadd_str(o, "oldest_op", ri.in_flight ? ri.oldest_op : NULL);
+	ctl_jadd_u64(o, "oldest_ino", ri.oldest_ino);
+	ctl_jadd_str(o, "oldest_wait", ri.in_flight ? ri.oldest_wait : NULL);
+	ctl_jadd_u64(o, "stuck_ms", ri.stuck_ns / 1000000);
+	ctl_jadd_u64(o, "stuck_seen", ri.stuck);
+	ctl_jadd_u64(o, "untracked", ri.untracked);
+	return o;
+}
+
+static json_object *stats_json(struct ffs_ctl *c)
+{
+	struct ff_raid_stats *rs = ff_raid_stats(c->r);
+	json_object *o = json_object_new_object(), *r = json_object_new_object();
+
+	ctl_jadd_u64(r, "fg_bytes", atomic_load(&rs->fg_bytes));
+	ctl_jadd_u64(r, "full_stripe_writes", atomic_load(&rs->full_stripe_writes));
+	ctl_jadd_u64(r, "rmw_segments", atomic_load(&rs->rmw_segments));
+	ctl_jadd_u64(r, "rcw_segments", atomic_load(&rs->rcw_segments));
+	ctl_jadd_u64(r, "degraded_segments", atomic_load(&rs->degraded_segments));
+	ctl_jadd_u64(r, "member_reads", atomic_load(&rs->member_reads));
+	ctl_jadd_u64(r, "member_writes", atomic_load(&rs->member_writes));
+	ctl_jadd_u64(r, "read_bytes", atomic_load(&rs->read_bytes));
+	ctl_jadd_u64(r, "write_bytes", atomic_load(&rs->write_bytes));
+	ctl_jadd_u64(r, "member_errors", atomic_load(&rs->member_errors));
+	json_object_object_add(o, "raid", r);
+	if (c->fs) {
+		struct ffs_stats *fst = ffs_stats(c->fs);
+		json_object *f = json_object_new_object();
+
+		ctl_jadd_u64(f, "stripe_writes", atomic_load(&fst->stripe_writes));
+		ctl_jadd_u64(f, "stripe_fills", atomic_load(&fst->stripe_fills));
+		ctl_jadd_u64(f, "stripe_reads", atomic_load(&fst->stripe_reads));
+		ctl_jadd_u64(f, "readahead", atomic_load(&fst->readahead));
+		ctl_jadd_u64(f, "rcache_hits", atomic_load(&fst->rcache_hits));
+		ctl_jadd_u64(f, "crc_errors", atomic_load(&fst->crc_errors));
+		ctl_jadd_u64(f, "crc_repaired", atomic_load(&fst->crc_repaired));
+		ctl_jadd_u64(f, "meta_repaired", atomic_load(&fst->meta_repaired));
+		ctl_jadd_u64(f, "commits", atomic_load(&fst->commits));
+		ctl_jadd_u64(f, "wbuf_wait_pool", atomic_load(&fst->wbuf_wait_pool));
+		ctl_jadd_u64(f, "wbuf_wait_inode", atomic_load(&fst->wbuf_wait_inode));
+		ctl_jadd_u64(f, "wbuf_wait_rewrite", atomic_load(&fst->wbuf_wait_rewrite));
+		ctl_jadd_u64(f, "wbuf_evictions", atomic_load(&fst->wbuf_evictions));
+		json_object_object_add(o, "fs", f);
+	} else {
+		json_object_object_add(o, "fs", NULL);
+	}
+	return o;
+}
+
+/* Members that cannot be read right now: failed, missing or not rebuilt. */
+unsigned ctl_unreadable_roles(struct ff_raid *r, unsigned *rebuilding)
+{
+	const struct ff_geom *g = ff_raid_geom(r);
+	unsigned n = 0;
+
+	*rebuilding = 0;
+	for (unsigned i = 0; i < g->nmembers; i++) {
+		enum ff_member_state s = ff_raid_member_state(r, i);
+
+		n += s != FF_MEMBER_ACTIVE;
+		*rebuilding += s == FF_MEMBER_REBUILDING;
+	}
+	return n;
+}
+
+static void state_fields(json_object *o, struct ff_raid *r)
+{
+	const struct ff_geom *g = ff_raid_geom(r);
+	unsigned rebuilding, down = ctl_unreadable_roles(r, &rebuilding);
+	unsigned failed = ff_raid_failed_count(r);
+	char why[200] = "";
+	const char *state;
+
+	if (failed > g->nparity) {
+		state = "failed";
+		snprintf(why, sizeof(why), "%u of %u members lost, RAID%u survives %u: I/O fails "
+			 "rather than return wrong data", failed, g->nmembers, g->level, g->nparity);
+	} else if (rebuilding) {
+		state = "rebuilding";
+		snprintf(why, sizeof(why), "%u member(s) being rebuilt, %u failed or missing",
+			 rebuilding, failed);
+	} else if (failed) {
+		state = "degraded";
+		snprintf(why, sizeof(why), "%u of %u members failed or missing", failed, g->nmembers);
+	} else {
+		state = "clean";
+	}
+	ctl_jadd_str(o, "state", state);
+	ctl_jadd_str(o, "state_reason", why);
+	ctl_jadd_u64(o, "failed_members", failed);
+	json_object_object_add(o, "redundancy_left",
+			       json_object_new_int((int)g->nparity - (int)down));
+}
+
+json_object *ctl_status_json(struct ffs_ctl *c)
+{
+	struct ff_raid *r = c->r;
+	const struct ff_geom *g = ff_raid_geom(r);
+	json_object *o = ctl_reply_ok(NULL), *mem = json_object_new_array();
+	json_object *spares = json_object_new_array(), *rates = json_object_new_object();
+	char uuid[37];
+
+	json_object_object_add(o, "schema", json_object_new_int(FFS_CTL_SCHEMA));
+	ctl_jadd_str(o, "source", c->source);
+	ctl_jadd_str(o, "mountpoint", c->mountpoint);
+	ctl_jadd_str(o, "label", ff_raid_label(r));
+	ff_uuid_format(ff_raid_uuid(r), uuid);
+	ctl_jadd_str(o, "uuid", uuid);
+	ctl_jadd_u64(o, "level", g->level);
+	ctl_jadd_u64(o, "nmembers", g->nmembers);
+	ctl_jadd_u64(o, "ndata", g->ndata);
+	ctl_jadd_u64(o, "nparity", g->nparity);
+	ctl_jadd_u64(o, "chunk_bytes", g->chunk_bytes);
+	state_fields(o, r);
+	ctl_jadd_u64(o, "events", ff_raid_events(r));
+	json_object_object_add(o, "geometry", geometry_json(g));
+	for (unsigned i = 0; i < g->nmembers; i++) {
+		json_object *m = json_object_new_object();
+
+		member_json(c, m, i);
+		json_object_array_add(mem, m);
+	}
+	json_object_object_add(o, "members", mem);
+	for (unsigned i = 0; i < ff_raid_spare_count(r); i++) {
+		json_object *s = json_object_new_object();
+
+		member_fields(s, ff_raid_spare(r, i));
+		json_object_array_add(spares, s);
+	}
+	json_object_object_add(o, "spares", spares);
+	json_object_object_add(o, "rebuild", ctl_rebuild_json(r));
+	json_object_object_add(o, "replacing_role", ff_raid_replacing(r) >= 0
+			       ? json_object_new_int(ff_raid_replacing(r)) : NULL);
+	json_object_object_add(o, "scrub", c->fs ? ctl_scrub_json(c->fs) : NULL);
+	ctl_jadd_u64(rates, "rebuild_min_bps", c->rebuild_min_bps);
+	ctl_jadd_u64(rates, "rebuild_max_bps", c->rebuild_max_bps);
+	ctl_jadd_u64(rates, "scrub_min_bps", c->scrub_min_bps);
+	ctl_jadd_u64(rates, "scrub_max_bps", c->scrub_max_bps);
+	json_object_object_add(o, "rates", rates);
+	if (c->fs) {
+		struct ffs_info info;
+		json_object *f = json_object_new_object();
+
+		ffs_info(c->fs, &info);
+		ctl_jadd_bool(o, "read_only", info.ro);
+		ctl_jadd_u64(f, "stripe_bytes", info.stripe_bytes);
+		ctl_jadd_u64(f, "nstripes", info.nstripes);
+		ctl_jadd_u64(f, "free_stripes", info.free_stripes);
+		ctl_jadd_u64(f, "ninodes", info.ninodes);
+		ctl_jadd_u64(f, "free_inodes", info.free_inodes);
+		ctl_jadd_u64(f, "commits", info.commits);
+		ctl_jadd_bool(f, "read_only", info.ro);
+		json_object_object_add(o, "fs", f);
+		json_object_object_add(o, "requests", requests_json(c->fs));
+	} else {
+		ctl_jadd_bool(o, "read_only", true); /* offline, array only: assembled read-only */
+		json_object_object_add(o, "fs", NULL);
+		json_object_object_add(o, "requests", NULL);
+	}
+	json_object_object_add(o, "stats", stats_json(c));
+	return o;
+}

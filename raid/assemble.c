@@ -709,7 +709,7 @@ static bool presence_role(struct ff_raid *r, unsigned role, struct ff_member *m)
 }
 
 /* The replacement of a role being copied: if it vanishes the replace stops
- * (as when it returns an I/O error, engine.c), the role is intact. */
+ * (as when it returns an I/O error, stripe.c), the role is intact. */
 static void presence_shadow(struct ff_raid *r, struct ff_member *m)
 {
 	char why[FF_RAID_REASON_MAX];

@@ -59,7 +59,7 @@ enum ff_raid_op {
 #define FF_RAID_IO_TO_SHADOW 2u
 /* Background work (rebuild, scrub): a worker starts it only when no
  * foreground request waits for an op, and runs one at a time while
- * foreground ops are in progress (engine.c: issue_ops). */
+ * foreground ops are in progress (worker.c: issue_ops). */
 #define FF_RAID_IO_BACKGROUND 4u
 
 enum ff_member_state {
@@ -152,11 +152,11 @@ struct ff_raid_opts {
 	unsigned ops_per_worker; /* stripe ops in flight per worker, default 16 */
 	unsigned write_window;   /* of those, DATA writes past planning: default 1 when every
 				  * member is a file in RAM (tmpfs), else ops_per_worker (see
-				  * raid_i.h, engine.c) */
+				  * raid_i.h, worker.c) */
 	unsigned ring_depth;     /* member I/Os in flight per worker, default 128 */
 	uint32_t piece_bytes;    /* when every member is in RAM, write segments go in row pieces
 				  * of this size (a power of two, rounded down, >= 4 KiB):
-				  * 0 = the default (engine.c), >= chunk = never cut */
+				  * 0 = the default (worker.c), >= chunk = never cut */
 	bool ring_only;          /* members in RAM too go through io_uring (their requests
 				  * run on the engine thread otherwise: io/uring.h) */
 	bool read_only;

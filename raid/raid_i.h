@@ -131,7 +131,7 @@ struct ff_raid {
 	 * Write segments go in row pieces of this many bytes, 0 = whole.  Set
 	 * when every member runs its I/O on the engine thread (sync_io: files
 	 * in RAM): each piece's parity, then its member copies, while its rows
-	 * are still in the core's cache (engine.c, piece_bytes_for()).
+	 * are still in the core's cache (worker.c, piece_bytes_for()).
 	 */
 	uint32_t piece_bytes;
 	struct ff_member mem[FF_MEMBERS_MAX]; /* by role; fd < 0 when missing */
@@ -240,8 +240,39 @@ void raid_intent_end(struct ff_raid *r, struct ff_raid_io *io);
 void raid_intent_clean(struct ff_raid *r);
 void raid_intent_member_close(struct ff_raid *r, struct ff_member *m);
 
-/* engine.c */
+/* Bytes of one unit of work: a stripe (DATA) or a metadata chunk (META). */
+static inline uint64_t ff_unit_bytes(const struct ff_raid *r, unsigned space)
+{
+	return space == FF_SPACE_DATA ? r->g.stripe_bytes : FF_META_CHUNK;
+}
+
+/* The request's last unit (a flush has one: 0). */
+static inline uint64_t ff_last_unit(const struct ff_raid *r, const struct ff_raid_io *io)
+{
+	return io->op == FF_RAID_FLUSH ? 0 : (io->off + io->len - 1) / ff_unit_bytes(r, io->space);
+}
+
+/* stripe.c: an op's lifetime, member requests, DATA segments */
+void ff_op_issue(struct stripe_op *op, unsigned op_code, unsigned member, uint64_t off, void *buf,
+		 uint32_t len);
+void ff_op_finish(struct stripe_op *op, int err);
+void ff_op_run(struct stripe_op *op);
+void ff_op_plan_segments(struct stripe_op *op, uint32_t C);
+void ff_op_piece_first(struct stripe_op *op);
+void ff_seg_begin(struct stripe_op *op);
+bool ff_scratch_get(struct raid_worker *w, struct stripe_op *op);
+void ff_scratch_put(struct raid_worker *w, struct stripe_op *op);
+
+/* meta.c: the META space and flushes */
+void ff_meta_start(struct stripe_op *op);
+void ff_meta_phase_done(struct stripe_op *op);
+void ff_meta_rebuild_start(struct stripe_op *op);
+void ff_flush_start(struct stripe_op *op);
+void ff_flush_done(struct stripe_op *op);
+
+/* worker.c: the worker threads */
 int raid_engine_start(struct ff_raid *r);
 void raid_engine_stop(struct ff_raid *r);
+void ff_worker_wake(struct raid_worker *w);
 
 #endif

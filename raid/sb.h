@@ -10,7 +10,7 @@
 #include "io/ff_common.h"
 #include "raid/raid.h"
 
-#define FF_MEMBER_SB_MAGIC 0x314d44494152464full /* "FFRAIDM1" little-endian */
+#define FF_MEMBER_SB_MAGIC 0x314d44494152464full /* on disk (little-endian): the bytes "OFRAIDM1" */
 #define FF_MEMBER_SB_VERSION 1u
 #define FF_ROLE_SPARE 0xffffu
 

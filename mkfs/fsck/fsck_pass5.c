@@ -12,7 +12,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "mkfs/fsck.h"
+#include "mkfs/fsck/fsck.h"
 
 struct region {
 	const char *name;

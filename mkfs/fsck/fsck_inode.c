@@ -9,7 +9,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "mkfs/fsck.h"
+#include "mkfs/fsck/fsck.h"
 
 static int slot_block(struct fsck *c, uint64_t ino, struct mbuf **mb, struct ffs_inode **slot)
 {

@@ -18,7 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "mkfs/fsck.h"
+#include "mkfs/fsck/fsck.h"
 
 struct bfs {
 	uint64_t *queue;

@@ -27,7 +27,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "mkfs/fsck.h"
+#include "mkfs/fsck/fsck.h"
 
 static const char *read_copy(struct fsck *c, unsigned i, struct ffs_super *sb)
 {

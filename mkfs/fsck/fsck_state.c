@@ -7,7 +7,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "mkfs/fsck.h"
+#include "mkfs/fsck/fsck.h"
 
 int fsck_state_alloc(struct fsck *c)
 {

@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "mkfs/fsck.h"
+#include "mkfs/fsck/fsck.h"
 
 #define DIFF_RANGES_MAX 8
 

@@ -12,7 +12,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "mkfs/fsck.h"
+#include "mkfs/fsck/fsck.h"
 
 #define PROBE_MAX 64 /* as dir.c: a name lives at its hash or one of the next 63 keys */
 

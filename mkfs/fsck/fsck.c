@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "mkfs/fsck.h"
+#include "mkfs/fsck/fsck.h"
 
 static void usage(FILE *f)
 {

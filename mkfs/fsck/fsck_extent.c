@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mkfs/fsck.h"
+#include "mkfs/fsck/fsck.h"
 
 #define BAD_EXTENTS_MAX 8u
 /* the checksum table keeps file stripes in 31 bits (the top one: unwritten) */

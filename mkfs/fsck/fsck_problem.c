@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "mkfs/fsck.h"
+#include "mkfs/fsck/fsck.h"
 
 #define P(c, n, s, m, f) [c] = { c, n, s, m, f }
 

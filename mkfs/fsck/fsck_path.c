@@ -20,7 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "mkfs/fsck.h"
+#include "mkfs/fsck/fsck.h"
 
 #define DEPTH_MAX 64         /* directories above an inode, at most */
 #define DIRS_KEPT 8          /* directories whose entries are kept */

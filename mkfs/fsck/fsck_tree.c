@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "mkfs/fsck.h"
+#include "mkfs/fsck/fsck.h"
 
 #define DEPTH_MAX 16 /* as btree.c */
 

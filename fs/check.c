@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "fs/check.h"
+#include "fs/fs_i.h"
 #include "raid/sb.h"
 
 int ffs_check_open(const char *const *paths, unsigned n, bool ro, size_t meta_cache_bytes,
@@ -480,12 +481,7 @@ int ffs_check_rebuild_super(struct ffs *fs, struct ffs_super *sb, uint64_t gener
 
 void ffs_check_hwm_from_bitmap(struct ffs *fs)
 {
-	uint64_t n = ff_le64(fs->sb->ninodes), hi = 0;
+	uint64_t end = ffs_tools_inodes_end(fs);
 
-	for (uint64_t w = FF_DIV_ROUND_UP(n, 64); w-- > 0;)
-		if (fs->ibits[w]) {
-			hi = w * 64 + 63 - (uint64_t)__builtin_clzll(fs->ibits[w]);
-			break;
-		}
-	fs->sb->itable_hwm = ff_cpu_to_le64(FF_MIN(hi, n - 1) / FFS_INODES_PER_BLOCK + 1);
+	ffs_tools_set_itable_hwm(fs, (end ? end - 1 : 0) / FFS_INODES_PER_BLOCK + 1);
 }

@@ -15,7 +15,7 @@
 #ifndef FFS_CHECK_H
 #define FFS_CHECK_H
 
-#include "fs/fs_i.h"
+#include "fs/ffs_tools.h"
 
 /* Assemble the array (read-only when ro) and set up fs without a
  * superblock.  err says why when it fails. */

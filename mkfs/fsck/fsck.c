@@ -83,7 +83,7 @@ static void run(struct fsck *c)
 	for (unsigned i = 0; i < FF_ARRAY_SIZE(pass) && !c->operr && !c->stop; i++)
 		if (pass[i](c) < 0 && !c->operr)
 			c->operr = -EIO;
-	if (c->fs->sb && c->written && !c->fs->ro && !c->operr) {
+	if (ffs_tools_super(c->fs) && c->written && !ffs_tools_read_only(c->fs) && !c->operr) {
 		int rc = ffs_check_finish(c->fs);
 
 		if (rc < 0)

@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "fs/check.h"
+#include "io/bitmap.h"
 
 #define FSCK_NAME "fsck.framefs"
 
@@ -223,8 +224,6 @@ int fsck_pass5(struct fsck *c);
 int fsck_state_alloc(struct fsck *c);
 void fsck_state_reset(struct fsck *c);
 void fsck_state_free(struct fsck *c);
-static inline bool bit_get(const uint64_t *b, uint64_t i) { return (b[i / 64] >> (i % 64)) & 1; }
-static inline void bit_put(uint64_t *b, uint64_t i) { b[i / 64] |= 1ull << (i % 64); }
 bool pool_claim(struct fsck *c, uint64_t blk, uint64_t ino, uint8_t type, uint64_t *other);
 bool pool_contains(const struct fsck *c, uint64_t blk);
 int dup_add(struct fsck *c, uint64_t pstripe, uint64_t ino, uint64_t fstripe, bool unwritten);

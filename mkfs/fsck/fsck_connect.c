@@ -102,7 +102,7 @@ static int lpf_create(struct fsck *c)
 		return rc;
 	rc = ffs_inode_new(c->fs, S_IFDIR | 0700, 0, 0, FFS_ROOT_INO, &fi);
 	if (rc == 0) {
-		fi->nlookup++; /* pinned, as ck_finode does */
+		ffs_tools_ikeep(c->fs, fi); /* pinned, as ck_finode does */
 		c->fin[fi->ino] = fi;
 		c->lpf = fi->ino;
 		c->ino[fi->ino] = (struct ino_info){ .nlink = 2, .refs = 1, .flags = IS_USED | IS_REACHED,
@@ -150,7 +150,7 @@ static int lpf_link(struct fsck *c, uint64_t ino, uint8_t dtype)
 	char name[48];
 	int rc;
 
-	if (!lpf || c->fs->ro)
+	if (!lpf || ffs_tools_read_only(c->fs))
 		return 0;
 	rc = ck_finode(c, lpf, &dir);
 	if (rc < 0)

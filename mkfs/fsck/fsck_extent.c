@@ -84,7 +84,7 @@ static int claim(struct xcol *x, uint64_t f, uint64_t p, uint64_t n, uint32_t fl
 		} else if (!sc->ino) {
 			*sc = (struct stripe_claim){ (uint32_t)x->ino, (uint32_t)(f + s) };
 			if (flags & FFS_X_UNWRITTEN)
-				bit_put(c->unwritten, p + s);
+				ff_bit_set(c->unwritten, p + s);
 		} else {
 			rc = dup_add(c, p + s, x->ino, f + s, flags & FFS_X_UNWRITTEN);
 		}
@@ -145,8 +145,8 @@ static int collect(struct xcol *x, const struct ffs_inode *d, struct tree_walk *
 	int rc = 0;
 
 	memset(w, 0, sizeof(*w));
-	x->eof = FF_DIV_ROUND_UP(ff_le64(d->size), x->c->fs->stripe_bytes);
-	if (ff_le64(d->size) > UINT64_MAX - x->c->fs->stripe_bytes)
+	x->eof = FF_DIV_ROUND_UP(ff_le64(d->size), ffs_tools_geom(x->c->fs)->stripe_bytes);
+	if (ff_le64(d->size) > UINT64_MAX - ffs_tools_geom(x->c->fs)->stripe_bytes)
 		x->eof = UINT64_MAX;
 	if (ff_le32(d->flags) & FFS_I_BTREE) {
 		*w = (struct tree_walk){ .c = x->c, .ino = x->ino, .root = ff_le64(d->root),

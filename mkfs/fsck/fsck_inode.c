@@ -14,10 +14,11 @@
 static int slot_block(struct fsck *c, uint64_t ino, struct mbuf **mb, struct ffs_inode **slot)
 {
 	struct ffs *fs = c->fs;
+	uint64_t itable = ff_le64(ffs_tools_super(fs)->itable_start);
 	int rc;
 
 	FF_ASSERT(ino > 0 && ino < c->ninodes);
-	rc = ffs_mb_get(fs, ff_le64(fs->sb->itable_start) + ino / FFS_INODES_PER_BLOCK, FFS_B_ITABLE, mb);
+	rc = ffs_mb_get(fs, itable + ino / FFS_INODES_PER_BLOCK, FFS_B_ITABLE, mb);
 	if (rc < 0)
 		return rc;
 	*slot = &((struct ffs_itable_block *)(*mb)->data)->inodes[ino % FFS_INODES_PER_BLOCK];
@@ -67,20 +68,17 @@ int ck_finode(struct fsck *c, uint64_t ino, struct finode **out)
 	int rc;
 
 	if (c->fin[ino]) {
-		c->fin[ino]->refs++;
+		ffs_tools_ihold(c->fs, c->fin[ino]);
 		*out = c->fin[ino];
 		return 0;
 	}
-	if (!bit_get(fs->ibits, ino)) { /* ffs_iget trusts the bitmap, fsck does not */
-		bit_put(fs->ibits, ino);
-		fs->free_inodes--;
-	}
+	ffs_tools_take_inode(fs, ino); /* ffs_iget trusts the bitmap, fsck does not */
 	rc = ffs_iget(fs, ino, &fi);
 	if (rc < 0) {
 		fsck_operr(c, rc, "cannot load an inode");
 		return rc;
 	}
-	fi->nlookup++; /* pinned: ffs_iput never frees it behind fsck's back */
+	ffs_tools_ikeep(fs, fi); /* pinned: ffs_iput never frees it behind fsck's back */
 	c->fin[ino] = fi;
 	*out = fi;
 	return 0;
@@ -110,7 +108,7 @@ int ck_commit(struct fsck *c, bool force)
 	struct ffs *fs = c->fs;
 	int rc;
 
-	if (fs->ro || c->operr || (!force && !ffs_journal_tx_full(fs)))
+	if (ffs_tools_read_only(fs) || c->operr || (!force && !ffs_journal_tx_full(fs)))
 		return c->operr;
 	rc = ffs_journal_commit(fs);
 	if (rc < 0)

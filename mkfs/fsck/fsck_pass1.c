@@ -136,7 +136,7 @@ static int rebuild(struct fsck *c, const char *const why[FFS_SB_COPIES], uint64_
 		fsck_operr(c, rc, "cannot set up the metadata cache");
 		return rc;
 	}
-	c->sb = c->fs->sb;
+	c->sb = ffs_tools_super(c->fs);
 	c->sb_rebuilt = true;
 	return yes ? rewrite_copies(c) : 0;
 }
@@ -172,7 +172,7 @@ static int choose_super(struct fsck *c, struct ffs_super *copy)
 		fsck_operr(c, rc, "cannot set up the metadata cache");
 		return rc;
 	}
-	c->sb = c->fs->sb;
+	c->sb = ffs_tools_super(c->fs);
 	all4 = ff_le32(c->sb->flags) & FFS_F_SB_COPIES4;
 	gen = ff_le64(copy[best].generation);
 	for (unsigned i = 0; i < FFS_SB_COPIES; i++) {

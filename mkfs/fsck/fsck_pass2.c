@@ -247,19 +247,12 @@ static void scan_block(struct fsck *c, uint64_t b, bool initialised, uint64_t *h
  * bitmap says inodes are in use. */
 static uint64_t scan_limit(struct fsck *c, uint64_t *initialised)
 {
-	uint64_t blocks = ff_le64(c->sb->itable_blocks), limit;
-	uint64_t words = FF_DIV_ROUND_UP(c->ninodes, 64);
+	uint64_t blocks = ff_le64(c->sb->itable_blocks), end = ffs_tools_inodes_end(c->fs);
 
 	*initialised = FF_MIN(ff_le64(c->sb->itable_hwm), blocks);
-	limit = *initialised;
-	for (uint64_t w = words; w-- > 0;)
-		if (c->fs->ibits[w]) {
-			uint64_t hi = w * 64 + 63 - (uint64_t)__builtin_clzll(c->fs->ibits[w]);
-
-			limit = FF_MAX(limit, FF_MIN(hi, c->ninodes - 1) / FFS_INODES_PER_BLOCK + 1);
-			break;
-		}
-	return limit;
+	if (end == 0)
+		return *initialised;
+	return FF_MAX(*initialised, (end - 1) / FFS_INODES_PER_BLOCK + 1);
 }
 
 static void check_hwm(struct fsck *c, uint64_t needed)
@@ -269,7 +262,7 @@ static void check_hwm(struct fsck *c, uint64_t needed)
 	needed = FF_MAX(needed, 1);
 	if ((hwm < needed || hwm > ff_le64(c->sb->itable_blocks)) &&
 	    fix_problem(c, PR_2_HWM, &(struct pctx){ .num = hwm, .num2 = needed }))
-		c->fs->sb->itable_hwm = ff_cpu_to_le64(needed);
+		ffs_tools_set_itable_hwm(c->fs, needed);
 }
 
 /* The orphan list as it is: pass 3 tells the valid orphans, pass 4 fixes it. */

@@ -254,7 +254,7 @@ static int dir_entries(struct fsck *c, uint64_t dir)
 	if (rc == 0 && ff_le64(d.size) != w->live + w->removed)
 		fix_size = fix_problem(c, PR_3_DIR_SIZE, &(struct pctx){ .ino = dir, .num = ff_le64(d.size),
 									 .num2 = w->live });
-	if (rc == 0 && !c->fs->ro && (rebuild_tree || fix_size || (w->n && !w->salvage)))
+	if (rc == 0 && !ffs_tools_read_only(c->fs) && (rebuild_tree || fix_size || (w->n && !w->salvage)))
 		rc = repair(w, rebuild_tree, fix_size);
 	if (w)
 		free(w->list);

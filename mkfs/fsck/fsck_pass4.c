@@ -283,7 +283,7 @@ int fsck_pass4(struct fsck *c)
 	const char *o;
 
 	fsck_pass_start(c, 4, "Checking link counts, the orphan list and the bitmaps");
-	if (c->changed && !c->fs->ro)
+	if (c->changed && !ffs_tools_read_only(c->fs))
 		census(c);
 	if (!c->operr && !c->stop)
 		link_counts(c);

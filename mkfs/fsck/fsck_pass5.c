@@ -23,8 +23,8 @@ struct region {
 static void copies_check(struct fsck *c, uint64_t no, uint32_t type, const char *name)
 {
 	struct ffs *fs = c->fs;
-	unsigned copies = fs->g->meta_copies, good = 0, bad = 0;
-	bool degraded = ff_raid_failed_count(fs->raid) > 0;
+	unsigned copies = ffs_tools_geom(fs)->meta_copies, good = 0, bad = 0;
+	bool degraded = ff_raid_failed_count(ffs_raid(fs)) > 0;
 	struct mbuf *mb;
 
 	for (unsigned k = 1; k <= copies; k++) {
@@ -71,7 +71,7 @@ static const char *pool_name(uint8_t t, uint32_t *type)
 
 static void metadata_copies(struct fsck *c)
 {
-	const struct ffs_super *sb = c->fs->sb;
+	const struct ffs_super *sb = ffs_tools_super(c->fs);
 	const struct region r[] = {
 		{ "superblock", FFS_B_SUPER, FFS_SB_BLOCK_A, 1 },
 		{ "superblock", FFS_B_SUPER, FFS_SB_BLOCK_B, 1 },
@@ -102,7 +102,7 @@ static void metadata_copies(struct fsck *c)
 
 static uint32_t chunk_crc(const struct fsck *c, const void *stripe, uint32_t i)
 {
-	uint32_t cb = c->fs->g->chunk_bytes;
+	uint32_t cb = ffs_tools_geom(c->fs)->chunk_bytes;
 
 	return ff_crc32c(0, (const uint8_t *)stripe + (size_t)i * cb, cb);
 }
@@ -110,7 +110,7 @@ static uint32_t chunk_crc(const struct fsck *c, const void *stripe, uint32_t i)
 /* Stripe p again, chunk i rebuilt from the other members and parity. */
 static bool read_around(struct fsck *c, uint64_t p, uint32_t i)
 {
-	uint32_t avoid = 1u << ff_raid_chunk_member(c->fs->raid, p, i);
+	uint32_t avoid = 1u << ff_raid_chunk_member(ffs_raid(c->fs), p, i);
 
 	return ffs_repair_read_around(c->fs, p, avoid, c->rbuf) == 0;
 }
@@ -125,7 +125,7 @@ enum verdict { REBUILT, CSUM_WRONG, LOST };
  */
 static enum verdict judge_chunk(struct fsck *c, uint64_t p, uint32_t i, uint32_t crc)
 {
-	uint32_t cb = c->fs->g->chunk_bytes;
+	uint32_t cb = ffs_tools_geom(c->fs)->chunk_bytes;
 	uint8_t *got = (uint8_t *)c->rbuf + (size_t)i * cb;
 	uint8_t *disk = (uint8_t *)c->sbuf + (size_t)i * cb;
 
@@ -147,7 +147,7 @@ static enum verdict judge_chunk(struct fsck *c, uint64_t p, uint32_t i, uint32_t
 static void judge_stripe(struct fsck *c, uint64_t p, uint32_t bad, const uint32_t *crc,
 			 enum verdict *v)
 {
-	const struct ff_geom *g = c->fs->g;
+	const struct ff_geom *g = ffs_tools_geom(c->fs);
 
 	if (ffs_repair_reconstruct(c->fs, p, bad, crc, c->rbuf) == 0) {
 		memcpy(c->sbuf, c->rbuf, g->stripe_bytes);
@@ -166,7 +166,7 @@ static uint32_t ask_chunks(struct fsck *c, uint64_t p, uint32_t bad, uint32_t *c
 {
 	uint32_t write = 0;
 
-	for (uint32_t i = 0; i < c->fs->g->ndata; i++) {
+	for (uint32_t i = 0; i < ffs_tools_geom(c->fs)->ndata; i++) {
 		struct pctx px = { .blk = p, .num = i, .ino = c->stripe[p].ino,
 				   .num2 = c->stripe[p].fstripe };
 
@@ -208,13 +208,13 @@ static void stripe_rewrite(struct fsck *c, uint64_t p, uint32_t write, bool left
 
 static void stripe_verify(struct fsck *c, uint64_t p)
 {
-	const struct ff_geom *g = c->fs->g;
+	const struct ff_geom *g = ffs_tools_geom(c->fs);
 	uint32_t crc[FF_MEMBERS_MAX], ino, f, bad, write;
 	enum verdict v[FF_MEMBERS_MAX];
 	bool crc_changed = false, left = false;
 
 	if (ffs_csum_get(c->fs, p, &ino, &f, crc) < 0 ||
-	    ff_raid_rw(c->fs->raid, FF_RAID_READ, FF_SPACE_DATA, p * g->stripe_bytes, c->sbuf,
+	    ff_raid_rw(ffs_raid(c->fs), FF_RAID_READ, FF_SPACE_DATA, p * g->stripe_bytes, c->sbuf,
 		       g->stripe_bytes) < 0)
 		return; /* an unreadable table block was pass 2's; an unreadable stripe the array's */
 	bad = ffs_repair_bad_chunks(c->fs, c->sbuf, crc);
@@ -234,7 +234,7 @@ int fsck_pass5(struct fsck *c)
 	fsck_pass_start(c, 5, "Checking metadata copies and checksums");
 	metadata_copies(c);
 	for (uint64_t p = 0; c->verify_data && p < c->nstripes && !c->operr && !c->stop; p++)
-		if (c->stripe[p].ino && !bit_get(c->unwritten, p))
+		if (c->stripe[p].ino && !ff_bit_test(c->unwritten, p))
 			stripe_verify(c, p);
 	ck_commit(c, true);
 	return c->operr;

@@ -11,7 +11,7 @@
 
 int fsck_state_alloc(struct fsck *c)
 {
-	const struct ffs_super *sb = c->fs->sb;
+	const struct ffs_super *sb = ffs_tools_super(c->fs);
 
 	c->ninodes = ff_le64(sb->ninodes);
 	c->nstripes = ff_le64(sb->nstripes);
@@ -20,12 +20,12 @@ int fsck_state_alloc(struct fsck *c)
 	c->ino = calloc(c->ninodes, sizeof(*c->ino));
 	c->fin = calloc(c->ninodes, sizeof(*c->fin));
 	c->stripe = calloc(c->nstripes, sizeof(*c->stripe));
-	c->unwritten = calloc(FF_DIV_ROUND_UP(c->nstripes, 64), sizeof(uint64_t));
+	c->unwritten = calloc(FF_BITMAP_WORDS(c->nstripes), sizeof(uint64_t));
 	c->pool_owner = calloc(c->pool_blocks, sizeof(*c->pool_owner));
 	c->pool_type = calloc(c->pool_blocks, sizeof(*c->pool_type));
 	c->buf = ff_alloc_aligned(FFS_BLOCK);
-	c->sbuf = ff_alloc_aligned(c->fs->stripe_bytes);
-	c->rbuf = ff_alloc_aligned(c->fs->stripe_bytes);
+	c->sbuf = ff_alloc_aligned(ffs_tools_geom(c->fs)->stripe_bytes);
+	c->rbuf = ff_alloc_aligned(ffs_tools_geom(c->fs)->stripe_bytes);
 	if (!c->ino || !c->fin || !c->stripe || !c->unwritten || !c->pool_owner || !c->pool_type || !c->buf ||
 	    !c->sbuf || !c->rbuf)
 		return -ENOMEM;
@@ -44,7 +44,7 @@ void fsck_state_reset(struct fsck *c)
 {
 	memset(c->ino, 0, c->ninodes * sizeof(*c->ino));
 	memset(c->stripe, 0, c->nstripes * sizeof(*c->stripe));
-	memset(c->unwritten, 0, FF_DIV_ROUND_UP(c->nstripes, 64) * sizeof(uint64_t));
+	memset(c->unwritten, 0, FF_BITMAP_WORDS(c->nstripes) * sizeof(uint64_t));
 	memset(c->pool_owner, 0, c->pool_blocks * sizeof(*c->pool_owner));
 	memset(c->pool_type, 0, c->pool_blocks);
 	c->ndups = 0;
@@ -130,30 +130,24 @@ int edge_add(struct fsck *c, uint64_t parent, uint64_t child, const char *name)
 	return 0;
 }
 
-static void bits_from(uint64_t *bits, uint64_t n, uint64_t *nfree, const struct fsck *c,
-		      bool (*used)(const struct fsck *c, uint64_t i))
+static bool inode_used(const void *arg, uint64_t i)
 {
-	memset(bits, 0, FF_DIV_ROUND_UP(n, 64) * sizeof(uint64_t));
-	*nfree = n;
-	for (uint64_t i = 0; i < n; i++)
-		if (used(c, i)) {
-			bit_put(bits, i);
-			(*nfree)--;
-		}
-}
+	const struct fsck *c = arg;
 
-static bool inode_used(const struct fsck *c, uint64_t i)
-{
 	return i == 0 || (c->ino[i].flags & IS_USED);
 }
 
-static bool stripe_used(const struct fsck *c, uint64_t i)
+static bool stripe_used(const void *arg, uint64_t i)
 {
+	const struct fsck *c = arg;
+
 	return c->stripe[i].ino != 0;
 }
 
-static bool pool_used(const struct fsck *c, uint64_t i)
+static bool pool_used(const void *arg, uint64_t i)
 {
+	const struct fsck *c = arg;
+
 	return c->pool_owner[i] != 0;
 }
 
@@ -166,11 +160,9 @@ static bool pool_used(const struct fsck *c, uint64_t i)
  */
 void fsck_reserve_counted(struct fsck *c)
 {
-	struct ffs *fs = c->fs;
-
-	bits_from(fs->ibits, c->ninodes, &fs->free_inodes, c, inode_used);
-	bits_from(fs->sbits, c->nstripes, &fs->free_stripes, c, stripe_used);
-	bits_from(fs->mbits, c->pool_blocks, &fs->free_mblocks, c, pool_used);
+	ffs_tools_alloc_from(c->fs, FFS_TOOLS_INODES, inode_used, c);
+	ffs_tools_alloc_from(c->fs, FFS_TOOLS_STRIPES, stripe_used, c);
+	ffs_tools_alloc_from(c->fs, FFS_TOOLS_POOL, pool_used, c);
 }
 
 uint8_t fsck_dtype(uint32_t mode)

@@ -119,12 +119,12 @@ int extent_dups_resolve(struct fsck *c)
  * false when the data cannot be read. */
 static bool data_crcs(struct fsck *c, uint64_t p, uint32_t *crc)
 {
-	const struct ff_geom *g = c->fs->g;
+	const struct ff_geom *g = ffs_tools_geom(c->fs);
 
 	memset(crc, 0, sizeof(uint32_t) * g->ndata);
-	if (bit_get(c->unwritten, p))
+	if (ff_bit_test(c->unwritten, p))
 		return true;
-	if (ff_raid_rw(c->fs->raid, FF_RAID_READ, FF_SPACE_DATA, p * g->stripe_bytes, c->sbuf,
+	if (ff_raid_rw(ffs_raid(c->fs), FF_RAID_READ, FF_SPACE_DATA, p * g->stripe_bytes, c->sbuf,
 		       g->stripe_bytes) < 0)
 		return false;
 	for (uint32_t i = 0; i < g->ndata; i++)
@@ -152,8 +152,8 @@ static int csum_block_rebuild(struct fsck *c, uint64_t b)
 		data_crcs(c, p, crc);
 		e->ino = ff_cpu_to_le32(c->stripe[p].ino);
 		e->fstripe = ff_cpu_to_le32(c->stripe[p].fstripe |
-					    (bit_get(c->unwritten, p) ? FFS_CSUM_UNWRITTEN : 0));
-		for (uint32_t k = 0; k < c->fs->g->ndata; k++)
+					    (ff_bit_test(c->unwritten, p) ? FFS_CSUM_UNWRITTEN : 0));
+		for (uint32_t k = 0; k < ffs_tools_geom(c->fs)->ndata; k++)
 			e->crc[k] = ff_cpu_to_le32(crc[k]);
 	}
 	ffs_mb_dirty(c->fs, mb);
@@ -163,7 +163,7 @@ static int csum_block_rebuild(struct fsck *c, uint64_t b)
 
 static int owner_fix(struct fsck *c, uint64_t p, uint32_t *crc)
 {
-	bool unwritten = bit_get(c->unwritten, p);
+	bool unwritten = ff_bit_test(c->unwritten, p);
 	int rc;
 
 	if (!unwritten)
@@ -188,14 +188,14 @@ static int csum_block_check(struct fsck *c, uint64_t b, const uint8_t *blk)
 
 		if (!sc->ino)
 			continue; /* a free stripe's entry is whatever its last owner left */
-		want = sc->fstripe | (bit_get(c->unwritten, p) ? FFS_CSUM_UNWRITTEN : 0);
+		want = sc->fstripe | (ff_bit_test(c->unwritten, p) ? FFS_CSUM_UNWRITTEN : 0);
 		if ((ino != sc->ino || f != want) &&
 		    fix_problem(c, PR_2_CSUM_OWNER, &(struct pctx){
 					.blk = p, .num = ino, .num2 = f & ~FFS_CSUM_UNWRITTEN,
 					.str = f & FFS_CSUM_UNWRITTEN ? " (unwritten)" : "",
 					.ino = sc->ino, .num3 = sc->fstripe,
-					.str2 = bit_get(c->unwritten, p) ? " (unwritten)" : "" })) {
-			for (uint32_t k = 0; k < c->fs->g->ndata; k++)
+					.str2 = ff_bit_test(c->unwritten, p) ? " (unwritten)" : "" })) {
+			for (uint32_t k = 0; k < ffs_tools_geom(c->fs)->ndata; k++)
 				crc[k] = ff_le32(e->crc[k]);
 			rc = owner_fix(c, p, crc);
 		}

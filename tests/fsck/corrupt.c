@@ -102,7 +102,7 @@ static struct finode *inode(struct tool *t, const char *path)
 
 	if (rc < 0)
 		die(path, rc);
-	fi->nlookup++; /* never freed by ffs_iput here */
+	ffs_tools_ikeep(t->fs, fi); /* never freed by ffs_iput here */
 	return fi;
 }
 
@@ -119,12 +119,9 @@ static void commit(struct tool *t, struct finode *fi)
 /* A free inode number well above every used one. */
 static uint64_t free_ino(struct tool *t)
 {
-	uint64_t hi = 0;
+	uint64_t end = ffs_tools_inodes_end(t->fs);
 
-	for (uint64_t i = 0; i < ff_le64(t->fs->sb->ninodes); i++)
-		if ((t->fs->ibits[i / 64] >> (i % 64)) & 1)
-			hi = i;
-	return hi + 10;
+	return (end ? end - 1 : 0) + 10;
 }
 
 static uint64_t first_stripe(struct tool *t, const char *path)
@@ -148,7 +145,7 @@ static void raw_all(struct tool *t, uint64_t no, uint64_t seed)
 		memset(buf, 0, FFS_BLOCK);
 	rc = ffs_meta_write_raw(t->fs, no, buf, 1);
 	if (rc == 0)
-		rc = ff_raid_flush(t->fs->raid);
+		rc = ff_raid_flush(ffs_raid(t->fs));
 	free(buf);
 	if (rc < 0)
 		die("raw write", rc);
@@ -158,10 +155,10 @@ static void raw_all(struct tool *t, uint64_t no, uint64_t seed)
  * raid/engine.c's meta_member(), checked against a read of that copy. */
 static void raw_one_copy(struct tool *t, uint64_t no, unsigned copy)
 {
-	const struct ff_geom *g = t->fs->g;
+	const struct ff_geom *g = ffs_tools_geom(t->fs);
 	uint64_t chunk = no * FFS_BLOCK / FF_META_CHUNK, idx = chunk * g->meta_copies + copy;
 	uint64_t off = g->meta_offset + idx / g->nmembers * FF_META_CHUNK + no * FFS_BLOCK % FF_META_CHUNK;
-	struct ff_member *m = ff_raid_member(t->fs->raid, (unsigned)(idx % g->nmembers));
+	struct ff_member *m = ff_raid_member(ffs_raid(t->fs), (unsigned)(idx % g->nmembers));
 	uint8_t *want = ff_alloc_aligned(FFS_BLOCK), *have = ff_alloc_aligned(FFS_BLOCK);
 
 	if (!m || ffs_check_read_copy(t->fs, no, copy + 1, want) < 0 ||
@@ -175,11 +172,11 @@ static void raw_one_copy(struct tool *t, uint64_t no, unsigned copy)
 
 static void raw_data_chunk(struct tool *t, uint64_t p, unsigned chunk)
 {
-	const struct ff_geom *g = t->fs->g;
-	unsigned role = ff_raid_chunk_member(t->fs->raid, p, chunk);
+	const struct ff_geom *g = ffs_tools_geom(t->fs);
+	unsigned role = ff_raid_chunk_member(ffs_raid(t->fs), p, chunk);
 
 	snprintf(t->member[t->nraw], sizeof(t->member[0]), "%s",
-		 ff_raid_member(t->fs->raid, role)->path);
+		 ff_raid_member(ffs_raid(t->fs), role)->path);
 	t->member_off[t->nraw++] = g->data_offset + p * g->chunk_bytes;
 }
 
@@ -242,7 +239,7 @@ static uint64_t second_leaf(struct tool *t, const char *dir)
 
 static uint64_t itable_block(struct tool *t, uint64_t ino)
 {
-	return ff_le64(t->fs->sb->itable_start) + ino / FFS_INODES_PER_BLOCK;
+	return ff_le64(ffs_tools_super(t->fs)->itable_start) + ino / FFS_INODES_PER_BLOCK;
 }
 
 static void journal_pending(struct tool *t, const char *path)
@@ -351,7 +348,7 @@ static void sb_put(struct tool *t, unsigned i, struct ffs_super *sb)
 	ffs_block_seal(sb, FFS_B_SUPER, ffs_sb_block[i]);
 	rc = ffs_meta_write_raw(t->fs, ffs_sb_block[i], sb, 1);
 	if (rc == 0)
-		rc = ff_raid_flush(t->fs->raid);
+		rc = ff_raid_flush(ffs_raid(t->fs));
 	free(sb);
 	if (rc < 0)
 		die("superblock write", rc);
@@ -410,11 +407,11 @@ static void sb_geometry(struct tool *t)
  * member (on RAID5 x 4 copy B sits at the same offset). */
 static void sb_offset(struct tool *t)
 {
-	const struct ff_geom *g = t->fs->g;
+	const struct ff_geom *g = ffs_tools_geom(t->fs);
 	uint64_t off = g->meta_offset + FFS_SB_BLOCK_A * FFS_BLOCK; /* chunk 0, row 0 */
 
 	for (unsigned i = 0; i < g->nmembers; i++) {
-		struct ff_member *m = ff_raid_member(t->fs->raid, i);
+		struct ff_member *m = ff_raid_member(ffs_raid(t->fs), i);
 
 		if (!m)
 			die("a member is missing", -ENODEV);
@@ -495,7 +492,7 @@ static void do_slot_ino(struct tool *t, char **arg) { do_field(t, arg, "slot-ino
 
 static void do_leak_stripe(struct tool *t, char **arg)
 {
-	int rc = ffs_take_stripes(t->fs, ff_le64(t->fs->sb->nstripes) - 1, 1);
+	int rc = ffs_take_stripes(t->fs, ff_le64(ffs_tools_super(t->fs)->nstripes) - 1, 1);
 
 	(void)arg;
 	if (rc < 0)
@@ -516,7 +513,7 @@ static void do_extent_range(struct tool *t, char **arg)
 {
 	struct finode *fi = inode(t, arg[0]);
 
-	fi->d.u.extents[0].pstripe = ff_cpu_to_le64(ff_le64(t->fs->sb->nstripes) + 10);
+	fi->d.u.extents[0].pstripe = ff_cpu_to_le64(ff_le64(ffs_tools_super(t->fs)->nstripes) + 10);
 	commit(t, fi);
 }
 
@@ -572,7 +569,7 @@ static void do_journal_pending(struct tool *t, char **arg) { journal_pending(t, 
 /* Written with the superblock at the end. */
 static void do_hwm(struct tool *t, char **arg)
 {
-	t->fs->sb->itable_hwm = ff_cpu_to_le64(num(arg[0]));
+	ffs_tools_set_itable_hwm(t->fs, num(arg[0]));
 }
 
 static void do_leaf_bad(struct tool *t, char **arg) { raw_all(t, second_leaf(t, arg[0]), 1); }
@@ -585,7 +582,7 @@ static void do_itable_bad(struct tool *t, char **arg)
 static void do_sbitmap_bad(struct tool *t, char **arg)
 {
 	(void)arg;
-	raw_all(t, ff_le64(t->fs->sb->sbitmap_start), 3);
+	raw_all(t, ff_le64(ffs_tools_super(t->fs)->sbitmap_start), 3);
 }
 
 /* One mirror copy of the table block holding the inode. */

@@ -313,7 +313,7 @@ static void add_pool(struct ffs *fs, void *buf)
 	static const uint32_t types[] = { FFS_B_BTREE, FFS_B_XATTR, FFS_B_SYMLINK };
 
 	for (uint64_t b = 0; b < base.pool_blocks; b++) {
-		if (!((fs->mbits[b / 64] >> (b % 64)) & 1))
+		if (!ffs_tools_bit(fs, FFS_TOOLS_POOL, b))
 			continue;
 		for (unsigned t = 0; t < FF_ARRAY_SIZE(types); t++)
 			if (ffs_meta_read_check(fs, base.pool_start + b, types[t], buf, true) == 0) {
@@ -339,10 +339,13 @@ static void learn_base(void)
 	    ffs_check_start(fs, sb, 0) < 0 || ffs_check_journal_pending(fs, &pending) < 0 ||
 	    ffs_check_load_bitmaps(fs) < 0)
 		die("cannot read the clean volume: %s", err.msg);
-	for (unsigned i = 0; i < NM; i++) /* roles follow the order mkfs was given */
-		if (!ff_raid_member(fs->raid, i) || strcmp(ff_raid_member(fs->raid, i)->path, paths[i]))
+	for (unsigned i = 0; i < NM; i++) { /* roles follow the order mkfs was given */
+		const struct ff_member *m = ff_raid_member(ffs_raid(fs), i);
+
+		if (!m || strcmp(m->path, paths[i]))
 			die("member roles are not in creation order (%s)", paths[i]);
-	base.g = *fs->g;
+	}
+	base.g = *ffs_tools_geom(fs);
 	base.ninodes = ff_le64(sb->ninodes);
 	base.nstripes = ff_le64(sb->nstripes);
 	base.pool_start = ff_le64(sb->pool_start);

@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The filesystem library's API for the offline tools: fsck.framefs
+ * (mkfs/fsck/, through fs/check.h, which includes this), mkfs.framefs
+ * (mkfs/mkfs.c: fs/ffs.h is enough for it today) and the fsck corpus's
+ * tools in tests/fsck/ (ffsck-corrupt, ffsck-fuzz, ffsck-image).  The
+ * daemon (fs/daemon/) uses fs/ffs.h only.
+ *
+ * A tool may:
+ *  - open a volume step by step and close it (fs/check.h), and read its
+ *    superblock, geometry and array through the accessors below;
+ *  - read and write metadata blocks through the library's cache (ffs_mb_*)
+ *    or raw (ffs_meta_*), and commit what it dirtied through the journal;
+ *  - change inodes, directories, extent maps, B+tree records, the checksum
+ *    table and the allocators through the functions declared here, which
+ *    keep the library's in-memory state in step with the disk;
+ *  - change the on-disk image `d` of a struct finode it holds (then
+ *    ffs_istore), and read its other fields;
+ *  - repair data stripes (ffs_repair_*).
+ *
+ * A tool must not:
+ *  - include fs/fs_i.h or look inside struct ffs: they are the library's
+ *    own (the .c files in fs/; and the library's unit test,
+ *    tests/unit/test_fs.c, should it ever need internals);
+ *  - write the allocators' bitmaps or free counts, the superblock image or
+ *    a cache's bookkeeping itself (fields of struct finode other than `d`,
+ *    of struct mbuf other than the block in `data`): each change a tool
+ *    needs there is one named function below (ffs_tools_*), so the
+ *    library's invariants stay in the library.
+ *
+ * The tools are single-threaded and start none of the daemon's threads:
+ * they call these functions without fs->lock, which the daemon's code
+ * holds around the same calls.
+ */
+#ifndef FFS_TOOLS_H
+#define FFS_TOOLS_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "fs/ffs.h"
+#include "fs/format.h"
+#include "raid/raid.h"
+
+/* ---- the volume (tools.c) -------------------------------------------------- */
+
+/* The superblock in use: NULL before one is adopted (ffs_check_start). */
+const struct ffs_super *ffs_tools_super(const struct ffs *fs);
+const struct ff_geom *ffs_tools_geom(const struct ffs *fs);
+bool ffs_tools_read_only(const struct ffs *fs);
+/* Set the inode table's high-water mark (in blocks); the next
+ * ffs_super_write stores it. */
+void ffs_tools_set_itable_hwm(struct ffs *fs, uint64_t blocks);
+
+/* ---- the allocators' in-memory view (tools.c) --------------------------------- */
+
+enum ffs_tools_map { FFS_TOOLS_INODES, FFS_TOOLS_STRIPES, FFS_TOOLS_POOL };
+
+/* Is bit i of the in-memory bitmap `map` set (i within the map)? */
+bool ffs_tools_bit(const struct ffs *fs, enum ffs_tools_map map, uint64_t i);
+/* One past the highest inode the in-memory inode bitmap marks in use;
+ * 0 when none is. */
+uint64_t ffs_tools_inodes_end(const struct ffs *fs);
+/* Mark inode ino in use in memory if it is not (a free count less): the
+ * library then loads it (ffs_iget trusts the bitmap, fsck does not). */
+void ffs_tools_take_inode(struct ffs *fs, uint64_t ino);
+/* Rebuild the in-memory bitmap `map` and its free count from used(arg, i)
+ * over every index the superblock gives it: what is allocated afterwards
+ * avoids exactly what the tool counted, whatever the disk says. */
+void ffs_tools_alloc_from(struct ffs *fs, enum ffs_tools_map map,
+			  bool (*used)(const void *arg, uint64_t i), const void *arg);
+
+/* ---- metadata block cache (meta.c) ------------------------------------ */
+
+struct mbuf {
+	uint64_t blockno;
+	uint8_t *data;          /* FFS_BLOCK bytes, aligned */
+	uint32_t type;          /* block type it was read or created as */
+	bool dirty;             /* part of the running transaction */
+	bool ckpt;              /* committed, its home block not written yet */
+	unsigned pins;
+	struct mbuf *hnext;
+	struct mbuf *lru_prev, *lru_next;
+	struct mbuf *tx_next;
+	struct mbuf *ckpt_next;
+};
+
+/* Get block `no` of `type`, reading and verifying it if not cached.  A
+ * copy that fails its checksum is read from the other mirror copies and
+ * repaired.  Returned pinned; release with ffs_mb_put. */
+int ffs_mb_get(struct ffs *fs, uint64_t no, uint32_t type, struct mbuf **out);
+/* A block about to be overwritten entirely: no read, zero-filled. */
+int ffs_mb_new(struct ffs *fs, uint64_t no, uint32_t type, struct mbuf **out);
+void ffs_mb_put(struct ffs *fs, struct mbuf *mb);
+/* Join the running transaction; the block is sealed at commit. */
+void ffs_mb_dirty(struct ffs *fs, struct mbuf *mb);
+/* Read a block straight from the array (no cache), verifying it. */
+int ffs_meta_read_verified(struct ffs *fs, uint64_t no, uint32_t type, void *buf);
+/* The same, without a log line when no copy is good (journal scanning). */
+int ffs_meta_read_check(struct ffs *fs, uint64_t no, uint32_t type, void *buf, bool quiet);
+int ffs_meta_write_raw(struct ffs *fs, uint64_t no, const void *buf, uint64_t nblocks);
+
+/* ---- journal (journal.c) ------------------------------------------------ */
+
+/* Commit the running transaction (journal it and flush; a checkpoint when
+ * due) after the commit in flight, if any.  Holds fs->lock throughout. */
+int ffs_journal_commit(struct ffs *fs);
+/* Write the superblock (next group of copies, generation + 1). */
+int ffs_super_write(struct ffs *fs);
+/* Should the running transaction be committed now (size)? */
+bool ffs_journal_tx_full(const struct ffs *fs);
+
+/* ---- allocators (alloc.c) ---------------------------------------------- */
+
+int ffs_alloc_inode(struct ffs *fs, uint64_t *ino);
+int ffs_free_inode_bit(struct ffs *fs, uint64_t ino);
+int ffs_free_mblock(struct ffs *fs, uint64_t no);
+/* Reserve and commit a run at a given place. */
+int ffs_take_stripes(struct ffs *fs, uint64_t first, uint64_t count);
+/* Checksum table entry of a data stripe. */
+int ffs_csum_set(struct ffs *fs, uint64_t pstripe, uint32_t ino, uint32_t fstripe, const uint32_t *crc);
+int ffs_csum_get(struct ffs *fs, uint64_t pstripe, uint32_t *ino, uint32_t *fstripe, uint32_t *crc);
+
+/* ---- B+tree records (btree.c) ---------------------------------------------- */
+
+struct bt_root {
+	uint64_t root;   /* block, 0 = empty tree */
+	uint64_t owner;
+};
+
+int ffs_bt_delete(struct ffs *fs, struct bt_root *t, uint64_t key);
+/* Replace a record's value in place (same or any length). */
+int ffs_bt_update(struct ffs *fs, struct bt_root *t, uint64_t key, const void *val, uint16_t len);
+
+/* ---- inodes (inode.c) ---------------------------------------------------- */
+
+struct wbuf;
+
+struct finode {
+	uint64_t ino;
+	struct ffs_inode d;       /* the on-disk inode, in memory (guarded by fs->lock) */
+	uint64_t nlookup;         /* FUSE lookup count */
+	unsigned nopen;
+	unsigned refs;            /* pins by code */
+	bool deleted;             /* freed on disk: ignore */
+	uint64_t tx_seq;          /* transaction that last changed it (fs->lock) */
+	struct finode *hnext;
+	/* data path (guarded by dlock) */
+	pthread_mutex_t dlock;
+	pthread_cond_t dcond;
+	struct wbuf *wbufs;       /* stripes being assembled */
+	int write_error;          /* first failed stripe write, reported on fsync/close */
+	uint64_t ra_next;         /* next file stripe a sequential reader will want */
+	uint64_t alloc_hint;      /* data stripe after the last one this file got */
+	uint64_t reserve_first;   /* stripes reserved for this file, not yet in the map */
+	uint64_t reserve_count;
+	uint64_t last_file_stripes; /* directories: size of the last file written in it */
+	unsigned nwbufs;
+};
+
+/* Get an inode (loaded, pinned): -ENOENT if free. */
+int ffs_iget(struct ffs *fs, uint64_t ino, struct finode **out);
+void ffs_iput(struct ffs *fs, struct finode *fi);
+/* Write the in-memory inode into its table block (joins the transaction). */
+int ffs_istore(struct ffs *fs, struct finode *fi);
+int ffs_inode_new(struct ffs *fs, uint32_t mode, uint32_t uid, uint32_t gid, uint64_t parent,
+	      struct finode **out);
+/* Map [fstripe, +count) to [pstripe, +count); replaces what was there
+ * (freeing the old stripes after commit). */
+int ffs_extent_map(struct ffs *fs, struct finode *fi, uint64_t fstripe, uint64_t pstripe,
+	       uint64_t count, uint32_t flags);
+
+/* Pin fi once more (tools.c), also one whose pins were all released but
+ * that ffs_tools_ikeep keeps cached; ffs_iput releases it. */
+void ffs_tools_ihold(struct ffs *fs, struct finode *fi);
+/* Keep fi for the rest of the run (tools.c): counted as a lookup, so no
+ * ffs_iput frees it even once it has no links. */
+void ffs_tools_ikeep(struct ffs *fs, struct finode *fi);
+
+/* ---- directories (dir.c) ------------------------------------------------- */
+
+int ffs_dir_lookup(struct ffs *fs, struct finode *dir, const char *name, uint64_t *ino,
+	       uint8_t *type);
+int ffs_dir_add(struct ffs *fs, struct finode *dir, const char *name, uint64_t ino, uint8_t type);
+int ffs_dir_remove(struct ffs *fs, struct finode *dir, const char *name);
+/* Change the inode an existing entry points at. */
+int ffs_dir_retarget(struct ffs *fs, struct finode *dir, const char *name, uint64_t ino,
+		 uint8_t type);
+
+/* ---- repair of damaged data stripes (repair.c) ------------------------------ */
+
+/* Stripe p into buf with the members in avoid treated as missing (rebuilt
+ * from parity): 0 or -errno. */
+int ffs_repair_read_around(struct ffs *fs, uint64_t p, uint32_t avoid, void *buf);
+/* Data chunks of stripe buffer buf that fail their checksums (a mask). */
+uint32_t ffs_repair_bad_chunks(struct ffs *fs, const void *buf, const uint32_t *crc);
+/* Stripe p into buf, rebuilt from parity around every member holding a
+ * chunk in bad (and around P or Q as well, when parity allows and that is
+ * what it takes): 0 when every data chunk then matches crc, else -EIO. */
+int ffs_repair_reconstruct(struct ffs *fs, uint64_t p, uint32_t bad, const uint32_t *crc, void *buf);
+/* Write the verified stripe buf over stripe p as one full-stripe write
+ * (parity computed from buf, never from the damaged chunks on disk), then
+ * read it back with a parity check: 0, or -errno (logged) if the write
+ * failed or the stripe does not read back as buf with matching parity.
+ * bad names the chunks being repaired (for the log). */
+int ffs_repair_rewrite(struct ffs *fs, uint64_t p, const void *buf, uint32_t bad);
+
+#endif

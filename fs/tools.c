@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The small named changes the offline tools (fsck, the fsck corpus's
+ * tools) make to the library's in-memory state, and the accessors they
+ * read it through (ffs_tools.h): struct ffs stays private to fs/.
+ */
+#include <string.h>
+
+#include "fs/fs_i.h"
+#include "io/bitmap.h"
+
+const struct ffs_super *ffs_tools_super(const struct ffs *fs)
+{
+	return fs->sb;
+}
+
+const struct ff_geom *ffs_tools_geom(const struct ffs *fs)
+{
+	return fs->g;
+}
+
+bool ffs_tools_read_only(const struct ffs *fs)
+{
+	return fs->ro;
+}
+
+/* Unchecked: ffsck-corrupt sets wrong values on purpose. */
+void ffs_tools_set_itable_hwm(struct ffs *fs, uint64_t blocks)
+{
+	fs->sb->itable_hwm = ff_cpu_to_le64(blocks);
+}
+
+/* The in-memory bitmap `map` and its size in bits (from the superblock). */
+static uint64_t *map_of(const struct ffs *fs, enum ffs_tools_map map, uint64_t *nbits)
+{
+	switch (map) {
+	case FFS_TOOLS_INODES:
+		*nbits = ff_le64(fs->sb->ninodes);
+		return fs->ibits;
+	case FFS_TOOLS_STRIPES:
+		*nbits = ff_le64(fs->sb->nstripes);
+		return fs->sbits;
+	case FFS_TOOLS_POOL:
+		*nbits = ff_le64(fs->sb->pool_blocks);
+		return fs->mbits;
+	}
+	FF_ASSERT(!"unknown allocator map");
+	return NULL;
+}
+
+static uint64_t *free_count_of(struct ffs *fs, enum ffs_tools_map map)
+{
+	return map == FFS_TOOLS_INODES ? &fs->free_inodes
+	       : map == FFS_TOOLS_STRIPES ? &fs->free_stripes : &fs->free_mblocks;
+}
+
+bool ffs_tools_bit(const struct ffs *fs, enum ffs_tools_map map, uint64_t i)
+{
+	uint64_t nbits;
+	const uint64_t *bits = map_of(fs, map, &nbits);
+
+	FF_ASSERT(i < nbits);
+	return ff_bit_test(bits, i);
+}
+
+uint64_t ffs_tools_inodes_end(const struct ffs *fs)
+{
+	uint64_t n = ff_le64(fs->sb->ninodes);
+
+	for (uint64_t w = FF_BITMAP_WORDS(n); w-- > 0;)
+		if (fs->ibits[w])
+			return FF_MIN(w * 64 + 63 - (uint64_t)__builtin_clzll(fs->ibits[w]), n - 1) + 1;
+	return 0;
+}
+
+void ffs_tools_take_inode(struct ffs *fs, uint64_t ino)
+{
+	FF_ASSERT(ino < ff_le64(fs->sb->ninodes));
+	if (!ff_bit_test(fs->ibits, ino)) {
+		ff_bit_set(fs->ibits, ino);
+		FF_ASSERT(fs->free_inodes > 0);
+		fs->free_inodes--;
+	}
+}
+
+void ffs_tools_alloc_from(struct ffs *fs, enum ffs_tools_map map,
+			  bool (*used)(const void *arg, uint64_t i), const void *arg)
+{
+	uint64_t nbits;
+	uint64_t *bits = map_of(fs, map, &nbits), *nfree = free_count_of(fs, map);
+
+	memset(bits, 0, FF_BITMAP_WORDS(nbits) * sizeof(uint64_t));
+	*nfree = nbits;
+	for (uint64_t i = 0; i < nbits; i++)
+		if (used(arg, i)) {
+			ff_bit_set(bits, i);
+			(*nfree)--;
+		}
+}
+
+void ffs_tools_ihold(struct ffs *fs, struct finode *fi)
+{
+	(void)fs;
+	fi->refs++; /* may be 0: an inode kept by ffs_tools_ikeep stays cached */
+}
+
+void ffs_tools_ikeep(struct ffs *fs, struct finode *fi)
+{
+	(void)fs;
+	fi->nlookup++;
+}

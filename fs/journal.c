@@ -514,6 +514,96 @@ int ffs_journal_checkpoint(struct ffs *fs)
 	return ffs_journal_reset_tail(fs);
 }
 
+/* ---- group commit ------------------------------------------------------ */
+
+/*
+ * Group commit.  A flusher (close, fsync) that needs transaction `seq`
+ * durable asks the commit thread and waits; the thread commits once for
+ * everyone who asked before it got the lock, and lets the lock go while
+ * the records are written, so the operations that arrive meanwhile go on
+ * and share the next commit instead of queueing behind this one.
+ */
+int ffs_commit_wait(struct ffs *fs, uint64_t seq)
+{
+	uint64_t failures = fs->commit_failures;
+	const char *prev;
+
+	for (;;) {
+		/* past the running transaction (a failed commit rolled back) is the running one */
+		uint64_t want = FF_MIN(seq, fs->j_seq);
+
+		if (fs->ro || ffs_journal_durable_seq(fs) > want)
+			return 0;
+		if (fs->commit_failures != failures)
+			return fs->commit_err;
+		if (!fs->commit_thread_started || fs->stopping)
+			return ffs_journal_commit(fs);
+		if (fs->commit_want < want)
+			fs->commit_want = want;
+		pthread_cond_signal(&fs->commit_cond);
+		prev = ffs_watch_wait_begin("a journal commit");
+		pthread_cond_wait(&fs->committed_cond, &fs->lock);
+		ffs_watch_wait_end(prev);
+	}
+}
+
+static void *commit_main(void *arg)
+{
+	struct ffs *fs = arg;
+
+	pthread_mutex_lock(&fs->lock);
+	while (!fs->stopping) {
+		struct timespec ts;
+		uint64_t due = fs->last_commit_ns + (uint64_t)fs->opts.commit_interval_ms * 1000000ull;
+		int rc;
+
+		clock_gettime(CLOCK_REALTIME, &ts); /* the condition variable's clock */
+		if (fs->tx_count && (ff_mono_ns() >= due || fs->commit_want >= fs->j_seq)) {
+			rc = ffs_journal_commit_unlocked(fs);
+			if (rc < 0) { /* the askers get the error; the timer retries */
+				fs->commit_err = rc;
+				fs->commit_failures++;
+				fs->commit_want = 0;
+				ff_log(FF_LOG_ERR, "commit failed: %s", strerror(-rc));
+			}
+			fs->last_commit_ns = ff_mono_ns();
+			pthread_cond_broadcast(&fs->committed_cond);
+			continue;
+		}
+		if (fs->commit_want >= fs->j_seq) /* nothing left to commit: wake the askers */
+			pthread_cond_broadcast(&fs->committed_cond);
+		ts.tv_sec += 1;
+		pthread_cond_timedwait(&fs->commit_cond, &fs->lock, &ts);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return NULL;
+}
+
+/* The group-commit thread, started at a read-write mount. */
+int ffs_journal_thread_start(struct ffs *fs)
+{
+	int rc;
+
+	fs->last_commit_ns = ff_mono_ns();
+	rc = -pthread_create(&fs->commit_thread, NULL, commit_main, fs);
+	fs->commit_thread_started = rc == 0;
+	return rc;
+}
+
+/* Stop it (unmount): the commits after this are made by their callers. */
+void ffs_journal_thread_stop(struct ffs *fs)
+{
+	if (!fs->commit_thread_started)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	fs->stopping = true;
+	pthread_cond_signal(&fs->commit_cond);
+	pthread_cond_broadcast(&fs->committed_cond);
+	pthread_mutex_unlock(&fs->lock);
+	pthread_join(fs->commit_thread, NULL);
+	fs->commit_thread_started = false;
+}
+
 /* ---- replay -------------------------------------------------------------- */
 
 /* Read one transaction at *pos with sequence seq; on success its images

@@ -22,7 +22,7 @@ NFSC=$1
 . "$HERE/share_lib.sh"
 need ganesha.nfsd nfs-cp nfs-cat nfs-ls
 [ -e /usr/lib/x86_64-linux-gnu/ganesha/libfsalvfs.so ] || ls /usr/lib/*/ganesha/libfsalvfs.so >/dev/null 2>&1 ||
-	{ echo "SKIP: nfs-ganesha-vfs is not installed (setup.sh installs it)"; exit 77; }
+	{ echo "FAIL: nfs-ganesha-vfs is not installed (./setup.sh test installs it)"; exit 1; }
 
 it_make_array 5 4 1G
 it_mount

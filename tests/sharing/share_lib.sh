@@ -17,11 +17,11 @@ SCRATCH=/dev/shm/$(basename "$IT_TMP").share
 mkdir -p "$SCRATCH"
 CLEANUPS+=("rm -rf '$SCRATCH'")
 
-# need CMD...: skip the test (exit 77) when a tool is not installed.
+# need CMD...: fail the test when a tool is not installed.
 need() {
 	local c
 	for c in "$@"; do
-		command -v "$c" >/dev/null || { echo "SKIP: $c is not installed (setup.sh installs it)"; exit 77; }
+		command -v "$c" >/dev/null || { echo "FAIL: $c is not installed (./setup.sh test installs it)"; exit 1; }
 	done
 }
 

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Private to fs/: the mounted filesystem and its modules.
+ * Private to the filesystem library (the .c files in fs/, not fs/daemon/):
+ * the mounted filesystem and its modules.  What the offline tools may use
+ * is in fs/ffs_tools.h, which this includes.
  *
  * Locking.  One mutex, fs->lock, guards all metadata: the block cache, the
  * running transaction, the allocators, the inode cache and every on-disk
@@ -17,48 +19,21 @@
 #include <stdbool.h>
 #include <sys/stat.h>
 
-#include "fs/format.h"
 #include "fs/ffs.h"
+#include "fs/ffs_tools.h" /* the part of this API the offline tools use */
+#include "fs/format.h"
 #include "raid/raid.h"
 
 /* ---- metadata block cache (meta.c) ------------------------------------ */
 
-struct mbuf {
-	uint64_t blockno;
-	uint8_t *data;          /* FFS_BLOCK bytes, aligned */
-	uint32_t type;          /* block type it was read or created as */
-	bool dirty;             /* part of the running transaction */
-	bool ckpt;              /* committed, its home block not written yet */
-	unsigned pins;
-	struct mbuf *hnext;
-	struct mbuf *lru_prev, *lru_next;
-	struct mbuf *tx_next;
-	struct mbuf *ckpt_next;
-};
-
-/* Get block `no` of `type`, reading and verifying it if not cached.  A
- * copy that fails its checksum is read from the other mirror copies and
- * repaired.  Returned pinned; release with ffs_mb_put. */
-int ffs_mb_get(struct ffs *fs, uint64_t no, uint32_t type, struct mbuf **out);
-/* A block about to be overwritten entirely: no read, zero-filled. */
-int ffs_mb_new(struct ffs *fs, uint64_t no, uint32_t type, struct mbuf **out);
-void ffs_mb_put(struct ffs *fs, struct mbuf *mb);
-/* Join the running transaction; the block is sealed at commit. */
-void ffs_mb_dirty(struct ffs *fs, struct mbuf *mb);
-/* Read a block straight from the array (no cache), verifying it. */
-int ffs_meta_read_verified(struct ffs *fs, uint64_t no, uint32_t type, void *buf);
-/* The same, without a log line when no copy is good (journal scanning). */
-int ffs_meta_read_check(struct ffs *fs, uint64_t no, uint32_t type, void *buf, bool quiet);
-int ffs_meta_write_raw(struct ffs *fs, uint64_t no, const void *buf, uint64_t nblocks);
+/* struct mbuf, ffs_mb_get/new/put/dirty, ffs_meta_read_*, ffs_meta_write_raw: ffs_tools.h */
 int ffs_meta_cache_init(struct ffs *fs, size_t max_bytes);
 void ffs_meta_cache_free(struct ffs *fs);
 void ffs_meta_cache_drop_clean(struct ffs *fs);
 
 /* ---- journal (journal.c) ------------------------------------------------ */
 
-/* Commit the running transaction (journal it and flush; a checkpoint when
- * due) after the commit in flight, if any.  Holds fs->lock throughout. */
-int ffs_journal_commit(struct ffs *fs);
+/* ffs_journal_commit, ffs_super_write, ffs_journal_tx_full: ffs_tools.h */
 /* The same, but fs->lock (held on entry and on return) is let go while
  * the records are written: for the group-commit thread. */
 int ffs_journal_commit_unlocked(struct ffs *fs);
@@ -76,10 +51,6 @@ int ffs_journal_checkpoint(struct ffs *fs);
 /* A journal tail for a superblock rebuilt without one (fsck): where a
  * replay must start, and how many transactions it will apply. */
 int ffs_journal_find_tail(struct ffs *fs, uint64_t *tail_pos, uint64_t *tail_seq, unsigned *ntx);
-/* Write the superblock (next group of copies, generation + 1). */
-int ffs_super_write(struct ffs *fs);
-/* Should the running transaction be committed now (size)? */
-bool ffs_journal_tx_full(const struct ffs *fs);
 /* Group commit: make transaction `seq` (and those before it) durable,
  * together with every other flusher's that arrives meanwhile.  fs->lock
  * held (let go while waiting). */
@@ -92,32 +63,23 @@ void ffs_journal_thread_stop(struct ffs *fs);
 
 int ffs_alloc_load(struct ffs *fs);
 void ffs_alloc_free_all(struct ffs *fs);
-int ffs_alloc_inode(struct ffs *fs, uint64_t *ino);
-int ffs_free_inode_bit(struct ffs *fs, uint64_t ino);
+/* ffs_alloc_inode, ffs_free_inode_bit, ffs_free_mblock, ffs_take_stripes,
+ * ffs_csum_set/get: ffs_tools.h */
 int ffs_alloc_mblock(struct ffs *fs, uint64_t *no);
-int ffs_free_mblock(struct ffs *fs, uint64_t no);
 /* Reserve (in memory only) `want` contiguous stripes near `hint`, fewer
  * if only shorter runs exist, at least 1; *got is the count reserved. */
 int ffs_reserve_stripes(struct ffs *fs, uint64_t hint, uint64_t want, uint64_t *first, uint64_t *got);
 void ffs_unreserve_stripes(struct ffs *fs, uint64_t first, uint64_t count);
 /* Reserved stripes that are now mapped: mark them on disk. */
 int ffs_commit_stripes(struct ffs *fs, uint64_t first, uint64_t count);
-/* Reserve and commit a run at a given place. */
-int ffs_take_stripes(struct ffs *fs, uint64_t first, uint64_t count);
 /* Free on disk now; reusable only after the transaction commits. */
 int ffs_free_stripes(struct ffs *fs, uint64_t first, uint64_t count);
 void ffs_alloc_tx_committed(struct ffs *fs, size_t n);
 uint64_t ffs_alloc_free_stripe_count(const struct ffs *fs);
-/* Checksum table entry of a data stripe. */
-int ffs_csum_set(struct ffs *fs, uint64_t pstripe, uint32_t ino, uint32_t fstripe, const uint32_t *crc);
-int ffs_csum_get(struct ffs *fs, uint64_t pstripe, uint32_t *ino, uint32_t *fstripe, uint32_t *crc);
 
 /* ---- B+tree (btree.c) ---------------------------------------------------- */
 
-struct bt_root {
-	uint64_t root;   /* block, 0 = empty tree */
-	uint64_t owner;
-};
+/* struct bt_root, ffs_bt_delete, ffs_bt_update: ffs_tools.h */
 
 /* Copy out the record with the smallest key >= key: 0, -ENOENT at end. */
 int ffs_bt_find_ge(struct ffs *fs, struct bt_root *t, uint64_t key, uint64_t *found,
@@ -126,9 +88,6 @@ int ffs_bt_find_ge(struct ffs *fs, struct bt_root *t, uint64_t key, uint64_t *fo
 int ffs_bt_find_le(struct ffs *fs, struct bt_root *t, uint64_t key, uint64_t *found,
 	       void *val, uint16_t *len);
 int ffs_bt_insert(struct ffs *fs, struct bt_root *t, uint64_t key, const void *val, uint16_t len);
-int ffs_bt_delete(struct ffs *fs, struct bt_root *t, uint64_t key);
-/* Replace a record's value in place (same or any length). */
-int ffs_bt_update(struct ffs *fs, struct bt_root *t, uint64_t key, const void *val, uint16_t len);
 /* Free every node. */
 int ffs_bt_destroy(struct ffs *fs, struct bt_root *t);
 /* Visit every node block (fsck, statistics): cb returns <0 to stop. */
@@ -137,39 +96,11 @@ int ffs_bt_walk(struct ffs *fs, struct bt_root *t, int (*cb)(void *arg, uint64_t
 
 /* ---- inodes (inode.c) ---------------------------------------------------- */
 
-struct wbuf;
-
-struct finode {
-	uint64_t ino;
-	struct ffs_inode d;       /* the on-disk inode, in memory (guarded by fs->lock) */
-	uint64_t nlookup;         /* FUSE lookup count */
-	unsigned nopen;
-	unsigned refs;            /* pins by code */
-	bool deleted;             /* freed on disk: ignore */
-	uint64_t tx_seq;          /* transaction that last changed it (fs->lock) */
-	struct finode *hnext;
-	/* data path (guarded by dlock) */
-	pthread_mutex_t dlock;
-	pthread_cond_t dcond;
-	struct wbuf *wbufs;       /* stripes being assembled */
-	int write_error;          /* first failed stripe write, reported on fsync/close */
-	uint64_t ra_next;         /* next file stripe a sequential reader will want */
-	uint64_t alloc_hint;      /* data stripe after the last one this file got */
-	uint64_t reserve_first;   /* stripes reserved for this file, not yet in the map */
-	uint64_t reserve_count;
-	uint64_t last_file_stripes; /* directories: size of the last file written in it */
-	unsigned nwbufs;
-};
+/* struct finode, ffs_iget, ffs_iput, ffs_istore, ffs_inode_new,
+ * ffs_extent_map: ffs_tools.h */
 
 int ffs_icache_init(struct ffs *fs);
 void ffs_icache_free(struct ffs *fs);
-/* Get an inode (loaded, pinned): -ENOENT if free. */
-int ffs_iget(struct ffs *fs, uint64_t ino, struct finode **out);
-void ffs_iput(struct ffs *fs, struct finode *fi);
-/* Write the in-memory inode into its table block (joins the transaction). */
-int ffs_istore(struct ffs *fs, struct finode *fi);
-int ffs_inode_new(struct ffs *fs, uint32_t mode, uint32_t uid, uint32_t gid, uint64_t parent,
-	      struct finode **out);
 /* Free blocks and the inode once it has no links, lookups or opens. */
 int ffs_inode_maybe_free(struct ffs *fs, struct finode *fi);
 void ffs_inode_touch(struct finode *fi, bool mtime, bool ctime);
@@ -181,10 +112,6 @@ int ffs_orphans_process(struct ffs *fs, unsigned *freed);
 /* Extent map of a regular file, in whole stripes. */
 int ffs_extent_lookup(struct ffs *fs, struct finode *fi, uint64_t fstripe, uint64_t *pstripe,
 		  uint64_t *run, uint32_t *flags);
-/* Map [fstripe, +count) to [pstripe, +count); replaces what was there
- * (freeing the old stripes after commit). */
-int ffs_extent_map(struct ffs *fs, struct finode *fi, uint64_t fstripe, uint64_t pstripe,
-	       uint64_t count, uint32_t flags);
 /* Unmap and free every stripe at or after fstripe. */
 int ffs_extent_truncate(struct ffs *fs, struct finode *fi, uint64_t fstripe);
 /* Iterate extents in order: cb returns <0 to stop. */
@@ -201,13 +128,7 @@ int ffs_xattr_drop(struct ffs *fs, struct finode *fi);
 
 /* ---- directories (dir.c) ------------------------------------------------- */
 
-int ffs_dir_lookup(struct ffs *fs, struct finode *dir, const char *name, uint64_t *ino,
-	       uint8_t *type);
-int ffs_dir_add(struct ffs *fs, struct finode *dir, const char *name, uint64_t ino, uint8_t type);
-int ffs_dir_remove(struct ffs *fs, struct finode *dir, const char *name);
-/* Change the inode an existing entry points at. */
-int ffs_dir_retarget(struct ffs *fs, struct finode *dir, const char *name, uint64_t ino,
-		 uint8_t type);
+/* ffs_dir_lookup, ffs_dir_add, ffs_dir_remove, ffs_dir_retarget: ffs_tools.h */
 /* Next entry with key >= pos: fills name (NUL-terminated), ino, type and
  * the position after it.  -ENOENT at the end. */
 int ffs_dir_next(struct ffs *fs, struct finode *dir, uint64_t pos, char *name, uint64_t *ino,
@@ -232,23 +153,7 @@ int ffs_data_fallocate(struct ffs *fs, struct finode *fi, int mode, uint64_t off
 /* Forget cached stripes (they were freed). */
 void ffs_rcache_invalidate(struct ffs *fs, uint64_t pstripe, uint64_t count);
 
-/* ---- repair of damaged data stripes (repair.c) ------------------------------ */
-
-/* Stripe p into buf with the members in avoid treated as missing (rebuilt
- * from parity): 0 or -errno. */
-int ffs_repair_read_around(struct ffs *fs, uint64_t p, uint32_t avoid, void *buf);
-/* Data chunks of stripe buffer buf that fail their checksums (a mask). */
-uint32_t ffs_repair_bad_chunks(struct ffs *fs, const void *buf, const uint32_t *crc);
-/* Stripe p into buf, rebuilt from parity around every member holding a
- * chunk in bad (and around P or Q as well, when parity allows and that is
- * what it takes): 0 when every data chunk then matches crc, else -EIO. */
-int ffs_repair_reconstruct(struct ffs *fs, uint64_t p, uint32_t bad, const uint32_t *crc, void *buf);
-/* Write the verified stripe buf over stripe p as one full-stripe write
- * (parity computed from buf, never from the damaged chunks on disk), then
- * read it back with a parity check: 0, or -errno (logged) if the write
- * failed or the stripe does not read back as buf with matching parity.
- * bad names the chunks being repaired (for the log). */
-int ffs_repair_rewrite(struct ffs *fs, uint64_t p, const void *buf, uint32_t bad);
+/* ---- repair of damaged data stripes (repair.c): ffs_tools.h ---------------- */
 
 /* ---- the mounted filesystem ------------------------------------------------- */
 

@@ -18,16 +18,12 @@
 #include <string.h>
 
 #include "fs/fs_i.h"
-
-static inline bool bit_test(const uint64_t *b, uint64_t i) { return (b[i / 64] >> (i % 64)) & 1; }
-static inline void bit_set(uint64_t *b, uint64_t i) { b[i / 64] |= 1ull << (i % 64); }
-static inline void bit_clear(uint64_t *b, uint64_t i) { b[i / 64] &= ~(1ull << (i % 64)); }
+#include "io/bitmap.h"
 
 static int load_bitmap(struct ffs *fs, uint64_t start, uint64_t nblocks, uint64_t nbits,
 		       uint64_t **out, uint64_t *nfree)
 {
-	uint64_t words = FF_DIV_ROUND_UP(nbits, 64);
-	uint64_t *bits = calloc(words + 1, sizeof(uint64_t));
+	uint64_t *bits = calloc(FF_BITMAP_WORDS(nbits) + 1, sizeof(uint64_t));
 	struct ffs_bitmap_block *blk = ff_alloc_aligned(FFS_BLOCK);
 	uint64_t used = 0;
 	int rc = 0;
@@ -43,8 +39,8 @@ static int load_bitmap(struct ffs *fs, uint64_t start, uint64_t nblocks, uint64_
 
 		rc = ffs_meta_read_verified(fs, start + b, FFS_B_BITMAP, blk);
 		for (uint64_t i = 0; i < n && rc == 0; i++)
-			if ((blk->bits[i / 8] >> (i % 8)) & 1) {
-				bit_set(bits, first + i);
+			if (ff_bit8_test(blk->bits, i)) {
+				ff_bit_set(bits, first + i);
 				used++;
 			}
 	}
@@ -96,7 +92,7 @@ static int disk_bit(struct ffs *fs, uint64_t start, uint64_t i, bool value)
 	if (rc < 0)
 		return rc;
 	blk = (struct ffs_bitmap_block *)mb->data;
-	if (((blk->bits[bit / 8] >> (bit % 8)) & 1) == value) {
+	if (ff_bit8_test(blk->bits, bit) == value) {
 		ffs_mb_put(fs, mb);
 		if (fs->checking) /* fsck rewrites the bitmaps from what it counted */
 			return 0;
@@ -106,9 +102,9 @@ static int disk_bit(struct ffs *fs, uint64_t start, uint64_t i, bool value)
 		return -EUCLEAN;
 	}
 	if (value)
-		blk->bits[bit / 8] |= (uint8_t)(1u << (bit % 8));
+		ff_bit8_set(blk->bits, bit);
 	else
-		blk->bits[bit / 8] &= (uint8_t)~(1u << (bit % 8));
+		ff_bit8_clear(blk->bits, bit);
 	ffs_mb_dirty(fs, mb);
 	ffs_mb_put(fs, mb);
 	return 0;
@@ -117,26 +113,12 @@ static int disk_bit(struct ffs *fs, uint64_t start, uint64_t i, bool value)
 /* First clear bit at or after from, wrapping once; UINT64_MAX if none. */
 static uint64_t find_clear(const uint64_t *bits, uint64_t nbits, uint64_t from)
 {
-	uint64_t words = FF_DIV_ROUND_UP(nbits, 64);
+	uint64_t i = ff_bit_find_next_clear(bits, nbits, from);
 
-	for (uint64_t pass = 0; pass < 2; pass++) {
-		uint64_t start = pass ? 0 : from, end = pass ? from : nbits;
-
-		for (uint64_t w = start / 64; w < words && w * 64 < end; w++) {
-			uint64_t inv = ~bits[w];
-
-			if (w == start / 64)
-				inv &= ~0ull << (start % 64);
-			while (inv) {
-				uint64_t i = w * 64 + (uint64_t)__builtin_ctzll(inv);
-
-				if (i >= end || i >= nbits)
-					break;
-				return i;
-			}
-		}
-	}
-	return UINT64_MAX;
+	if (i < nbits)
+		return i;
+	i = ff_bit_find_next_clear(bits, from, 0); /* [0, from) */
+	return i < from ? i : UINT64_MAX;
 }
 
 static void itable_hwm_raise(struct ffs *fs, uint64_t ino)
@@ -160,7 +142,7 @@ int ffs_alloc_inode(struct ffs *fs, uint64_t *ino)
 	rc = disk_bit(fs, ff_le64(fs->sb->ibitmap_start), i, true);
 	if (rc < 0)
 		return rc;
-	bit_set(fs->ibits, i);
+	ff_bit_set(fs->ibits, i);
 	fs->free_inodes--;
 	itable_hwm_raise(fs, i);
 	*ino = i;
@@ -171,19 +153,18 @@ int ffs_free_inode_bit(struct ffs *fs, uint64_t ino)
 {
 	int rc;
 
-	FF_ASSERT(bit_test(fs->ibits, ino));
+	FF_ASSERT(ff_bit_test(fs->ibits, ino));
 	rc = disk_bit(fs, ff_le64(fs->sb->ibitmap_start), ino, false);
 	if (rc < 0)
 		return rc;
-	bit_clear(fs->ibits, ino);
+	ff_bit_clear(fs->ibits, ino);
 	fs->free_inodes++;
 	return 0;
 }
 
-bool ffs_inode_bit_used(const struct ffs *fs, uint64_t ino);
 bool ffs_inode_bit_used(const struct ffs *fs, uint64_t ino)
 {
-	return ino < ff_le64(fs->sb->ninodes) && bit_test(fs->ibits, ino);
+	return ino < ff_le64(fs->sb->ninodes) && ff_bit_test(fs->ibits, ino);
 }
 
 int ffs_alloc_mblock(struct ffs *fs, uint64_t *no)
@@ -199,7 +180,7 @@ int ffs_alloc_mblock(struct ffs *fs, uint64_t *no)
 	rc = disk_bit(fs, ff_le64(fs->sb->mbitmap_start), i, true);
 	if (rc < 0)
 		return rc;
-	bit_set(fs->mbits, i);
+	ff_bit_set(fs->mbits, i);
 	fs->free_mblocks--;
 	*no = ff_le64(fs->sb->pool_start) + i;
 	return 0;
@@ -213,7 +194,7 @@ int ffs_free_mblock(struct ffs *fs, uint64_t no)
 	/* the number came from disk (an xattr or symlink pointer, a tree node):
 	 * a corrupt one is an error for the caller, not an abort */
 	if (no < ff_le64(fs->sb->pool_start) || i >= ff_le64(fs->sb->pool_blocks) ||
-	    !bit_test(fs->mbits, i)) {
+	    !ff_bit_test(fs->mbits, i)) {
 		ff_log(FF_LOG_ERR, "metadata block %llu is not an allocated pool block; run fsck.framefs",
 		       (unsigned long long)no);
 		return -EUCLEAN;
@@ -221,7 +202,7 @@ int ffs_free_mblock(struct ffs *fs, uint64_t no)
 	rc = disk_bit(fs, ff_le64(fs->sb->mbitmap_start), i, false);
 	if (rc < 0)
 		return rc;
-	bit_clear(fs->mbits, i);
+	ff_bit_clear(fs->mbits, i);
 	fs->free_mblocks++;
 	return 0;
 }
@@ -229,11 +210,9 @@ int ffs_free_mblock(struct ffs *fs, uint64_t no)
 /* Length of the free run starting at i, up to max. */
 static uint64_t run_length(const uint64_t *bits, uint64_t nbits, uint64_t i, uint64_t max)
 {
-	uint64_t n = 0;
+	uint64_t end = FF_MIN(nbits, i + max);
 
-	while (n < max && i + n < nbits && !bit_test(bits, i + n))
-		n++;
-	return n;
+	return i < end ? ff_bit_find_next_set(bits, end, i) - i : 0;
 }
 
 /*
@@ -290,7 +269,7 @@ int ffs_reserve_stripes(struct ffs *fs, uint64_t hint, uint64_t want, uint64_t *
 	if (best == UINT64_MAX)
 		return -ENOSPC;
 	for (uint64_t s = best; s < best + best_len; s++)
-		bit_set(fs->sbits, s);
+		ff_bit_set(fs->sbits, s);
 	fs->free_stripes -= best_len;
 	*first = best;
 	*got = best_len;
@@ -300,8 +279,8 @@ int ffs_reserve_stripes(struct ffs *fs, uint64_t hint, uint64_t want, uint64_t *
 void ffs_unreserve_stripes(struct ffs *fs, uint64_t first, uint64_t count)
 {
 	for (uint64_t s = first; s < first + count; s++) {
-		FF_ASSERT(bit_test(fs->sbits, s));
-		bit_clear(fs->sbits, s);
+		FF_ASSERT(ff_bit_test(fs->sbits, s));
+		ff_bit_clear(fs->sbits, s);
 	}
 	fs->free_stripes += count;
 }
@@ -311,7 +290,7 @@ int ffs_commit_stripes(struct ffs *fs, uint64_t first, uint64_t count)
 	for (uint64_t s = first; s < first + count; s++) {
 		int rc;
 
-		FF_ASSERT(bit_test(fs->sbits, s));
+		FF_ASSERT(ff_bit_test(fs->sbits, s));
 		rc = disk_bit(fs, ff_le64(fs->sb->sbitmap_start), s, true);
 		if (rc < 0)
 			return rc;
@@ -322,11 +301,11 @@ int ffs_commit_stripes(struct ffs *fs, uint64_t first, uint64_t count)
 int ffs_take_stripes(struct ffs *fs, uint64_t first, uint64_t count)
 {
 	for (uint64_t s = first; s < first + count; s++) {
-		if (bit_test(fs->sbits, s))
+		if (ff_bit_test(fs->sbits, s))
 			return -EEXIST;
 	}
 	for (uint64_t s = first; s < first + count; s++)
-		bit_set(fs->sbits, s);
+		ff_bit_set(fs->sbits, s);
 	fs->free_stripes -= count;
 	return ffs_commit_stripes(fs, first, count);
 }
@@ -364,7 +343,7 @@ void ffs_alloc_tx_committed(struct ffs *fs, size_t n)
 	if (n == 0)
 		return;
 	for (size_t i = 0; i < n; i++) {
-		bit_clear(fs->sbits, fs->pending_free[i]);
+		ff_bit_clear(fs->sbits, fs->pending_free[i]);
 		fs->free_stripes++;
 	}
 	memmove(fs->pending_free, fs->pending_free + n, (fs->npending - n) * sizeof(uint64_t));
@@ -374,6 +353,21 @@ void ffs_alloc_tx_committed(struct ffs *fs, size_t n)
 uint64_t ffs_alloc_free_stripe_count(const struct ffs *fs)
 {
 	return fs->free_stripes;
+}
+
+/*
+ * The one "stripe in use" test for readers that do not hold fs->lock:
+ * read-ahead, scrub and the rebuild's order (raid's alloc query).  Taken
+ * means mapped, reserved by a file being written, or freed by a
+ * transaction not yet durable.  The word is loaded atomically while
+ * fs->lock holders change it; the answer may be a moment old, which each
+ * caller tolerates (see its comment).
+ */
+bool ffs_stripe_in_use(const struct ffs *fs, uint64_t p)
+{
+	uint64_t word = __atomic_load_n(&fs->sbits[p / 64], __ATOMIC_RELAXED);
+
+	return ff_bit_test(&word, p % 64);
 }
 
 static int csum_block(struct ffs *fs, uint64_t pstripe, struct mbuf **mb, size_t *off)

@@ -1200,8 +1200,9 @@ static void read_ahead(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t s
 		pthread_mutex_lock(&fs->lock);
 		rc = ffs_csum_get(fs, ps[i], &ino, &fstripe, crc);
 		pthread_mutex_unlock(&fs->lock);
-		if (rc == 0 && ino && !(fstripe & FFS_CSUM_UNWRITTEN) &&
-		    ((__atomic_load_n(&fs->sbits[ps[i] / 64], __ATOMIC_RELAXED) >> (ps[i] % 64)) & 1))
+		/* a stripe reused a moment later is dropped from the cache when
+		 * its new contents are mapped (stripe_done) */
+		if (rc == 0 && ino && !(fstripe & FFS_CSUM_UNWRITTEN) && ffs_stripe_in_use(fs, ps[i]))
 			rc_get(fs, ps[i], RC_AHEAD, crc);
 	}
 }

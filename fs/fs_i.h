@@ -76,6 +76,12 @@ int ffs_commit_stripes(struct ffs *fs, uint64_t first, uint64_t count);
 int ffs_free_stripes(struct ffs *fs, uint64_t first, uint64_t count);
 void ffs_alloc_tx_committed(struct ffs *fs, size_t n);
 uint64_t ffs_alloc_free_stripe_count(const struct ffs *fs);
+/* Data stripe p is taken (mapped, reserved, or freed by a transaction not
+ * yet durable); for readers without fs->lock: the answer may be a moment
+ * old.  Every such test calls this one. */
+bool ffs_stripe_in_use(const struct ffs *fs, uint64_t p);
+/* Inode number ino is allocated (fs->lock held). */
+bool ffs_inode_bit_used(const struct ffs *fs, uint64_t ino);
 
 /* ---- B+tree (btree.c) ---------------------------------------------------- */
 

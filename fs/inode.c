@@ -16,8 +16,6 @@
 
 #include "fs/fs_i.h"
 
-bool ffs_inode_bit_used(const struct ffs *fs, uint64_t ino);
-
 /* ---- cache --------------------------------------------------------------- */
 
 static unsigned ihash(const struct ffs *fs, uint64_t ino)

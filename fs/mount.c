@@ -305,14 +305,12 @@ static void fix_itable_hwm(struct ffs *fs)
 		fs->sb->itable_hwm = ff_cpu_to_le64(hi / FFS_INODES_PER_BLOCK + 1);
 }
 
-/* For the rebuild: stripes in use (or about to be) come first.  A racy
- * read of one bitmap word is fine: a stripe allocated a moment later is
- * written whole, which brings it up to date anyway. */
+/* For the rebuild: stripes in use (or about to be) come first.  An answer
+ * a moment old is fine: a stripe allocated a moment later is written
+ * whole, which brings it up to date anyway. */
 static bool stripe_in_use(void *arg, uint64_t stripe)
 {
-	struct ffs *fs = arg;
-
-	return (__atomic_load_n(&fs->sbits[stripe / 64], __ATOMIC_RELAXED) >> (stripe % 64)) & 1;
+	return ffs_stripe_in_use(arg, stripe);
 }
 
 static void opts_defaults(struct ffs_opts *o)

@@ -257,11 +257,6 @@ static void scrub_stripe(struct ffs *fs, struct scrub *s, uint64_t p)
 	pthread_mutex_unlock(&fs->lock);
 }
 
-static bool in_use(struct ffs *fs, uint64_t p)
-{
-	return (__atomic_load_n(&fs->sbits[p / 64], __ATOMIC_RELAXED) >> (p % 64)) & 1;
-}
-
 static void *scrub_main(void *arg)
 {
 	struct ffs *fs = arg;
@@ -271,7 +266,7 @@ static void *scrub_main(void *arg)
 	ff_log(FF_LOG_INFO, "scrub started (%s)", s->st.repair ? "repair" : "check only");
 	scrub_meta(fs, s);
 	for (uint64_t p = 0; p < n && !s->stop; p++) {
-		if (in_use(fs, p))
+		if (ffs_stripe_in_use(fs, p)) /* scrub_stripe checks its owner under fs->lock */
 			scrub_stripe(fs, s, p);
 		pthread_mutex_lock(&s->lock);
 		s->st.fraction = (double)(p + 1) / (double)n;

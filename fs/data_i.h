@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Private to the file data path, shared by its three files: data.c (the
+ * API: ffs_data_read/write/flush/truncate/fallocate), wbuf.c (write
+ * buffers: stripe assembly, the pool, the completion thread) and rcache.c
+ * (the stripe read cache and read-ahead).
+ *
+ * Locking, in order: a file's dlock (its buffers), then fs->lock
+ * (metadata), then the pool's lock or the read cache's lock (leaves).
+ * Nobody waits for a pool buffer or a cache entry while holding a dlock or
+ * fs->lock (see the comments at struct wpool and rc_get).
+ */
+#ifndef FFS_DATA_I_H
+#define FFS_DATA_I_H
+
+#include "fs/fs_i.h"
+
+#define WB_IVALS 16
+#define WB_PER_INODE 64 /* bounds the linear wb_find, not the pool's use */
+
+/* A stripe-sized write buffer (wbuf.c); its owner's dlock guards it. */
+struct wbuf {
+	struct wbuf *next;          /* the owner's list, or the free list */
+	struct wbuf *pprev, *pnext; /* the pool's partial list while partial */
+	uint64_t fstripe;
+	uint8_t *data;
+	unsigned nival;
+	struct { uint64_t a, b; } ival[WB_IVALS]; /* filled byte ranges, sorted, disjoint */
+	bool writing;
+	uint64_t born_ns;
+	struct finode *fi;          /* owner, from attach until the buffer is free again */
+	/* while writing */
+	struct ffs *fs;
+	uint64_t pstripe;
+	bool in_place;
+	uint32_t crc[FF_MEMBERS_MAX];
+	struct ff_raid_io io;
+	struct wbuf *done_next;
+};
+
+/* A read-cache entry (rcache.c): data is valid while a reference is held. */
+struct rentry {
+	uint64_t pstripe;
+	uint8_t *data;
+	int state;
+	int err;
+	uint32_t bad_chunks;       /* chunks that failed their checksum */
+	unsigned refs;
+	struct rentry *hnext;
+	struct rentry *lru_prev, *lru_next;
+	struct ff_raid_io io;
+	struct ffs *fs;
+	uint32_t crc[FF_MEMBERS_MAX];
+	bool verify;
+	bool stale;                /* invalidated while loading: discard on arrival */
+};
+
+/* How rc_get waits. */
+enum {
+	RC_AHEAD,      /* start a read-ahead, never wait: NULL */
+	RC_WAIT,       /* wait for a free entry and for the load */
+	RC_WAIT_LOAD,  /* wait for the load, not for a free entry (NULL if none) */
+};
+
+/* A condition wait that names what it waits for in the request's slot (watch.c). */
+static inline void wait_noted(pthread_cond_t *cond, pthread_mutex_t *lock, const char *what)
+{
+	const char *prev = ffs_watch_wait_begin(what);
+
+	pthread_cond_wait(cond, lock);
+	ffs_watch_wait_end(prev);
+}
+
+/* ---- write buffers (wbuf.c) ---------------------------------------------- */
+
+/* The pool and its completion thread (mount), and their teardown. */
+int wpool_init(struct ffs *fs);
+int wpool_start(struct ffs *fs);
+void wpool_free(struct ffs *fs);
+/* The buffer for file stripe k, attached to fi (dlock held, dropped while
+ * waiting); NULL with *err on error. */
+struct wbuf *wb_for(struct ffs *fs, struct finode *fi, uint64_t k, int *err);
+struct wbuf *wb_find(struct finode *fi, uint64_t fstripe);
+void ival_add(struct wbuf *wb, uint64_t a, uint64_t b);
+bool ival_covers(const struct wbuf *wb, uint64_t a, uint64_t b);
+int wb_fill(struct ffs *fs, struct finode *fi, struct wbuf *wb);
+void wb_drop(struct ffs *fs, struct finode *fi, struct wbuf *wb, int err);
+int wb_writeout(struct ffs *fs, struct finode *fi, struct wbuf *wb);
+uint64_t reserve_want(struct ffs *fs, struct finode *fi, uint64_t *hint);
+int reserve_stripes(struct ffs *fs, uint64_t hint, uint64_t want, uint64_t *first,
+		    uint64_t *got);
+void release_reservation(struct ffs *fs, struct finode *fi);
+
+/* ---- the stripe read cache (rcache.c) ------------------------------------ */
+
+int rcache_init(struct ffs *fs);
+void rcache_free(struct ffs *fs);
+int stripe_get(struct ffs *fs, uint64_t p, int mode, struct rentry **out);
+void rc_put(struct ffs *fs, struct rentry *e);
+int read_stripe_bytes(struct ffs *fs, uint64_t p, uint64_t off, size_t len, void *dst);
+void read_ahead(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t size);
+
+#endif

@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Extent maps of regular files: which data stripe holds each file stripe.
+ *
+ * An extent map lists runs of whole stripes.  Up to FFS_INLINE_EXTENTS
+ * runs live in the inode itself (a frame is one run); beyond that the map
+ * moves to a B+tree keyed by file stripe.  Both forms sit behind the same
+ * four primitives (find the run at or before a stripe, find the next,
+ * remove, add), and the mapping logic above them is written once.
+ *
+ * Locking: the caller holds fs->lock; a change joins the running
+ * transaction, and stripes it unmaps are freed through the allocator
+ * (reusable once that transaction commits).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "fs/fs_i.h"
+
+struct xrec { /* B+tree value; the key is the file stripe */
+	le64 pstripe;
+	le32 count;
+	le32 flags;
+};
+
+static bool is_tree(const struct finode *fi)
+{
+	return ff_le32(fi->d.flags) & FFS_I_BTREE;
+}
+
+typedef int (*bt_find_fn)(struct ffs *fs, struct bt_root *t, uint64_t key, uint64_t *found,
+			  void *val, uint16_t *len);
+
+/* The B+tree form: the record found by `find` as an extent. */
+static int tree_find(struct ffs *fs, struct finode *fi, uint64_t f, bt_find_fn find,
+		     struct ffs_extent *x)
+{
+	struct bt_root t = { ff_le64(fi->d.root), fi->ino };
+	uint8_t rec[FFS_BT_RECORD_MAX]; /* a corrupt record may be longer than an extent */
+	struct xrec r;
+	uint64_t key;
+	uint16_t len;
+	int rc = find(fs, &t, f, &key, rec, &len);
+
+	if (rc < 0)
+		return rc;
+	if (len != sizeof(r))
+		return -EUCLEAN;
+	memcpy(&r, rec, sizeof(r));
+	x->fstripe = ff_cpu_to_le64(key);
+	x->pstripe = r.pstripe;
+	x->count = r.count;
+	x->flags = r.flags;
+	return 0;
+}
+
+/* The run starting at or before f, if any. */
+static int ext_find_le(struct ffs *fs, struct finode *fi, uint64_t f, struct ffs_extent *x)
+{
+	if (is_tree(fi))
+		return tree_find(fs, fi, f, ffs_bt_find_le, x);
+	for (int i = (int)ff_le32(fi->d.nextents) - 1; i >= 0; i--)
+		if (ff_le64(fi->d.u.extents[i].fstripe) <= f) {
+			*x = fi->d.u.extents[i];
+			return 0;
+		}
+	return -ENOENT;
+}
+
+/* The first run starting at or after f. */
+static int ext_find_ge(struct ffs *fs, struct finode *fi, uint64_t f, struct ffs_extent *x)
+{
+	if (is_tree(fi))
+		return tree_find(fs, fi, f, ffs_bt_find_ge, x);
+	for (unsigned i = 0; i < ff_le32(fi->d.nextents); i++)
+		if (ff_le64(fi->d.u.extents[i].fstripe) >= f) {
+			*x = fi->d.u.extents[i];
+			return 0;
+		}
+	return -ENOENT;
+}
+
+static int ext_remove(struct ffs *fs, struct finode *fi, uint64_t f)
+{
+	unsigned n = ff_le32(fi->d.nextents);
+
+	if (is_tree(fi)) {
+		struct bt_root t = { ff_le64(fi->d.root), fi->ino };
+		int rc = ffs_bt_delete(fs, &t, f);
+
+		fi->d.root = ff_cpu_to_le64(t.root);
+		return rc;
+	}
+	for (unsigned i = 0; i < n; i++)
+		if (ff_le64(fi->d.u.extents[i].fstripe) == f) {
+			memmove(&fi->d.u.extents[i], &fi->d.u.extents[i + 1],
+				(n - i - 1) * sizeof(struct ffs_extent));
+			fi->d.nextents = ff_cpu_to_le32(n - 1);
+			return 0;
+		}
+	return -ENOENT;
+}
+
+static int tree_add(struct ffs *fs, struct finode *fi, const struct ffs_extent *x)
+{
+	struct bt_root t = { ff_le64(fi->d.root), fi->ino };
+	struct xrec r = { x->pstripe, x->count, x->flags };
+	int rc = ffs_bt_insert(fs, &t, ff_le64(x->fstripe), &r, sizeof(r));
+
+	fi->d.root = ff_cpu_to_le64(t.root);
+	return rc;
+}
+
+/* Move a full inline map into a B+tree. */
+static int ext_to_tree(struct ffs *fs, struct finode *fi)
+{
+	struct ffs_extent saved[FFS_INLINE_EXTENTS];
+	unsigned n = ff_le32(fi->d.nextents);
+	int rc = 0;
+
+	memcpy(saved, fi->d.u.extents, sizeof(saved));
+	memset(&fi->d.u, 0, sizeof(fi->d.u));
+	fi->d.nextents = 0;
+	fi->d.root = 0;
+	fi->d.flags = ff_cpu_to_le32(ff_le32(fi->d.flags) | FFS_I_BTREE);
+	for (unsigned i = 0; i < n && rc == 0; i++)
+		rc = tree_add(fs, fi, &saved[i]);
+	return rc;
+}
+
+static int ext_add(struct ffs *fs, struct finode *fi, const struct ffs_extent *x)
+{
+	unsigned n = ff_le32(fi->d.nextents), i;
+
+	if (is_tree(fi))
+		return tree_add(fs, fi, x);
+	if (n == FFS_INLINE_EXTENTS) {
+		int rc = ext_to_tree(fs, fi);
+
+		return rc < 0 ? rc : tree_add(fs, fi, x);
+	}
+	for (i = 0; i < n && ff_le64(fi->d.u.extents[i].fstripe) < ff_le64(x->fstripe); i++)
+		;
+	memmove(&fi->d.u.extents[i + 1], &fi->d.u.extents[i], (n - i) * sizeof(*x));
+	fi->d.u.extents[i] = *x;
+	fi->d.nextents = ff_cpu_to_le32(n + 1);
+	return 0;
+}
+
+static struct ffs_extent mkext(uint64_t f, uint64_t p, uint64_t n, uint32_t flags)
+{
+	return (struct ffs_extent){ ff_cpu_to_le64(f), ff_cpu_to_le64(p),
+				    ff_cpu_to_le32((uint32_t)n), ff_cpu_to_le32(flags) };
+}
+
+/*
+ * Remove file stripes [f, end) from the map.  Physical stripes inside
+ * [keep, keep+nkeep) are the ones about to be mapped again (a preallocated
+ * run written in place) and are not freed.
+ */
+static int punch(struct ffs *fs, struct finode *fi, uint64_t f, uint64_t end, uint64_t keep,
+		 uint64_t nkeep)
+{
+	for (;;) {
+		struct ffs_extent x;
+		uint64_t xf, xp, xn, a, b;
+		int rc = ext_find_le(fs, fi, end - 1, &x);
+
+		if (rc == -ENOENT)
+			return 0;
+		if (rc < 0)
+			return rc;
+		xf = ff_le64(x.fstripe);
+		xp = ff_le64(x.pstripe);
+		xn = ff_le32(x.count);
+		if (xf + xn <= f)
+			return 0; /* the nearest run ends before the hole */
+		a = FF_MAX(f, xf);
+		b = FF_MIN(end, xf + xn);
+		rc = ext_remove(fs, fi, xf);
+		if (rc == 0 && a > xf) {
+			struct ffs_extent l = mkext(xf, xp, a - xf, ff_le32(x.flags));
+
+			rc = ext_add(fs, fi, &l);
+		}
+		if (rc == 0 && xf + xn > b) {
+			struct ffs_extent r = mkext(b, xp + (b - xf), xf + xn - b, ff_le32(x.flags));
+
+			rc = ext_add(fs, fi, &r);
+		}
+		for (uint64_t s = a; rc == 0 && s < b; s++) {
+			uint64_t ps = xp + (s - xf);
+
+			if (ps >= keep && ps < keep + nkeep)
+				continue;
+			rc = ffs_free_stripes(fs, ps, 1);
+			fi->d.nstripes = ff_cpu_to_le64(ff_le64(fi->d.nstripes) - 1);
+		}
+		if (rc < 0)
+			return rc;
+		if (a == 0 || a <= f)
+			return 0;
+		end = a;
+	}
+}
+
+int ffs_extent_lookup(struct ffs *fs, struct finode *fi, uint64_t fstripe, uint64_t *pstripe,
+		  uint64_t *run, uint32_t *flags)
+{
+	struct ffs_extent x;
+	int rc = ext_find_le(fs, fi, fstripe, &x);
+
+	if (rc == 0 && ff_le64(x.fstripe) + ff_le32(x.count) > fstripe) {
+		*pstripe = ff_le64(x.pstripe) + (fstripe - ff_le64(x.fstripe));
+		*run = ff_le64(x.fstripe) + ff_le32(x.count) - fstripe;
+		*flags = ff_le32(x.flags);
+		return 0;
+	}
+	if (rc < 0 && rc != -ENOENT)
+		return rc;
+	/* a hole: how far it reaches */
+	rc = ext_find_ge(fs, fi, fstripe, &x);
+	*run = rc == 0 ? ff_le64(x.fstripe) - fstripe : UINT64_MAX;
+	return rc == 0 || rc == -ENOENT ? -ENOENT : rc;
+}
+
+int ffs_extent_map(struct ffs *fs, struct finode *fi, uint64_t fstripe, uint64_t pstripe,
+	       uint64_t count, uint32_t flags)
+{
+	struct ffs_extent left, right, x = mkext(fstripe, pstripe, count, flags);
+	uint64_t kept = 0;
+	int rc;
+
+	FF_ASSERT(count > 0 && count <= UINT32_MAX);
+	/* stripes already mapped here in place (preallocated) stay counted */
+	for (uint64_t s = 0; s < count; s++) {
+		uint64_t p, run;
+		uint32_t fl;
+
+		if (ffs_extent_lookup(fs, fi, fstripe + s, &p, &run, &fl) == 0 && p == pstripe + s)
+			kept++;
+	}
+	rc = punch(fs, fi, fstripe, fstripe + count, pstripe, count);
+	if (rc < 0)
+		return rc;
+	/* merge with the run that ends right here, and the one that starts right after */
+	if (fstripe > 0 && ext_find_le(fs, fi, fstripe - 1, &left) == 0 &&
+	    ff_le64(left.fstripe) + ff_le32(left.count) == fstripe &&
+	    ff_le64(left.pstripe) + ff_le32(left.count) == pstripe && ff_le32(left.flags) == flags &&
+	    ff_le32(left.count) + count <= UINT32_MAX) {
+		rc = ext_remove(fs, fi, ff_le64(left.fstripe));
+		x = mkext(ff_le64(left.fstripe), ff_le64(left.pstripe), ff_le32(left.count) + count,
+			  flags);
+	}
+	if (rc == 0 && ext_find_ge(fs, fi, fstripe + count, &right) == 0 &&
+	    ff_le64(right.fstripe) == fstripe + count && ff_le64(right.pstripe) == pstripe + count &&
+	    ff_le32(right.flags) == flags && ff_le32(x.count) + ff_le32(right.count) <= UINT32_MAX) {
+		rc = ext_remove(fs, fi, ff_le64(right.fstripe));
+		x.count = ff_cpu_to_le32(ff_le32(x.count) + ff_le32(right.count));
+	}
+	if (rc == 0)
+		rc = ext_add(fs, fi, &x);
+	if (rc == 0) {
+		fi->d.nstripes = ff_cpu_to_le64(ff_le64(fi->d.nstripes) + count - kept);
+		rc = ffs_istore(fs, fi);
+	}
+	return rc;
+}
+
+int ffs_extent_truncate(struct ffs *fs, struct finode *fi, uint64_t fstripe)
+{
+	int rc = punch(fs, fi, fstripe, UINT64_MAX, 0, 0);
+
+	return rc < 0 ? rc : ffs_istore(fs, fi);
+}
+
+int ffs_extent_iterate(struct ffs *fs, struct finode *fi,
+		   int (*cb)(void *arg, const struct ffs_extent *x), void *arg)
+{
+	uint64_t f = 0;
+
+	for (;;) {
+		struct ffs_extent x;
+		int rc = ext_find_ge(fs, fi, f, &x);
+
+		if (rc == -ENOENT)
+			return 0;
+		if (rc < 0)
+			return rc;
+		rc = cb(arg, &x);
+		if (rc < 0)
+			return rc;
+		f = ff_le64(x.fstripe) + FF_MAX(1u, ff_le32(x.count));
+	}
+}
+

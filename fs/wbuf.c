@@ -1,0 +1,688 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Write buffers: stripe assembly on the way in, the pool of stripe
+ * buffers it draws from, and the completion thread that maps a stripe once
+ * its write is on the members.
+ *
+ * Writes.  FUSE hands us at most 1 MiB at a time, possibly out of order and
+ * from several threads.  Each file stripe being written gets a stripe-sized
+ * buffer (from a pool fixed at mount) that records which byte ranges it
+ * holds.  The write that completes a buffer sends it to the array as one
+ * full-stripe write, to a stripe that holds no live data: the file's
+ * reservation, or — for a preallocated, never-written stripe — the stripe
+ * itself.  Only after that write completes is the new mapping (and the
+ * chunk checksums) put into the running transaction, and the stripe it
+ * replaces freed once that transaction commits.  A buffer that never fills
+ * (the last stripe of a frame) is completed on flush/fsync/close/unmount
+ * from the old stripe or zeros, and written the same way: no stripe that
+ * holds live data is ever partially overwritten.
+ *
+ * Locking: a buffer on a file's list is guarded by that file's dlock; the
+ * pool's lists by p->lock, a leaf; mapping a written stripe takes fs->lock
+ * on the completion thread (never on an engine thread).  Why every wait
+ * for a buffer ends is written at struct wpool.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "fs/data_i.h"
+
+#define RESERVE_DEFAULT 64
+
+/*
+ * The write-buffer pool, and why every writer gets a buffer.
+ *
+ * A buffer is FREE (p->free), HELD (taken by a writer that is about to
+ * attach it to a file, or to give it back), PARTIAL (on its file's list and
+ * on p->partial, oldest first) or WRITING (submitted, still on its file's
+ * list so that reads see it; p->nwriting counts them).
+ *
+ * Rule: nobody waits for a buffer while holding a dlock or fs->lock.  Then
+ *  (a) a WRITING buffer comes back FREE in bounded time: the engine
+ *      completes every write (member deadlines fail a member that stops
+ *      answering), and the completion thread needs only fs->lock and the
+ *      owner's dlock, which no waiter holds;
+ *  (b) a PARTIAL buffer can be made WRITING by anyone: wpool_evict takes
+ *      its owner's dlock (holding no other lock, so no cycle), fills the
+ *      gaps from the stripe it replaces or zeros and submits it;
+ *  (c) a HELD buffer becomes PARTIAL or FREE without waiting on anything.
+ * A waiter queues by ticket (FIFO, so no writer starves) and, at the head of
+ * the queue, takes a FREE buffer, or else sleeps on p->cond while a write is
+ * in flight (a) or a buffer is held (c), or else — every buffer PARTIAL —
+ * evicts the oldest (b).  Each wake-up follows a state change that signals
+ * p->cond (a buffer freed, attached or evicted), so the head of the queue
+ * is served after at most p->total evictions and completions.
+ *
+ * Waits are counted by reason in fs->stats (wbuf_wait_pool: the pool was
+ * empty; wbuf_wait_inode: the file had WB_PER_INODE buffers; wbuf_wait_rewrite:
+ * its stripe was still being written), evictions in wbuf_evictions.
+ */
+struct wpool {
+	pthread_mutex_t lock;       /* a leaf lock: order dlock, fs->lock, p->lock */
+	pthread_cond_t cond;
+	struct wbuf *free;
+	struct wbuf *partial_head, *partial_tail;
+	unsigned nwriting, total;
+	uint64_t next_ticket, serving;
+	struct wbuf *all;
+	/* completed stripe writes, mapped by the completion thread */
+	pthread_mutex_t dq_lock;
+	pthread_cond_t dq_cond;
+	struct wbuf *dq_head, *dq_tail;
+	pthread_t done_thread;
+	bool done_started;
+	bool stop;
+};
+
+int wpool_init(struct ffs *fs)
+{
+	struct wpool *p = calloc(1, sizeof(*p));
+	unsigned n = (unsigned)FF_MAX(8ull, fs->opts.write_buffer_bytes / fs->stripe_bytes);
+
+	if (!p)
+		return -ENOMEM;
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->cond, NULL);
+	p->all = calloc(n, sizeof(*p->all));
+	if (!p->all)
+		return -ENOMEM;
+	for (unsigned i = 0; i < n; i++) {
+		struct wbuf *wb = &p->all[i];
+
+		wb->data = ff_alloc_aligned(fs->stripe_bytes);
+		if (!wb->data)
+			return -ENOMEM;
+		memset(wb->data, 0, fs->stripe_bytes); /* fault it in now, not on the data path */
+		wb->next = p->free;
+		p->free = wb;
+	}
+	p->total = n;
+	fs->wpool = p;
+	return 0;
+}
+
+static void partial_unlink(struct wpool *p, struct wbuf *wb)
+{
+	if (wb->pprev)
+		wb->pprev->pnext = wb->pnext;
+	else
+		p->partial_head = wb->pnext;
+	if (wb->pnext)
+		wb->pnext->pprev = wb->pprev;
+	else
+		p->partial_tail = wb->pprev;
+	wb->pprev = wb->pnext = NULL;
+}
+
+static void wpool_evict(struct ffs *fs);
+
+/*
+ * Take a buffer (HELD), waiting as long as it takes; see the pool's
+ * comment for why the wait ends.  No lock may be held by the caller.
+ */
+static struct wbuf *wpool_take(struct ffs *fs)
+{
+	struct wpool *p = fs->wpool;
+	struct wbuf *wb;
+	uint64_t ticket;
+	bool waited = false;
+
+	pthread_mutex_lock(&p->lock);
+	ticket = p->next_ticket++;
+	while (ticket != p->serving || !p->free) {
+		if (ticket == p->serving && !p->nwriting && p->partial_head) {
+			pthread_mutex_unlock(&p->lock);
+			wpool_evict(fs);
+			pthread_mutex_lock(&p->lock);
+			continue;
+		}
+		if (!waited)
+			atomic_fetch_add(&fs->stats.wbuf_wait_pool, 1);
+		waited = true;
+		wait_noted(&p->cond, &p->lock, "a free write buffer");
+	}
+	wb = p->free;
+	p->free = wb->next;
+	p->serving++;
+	pthread_cond_broadcast(&p->cond); /* the next ticket may be served too */
+	pthread_mutex_unlock(&p->lock);
+	return wb;
+}
+
+/* A HELD or WRITING buffer goes back to the free list. */
+static void wpool_put(struct ffs *fs, struct wbuf *wb)
+{
+	struct wpool *p = fs->wpool;
+
+	pthread_mutex_lock(&p->lock);
+	if (wb->writing)
+		p->nwriting--;
+	wb->writing = false;
+	wb->fi = NULL;
+	wb->next = p->free;
+	p->free = wb;
+	pthread_cond_broadcast(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* HELD -> PARTIAL, owned by fi (dlock held). */
+static void wpool_attach(struct ffs *fs, struct finode *fi, struct wbuf *wb)
+{
+	struct wpool *p = fs->wpool;
+
+	wb->fi = fi;
+	wb->writing = false;
+	wb->next = fi->wbufs;
+	fi->wbufs = wb;
+	fi->nwbufs++;
+	pthread_mutex_lock(&p->lock);
+	wb->pnext = NULL;
+	wb->pprev = p->partial_tail;
+	if (p->partial_tail)
+		p->partial_tail->pnext = wb;
+	else
+		p->partial_head = wb;
+	p->partial_tail = wb;
+	pthread_cond_broadcast(&p->cond); /* a waiter may now evict it */
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* PARTIAL -> WRITING (dlock held). */
+static void wpool_mark_writing(struct ffs *fs, struct wbuf *wb)
+{
+	struct wpool *p = fs->wpool;
+
+	pthread_mutex_lock(&p->lock);
+	partial_unlink(p, wb);
+	wb->writing = true;
+	p->nwriting++;
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* PARTIAL -> HELD (dlock held): off the partial list, still on fi's list. */
+static void wpool_detach_partial(struct ffs *fs, struct wbuf *wb)
+{
+	struct wpool *p = fs->wpool;
+
+	pthread_mutex_lock(&p->lock);
+	partial_unlink(p, wb);
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* ---- filled ranges ------------------------------------------------------- */
+
+void ival_add(struct wbuf *wb, uint64_t a, uint64_t b)
+{
+	unsigned i = 0, j;
+
+	while (i < wb->nival && wb->ival[i].b < a)
+		i++;
+	j = i;
+	while (j < wb->nival && wb->ival[j].a <= b) {
+		a = FF_MIN(a, wb->ival[j].a);
+		b = FF_MAX(b, wb->ival[j].b);
+		j++;
+	}
+	/* ranges i..j-1 merge into [a, b) */
+	if (j == i) {
+		FF_ASSERT(wb->nival < WB_IVALS);
+		memmove(&wb->ival[i + 1], &wb->ival[i], (wb->nival - i) * sizeof(wb->ival[0]));
+		wb->nival++;
+	} else if (j > i + 1) {
+		memmove(&wb->ival[i + 1], &wb->ival[j], (wb->nival - j) * sizeof(wb->ival[0]));
+		wb->nival -= j - i - 1;
+	}
+	wb->ival[i].a = a;
+	wb->ival[i].b = b;
+}
+
+bool ival_covers(const struct wbuf *wb, uint64_t a, uint64_t b)
+{
+	for (unsigned i = 0; i < wb->nival; i++)
+		if (wb->ival[i].a <= a && b <= wb->ival[i].b)
+			return true;
+	return false;
+}
+
+struct wbuf *wb_find(struct finode *fi, uint64_t fstripe)
+{
+	for (struct wbuf *wb = fi->wbufs; wb; wb = wb->next)
+		if (wb->fstripe == fstripe)
+			return wb;
+	return NULL;
+}
+
+static void wb_unlink(struct finode *fi, struct wbuf *wb)
+{
+	struct wbuf **pp = &fi->wbufs;
+
+	while (*pp != wb)
+		pp = &(*pp)->next;
+	*pp = wb->next;
+	fi->nwbufs--;
+}
+
+/* ---- allocation of a stripe for a buffer ------------------------------------ */
+
+/* How many stripes to reserve when a file needs more: what the previous
+ * file of its directory took (frames of a sequence are alike). */
+uint64_t reserve_want(struct ffs *fs, struct finode *fi, uint64_t *hint)
+{
+	struct finode *dir;
+	uint64_t want = RESERVE_DEFAULT;
+
+	*hint = fi->alloc_hint;
+	if (ffs_iget(fs, ff_le64(fi->d.parent), &dir) == 0) {
+		if (dir->last_file_stripes)
+			want = dir->last_file_stripes;
+		if (!*hint)
+			*hint = dir->alloc_hint;
+		ffs_iput(fs, dir);
+	}
+	return want;
+}
+
+/*
+ * Reserve stripes for a file (fs->lock held).  When the only free stripes
+ * are those the running transaction freed, commit first: they come back
+ * once it is durable.  The writer that needs the space commits, not the
+ * allocator, which sits below the journal (the journal calls it when a
+ * commit frees stripes).
+ */
+int reserve_stripes(struct ffs *fs, uint64_t hint, uint64_t want, uint64_t *first,
+			   uint64_t *got)
+{
+	if (!ffs_alloc_free_stripe_count(fs) && fs->npending) {
+		int rc = ffs_journal_commit(fs);
+
+		if (rc < 0)
+			return rc;
+	}
+	return ffs_reserve_stripes(fs, hint, want, first, got);
+}
+
+/* Pick the stripe this buffer goes to: in place when the file stripe is
+ * preallocated and unwritten, else the next reserved one.  fs->lock held. */
+static int pick_stripe(struct ffs *fs, struct finode *fi, uint64_t fstripe, uint64_t *p,
+		       bool *in_place)
+{
+	uint64_t run, first, got, hint;
+	uint32_t flags;
+	int rc = ffs_extent_lookup(fs, fi, fstripe, p, &run, &flags);
+
+	*in_place = rc == 0 && (flags & FFS_X_UNWRITTEN);
+	if (*in_place)
+		return 0;
+	if (rc < 0 && rc != -ENOENT)
+		return rc;
+	if (!fi->reserve_count) {
+		uint64_t want = reserve_want(fs, fi, &hint);
+
+		rc = reserve_stripes(fs, hint, want, &first, &got);
+		if (rc < 0)
+			return rc;
+		fi->reserve_first = first;
+		fi->reserve_count = got;
+	}
+	*p = fi->reserve_first++;
+	fi->reserve_count--;
+	return 0;
+}
+
+void release_reservation(struct ffs *fs, struct finode *fi)
+{
+	if (fi->reserve_count)
+		ffs_unreserve_stripes(fs, fi->reserve_first, fi->reserve_count);
+	fi->reserve_count = 0;
+}
+
+/*
+ * Send a complete buffer to a free stripe, asynchronously.  The writer's
+ * FUSE request is answered at once; the completion thread maps the stripe
+ * (stripe_done).  Until then the buffer stays on the inode's list, marked
+ * writing, so reads are served from it and rewrites of that stripe wait.
+ * Called with the buffer marked writing and no locks held.
+ */
+static void stripe_write_done(struct ff_raid_io *io);
+
+static int stripe_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb)
+{
+	const struct ff_geom *g = fs->g;
+	int rc;
+
+	pthread_mutex_lock(&fs->lock);
+	fi->refs++; /* held until the completion thread is done with it */
+	pthread_mutex_unlock(&fs->lock);
+	for (uint32_t i = 0; i < g->ndata; i++)
+		wb->crc[i] = ff_crc32c(0, wb->data + (size_t)i * g->chunk_bytes, g->chunk_bytes);
+	wb->fs = fs;
+	wb->fi = fi;
+	memset(&wb->io, 0, sizeof(wb->io));
+	wb->io.op = FF_RAID_WRITE;
+	wb->io.space = FF_SPACE_DATA;
+	wb->io.flags = FF_RAID_IO_NO_INTENT; /* a free (or never written) stripe: nothing to tear */
+	wb->io.off = wb->pstripe * fs->stripe_bytes;
+	wb->io.len = fs->stripe_bytes;
+	wb->io.buf = wb->data;
+	wb->io.done = stripe_write_done;
+	wb->io.priv = wb;
+	atomic_fetch_add(&fs->stats.stripe_writes, 1);
+	rc = ff_raid_submit(fs->raid, &wb->io);
+	if (rc < 0) {
+		wb->io.result = rc;
+		stripe_write_done(&wb->io);
+	}
+	return 0;
+}
+
+/* Engine thread: hand the buffer to the completion thread (never take
+ * fs->lock on an engine thread). */
+static void stripe_write_done(struct ff_raid_io *io)
+{
+	struct wbuf *wb = io->priv;
+	struct wpool *p = wb->fs->wpool;
+
+	pthread_mutex_lock(&p->dq_lock);
+	wb->done_next = NULL;
+	if (p->dq_tail)
+		p->dq_tail->done_next = wb;
+	else
+		p->dq_head = wb;
+	p->dq_tail = wb;
+	pthread_cond_signal(&p->dq_cond);
+	pthread_mutex_unlock(&p->dq_lock);
+}
+
+/* Completion thread: the stripe is on the members; map it, then let the
+ * buffer go. */
+static void stripe_done(struct ffs *fs, struct wbuf *wb)
+{
+	struct finode *fi = wb->fi;
+	uint64_t p = wb->pstripe;
+	int rc = wb->io.result;
+
+	pthread_mutex_lock(&fs->lock);
+	if (rc == 0 && !wb->in_place)
+		rc = ffs_commit_stripes(fs, p, 1);
+	if (rc == 0)
+		rc = ffs_csum_set(fs, p, (uint32_t)fi->ino, (uint32_t)wb->fstripe, wb->crc);
+	if (rc == 0)
+		rc = ffs_extent_map(fs, fi, wb->fstripe, p, 1, 0);
+	if (rc < 0 && !wb->in_place)
+		ffs_unreserve_stripes(fs, p, 1);
+	if (rc == 0) {
+		fi->alloc_hint = p + 1;
+		ffs_rcache_invalidate(fs, p, 1);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	ff_log(FF_LOG_DEBUG, "inode %llu: file stripe %llu -> data stripe %llu%s",
+	       (unsigned long long)fi->ino, (unsigned long long)wb->fstripe, (unsigned long long)p,
+	       wb->in_place ? " (in place)" : "");
+	if (rc < 0)
+		ff_log(FF_LOG_ERR, "inode %llu: stripe %llu could not be written: %s",
+		       (unsigned long long)fi->ino, (unsigned long long)wb->fstripe, strerror(-rc));
+	pthread_mutex_lock(&fi->dlock);
+	wb_unlink(fi, wb);
+	wpool_put(fs, wb);
+	if (rc < 0 && !fi->write_error)
+		fi->write_error = rc;
+	pthread_cond_broadcast(&fi->dcond);
+	pthread_mutex_unlock(&fi->dlock);
+	pthread_mutex_lock(&fs->lock);
+	ffs_iput(fs, fi);
+	if (ffs_journal_tx_full(fs) && (rc = ffs_journal_commit(fs)) < 0)
+		ff_log(FF_LOG_ERR, "commit failed: %s", strerror(-rc));
+	pthread_mutex_unlock(&fs->lock);
+}
+
+static void *done_main(void *arg)
+{
+	struct ffs *fs = arg;
+	struct wpool *p = fs->wpool;
+
+	pthread_mutex_lock(&p->dq_lock);
+	for (;;) {
+		struct wbuf *wb = p->dq_head;
+
+		if (!wb) {
+			if (p->stop)
+				break;
+			pthread_cond_wait(&p->dq_cond, &p->dq_lock);
+			continue;
+		}
+		p->dq_head = wb->done_next;
+		if (!p->dq_head)
+			p->dq_tail = NULL;
+		pthread_mutex_unlock(&p->dq_lock);
+		stripe_done(fs, wb);
+		pthread_mutex_lock(&p->dq_lock);
+	}
+	pthread_mutex_unlock(&p->dq_lock);
+	return NULL;
+}
+
+/* Fill the gaps of a partial buffer from what the file holds there now
+ * (its stripe, or zeros for a hole or a preallocated stripe). */
+int wb_fill(struct ffs *fs, struct finode *fi, struct wbuf *wb)
+{
+	uint64_t p, run, prev = 0;
+	uint32_t flags;
+	bool mapped;
+	int rc;
+
+	pthread_mutex_lock(&fs->lock);
+	rc = ffs_extent_lookup(fs, fi, wb->fstripe, &p, &run, &flags);
+	pthread_mutex_unlock(&fs->lock);
+	if (rc < 0 && rc != -ENOENT)
+		return rc;
+	mapped = rc == 0 && !(flags & FFS_X_UNWRITTEN);
+	rc = 0;
+	for (unsigned i = 0; i <= wb->nival; i++) {
+		uint64_t a = prev, b = i < wb->nival ? wb->ival[i].a : fs->stripe_bytes;
+
+		if (b > a) {
+			if (mapped)
+				rc = read_stripe_bytes(fs, p, a, b - a, wb->data + a);
+			else
+				memset(wb->data + a, 0, b - a);
+			if (rc < 0)
+				return rc;
+		}
+		if (i < wb->nival)
+			prev = wb->ival[i].b;
+	}
+	wb->nival = 1;
+	wb->ival[0].a = 0;
+	wb->ival[0].b = fs->stripe_bytes;
+	atomic_fetch_add(&fs->stats.stripe_fills, 1);
+	return 0;
+}
+
+/* Let a partial buffer go without writing it: its reserved stripe returns
+ * to the allocator; err (if any) waits for the next fsync or close.  dlock
+ * held. */
+void wb_drop(struct ffs *fs, struct finode *fi, struct wbuf *wb, int err)
+{
+	wpool_detach_partial(fs, wb);
+	wb_unlink(fi, wb);
+	if (!wb->in_place) {
+		pthread_mutex_lock(&fs->lock);
+		ffs_unreserve_stripes(fs, wb->pstripe, 1);
+		pthread_mutex_unlock(&fs->lock);
+	}
+	wpool_put(fs, wb);
+	if (err && !fi->write_error)
+		fi->write_error = err;
+	pthread_cond_broadcast(&fi->dcond);
+}
+
+/* Write a partial buffer out (its stripe was reserved when it was made), or
+ * drop it with an error kept for the next fsync or close.  Called with dlock
+ * held; drops it while handing the buffer over. */
+int wb_writeout(struct ffs *fs, struct finode *fi, struct wbuf *wb)
+{
+	int rc = 0;
+
+	FF_ASSERT(!wb->writing && wb->fi == fi);
+	if (!ival_covers(wb, 0, fs->stripe_bytes))
+		rc = wb_fill(fs, fi, wb);
+	if (rc < 0) {
+		wb_drop(fs, fi, wb, rc);
+		return rc;
+	}
+	wpool_mark_writing(fs, wb);
+	pthread_mutex_unlock(&fi->dlock);
+	rc = stripe_submit(fs, fi, wb);
+	pthread_mutex_lock(&fi->dlock);
+	return rc;
+}
+
+/* The oldest buffer of fi that is not being written, or NULL (dlock held). */
+static struct wbuf *wb_oldest_partial(struct finode *fi)
+{
+	struct wbuf *old = NULL;
+
+	for (struct wbuf *w = fi->wbufs; w; w = w->next)
+		if (!w->writing && (!old || w->born_ns < old->born_ns))
+			old = w;
+	return old;
+}
+
+/* Whether any buffer of fi is being written (dlock held). */
+static bool wb_writing(const struct finode *fi)
+{
+	for (const struct wbuf *w = fi->wbufs; w; w = w->next)
+		if (w->writing)
+			return true;
+	return false;
+}
+
+/*
+ * Write out the oldest partial buffer of the pool, whoever owns it (b in the
+ * pool's comment).  No lock held on entry: the owner's dlock is taken with
+ * nothing else held.  The owner is pinned under fs->lock while its buffer
+ * is still on the partial list, so it cannot be freed meanwhile; if its
+ * buffers were all sent out in between, that is progress too.
+ */
+static void wpool_evict(struct ffs *fs)
+{
+	struct wpool *p = fs->wpool;
+	struct finode *fi = NULL;
+	struct wbuf *wb;
+
+	pthread_mutex_lock(&fs->lock);
+	pthread_mutex_lock(&p->lock);
+	if (p->partial_head) {
+		fi = p->partial_head->fi;
+		fi->refs++;
+	}
+	pthread_mutex_unlock(&p->lock);
+	pthread_mutex_unlock(&fs->lock);
+	if (!fi)
+		return;
+	pthread_mutex_lock(&fi->dlock);
+	wb = wb_oldest_partial(fi);
+	if (wb) {
+		atomic_fetch_add(&fs->stats.wbuf_evictions, 1);
+		wb_writeout(fs, fi, wb); /* an error is the owner's, for its fsync or close */
+	}
+	pthread_mutex_unlock(&fi->dlock);
+	pthread_mutex_lock(&fs->lock);
+	ffs_iput(fs, fi);
+	pthread_mutex_unlock(&fs->lock);
+}
+
+/* The completion thread (after the read cache exists). */
+int wpool_start(struct ffs *fs)
+{
+	struct wpool *p = fs->wpool;
+	int rc;
+
+	pthread_mutex_init(&p->dq_lock, NULL);
+	pthread_cond_init(&p->dq_cond, NULL);
+	rc = -pthread_create(&p->done_thread, NULL, done_main, fs);
+	p->done_started = rc == 0;
+	return rc;
+}
+
+void wpool_free(struct ffs *fs)
+{
+	if (fs->wpool && fs->wpool->done_started) {
+		struct wpool *p = fs->wpool;
+
+		pthread_mutex_lock(&p->dq_lock);
+		p->stop = true;
+		pthread_cond_signal(&p->dq_cond);
+		pthread_mutex_unlock(&p->dq_lock);
+		pthread_join(p->done_thread, NULL);
+		p->done_started = false;
+	}
+	if (fs->wpool) {
+		for (unsigned i = 0; i < fs->wpool->total; i++)
+			free(fs->wpool->all[i].data);
+		free(fs->wpool->all);
+		free(fs->wpool);
+		fs->wpool = NULL;
+	}
+}
+
+/*
+ * The buffer for file stripe k, attached to fi if it was not; NULL only on
+ * error.  dlock held, dropped while waiting.  Each pass either returns or
+ * waits for an event that must come: a write in flight completing (dcond is
+ * broadcast when it does), or a buffer from the pool (wpool_take).
+ */
+struct wbuf *wb_for(struct ffs *fs, struct finode *fi, uint64_t k, int *err)
+{
+	struct wbuf *wb, *held = NULL;
+
+	for (;;) {
+		wb = wb_find(fi, k);
+		if (wb && !wb->writing)
+			break; /* being assembled: join it */
+		if (wb || (fi->nwbufs >= WB_PER_INODE && wb_writing(fi))) {
+			/* its stripe is going out, or the file has its most buffers and
+			 * some are going out: wait for one (as the pool does) rather
+			 * than send a partial stripe that would be written twice */
+			if (held)
+				wpool_put(fs, held);
+			held = NULL;
+			atomic_fetch_add(wb ? &fs->stats.wbuf_wait_rewrite : &fs->stats.wbuf_wait_inode, 1);
+			wait_noted(&fi->dcond, &fi->dlock, "a stripe write of this file in flight");
+			continue;
+		}
+		if (fi->nwbufs >= WB_PER_INODE) { /* all partial: nothing else would free one */
+			atomic_fetch_add(&fs->stats.wbuf_evictions, 1);
+			*err = wb_writeout(fs, fi, wb_oldest_partial(fi));
+			if (*err < 0)
+				break;
+			continue;
+		}
+		if (held) {
+			wb = held;
+			held = NULL;
+			break;
+		}
+		pthread_mutex_unlock(&fi->dlock); /* the pool rule: wait with no lock held */
+		held = wpool_take(fs);
+		pthread_mutex_lock(&fi->dlock);
+	}
+	if (held) /* another writer made this stripe's buffer while we waited */
+		wpool_put(fs, held);
+	if (!wb || wb->fi == fi)
+		return wb;
+	/* the stripe it will go to is taken now, so a full volume answers this
+	 * write with ENOSPC instead of failing later in the background */
+	pthread_mutex_lock(&fs->lock);
+	*err = pick_stripe(fs, fi, k, &wb->pstripe, &wb->in_place);
+	pthread_mutex_unlock(&fs->lock);
+	if (*err < 0) {
+		wpool_put(fs, wb);
+		return NULL;
+	}
+	wb->fstripe = k;
+	wb->nival = 0;
+	wb->born_ns = ff_mono_ns();
+	wpool_attach(fs, fi, wb);
+	return wb;
+}

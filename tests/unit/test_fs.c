@@ -166,43 +166,73 @@ static void *flush_main(void *arg)
 	return NULL;
 }
 
+static struct ff_member *member(struct ffs *fs, unsigned m)
+{
+	return ff_raid_member(ffs_raid(fs), m);
+}
+
+/* The handshake instead of a sleep: wait until member m holds a request
+ * its fault rule delays (io/fault.h), i.e. the operation being slowed is
+ * in progress and cannot finish before the delay ends.  Each wait ends by
+ * its timeout; 10 s in all is a failure. */
+static void wait_held(struct ffs *fs, unsigned m)
+{
+	ck_assert_msg(ff_fault_wait_held(member(fs, m), FF_FAULT_ANY, 1, 10000) == 0,
+		      "member %u held no delayed request within 10 s", m);
+}
+
+/* The same for whichever member is the first to hold one; returns it. */
+static unsigned wait_held_any(struct ffs *fs)
+{
+	for (unsigned i = 0; i < 1000; i++) /* 1000 waits of 10 ms */
+		if (ff_fault_wait_held(member(fs, i % NM), FF_FAULT_ANY, 1, 10) == 0)
+			return i % NM;
+	ck_abort_msg("no member held a delayed request within 10 s");
+	return NM;
+}
+
 /* A commit in flight does not hold the filesystem: while the journal
- * write of one close is slow (fault: 300 ms of latency on every member
- * write), other operations — lookup, create, getattr — complete, and the
- * create made meanwhile is committed by the next transaction. */
+ * write of one close is held (fault: 1 s of latency on every member write;
+ * the test waits until a member holds it), other operations — lookup,
+ * create, getattr — complete before that commit does, and the create made
+ * meanwhile is committed by the next transaction. */
 START_TEST(commit_in_flight_lets_operations_run)
 {
 	struct ffs_opts o = { .write_buffer_bytes = 16 << 20, .read_cache_bytes = 16 << 20,
 			      .commit_interval_ms = 600000 };
 	struct ffs *fs = mkfs_mount(64, 64 * 1024);
-	struct ff_fault_rule slow = { .ops = FF_FAULT_WRITE, .latency_us = 300000 };
+	struct ff_fault_rule slow = { .ops = FF_FAULT_WRITE, .latency_us = 1000000 };
 	struct flusher f = { .rc = -1 };
 	struct ff_err err = { "" };
 	_Atomic uint64_t *commits;
 	uint64_t fh, c0;
 	pthread_t t;
 	struct stat st;
+	unsigned m;
 
 	ck_assert_int_eq(ffs_unmount(fs), 0);
 	ck_assert_msg(ffs_mount(pp, NM, &o, &fs, &err) == 0, "mount: %s", err.msg);
 	commits = &ffs_stats(fs)->commits;
 	create(fs, FFS_ROOT_INO, "slow", &f.fh); /* empty: its flush is the commit alone */
-	for (unsigned m = 0; m < NM; m++)
-		ck_assert_int_eq(ff_fault_add(ff_raid_member(ffs_raid(fs), m), &slow), 0);
+	for (m = 0; m < NM; m++)
+		ck_assert_int_eq(ff_fault_add(member(fs, m), &slow), 0);
 	c0 = atomic_load(commits);
 	f.fs = fs;
 	ck_assert_int_eq(pthread_create(&t, NULL, flush_main, &f), 0);
-	usleep(50 * 1000); /* the commit thread has laid the transaction out and writes it */
+	/* the close's commit is in flight: its journal write is held */
+	m = wait_held_any(fs);
+	ck_assert_uint_eq(atomic_load(commits), c0);
 	ck_assert_int_eq(ffs_lookup(fs, FFS_ROOT_INO, "slow", &st), 0);
 	create(fs, FFS_ROOT_INO, "meanwhile", &fh);
 	ck_assert_int_eq(ffs_getattr(fs, st.st_ino, &st), 0);
-	ck_assert_msg(!atomic_load(&f.done) && atomic_load(commits) == c0,
+	ck_assert_msg(!atomic_load(&f.done) && atomic_load(commits) == c0 &&
+		      ff_fault_held(member(fs, m), FF_FAULT_ANY) >= 1,
 		      "operations waited for the commit in flight");
 	ck_assert_int_eq(pthread_join(t, NULL), 0);
 	ck_assert_int_eq(f.rc, 0);
 	ck_assert_uint_eq(atomic_load(commits), c0 + 1);
-	for (unsigned m = 0; m < NM; m++)
-		ff_fault_clear(ff_raid_member(ffs_raid(fs), m));
+	for (m = 0; m < NM; m++)
+		ff_fault_clear(member(fs, m));
 	ck_assert_int_eq(ffs_flush(fs, fh), 0); /* its create went to the next transaction */
 	ck_assert_uint_eq(atomic_load(commits), c0 + 2);
 	ck_assert_int_eq(ffs_release(fs, fh), 0);
@@ -217,20 +247,22 @@ END_TEST
 
 /* The flush that makes a commit's data durable before its records runs
  * with the filesystem let go, like the records' own write and flush: with
- * 500 ms of latency on every member flush (fault: op=f), a close that
- * wrote a stripe of data takes two slow flushes, and lookup, create and
- * getattr made 100 ms into the first one complete long before it ends. */
+ * 1 s of latency on every member flush (fault: op=f), a close that wrote a
+ * stripe of data takes two slow flushes, and lookup, create and getattr
+ * made while every member holds the first one complete before it ends:
+ * afterwards each member still holds a flush and no further flush has
+ * reached a member. */
 START_TEST(preflush_lets_operations_run)
 {
 	struct ffs_opts o = { .write_buffer_bytes = 16 << 20, .read_cache_bytes = 16 << 20,
 			      .commit_interval_ms = 600000 };
 	struct ffs *fs = mkfs_mount(64, 64 * 1024);
-	struct ff_fault_rule slow = { .ops = FF_FAULT_FLUSH, .latency_us = 500000 };
+	struct ff_fault_rule slow = { .ops = FF_FAULT_FLUSH, .latency_us = 1000000 };
 	struct flusher f = { .rc = -1 };
 	struct ff_err err = { "" };
 	const size_t len = 3 * 64 * 1024; /* one whole stripe of RAID5 over 4 */
 	uint8_t *data = malloc(len), *back = malloc(len);
-	uint64_t fh, t0, took;
+	uint64_t fh, fired = 0;
 	pthread_t t;
 	struct stat st;
 
@@ -243,22 +275,29 @@ START_TEST(preflush_lets_operations_run)
 	create(fs, FFS_ROOT_INO, "frame", &f.fh);
 	ck_assert_int_eq(ffs_write(fs, f.fh, data, len, 0), (ssize_t)len);
 	for (unsigned m = 0; m < NM; m++)
-		ck_assert_int_eq(ff_fault_add(ff_raid_member(ffs_raid(fs), m), &slow), 0);
+		ck_assert_int_eq(ff_fault_add(member(fs, m), &slow), 0);
 	f.fs = fs;
 	ck_assert_int_eq(pthread_create(&t, NULL, flush_main, &f), 0);
-	usleep(100 * 1000); /* the data is written; the flush before the records runs */
-	t0 = ff_mono_ns();
+	/* the flush before the records is in progress: every member holds it
+	 * (a flush goes to every member) */
+	for (unsigned m = 0; m < NM; m++) {
+		wait_held(fs, m);
+		fired += atomic_load(&member(fs, m)->fault->fired);
+	}
 	ck_assert_int_eq(ffs_lookup(fs, FFS_ROOT_INO, "frame", &st), 0);
 	create(fs, FFS_ROOT_INO, "meanwhile", &fh);
 	ck_assert_int_eq(ffs_getattr(fs, st.st_ino, &st), 0);
-	took = ff_mono_ns() - t0;
-	ck_assert_msg(took < 250000000ull, "operations took %.0f ms: they waited for a flush",
-		      (double)took / 1e6);
+	for (unsigned m = 0; m < NM; m++) {
+		ck_assert_msg(ff_fault_held(member(fs, m), FF_FAULT_ANY) >= 1,
+			      "member %u's flush ended before the operations: they waited for it", m);
+		fired -= atomic_load(&member(fs, m)->fault->fired);
+	}
+	ck_assert_msg(fired == 0, "another flush started: the operations waited for the first");
 	ck_assert_msg(!atomic_load(&f.done), "the close ended before two slow flushes");
 	ck_assert_int_eq(pthread_join(t, NULL), 0);
 	ck_assert_int_eq(f.rc, 0);
 	for (unsigned m = 0; m < NM; m++)
-		ff_fault_clear(ff_raid_member(ffs_raid(fs), m));
+		ff_fault_clear(member(fs, m));
 	ck_assert_int_eq(ffs_release(fs, fh), 0);
 	ck_assert_int_eq(ffs_release(fs, f.fh), 0);
 	fs = remount(fs);

@@ -18,33 +18,9 @@
 #include "fs/format.h"
 #include "io/fault.h"
 #include "raid/raid.h"
+#include "tests/unit/helpers.h"
 
 #define NM 4
-static char dir[256], paths[NM][300];
-static const char *pp[NM];
-
-static void make_members(unsigned mb)
-{
-	snprintf(dir, sizeof(dir), "/dev/shm/fftest.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-	for (unsigned i = 0; i < NM; i++) {
-		int fd;
-
-		snprintf(paths[i], sizeof(paths[i]), "%s/m%u", dir, i);
-		fd = open(paths[i], O_CREAT | O_RDWR | O_TRUNC, 0600);
-		ck_assert_int_ge(fd, 0);
-		ck_assert_int_eq(ftruncate(fd, (off_t)mb << 20), 0);
-		close(fd);
-		pp[i] = paths[i];
-	}
-}
-
-static void remove_members(void)
-{
-	for (unsigned i = 0; i < NM; i++)
-		unlink(paths[i]);
-	rmdir(dir);
-}
 
 static struct ffs *mkfs_mount(unsigned mb, uint32_t chunk)
 {
@@ -53,9 +29,9 @@ static struct ffs *mkfs_mount(unsigned mb, uint32_t chunk)
 	struct ff_err err = { "" };
 	struct ffs *fs;
 
-	make_members(mb);
-	ck_assert_msg(ffs_mkfs(pp, NM, &p, &err) == 0, "mkfs: %s", err.msg);
-	ck_assert_msg(ffs_mount(pp, NM, &o, &fs, &err) == 0, "mount: %s", err.msg);
+	ut_make_members(NM, mb);
+	ck_assert_msg(ffs_mkfs(ut_pp, NM, &p, &err) == 0, "mkfs: %s", err.msg);
+	ck_assert_msg(ffs_mount(ut_pp, NM, &o, &fs, &err) == 0, "mount: %s", err.msg);
 	return fs;
 }
 
@@ -66,7 +42,7 @@ static struct ffs *remount(struct ffs *fs)
 
 	if (fs)
 		ck_assert_int_eq(ffs_unmount(fs), 0);
-	ck_assert_msg(ffs_mount(pp, NM, &o, &fs, &err) == 0, "mount: %s", err.msg);
+	ck_assert_msg(ffs_mount(ut_pp, NM, &o, &fs, &err) == 0, "mount: %s", err.msg);
 	return fs;
 }
 
@@ -100,7 +76,7 @@ START_TEST(small_file_round_trip)
 	ck_assert_int_eq(memcmp(buf, "hello\n", 6), 0);
 	ck_assert_int_eq(ffs_release(fs, fh), 0);
 	ck_assert_int_eq(ffs_unmount(fs), 0);
-	remove_members();
+	ut_remove_members(NM);
 }
 END_TEST
 
@@ -120,7 +96,7 @@ START_TEST(flush_commits_only_changed_files)
 	char buf[16];
 
 	ck_assert_int_eq(ffs_unmount(fs), 0);
-	ck_assert_msg(ffs_mount(pp, NM, &o, &fs, &err) == 0, "mount: %s", err.msg);
+	ck_assert_msg(ffs_mount(ut_pp, NM, &o, &fs, &err) == 0, "mount: %s", err.msg);
 	commits = &ffs_stats(fs)->commits;
 	ino = create(fs, FFS_ROOT_INO, "played", &fh);
 	ck_assert_int_eq(ffs_write(fs, fh, "frame", 5, 0), 5);
@@ -146,7 +122,7 @@ START_TEST(flush_commits_only_changed_files)
 	ck_assert_uint_eq(atomic_load(commits), c0 + 1);
 	ck_assert_int_eq(ffs_release(fs, fh2), 0);
 	ck_assert_int_eq(ffs_unmount(fs), 0);
-	remove_members();
+	ut_remove_members(NM);
 }
 END_TEST
 
@@ -211,7 +187,7 @@ START_TEST(commit_in_flight_lets_operations_run)
 	unsigned m;
 
 	ck_assert_int_eq(ffs_unmount(fs), 0);
-	ck_assert_msg(ffs_mount(pp, NM, &o, &fs, &err) == 0, "mount: %s", err.msg);
+	ck_assert_msg(ffs_mount(ut_pp, NM, &o, &fs, &err) == 0, "mount: %s", err.msg);
 	commits = &ffs_stats(fs)->commits;
 	create(fs, FFS_ROOT_INO, "slow", &f.fh); /* empty: its flush is the commit alone */
 	for (m = 0; m < NM; m++)
@@ -241,7 +217,7 @@ START_TEST(commit_in_flight_lets_operations_run)
 	ck_assert_int_eq(ffs_lookup(fs, FFS_ROOT_INO, "meanwhile", &st), 0);
 	ck_assert_int_eq(ffs_lookup(fs, FFS_ROOT_INO, "slow", &st), 0);
 	ck_assert_int_eq(ffs_unmount(fs), 0);
-	remove_members();
+	ut_remove_members(NM);
 }
 END_TEST
 
@@ -271,7 +247,7 @@ START_TEST(preflush_lets_operations_run)
 	for (size_t i = 0; i < len; i++)
 		data[i] = (uint8_t)(i * 7 + 3);
 	ck_assert_int_eq(ffs_unmount(fs), 0);
-	ck_assert_msg(ffs_mount(pp, NM, &o, &fs, &err) == 0, "mount: %s", err.msg);
+	ck_assert_msg(ffs_mount(ut_pp, NM, &o, &fs, &err) == 0, "mount: %s", err.msg);
 	create(fs, FFS_ROOT_INO, "frame", &f.fh);
 	ck_assert_int_eq(ffs_write(fs, f.fh, data, len, 0), (ssize_t)len);
 	for (unsigned m = 0; m < NM; m++)
@@ -309,7 +285,7 @@ START_TEST(preflush_lets_operations_run)
 	ck_assert_int_eq(memcmp(back, data, len), 0);
 	ck_assert_int_eq(ffs_release(fs, fh), 0);
 	ck_assert_int_eq(ffs_unmount(fs), 0);
-	remove_members();
+	ut_remove_members(NM);
 	free(data);
 	free(back);
 }
@@ -349,7 +325,7 @@ START_TEST(scrub_finds_and_repairs)
 	g = ff_raid_geom(ffs_raid(fs));
 	/* fault: 4 KiB of junk in data chunk 0 of stripe 0 (the file's first stripe) */
 	m = ff_raid_chunk_member(ffs_raid(fs), 0, 0);
-	corrupt(paths[m], g->data_offset + 4096, 4096);
+	corrupt(ut_paths[m], g->data_offset + 4096, 4096);
 	/* fault: junk in the parity chunk of stripe 1 (the member that holds no data chunk) */
 	{
 		uint32_t used = 0;
@@ -357,10 +333,10 @@ START_TEST(scrub_finds_and_repairs)
 		for (unsigned i = 0; i < g->ndata; i++)
 			used |= 1u << ff_raid_chunk_member(ffs_raid(fs), 1, i);
 		m = (unsigned)__builtin_ctz(~used);
-		corrupt(paths[m], g->data_offset + g->chunk_bytes + 4 * 4096, 4096);
+		corrupt(ut_paths[m], g->data_offset + g->chunk_bytes + 4 * 4096, 4096);
 	}
 	/* fault: junk in copy 0 of metadata block 0 (superblock A, on member 0) */
-	corrupt(paths[0], g->meta_offset + 512, 512);
+	corrupt(ut_paths[0], g->meta_offset + 512, 512);
 	ck_assert_int_eq(ffs_scrub_start(fs, true), 0);
 	ffs_scrub_wait(fs, &st);
 	ck_assert_uint_ge(st.chunks_bad, 1);
@@ -383,7 +359,7 @@ START_TEST(scrub_finds_and_repairs)
 	ck_assert_int_eq(memcmp(data, back, sizeof(data)), 0);
 	ck_assert_int_eq(ffs_release(fs, fh), 0);
 	ck_assert_int_eq(ffs_unmount(fs), 0);
-	remove_members();
+	ut_remove_members(NM);
 }
 END_TEST
 
@@ -407,7 +383,7 @@ START_TEST(read_repairs_bad_chunk)
 	g = ff_raid_geom(ffs_raid(fs));
 	/* fault: junk in data chunk 1 of stripe 0 */
 	m = ff_raid_chunk_member(ffs_raid(fs), 0, 1);
-	corrupt(paths[m], g->data_offset + 8192, 4096);
+	corrupt(ut_paths[m], g->data_offset + 8192, 4096);
 	ck_assert_int_eq(ffs_open(fs, ino, O_RDONLY, &fh), 0);
 	ck_assert_int_eq(ffs_read(fs, fh, back, sizeof(back), 0), (ssize_t)sizeof(back));
 	ck_assert_int_eq(memcmp(data, back, sizeof(data)), 0);
@@ -415,7 +391,7 @@ START_TEST(read_repairs_bad_chunk)
 	ck_assert_uint_ge(atomic_load(&ffs_stats(fs)->crc_repaired), 1);
 	ck_assert_int_eq(ffs_release(fs, fh), 0);
 	ck_assert_int_eq(ffs_unmount(fs), 0);
-	remove_members();
+	ut_remove_members(NM);
 }
 END_TEST
 
@@ -524,9 +500,9 @@ static void pool_run(size_t pool_bytes, unsigned nwriters, unsigned lat_us)
 	char name[32];
 	const unsigned npieces = 18; /* 96 stripes of 192 KiB */
 
-	make_members(160);
-	ck_assert_msg(ffs_mkfs(pp, NM, &p, &err) == 0, "mkfs: %s", err.msg);
-	ck_assert_msg(ffs_mount(pp, NM, &o, &fs, &err) == 0, "mount: %s", err.msg);
+	ut_make_members(NM, 160);
+	ck_assert_msg(ffs_mkfs(ut_pp, NM, &p, &err) == 0, "mkfs: %s", err.msg);
+	ck_assert_msg(ffs_mount(ut_pp, NM, &o, &fs, &err) == 0, "mount: %s", err.msg);
 	ck_assert_int_eq(ff_fault_add(ff_raid_member(ffs_raid(fs), 1), &slow), 0);
 	ino[POOL_WRITERS] = create(fs, FFS_ROOT_INO, "shared.mov", &fh_shared);
 	for (unsigned i = 0; i < nwriters; i++) {
@@ -554,7 +530,7 @@ static void pool_run(size_t pool_bytes, unsigned nwriters, unsigned lat_us)
 	fs = remount(fs);
 	pool_check_all(fs, ino, nwriters, npieces);
 	ck_assert_int_eq(ffs_unmount(fs), 0);
-	remove_members();
+	ut_remove_members(NM);
 }
 
 START_TEST(pool_past_per_file_cap_progress)

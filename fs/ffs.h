@@ -44,7 +44,7 @@ struct ffs_stats {
 	_Atomic uint64_t crc_repaired;
 	_Atomic uint64_t meta_repaired;    /* metadata copies rewritten after a bad read */
 	_Atomic uint64_t commits;
-	/* write-buffer waits, by reason (fs/data.c, the pool's comment) */
+	/* write-buffer waits, by reason (fs/wbuf.c, the pool's comment) */
 	_Atomic uint64_t wbuf_wait_pool;    /* the pool was empty */
 	_Atomic uint64_t wbuf_wait_inode;   /* the file had its most buffers, all in flight */
 	_Atomic uint64_t wbuf_wait_rewrite; /* the stripe was still being written */

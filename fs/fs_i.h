@@ -100,7 +100,7 @@ int ffs_bt_destroy(struct ffs *fs, struct bt_root *t);
 int ffs_bt_walk(struct ffs *fs, struct bt_root *t, int (*cb)(void *arg, uint64_t block, int level),
 	    void *arg);
 
-/* ---- inodes (inode.c) ---------------------------------------------------- */
+/* ---- inodes (inode.c, extent.c, xattr.c) ---------------------------------- */
 
 /* struct finode, ffs_iget, ffs_iput, ffs_istore, ffs_inode_new,
  * ffs_extent_map: ffs_tools.h */
@@ -141,7 +141,7 @@ int ffs_dir_next(struct ffs *fs, struct finode *dir, uint64_t pos, char *name, u
 	     uint8_t *type, uint64_t *next_pos);
 bool ffs_dir_is_empty(struct ffs *fs, struct finode *dir);
 
-/* ---- file data (data.c) ---------------------------------------------------- */
+/* ---- file data (data.c, wbuf.c, rcache.c: see data_i.h) -------------------- */
 
 int ffs_data_init(struct ffs *fs);
 void ffs_data_free(struct ffs *fs);
@@ -207,7 +207,7 @@ struct ffs {
 	size_t npending, cap_pending;
 	uint64_t stripe_cursor;
 	/* Called by ffs_free_stripes (fs->lock held) for each run it frees:
-	 * the read cache (data.c) registers it to drop its copies.  A hook,
+	 * the read cache (rcache.c) registers it to drop its copies.  A hook,
 	 * because the allocator sits below the read cache.  NULL: no cache. */
 	void (*stripes_freed)(struct ffs *fs, uint64_t first, uint64_t count);
 	/* inode cache */

@@ -396,7 +396,7 @@ START_TEST(read_repairs_bad_chunk)
 END_TEST
 
 /*
- * The write-buffer pool's progress rule (fs/data.c): 12 writers each write a
+ * The write-buffer pool's progress rule (fs/wbuf.c): 12 writers each write a
  * file of 96 stripes (past WB_PER_INODE) in 1 MiB pieces in a shuffled
  * order, as FUSE hands out concurrent O_DIRECT pieces, and four of them
  * share one more file, while one member takes 2 or 10 ms per write (fault:

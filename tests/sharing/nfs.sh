@@ -24,7 +24,7 @@ need ganesha.nfsd nfs-cp nfs-cat nfs-ls
 [ -e /usr/lib/x86_64-linux-gnu/ganesha/libfsalvfs.so ] || ls /usr/lib/*/ganesha/libfsalvfs.so >/dev/null 2>&1 ||
 	{ echo "FAIL: nfs-ganesha-vfs is not installed (./setup.sh test installs it)"; exit 1; }
 
-it_make_array 5 4 1G
+it_make_array 5 4 1G -N $((LIST_N + 5000)) # the listing's frames and the rest
 it_mount
 
 # --- ganesha.nfsd: the example configuration with our path, port, recovery dir

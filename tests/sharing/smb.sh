@@ -19,7 +19,7 @@ HERE=$(dirname "$(readlink -f "$0")")
 . "$HERE/share_lib.sh"
 need smbd smbclient smbpasswd smbtorture
 
-it_make_array 5 4 1G
+it_make_array 5 4 1G -N $((LIST_N + 5000)) # the listing's frames and the rest
 it_mount
 
 # --- smbd: the example configuration behind a private [global] block

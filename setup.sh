@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")"
 
 PKGS="gcc meson ninja-build pkg-config libfuse3-dev fuse3 liburing-dev libisal-dev libnvme-dev libjson-c-dev
-      check fio btrfs-progs e2fsprogs util-linux kmod python3 gdb
+      check fio btrfs-progs e2fsprogs util-linux kmod python3 gdb python3-prometheus-client
       samba samba-vfs-modules smbclient samba-testsuite nfs-ganesha nfs-ganesha-vfs libnfs-utils libnfs-dev"
 
 install_deps() {

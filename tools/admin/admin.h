@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* framefs-admin: private header shared by its three files. */
+/* framefs-admin: private header shared by its files. */
 #ifndef FF_ADMIN_H
 #define FF_ADMIN_H
 
@@ -57,5 +57,21 @@ json_object *jget(json_object *o, const char *key);
 void print_json(json_object *o, FILE *f);
 /* Print the answer's error (ok false) on stderr, or its message on stdout. */
 int report_answer(json_object *o, bool json, bool quiet);
+
+/* metrics.c: the status in the Prometheus text format; -1 on a write error. */
+int render_metrics(json_object *st, FILE *f);
+
+/* footage.c: status --footage FORMAT@FPS */
+struct footage {
+	bool set;
+	char format[64];      /* preset name, or "40000KiB" */
+	uint64_t frame_bytes;
+	double fps;
+};
+/* EX_OK, or EX_USAGE with the message printed. */
+int footage_parse(const char *spec, struct footage *fo);
+/* The status's "footage" object, or NULL when the status has no filesystem. */
+json_object *footage_json(const struct footage *fo, json_object *st);
+void render_footage(json_object *fj, FILE *f);
 
 #endif

@@ -23,6 +23,8 @@ struct opts {
 	bool json, force, no_wait, wait, no_repair, quiet;
 	double watch_s;
 	const char *sock;
+	const char *footage_spec; /* status --footage FORMAT@FPS */
+	struct footage footage;
 };
 
 static volatile sig_atomic_t interrupted;
@@ -45,6 +47,12 @@ static void usage(FILE *f)
 "  status [--watch[=SECS]] VOLUME    level, chunk, state (clean/degraded/rebuilding/\n"
 "                                    failed), every member's role, state, path, size and\n"
 "                                    NVMe model/serial/firmware; rebuild and scrub progress\n"
+"         [--footage FORMAT@FPS]     adds the free space as running time of FORMAT (a\n"
+"                                    framefs-frametest preset: 4k, 8k, dpx-uhd, ... or a\n"
+"                                    frame size in KiB) at FPS frames per second, each\n"
+"                                    frame rounded up to whole stripes\n"
+"  metrics MOUNTPOINT                the status in the Prometheus text format (for\n"
+"                                    node_exporter's textfile collector)\n"
 "  fail [--force] VOLUME MEMBER      mark MEMBER failed (refused when the array could not\n"
 "                                    survive it, unless --force); MEMBER is a path, its\n"
 "                                    basename or a role number\n"
@@ -128,6 +136,8 @@ static int cmd_status(struct vol *v, const struct opts *o)
 			json_object_put(st);
 			return rc;
 		}
+		if (o->footage.set)
+			json_object_object_add(st, "footage", footage_json(&o->footage, st));
 		if (o->watch_s > 0 && isatty(1))
 			printf("\033[H\033[2J");
 		if (o->json)
@@ -142,6 +152,43 @@ static int cmd_status(struct vol *v, const struct opts *o)
 		if (interrupted)
 			return EX_OK;
 	}
+}
+
+/*
+ * The status in the Prometheus text format, written in one piece: a
+ * textfile collector never reads half an answer from a failed run.
+ */
+static int cmd_metrics(struct vol *v)
+{
+	const char *w[] = { "status" };
+	json_object *st = NULL;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *mf;
+	int rc = request1(v, w, 1, &st);
+
+	if (rc != EX_OK)
+		return rc;
+	if (!jbool(st, "ok")) {
+		rc = report_answer(st, false, false);
+		json_object_put(st);
+		return rc;
+	}
+	mf = open_memstream(&buf, &len);
+	if (!mf || render_metrics(st, mf) < 0 || fclose(mf) != 0) {
+		fprintf(stderr, "framefs-admin: metrics: %s\n", strerror(errno));
+		json_object_put(st);
+		free(buf);
+		return EX_FAILED;
+	}
+	json_object_put(st);
+	if (fwrite(buf, 1, len, stdout) != len || fflush(stdout) != 0) {
+		fprintf(stderr, "framefs-admin: metrics: cannot write: %s\n", strerror(errno));
+		free(buf);
+		return EX_FAILED;
+	}
+	free(buf);
+	return EX_OK;
 }
 
 /* Follow the rebuild until no member is left to rebuild. */
@@ -331,7 +378,7 @@ static const struct command commands[] = {
 	{ "status", 0, 0, true, false },  { "fail", 1, 1, true, true },
 	{ "remove", 1, 1, true, true },   { "add", 1, 1, true, true },
 	{ "replace", 2, 2, true, true },  { "rebuild", 0, 0, true, true },
-	{ "set", 1, 4, false, false },
+	{ "set", 1, 4, false, false },    { "metrics", 0, 0, false, false },
 	{ "fault", 1, 1, false, false },
 };
 
@@ -343,6 +390,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "wait", no_argument, NULL, 'W' },    { "no-repair", no_argument, NULL, 'n' },
 		{ "socket", required_argument, NULL, 'S' }, { "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },    { "version", no_argument, NULL, 'V' },
+		{ "footage", required_argument, NULL, 'F' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -356,6 +404,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case 'W': o->wait = true; break;
 		case 'n': o->no_repair = true; break;
 		case 'S': o->sock = optarg; break;
+		case 'F': o->footage_spec = optarg; break;
 		case 'q': o->quiet = true; break;
 		case 'h': usage(stdout); exit(EX_OK);
 		case 'V': printf("framefs-admin 0.1.0\n"); exit(EX_OK);
@@ -378,7 +427,8 @@ static int split_args(int argc, char **argv, struct opts *o, char **words, unsig
 	opts_argv[0] = argv[0];
 	*nwords = 0;
 	for (int i = 1; i < argc; i++) {
-		bool takes_arg = !strcmp(argv[i], "--socket") || !strcmp(argv[i], "-S");
+		bool takes_arg = !strcmp(argv[i], "--socket") || !strcmp(argv[i], "-S") ||
+				 !strcmp(argv[i], "--footage");
 
 		if (!dashdash && !strcmp(argv[i], "--")) {
 			dashdash = true;
@@ -449,6 +499,8 @@ static int run(const struct command *cmd, char **a, unsigned na, const struct op
 	}
 	if (!strcmp(cmd->name, "status"))
 		rc = cmd_status(&v, o);
+	else if (!strcmp(cmd->name, "metrics"))
+		rc = cmd_metrics(&v);
 	else if (!strcmp(cmd->name, "rebuild"))
 		rc = cmd_rebuild(&v, o);
 	else
@@ -468,6 +520,19 @@ int main(int argc, char **argv)
 		return EX_USAGE;
 	if (nwords == 0) {
 		usage(stderr);
+		return EX_USAGE;
+	}
+	if (o.footage_spec) {
+		if (strcmp(words[0], "status")) {
+			fprintf(stderr, "framefs-admin: --footage goes with status\n");
+			return EX_USAGE;
+		}
+		if (footage_parse(o.footage_spec, &o.footage) != EX_OK)
+			return EX_USAGE;
+	}
+	if (o.json && !strcmp(words[0], "metrics")) {
+		fprintf(stderr, "framefs-admin: metrics prints the Prometheus text format; for JSON "
+			"use status --json\n");
 		return EX_USAGE;
 	}
 	sigaction(SIGINT, &sa, NULL);

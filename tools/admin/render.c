@@ -243,6 +243,8 @@ void render_status(json_object *st, FILE *f)
 	else
 		fprintf(f, "  size     %s usable; events %.0f\n",
 			fmt_bytes(jnum(g, "data_bytes"), a, sizeof(a)), jnum(st, "events"));
+	if (json_object_object_get_ex(st, "footage", NULL)) /* status --footage */
+		render_footage(jget(st, "footage"), f);
 	render_requests(jget(st, "requests"), f);
 	fprintf(f, "  rates    rebuild %s min, %s max; scrub %s min, %s max\n",
 		fmt_rate(jnum(rates, "rebuild_min_bps"), a, sizeof(a)),

@@ -18,7 +18,7 @@
 
 static int sb_thread_start(struct ff_raid *r);
 static void sb_thread_stop(struct ff_raid *r);
-#define sb_write_locked raid_sb_write_locked
+#define sb_write_locked ff_raid_sb_write_locked
 
 static void close_all(struct ff_member *m, unsigned n)
 {
@@ -505,21 +505,21 @@ int ff_raid_assemble(const char *const *paths, unsigned n, const struct ff_raid_
 	pthread_mutex_init(&r->sb_lock, NULL);
 	pthread_cond_init(&r->sb_cond, NULL);
 	unclean = ff_le32(r->sb->array_state) == FF_ARRAY_DIRTY && !opts->force_clean;
-	rc = raid_engine_start(r);
+	rc = ff_raid_engine_start(r);
 	if (rc == 0 && (rc = sb_thread_start(r)) < 0)
-		raid_engine_stop(r);
+		ff_raid_engine_stop(r);
 	if (rc < 0) {
 		ff_err_set(err, "cannot start the RAID engine: %s", strerror(-rc));
 		goto fail;
 	}
-	if (!r->read_only && (rc = raid_sb_write_all(r, FF_ARRAY_DIRTY)) < 0) {
+	if (!r->read_only && (rc = ff_raid_sb_write_all(r, FF_ARRAY_DIRTY)) < 0) {
 		ff_err_set(err, "cannot write member superblocks: %s", strerror(-rc));
 		ff_raid_close(r);
 		r = NULL;
 		goto fail;
 	}
-	if (!r->read_only && ((rc = raid_intent_init(r)) < 0 ||
-			      (rc = raid_intent_recover(r, unclean)) < 0)) {
+	if (!r->read_only && ((rc = ff_raid_intent_init(r)) < 0 ||
+			      (rc = ff_raid_intent_recover(r, unclean)) < 0)) {
 		ff_err_set(err, "cannot recover the write-intent records: %s", strerror(-rc));
 		ff_raid_close(r);
 		r = NULL;
@@ -548,7 +548,7 @@ fail_nomembers:
 }
 
 /* Caller holds sb_lock. */
-int raid_sb_write_locked(struct ff_raid *r, uint32_t array_state)
+int ff_raid_sb_write_locked(struct ff_raid *r, uint32_t array_state)
 {
 	struct ff_member_sb *sb = r->sb;
 	int first_err = 0;
@@ -582,7 +582,7 @@ int raid_sb_write_locked(struct ff_raid *r, uint32_t array_state)
 	return first_err;
 }
 
-int raid_sb_write_all(struct ff_raid *r, uint32_t array_state)
+int ff_raid_sb_write_all(struct ff_raid *r, uint32_t array_state)
 {
 	int rc;
 
@@ -622,7 +622,7 @@ static void failed_locked(struct ff_raid *r, unsigned role, const char *cause)
 }
 
 /* Called from engine threads: record the failure at once, persist later. */
-void raid_member_failed(struct ff_raid *r, unsigned role, const char *cause)
+void ff_raid_member_failed(struct ff_raid *r, unsigned role, const char *cause)
 {
 	if (!mark_failed(r, role, cause))
 		return;
@@ -631,7 +631,7 @@ void raid_member_failed(struct ff_raid *r, unsigned role, const char *cause)
 	pthread_mutex_unlock(&r->sb_lock);
 }
 
-void raid_role_reset_info(struct ff_raid *r, unsigned role)
+void ff_raid_role_reset_info(struct ff_raid *r, unsigned role)
 {
 	r->fail_reason[role][0] = '\0';
 	r->note[role][0] = '\0';
@@ -794,7 +794,7 @@ static void *sb_thread_main(void *arg)
 	while (!r->sb_stop) {
 		if (ff_mono_ns() >= next_clean) { /* quiet write-intent regions are cleared */
 			pthread_mutex_unlock(&r->sb_lock);
-			raid_intent_clean(r);
+			ff_raid_intent_clean(r);
 			pthread_mutex_lock(&r->sb_lock);
 			next_clean = ff_mono_ns() + INTENT_CLEAN_NS;
 		}
@@ -826,7 +826,7 @@ static void *sb_thread_main(void *arg)
 			sb_write_locked(r, FF_ARRAY_DIRTY);
 		if (r->nspares && atomic_load(&r->dead_mask) && !r->read_only) {
 			pthread_mutex_unlock(&r->sb_lock);
-			raid_spares_takeover(r);
+			ff_raid_spares_takeover(r);
 			pthread_mutex_lock(&r->sb_lock);
 		}
 	}
@@ -858,19 +858,19 @@ int ff_raid_fail_member(struct ff_raid *r, unsigned role, const char *cause)
 {
 	if (role >= r->g.nmembers)
 		return -EINVAL;
-	raid_member_failed(r, role, cause);
-	return raid_sb_write_all(r, FF_ARRAY_DIRTY);
+	ff_raid_member_failed(r, role, cause);
+	return ff_raid_sb_write_all(r, FF_ARRAY_DIRTY);
 }
 
 int ff_raid_close(struct ff_raid *r)
 {
 	int rc;
 
-	raid_rebuild_stop(r);
-	raid_engine_stop(r);
+	ff_raid_rebuild_stop(r);
+	ff_raid_engine_stop(r);
 	sb_thread_stop(r);
-	raid_intent_free(r);
-	rc = r->read_only ? 0 : raid_sb_write_all(r, FF_ARRAY_CLEAN);
+	ff_raid_intent_free(r);
+	rc = r->read_only ? 0 : ff_raid_sb_write_all(r, FF_ARRAY_CLEAN);
 	for (unsigned i = 0; i < r->g.nmembers; i++) {
 		if (r->mem[i].fd >= 0)
 			ff_member_close(&r->mem[i]);
@@ -886,7 +886,7 @@ int ff_raid_close(struct ff_raid *r)
 		ff_member_close(&r->spare[i]);
 	if (r->shadow.fd >= 0)
 		ff_member_close(&r->shadow);
-	raid_rebuild_free(r);
+	ff_raid_rebuild_free(r);
 	pthread_mutex_destroy(&r->spare_lock);
 	pthread_mutex_destroy(&r->sb_lock);
 	pthread_cond_destroy(&r->sb_cond);

@@ -102,7 +102,7 @@ static int write_block(struct ff_raid *r, unsigned b)
 	return first;
 }
 
-int raid_intent_init(struct ff_raid *r)
+int ff_raid_intent_init(struct ff_raid *r)
 {
 	struct raid_intent *in = calloc(1, sizeof(*in));
 	uint64_t cap = (uint64_t)INTENT_BLOCKS_MAX * BITS_PER_BLOCK;
@@ -128,7 +128,7 @@ int raid_intent_init(struct ff_raid *r)
 	return 0;
 }
 
-void raid_intent_free(struct ff_raid *r)
+void ff_raid_intent_free(struct ff_raid *r)
 {
 	struct raid_intent *in = r->intent;
 
@@ -148,7 +148,7 @@ static bool wants_intent(const struct ff_raid *r, const struct ff_raid_io *io)
 	       !(io->flags & FF_RAID_IO_NO_INTENT);
 }
 
-void raid_intent_begin(struct ff_raid *r, struct ff_raid_io *io)
+void ff_raid_intent_begin(struct ff_raid *r, struct ff_raid_io *io)
 {
 	struct raid_intent *in = r->intent;
 	uint64_t first, last;
@@ -173,7 +173,7 @@ void raid_intent_begin(struct ff_raid *r, struct ff_raid_io *io)
 	}
 }
 
-void raid_intent_end(struct ff_raid *r, struct ff_raid_io *io)
+void ff_raid_intent_end(struct ff_raid *r, struct ff_raid_io *io)
 {
 	struct raid_intent *in = r->intent;
 	uint64_t first, last;
@@ -187,7 +187,7 @@ void raid_intent_end(struct ff_raid *r, struct ff_raid_io *io)
 }
 
 /* Superblock thread, every few seconds: clear what has been quiet. */
-void raid_intent_clean(struct ff_raid *r)
+void ff_raid_intent_clean(struct ff_raid *r)
 {
 	struct raid_intent *in = r->intent;
 	bool dirty_block[INTENT_BLOCKS_MAX] = { false }, any = false;
@@ -244,7 +244,7 @@ static int resync_stripe(struct ff_raid *r, uint64_t s, void *buf)
  * counts as all set), and, after an unclean shutdown, resync the regions
  * set anywhere.  Then start clean.
  */
-int raid_intent_recover(struct ff_raid *r, bool unclean)
+int ff_raid_intent_recover(struct ff_raid *r, bool unclean)
 {
 	struct raid_intent *in = r->intent;
 	size_t bytes = (size_t)in->nblocks * FF_MEMBER_SB_BYTES;
@@ -299,7 +299,7 @@ int raid_intent_recover(struct ff_raid *r, bool unclean)
  * intent record is being written through its fd: write_block reads the
  * role's fd unlocked, under in->lock, and a closed fd's number may be
  * reused by the next open. */
-void raid_intent_member_close(struct ff_raid *r, struct ff_member *m)
+void ff_raid_intent_member_close(struct ff_raid *r, struct ff_member *m)
 {
 	if (r->intent)
 		pthread_mutex_lock(&r->intent->lock);

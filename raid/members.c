@@ -53,11 +53,11 @@ static int promote(struct ff_raid *r, struct ff_member *m, unsigned role)
 		return -EBUSY;
 	}
 	if (r->mem[role].fd >= 0)
-		raid_intent_member_close(r, &r->mem[role]);
+		ff_raid_intent_member_close(r, &r->mem[role]);
 	fault_retire(r, role);
 	atomic_fetch_add(&r->role_epoch[role], 1);
 	r->mem[role] = *m;
-	raid_role_reset_info(r, role);
+	ff_raid_role_reset_info(r, role);
 	ff_uuid_generate(r->sb->roles[role].member_uuid);
 	r->sb->roles[role].rebuild_pos = 0;
 	rc = rings_update(r, role, r->mem[role].fd);
@@ -69,13 +69,13 @@ static int promote(struct ff_raid *r, struct ff_member *m, unsigned role)
 		if (r->rebuilt) /* a rebuild in progress knew nothing of this member */
 			memset(r->rebuilt, 0, (FF_DIV_ROUND_UP(r->g.nstripes, 64) + 1) * sizeof(uint64_t));
 		atomic_fetch_and(&r->dead_mask, ~(1u << role));
-		rc = raid_sb_write_locked(r, FF_ARRAY_DIRTY);
+		rc = ff_raid_sb_write_locked(r, FF_ARRAY_DIRTY);
 	}
 	pthread_mutex_unlock(&r->sb_lock);
 	if (rc < 0)
 		return rc;
 	ff_log(FF_LOG_INFO, "member %s takes role %u; rebuilding", m->path, role);
-	raid_rebuild_stop(r); /* restart with every rebuilding member */
+	ff_raid_rebuild_stop(r); /* restart with every rebuilding member */
 	return ff_raid_rebuild_start(r);
 }
 
@@ -86,7 +86,7 @@ static int lowest_dead_role(struct ff_raid *r)
 	return dead ? __builtin_ctz(dead) : -1;
 }
 
-void raid_spares_takeover(struct ff_raid *r)
+void ff_raid_spares_takeover(struct ff_raid *r)
 {
 	int role;
 
@@ -259,7 +259,7 @@ int ff_raid_remove(struct ff_raid *r, const char *path, struct ff_err *err)
 			return -EBUSY;
 		}
 		ff_sb_erase(&r->mem[role]); /* best effort: the member may be dead */
-		raid_intent_member_close(r, &r->mem[role]);
+		ff_raid_intent_member_close(r, &r->mem[role]);
 		rings_update(r, role, -1);
 		atomic_store(&r->state[role], FF_MEMBER_MISSING);
 		return 0;
@@ -297,17 +297,17 @@ void ff_replace_finish(struct ff_raid *r, struct raid_rebuild *rb)
 	old = r->mem[role];
 	atomic_fetch_add(&r->role_epoch[role], 1);
 	r->mem[role] = r->shadow;
-	raid_role_reset_info(r, role);
+	ff_raid_role_reset_info(r, role);
 	r->shadow.fd = -1;
 	rings_update(r, role, r->mem[role].fd);
 	shadow_detach(r);
 	memcpy(r->sb->roles[role].member_uuid, rb->replace_uuid, 16);
-	raid_sb_write_locked(r, FF_ARRAY_DIRTY);
+	ff_raid_sb_write_locked(r, FF_ARRAY_DIRTY);
 	pthread_mutex_unlock(&r->sb_lock);
 	ff_sb_erase(&old); /* it would look like a stale member otherwise */
 	ff_log(FF_LOG_INFO, "member %s replaced by %s (role %u): %.1f s", old.path, r->mem[role].path,
 	       role, (double)(ff_mono_ns() - rb->start_ns) / 1e9);
-	raid_intent_member_close(r, &old);
+	ff_raid_intent_member_close(r, &old);
 }
 
 /* OLD failed during the copy (or the copy failed): NEW becomes a hot spare,

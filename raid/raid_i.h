@@ -206,20 +206,20 @@ struct ff_raid {
 };
 
 /* assemble.c */
-void raid_member_failed(struct ff_raid *r, unsigned role, const char *cause);
+void ff_raid_member_failed(struct ff_raid *r, unsigned role, const char *cause);
 /* A role gets another member: forget what was said about the one before
  * (fail reason, note, left-out member).  Caller holds sb_lock. */
-void raid_role_reset_info(struct ff_raid *r, unsigned role);
-int raid_sb_write_all(struct ff_raid *r, uint32_t array_state);
+void ff_raid_role_reset_info(struct ff_raid *r, unsigned role);
+int ff_raid_sb_write_all(struct ff_raid *r, uint32_t array_state);
 
 /* rebuild.c */
-void raid_rebuild_stop(struct ff_raid *r);
-void raid_rebuild_free(struct ff_raid *r);
+void ff_raid_rebuild_stop(struct ff_raid *r);
+void ff_raid_rebuild_free(struct ff_raid *r);
 /* A spare takes over a failed role if there is one of each (sb thread). */
-void raid_spares_takeover(struct ff_raid *r);
+void ff_raid_spares_takeover(struct ff_raid *r);
 int ff_raid_add_check(struct ff_raid *r, const char *path, bool force, struct ff_member *out,
 		      struct ff_err *err);
-int raid_sb_write_locked(struct ff_raid *r, uint32_t array_state);
+int ff_raid_sb_write_locked(struct ff_raid *r, uint32_t array_state);
 /* Has the rebuilding member(s) valid data for this stripe? */
 static inline bool raid_stripe_rebuilt(const struct ff_raid *r, uint64_t stripe)
 {
@@ -232,13 +232,13 @@ static inline void raid_mark_rebuilt(struct ff_raid *r, uint64_t stripe)
 }
 
 /* intent.c */
-int raid_intent_init(struct ff_raid *r);
-void raid_intent_free(struct ff_raid *r);
-int raid_intent_recover(struct ff_raid *r, bool unclean);
-void raid_intent_begin(struct ff_raid *r, struct ff_raid_io *io);
-void raid_intent_end(struct ff_raid *r, struct ff_raid_io *io);
-void raid_intent_clean(struct ff_raid *r);
-void raid_intent_member_close(struct ff_raid *r, struct ff_member *m);
+int ff_raid_intent_init(struct ff_raid *r);
+void ff_raid_intent_free(struct ff_raid *r);
+int ff_raid_intent_recover(struct ff_raid *r, bool unclean);
+void ff_raid_intent_begin(struct ff_raid *r, struct ff_raid_io *io);
+void ff_raid_intent_end(struct ff_raid *r, struct ff_raid_io *io);
+void ff_raid_intent_clean(struct ff_raid *r);
+void ff_raid_intent_member_close(struct ff_raid *r, struct ff_member *m);
 
 /* Bytes of one unit of work: a stripe (DATA) or a metadata chunk (META). */
 static inline uint64_t ff_unit_bytes(const struct ff_raid *r, unsigned space)
@@ -271,8 +271,8 @@ void ff_flush_start(struct stripe_op *op);
 void ff_flush_done(struct stripe_op *op);
 
 /* worker.c: the worker threads */
-int raid_engine_start(struct ff_raid *r);
-void raid_engine_stop(struct ff_raid *r);
+int ff_raid_engine_start(struct ff_raid *r);
+void ff_raid_engine_stop(struct ff_raid *r);
 void ff_worker_wake(struct raid_worker *w);
 
 #endif

@@ -426,7 +426,7 @@ int ff_raid_rebuild_start(struct ff_raid *r)
 	return rc;
 }
 
-void raid_rebuild_stop(struct ff_raid *r)
+void ff_raid_rebuild_stop(struct ff_raid *r)
 {
 	struct raid_rebuild *rb = r->rb;
 
@@ -444,7 +444,7 @@ void raid_rebuild_stop(struct ff_raid *r)
 		checkpoint(r, rb);
 }
 
-void raid_rebuild_free(struct ff_raid *r)
+void ff_raid_rebuild_free(struct ff_raid *r)
 {
 	if (r->rb) {
 		pthread_mutex_destroy(&r->rb->lock);

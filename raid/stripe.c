@@ -85,7 +85,7 @@ static void set_error(struct ff_raid_io *io, int err)
 static void part_done(struct ff_raid *r, struct ff_raid_io *io)
 {
 	if (atomic_fetch_sub(&raid_iop(io)->parts, 1) == 1) {
-		raid_intent_end(r, io);
+		ff_raid_intent_end(r, io);
 		io->result = atomic_load(&raid_iop(io)->error);
 		if (io->op == FF_RAID_WRITE && io->space == FF_SPACE_DATA)
 			atomic_fetch_add(&r->stats.data_writes_done, 1);
@@ -257,7 +257,7 @@ static void req_done(struct ff_io_req *req)
 		/* a request sent to the member the role had before fails that one,
 		 * which is gone already, not its successor */
 		if (req->tag == atomic_load(&r->role_epoch[req->member]))
-			raid_member_failed(r, req->member, req->op == FF_IO_READ ? "read error"
+			ff_raid_member_failed(r, req->member, req->op == FF_IO_READ ? "read error"
 							   : req->op == FF_IO_WRITE ? "write error"
 										    : "flush error");
 		op->err = req->result;

@@ -191,7 +191,7 @@ static void check_deadlines(struct raid_worker *w)
 				continue;
 			if (tmo && age > tmo) {
 				atomic_fetch_add(&r->stats.member_timeouts, 1);
-				raid_member_failed(r, q->member, "no answer within the member timeout");
+				ff_raid_member_failed(r, q->member, "no answer within the member timeout");
 				ff_ring_cancel(&w->ring, q);
 			} else if (slow && age > slow && q->op == FF_IO_READ && op->mode == MODE_DIRECT &&
 				   op->io->op == FF_RAID_READ && op->io->space == FF_SPACE_DATA &&
@@ -344,7 +344,7 @@ static uint32_t piece_bytes_for(const struct ff_raid *r)
 	return p < r->g.chunk_bytes ? p : 0;
 }
 
-int raid_engine_start(struct ff_raid *r)
+int ff_raid_engine_start(struct ff_raid *r)
 {
 	struct ff_raid_opts *o = &r->opts;
 	int rc = 0;
@@ -377,7 +377,7 @@ int raid_engine_start(struct ff_raid *r)
 		rc = -pthread_create(&r->worker[i].thread, NULL, worker_main, &r->worker[i]);
 		if (rc < 0) {
 			r->nworkers = i;
-			raid_engine_stop(r);
+			ff_raid_engine_stop(r);
 			return rc;
 		}
 	}
@@ -397,7 +397,7 @@ void ff_worker_wake(struct raid_worker *w)
 		FF_ASSERT(errno == EAGAIN); /* counter saturated: already signalled */
 }
 
-void raid_engine_stop(struct ff_raid *r)
+void ff_raid_engine_stop(struct ff_raid *r)
 {
 	for (unsigned i = 0; i < r->nworkers; i++) {
 		struct raid_worker *w = &r->worker[i];

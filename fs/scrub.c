@@ -98,7 +98,7 @@ static int read_meta_copy(struct ffs *fs, uint64_t off, void *buf, unsigned copy
 	io.len = FF_META_CHUNK;
 	io.buf = buf;
 	io.meta_copy = (uint8_t)(copy + 1);
-	io.flags = FF_RAID_IO_BACKGROUND; /* foreground first (raid/engine.c) */
+	io.flags = FF_RAID_IO_BACKGROUND; /* foreground first (raid/worker.c) */
 	return ff_raid_submit_wait(fs->raid, &io);
 }
 
@@ -219,7 +219,7 @@ static void scrub_stripe(struct ffs *fs, struct scrub *s, uint64_t p)
 	memset(&io, 0, sizeof(io));
 	io.op = FF_RAID_CHECK;
 	io.space = FF_SPACE_DATA;
-	io.flags = FF_RAID_IO_BACKGROUND; /* foreground first (raid/engine.c) */
+	io.flags = FF_RAID_IO_BACKGROUND; /* foreground first (raid/worker.c) */
 	io.off = p * fs->stripe_bytes;
 	io.len = fs->stripe_bytes;
 	io.buf = s->buf;

@@ -306,7 +306,7 @@ static void worker_free(struct raid_worker *w)
  * window lets later ops' parity evict them first.  Any other member moves
  * the bytes itself (DMA; a loop device's own thread) and wants depth more
  * than cache: no window beyond the worker's ops.  The measurements behind
- * both choices are in bench/README.md.
+ * both choices are in bench/NOTES.md.
  */
 static bool all_members_sync_io(const struct ff_raid *r)
 {
@@ -327,7 +327,7 @@ static unsigned default_write_window(const struct ff_raid *r)
  * into the members, with the rows of all members in half the core's L2.
  * Parity over a whole stripe first would evict the rows the copies then
  * read again from memory; much smaller pieces pay more per-piece overhead
- * than they save (bench/README.md).  0 (no pieces) unless every member is
+ * than they save (bench/NOTES.md).  0 (no pieces) unless every member is
  * sync_io.
  */
 static uint32_t piece_bytes_for(const struct ff_raid *r)

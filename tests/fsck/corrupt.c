@@ -152,7 +152,7 @@ static void raw_all(struct tool *t, uint64_t no, uint64_t seed)
 }
 
 /* Where copy `copy` (0-based) of META block no lives — the mapping of
- * raid/engine.c's meta_member(), checked against a read of that copy. */
+ * raid/meta.c's meta_member(), checked against a read of that copy. */
 static void raw_one_copy(struct tool *t, uint64_t no, unsigned copy)
 {
 	const struct ff_geom *g = ffs_tools_geom(t->fs);

@@ -363,7 +363,7 @@ static void learn_base(void)
 	ffs_check_close(fs);
 }
 
-/* Member and offset of mirror copy k of META block no (raid/engine.c's
+/* Member and offset of mirror copy k of META block no (raid/meta.c's
  * mapping; the fuzz checks it against the clean volume at start). */
 static void copy_at(uint64_t no, unsigned k, unsigned *role, uint64_t *off)
 {

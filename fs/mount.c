@@ -418,8 +418,8 @@ int ffs_mount(const char *const *paths, unsigned n, const struct ffs_opts *o, st
 	ro.force_clean = o->force_clean;
 	ro.workers = o->raid_workers;
 	ro.write_window = o->raid_write_window;
-	ro.fault_spec = getenv("FRAMEFS_FAULT");    /* tests only: io/fault.h */
-	ro.undo_dir = getenv("FRAMEFS_UNDO_DIR");
+	ro.fault_spec = o->fault_spec;
+	ro.undo_dir = o->undo_dir;
 	rc = ff_raid_assemble(paths, n, &ro, &fs->raid, err);
 	if (rc < 0) {
 		fs_free(fs);

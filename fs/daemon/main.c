@@ -324,6 +324,8 @@ int main(int argc, char **argv)
 	o.commit_interval_ms = c.commit_ms;
 	o.readahead_stripes = c.readahead;
 	o.stuck_request_ms = c.stuck_ms;
+	o.fault_spec = getenv("FRAMEFS_FAULT");  /* tests only: io/fault.h */
+	o.undo_dir = getenv("FRAMEFS_UNDO_DIR");
 	if (ffs_mount(paths, n, &o, &fs, &err) < 0) {
 		snprintf(msg, sizeof(msg), "framefs: %s", err.msg[0] ? err.msg : "mount failed");
 		report(report_fd, msg);

@@ -11,7 +11,9 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/file.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -62,31 +64,76 @@ static int member_probe(struct ff_member *m, struct ff_err *err)
 	return 0;
 }
 
-/* A daemon that was just unmounted still writes its checkpoint for a moment
- * after fusermount returns, so a busy lock is waited for a while. */
+/* An inotify descriptor that reports every close of the member's file (or
+ * device node), or -1. */
+static int watch_closes(const struct ff_member *m)
+{
+	int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+
+	if (fd >= 0 && inotify_add_watch(fd, m->abs_path, IN_CLOSE_WRITE | IN_CLOSE_NOWRITE) < 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* Sleep until the watched file is closed by someone or deadline_ns passes;
+ * drain what inotify reported. */
+static void wait_close(int wfd, uint64_t deadline_ns)
+{
+	uint64_t now = ff_mono_ns();
+	struct pollfd p = { .fd = wfd, .events = POLLIN };
+	char ev[4096];
+
+	if (now < deadline_ns &&
+	    poll(&p, 1, (int)((deadline_ns - now + 999999) / 1000000)) > 0)
+		while (read(wfd, ev, sizeof(ev)) > 0)
+			;
+}
+
+/*
+ * A busy lock is most often a framefs that was just unmounted: umount
+ * returns before the daemon has written out its last commit and closed its
+ * members.  So a busy lock is waited for, up to FF_MEMBER_LOCK_WAIT_MS, and
+ * without polling: inotify reports each close of the member (which is when
+ * a holder lets go), and each report is one more try.  The wait ends at the
+ * holder's close or at the deadline, whichever comes first.  The try right
+ * after the watch is set catches a close that came before it.
+ */
 int ff_member_lock(struct ff_member *m, struct ff_err *err)
 {
 	int op = (m->read_only ? LOCK_SH : LOCK_EX) | LOCK_NB;
+	uint64_t deadline = ff_mono_ns() + FF_MEMBER_LOCK_WAIT_MS * 1000000ull;
+	int wfd = -1, e = 0;
 
-	for (unsigned waited = 0;; waited += 50) {
-		if (flock(m->fd, op) == 0)
-			return 0;
-		if (errno != EWOULDBLOCK) {
-			int e = errno;
-			ff_err_set(err, "%s: cannot lock: %s", m->path, strerror(e));
-			return -e;
-		}
-		if (waited >= FF_MEMBER_LOCK_WAIT_MS) {
-			ff_err_set(err, "%s: in use by another process (a mounted framefs, mkfs or fsck)",
-				   m->path);
-			return -EBUSY;
-		}
-		if (waited == 0)
+	while (flock(m->fd, op) < 0) {
+		e = errno;
+		if (e != EWOULDBLOCK)
+			break;
+		if (wfd < 0) {
+			wfd = watch_closes(m);
+			if (wfd < 0)
+				break; /* cannot watch: answer busy now rather than poll */
 			ff_log(FF_LOG_INFO, "%s: in use by another process (a framefs just unmounted "
 			       "may still be writing out), waiting up to %u ms", m->path,
 			       FF_MEMBER_LOCK_WAIT_MS);
-		usleep(50 * 1000);
+			continue;
+		}
+		if (ff_mono_ns() >= deadline)
+			break;
+		wait_close(wfd, deadline);
+		e = 0;
 	}
+	if (wfd >= 0)
+		close(wfd);
+	if (e == 0)
+		return 0;
+	if (e != EWOULDBLOCK) {
+		ff_err_set(err, "%s: cannot lock: %s", m->path, strerror(e));
+		return -e;
+	}
+	ff_err_set(err, "%s: in use by another process (a mounted framefs, mkfs or fsck)", m->path);
+	return -EBUSY;
 }
 
 int ff_member_open(struct ff_member *m, const char *path, bool read_only, struct ff_err *err)

@@ -13,7 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "io/backend.h"
@@ -101,6 +104,86 @@ START_TEST(file_member_is_described_by_the_system)
 	ck_assert(!m.nvme.is_nvme);
 	ck_assert_ptr_nonnull(strstr(ff_member_describe(&m, d, sizeof(d)), "not NVMe"));
 	ff_member_close(&m);
+	remove_file();
+}
+END_TEST
+
+struct locker {
+	struct ff_member m;
+	pid_t tid;
+	int rc;
+	uint64_t ns;
+};
+
+static void *lock_member(void *arg)
+{
+	struct locker *l = arg;
+	struct ff_err err = { "" };
+	uint64_t t0 = ff_mono_ns();
+
+	l->tid = (pid_t)syscall(SYS_gettid);
+	l->rc = ff_member_lock(&l->m, &err);
+	l->ns = ff_mono_ns() - t0;
+	return NULL;
+}
+
+/* The system call thread tid is blocked in, from /proc (-1 if running). */
+static long blocked_in(pid_t tid)
+{
+	char path[64], buf[64] = "";
+	long nr = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
+	f = fopen(path, "r");
+	if (f) {
+		if (fgets(buf, sizeof(buf), f))
+			nr = strtol(buf, NULL, 10);
+		fclose(f);
+	}
+	return nr;
+}
+
+/* A member locked by another user (here another open file of this process:
+ * flock locks belong to the open file) is waited for without polling: the
+ * waiter sleeps in poll(2) on an inotify of the member's closes and takes
+ * the lock as soon as the holder closes it, long before the deadline. */
+START_TEST(busy_member_lock_waits_for_the_holders_close)
+{
+	struct ff_member holder;
+	struct ff_err err = { "" };
+	struct locker l = { .tid = 0 };
+	struct timespec ms = { 0, 1000000 };
+	pthread_t t;
+	long nr = -1;
+
+	make_file(16);
+	ck_assert_msg(ff_member_open(&holder, file, false, &err) == 0, "%s", err.msg);
+	ck_assert_msg(ff_member_lock(&holder, &err) == 0, "%s", err.msg);
+	ck_assert_msg(ff_member_open(&l.m, file, false, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(pthread_create(&t, NULL, lock_member, &l), 0);
+	/* handshake: the waiter is asleep in poll(2) (bounded: 5 s of 1 ms looks) */
+	for (int i = 0; i < 5000 && nr != SYS_poll; i++) {
+		nanosleep(&ms, NULL);
+		if (__atomic_load_n(&l.tid, __ATOMIC_ACQUIRE))
+			nr = blocked_in(l.tid);
+	}
+	ck_assert_msg(nr == SYS_poll, "the waiter never slept in poll(2) (syscall %ld)", nr);
+	ff_member_close(&holder);
+	pthread_join(t, NULL);
+	ck_assert_int_eq(l.rc, 0);
+	ck_assert_msg(l.ns < FF_MEMBER_LOCK_WAIT_MS * 1000000ull / 2,
+		      "took the lock after %llu ms", (unsigned long long)(l.ns / 1000000));
+	ff_member_close(&l.m);
+
+	/* a holder that stays: busy at the deadline, with the message */
+	ck_assert_msg(ff_member_open(&holder, file, false, &err) == 0, "%s", err.msg);
+	ck_assert_msg(ff_member_lock(&holder, &err) == 0, "%s", err.msg);
+	ck_assert_msg(ff_member_open(&l.m, file, false, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(ff_member_lock(&l.m, &err), -EBUSY);
+	ck_assert_ptr_nonnull(strstr(err.msg, "in use by another process"));
+	ff_member_close(&l.m);
+	ff_member_close(&holder);
 	remove_file();
 }
 END_TEST
@@ -502,6 +585,7 @@ int main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, bitmap_find_next_respects_bounds);
 	tcase_add_test(tc, file_member_is_described_by_the_system);
+	tcase_add_test(tc, busy_member_lock_waits_for_the_holders_close);
 	tcase_add_test(tc, loop_device_block_size_comes_from_the_device);
 	tcase_add_test(tc, bad_members_are_refused_with_their_name);
 	tcase_add_loop_test(tc, ring_round_trip_with_and_without_registered_buffers, 0, 2);

@@ -211,3 +211,21 @@ int ut_count_wait(struct ut_count *c, uint64_t timeout_ms)
 	pthread_mutex_unlock(&c->lock);
 	return rc;
 }
+
+int ut_run(const char *name, void (*add)(TCase *tc))
+{
+	Suite *s = suite_create(name);
+	TCase *tc = tcase_create(name);
+	SRunner *sr;
+	int failed;
+
+	ff_log_set_level(getenv("FRAMEFS_LOG") ? FF_LOG_DEBUG : FF_LOG_ERR);
+	tcase_set_timeout(tc, 600);
+	add(tc);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

@@ -72,4 +72,10 @@ struct ut_async_write {
 };
 void ut_async_write_done(struct ff_raid_io *io);
 
+/* A Check program's main: suite `name`, one test case with a 600 s timeout
+ * to which add() adds the tests, log level error (debug with FRAMEFS_LOG
+ * set); the exit status is 1 when a test failed. */
+struct TCase;
+int ut_run(const char *name, void (*add)(struct TCase *tc));
+
 #endif

@@ -131,22 +131,14 @@ START_TEST(avoid_member_reads_around_corruption)
 }
 END_TEST
 
-int main(void)
+static void add_tests(TCase *tc)
 {
-	Suite *s = suite_create("raid_degraded");
-	TCase *tc = tcase_create("degraded");
-	SRunner *sr;
-	int failed;
-
-	ff_log_set_level(getenv("FRAMEFS_LOG") ? FF_LOG_DEBUG : FF_LOG_ERR);
-	tcase_set_timeout(tc, 600);
 	tcase_add_loop_test(tc, degraded_read_every_loss_pattern, 0, 4);
 	tcase_add_loop_test(tc, degraded_writes_read_back, 0, 2);
 	tcase_add_test(tc, avoid_member_reads_around_corruption);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+}
+
+int main(void)
+{
+	return ut_run("raid_degraded", add_tests);
 }

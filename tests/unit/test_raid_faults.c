@@ -117,22 +117,14 @@ START_TEST(slow_member_is_read_around_and_dead_one_failed)
 }
 END_TEST
 
-int main(void)
+static void add_tests(TCase *tc)
 {
-	Suite *s = suite_create("raid_faults");
-	TCase *tc = tcase_create("faults");
-	SRunner *sr;
-	int failed;
-
-	ff_log_set_level(getenv("FRAMEFS_LOG") ? FF_LOG_DEBUG : FF_LOG_ERR);
-	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, read_error_fails_member_and_reads_on);
 	tcase_add_test(tc, write_error_fails_member_and_writes_on);
 	tcase_add_test(tc, slow_member_is_read_around_and_dead_one_failed);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+}
+
+int main(void)
+{
+	return ut_run("raid_faults", add_tests);
 }

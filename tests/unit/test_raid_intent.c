@@ -104,20 +104,12 @@ START_TEST(crash_resyncs_only_regions_in_flight)
 }
 END_TEST
 
+static void add_tests(TCase *tc)
+{
+	tcase_add_test(tc, crash_resyncs_only_regions_in_flight);
+}
+
 int main(void)
 {
-	Suite *s = suite_create("raid_intent");
-	TCase *tc = tcase_create("intent");
-	SRunner *sr;
-	int failed;
-
-	ff_log_set_level(getenv("FRAMEFS_LOG") ? FF_LOG_DEBUG : FF_LOG_ERR);
-	tcase_set_timeout(tc, 600);
-	tcase_add_test(tc, crash_resyncs_only_regions_in_flight);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ut_run("raid_intent", add_tests);
 }

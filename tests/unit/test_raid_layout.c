@@ -285,24 +285,16 @@ START_TEST(superblock_copies_and_stale_members)
 }
 END_TEST
 
-int main(void)
+static void add_tests(TCase *tc)
 {
-	Suite *s = suite_create("raid_layout");
-	TCase *tc = tcase_create("layout");
-	SRunner *sr;
-	int failed;
-
-	ff_log_set_level(getenv("FRAMEFS_LOG") ? FF_LOG_DEBUG : FF_LOG_ERR);
-	tcase_set_timeout(tc, 600);
 	tcase_add_loop_test(tc, full_stripe_write_reads_back, 0, 5);
 	tcase_add_loop_test(tc, partial_writes_match_shadow, 0, 3);
 	tcase_add_loop_test(tc, meta_space_mirrors, 0, 2);
 	tcase_add_test(tc, bad_input_is_refused_without_writing);
 	tcase_add_test(tc, superblock_copies_and_stale_members);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+}
+
+int main(void)
+{
+	return ut_run("raid_layout", add_tests);
 }

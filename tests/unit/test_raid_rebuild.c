@@ -376,25 +376,17 @@ START_TEST(replace_while_old_serves)
 }
 END_TEST
 
-int main(void)
+static void add_tests(TCase *tc)
 {
-	Suite *s = suite_create("raid_rebuild");
-	TCase *tc = tcase_create("rebuild");
-	SRunner *sr;
-	int failed;
-
-	ff_log_set_level(getenv("FRAMEFS_LOG") ? FF_LOG_DEBUG : FF_LOG_ERR);
-	tcase_set_timeout(tc, 600);
 	tcase_add_loop_test(tc, rebuild_every_loss_pattern, 0, 2);
 	tcase_add_loop_test(tc, hot_spare_takes_over, 0, 2);
 	tcase_add_test(tc, late_error_of_a_let_go_member_spares_its_successor);
 	tcase_add_test(tc, rebuild_resumes_from_checkpoint);
 	tcase_add_test(tc, rebuild_starts_at_the_idle_rate);
 	tcase_add_test(tc, replace_while_old_serves);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+}
+
+int main(void)
+{
+	return ut_run("raid_rebuild", add_tests);
 }

@@ -282,22 +282,14 @@ END_TEST
 
 
 
-int main(void)
+static void add_tests(TCase *tc)
 {
-	Suite *s = suite_create("raid_sched");
-	TCase *tc = tcase_create("sched");
-	SRunner *sr;
-	int failed;
-
-	ff_log_set_level(getenv("FRAMEFS_LOG") ? FF_LOG_DEBUG : FF_LOG_ERR);
-	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, write_window_bounds_writes_in_flight);
 	tcase_add_test(tc, background_requests_wait_for_foreground);
 	tcase_add_loop_test(tc, pieces_on_members_in_ram, 0, 2);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+}
+
+int main(void)
+{
+	return ut_run("raid_sched", add_tests);
 }

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fs/ffs.h"
@@ -487,6 +488,17 @@ static void pool_check_all(struct ffs *fs, const uint64_t *ino, unsigned nwriter
 		pool_check_file(fs, ino[POOL_WRITERS], POOL_WRITERS, (uint64_t)npieces * POOL_PIECE);
 }
 
+/* Until *counter is nonzero (true) or timeout_ms passed (false).  A bounded
+ * poll, 1 ms apart: the counter has no condition variable to wait on. */
+static bool wait_nonzero(_Atomic uint64_t *counter, unsigned timeout_ms)
+{
+	struct timespec ms = { 0, 1000000 };
+
+	for (unsigned i = 0; i < timeout_ms && !atomic_load(counter); i++)
+		nanosleep(&ms, NULL);
+	return atomic_load(counter) != 0;
+}
+
 static void pool_run(size_t pool_bytes, unsigned nwriters, unsigned lat_us)
 {
 	struct ffs_mkfs_params p = { .level = 5, .chunk_bytes = 64 * 1024, .quiet = true };
@@ -515,6 +527,15 @@ static void pool_run(size_t pool_bytes, unsigned nwriters, unsigned lat_us)
 	}
 	for (unsigned i = 0; i < nwriters; i++)
 		ck_assert_int_eq(pthread_create(&t[i], NULL, pool_writer_main, &w[i]), 0);
+	if (pool_bytes != 1) {
+		/* A handshake, not a race with the clock: member writes stay slow
+		 * until the writer has been seen waiting at its file's cap (it
+		 * must get there: every write it starts is held), then go fast. */
+		ck_assert_int_eq(ff_fault_wait_held(ff_raid_member(ffs_raid(fs), 1), 0, 1, 30000), 0);
+		ck_assert_msg(wait_nonzero(&ffs_stats(fs)->wbuf_wait_inode, 30000),
+			      "the writer never waited at its file's buffer cap");
+		ff_fault_clear(ff_raid_member(ffs_raid(fs), 1));
+	}
 	for (unsigned i = 0; i < nwriters; i++)
 		pthread_join(t[i], NULL);
 	for (unsigned i = 0; i < nwriters; i++)
@@ -535,9 +556,9 @@ static void pool_run(size_t pool_bytes, unsigned nwriters, unsigned lat_us)
 
 START_TEST(pool_past_per_file_cap_progress)
 {
-	/* 213 buffers, one writer, 10 ms a member write: the file reaches WB_PER_INODE
-	 * in flight however fast or slow the writer (sanitizer builds) is */
-	pool_run(40 << 20, 1, 10000);
+	/* 213 buffers, one writer, member writes held 2 s until the writer has
+	 * waited at WB_PER_INODE (pool_run's handshake), then fast */
+	pool_run(40 << 20, 1, 2000000);
 }
 END_TEST
 

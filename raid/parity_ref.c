@@ -84,12 +84,12 @@ static void ref_q(unsigned k, uint32_t len, void **slots, unsigned skip1, unsign
 	}
 }
 
-static void r5_gen(struct ff_gf_ctx *g, uint32_t len, void **slots)
+static void ref_r5_gen(struct ff_gf_ctx *g, uint32_t len, void **slots)
 {
 	ref_p(g->ndata, len, slots, ~0u, slots[g->ndata]);
 }
 
-static int r5_recover(struct ff_gf_ctx *g, uint32_t len, void **slots, const unsigned *lost,
+static int ref_r5_recover(struct ff_gf_ctx *g, uint32_t len, void **slots, const unsigned *lost,
 		      unsigned nlost)
 {
 	unsigned k = g->ndata;
@@ -111,7 +111,7 @@ static int r5_recover(struct ff_gf_ctx *g, uint32_t len, void **slots, const uns
 	return 0;
 }
 
-static void r5_update(struct ff_gf_ctx *g, uint32_t len, unsigned i, void *src, void **parity)
+static void ref_r5_update(struct ff_gf_ctx *g, uint32_t len, unsigned i, void *src, void **parity)
 {
 	uint8_t *p = parity[0];
 	const uint8_t *s = src;
@@ -121,14 +121,14 @@ static void r5_update(struct ff_gf_ctx *g, uint32_t len, unsigned i, void *src, 
 		p[b] ^= s[b];
 }
 
-static void r6_gen(struct ff_gf_ctx *g, uint32_t len, void **slots)
+static void ref_r6_gen(struct ff_gf_ctx *g, uint32_t len, void **slots)
 {
 	ref_p(g->ndata, len, slots, ~0u, slots[g->ndata]);
 	ref_q(g->ndata, len, slots, ~0u, ~0u, slots[g->ndata + 1]);
 }
 
 /* One data slot x lost with Q present and P lost (or unusable). */
-static void r6_data_from_q(unsigned k, uint32_t len, void **slots, unsigned x)
+static void ref_r6_data_from_q(unsigned k, uint32_t len, void **slots, unsigned x)
 {
 	uint8_t *dx = slots[x];
 	const uint8_t *q = slots[k + 1];
@@ -139,7 +139,7 @@ static void r6_data_from_q(unsigned k, uint32_t len, void **slots, unsigned x)
 		dx[b] = gf_div((uint8_t)(q[b] ^ dx[b]), gx);
 }
 
-static void r6_two_data(unsigned k, uint32_t len, void **slots, unsigned x, unsigned y)
+static void ref_r6_two_data(unsigned k, uint32_t len, void **slots, unsigned x, unsigned y)
 {
 	uint8_t *dx = slots[x], *dy = slots[y];
 	const uint8_t *p = slots[k], *q = slots[k + 1];
@@ -163,7 +163,7 @@ static void r6_two_data(unsigned k, uint32_t len, void **slots, unsigned x, unsi
 	}
 }
 
-static int r6_recover(struct ff_gf_ctx *g, uint32_t len, void **slots, const unsigned *lost,
+static int ref_r6_recover(struct ff_gf_ctx *g, uint32_t len, void **slots, const unsigned *lost,
 		      unsigned nlost)
 {
 	unsigned k = g->ndata, P = k, Q = k + 1;
@@ -183,15 +183,15 @@ static int r6_recover(struct ff_gf_ctx *g, uint32_t len, void **slots, const uns
 		return 0;
 	}
 	if (lost[1] == P) { /* one data slot and P */
-		r6_data_from_q(k, len, slots, lost[0]);
+		ref_r6_data_from_q(k, len, slots, lost[0]);
 		ref_p(k, len, slots, ~0u, slots[P]);
 		return 0;
 	}
-	r6_two_data(k, len, slots, lost[0], lost[1]);
+	ref_r6_two_data(k, len, slots, lost[0], lost[1]);
 	return 0;
 }
 
-static void r6_update(struct ff_gf_ctx *g, uint32_t len, unsigned i, void *src, void **parity)
+static void ref_r6_update(struct ff_gf_ctx *g, uint32_t len, unsigned i, void *src, void **parity)
 {
 	uint8_t *p = parity[0], *q = parity[1];
 	const uint8_t *s = src;
@@ -206,10 +206,10 @@ static void r6_update(struct ff_gf_ctx *g, uint32_t len, unsigned i, void *src, 
 
 const struct ff_parity_ops ff_parity_raid5_ref = {
 	.name = "raid5-ref", .nparity = 1,
-	.gen = r5_gen, .recover = r5_recover, .update = r5_update,
+	.gen = ref_r5_gen, .recover = ref_r5_recover, .update = ref_r5_update,
 };
 
 const struct ff_parity_ops ff_parity_raid6_ref = {
 	.name = "raid6-ref", .nparity = 2,
-	.gen = r6_gen, .recover = r6_recover, .update = r6_update,
+	.gen = ref_r6_gen, .recover = ref_r6_recover, .update = ref_r6_update,
 };

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 #include "fs/format.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "raid/raid.h"
 
@@ -56,6 +58,15 @@ uint64_t ffs_name_hash(const char *name, size_t len)
 
 	h >>= 1; /* 63 bits: keys stay positive as readdir offsets */
 	return h < FFS_DIR_KEY_MIN ? h + FFS_DIR_KEY_MIN : h;
+}
+
+/* DT_* values are the S_IFMT bits shifted down (as Linux defines them). */
+_Static_assert(DT_DIR == (S_IFDIR >> 12) && DT_REG == (S_IFREG >> 12) && DT_LNK == (S_IFLNK >> 12),
+	       "DT_* = S_IFMT >> 12");
+
+uint8_t ffs_dtype(uint32_t mode)
+{
+	return (uint8_t)((mode & S_IFMT) >> 12);
 }
 
 static uint64_t blocks_for_bits(uint64_t bits)

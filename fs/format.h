@@ -340,6 +340,8 @@ int ffs_block_check(const void *block, uint32_t type, uint64_t blockno); /* 0, -
 /* Name hash for directory keys: 63 bits, never below FFS_DIR_KEY_MIN. */
 #define FFS_DIR_KEY_MIN 16ull
 uint64_t ffs_name_hash(const char *name, size_t len);
+/* A directory entry's type (DT_*) for an inode mode (S_IF*). */
+uint8_t ffs_dtype(uint32_t mode);
 
 /* Layout computed by mkfs from the array geometry. */
 struct ff_geom;

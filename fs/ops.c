@@ -33,11 +33,6 @@ static int check_name(const char *name)
 	return 0;
 }
 
-static uint8_t dtype(uint32_t mode)
-{
-	return (uint8_t)((mode & S_IFMT) >> 12); /* DT_* values are S_IFMT >> 12 */
-}
-
 static int get_dir(struct ffs *fs, uint64_t ino, struct finode **out)
 {
 	int rc = ffs_iget(fs, ino, out);
@@ -217,7 +212,7 @@ static int make_node(struct ffs *fs, uint64_t parent, const char *name, uint32_t
 	if (rc == 0)
 		rc = ffs_inode_new(fs, mode, uid, gid, parent, &fi);
 	if (rc == 0) {
-		rc = ffs_dir_add(fs, dir, name, fi->ino, dtype(mode));
+		rc = ffs_dir_add(fs, dir, name, fi->ino, ffs_dtype(mode));
 		if (rc < 0) { /* undo: the inode goes back */
 			fi->d.nlink = 0;
 			ffs_inode_maybe_free(fs, fi);
@@ -394,7 +389,7 @@ int ffs_link(struct ffs *fs, uint64_t ino, uint64_t newparent, const char *newna
 	else if (ff_le32(fi->d.nlink) >= 65000)
 		rc = -EMLINK;
 	else if ((rc = get_dir(fs, newparent, &dir)) == 0) {
-		rc = ffs_dir_add(fs, dir, newname, ino, dtype(ff_le32(fi->d.mode)));
+		rc = ffs_dir_add(fs, dir, newname, ino, ffs_dtype(ff_le32(fi->d.mode)));
 		ffs_iput(fs, dir);
 		if (rc == 0) {
 			fi->d.nlink = ff_cpu_to_le32(ff_le32(fi->d.nlink) + 1);
@@ -572,9 +567,9 @@ static int do_rename(struct ffs *fs, struct finode *sd, const char *name, struct
 			rc = rc > 0 ? -EINVAL : rc;
 			goto out;
 		}
-		rc = ffs_dir_retarget(fs, sd, name, dino, dtype(ff_le32(dst->d.mode)));
+		rc = ffs_dir_retarget(fs, sd, name, dino, ffs_dtype(ff_le32(dst->d.mode)));
 		if (rc == 0)
-			rc = ffs_dir_retarget(fs, dd, newname, sino, dtype(ff_le32(src->d.mode)));
+			rc = ffs_dir_retarget(fs, dd, newname, sino, ffs_dtype(ff_le32(src->d.mode)));
 		if (rc == 0)
 			rc = reparent(fs, src, sd, dd);
 		if (rc == 0)

@@ -231,7 +231,6 @@ int edge_add(struct fsck *c, uint64_t parent, uint64_t child, const char *name);
 /* Make everything counted so far taken in the library's allocators. */
 void fsck_reserve_counted(struct fsck *c);
 const char *fsck_type_name(uint8_t dtype);
-uint8_t fsck_dtype(uint32_t mode);
 
 /* fsck_inode.c: reading and writing inodes */
 int ck_slot_read(struct fsck *c, uint64_t ino, struct ffs_inode *d);

@@ -166,12 +166,12 @@ static void check_inode(struct fsck *c, uint64_t ino, struct ffs_inode *d)
 		return;
 	}
 	if (ino == FFS_ROOT_INO && !S_ISDIR(mode) &&
-	    fix_problem(c, PR_2_ROOT_NOT_DIR, &(struct pctx){ .str = fsck_type_name(fsck_dtype(mode)) })) {
+	    fix_problem(c, PR_2_ROOT_NOT_DIR, &(struct pctx){ .str = fsck_type_name(ffs_dtype(mode)) })) {
 		ck_inode_clear(c, ino); /* pass 3 makes a new root */
 		return;
 	}
 	in->flags |= IS_USED;
-	in->dtype = fsck_dtype(mode);
+	in->dtype = ffs_dtype(mode);
 	in->nlink = ff_le32(d->nlink);
 	in->parent = ff_le64(d->parent);
 	in->size = ff_le64(d->size);

@@ -165,11 +165,6 @@ void fsck_reserve_counted(struct fsck *c)
 	ffs_tools_alloc_from(c->fs, FFS_TOOLS_POOL, pool_used, c);
 }
 
-uint8_t fsck_dtype(uint32_t mode)
-{
-	return (uint8_t)((mode & S_IFMT) >> 12);
-}
-
 const char *fsck_type_name(uint8_t dtype)
 {
 	switch (dtype) {

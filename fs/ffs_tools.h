@@ -29,8 +29,8 @@
  *    library's invariants stay in the library.
  *
  * The tools are single-threaded and start none of the daemon's threads:
- * they call these functions without fs->lock, which the daemon's code
- * holds around the same calls.
+ * they call these functions without holding fs->lock (the daemon's code
+ * holds it around most of them; ffs_journal_commit takes it itself).
  */
 #ifndef FFS_TOOLS_H
 #define FFS_TOOLS_H

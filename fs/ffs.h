@@ -21,6 +21,8 @@
 
 struct ffs;
 
+struct ff_event; /* raid/raid.h */
+
 struct ffs_opts {
 	bool ro;
 	bool force_clean;
@@ -37,6 +39,10 @@ struct ffs_opts {
 	 * environment (FRAMEFS_FAULT, FRAMEFS_UNDO_DIR); the library reads none. */
 	const char *fault_spec;
 	const char *undo_dir;
+	/* Events (raid/raid.h: member failures, rebuild, scrub findings) go to
+	 * event_fn, which must not block: it queues them (fs/daemon/events.c). */
+	void (*event_fn)(void *ctx, const struct ff_event *ev);
+	void *event_ctx;
 };
 
 struct ffs_stats {

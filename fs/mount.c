@@ -420,6 +420,8 @@ int ffs_mount(const char *const *paths, unsigned n, const struct ffs_opts *o, st
 	ro.write_window = o->raid_write_window;
 	ro.fault_spec = o->fault_spec;
 	ro.undo_dir = o->undo_dir;
+	ro.event_fn = o->event_fn;
+	ro.event_ctx = o->event_ctx;
 	rc = ff_raid_assemble(paths, n, &ro, &fs->raid, err);
 	if (rc < 0) {
 		fs_free(fs);

@@ -257,6 +257,26 @@ static void scrub_stripe(struct ffs *fs, struct scrub *s, uint64_t p)
 	pthread_mutex_unlock(&fs->lock);
 }
 
+/* For the event hook: what the scrub found, then that it ended. */
+static void post_events(struct ffs *fs, struct scrub *s)
+{
+	const struct ffs_scrub_status *st = &s->st;
+	char path[256] = "";
+
+	if (st->nreport && ffs_ino_path(fs, st->report[0].ino, path, sizeof(path)) < 0)
+		path[0] = '\0';
+	if (st->chunks_bad || st->parity_bad || st->meta_bad || st->unreadable)
+		ff_raid_event(fs->raid, FF_EVENT_SCRUB_FOUND_ERRORS, -1,
+			      "%llu bad chunks (%llu repaired), %llu parity mismatches (%llu repaired), "
+			      "%llu bad metadata copies (%llu repaired), %llu unreadable stripes%s%s",
+			      (unsigned long long)st->chunks_bad, (unsigned long long)st->chunks_repaired,
+			      (unsigned long long)st->parity_bad, (unsigned long long)st->parity_repaired,
+			      (unsigned long long)st->meta_bad, (unsigned long long)st->meta_repaired,
+			      (unsigned long long)st->unreadable, path[0] ? "; first file: " : "", path);
+	ff_raid_event(fs->raid, FF_EVENT_SCRUB_FINISHED, -1, "%s: %llu stripes checked",
+		      s->stop ? "stopped" : "done", (unsigned long long)st->stripes_checked);
+}
+
 static void *scrub_main(void *arg)
 {
 	struct ffs *fs = arg;
@@ -278,6 +298,7 @@ static void *scrub_main(void *arg)
 	       (unsigned long long)s->st.stripes_checked, (unsigned long long)s->st.chunks_bad,
 	       (unsigned long long)s->st.chunks_repaired, (unsigned long long)s->st.parity_bad,
 	       (unsigned long long)s->st.parity_repaired, (unsigned long long)s->st.meta_repaired);
+	post_events(fs, s);
 	pthread_mutex_lock(&s->lock);
 	s->running = false;
 	pthread_cond_broadcast(&s->cond);

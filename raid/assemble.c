@@ -529,6 +529,9 @@ int ff_raid_assemble(const char *const *paths, unsigned n, const struct ff_raid_
 		free(c[i].sb);
 	close_all(m, n);
 	free(m);
+	if (ff_raid_failed_count(r))
+		ff_raid_event(r, FF_EVENT_DEGRADED, -1, "assembled with %u of %u members missing or failed",
+			      ff_raid_failed_count(r), r->g.nmembers);
 	*out = r;
 	return 0;
 fail:
@@ -624,10 +627,18 @@ static void failed_locked(struct ff_raid *r, unsigned role, const char *cause)
 /* Called from engine threads: record the failure at once, persist later. */
 void ff_raid_member_failed(struct ff_raid *r, unsigned role, const char *cause)
 {
+	unsigned nfailed;
+
 	if (!mark_failed(r, role, cause))
 		return;
+	nfailed = ff_raid_failed_count(r);
 	pthread_mutex_lock(&r->sb_lock);
 	failed_locked(r, role, cause);
+	/* under sb_lock: a replace cannot swap the member's path meanwhile */
+	ff_raid_event(r, FF_EVENT_MEMBER_FAILED, (int)role, "%s", cause);
+	ff_raid_event(r, FF_EVENT_DEGRADED, -1, "%u of %u members failed; %s", nfailed, r->g.nmembers,
+		      nfailed <= r->g.nparity ? "the array continues degraded"
+					      : "WITHOUT REDUNDANCY: I/O fails");
 	pthread_mutex_unlock(&r->sb_lock);
 }
 

@@ -307,6 +307,8 @@ void ff_replace_finish(struct ff_raid *r, struct raid_rebuild *rb)
 	ff_sb_erase(&old); /* it would look like a stale member otherwise */
 	ff_log(FF_LOG_INFO, "member %s replaced by %s (role %u): %.1f s", old.path, r->mem[role].path,
 	       role, (double)(ff_mono_ns() - rb->start_ns) / 1e9);
+	ff_raid_event(r, FF_EVENT_REBUILD_FINISHED, (int)role, "replaced %s in %.1f s", old.path,
+		      (double)(ff_mono_ns() - rb->start_ns) / 1e9);
 	ff_raid_intent_member_close(r, &old);
 }
 
@@ -416,6 +418,8 @@ int ff_raid_replace(struct ff_raid *r, unsigned role, const char *path, bool for
 	ff_rebuild_rate_reset(r, rb);
 	rb->running = true;
 	ff_log(FF_LOG_INFO, "replacing %s (role %u) with %s", r->mem[role].path, role, path);
+	ff_raid_event_member(r, FF_EVENT_REBUILD_STARTED, (int)role, &r->shadow, "replacing %s",
+			     r->mem[role].path);
 	rc = -pthread_create(&rb->thread, NULL, ff_rebuild_main, r);
 	if (rc < 0) {
 		rb->running = false;

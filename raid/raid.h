@@ -147,6 +147,37 @@ struct ff_raid_stats {
 	_Atomic uint64_t data_writes_flushed; /* ... and how many of them a flush covered */
 };
 
+/*
+ * Events for a caller's hook (the daemon's -o event_cmd): posted where the
+ * state changes, from engine, rebuild and scrub threads, so the callback must
+ * not block, allocate or fork — it copies the event into a bounded queue and
+ * returns (fs/daemon/events.c).  The event is on the poster's stack.
+ */
+enum ff_event_kind {
+	FF_EVENT_MEMBER_FAILED,     /* detail: the reason */
+	FF_EVENT_DEGRADED,          /* detail: how many roles failed, redundancy left */
+	FF_EVENT_REBUILD_STARTED,   /* one per member being rebuilt (or copied onto by replace) */
+	FF_EVENT_REBUILD_FINISHED,
+	FF_EVENT_REBUILD_FAILED,    /* detail: why */
+	FF_EVENT_SCRUB_FOUND_ERRORS, /* detail: what was found and repaired (fs/scrub.c) */
+	FF_EVENT_SCRUB_FINISHED,
+	FF_EVENT_EVENTS_DROPPED,    /* the queue was full: detail says how many were lost */
+	FF_EVENT_KINDS
+};
+
+struct ff_event {
+	enum ff_event_kind kind;
+	int role;                   /* -1: the array as a whole */
+	char member[PATH_MAX];      /* the member's path, "" for the array */
+	char serial[32];            /* NVMe serial, "" if none */
+	char detail[256];
+};
+
+typedef void ff_event_fn(void *ctx, const struct ff_event *ev);
+
+/* "member-failed", "degraded", ... (the hook's first argument). */
+const char *ff_event_name(enum ff_event_kind kind);
+
 struct ff_raid_opts {
 	unsigned workers;        /* engine threads, default 2 */
 	unsigned ops_per_worker; /* stripe ops in flight per worker, default 16 */
@@ -167,6 +198,8 @@ struct ff_raid_opts {
 	 * The daemon passes its FRAMEFS_FAULT and FRAMEFS_UNDO_DIR. */
 	const char *fault_spec;  /* fault rules armed on the members at assembly (io/fault.h) */
 	const char *undo_dir;    /* members opened read-write keep undo logs there (io/fault.h) */
+	ff_event_fn *event_fn;   /* NULL = events are only logged */
+	void *event_ctx;
 };
 
 struct ff_raid;
@@ -196,6 +229,15 @@ int ff_raid_close(struct ff_raid *r);
 const struct ff_geom *ff_raid_geom(const struct ff_raid *r);
 const char *ff_raid_label(const struct ff_raid *r);
 const uint8_t *ff_raid_uuid(const struct ff_raid *r);
+
+/* Log an event and hand it to opts.event_fn (event.c); role -1 = the array.
+ * Callers above raid/ post theirs here too (fs/scrub.c). */
+void ff_raid_event(struct ff_raid *r, enum ff_event_kind kind, int role, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* The same about member m, which holds no role yet (a replace's new member). */
+void ff_raid_event_member(struct ff_raid *r, enum ff_event_kind kind, int role,
+			  const struct ff_member *m, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
 
 /* Member by role (0..nmembers-1); NULL when missing. */
 struct ff_member *ff_raid_member(struct ff_raid *r, unsigned role);

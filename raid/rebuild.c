@@ -307,9 +307,12 @@ static void finish(struct ff_raid *r, struct raid_rebuild *rb)
 		uint8_t expect = FF_MEMBER_REBUILDING;
 
 		if ((done & (1u << m)) &&
-		    atomic_compare_exchange_strong(&r->state[m], &expect, FF_MEMBER_ACTIVE))
+		    atomic_compare_exchange_strong(&r->state[m], &expect, FF_MEMBER_ACTIVE)) {
 			ff_log(FF_LOG_INFO, "member %s (role %u) rebuilt: %.1f s", r->mem[m].path, m,
 			       (double)(ff_mono_ns() - rb->start_ns) / 1e9);
+			ff_raid_event(r, FF_EVENT_REBUILD_FINISHED, (int)m, "rebuilt in %.1f s",
+				      (double)(ff_mono_ns() - rb->start_ns) / 1e9);
+		}
 	}
 	atomic_fetch_and(&r->rebuild_mask, ~done);
 	pthread_mutex_lock(&r->sb_lock);
@@ -323,6 +326,21 @@ static void finish(struct ff_raid *r, struct raid_rebuild *rb)
 
 void ff_replace_finish(struct ff_raid *r, struct raid_rebuild *rb);
 void ff_replace_abandon(struct ff_raid *r, struct raid_rebuild *rb);
+
+/* One rebuild-failed per target (a replace's target is the role it copies). */
+static void post_failed(struct ff_raid *r, struct raid_rebuild *rb, int rc)
+{
+	const char *why = rc < 0 ? strerror(-rc) : "a member it needed failed";
+
+	if (rb->replace) {
+		ff_raid_event_member(r, FF_EVENT_REBUILD_FAILED, (int)rb->replace_role, &r->shadow,
+				     "replace of %s stopped: %s", r->mem[rb->replace_role].path, why);
+		return;
+	}
+	for (unsigned m = 0; m < r->g.nmembers; m++)
+		if (rb->targets & (1u << m))
+			ff_raid_event(r, FF_EVENT_REBUILD_FAILED, (int)m, "%s", why);
+}
 
 void *ff_rebuild_main(void *arg)
 {
@@ -347,6 +365,8 @@ void *ff_rebuild_main(void *arg)
 	}
 	if (rc < 0)
 		ff_log(FF_LOG_ERR, "rebuild stopped: %s", strerror(-rc));
+	if (rc < 0 || (!rb->stop && rb->phase < PH_DONE)) /* an error, or a target died */
+		post_failed(r, rb, rc);
 	if (rb->replace && rb->phase == PH_DONE && rc == 0)
 		ff_replace_finish(r, rb);
 	else if (rb->replace)
@@ -420,6 +440,9 @@ int ff_raid_rebuild_start(struct ff_raid *r)
 	rb->running = true;
 	ff_log(FF_LOG_INFO, "rebuild of member mask %#x starts at phase %u position %llu", targets,
 	       rb->phase, (unsigned long long)rb->pos);
+	for (unsigned m = 0; m < r->g.nmembers; m++)
+		if (targets & (1u << m))
+			ff_raid_event(r, FF_EVENT_REBUILD_STARTED, (int)m, "rebuild from parity");
 	rc = -pthread_create(&rb->thread, NULL, ff_rebuild_main, r);
 	if (rc < 0)
 		rb->running = false;

@@ -29,13 +29,15 @@
 #include <unistd.h>
 
 #include "fs/daemon/ctl.h"
+#include "fs/daemon/events.h"
 #include "fs/daemon/fuse_ops.h"
 #include "fs/ffs.h"
 
 struct cli {
 	char *members;
 	unsigned raid_workers, write_window, wbuf_mb, rcache_mb, commit_ms, readahead, threads, bdi_ra_kb;
-	unsigned stuck_ms;
+	unsigned stuck_ms, event_timeout_s;
+	char *event_cmd;
 	int ro, help, version, force, allow_other, default_permissions;
 };
 
@@ -52,6 +54,8 @@ static const struct fuse_opt cli_opts[] = {
 	OPT("threads=%u", threads),
 	OPT("stuck_request_ms=%u", stuck_ms),
 	OPT("kernel_readahead_kb=%u", bdi_ra_kb),
+	OPT("event_cmd=%s", event_cmd),
+	OPT("event_timeout_s=%u", event_timeout_s),
 	OPT("force", force),
 	FUSE_OPT_KEY("ro", KEY_RO),
 	FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
@@ -118,6 +122,12 @@ static void usage(const char *prog)
 	       "  -o threads=N           FUSE worker threads at most (default 16, at most 64)\n"
 	       "  -o stuck_request_ms=N  log a request in flight longer than this (default 10000)\n"
 	       "  -o kernel_readahead_kb=N  page-cache readahead for buffered readers (default 8192)\n"
+	       "  -o event_cmd=PROGRAM   run PROGRAM EVENT MOUNTPOINT [MEMBER] (no shell) on member-failed,\n"
+	       "                         degraded, rebuild-started, rebuild-finished, rebuild-failed,\n"
+	       "                         scrub-found-errors, scrub-finished, events-dropped; it gets\n"
+	       "                         FRAMEFS_EVENT, _VOLUME, _UUID, _LABEL, _MEMBER, _MEMBER_ROLE,\n"
+	       "                         _MEMBER_SERIAL, _DETAIL in its environment; one at a time\n"
+	       "  -o event_timeout_s=N   kill an event_cmd still running after N s (default 30)\n"
 	       "  -o force               mount even if the array was not shut down cleanly\n",
 	       prog);
 }
@@ -237,6 +247,7 @@ static int early_exit(struct fuse_args *args, struct cli *c, struct fuse_cmdline
 {
 	fuse_opt_free_args(args);
 	free(c->members);
+	free(c->event_cmd);
 	free(fo->mountpoint);
 	return rc;
 }
@@ -250,6 +261,7 @@ int main(int argc, char **argv)
 	struct fuse_session *se = NULL;
 	struct ffs *fs = NULL;
 	struct ffs_ctl *ctl = NULL;
+	struct ffs_events *events = NULL;
 	struct ff_err err = { "" };
 	const char *paths[32];
 	char *mnt_real = NULL;
@@ -326,10 +338,24 @@ int main(int argc, char **argv)
 	o.stuck_request_ms = c.stuck_ms;
 	o.fault_spec = getenv("FRAMEFS_FAULT");  /* tests only: io/fault.h */
 	o.undo_dir = getenv("FRAMEFS_UNDO_DIR");
+	/* after background(): the event thread would not survive its fork */
+	if (ffs_events_start(c.event_cmd, fo.mountpoint, c.event_timeout_s, &events) == 0) {
+		o.event_fn = ffs_events_post;
+		o.event_ctx = events;
+	} else {
+		ff_log(FF_LOG_ERR, "cannot start the event thread: events are only logged");
+	}
 	if (ffs_mount(paths, n, &o, &fs, &err) < 0) {
 		snprintf(msg, sizeof(msg), "framefs: %s", err.msg[0] ? err.msg : "mount failed");
 		report(report_fd, msg);
+		ffs_events_stop(events);
 		return early_exit(&args, &c, &fo, 1);
+	}
+	if (events) {
+		struct ffs_info info;
+
+		ffs_info(fs, &info);
+		ffs_events_ready(events, info.uuid, info.label);
 	}
 	mnt_real = realpath(fo.mountpoint, NULL); /* before mounting: afterwards it would ask us */
 	se = fuse_session_new(&args, &ffs_fuse_ops, sizeof(ffs_fuse_ops), fs);
@@ -339,6 +365,7 @@ int main(int argc, char **argv)
 		if (se)
 			fuse_session_destroy(se);
 		ffs_unmount(fs);
+		ffs_events_stop(events);
 		free(mnt_real);
 		return early_exit(&args, &c, &fo, 1);
 	}
@@ -379,8 +406,10 @@ int main(int argc, char **argv)
 	} else {
 		ff_log(FF_LOG_INFO, "unmounted cleanly");
 	}
+	ffs_events_stop(events); /* after unmount: the engine posts events until it stops */
 	free(fo.mountpoint);
 	free(c.members);
+	free(c.event_cmd);
 	fuse_opt_free_args(&args);
 	return rc ? 1 : 0;
 }

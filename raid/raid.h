@@ -223,6 +223,29 @@ int ff_raid_create(const char *const *paths, unsigned n, const struct ff_raid_cr
 int ff_raid_assemble(const char *const *paths, unsigned n, const struct ff_raid_opts *opts,
 		     struct ff_raid **out, struct ff_err *err);
 
+/*
+ * Member specs (raid/scan.c), as fstab, fsck.framefs and framefs-admin take
+ * them: "PATH[,PATH...]" is split; "UUID=<array uuid>" and "LABEL=<label>"
+ * (tag names in any case, value optionally in double quotes) are resolved
+ * by reading the member superblock of the files matching globs
+ * ("GLOB[:GLOB...]", may be NULL), of those matching the globs in conf (one
+ * per line, '#' comments; NULL = none) and of every block device,
+ * read-only and without the member lock.  Every member of that array found
+ * is returned (assembly decides which are stale); several arrays with the
+ * label are -ENOTUNIQ, none -ENOENT, each with a message saying what was
+ * looked at.  out is freed with ff_member_set_free.
+ */
+#define FF_MEMBER_SET_MAX 64
+#define FF_MEMBERS_CONF "/etc/framefs/members.conf"
+struct ff_member_set {
+	unsigned n;
+	char *path[FF_MEMBER_SET_MAX];
+};
+int ff_members_resolve(const char *spec, const char *globs, const char *conf,
+		       struct ff_member_set *out, struct ff_err *err);
+int ff_member_set_add(struct ff_member_set *set, const char *path);
+void ff_member_set_free(struct ff_member_set *set);
+
 /* Flush, mark clean (unless read-only) and release. */
 int ff_raid_close(struct ff_raid *r);
 

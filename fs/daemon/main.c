@@ -8,6 +8,10 @@
  * the source, the mountpoint and -o options), so /etc/fstab works:
  *
  *   /dev/nvme0n1,/dev/nvme1n1,/dev/nvme2n1,/dev/nvme3n1  /mnt/media  fuse.framefs  allow_other  0 0
+ *   uuid=<array uuid>  /mnt/media  fuse.framefs  allow_other,nofail  0 0
+ *
+ * (UUID=/LABEL= are resolved in raid/scan.c; fstab writes them in lower
+ * case, or mount(8) would look them up through blkid and fail.)
  *
  * Unless -f is given it goes to the background only once the array is
  * assembled and the filesystem mounted, so every error reaches the
@@ -32,9 +36,11 @@
 #include "fs/daemon/events.h"
 #include "fs/daemon/fuse_ops.h"
 #include "fs/ffs.h"
+#include "raid/raid.h"
 
 struct cli {
 	char *members;
+	char *members_glob; /* -o members=GLOB[:GLOB]: where UUID=/LABEL= look for file members */
 	unsigned raid_workers, write_window, wbuf_mb, rcache_mb, commit_ms, readahead, threads, bdi_ra_kb;
 	unsigned stuck_ms, event_timeout_s;
 	char *event_cmd;
@@ -57,6 +63,7 @@ static const struct fuse_opt cli_opts[] = {
 	OPT("event_cmd=%s", event_cmd),
 	OPT("event_timeout_s=%u", event_timeout_s),
 	OPT("force", force),
+	OPT("members=%s", members_glob),
 	FUSE_OPT_KEY("ro", KEY_RO),
 	FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
 	FUSE_OPT_KEY("default_permissions", KEY_DEFAULT_PERMISSIONS),
@@ -95,15 +102,20 @@ static int cli_proc(void *data, const char *arg, int key, struct fuse_args *out)
 	case KEY_ALLOW_OTHER: c->allow_other = 1; return 1; /* FUSE mount options: kept */
 	case KEY_DEFAULT_PERMISSIONS: c->default_permissions = 1; return 1;
 	case KEY_DISCARD: return 0;
-	default: return 1;
+	default: /* x-systemd.*, x-gvfs-*: fstab words for other programs */
+		return key == FUSE_OPT_KEY_OPT && strncmp(arg, "x-", 2) == 0 ? 0 : 1;
 	}
 }
 
 static void usage(const char *prog)
 {
-	printf("usage: %s [options] MEMBER[,MEMBER...] MOUNTPOINT\n\n"
+	printf("usage: %s [options] MEMBER[,MEMBER...]|UUID=UUID|LABEL=LABEL MOUNTPOINT\n\n"
 	       "Mounts the framefs volume made by mkfs.framefs on MEMBERs (block devices or files,\n"
-	       "in any order; one missing member of RAID5, two of RAID6, mount degraded).\n\n"
+	       "in any order; one missing member of RAID5, two of RAID6, mount degraded).\n"
+	       "UUID= (the array uuid) and LABEL= find the members by their superblocks: every\n"
+	       "block device, the files matching -o members= and the globs in %s.\n"
+	       "In /etc/fstab and mount units write uuid= or label= (lower case): mount(8) looks up\n"
+	       "UUID= and LABEL= itself through blkid, which does not know framefs.\n\n"
 	       "options:\n"
 	       "  -f                     stay in the foreground\n"
 	       "  -d                     FUSE debug output (implies -f)\n"
@@ -128,18 +140,28 @@ static void usage(const char *prog)
 	       "                         FRAMEFS_EVENT, _VOLUME, _UUID, _LABEL, _MEMBER, _MEMBER_ROLE,\n"
 	       "                         _MEMBER_SERIAL, _DETAIL in its environment; one at a time\n"
 	       "  -o event_timeout_s=N   kill an event_cmd still running after N s (default 30)\n"
-	       "  -o force               mount even if the array was not shut down cleanly\n",
-	       prog);
+	       "  -o force               mount even if the array was not shut down cleanly\n"
+	       "  -o members=GLOB[:GLOB] where UUID=/LABEL= also look for members that are files\n"
+	       "                         (e.g. members=/srv/media/*.img)\n",
+	       prog, FF_MEMBERS_CONF);
 }
 
-static unsigned split_members(char *spec, const char **paths)
+/* The members the first argument names (raid.h: ff_members_resolve). */
+static int resolve_members(const struct cli *c, struct ff_member_set *set)
 {
-	unsigned n = 0;
-	char *save = NULL;
+	struct ff_err err = { "" };
+	int rc = ff_members_resolve(c->members, c->members_glob, FF_MEMBERS_CONF, set, &err);
 
-	for (char *t = strtok_r(spec, ",", &save); t && n < 32; t = strtok_r(NULL, ",", &save))
-		paths[n++] = t;
-	return n;
+	if (rc == 0 && set->n > FF_MEMBERS_MAX) {
+		ff_err_set(&err, "%s: %u members, at most %u", c->members, set->n, FF_MEMBERS_MAX);
+		ff_member_set_free(set);
+		rc = -E2BIG;
+	}
+	if (rc < 0)
+		fprintf(stderr, "framefs: %s\n", err.msg);
+	for (unsigned i = 0; rc == 0 && strchr(c->members, '=') && i < set->n; i++)
+		ff_log(FF_LOG_INFO, "%s: found member %s", c->members, set->path[i]);
+	return rc;
 }
 
 /*
@@ -248,6 +270,7 @@ static int early_exit(struct fuse_args *args, struct cli *c, struct fuse_cmdline
 	fuse_opt_free_args(args);
 	free(c->members);
 	free(c->event_cmd);
+	free(c->members_glob);
 	free(fo->mountpoint);
 	return rc;
 }
@@ -263,10 +286,9 @@ int main(int argc, char **argv)
 	struct ffs_ctl *ctl = NULL;
 	struct ffs_events *events = NULL;
 	struct ff_err err = { "" };
-	const char *paths[32];
+	struct ff_member_set set = { 0 };
 	char *mnt_real = NULL;
 	char msg[600];
-	unsigned n;
 	int report_fd = -1, rc = 1;
 
 	/* a few malloc arenas, not one per FUSE thread: resident memory stays bounded */
@@ -318,13 +340,13 @@ int main(int argc, char **argv)
 			"number\n", c.threads, FFS_REQ_SLOTS);
 		return early_exit(&args, &c, &fo, 2);
 	}
-	n = split_members(c.members, paths);
-	if (n == 0) {
-		fprintf(stderr, "framefs: no members given\n");
-		return early_exit(&args, &c, &fo, 2);
-	}
+	rc = resolve_members(&c, &set);
+	if (rc < 0)
+		return early_exit(&args, &c, &fo, rc == -EINVAL ? 2 : 1);
+	rc = 1;
 	if (!fo.foreground && background(&report_fd) < 0) {
 		fprintf(stderr, "framefs: cannot go to the background\n");
+		ff_member_set_free(&set);
 		return early_exit(&args, &c, &fo, 1);
 	}
 	o.ro = c.ro;
@@ -345,12 +367,15 @@ int main(int argc, char **argv)
 	} else {
 		ff_log(FF_LOG_ERR, "cannot start the event thread: events are only logged");
 	}
-	if (ffs_mount(paths, n, &o, &fs, &err) < 0) {
+	rc = ffs_mount((const char *const *)set.path, set.n, &o, &fs, &err);
+	ff_member_set_free(&set);
+	if (rc < 0) {
 		snprintf(msg, sizeof(msg), "framefs: %s", err.msg[0] ? err.msg : "mount failed");
 		report(report_fd, msg);
 		ffs_events_stop(events);
 		return early_exit(&args, &c, &fo, 1);
 	}
+	rc = 1;
 	if (events) {
 		struct ffs_info info;
 
@@ -409,6 +434,7 @@ int main(int argc, char **argv)
 	ffs_events_stop(events); /* after unmount: the engine posts events until it stops */
 	free(fo.mountpoint);
 	free(c.members);
+	free(c.members_glob);
 	free(c.event_cmd);
 	fuse_opt_free_args(&args);
 	return rc ? 1 : 0;

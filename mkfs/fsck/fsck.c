@@ -2,7 +2,10 @@
 /*
  * fsck.framefs: check (and repair) a framefs volume.
  *
- *   fsck.framefs [-n|-y|-p] [-c] [-f] MEMBER...
+ *   fsck.framefs [-n|-y|-p] [-c] [-f] [--members=GLOB] MEMBER...|MEMBER,MEMBER...|UUID=U|LABEL=L
+ *
+ * fsck(8) passes an fstab line's first field as one word: a comma list of
+ * members, or UUID=/LABEL=, resolved as the daemon does (raid.h).
  *
  * Exit codes as fsck(8), or-ed: 0 no problem, 1 problems fixed, 4 problems
  * left uncorrected, 8 operational error; 16 usage error.  Problems go to
@@ -16,22 +19,32 @@
 #include <unistd.h>
 
 #include "mkfs/fsck/fsck.h"
+#include "raid/raid.h"
+
+static const char *fsck_members_glob; /* --members= */
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: %s [-n|-y|-p] [-c] [-f] MEMBER...\n\n"
+	fprintf(f, "usage: %s [-n|-y|-p] [-c] [-f] [--members=GLOB] MEMBER...\n"
+		   "       MEMBER... may be one MEMBER,MEMBER,... word (as in /etc/fstab), or\n"
+		   "       UUID=UUID or LABEL=LABEL (any case): found by reading the superblock of every\n"
+		   "       block device, of the files matching --members=GLOB[:GLOB] and of the globs\n"
+		   "       in " FF_MEMBERS_CONF "\n\n"
 		   "  -n   check only: open read-only, answer no to every repair\n"
 		   "  -y   repair everything that can be repaired\n"
 		   "  -p   repair what is safe without asking (preen); stop on anything else\n"
 		   "  -c   also verify every data chunk against its checksum\n"
 		   "  -f   check even if the volume seems clean (always done; for fsck(8))\n"
+		   "  --members=GLOB[:GLOB]  where UUID=/LABEL= also look for members that are files\n"
 		   "  -h, --help  this help\n",
 		FSCK_NAME);
 }
 
 static int parse(int argc, char **argv, struct fsck *c)
 {
-	static const struct option longopts[] = { { "help", no_argument, NULL, 'h' }, { 0 } };
+	static const struct option longopts[] = { { "help", no_argument, NULL, 'h' },
+						  { "members", required_argument, NULL, 'M' },
+						  { 0 } };
 	int o, modes = 0;
 
 	c->mode = FSCK_ASK;
@@ -42,6 +55,7 @@ static int parse(int argc, char **argv, struct fsck *c)
 		case 'p': case 'a': c->mode = FSCK_PREEN; modes++; break;
 		case 'c': c->verify_data = true; break;
 		case 'f': break;
+		case 'M': fsck_members_glob = optarg; break;
 		case 'h': usage(stdout); exit(FSCK_EXIT_CLEAN);
 		default: usage(stderr); return -EINVAL;
 		}
@@ -53,6 +67,25 @@ static int parse(int argc, char **argv, struct fsck *c)
 		return -EINVAL;
 	}
 	return 0;
+}
+
+/* Every operand may be a comma list (fsck(8) passes fstab's first field);
+ * UUID= and LABEL= stand alone. */
+static int resolve_members(char *const *words, unsigned n, struct ff_member_set *set,
+			   struct ff_err *err)
+{
+	int rc = 0;
+
+	for (unsigned i = 0; i < n && rc == 0; i++) {
+		struct ff_member_set one = { 0 };
+
+		rc = ff_members_resolve(words[i], fsck_members_glob, FF_MEMBERS_CONF, &one, err);
+		for (unsigned k = 0; k < one.n && rc == 0; k++)
+			if ((rc = ff_member_set_add(set, one.path[k])) < 0)
+				ff_err_set(err, "more than %u members given", FF_MEMBER_SET_MAX);
+		ff_member_set_free(&one);
+	}
+	return rc;
 }
 
 static void summary(struct fsck *c)
@@ -95,6 +128,7 @@ int main(int argc, char **argv)
 {
 	struct fsck c = { .mode = FSCK_ASK };
 	struct ff_err err = { "" };
+	struct ff_member_set set = { 0 };
 	int rc, code;
 
 	if (parse(argc, argv, &c) < 0)
@@ -105,8 +139,11 @@ int main(int argc, char **argv)
 		return FSCK_EXIT_OPERROR;
 	}
 	ff_log_set_level(FF_LOG_WARN);
-	rc = ffs_check_open((const char *const *)argv + optind, (unsigned)(argc - optind),
-			    c.mode == FSCK_NO, 0, &c.fs, &err);
+	rc = resolve_members(argv + optind, (unsigned)(argc - optind), &set, &err);
+	if (rc == 0)
+		rc = ffs_check_open((const char *const *)set.path, set.n, c.mode == FSCK_NO, 0,
+				    &c.fs, &err);
+	ff_member_set_free(&set);
 	if (rc < 0) {
 		fprintf(stderr, "%s: %s\n", FSCK_NAME, err.msg[0] ? err.msg : strerror(-rc));
 		return FSCK_EXIT_OPERROR;

@@ -35,8 +35,10 @@ struct vol {
 
 /* volume.c */
 /* Decide what the operands name: a mountpoint (one operand) or members
- * (one comma list, or several paths).  EX_* on failure, message printed. */
+ * (one comma list, UUID=, LABEL= (raid.h: ff_members_resolve), or several paths).  EX_* on failure, message printed. */
 int vol_resolve(struct vol *v, char *const *operands, unsigned n, const char *sock_override);
+/* --members=GLOB[:GLOB]: where a UUID=/LABEL= operand also looks for file members */
+extern const char *vol_members_glob;
 /* Offline: refuse members a running daemon serves; assemble. */
 int vol_open(struct vol *v, enum vol_mode mode, bool json);
 void vol_close(struct vol *v);

@@ -42,7 +42,9 @@ static void usage(FILE *f)
 "\n"
 "VOLUME is a mountpoint (the running daemon is asked through its control socket,\n"
 "/run/framefs/<mountpoint>.sock, root only), or the members of an unmounted volume:\n"
-"MEMBER[,MEMBER...] (status, rebuild and scrub also take them as separate words).\n"
+"MEMBER[,MEMBER...] (status, rebuild and scrub also take them as separate words),\n"
+"or UUID=UUID / LABEL=LABEL: found by reading the superblock of every block device,\n"
+"of the files matching --members=GLOB[:GLOB] and of the globs in /etc/framefs/members.conf.\n"
 "\n"
 "  status [--watch[=SECS]] VOLUME    level, chunk, state (clean/degraded/rebuilding/\n"
 "                                    failed), every member's role, state, path, size and\n"
@@ -76,7 +78,7 @@ static void usage(FILE *f)
 "                                    (MEMBER@op=rw,err=EIO,after=N,...; for tests and drills)\n"
 "\n"
 "options: --json (machine-readable answer; schema in fs/daemon/ctl.h), --socket PATH,\n"
-"         --quiet, --help, --version\n"
+"         --members=GLOB[:GLOB], --quiet, --help, --version\n"
 "exit status: 0 done, 1 refused or failed, 2 usage, 3 volume unreachable or not assembled\n");
 }
 
@@ -391,6 +393,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "socket", required_argument, NULL, 'S' }, { "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },    { "version", no_argument, NULL, 'V' },
 		{ "footage", required_argument, NULL, 'F' },
+		{ "members", required_argument, NULL, 'M' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -405,6 +408,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case 'n': o->no_repair = true; break;
 		case 'S': o->sock = optarg; break;
 		case 'F': o->footage_spec = optarg; break;
+		case 'M': vol_members_glob = optarg; break;
 		case 'q': o->quiet = true; break;
 		case 'h': usage(stdout); exit(EX_OK);
 		case 'V': printf("framefs-admin 0.1.0\n"); exit(EX_OK);
@@ -428,7 +432,7 @@ static int split_args(int argc, char **argv, struct opts *o, char **words, unsig
 	*nwords = 0;
 	for (int i = 1; i < argc; i++) {
 		bool takes_arg = !strcmp(argv[i], "--socket") || !strcmp(argv[i], "-S") ||
-				 !strcmp(argv[i], "--footage");
+				 !strcmp(argv[i], "--footage") || !strcmp(argv[i], "--members");
 
 		if (!dashdash && !strcmp(argv[i], "--")) {
 			dashdash = true;

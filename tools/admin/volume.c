@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -103,6 +104,8 @@ static bool framefs_mounted_at(const char *mnt)
 
 /* ---- resolving operands ---------------------------------------------------- */
 
+const char *vol_members_glob;
+
 static int add_paths(struct vol *v, const char *operand)
 {
 	char *copy = strdup(operand), *save = NULL;
@@ -129,6 +132,23 @@ static int add_paths(struct vol *v, const char *operand)
 	return 0;
 }
 
+/* UUID=/LABEL= (or a comma list): the members it names, made absolute. */
+static int add_spec(struct vol *v, const char *operand)
+{
+	struct ff_member_set set = { 0 };
+	struct ff_err err = { "" };
+	int rc = ff_members_resolve(operand, vol_members_glob, FF_MEMBERS_CONF, &set, &err);
+
+	if (rc < 0) {
+		fprintf(stderr, "framefs-admin: %s\n", err.msg);
+		return rc;
+	}
+	for (unsigned i = 0; i < set.n && rc == 0; i++)
+		rc = add_paths(v, set.path[i]);
+	ff_member_set_free(&set);
+	return rc;
+}
+
 int vol_resolve(struct vol *v, char *const *operands, unsigned n, const char *sock_override)
 {
 	struct stat st;
@@ -145,6 +165,8 @@ int vol_resolve(struct vol *v, char *const *operands, unsigned n, const char *so
 		fprintf(stderr, "framefs-admin: no volume given (a mountpoint, or MEMBER[,MEMBER...])\n");
 		return EX_USAGE;
 	}
+	if (n == 1 && (!strncasecmp(operands[0], "UUID=", 5) || !strncasecmp(operands[0], "LABEL=", 6)))
+		return add_spec(v, operands[0]) < 0 ? EX_UNREACHABLE : EX_OK;
 	if (n == 1 && !strchr(operands[0], ',') && abs_path(operands[0], real, sizeof(real)) == 0 &&
 	    (framefs_mounted_at(real) || (lstat(real, &st) == 0 && S_ISDIR(st.st_mode)))) {
 		v->online = true;

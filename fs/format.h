@@ -43,7 +43,7 @@
 /*
  * Superblock copies.  META is mirrored in 64 KiB chunks (16 blocks), chunk c
  * copy k on member (c * copies + k) % nmembers, row (c * copies + k) /
- * nmembers (raid/engine.c), so a block's member offset is its row and its
+ * nmembers (raid/meta.c), so a block's member offset is its row and its
  * place in the chunk.  A and B start chunks 0 and 1: on RAID5 x 4 both sit
  * at the first offset of the metadata area on every member, and 4 KiB
  * zeroed there on each member took every copy a volume had before copies C

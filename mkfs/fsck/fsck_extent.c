@@ -41,7 +41,7 @@ struct xcol {
 	size_t nruns, cap;
 };
 
-struct xrec { /* a B+tree record of an extent map, as inode.c writes it */
+struct xrec { /* a B+tree record of an extent map, as extent.c writes it */
 	le64 pstripe;
 	le32 count;
 	le32 flags;

@@ -118,7 +118,7 @@ struct pctx {
 struct fsck;
 
 /* Report a problem; true when it is to be repaired now. */
-bool fix_problem(struct fsck *c, enum problem code, const struct pctx *p);
+bool fsck_fix_problem(struct fsck *c, enum problem code, const struct pctx *p);
 /* An operational error (I/O, memory): the run stops, exit code 8. */
 void fsck_operr(struct fsck *c, int rc, const char *what);
 void fsck_pass_start(struct fsck *c, int pass, const char *title);
@@ -224,25 +224,25 @@ int fsck_pass5(struct fsck *c);
 int fsck_state_alloc(struct fsck *c);
 void fsck_state_reset(struct fsck *c);
 void fsck_state_free(struct fsck *c);
-bool pool_claim(struct fsck *c, uint64_t blk, uint64_t ino, uint8_t type, uint64_t *other);
-bool pool_contains(const struct fsck *c, uint64_t blk);
-int dup_add(struct fsck *c, uint64_t pstripe, uint64_t ino, uint64_t fstripe, bool unwritten);
-int edge_add(struct fsck *c, uint64_t parent, uint64_t child, const char *name);
+bool fsck_pool_claim(struct fsck *c, uint64_t blk, uint64_t ino, uint8_t type, uint64_t *other);
+bool fsck_pool_contains(const struct fsck *c, uint64_t blk);
+int fsck_dup_add(struct fsck *c, uint64_t pstripe, uint64_t ino, uint64_t fstripe, bool unwritten);
+int fsck_edge_add(struct fsck *c, uint64_t parent, uint64_t child, const char *name);
 /* Make everything counted so far taken in the library's allocators. */
 void fsck_reserve_counted(struct fsck *c);
 const char *fsck_type_name(uint8_t dtype);
 
 /* fsck_inode.c: reading and writing inodes */
-int ck_slot_read(struct fsck *c, uint64_t ino, struct ffs_inode *d);
-int ck_slot_write(struct fsck *c, uint64_t ino, const struct ffs_inode *d);
-int ck_finode(struct fsck *c, uint64_t ino, struct finode **out);
-void ck_finode_put(struct fsck *c, struct finode *fi);
-int ck_inode_clear(struct fsck *c, uint64_t ino);
+int fsck_slot_read(struct fsck *c, uint64_t ino, struct ffs_inode *d);
+int fsck_slot_write(struct fsck *c, uint64_t ino, const struct ffs_inode *d);
+int fsck_finode(struct fsck *c, uint64_t ino, struct finode **out);
+void fsck_finode_put(struct fsck *c, struct finode *fi);
+int fsck_inode_clear(struct fsck *c, uint64_t ino);
 /* Commit the running transaction when it has grown large (always: force). */
-int ck_commit(struct fsck *c, bool force);
+int fsck_commit(struct fsck *c, bool force);
 
 /* fsck_tree.c: walk a B+tree, checking its shape */
-struct tree_walk {
+struct fsck_tree_walk {
 	struct fsck *c;
 	uint64_t ino, root;
 	bool claim;               /* take each node in the pool map (else: only nodes it owns) */
@@ -250,9 +250,9 @@ struct tree_walk {
 				   * owner, at most budget of them (fsck_path.c) */
 	unsigned budget;
 	/* every record of every readable leaf, in key order; <0 stops */
-	int (*rec)(struct tree_walk *w, uint64_t key, const uint8_t *val, uint16_t len);
+	int (*rec)(struct fsck_tree_walk *w, uint64_t key, const uint8_t *val, uint16_t len);
 	/* every node accepted (after rec for its records); <0 stops */
-	int (*node)(struct tree_walk *w, uint64_t blk);
+	int (*node)(struct fsck_tree_walk *w, uint64_t blk);
 	void *arg;
 	/* result */
 	bool damaged;
@@ -260,20 +260,20 @@ struct tree_walk {
 	const char *why;
 	uint64_t why_ino;
 };
-int tree_walk(struct tree_walk *w);
+int fsck_tree_walk(struct fsck_tree_walk *w);
 /* What the walk found wrong, in words (for PR_2_TREE_BAD). */
-void tree_why(const struct tree_walk *w, char *buf, size_t len);
+void fsck_tree_why(const struct fsck_tree_walk *w, char *buf, size_t len);
 /* Give back the nodes of ino's tree at root that it owns (after a rebuild). */
-int tree_free_old(struct fsck *c, uint64_t ino, uint64_t root);
+int fsck_tree_free_old(struct fsck *c, uint64_t ino, uint64_t root);
 
 /* fsck_extent.c: regular files' extent maps */
-int extent_check(struct fsck *c, uint64_t ino, const struct ffs_inode *d, uint64_t *nstripes);
-int extent_dups_resolve(struct fsck *c);
-int extent_csum_check(struct fsck *c);
-int extent_rebuild_all(struct fsck *c);
+int fsck_extent_check(struct fsck *c, uint64_t ino, const struct ffs_inode *d, uint64_t *nstripes);
+int fsck_extent_dups_resolve(struct fsck *c);
+int fsck_extent_csum_check(struct fsck *c);
+int fsck_extent_rebuild_all(struct fsck *c);
 
 /* fsck_connect.c */
-int connect_check(struct fsck *c);
+int fsck_connect_check(struct fsck *c);
 
 /* fsck_path.c: the path of inode ino for a message ("/a/b"), in buf, or NULL
  * when it cannot be found; reads only. */

@@ -47,17 +47,17 @@ static size_t first_from(const struct fsck *c, const struct bfs *b, uint64_t dir
 static int remove_edge(struct fsck *c, struct edge *e)
 {
 	struct finode *dir;
-	int rc = ck_finode(c, e->parent, &dir);
+	int rc = fsck_finode(c, e->parent, &dir);
 
 	if (rc < 0)
 		return rc;
 	rc = ffs_dir_remove(c->fs, dir, e->name);
-	ck_finode_put(c, dir);
+	fsck_finode_put(c, dir);
 	if (rc < 0 && rc != -ENOENT)
 		fsck_operr(c, rc, "cannot remove a directory entry");
 	e->dead = true;
 	c->ino[e->child].refs--;
-	return rc == -ENOENT ? 0 : (rc < 0 ? rc : ck_commit(c, false));
+	return rc == -ENOENT ? 0 : (rc < 0 ? rc : fsck_commit(c, false));
 }
 
 /* Reach everything below dir, breadth first. */
@@ -80,7 +80,7 @@ static int reach_from(struct fsck *c, struct bfs *b, uint64_t dir)
 			if (e->dead)
 				continue;
 			if (e->child == FFS_ROOT_INO || (x->flags & IS_REACHED)) {
-				if (fix_problem(c, PR_3_DIR_LINK, &(struct pctx){ .ino = d, .str = e->name,
+				if (fsck_fix_problem(c, PR_3_DIR_LINK, &(struct pctx){ .ino = d, .str = e->name,
 									  .ino2 = e->child }))
 					rc = remove_edge(c, e);
 				continue;
@@ -96,13 +96,13 @@ static int reach_from(struct fsck *c, struct bfs *b, uint64_t dir)
 static int lpf_create(struct fsck *c)
 {
 	struct finode *root, *fi;
-	int rc = ck_finode(c, FFS_ROOT_INO, &root);
+	int rc = fsck_finode(c, FFS_ROOT_INO, &root);
 
 	if (rc < 0)
 		return rc;
 	rc = ffs_inode_new(c->fs, S_IFDIR | 0700, 0, 0, FFS_ROOT_INO, &fi);
 	if (rc == 0) {
-		ffs_tools_ikeep(c->fs, fi); /* pinned, as ck_finode does */
+		ffs_tools_ikeep(c->fs, fi); /* pinned, as fsck_finode does */
 		c->fin[fi->ino] = fi;
 		c->lpf = fi->ino;
 		c->ino[fi->ino] = (struct ino_info){ .nlink = 2, .refs = 1, .flags = IS_USED | IS_REACHED,
@@ -110,13 +110,13 @@ static int lpf_create(struct fsck *c)
 						     .tree_parent = FFS_ROOT_INO };
 		rc = ffs_dir_add(c->fs, root, "lost+found", fi->ino, DT_DIR);
 		if (rc == 0)
-			rc = edge_add(c, FFS_ROOT_INO, fi->ino, "lost+found");
+			rc = fsck_edge_add(c, FFS_ROOT_INO, fi->ino, "lost+found");
 		root->d.nlink = ff_cpu_to_le32(ff_le32(root->d.nlink) + 1);
 		if (rc == 0)
 			rc = ffs_istore(c->fs, root);
-		ck_finode_put(c, fi);
+		fsck_finode_put(c, fi);
 	}
-	ck_finode_put(c, root);
+	fsck_finode_put(c, root);
 	if (rc < 0)
 		fsck_operr(c, rc, "cannot create /lost+found");
 	return rc;
@@ -137,7 +137,7 @@ static uint64_t lpf_get(struct fsck *c)
 	if (c->lpf_asked)
 		return 0;
 	c->lpf_asked = true;
-	if (fix_problem(c, PR_3_NO_LPF, &(struct pctx){ 0 }))
+	if (fsck_fix_problem(c, PR_3_NO_LPF, &(struct pctx){ 0 }))
 		lpf_create(c);
 	return c->lpf;
 }
@@ -152,7 +152,7 @@ static int lpf_link(struct fsck *c, uint64_t ino, uint8_t dtype)
 
 	if (!lpf || ffs_tools_read_only(c->fs))
 		return 0;
-	rc = ck_finode(c, lpf, &dir);
+	rc = fsck_finode(c, lpf, &dir);
 	if (rc < 0)
 		return rc;
 	for (unsigned n = 0; n < 100; n++) {
@@ -165,21 +165,21 @@ static int lpf_link(struct fsck *c, uint64_t ino, uint8_t dtype)
 		dir->d.nlink = ff_cpu_to_le32(ff_le32(dir->d.nlink) + 1);
 		rc = ffs_istore(c->fs, dir);
 		if (rc == 0)
-			rc = edge_add(c, lpf, ino, name);
+			rc = fsck_edge_add(c, lpf, ino, name);
 	}
-	ck_finode_put(c, dir);
+	fsck_finode_put(c, dir);
 	if (rc == 0 && dtype == DT_DIR) {
 		struct ffs_inode d;
 
-		rc = ck_slot_read(c, ino, &d);
+		rc = fsck_slot_read(c, ino, &d);
 		d.parent = ff_cpu_to_le64(lpf);
 		if (rc == 0)
-			rc = ck_slot_write(c, ino, &d);
+			rc = fsck_slot_write(c, ino, &d);
 		c->ino[ino].parent = lpf;
 	}
 	c->ino[ino].refs++;
 	if (rc == 0)
-		rc = ck_commit(c, false);
+		rc = fsck_commit(c, false);
 	if (rc < 0)
 		fsck_operr(c, rc, "cannot reconnect to /lost+found");
 	return rc;
@@ -218,7 +218,7 @@ static int unreachable(struct fsck *c, struct bfs *b, uint64_t dir)
 	size_t in = b->first_in[top];
 	int rc = 0;
 
-	if (fix_problem(c, PR_3_UNREACHABLE, &(struct pctx){ .ino = top, .str = loop
+	if (fsck_fix_problem(c, PR_3_UNREACHABLE, &(struct pctx){ .ino = top, .str = loop
 				? "it is in a loop of directories" : "no directory names it" })) {
 		if (loop && in != SIZE_MAX)
 			rc = remove_edge(c, &c->edges[in]);
@@ -240,9 +240,9 @@ static int unattached(struct fsck *c, uint64_t ino)
 	struct pctx p = { .ino = ino, .str = fsck_type_name(in->dtype), .num = in->size };
 
 	if (in->nlink == 0) {
-		if (fix_problem(c, PR_3_UNLINKED, &p))
-			return ck_inode_clear(c, ino);
-	} else if (fix_problem(c, PR_3_UNATTACHED, &p)) {
+		if (fsck_fix_problem(c, PR_3_UNLINKED, &p))
+			return fsck_inode_clear(c, ino);
+	} else if (fsck_fix_problem(c, PR_3_UNATTACHED, &p)) {
 		return lpf_link(c, ino, in->dtype);
 	}
 	in->flags |= IS_NOCOUNT;
@@ -257,12 +257,12 @@ static void dotdot(struct fsck *c)
 
 		if (!(in->flags & IS_REACHED) || !in->tree_parent || in->parent == in->tree_parent)
 			continue;
-		if (fix_problem(c, PR_3_DOTDOT, &(struct pctx){ .ino = ino, .num = in->parent,
+		if (fsck_fix_problem(c, PR_3_DOTDOT, &(struct pctx){ .ino = ino, .num = in->parent,
 								.num2 = in->tree_parent }) &&
-		    ck_slot_read(c, ino, &d) == 0) {
+		    fsck_slot_read(c, ino, &d) == 0) {
 			d.parent = ff_cpu_to_le64(in->tree_parent);
 			in->parent = in->tree_parent;
-			ck_slot_write(c, ino, &d);
+			fsck_slot_write(c, ino, &d);
 		}
 	}
 }
@@ -306,7 +306,7 @@ static void orphans_valid(struct fsck *c)
 	}
 }
 
-int connect_check(struct fsck *c)
+int fsck_connect_check(struct fsck *c)
 {
 	struct bfs b = { 0 };
 	int rc = bfs_init(c, &b);

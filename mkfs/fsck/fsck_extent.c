@@ -86,7 +86,7 @@ static int claim(struct xcol *x, uint64_t f, uint64_t p, uint64_t n, uint32_t fl
 			if (flags & FFS_X_UNWRITTEN)
 				ff_bit_set(c->unwritten, p + s);
 		} else {
-			rc = dup_add(c, p + s, x->ino, f + s, flags & FFS_X_UNWRITTEN);
+			rc = fsck_dup_add(c, p + s, x->ino, f + s, flags & FFS_X_UNWRITTEN);
 		}
 	}
 	return rc;
@@ -119,7 +119,7 @@ static int extent_one(struct xcol *x, uint64_t f, uint64_t p, uint64_t n, uint32
 	if (why) {
 		x->bad++;
 		if (!x->rebuild && x->bad <= BAD_EXTENTS_MAX &&
-		    fix_problem(x->c, PR_2_EXTENT_BAD, &(struct pctx){ .ino = x->ino, .num = f, .blk = p,
+		    fsck_fix_problem(x->c, PR_2_EXTENT_BAD, &(struct pctx){ .ino = x->ino, .num = f, .blk = p,
 									 .num2 = n, .str = why }))
 			x->remove = true;
 		return 0;
@@ -129,7 +129,7 @@ static int extent_one(struct xcol *x, uint64_t f, uint64_t p, uint64_t n, uint32
 	return claim(x, f, p, n, flags);
 }
 
-static int tree_rec(struct tree_walk *w, uint64_t key, const uint8_t *val, uint16_t len)
+static int tree_rec(struct fsck_tree_walk *w, uint64_t key, const uint8_t *val, uint16_t len)
 {
 	struct xrec r;
 
@@ -140,7 +140,7 @@ static int tree_rec(struct tree_walk *w, uint64_t key, const uint8_t *val, uint1
 }
 
 /* Walk the map; *w tells about the tree, if there is one. */
-static int collect(struct xcol *x, const struct ffs_inode *d, struct tree_walk *w)
+static int collect(struct xcol *x, const struct ffs_inode *d, struct fsck_tree_walk *w)
 {
 	int rc = 0;
 
@@ -149,9 +149,9 @@ static int collect(struct xcol *x, const struct ffs_inode *d, struct tree_walk *
 	if (ff_le64(d->size) > UINT64_MAX - ffs_tools_geom(x->c->fs)->stripe_bytes)
 		x->eof = UINT64_MAX;
 	if (ff_le32(d->flags) & FFS_I_BTREE) {
-		*w = (struct tree_walk){ .c = x->c, .ino = x->ino, .root = ff_le64(d->root),
+		*w = (struct fsck_tree_walk){ .c = x->c, .ino = x->ino, .root = ff_le64(d->root),
 					 .claim = !x->rebuild, .rec = tree_rec, .arg = x };
-		return tree_walk(w);
+		return fsck_tree_walk(w);
 	}
 	for (unsigned i = 0; i < FF_MIN(ff_le32(d->nextents), FFS_INLINE_EXTENTS) && rc == 0; i++) {
 		const struct ffs_extent *e = &d->u.extents[i];
@@ -163,7 +163,7 @@ static int collect(struct xcol *x, const struct ffs_inode *d, struct tree_walk *
 }
 
 /* What the walk found that calls for a rebuild (or the inode's end). */
-static int judge(struct fsck *c, struct xcol *x, const struct tree_walk *w,
+static int judge(struct fsck *c, struct xcol *x, const struct fsck_tree_walk *w,
 		 const struct ffs_inode *d)
 {
 	uint64_t ino = x->ino;
@@ -172,18 +172,18 @@ static int judge(struct fsck *c, struct xcol *x, const struct tree_walk *w,
 	if (w->damaged) {
 		char why[96];
 
-		tree_why(w, why, sizeof(why));
-		if (fix_problem(c, PR_2_TREE_BAD, &(struct pctx){ .ino = ino, .str = "regular file",
+		fsck_tree_why(w, why, sizeof(why));
+		if (fsck_fix_problem(c, PR_2_TREE_BAD, &(struct pctx){ .ino = ino, .str = "regular file",
 							     .blk = w->bad_blk, .str2 = why }))
 			rebuild = true;
 		else
 			c->ino[ino].flags |= IS_TREE_BAD;
 	}
 	if (x->bad > BAD_EXTENTS_MAX &&
-	    fix_problem(c, PR_2_EXTENTS_MANY, &(struct pctx){ .ino = ino }))
-		return ck_inode_clear(c, ino);
+	    fsck_fix_problem(c, PR_2_EXTENTS_MANY, &(struct pctx){ .ino = ino }))
+		return fsck_inode_clear(c, ino);
 	if (!(ff_le32(d->flags) & FFS_I_BTREE) && ff_le32(d->nextents) > FFS_INLINE_EXTENTS &&
-	    fix_problem(c, PR_2_FIELD, &(struct pctx){ .ino = ino, .str = "regular file",
+	    fsck_fix_problem(c, PR_2_FIELD, &(struct pctx){ .ino = ino, .str = "regular file",
 						      .str2 = "an inline extent count of",
 						      .num = ff_le32(d->nextents),
 						      .num2 = FFS_INLINE_EXTENTS }))
@@ -193,10 +193,10 @@ static int judge(struct fsck *c, struct xcol *x, const struct tree_walk *w,
 	return 0;
 }
 
-int extent_check(struct fsck *c, uint64_t ino, const struct ffs_inode *d, uint64_t *nstripes)
+int fsck_extent_check(struct fsck *c, uint64_t ino, const struct ffs_inode *d, uint64_t *nstripes)
 {
 	struct xcol x = { .c = c, .ino = ino };
-	struct tree_walk w;
+	struct fsck_tree_walk w;
 	int rc = collect(&x, d, &w);
 
 	if (rc < 0) {
@@ -211,11 +211,11 @@ int extent_check(struct fsck *c, uint64_t ino, const struct ffs_inode *d, uint64
 static int rebuild_one(struct fsck *c, uint64_t ino)
 {
 	struct xcol x = { .c = c, .ino = ino, .rebuild = true };
-	struct tree_walk w;
+	struct fsck_tree_walk w;
 	struct ffs_inode d;
 	struct finode *fi;
 	uint64_t old_root;
-	int rc = ck_slot_read(c, ino, &d);
+	int rc = fsck_slot_read(c, ino, &d);
 
 	if (rc == 0)
 		rc = collect(&x, &d, &w);
@@ -228,9 +228,9 @@ static int rebuild_one(struct fsck *c, uint64_t ino)
 	d.nstripes = 0;
 	memset(&d.u, 0, sizeof(d.u));
 	if (rc == 0)
-		rc = ck_slot_write(c, ino, &d);
+		rc = fsck_slot_write(c, ino, &d);
 	if (rc == 0)
-		rc = ck_finode(c, ino, &fi);
+		rc = fsck_finode(c, ino, &fi);
 	if (rc < 0) {
 		free(x.runs);
 		return rc;
@@ -238,18 +238,18 @@ static int rebuild_one(struct fsck *c, uint64_t ino)
 	for (size_t i = 0; i < x.nruns && rc == 0; i++) {
 		rc = ffs_extent_map(c->fs, fi, x.runs[i].f, x.runs[i].p, x.runs[i].n, x.runs[i].flags);
 		if (rc == 0)
-			rc = ck_commit(c, false);
+			rc = fsck_commit(c, false);
 	}
-	ck_finode_put(c, fi);
+	fsck_finode_put(c, fi);
 	free(x.runs);
 	if (rc == 0 && old_root)
-		rc = tree_free_old(c, ino, old_root);
+		rc = fsck_tree_free_old(c, ino, old_root);
 	if (rc < 0)
 		fsck_operr(c, rc, "cannot rebuild an extent map");
 	return rc;
 }
 
-int extent_rebuild_all(struct fsck *c)
+int fsck_extent_rebuild_all(struct fsck *c)
 {
 	int rc = 0;
 
@@ -257,5 +257,5 @@ int extent_rebuild_all(struct fsck *c)
 		if ((c->ino[ino].flags & (IS_USED | IS_REBUILD)) == (IS_USED | IS_REBUILD) &&
 		    c->ino[ino].dtype == DT_REG)
 			rc = rebuild_one(c, ino);
-	return rc == 0 ? ck_commit(c, true) : rc;
+	return rc == 0 ? fsck_commit(c, true) : rc;
 }

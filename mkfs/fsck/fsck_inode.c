@@ -25,7 +25,7 @@ static int slot_block(struct fsck *c, uint64_t ino, struct mbuf **mb, struct ffs
 	return 0;
 }
 
-int ck_slot_read(struct fsck *c, uint64_t ino, struct ffs_inode *d)
+int fsck_slot_read(struct fsck *c, uint64_t ino, struct ffs_inode *d)
 {
 	struct ffs_inode *slot;
 	struct mbuf *mb;
@@ -38,7 +38,7 @@ int ck_slot_read(struct fsck *c, uint64_t ino, struct ffs_inode *d)
 	return 0;
 }
 
-int ck_slot_write(struct fsck *c, uint64_t ino, const struct ffs_inode *d)
+int fsck_slot_write(struct fsck *c, uint64_t ino, const struct ffs_inode *d)
 {
 	struct ffs_inode *slot;
 	struct mbuf *mb;
@@ -58,10 +58,10 @@ int ck_slot_write(struct fsck *c, uint64_t ino, const struct ffs_inode *d)
 			c->fin[ino] = NULL;
 		}
 	}
-	return ck_commit(c, false);
+	return fsck_commit(c, false);
 }
 
-int ck_finode(struct fsck *c, uint64_t ino, struct finode **out)
+int fsck_finode(struct fsck *c, uint64_t ino, struct finode **out)
 {
 	struct ffs *fs = c->fs;
 	struct finode *fi;
@@ -84,26 +84,26 @@ int ck_finode(struct fsck *c, uint64_t ino, struct finode **out)
 	return 0;
 }
 
-void ck_finode_put(struct fsck *c, struct finode *fi)
+void fsck_finode_put(struct fsck *c, struct finode *fi)
 {
 	ffs_iput(c->fs, fi);
 }
 
-int ck_inode_clear(struct fsck *c, uint64_t ino)
+int fsck_inode_clear(struct fsck *c, uint64_t ino)
 {
 	struct ffs_inode d;
 	uint32_t gen = 0;
 
-	if (ck_slot_read(c, ino, &d) == 0)
+	if (fsck_slot_read(c, ino, &d) == 0)
 		gen = ff_le32(d.generation);
 	memset(&d, 0, sizeof(d));
 	d.generation = ff_cpu_to_le32(gen);
 	c->ino[ino].flags = (uint16_t)((c->ino[ino].flags & ~IS_USED) | IS_CLEARED);
 	c->ino[ino].dtype = 0;
-	return ck_slot_write(c, ino, &d);
+	return fsck_slot_write(c, ino, &d);
 }
 
-int ck_commit(struct fsck *c, bool force)
+int fsck_commit(struct fsck *c, bool force)
 {
 	struct ffs *fs = c->fs;
 	int rc;

@@ -105,7 +105,7 @@ static int rebuild(struct fsck *c, const char *const why[FFS_SB_COPIES], uint64_
 		n += (size_t)snprintf(copies + n, sizeof(copies) - n, ": %s", why[i]);
 	}
 	if (misfit) { /* rebuilt from the array, it would follow what may be the array's error */
-		fix_problem(c, PR_1_NO_SUPER, &(struct pctx){ .str = copies });
+		fsck_fix_problem(c, PR_1_NO_SUPER, &(struct pctx){ .str = copies });
 		fsck_operr(c, -EUCLEAN, "the filesystem superblock does not fit this array: check the "
 			   "members given (framefs-admin status); not rebuilding it");
 		free(sb);
@@ -113,7 +113,7 @@ static int rebuild(struct fsck *c, const char *const why[FFS_SB_COPIES], uint64_
 	}
 	rc = ffs_check_rebuild_super(c->fs, sb, generation, &info);
 	if (rc == -ENOENT) {
-		fix_problem(c, PR_1_NO_SUPER, &(struct pctx){ .str = copies });
+		fsck_fix_problem(c, PR_1_NO_SUPER, &(struct pctx){ .str = copies });
 		fsck_operr(c, -EUCLEAN, "no valid framefs superblock on this array, and no framefs "
 			   "metadata layout to rebuild one from");
 		free(sb);
@@ -128,7 +128,7 @@ static int rebuild(struct fsck *c, const char *const why[FFS_SB_COPIES], uint64_
 		 info.default_layout ? "mkfs's default" : "found on disk",
 		 (unsigned long long)info.ninodes, (unsigned long long)info.journal_blocks);
 	set_label(c, sb);
-	yes = fix_problem(c, PR_1_SB_REBUILD, &(struct pctx){ .str = copies, .str2 = layout });
+	yes = fsck_fix_problem(c, PR_1_SB_REBUILD, &(struct pctx){ .str = copies, .str2 = layout });
 	/* declined (-n, or -p which stops here), the check goes on with it in memory */
 	rc = ffs_check_start(c->fs, sb, 0);
 	free(sb);
@@ -181,11 +181,11 @@ static int choose_super(struct fsck *c, struct ffs_super *copy)
 		if ((int)i == best || (i >= 2 && !all4 && why[i]))
 			continue; /* made before copies C and D: the next writes add them */
 		if (why[i])
-			rewrite |= fix_problem(c, PR_1_SB_COPY_BAD,
+			rewrite |= fsck_fix_problem(c, PR_1_SB_COPY_BAD,
 					       &(struct pctx){ .str = (char[]){ ffs_sb_name[i], 0 },
 							       .blk = ffs_sb_block[i], .str2 = why[i] });
 		else if (g + 1 < gen)
-			rewrite |= fix_problem(c, PR_1_SB_COPY_OLD,
+			rewrite |= fsck_fix_problem(c, PR_1_SB_COPY_OLD,
 					       &(struct pctx){ .str = (char[]){ ffs_sb_name[i], 0 },
 							       .blk = ffs_sb_block[i], .num = g, .num2 = gen });
 	}
@@ -202,11 +202,11 @@ static int journal(struct fsck *c)
 		fsck_operr(c, rc, "cannot read the journal");
 		return rc;
 	}
-	if (!pending || !fix_problem(c, PR_1_JOURNAL_PENDING, &(struct pctx){ 0 }))
+	if (!pending || !fsck_fix_problem(c, PR_1_JOURNAL_PENDING, &(struct pctx){ 0 }))
 		return 0;
 	rc = ffs_check_journal_replay(c->fs, &replayed);
 	if (rc == -EUCLEAN || rc == -EBADMSG) {
-		if (!fix_problem(c, PR_1_JOURNAL_BAD, &(struct pctx){ .str = strerror(-rc) }))
+		if (!fsck_fix_problem(c, PR_1_JOURNAL_BAD, &(struct pctx){ .str = strerror(-rc) }))
 			return 0;
 		rc = ffs_check_journal_discard(c->fs);
 	}

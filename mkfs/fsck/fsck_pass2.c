@@ -18,7 +18,7 @@ enum verdict { KEEP, CLEARED };
 
 static int field(struct fsck *c, uint64_t ino, const char *what, uint64_t have, uint64_t want)
 {
-	return fix_problem(c, PR_2_FIELD, &(struct pctx){ .ino = ino, .str = fsck_type_name(
+	return fsck_fix_problem(c, PR_2_FIELD, &(struct pctx){ .ino = ino, .str = fsck_type_name(
 								  c->ino[ino].dtype),
 							  .str2 = what, .num = have, .num2 = want });
 }
@@ -30,9 +30,9 @@ static const char *xattr_problem(struct fsck *c, uint64_t ino, uint64_t blk)
 	uint64_t other, used, count = 0, pos = 0;
 	struct mbuf *mb;
 
-	if (!pool_contains(c, blk))
+	if (!fsck_pool_contains(c, blk))
 		return "is outside the metadata pool";
-	if (!pool_claim(c, blk, ino, POOL_XATTR, &other))
+	if (!fsck_pool_claim(c, blk, ino, POOL_XATTR, &other))
 		return "is also used by another inode";
 	if (ffs_mb_get(c->fs, blk, FFS_B_XATTR, &mb) < 0)
 		return "has no readable copy";
@@ -66,9 +66,9 @@ static const char *symlink_problem(struct fsck *c, uint64_t ino, struct ffs_inod
 		return "its length is out of range";
 	if (!blk)
 		return size > sizeof(d->u.symlink) ? "its target is stored nowhere" : NULL;
-	if (!pool_contains(c, blk))
+	if (!fsck_pool_contains(c, blk))
 		return "its target block is outside the metadata pool";
-	if (!pool_claim(c, blk, ino, POOL_SYMLINK, &other))
+	if (!fsck_pool_claim(c, blk, ino, POOL_SYMLINK, &other))
 		return "its target block is also used by another inode";
 	if (ffs_mb_get(c->fs, blk, FFS_B_SYMLINK, &mb) < 0)
 		return "its target block has no readable copy";
@@ -89,8 +89,8 @@ static const char *symlink_problem(struct fsck *c, uint64_t ino, struct ffs_inod
 
 static void dir_shape(struct fsck *c, uint64_t ino, const struct ffs_inode *d)
 {
-	struct tree_walk w = { .c = c, .ino = ino, .root = ff_le64(d->root), .claim = true };
-	int rc = tree_walk(&w);
+	struct fsck_tree_walk w = { .c = c, .ino = ino, .root = ff_le64(d->root), .claim = true };
+	int rc = fsck_tree_walk(&w);
 	char why[96];
 
 	if (rc < 0) {
@@ -99,8 +99,8 @@ static void dir_shape(struct fsck *c, uint64_t ino, const struct ffs_inode *d)
 	}
 	if (!w.damaged)
 		return;
-	tree_why(&w, why, sizeof(why));
-	if (fix_problem(c, PR_2_TREE_BAD, &(struct pctx){ .ino = ino, .str = "directory",
+	fsck_tree_why(&w, why, sizeof(why));
+	if (fsck_fix_problem(c, PR_2_TREE_BAD, &(struct pctx){ .ino = ino, .str = "directory",
 						     .blk = w.bad_blk, .str2 = why }))
 		c->ino[ino].flags |= IS_REBUILD;
 	else
@@ -115,14 +115,14 @@ static enum verdict contents(struct fsck *c, uint64_t ino, struct ffs_inode *d, 
 	const char *why;
 
 	if (t == DT_REG) {
-		if (extent_check(c, ino, d, &nstripes) < 0 || !(c->ino[ino].flags & IS_USED))
+		if (fsck_extent_check(c, ino, d, &nstripes) < 0 || !(c->ino[ino].flags & IS_USED))
 			return CLEARED;
 	} else if (t == DT_DIR) {
 		dir_shape(c, ino, d);
 	} else if (t == DT_LNK) {
 		why = symlink_problem(c, ino, d, dirty);
-		if (why && fix_problem(c, PR_2_SYMLINK_BAD, &(struct pctx){ .ino = ino, .str = why })) {
-			ck_inode_clear(c, ino);
+		if (why && fsck_fix_problem(c, PR_2_SYMLINK_BAD, &(struct pctx){ .ino = ino, .str = why })) {
+			fsck_inode_clear(c, ino);
 			return CLEARED;
 		}
 	} else if (d->root && field(c, ino, "a B+tree root of", ff_le64(d->root), 0)) {
@@ -161,13 +161,13 @@ static void check_inode(struct fsck *c, uint64_t ino, struct ffs_inode *d)
 	const char *why;
 
 	if (!type_valid(mode)) {
-		if (fix_problem(c, PR_2_BAD_MODE, &(struct pctx){ .ino = ino, .num = mode }))
-			ck_inode_clear(c, ino);
+		if (fsck_fix_problem(c, PR_2_BAD_MODE, &(struct pctx){ .ino = ino, .num = mode }))
+			fsck_inode_clear(c, ino);
 		return;
 	}
 	if (ino == FFS_ROOT_INO && !S_ISDIR(mode) &&
-	    fix_problem(c, PR_2_ROOT_NOT_DIR, &(struct pctx){ .str = fsck_type_name(ffs_dtype(mode)) })) {
-		ck_inode_clear(c, ino); /* pass 3 makes a new root */
+	    fsck_fix_problem(c, PR_2_ROOT_NOT_DIR, &(struct pctx){ .str = fsck_type_name(ffs_dtype(mode)) })) {
+		fsck_inode_clear(c, ino); /* pass 3 makes a new root */
 		return;
 	}
 	in->flags |= IS_USED;
@@ -178,7 +178,7 @@ static void check_inode(struct fsck *c, uint64_t ino, struct ffs_inode *d)
 	if (in->dtype == DT_REG)
 		allowed |= FFS_I_BTREE;
 	if ((ff_le32(d->flags) & ~allowed) &&
-	    fix_problem(c, PR_2_BAD_FLAGS, &(struct pctx){ .ino = ino, .num = ff_le32(d->flags),
+	    fsck_fix_problem(c, PR_2_BAD_FLAGS, &(struct pctx){ .ino = ino, .num = ff_le32(d->flags),
 							   .str = fsck_type_name(in->dtype) })) {
 		d->flags = ff_cpu_to_le32(ff_le32(d->flags) & allowed);
 		dirty = true;
@@ -193,13 +193,13 @@ static void check_inode(struct fsck *c, uint64_t ino, struct ffs_inode *d)
 	if (contents(c, ino, d, &dirty) == CLEARED)
 		return;
 	why = d->xattr_block ? xattr_problem(c, ino, ff_le64(d->xattr_block)) : NULL;
-	if (why && fix_problem(c, PR_2_XATTR_BAD, &(struct pctx){ .ino = ino, .str = why,
+	if (why && fsck_fix_problem(c, PR_2_XATTR_BAD, &(struct pctx){ .ino = ino, .str = why,
 								  .blk = ff_le64(d->xattr_block) })) {
 		d->xattr_block = 0;
 		dirty = true;
 	}
 	if (dirty)
-		ck_slot_write(c, ino, d);
+		fsck_slot_write(c, ino, d);
 }
 
 static void scan_block(struct fsck *c, uint64_t b, bool initialised, uint64_t *hi)
@@ -215,12 +215,12 @@ static void scan_block(struct fsck *c, uint64_t b, bool initialised, uint64_t *h
 	}
 	if (rc < 0) {
 		if (initialised &&
-		    fix_problem(c, PR_2_ITABLE_BAD, &(struct pctx){ .blk = no, .num = first,
+		    fsck_fix_problem(c, PR_2_ITABLE_BAD, &(struct pctx){ .blk = no, .num = first,
 							       .num2 = first + FFS_INODES_PER_BLOCK - 1 }) &&
 		    ffs_mb_new(c->fs, no, FFS_B_ITABLE, &mb) == 0) {
 			ffs_mb_dirty(c->fs, mb);
 			ffs_mb_put(c->fs, mb);
-			ck_commit(c, false);
+			fsck_commit(c, false);
 		}
 		return;
 	}
@@ -232,9 +232,9 @@ static void scan_block(struct fsck *c, uint64_t b, bool initialised, uint64_t *h
 		if (ino == 0 || ino >= c->ninodes || !d[i].ino)
 			continue;
 		if (ff_le64(d[i].ino) != ino) {
-			if (fix_problem(c, PR_2_SLOT_INO, &(struct pctx){ .ino = ino,
+			if (fsck_fix_problem(c, PR_2_SLOT_INO, &(struct pctx){ .ino = ino,
 									  .num = ff_le64(d[i].ino) }))
-				ck_inode_clear(c, ino);
+				fsck_inode_clear(c, ino);
 			continue;
 		}
 		check_inode(c, ino, &d[i]);
@@ -261,7 +261,7 @@ static void check_hwm(struct fsck *c, uint64_t needed)
 
 	needed = FF_MAX(needed, 1);
 	if ((hwm < needed || hwm > ff_le64(c->sb->itable_blocks)) &&
-	    fix_problem(c, PR_2_HWM, &(struct pctx){ .num = hwm, .num2 = needed }))
+	    fsck_fix_problem(c, PR_2_HWM, &(struct pctx){ .num = hwm, .num2 = needed }))
 		ffs_tools_set_itable_hwm(c->fs, needed);
 }
 
@@ -286,7 +286,7 @@ static void orphans_read(struct fsck *c)
 			c->orphan_break = "it names an inode that is not in use";
 		else if (c->ino[cur].flags & IS_ON_ORPHANS)
 			c->orphan_break = "it loops";
-		else if (ck_slot_read(c, cur, &d) < 0)
+		else if (fsck_slot_read(c, cur, &d) < 0)
 			c->orphan_break = "it names an unreadable inode";
 		if (c->orphan_break) {
 			c->orphan_break_ino = cur;
@@ -312,12 +312,12 @@ int fsck_pass2(struct fsck *c)
 	if (!c->operr && !c->stop)
 		orphans_read(c);
 	if (!c->operr && !c->stop)
-		extent_dups_resolve(c);
+		fsck_extent_dups_resolve(c);
 	if (!c->operr && !c->stop)
-		extent_csum_check(c);
+		fsck_extent_csum_check(c);
 	fsck_reserve_counted(c);
 	if (!c->operr && !c->stop)
-		extent_rebuild_all(c);
-	ck_commit(c, true);
+		fsck_extent_rebuild_all(c);
+	fsck_commit(c, true);
 	return c->operr;
 }

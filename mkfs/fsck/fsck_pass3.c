@@ -98,13 +98,13 @@ static int keep(struct dwalk *w, struct dent *e)
 	w->live++;
 	t->refs++;
 	if (t->dtype == DT_DIR)
-		rc = edge_add(c, w->dir, e->ino, e->name);
+		rc = fsck_edge_add(c, w->dir, e->ino, e->name);
 	if (rc == 0 && (w->salvage || e->act != 0xff))
 		rc = push(w, e);
 	return rc;
 }
 
-static int entry(struct tree_walk *tw, uint64_t key, const uint8_t *val, uint16_t len)
+static int entry(struct fsck_tree_walk *tw, uint64_t key, const uint8_t *val, uint16_t len)
 {
 	struct dwalk *w = tw->arg;
 	struct fsck *c = w->c;
@@ -116,7 +116,7 @@ static int entry(struct tree_walk *tw, uint64_t key, const uint8_t *val, uint16_
 
 	if (len < sizeof(*de) || len != sizeof(*de) + de->name_len || de->name_len == 0) {
 		w->removed++;
-		if (fix_problem(c, PR_3_ENTRY_BAD, &p) && !w->salvage)
+		if (fsck_fix_problem(c, PR_3_ENTRY_BAD, &p) && !w->salvage)
 			return push(w, &(struct dent){ .key = key, .act = ACT_REMOVE });
 		return 0;
 	}
@@ -129,16 +129,16 @@ static int entry(struct tree_walk *tw, uint64_t key, const uint8_t *val, uint16_
 	pr = entry_problem(w, &e, &move);
 	if (pr >= 0) {
 		w->removed++;
-		if (fix_problem(c, (enum problem)pr, &p) && !w->salvage)
+		if (fsck_fix_problem(c, (enum problem)pr, &p) && !w->salvage)
 			return push(w, &(struct dent){ .key = key, .act = ACT_REMOVE });
 		return 0;
 	}
-	if (move && fix_problem(c, PR_3_ENTRY_HASH, &p))
+	if (move && fsck_fix_problem(c, PR_3_ENTRY_HASH, &p))
 		e.act = ACT_MOVE;
 	if (e.type != c->ino[e.ino].dtype) {
 		p.str2 = fsck_type_name(e.type);
 		p.str3 = fsck_type_name(c->ino[e.ino].dtype);
-		if (fix_problem(c, PR_3_ENTRY_TYPE, &p) && e.act != ACT_MOVE)
+		if (fsck_fix_problem(c, PR_3_ENTRY_TYPE, &p) && e.act != ACT_MOVE)
 			e.act = ACT_RETYPE;
 		e.type = c->ino[e.ino].dtype;
 	}
@@ -166,7 +166,7 @@ static int add_again(struct dwalk *w, struct finode *fi, const struct dent *e)
 		w->c->ino[e->ino].refs--;
 		rc = 0;
 	}
-	return rc < 0 ? rc : ck_commit(w->c, false);
+	return rc < 0 ? rc : fsck_commit(w->c, false);
 }
 
 /* Entry repairs in a sound tree: removals and retypes in place, moves. */
@@ -205,7 +205,7 @@ static int rebuild(struct dwalk *w, struct finode *fi)
 	for (size_t i = 0; i < w->n && rc == 0; i++)
 		rc = add_again(w, fi, &w->list[i]);
 	if (rc == 0 && old_root)
-		rc = tree_free_old(w->c, w->dir, old_root);
+		rc = fsck_tree_free_old(w->c, w->dir, old_root);
 	return rc;
 }
 
@@ -214,7 +214,7 @@ static int repair(struct dwalk *w, bool rebuild_tree, bool fix_size)
 	struct fsck *c = w->c;
 	struct finode *fi;
 	le64 mtime, ctime;
-	int rc = ck_finode(c, w->dir, &fi);
+	int rc = fsck_finode(c, w->dir, &fi);
 
 	if (rc < 0)
 		return rc;
@@ -228,9 +228,9 @@ static int repair(struct dwalk *w, bool rebuild_tree, bool fix_size)
 			fi->d.size = ff_cpu_to_le64(w->live);
 		rc = ffs_istore(c->fs, fi);
 	}
-	ck_finode_put(c, fi);
+	fsck_finode_put(c, fi);
 	if (rc == 0)
-		rc = ck_commit(c, false);
+		rc = fsck_commit(c, false);
 	if (rc < 0)
 		fsck_operr(c, rc, "cannot repair a directory");
 	return rc;
@@ -239,20 +239,20 @@ static int repair(struct dwalk *w, bool rebuild_tree, bool fix_size)
 static int dir_entries(struct fsck *c, uint64_t dir)
 {
 	struct dwalk *w = calloc(1, sizeof(*w));
-	struct tree_walk tw = { .c = c, .ino = dir, .rec = entry, .arg = w };
+	struct fsck_tree_walk tw = { .c = c, .ino = dir, .rec = entry, .arg = w };
 	bool rebuild_tree = c->ino[dir].flags & IS_REBUILD, fix_size = false;
 	struct ffs_inode d;
-	int rc = w ? ck_slot_read(c, dir, &d) : -ENOMEM;
+	int rc = w ? fsck_slot_read(c, dir, &d) : -ENOMEM;
 
 	if (rc == 0) {
 		w->c = c;
 		w->dir = dir;
 		w->salvage = c->ino[dir].flags & (IS_REBUILD | IS_TREE_BAD);
 		tw.root = ff_le64(d.root);
-		rc = tree_walk(&tw);
+		rc = fsck_tree_walk(&tw);
 	}
 	if (rc == 0 && ff_le64(d.size) != w->live + w->removed)
-		fix_size = fix_problem(c, PR_3_DIR_SIZE, &(struct pctx){ .ino = dir, .num = ff_le64(d.size),
+		fix_size = fsck_fix_problem(c, PR_3_DIR_SIZE, &(struct pctx){ .ino = dir, .num = ff_le64(d.size),
 									 .num2 = w->live });
 	if (rc == 0 && !ffs_tools_read_only(c->fs) && (rebuild_tree || fix_size || (w->n && !w->salvage)))
 		rc = repair(w, rebuild_tree, fix_size);
@@ -272,10 +272,10 @@ static void root_check(struct fsck *c)
 
 	if ((r->flags & IS_USED) && r->dtype == DT_DIR)
 		return;
-	if (!fix_problem(c, PR_3_ROOT_BAD, &(struct pctx){ .str = r->flags & IS_USED
+	if (!fsck_fix_problem(c, PR_3_ROOT_BAD, &(struct pctx){ .str = r->flags & IS_USED
 				? "is not a directory" : "is not in use" }))
 		return;
-	if (ck_slot_read(c, FFS_ROOT_INO, &d) < 0)
+	if (fsck_slot_read(c, FFS_ROOT_INO, &d) < 0)
 		memset(&d, 0, sizeof(d));
 	d = (struct ffs_inode){ .ino = ff_cpu_to_le64(FFS_ROOT_INO),
 				.mode = ff_cpu_to_le32(S_IFDIR | 0755), .nlink = ff_cpu_to_le32(2),
@@ -283,7 +283,7 @@ static void root_check(struct fsck *c)
 				.parent = ff_cpu_to_le64(FFS_ROOT_INO), .atime_ns = ff_cpu_to_le64(now),
 				.mtime_ns = ff_cpu_to_le64(now), .ctime_ns = ff_cpu_to_le64(now),
 				.btime_ns = ff_cpu_to_le64(now) };
-	if (ck_slot_write(c, FFS_ROOT_INO, &d) == 0)
+	if (fsck_slot_write(c, FFS_ROOT_INO, &d) == 0)
 		c->ino[FFS_ROOT_INO] = (struct ino_info){ .nlink = 2, .flags = IS_USED, .dtype = DT_DIR,
 							  .parent = FFS_ROOT_INO };
 }
@@ -296,7 +296,7 @@ int fsck_pass3(struct fsck *c)
 		if ((c->ino[ino].flags & IS_USED) && c->ino[ino].dtype == DT_DIR)
 			dir_entries(c, ino);
 	if (!c->operr && !c->stop)
-		connect_check(c);
-	ck_commit(c, true);
+		fsck_connect_check(c);
+	fsck_commit(c, true);
 	return c->operr;
 }

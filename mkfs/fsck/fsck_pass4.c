@@ -30,7 +30,7 @@ static void census(struct fsck *c)
 	c->quiet = false;
 	c->pass = 4;
 	if (c->census_left)
-		fix_problem(c, PR_4_LEFT, &(struct pctx){ .num = c->census_left });
+		fsck_fix_problem(c, PR_4_LEFT, &(struct pctx){ .num = c->census_left });
 }
 
 static void link_counts(struct fsck *c)
@@ -49,12 +49,12 @@ static void link_counts(struct fsck *c)
 			want = in->flags & IS_ORPHAN_OK ? 0 : 2ull + in->subdirs;
 		if (in->nlink == want)
 			continue;
-		if (fix_problem(c, PR_4_NLINK, &(struct pctx){ .ino = ino, .num = in->nlink, .num2 = want,
+		if (fsck_fix_problem(c, PR_4_NLINK, &(struct pctx){ .ino = ino, .num = in->nlink, .num2 = want,
 							       .str = fsck_type_name(in->dtype) }) &&
-		    ck_slot_read(c, ino, &d) == 0) {
+		    fsck_slot_read(c, ino, &d) == 0) {
 			d.nlink = ff_cpu_to_le32((uint32_t)want);
 			in->nlink = (uint32_t)want;
-			ck_slot_write(c, ino, &d);
+			fsck_slot_write(c, ino, &d);
 		}
 	}
 }
@@ -111,14 +111,14 @@ static int orphans_rebuild(struct fsck *c)
 
 		if (!(in->flags & IS_USED) || (!ok && !(in->diskflags & FFS_I_ORPHAN)))
 			continue;
-		rc = ck_slot_read(c, ino, &d);
+		rc = fsck_slot_read(c, ino, &d);
 		if (rc < 0)
 			break;
 		d.flags = ff_cpu_to_le32(ok ? ff_le32(d.flags) | FFS_I_ORPHAN
 					    : ff_le32(d.flags) & ~(uint32_t)FFS_I_ORPHAN);
 		d.orphan_next = ff_cpu_to_le64(ok ? next : 0);
 		in->diskflags = (uint8_t)ff_le32(d.flags);
-		rc = ck_slot_write(c, ino, &d);
+		rc = fsck_slot_write(c, ino, &d);
 		if (ok) {
 			next = ino;
 			n++;
@@ -132,7 +132,7 @@ static int orphans_rebuild(struct fsck *c)
 		((struct ffs_orphan_block *)mb->data)->count = ff_cpu_to_le64(n);
 		ffs_mb_dirty(c->fs, mb);
 		ffs_mb_put(c->fs, mb);
-		rc = ck_commit(c, false);
+		rc = fsck_commit(c, false);
 	}
 	if (rc < 0)
 		fsck_operr(c, rc, "cannot rebuild the orphan list");
@@ -228,7 +228,7 @@ static int bitmap_rewrite(struct fsck *c, const struct bitmap *bm, uint64_t b, b
 	if (changed)
 		ffs_mb_dirty(c->fs, mb);
 	ffs_mb_put(c->fs, mb);
-	return ck_commit(c, false);
+	return fsck_commit(c, false);
 }
 
 static void bitmap_check(struct fsck *c, const struct bitmap *bm)
@@ -243,7 +243,7 @@ static void bitmap_check(struct fsck *c, const struct bitmap *bm)
 		struct mbuf *mb;
 
 		if (ffs_mb_get(c->fs, bm->start + b, FFS_B_BITMAP, &mb) < 0) {
-			if (fix_problem(c, PR_4_BITMAP_BLOCK, &(struct pctx){ .str = bm->name,
+			if (fsck_fix_problem(c, PR_4_BITMAP_BLOCK, &(struct pctx){ .str = bm->name,
 									      .blk = bm->start + b }) &&
 			    bitmap_rewrite(c, bm, b, true) < 0)
 				fsck_operr(c, -EIO, "cannot rewrite a bitmap block");
@@ -265,7 +265,7 @@ static void bitmap_check(struct fsck *c, const struct bitmap *bm)
 	if (d.more)
 		snprintf(d.text + d.len, sizeof(d.text) - d.len, " and %llu more",
 			 (unsigned long long)d.more);
-	if (!fix_problem(c, PR_4_BITMAP_DIFF, &(struct pctx){ .str = bm->name, .str2 = d.text }))
+	if (!fsck_fix_problem(c, PR_4_BITMAP_DIFF, &(struct pctx){ .str = bm->name, .str2 = d.text }))
 		return;
 	for (uint64_t b = 0; b < nblocks && !c->operr; b++)
 		bitmap_rewrite(c, bm, b, false); /* an unreadable block was rewritten above */
@@ -288,10 +288,10 @@ int fsck_pass4(struct fsck *c)
 	if (!c->operr && !c->stop)
 		link_counts(c);
 	o = c->operr || c->stop ? NULL : orphans_problem(c, why, sizeof(why));
-	if (o && fix_problem(c, PR_4_ORPHANS, &(struct pctx){ .str = o }))
+	if (o && fsck_fix_problem(c, PR_4_ORPHANS, &(struct pctx){ .str = o }))
 		orphans_rebuild(c);
 	for (unsigned i = 0; i < FF_ARRAY_SIZE(maps) && !c->operr && !c->stop; i++)
 		bitmap_check(c, &maps[i]);
-	ck_commit(c, true);
+	fsck_commit(c, true);
 	return c->operr;
 }

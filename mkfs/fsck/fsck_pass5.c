@@ -38,7 +38,7 @@ static void copies_check(struct fsck *c, uint64_t no, uint32_t type, const char 
 			bad++;
 	}
 	if (!bad || !good ||
-	    !fix_problem(c, PR_5_COPY_BAD, &(struct pctx){ .blk = no, .str = name, .num = bad,
+	    !fsck_fix_problem(c, PR_5_COPY_BAD, &(struct pctx){ .blk = no, .str = name, .num = bad,
 							   .num2 = copies }))
 		return;
 	if (type == FFS_B_SUPER) { /* never journaled: written in place */
@@ -54,7 +54,7 @@ static void copies_check(struct fsck *c, uint64_t no, uint32_t type, const char 
 	}
 	ffs_mb_dirty(fs, mb); /* the commit writes the good image to every copy */
 	ffs_mb_put(fs, mb);
-	ck_commit(c, false);
+	fsck_commit(c, false);
 }
 
 static const char *pool_name(uint8_t t, uint32_t *type)
@@ -172,14 +172,14 @@ static uint32_t ask_chunks(struct fsck *c, uint64_t p, uint32_t bad, uint32_t *c
 
 		if (!(bad & (1u << i)))
 			continue;
-		if (v[i] == REBUILT && fix_problem(c, PR_5_DATA_BAD, &px)) {
+		if (v[i] == REBUILT && fsck_fix_problem(c, PR_5_DATA_BAD, &px)) {
 			write |= 1u << i;
-		} else if (v[i] == CSUM_WRONG && fix_problem(c, PR_5_CSUM_WRONG, &px)) {
+		} else if (v[i] == CSUM_WRONG && fsck_fix_problem(c, PR_5_CSUM_WRONG, &px)) {
 			crc[i] = chunk_crc(c, c->sbuf, i);
 			*crc_changed = true;
 		} else {
 			if (v[i] == LOST)
-				fix_problem(c, PR_5_DATA_LOST, &px);
+				fsck_fix_problem(c, PR_5_DATA_LOST, &px);
 			*left = true;
 		}
 	}
@@ -223,7 +223,7 @@ static void stripe_verify(struct fsck *c, uint64_t p)
 	judge_stripe(c, p, bad, crc, v);
 	write = ask_chunks(c, p, bad, crc, v, &crc_changed, &left);
 	if (crc_changed && (ffs_csum_set(c->fs, p, ino, f & ~FFS_CSUM_UNWRITTEN, crc) < 0 ||
-			    ck_commit(c, false) < 0))
+			    fsck_commit(c, false) < 0))
 		fsck_operr(c, -EIO, "cannot fix the checksum table");
 	else
 		stripe_rewrite(c, p, write, left);
@@ -236,6 +236,6 @@ int fsck_pass5(struct fsck *c)
 	for (uint64_t p = 0; c->verify_data && p < c->nstripes && !c->operr && !c->stop; p++)
 		if (c->stripe[p].ino && !ff_bit_test(c->unwritten, p))
 			stripe_verify(c, p);
-	ck_commit(c, true);
+	fsck_commit(c, true);
 	return c->operr;
 }

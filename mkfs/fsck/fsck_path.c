@@ -61,7 +61,7 @@ void fsck_path_free(struct fsck *c)
 	c->paths = NULL;
 }
 
-static int collect(struct tree_walk *w, uint64_t key, const uint8_t *val, uint16_t len)
+static int collect(struct fsck_tree_walk *w, uint64_t key, const uint8_t *val, uint16_t len)
 {
 	const struct ffs_dirent *de = (const struct ffs_dirent *)val;
 	struct pdir *d = w->arg;
@@ -100,7 +100,7 @@ static struct pdir *dir_entries(struct fsck *c, uint64_t dir)
 	struct path_cache *pc = c->paths;
 	struct ffs_inode d;
 	struct pdir *e;
-	struct tree_walk w;
+	struct fsck_tree_walk w;
 
 	if (!pc && !(pc = c->paths = calloc(1, sizeof(*pc))))
 		return NULL;
@@ -112,15 +112,15 @@ static struct pdir *dir_entries(struct fsck *c, uint64_t dir)
 	for (unsigned i = 0; i < DIRS_KEPT; i++)
 		if (pc->d[i].dir == dir)
 			return &pc->d[i];
-	if (ck_slot_read(c, dir, &d) < 0 || ff_le64(d.ino) != dir || !S_ISDIR(ff_le32(d.mode)) ||
+	if (fsck_slot_read(c, dir, &d) < 0 || ff_le64(d.ino) != dir || !S_ISDIR(ff_le32(d.mode)) ||
 	    !d.root)
 		return NULL;
 	e = &pc->d[pc->next];
 	pc->next = (pc->next + 1) % DIRS_KEPT;
 	pdir_clear(e);
-	w = (struct tree_walk){ .c = c, .ino = dir, .root = ff_le64(d.root), .rec = collect,
+	w = (struct fsck_tree_walk){ .c = c, .ino = dir, .root = ff_le64(d.root), .rec = collect,
 				.arg = e, .peek = true, .budget = PEEK_NODES };
-	if (tree_walk(&w) < 0) {
+	if (fsck_tree_walk(&w) < 0) {
 		pdir_clear(e);
 		return NULL;
 	}
@@ -158,7 +158,7 @@ const char *fsck_path(struct fsck *c, uint64_t ino, char *buf, size_t len)
 		uint64_t parent;
 		size_t n;
 
-		if (depth == DEPTH_MAX || ck_slot_read(c, ino, &d) < 0 || ff_le64(d.ino) != ino)
+		if (depth == DEPTH_MAX || fsck_slot_read(c, ino, &d) < 0 || ff_le64(d.ino) != ino)
 			return NULL;
 		parent = ff_le64(d.parent);
 		if (parent == 0 || parent >= c->ninodes || parent == ino ||

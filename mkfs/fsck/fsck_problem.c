@@ -2,7 +2,7 @@
 /*
  * The problem table: every inconsistency fsck.framefs knows, with its
  * message, the repair it offers and how serious that repair is.  Every pass
- * reports through fix_problem(), so the wording, the answer (-n, -y, -p or
+ * reports through fsck_fix_problem(), so the wording, the answer (-n, -y, -p or
  * asked) and the exit code are decided in one place.  Messages name inodes
  * by number, with the path beside it where fsck_path finds one, and blocks
  * by number — no pointers or times — so that the test corpus can compare
@@ -196,7 +196,7 @@ static bool ask(void)
 	return line[0] == 'y' || line[0] == 'Y';
 }
 
-bool fix_problem(struct fsck *c, enum problem code, const struct pctx *p)
+bool fsck_fix_problem(struct fsck *c, enum problem code, const struct pctx *p)
 {
 	const struct problem_def *d = &fsck_problems[code];
 	bool yes = false;

@@ -74,17 +74,17 @@ void fsck_state_free(struct fsck *c)
 	free(c->rbuf);
 }
 
-bool pool_contains(const struct fsck *c, uint64_t blk)
+bool fsck_pool_contains(const struct fsck *c, uint64_t blk)
 {
 	return blk >= c->pool_start && blk - c->pool_start < c->pool_blocks;
 }
 
 /* Take pool block blk for ino; false (and the current owner) if taken. */
-bool pool_claim(struct fsck *c, uint64_t blk, uint64_t ino, uint8_t type, uint64_t *other)
+bool fsck_pool_claim(struct fsck *c, uint64_t blk, uint64_t ino, uint8_t type, uint64_t *other)
 {
 	uint64_t i = blk - c->pool_start;
 
-	FF_ASSERT(pool_contains(c, blk));
+	FF_ASSERT(fsck_pool_contains(c, blk));
 	if (c->pool_owner[i]) {
 		*other = c->pool_owner[i];
 		return false;
@@ -94,7 +94,7 @@ bool pool_claim(struct fsck *c, uint64_t blk, uint64_t ino, uint8_t type, uint64
 	return true;
 }
 
-int dup_add(struct fsck *c, uint64_t pstripe, uint64_t ino, uint64_t fstripe, bool unwritten)
+int fsck_dup_add(struct fsck *c, uint64_t pstripe, uint64_t ino, uint64_t fstripe, bool unwritten)
 {
 	if (c->ndups == c->cap_dups) {
 		size_t cap = c->cap_dups ? c->cap_dups * 2 : 64;
@@ -109,7 +109,7 @@ int dup_add(struct fsck *c, uint64_t pstripe, uint64_t ino, uint64_t fstripe, bo
 	return 0;
 }
 
-int edge_add(struct fsck *c, uint64_t parent, uint64_t child, const char *name)
+int fsck_edge_add(struct fsck *c, uint64_t parent, uint64_t child, const char *name)
 {
 	if (c->nedges == c->cap_edges) {
 		size_t cap = c->cap_edges ? c->cap_edges * 2 : 64;

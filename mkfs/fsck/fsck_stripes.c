@@ -88,7 +88,7 @@ static void settle(struct fsck *c, struct victim *v, size_t *nv, size_t i, size_
 				       ((uint64_t)kd->unwritten << (p % 64));
 }
 
-int extent_dups_resolve(struct fsck *c)
+int fsck_extent_dups_resolve(struct fsck *c)
 {
 	struct victim *v = calloc(c->ndups * 2 + 1, sizeof(*v));
 	size_t nv = 0;
@@ -107,7 +107,7 @@ int extent_dups_resolve(struct fsck *c)
 	if (nv)
 		qsort(v, nv, sizeof(*v), by_ino);
 	for (size_t i = 0; i < nv; i++)
-		if (fix_problem(c, PR_2_DUP_STRIPES, &(struct pctx){ .ino = v[i].ino, .num = v[i].count,
+		if (fsck_fix_problem(c, PR_2_DUP_STRIPES, &(struct pctx){ .ino = v[i].ino, .num = v[i].count,
 								     .blk = v[i].blk, .ino2 = v[i].other }))
 			c->ino[v[i].ino].flags |= IS_REBUILD;
 	free(v);
@@ -158,7 +158,7 @@ static int csum_block_rebuild(struct fsck *c, uint64_t b)
 	}
 	ffs_mb_dirty(c->fs, mb);
 	ffs_mb_put(c->fs, mb);
-	return ck_commit(c, false);
+	return fsck_commit(c, false);
 }
 
 static int owner_fix(struct fsck *c, uint64_t p, uint32_t *crc)
@@ -170,7 +170,7 @@ static int owner_fix(struct fsck *c, uint64_t p, uint32_t *crc)
 		data_crcs(c, p, crc); /* unreadable data: keep the crcs the entry had */
 	/* no checksums: the library marks the entry unwritten */
 	rc = ffs_csum_set(c->fs, p, c->stripe[p].ino, c->stripe[p].fstripe, unwritten ? NULL : crc);
-	return rc < 0 ? rc : ck_commit(c, false);
+	return rc < 0 ? rc : fsck_commit(c, false);
 }
 
 /* The claimed stripes of checksum-table block b against their entries. */
@@ -190,7 +190,7 @@ static int csum_block_check(struct fsck *c, uint64_t b, const uint8_t *blk)
 			continue; /* a free stripe's entry is whatever its last owner left */
 		want = sc->fstripe | (ff_bit_test(c->unwritten, p) ? FFS_CSUM_UNWRITTEN : 0);
 		if ((ino != sc->ino || f != want) &&
-		    fix_problem(c, PR_2_CSUM_OWNER, &(struct pctx){
+		    fsck_fix_problem(c, PR_2_CSUM_OWNER, &(struct pctx){
 					.blk = p, .num = ino, .num2 = f & ~FFS_CSUM_UNWRITTEN,
 					.str = f & FFS_CSUM_UNWRITTEN ? " (unwritten)" : "",
 					.ino = sc->ino, .num3 = sc->fstripe,
@@ -205,7 +205,7 @@ static int csum_block_check(struct fsck *c, uint64_t b, const uint8_t *blk)
 
 /* Every block of the table is read — an unreadable one would fail the
  * next write to any stripe it covers — and rebuilt when it cannot be. */
-int extent_csum_check(struct fsck *c)
+int fsck_extent_csum_check(struct fsck *c)
 {
 	uint64_t start = ff_le64(c->sb->csum_start), nblocks = ff_le64(c->sb->csum_blocks);
 	uint8_t *blk = ff_alloc_aligned(FFS_BLOCK);
@@ -219,7 +219,7 @@ int extent_csum_check(struct fsck *c)
 			break;
 		if (rc < 0) {
 			rc = 0;
-			if (fix_problem(c, PR_2_CSUM_BLOCK, &(struct pctx){ .blk = start + b }))
+			if (fsck_fix_problem(c, PR_2_CSUM_BLOCK, &(struct pctx){ .blk = start + b }))
 				rc = csum_block_rebuild(c, b);
 			continue;
 		}

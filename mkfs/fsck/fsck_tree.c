@@ -19,7 +19,7 @@ struct span {
 	uint64_t lo, hi; /* keys in [lo, hi); hi == UINT64_MAX: unbounded */
 };
 
-static void damage(struct tree_walk *w, uint64_t blk, const char *why, uint64_t other)
+static void damage(struct fsck_tree_walk *w, uint64_t blk, const char *why, uint64_t other)
 {
 	if (w->damaged)
 		return;
@@ -69,9 +69,9 @@ static const char *inner_problem(const struct ffs_bt_node *n, struct span s)
 	return NULL;
 }
 
-static int walk_node(struct tree_walk *w, uint64_t blk, unsigned depth, int level, struct span s);
+static int walk_node(struct fsck_tree_walk *w, uint64_t blk, unsigned depth, int level, struct span s);
 
-static int walk_children(struct tree_walk *w, const struct ffs_bt_node *n, unsigned depth,
+static int walk_children(struct fsck_tree_walk *w, const struct ffs_bt_node *n, unsigned depth,
 			 struct span s)
 {
 	const struct ffs_bt_ptr *p = (const struct ffs_bt_ptr *)(n + 1);
@@ -86,7 +86,7 @@ static int walk_children(struct tree_walk *w, const struct ffs_bt_node *n, unsig
 	return rc;
 }
 
-static int walk_leaf(struct tree_walk *w, const struct ffs_bt_node *n)
+static int walk_leaf(struct fsck_tree_walk *w, const struct ffs_bt_node *n)
 {
 	const struct ffs_bt_slot *sl = (const struct ffs_bt_slot *)(n + 1);
 	int rc = 0;
@@ -98,12 +98,12 @@ static int walk_leaf(struct tree_walk *w, const struct ffs_bt_node *n)
 }
 
 /* Take the node for this walk: false when it must be skipped. */
-static bool take(struct tree_walk *w, uint64_t blk, unsigned depth)
+static bool take(struct fsck_tree_walk *w, uint64_t blk, unsigned depth)
 {
 	struct fsck *c = w->c;
 	uint64_t other = 0;
 
-	if (!pool_contains(c, blk)) {
+	if (!fsck_pool_contains(c, blk)) {
 		damage(w, blk, "is outside the metadata pool", 0);
 		return false;
 	}
@@ -119,7 +119,7 @@ static bool take(struct tree_walk *w, uint64_t blk, unsigned depth)
 	}
 	if (!w->claim) /* a later walk: only what the counting walk gave this tree */
 		return c->pool_owner[blk - c->pool_start] == w->ino;
-	if (!pool_claim(c, blk, w->ino, POOL_BTREE, &other)) {
+	if (!fsck_pool_claim(c, blk, w->ino, POOL_BTREE, &other)) {
 		damage(w, blk, other == w->ino ? "is used twice in the tree" : "is also used by inode",
 		       other == w->ino ? 0 : other);
 		return false;
@@ -127,7 +127,7 @@ static bool take(struct tree_walk *w, uint64_t blk, unsigned depth)
 	return true;
 }
 
-static int walk_node(struct tree_walk *w, uint64_t blk, unsigned depth, int level, struct span s)
+static int walk_node(struct fsck_tree_walk *w, uint64_t blk, unsigned depth, int level, struct span s)
 {
 	struct ffs *fs = w->c->fs;
 	const struct ffs_bt_node *n;
@@ -163,14 +163,14 @@ static int walk_node(struct tree_walk *w, uint64_t blk, unsigned depth, int leve
 	return rc;
 }
 
-int tree_walk(struct tree_walk *w)
+int fsck_tree_walk(struct fsck_tree_walk *w)
 {
 	w->damaged = false;
 	w->why = NULL;
 	return w->root ? walk_node(w, w->root, 0, -1, (struct span){ 0, UINT64_MAX }) : 0;
 }
 
-void tree_why(const struct tree_walk *w, char *buf, size_t len)
+void fsck_tree_why(const struct fsck_tree_walk *w, char *buf, size_t len)
 {
 	if (w->why_ino)
 		snprintf(buf, len, "%s %llu", w->why, (unsigned long long)w->why_ino);
@@ -183,7 +183,7 @@ struct old_nodes {
 	size_t n, cap;
 };
 
-static int collect(struct tree_walk *w, uint64_t blk)
+static int collect(struct fsck_tree_walk *w, uint64_t blk)
 {
 	struct old_nodes *o = w->arg;
 
@@ -200,11 +200,11 @@ static int collect(struct tree_walk *w, uint64_t blk)
 	return 0;
 }
 
-int tree_free_old(struct fsck *c, uint64_t ino, uint64_t root)
+int fsck_tree_free_old(struct fsck *c, uint64_t ino, uint64_t root)
 {
 	struct old_nodes o = { NULL, 0, 0 };
-	struct tree_walk w = { .c = c, .ino = ino, .root = root, .node = collect, .arg = &o };
-	int rc = tree_walk(&w);
+	struct fsck_tree_walk w = { .c = c, .ino = ino, .root = root, .node = collect, .arg = &o };
+	int rc = fsck_tree_walk(&w);
 
 	for (size_t i = 0; i < o.n && rc == 0; i++) {
 		rc = ffs_free_mblock(c->fs, o.blk[i]);

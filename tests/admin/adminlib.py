@@ -305,6 +305,24 @@ def verify_set(root, want, when):
         check(got == digest, "%s: %s has sha256 %s, expected %s" % (when, rel, got, digest))
 
 
+def corrupt_member(path, start, end, chunk, rng):
+    """Flip one bit in 3 places of every non-zero chunk in [start, end)."""
+    zero = bytes(chunk)
+    hit = 0
+    with open(path, "r+b") as f:
+        for off in range(start, end, chunk):
+            f.seek(off)
+            data = f.read(chunk)
+            if len(data) < chunk or data == zero:
+                continue
+            for _ in range(3):
+                pos = rng.randrange(chunk)
+                f.seek(off + pos)
+                f.write(bytes([data[pos] ^ (1 << rng.randrange(8))]))
+            hit += 1
+    return hit
+
+
 def member_data_area(st):
     g = st["geometry"]
     return g["data_offset"], g["data_offset"] + g["nstripes"] * st["chunk_bytes"]

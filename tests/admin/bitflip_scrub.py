@@ -13,28 +13,12 @@
 import os
 import random
 
-from adminlib import (Vol, check, log, member_data_area, run_test, seed_from_env, sha256_direct,
+from adminlib import (Vol, check, corrupt_member, log, member_data_area, run_test, seed_from_env, sha256_direct,
                       verify_set, write_file)
 
 CORRUPT_ROLE = 1
 
 
-def corrupt_member(path, start, end, chunk, rng):
-    """Flip one bit in 3 places of every non-zero chunk in [start, end)."""
-    zero = bytes(chunk)
-    hit = 0
-    with open(path, "r+b") as f:
-        for off in range(start, end, chunk):
-            f.seek(off)
-            data = f.read(chunk)
-            if len(data) < chunk or data == zero:
-                continue
-            for _ in range(3):
-                pos = rng.randrange(chunk)
-                f.seek(off + pos)
-                f.write(bytes([data[pos] ^ (1 << rng.randrange(8))]))
-            hit += 1
-    return hit
 
 
 def fs_stats(v):

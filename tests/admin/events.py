@@ -18,7 +18,7 @@ import os
 import random
 import stat
 
-from adminlib import (Vol, check, log, member_data_area, run_test, seed_from_env, verify_set,
+from adminlib import (Vol, check, corrupt_member, log, member_data_area, run_test, seed_from_env, verify_set,
                       write_set)
 
 RECORDER = """#!/usr/bin/env python3
@@ -68,22 +68,6 @@ def wait_record(v, path, event, member=None, what=""):
     return v.wait_for(find, 60, "the hook to record %s %s %s" % (event, member or "", what))
 
 
-def corrupt_member(path, start, end, chunk, rng):
-    """Flip a bit in 3 places of every non-zero chunk in [start, end)."""
-    zero = bytes(chunk)
-    hit = 0
-    with open(path, "r+b") as f:
-        for off in range(start, end, chunk):
-            f.seek(off)
-            data = f.read(chunk)
-            if len(data) < chunk or data == zero:
-                continue
-            for _ in range(3):
-                pos = rng.randrange(chunk)
-                f.seek(off + pos)
-                f.write(bytes([data[pos] ^ (1 << rng.randrange(8))]))
-            hit += 1
-    return hit
 
 
 def test_events(v, rng):

@@ -137,3 +137,19 @@ it_expect_clean_start() {
 	grep -q "not shut down cleanly" "$DAEMON_LOG" && fail "array was marked dirty at mount: $1"
 	return 0
 }
+
+# it_helper_on_path: mount(8) finds this build's framefs as its helper.
+# mount.fuse3 starts it through /bin/sh and PATH; where setuid mount strips
+# PATH (seen here: a capability-limited root), /bin/sh looks in its default
+# path, so /usr/local/sbin/framefs links to the build for the test, unless
+# a framefs is installed there already, and is removed on exit.
+it_helper_on_path() {
+	mkdir -p "$IT_TMP/bin"
+	ln -sf "$FRAMEFS" "$IT_TMP/bin/framefs"
+	export PATH=$IT_TMP/bin:$PATH
+	if [ ! -e /usr/local/sbin/framefs ]; then
+		mkdir -p /usr/local/sbin
+		ln -s "$FRAMEFS" /usr/local/sbin/framefs
+		CLEANUPS+=('rm -f /usr/local/sbin/framefs')
+	fi
+}

@@ -85,15 +85,7 @@ it_unmount
 ok "a renamed member is found by UUID="
 
 # 6. mount(8): libmount resolves upper-case UUID= through blkid; uuid= reaches the daemon
-BIN=$IT_TMP/bin
-mkdir -p "$BIN"
-ln -s "$FRAMEFS" "$BIN/framefs"
-export PATH=$BIN:$PATH
-if [ ! -e /usr/local/sbin/framefs ]; then
-	mkdir -p /usr/local/sbin
-	ln -s "$FRAMEFS" /usr/local/sbin/framefs
-	CLEANUPS+=('rm -f /usr/local/sbin/framefs')
-fi
+it_helper_on_path
 if mount -t fuse.framefs -o "members=$D/a/*" "UUID=$UA" "$MNT" 2>"$IT_TMP/err"; then
 	echo "note: this mount(8) passes UUID= to the helper"
 	umount "$MNT"

@@ -18,15 +18,7 @@
 # removed when the test ends.
 . "$(dirname "$0")/lib.sh"
 
-BIN=$IT_TMP/bin
-mkdir -p "$BIN"
-ln -s "$FRAMEFS" "$BIN/framefs"
-export PATH=$BIN:$PATH
-if [ ! -e /usr/local/sbin/framefs ]; then
-	mkdir -p /usr/local/sbin
-	ln -s "$FRAMEFS" /usr/local/sbin/framefs
-	CLEANUPS+=('rm -f /usr/local/sbin/framefs')
-fi
+it_helper_on_path
 
 # The daemon mount(8) started: found by its unique mountpoint argument.
 helper_pid() {

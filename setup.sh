@@ -7,13 +7,62 @@ cd "$(dirname "$(readlink -f "$0")")"
 
 PKGS="gcc meson ninja-build pkg-config libfuse3-dev fuse3 liburing-dev libisal-dev libnvme-dev libjson-c-dev
       check fio btrfs-progs e2fsprogs util-linux kmod python3 gdb python3-prometheus-client
-      samba samba-vfs-modules smbclient samba-testsuite nfs-ganesha nfs-ganesha-vfs libnfs-utils libnfs-dev"
+      samba samba-vfs-modules smbclient samba-testsuite nfs-ganesha nfs-ganesha-vfs libnfs-utils libnfs-dev
+      dpkg-dev libnuma-dev"
+FUSE_MIN=3.18 # FUSE over io_uring (3.18) and parallel direct writes (3.15)
 
 install_deps() {
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq
 	# shellcheck disable=SC2086
 	apt-get install -y -qq --no-install-recommends $PKGS >/dev/null
+}
+
+# libfuse >= $FUSE_MIN.  Debian 12 ships 3.14, so unless the system has a
+# newer one, take Debian's own fuse3 source package from the unstable suite
+# of the mirror this machine already uses.  A private apt configuration under
+# subprojects/.apt holds that one deb-src line: the system's sources stay as
+# they are.  apt checks the Release file's signature against Debian's archive
+# keyring and the package's files against the checksums that file signs
+# (hence dpkg-source --no-check: the uploader's key is not needed); dpkg-source
+# applies Debian's patches.  meson builds the result as a static subproject
+# (meson.build).  Any failure here only leaves framefs on the system's
+# libfuse 3.14 over /dev/fuse, and says so.
+fetch_fuse() {
+	local apt_dir=subprojects/.apt uri ver have
+	if pkg-config --atleast-version="$FUSE_MIN" fuse3 2>/dev/null; then
+		echo "libfuse: the system's $(pkg-config --modversion fuse3)"
+		return 0
+	fi
+	have=$(sed -n "s/^ *version: *'\([0-9.]*\)'.*/\1/p" subprojects/fuse3/meson.build 2>/dev/null | head -1) || have=
+	if [ -n "$have" ] && dpkg --compare-versions "$have" ge "$FUSE_MIN"; then
+		echo "libfuse: $have from Debian's source package (subprojects/fuse3)"
+		return 0
+	fi
+	# the main archive's address as this machine's apt knows it
+	uri=$(apt-get indextargets --format '$(REPO_URI) $(LABEL)' | awk '$2 == "Debian" { print $1; exit }') || uri=
+	if [ -z "$uri" ]; then
+		echo "libfuse: no Debian mirror in apt's sources; staying on the system's libfuse (/dev/fuse only)" >&2
+		return 0
+	fi
+	rm -rf "$apt_dir" && mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial" "$apt_dir/src"
+	echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $uri unstable main" \
+		>"$apt_dir/sources.list"
+	local opts=(-o Dir::Etc::SourceList="$PWD/$apt_dir/sources.list" -o Dir::Etc::SourceParts=/dev/null
+		-o Dir::State::Lists="$PWD/$apt_dir/lists" -o Dir::Cache="$PWD/$apt_dir/cache"
+		-o APT::Sandbox::User=root)
+	if ! apt-get -qq "${opts[@]}" update ||
+		! ver=$(apt-cache "${opts[@]}" showsrc fuse3 | awk '/^Version:/ { print $2 }' | sort -V | tail -1) ||
+		! dpkg --compare-versions "${ver:-0}" ge "$FUSE_MIN" ||
+		! (cd "$apt_dir/src" && apt-get -qq "${opts[@]}" source --download-only "fuse3=$ver" >/dev/null) ||
+		! (cd "$apt_dir/src" && dpkg-source --no-check -x ./*.dsc fuse3 >/dev/null); then
+		echo "libfuse: cannot get Debian's fuse3 >= $FUSE_MIN source (got '${ver:-nothing}');" \
+			"staying on the system's libfuse (/dev/fuse only)" >&2
+		rm -rf "$apt_dir"
+		return 0
+	fi
+	rm -rf subprojects/fuse3 && mv "$apt_dir/src/fuse3" subprojects/fuse3 && rm -rf "$apt_dir"
+	echo "libfuse: $ver from Debian's source package (subprojects/fuse3)"
 }
 
 build() { # DIR [meson options...]
@@ -29,23 +78,27 @@ build() { # DIR [meson options...]
 case "${1:-}" in
 demo)
 	install_deps
+	fetch_fuse
 	build build --buildtype=release
-	meson install -C build --quiet
+	meson install -C build --quiet --skip-subprojects # libfuse is linked in, not installed
 	ldconfig
 	exec examples/demo.sh
 	;;
 test)
 	install_deps
+	fetch_fuse
 	build build --buildtype=release -Dwerror=true
 	meson test -C build --print-errorlogs --num-processes 1 --timeout-multiplier 2
 	# The same suite under AddressSanitizer and UndefinedBehaviorSanitizer,
 	# optimised (-O2 -g: a quarter faster than -O0 here, with the same
-	# reports).  The fuzz cases take the next 100 seeds, so the two runs
-	# together try 300 kinds of damage.  The sharing suite runs in the
+	# reports), built on the system's libfuse 3.14: this run proves that
+	# framefs builds and works without libfuse 3.18, over /dev/fuse.  The
+	# fuzz cases take the next 100 seeds, so the two runs together try 300
+	# kinds of damage.  The sharing suite runs in the
 	# release build only: it drives the same FUSE operations through
 	# servers, and the whole job must stay under 30 minutes.
 	build build-asan --buildtype=debugoptimized -Dwerror=true -Db_sanitize=address,undefined \
-		-Db_lundef=false
+		-Db_lundef=false -Dfuse_subproject=disabled
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	FFS_FUZZ_SEED=201 FFS_FUZZ_CASES=100 \
 		meson test -C build-asan --print-errorlogs --num-processes 1 --timeout-multiplier 4 \

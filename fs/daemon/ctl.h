@@ -128,9 +128,13 @@
 struct ffs_ctl;
 
 /* The daemon: serve the control socket of the volume mounted at mnt_real
- * (the mountpoint's real path).  Sets the default rates.  Never fails the
- * mount: NULL (after logging why) when there is no socket. */
-struct ffs_ctl *ffs_ctl_start(struct ffs *fs, const char *mnt_real);
+ * (the mountpoint's real path).  Sets the default rates.  Status answers
+ * get a "fuse" object from fuse_json (libfuse, transport, request size and
+ * counts).  Never fails the mount: NULL (after logging why) when there is
+ * no socket. */
+struct json_object;
+struct ffs_ctl *ffs_ctl_start(struct ffs *fs, const char *mnt_real,
+			      struct json_object *(*fuse_json)(void));
 /* Stop serving, remove the socket, free.  NULL is fine. */
 void ffs_ctl_stop(struct ffs_ctl *c);
 

@@ -22,6 +22,7 @@ struct ffs_ctl {
 	struct ff_raid *r;
 	char source[16];          /* "daemon" or "offline" */
 	char *mountpoint;         /* daemon only */
+	json_object *(*fuse_json)(void); /* daemon only: the FUSE transport (transport.c) */
 	uint64_t rebuild_min_bps, rebuild_max_bps, scrub_min_bps, scrub_max_bps;
 	/* the socket (daemon only) */
 	int lfd;

@@ -264,7 +264,8 @@ static void ctl_close(struct ffs_ctl *c)
 	c->stop_pipe[0] = c->stop_pipe[1] = -1;
 }
 
-struct ffs_ctl *ffs_ctl_start(struct ffs *fs, const char *mnt_real)
+struct ffs_ctl *ffs_ctl_start(struct ffs *fs, const char *mnt_real,
+			      json_object *(*fuse_json)(void))
 {
 	struct ffs_ctl *c;
 	int rc;
@@ -277,6 +278,7 @@ struct ffs_ctl *ffs_ctl_start(struct ffs *fs, const char *mnt_real)
 	if (!c)
 		return NULL;
 	c->mountpoint = strdup(mnt_real);
+	c->fuse_json = fuse_json;
 	rc = c->mountpoint ? ffs_ctl_sock_path(mnt_real, c->sock_path, sizeof(c->sock_path))
 			   : -ENOMEM;
 	if (rc == 0)

@@ -359,5 +359,6 @@ json_object *ctl_status_json(struct ffs_ctl *c)
 		json_object_object_add(o, "requests", NULL);
 	}
 	json_object_object_add(o, "stats", stats_json(c));
+	json_object_object_add(o, "fuse", c->fuse_json ? c->fuse_json() : NULL);
 	return o;
 }

@@ -6,6 +6,7 @@
 #include <alloca.h>
 #include <pthread.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <fuse_lowlevel.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,9 +15,13 @@
 
 #include "fs/ffs.h"
 #include "fs/daemon/fuse_ops.h"
+#include "fs/daemon/transport.h"
 
 #define TIMEOUT_S 60.0   /* every change goes through this daemon: long caches are safe */
-#define IO_MAX (1u << 20) /* libfuse 3.14's max_write and the kernel's default max_pages */
+
+/* The largest request: settled at INIT (transport.c), before any handler
+ * that uses it runs; 1 MiB is the kernel's default max_pages. */
+static unsigned io_max = 1u << 20;
 
 unsigned ffs_fuse_readahead_bytes;
 
@@ -33,6 +38,7 @@ static void track_end(struct ffs_req_slot **s)
 }
 
 #define TRACK(req, op, ino) \
+	ffs_transport_count(req); \
 	struct ffs_req_slot *track_ __attribute__((cleanup(track_end))) = \
 		ffs_req_begin(FS(req), op, ino)
 
@@ -53,7 +59,7 @@ static void *thread_buf(void)
 	pthread_once(&buf_once, buf_key_make);
 	b = pthread_getspecific(buf_key);
 	if (!b) {
-		b = ff_alloc_aligned(IO_MAX + 4096);
+		b = ff_alloc_aligned(io_max + 4096);
 		if (b && pthread_setspecific(buf_key, b) != 0) {
 			free(b);
 			b = NULL;
@@ -87,9 +93,34 @@ static void reply_entry(fuse_req_t req, int rc, const struct stat *st)
 	fuse_reply_entry(req, &e);
 }
 
+/* Say once how requests will come: the transport asked for and why, and
+ * their size.  Whether the ring really started shows in the status's
+ * request counts (libfuse logs a ring that fails). */
+static void log_transport(struct fuse_conn_info *conn)
+{
+	const struct ffs_transport *t = &ffs_transport;
+	bool offered = false;
+
+#if FUSE_VERSION >= FUSE_MAKE_VERSION(3, 18)
+	offered = conn->capable_ext & FUSE_CAP_OVER_IO_URING;
+#endif
+	if (t->uring_asked && offered)
+		ff_log(FF_LOG_INFO, "FUSE over io_uring (libfuse %s, queue depth %u per CPU), "
+		       "requests up to %u KiB (fs.fuse.max_pages_limit=%u pages)", t->libfuse,
+		       t->depth, io_max / 1024, t->pages_limit);
+	else
+		ff_log(FF_LOG_INFO, "FUSE over /dev/fuse (libfuse %s): %s; requests up to %u KiB "
+		       "(fs.fuse.max_pages_limit=%u pages)", t->libfuse,
+		       t->uring_asked ? "the kernel did not offer io_uring" : t->why_dev,
+		       io_max / 1024, t->pages_limit);
+}
+
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
-	(void)userdata;
+	struct ffs_info info;
+
+	ffs_info(userdata, &info);
+	io_max = ffs_transport_req_bytes(info.stripe_bytes);
 	/* O_DIRECT writers: many requests of one file in flight at once */
 	if (conn->capable & FUSE_CAP_ASYNC_DIO)
 		conn->want |= FUSE_CAP_ASYNC_DIO;
@@ -101,13 +132,15 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO;
 	/* the 1% dirty limit of a FUSE bdi throttles writeback caching: stay write-through */
 	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
-	conn->max_write = IO_MAX;
+	/* a full-stripe write arrives as one request when the kernel allows it */
+	conn->max_write = io_max;
 	/* the kernel keeps the smaller of this and the bdi's read_ahead_kb,
 	 * which main() raised to the same value before mounting */
-	conn->max_readahead = ffs_fuse_readahead_bytes ? ffs_fuse_readahead_bytes : IO_MAX;
+	conn->max_readahead = ffs_fuse_readahead_bytes ? ffs_fuse_readahead_bytes : io_max;
 	conn->max_background = 64;
 	conn->congestion_threshold = 48;
 	conn->time_gran = 1;
+	log_transport(conn);
 }
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -251,6 +284,14 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 static void open_flags(struct fuse_file_info *fi)
 {
 	fi->keep_cache = 1; /* nothing changes the file behind the kernel's back */
+#if FUSE_VERSION >= FUSE_MAKE_VERSION(3, 15)
+	/* O_DIRECT writers inside the file's size (a presized frame, an
+	 * overwrite) may have several requests in flight at once: the data
+	 * path assembles stripes under its own lock.  The kernel still
+	 * serialises writes that extend the file. */
+	if (fi->flags & O_DIRECT)
+		fi->parallel_direct_writes = 1;
+#endif
 }
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -311,7 +352,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	ssize_t n;
 
 	(void)ino;
-	size = FF_MIN(size, (size_t)IO_MAX);
+	size = FF_MIN(size, (size_t)io_max);
 	/* straight from the stripe cache to the kernel: one copy fewer.  An
 	 * iovec reply is one writev however many pieces; fuse_reply_data would
 	 * allocate and copy a read that spans two stripes. */
@@ -330,7 +371,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	n = ffs_read(FS(req), fi->fh, buf, FF_MIN(size, (size_t)IO_MAX), (uint64_t)off);
+	n = ffs_read(FS(req), fi->fh, buf, FF_MIN(size, (size_t)io_max), (uint64_t)off);
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
 	else
@@ -349,7 +390,7 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *buf
 	if (bufv->count == 1 && !(bufv->buf[0].flags & FUSE_BUF_IS_FD)) {
 		src = (const char *)bufv->buf[0].mem + bufv->off;
 	} else {
-		struct fuse_bufvec dst = FUSE_BUFVEC_INIT(FF_MIN(size, (size_t)IO_MAX));
+		struct fuse_bufvec dst = FUSE_BUFVEC_INIT(FF_MIN(size, (size_t)io_max));
 
 		dst.buf[0].mem = thread_buf();
 		if (!dst.buf[0].mem) {
@@ -443,7 +484,7 @@ static int dir_fill_cb(void *arg, const char *name, const struct stat *st, uint3
 
 static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus)
 {
-	struct dir_fill d = { req, thread_buf(), FF_MIN(size, (size_t)IO_MAX), 0, plus };
+	struct dir_fill d = { req, thread_buf(), FF_MIN(size, (size_t)io_max), 0, plus };
 	int rc;
 
 	if (!d.buf) {
@@ -517,7 +558,7 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	rc = ffs_getxattr(FS(req), ino, name, buf, FF_MIN(size, (size_t)IO_MAX));
+	rc = ffs_getxattr(FS(req), ino, name, buf, FF_MIN(size, (size_t)io_max));
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
 	else if (size == 0)
@@ -536,7 +577,7 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	rc = ffs_listxattr(FS(req), ino, buf, FF_MIN(size, (size_t)IO_MAX));
+	rc = ffs_listxattr(FS(req), ino, buf, FF_MIN(size, (size_t)io_max));
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
 	else if (size == 0)

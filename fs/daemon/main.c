@@ -35,6 +35,7 @@
 #include "fs/daemon/ctl.h"
 #include "fs/daemon/events.h"
 #include "fs/daemon/fuse_ops.h"
+#include "fs/daemon/transport.h"
 #include "fs/ffs.h"
 #include "raid/raid.h"
 
@@ -44,6 +45,8 @@ struct cli {
 	unsigned raid_workers, write_window, wbuf_mb, rcache_mb, commit_ms, readahead, threads, bdi_ra_kb;
 	unsigned stuck_ms, event_timeout_s;
 	char *event_cmd;
+	char *transport;     /* -o transport=io_uring|dev (transport.c) */
+	unsigned uring_depth;
 	int ro, help, version, force, allow_other, default_permissions;
 };
 
@@ -64,6 +67,8 @@ static const struct fuse_opt cli_opts[] = {
 	OPT("event_timeout_s=%u", event_timeout_s),
 	OPT("force", force),
 	OPT("members=%s", members_glob),
+	OPT("transport=%s", transport),
+	OPT("uring_depth=%u", uring_depth),
 	FUSE_OPT_KEY("ro", KEY_RO),
 	FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
 	FUSE_OPT_KEY("default_permissions", KEY_DEFAULT_PERMISSIONS),
@@ -142,8 +147,12 @@ static void usage(const char *prog)
 	       "  -o event_timeout_s=N   kill an event_cmd still running after N s (default 30)\n"
 	       "  -o force               mount even if the array was not shut down cleanly\n"
 	       "  -o members=GLOB[:GLOB] where UUID=/LABEL= also look for members that are files\n"
-	       "                         (e.g. members=/srv/media/*.img)\n",
-	       prog, FF_MEMBERS_CONF);
+	       "                         (e.g. members=/srv/media/*.img)\n"
+	       "  -o transport=io_uring|dev  how requests come: FUSE over io_uring (the default when\n"
+	       "                         libfuse >= 3.18 and the kernel's fuse.enable_uring allow it)\n"
+	       "                         or over /dev/fuse\n"
+	       "  -o uring_depth=N       io_uring queue depth per CPU (default %u)\n",
+	       prog, FF_MEMBERS_CONF, FFS_URING_DEPTH_DEFAULT);
 }
 
 /* The members the first argument names (raid.h: ff_members_resolve). */
@@ -264,6 +273,21 @@ static void detach_stdio(void)
 		return;
 }
 
+/* libfuse's messages (a ring that fails to start, say) go where ours go:
+ * syslog once the daemon is in the background. */
+static void fuse_log_to_ours(enum fuse_log_level level, const char *fmt, va_list ap)
+{
+	char line[512];
+	size_t n;
+
+	vsnprintf(line, sizeof(line), fmt, ap);
+	n = strlen(line);
+	while (n > 0 && line[n - 1] == '\n')
+		line[--n] = '\0';
+	ff_log(level <= FUSE_LOG_ERR ? FF_LOG_ERR : level == FUSE_LOG_WARNING ? FF_LOG_WARN :
+	       level == FUSE_LOG_DEBUG ? FF_LOG_DEBUG : FF_LOG_INFO, "libfuse: %s", line);
+}
+
 /* Before the session loop ran: free what parsing allocated (for ASan runs). */
 static int early_exit(struct fuse_args *args, struct cli *c, struct fuse_cmdline_opts *fo, int rc)
 {
@@ -271,6 +295,7 @@ static int early_exit(struct fuse_args *args, struct cli *c, struct fuse_cmdline
 	free(c->members);
 	free(c->event_cmd);
 	free(c->members_glob);
+	free(c->transport);
 	free(fo->mountpoint);
 	return rc;
 }
@@ -300,7 +325,12 @@ int main(int argc, char **argv)
 		return early_exit(&args, &c, &fo, 0);
 	}
 	if (c.version) {
-		printf("framefs 0.1.0 (libfuse %s)\n", fuse_pkgversion());
+		if (ffs_transport_choose(&args, c.transport, c.uring_depth) < 0)
+			return early_exit(&args, &c, &fo, 2);
+		printf("framefs 0.1.0 (libfuse %s, %s)\n", fuse_pkgversion(),
+		       ffs_transport.uring_asked ? "FUSE over io_uring" : "FUSE over /dev/fuse");
+		if (!ffs_transport.uring_asked)
+			printf("FUSE over /dev/fuse: %s\n", ffs_transport.why_dev);
 		return early_exit(&args, &c, &fo, 0);
 	}
 	if (fuse_parse_cmdline(&args, &fo) != 0)
@@ -340,6 +370,9 @@ int main(int argc, char **argv)
 			"number\n", c.threads, FFS_REQ_SLOTS);
 		return early_exit(&args, &c, &fo, 2);
 	}
+	if (ffs_transport_choose(&args, c.transport, c.uring_depth) < 0)
+		return early_exit(&args, &c, &fo, 2);
+	fuse_set_log_func(fuse_log_to_ours);
 	rc = resolve_members(&c, &set);
 	if (rc < 0)
 		return early_exit(&args, &c, &fo, rc == -EINVAL ? 2 : 1);
@@ -398,7 +431,7 @@ int main(int argc, char **argv)
 		c.bdi_ra_kb = 8192;
 	ffs_fuse_readahead_bytes = c.bdi_ra_kb * 1024;
 	tune_bdi(mnt_real, c.bdi_ra_kb);
-	ctl = ffs_ctl_start(fs, mnt_real); /* framefs-admin's control socket */
+	ctl = ffs_ctl_start(fs, mnt_real, ffs_transport_json); /* framefs-admin's control socket */
 	free(mnt_real);
 	report(report_fd, "");
 	if (!fo.foreground) {
@@ -435,6 +468,7 @@ int main(int argc, char **argv)
 	free(fo.mountpoint);
 	free(c.members);
 	free(c.members_glob);
+	free(c.transport);
 	free(c.event_cmd);
 	fuse_opt_free_args(&args);
 	return rc ? 1 : 0;

@@ -215,6 +215,23 @@ static void render_requests(json_object *rq, FILE *f)
 		jnum(rq, "stuck_ms") / 1000.0);
 }
 
+/* The daemon's FUSE side: libfuse, transport, request size and counts. */
+static void render_fuse(json_object *fu, FILE *f)
+{
+	char a[32];
+
+	if (!fu)
+		return;
+	fprintf(f, "  fuse     libfuse %s over %s", jstr(fu, "libfuse", "?"), jstr(fu, "transport", "?"));
+	if (jget(fu, "uring_depth"))
+		fprintf(f, " (queue depth %.0f per CPU)", jnum(fu, "uring_depth"));
+	fprintf(f, ", requests up to %s; %.0f requests over io_uring, %.0f over /dev/fuse\n",
+		fmt_bytes(jnum(fu, "request_bytes"), a, sizeof(a)), jnum(fu, "uring_requests"),
+		jnum(fu, "dev_requests"));
+	if (jstr(fu, "why_dev_fuse", NULL))
+		fprintf(f, "           not io_uring: %s\n", jstr(fu, "why_dev_fuse", ""));
+}
+
 void render_status(json_object *st, FILE *f)
 {
 	json_object *g = jget(st, "geometry"), *fs = jget(st, "fs"), *rates = jget(st, "rates");
@@ -246,6 +263,7 @@ void render_status(json_object *st, FILE *f)
 	if (json_object_object_get_ex(st, "footage", NULL)) /* status --footage */
 		render_footage(jget(st, "footage"), f);
 	render_requests(jget(st, "requests"), f);
+	render_fuse(jget(st, "fuse"), f);
 	fprintf(f, "  rates    rebuild %s min, %s max; scrub %s min, %s max\n",
 		fmt_rate(jnum(rates, "rebuild_min_bps"), a, sizeof(a)),
 		fmt_rate(jnum(rates, "rebuild_max_bps"), b, sizeof(b)),

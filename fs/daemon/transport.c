@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The FUSE transport (transport.h).  io_uring needs three things, checked
+ * here in the order a user can fix them: libfuse >= 3.18 in the build, the
+ * kernel's fuse.enable_uring parameter on, and io_uring open to this user
+ * (kernel.io_uring_disabled).  A ring that still fails to start is reported
+ * by libfuse itself (main.c routes its log to ours), and the request
+ * counters then show /dev/fuse.
+ */
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fs/daemon/transport.h"
+
+struct ffs_transport ffs_transport;
+
+/* The first character of a one-line /sys or /proc file, or 0. */
+static int read_flag(const char *path)
+{
+	char c = 0;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return 0;
+	if (fread(&c, 1, 1, f) != 1)
+		c = 0;
+	fclose(f);
+	return c;
+}
+
+static unsigned read_uint(const char *path, unsigned dflt)
+{
+	unsigned v;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return dflt;
+	if (fscanf(f, "%u", &v) != 1)
+		v = dflt;
+	fclose(f);
+	return v;
+}
+
+/* Why io_uring cannot serve this mount, or NULL when it can. */
+static const char *uring_blocker(void)
+{
+#if FUSE_VERSION < FUSE_MAKE_VERSION(3, 18)
+	return "this framefs is built on a libfuse older than 3.18, which has no FUSE over "
+	       "io_uring (./setup.sh builds libfuse 3.18)";
+#else
+	int disabled = read_flag("/proc/sys/kernel/io_uring_disabled");
+
+	if (read_flag("/sys/module/fuse/parameters/enable_uring") != 'Y')
+		return "the kernel's fuse.enable_uring is off (as root: echo 1 > "
+		       "/sys/module/fuse/parameters/enable_uring, or boot with fuse.enable_uring=1)";
+	if (disabled == '2' || (disabled == '1' && geteuid() != 0))
+		return "io_uring is closed to this user (sysctl kernel.io_uring_disabled)";
+	return NULL;
+#endif
+}
+
+int ffs_transport_choose(struct fuse_args *args, const char *want, unsigned depth)
+{
+	struct ffs_transport *t = &ffs_transport;
+	const char *blocker;
+
+	snprintf(t->libfuse, sizeof(t->libfuse), "%s", fuse_pkgversion());
+	t->pages_limit = read_uint("/proc/sys/fs/fuse/max_pages_limit", 256);
+	if (want && strcmp(want, "io_uring") != 0 && strcmp(want, "dev") != 0) {
+		fprintf(stderr, "framefs: transport=%s: give transport=io_uring or transport=dev\n", want);
+		return -EINVAL;
+	}
+	if (depth > FFS_URING_DEPTH_MAX) {
+		fprintf(stderr, "framefs: uring_depth=%u: give 1 to %u\n", depth, FFS_URING_DEPTH_MAX);
+		return -EINVAL;
+	}
+	if (want && strcmp(want, "dev") == 0) {
+		snprintf(t->why_dev, sizeof(t->why_dev), "transport=dev was asked for");
+		return 0;
+	}
+	blocker = uring_blocker();
+	if (blocker) {
+		snprintf(t->why_dev, sizeof(t->why_dev), "%s", blocker);
+		return 0;
+	}
+	t->depth = depth ? depth : FFS_URING_DEPTH_DEFAULT;
+	char opt[64];
+
+	snprintf(opt, sizeof(opt), "-oio_uring,io_uring_q_depth=%u", t->depth);
+	if (fuse_opt_add_arg(args, opt) != 0)
+		return -ENOMEM;
+	t->uring_asked = true;
+	return 0;
+}
+
+unsigned ffs_transport_req_bytes(uint64_t stripe_bytes)
+{
+	uint64_t limit = (uint64_t)ffs_transport.pages_limit * 4096;
+	uint64_t b = stripe_bytes;
+
+	if (b > limit) {
+		for (b = 4096; b * 2 <= limit; b *= 2)
+			;
+	} else if (b > 0) {
+		b = limit / b * b; /* whole stripes: each request fills some */
+	}
+	ffs_transport.req_bytes = (unsigned)b;
+	return (unsigned)b;
+}
+
+const char *ffs_transport_name(const struct ffs_transport *t)
+{
+	uint64_t u = atomic_load_explicit(&t->uring_reqs, memory_order_relaxed);
+	uint64_t d = atomic_load_explicit(&t->dev_reqs, memory_order_relaxed);
+
+	/* INIT and the requests before every queue is registered come over
+	 * /dev/fuse even when the ring serves the rest */
+	return u > 0 || (t->uring_asked && d == 0) ? "io_uring" : "/dev/fuse";
+}
+
+json_object *ffs_transport_json(void)
+{
+	const struct ffs_transport *t = &ffs_transport;
+	json_object *o = json_object_new_object();
+	bool uring = strcmp(ffs_transport_name(t), "io_uring") == 0;
+
+	json_object_object_add(o, "libfuse", json_object_new_string(t->libfuse));
+	json_object_object_add(o, "transport", json_object_new_string(ffs_transport_name(t)));
+	json_object_object_add(o, "why_dev_fuse", uring ? NULL : json_object_new_string(
+		t->uring_asked ? "io_uring was asked for but the kernel or the ring refused it "
+		"(see the daemon's log)" : t->why_dev));
+	json_object_object_add(o, "uring_depth", t->uring_asked ? json_object_new_uint64(t->depth) : NULL);
+	json_object_object_add(o, "request_bytes", json_object_new_uint64(t->req_bytes));
+	json_object_object_add(o, "max_pages_limit", json_object_new_uint64(t->pages_limit));
+	json_object_object_add(o, "uring_requests", json_object_new_uint64(
+		atomic_load_explicit(&t->uring_reqs, memory_order_relaxed)));
+	json_object_object_add(o, "dev_requests", json_object_new_uint64(
+		atomic_load_explicit(&t->dev_reqs, memory_order_relaxed)));
+	return o;
+}

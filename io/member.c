@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/file.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
@@ -91,25 +92,212 @@ static void wait_close(int wfd, uint64_t deadline_ns)
 			;
 }
 
+/* ---- who holds a busy member: the mounted daemon's notes -------------------- */
+
 /*
- * A busy lock is most often a framefs that was just unmounted: umount
- * returns before the daemon has written out its last commit and closed its
- * members.  So a busy lock is waited for, up to FF_MEMBER_LOCK_WAIT_MS, and
- * without polling: inotify reports each close of the member (which is when
- * a holder lets go), and each report is one more try.  The wait ends at the
- * holder's close or at the deadline, whichever comes first.  The try right
- * after the watch is set catches a close that came before it.
+ * A daemon whose volume is mounted leaves two notes on every member it has
+ * locked: OFD read locks on one byte each, far beyond the end of any member
+ * (no I/O goes there, no other lock is taken there), at NOTE_PID + its pid
+ * and at NOTE_DEV + the device number of its FUSE mount.  A lock waiter
+ * reads them back with F_OFD_GETLK.  They are kernel state of the holder's
+ * open file, like the flock itself: they go with it, a crash leaves none
+ * behind, and no file needs writing or cleaning up.
+ */
+#define NOTE_PID (1ll << 62)
+#define NOTE_SPAN (1ll << 32) /* pids are < 2^22; (major << 20 | minor) < 2^32 */
+#define NOTE_DEV (NOTE_PID + NOTE_SPAN)
+_Static_assert(NOTE_DEV + NOTE_SPAN > NOTE_DEV && NOTE_DEV + NOTE_SPAN < INT64_MAX,
+	       "note ranges fit an off_t");
+
+/* Members this process has locked: the notes go on them when it mounts.
+ * A process holds one array's members and spares; one beyond this many is
+ * locked all the same, without notes (a second user then waits, as for an
+ * exiting daemon). */
+#define LOCKED_MAX 256
+static pthread_mutex_t locked_lock = PTHREAD_MUTEX_INITIALIZER;
+static int locked_fd[LOCKED_MAX];
+static unsigned nlocked;
+static uint64_t mounted_dev_note; /* locked_lock; 0 = not mounted */
+
+static int note_set(int fd, int64_t at, short type)
+{
+	struct flock fl = { .l_type = type, .l_whence = SEEK_SET, .l_start = at, .l_len = 1 };
+
+	return fcntl(fd, F_OFD_SETLK, &fl) < 0 ? -errno : 0;
+}
+
+/* The first note another open file holds in [base, base + NOTE_SPAN), or -1. */
+static int64_t note_get(int fd, int64_t base)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = base,
+			    .l_len = NOTE_SPAN };
+
+	if (fcntl(fd, F_OFD_GETLK, &fl) < 0 || fl.l_type == F_UNLCK || fl.l_start < base ||
+	    fl.l_start >= base + NOTE_SPAN)
+		return -1;
+	return fl.l_start - base;
+}
+
+static void notes_put(int fd, uint64_t dev_note)
+{
+	/* read locks: a read-only member (mounted -o ro) holds them too */
+	int rc = note_set(fd, NOTE_PID + getpid(), F_RDLCK);
+
+	if (rc == 0)
+		rc = note_set(fd, NOTE_DEV + (int64_t)dev_note, F_RDLCK);
+	if (rc < 0) /* a second user then waits for this member, as for an exiting daemon */
+		ff_log(FF_LOG_DEBUG, "member fd %d: cannot leave the mount notes: %s", fd,
+		       strerror(-rc));
+}
+
+static void locked_add(int fd)
+{
+	pthread_mutex_lock(&locked_lock);
+	if (nlocked < LOCKED_MAX)
+		locked_fd[nlocked++] = fd;
+	if (mounted_dev_note)
+		notes_put(fd, mounted_dev_note); /* added, or a spare, after the mount */
+	pthread_mutex_unlock(&locked_lock);
+}
+
+static void locked_remove(int fd)
+{
+	struct flock fl = { .l_type = F_UNLCK, .l_whence = SEEK_SET, .l_start = NOTE_PID,
+			    .l_len = 2 * NOTE_SPAN };
+
+	fcntl(fd, F_OFD_SETLK, &fl); /* as the flock: a ring may keep the file open */
+	pthread_mutex_lock(&locked_lock);
+	for (unsigned i = 0; i < nlocked; i++)
+		if (locked_fd[i] == fd) {
+			locked_fd[i] = locked_fd[--nlocked];
+			break;
+		}
+	pthread_mutex_unlock(&locked_lock);
+}
+
+/* Undo /proc/self/mountinfo's octal escapes (\040 for a space). */
+static void unescape_octal(char *s)
+{
+	char *o = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*o++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 3;
+		} else {
+			*o++ = *s;
+		}
+	}
+	*o = '\0';
+}
+
+/*
+ * The framefs mount whose device is dev_note (when want_mnt is NULL), or
+ * the newest one on want_mnt: true, with its mountpoint and device.
+ */
+static bool find_mount(const char *want_mnt, uint64_t dev_note, char *mnt, size_t len,
+		       uint64_t *dev_out)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char line[8192], mp[4096], fstype[256];
+	unsigned maj, min;
+	bool found = false;
+
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		char *sep = strstr(line, " - ");
+		uint64_t d;
+
+		if (!sep || sscanf(line, "%*u %*u %u:%u %*s %4095s", &maj, &min, mp) != 3 ||
+		    sscanf(sep + 3, "%255s", fstype) != 1 || strcmp(fstype, "fuse.framefs") != 0)
+			continue;
+		unescape_octal(mp);
+		d = (uint64_t)maj << 20 | min;
+		if (want_mnt ? strcmp(mp, want_mnt) != 0 : d != dev_note)
+			continue;
+		found = true; /* on want_mnt: go on, the last one is the newest */
+		snprintf(mnt, len, "%s", mp);
+		*dev_out = d;
+		if (!want_mnt)
+			break;
+	}
+	fclose(f);
+	return found;
+}
+
+int ff_member_note_mounted(const char *mnt_real)
+{
+	char mnt[PATH_MAX];
+	uint64_t dev = 0;
+
+	if (!find_mount(mnt_real, 0, mnt, sizeof(mnt), &dev) || dev == 0 || dev >= NOTE_SPAN)
+		return -ENOENT;
+	pthread_mutex_lock(&locked_lock);
+	mounted_dev_note = dev;
+	for (unsigned i = 0; i < nlocked; i++)
+		notes_put(locked_fd[i], dev);
+	pthread_mutex_unlock(&locked_lock);
+	return 0;
+}
+
+/*
+ * Is the holder of m's lock a daemon whose volume is still mounted?  Then
+ * its pid and mountpoint, else false (the holder is mkfs, fsck, an offline
+ * framefs-admin, or a daemon that is exiting).
+ *
+ * Exiting and live are told apart by the kernel's mount table, not by
+ * anything the daemon does: umount(2) takes the mount out of the table
+ * before it returns, and only then does the daemon learn of it and start
+ * writing out its last commit, lock still held.  So a waiter that looks
+ * after umount returned never finds the mount and waits for the close, as
+ * for any holder; one that looks before finds it, and "in use" was true
+ * when it looked.  A FUSE device number freed by the umount may be taken
+ * by a new framefs mount while the old daemon is still exiting: the member
+ * is then reported busy at once, with that mount's mountpoint, instead of
+ * waited for.
+ */
+static bool holder_live(const struct ff_member *m, int64_t *pid, char *mnt, size_t len)
+{
+	int64_t dev = note_get(m->fd, NOTE_DEV);
+	uint64_t found_dev;
+
+	*pid = note_get(m->fd, NOTE_PID);
+	return dev > 0 && find_mount(NULL, (uint64_t)dev, mnt, len, &found_dev);
+}
+
+/*
+ * A busy lock held by a daemon whose volume is mounted is answered at
+ * once (holder_live).  Any other busy lock is most often a framefs that
+ * was just unmounted: umount returns before the daemon has written out its
+ * last commit and closed its members.  So it is waited for, up to
+ * FF_MEMBER_LOCK_WAIT_MS, and without polling: inotify reports each close
+ * of the member (which is when a holder lets go), and each report is one
+ * more try.  The wait ends at the holder's close or at the deadline,
+ * whichever comes first.  The try right after the watch is set catches a
+ * close that came before it.
  */
 int ff_member_lock(struct ff_member *m, struct ff_err *err)
 {
 	int op = (m->read_only ? LOCK_SH : LOCK_EX) | LOCK_NB;
 	uint64_t deadline = ff_mono_ns() + FF_MEMBER_LOCK_WAIT_MS * 1000000ull;
+	char mnt[PATH_MAX];
+	int64_t pid = -1;
 	int wfd = -1, e = 0;
 
 	while (flock(m->fd, op) < 0) {
 		e = errno;
 		if (e != EWOULDBLOCK)
 			break;
+		if (holder_live(m, &pid, mnt, sizeof(mnt))) {
+			if (wfd >= 0)
+				close(wfd);
+			ff_err_set(err, "%s: in use by another process: the framefs (pid %lld) of the "
+				   "volume mounted on %s; unmount it first", m->path, (long long)pid,
+				   mnt);
+			return -EBUSY;
+		}
 		if (wfd < 0) {
 			wfd = watch_closes(m);
 			if (wfd < 0)
@@ -126,13 +314,21 @@ int ff_member_lock(struct ff_member *m, struct ff_err *err)
 	}
 	if (wfd >= 0)
 		close(wfd);
-	if (e == 0)
+	if (e == 0) {
+		locked_add(m->fd);
 		return 0;
+	}
 	if (e != EWOULDBLOCK) {
 		ff_err_set(err, "%s: cannot lock: %s", m->path, strerror(e));
 		return -e;
 	}
-	ff_err_set(err, "%s: in use by another process (a mounted framefs, mkfs or fsck)", m->path);
+	if (pid > 0)
+		ff_err_set(err, "%s: in use by another process (pid %lld: a framefs that has not let "
+			   "go %u ms after its unmount)", m->path, (long long)pid,
+			   FF_MEMBER_LOCK_WAIT_MS);
+	else
+		ff_err_set(err, "%s: in use by another process (a mounted framefs, mkfs or fsck)",
+			   m->path);
 	return -EBUSY;
 }
 
@@ -194,6 +390,7 @@ void ff_member_close(struct ff_member *m)
 		 * later in a kernel worker.  The next mkfs, fsck or daemon would
 		 * then wait for it.  Unlock explicitly; a no-op when not locked. */
 		flock(m->fd, LOCK_UN);
+		locked_remove(m->fd);
 		close(m->fd);
 	}
 	m->fd = -1;

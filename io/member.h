@@ -66,11 +66,21 @@ void ff_member_close(struct ff_member *m);
  * One writer per member: whoever assembles or adds a member locks it, a
  * writable member with an exclusive flock, a read-only one with a shared
  * lock, so a second daemon, mkfs or fsck cannot use members a mounted
- * volume is writing.  Waits up to FF_MEMBER_LOCK_WAIT_MS for a lock that is
- * busy, then -EBUSY.  Close releases it.
+ * volume is writing.  A lock held by a daemon whose volume is mounted is
+ * -EBUSY at once, the message naming its pid and mountpoint; any other
+ * busy lock (most often a daemon still writing out after its umount) is
+ * waited for up to FF_MEMBER_LOCK_WAIT_MS, then -EBUSY.  Close releases it.
  */
 #define FF_MEMBER_LOCK_WAIT_MS 5000u
 int ff_member_lock(struct ff_member *m, struct ff_err *err);
+
+/*
+ * The daemon, once its volume is mounted at mnt_real (a real path): marks
+ * every member this process has locked, and every one it locks from now
+ * on, as held by a mounted volume, so that ff_member_lock in another
+ * process refuses it at once.  -ENOENT when no framefs is mounted there.
+ */
+int ff_member_note_mounted(const char *mnt_real);
 
 /* Identity through libnvme (block devices); leaves is_nvme false for anything else. */
 void ff_nvme_identify(struct ff_member *m);

@@ -274,6 +274,8 @@ struct ffs_ctl *ffs_ctl_start(struct ffs *fs, const char *mnt_real,
 		ff_log(FF_LOG_WARN, "no control socket: the mountpoint's real path is unknown");
 		return NULL;
 	}
+	if (ff_member_note_mounted(mnt_real) < 0) /* io/member.h: a second user is told at once */
+		ff_log(FF_LOG_WARN, "%s: no framefs mount found there to note on the members", mnt_real);
 	c = ffs_ctl_new(fs, NULL, "daemon");
 	if (!c)
 		return NULL;

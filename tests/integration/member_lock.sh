@@ -1,10 +1,30 @@
 #!/bin/bash
 # Proves: members in use by a mounted volume cannot be used by anyone else —
 # a second daemon, fsck.framefs (even -n) and mkfs.framefs are refused with
-# "in use", and the mounted volume's data is intact afterwards.  A remount
+# "in use", at once (well under the 5 s a busy lock is waited for when its
+# holder is a daemon already unmounted), naming the daemon's pid and
+# mountpoint; the mounted volume's data is intact afterwards.  A remount
 # started the moment umount returns (while the old daemon may still be
 # writing its checkpoint) waits for the old daemon and finds the array clean.
 . "$(dirname "$0")/lib.sh"
+
+REFUSE_MAX_MS=2000 # the lock is waited for up to 5000 ms when its holder is not live
+
+# refused WHAT CMD...: CMD must fail within REFUSE_MAX_MS, saying "in use",
+# the daemon's pid and its mountpoint
+refused() {
+	local what=$1 st=0 t0 ms
+	shift
+	t0=$(now_ns)
+	"$@" >"$out" 2>&1 || st=$?
+	ms=$((($(now_ns) - t0) / 1000000))
+	[ "$st" != 0 ] || fail "$what ran on members in use"
+	grep -q "in use by another process" "$out" || { cat "$out" >&2; fail "$what: no 'in use' error"; }
+	grep -q "pid $DAEMON_PID" "$out" && grep -q "mounted on $MNT" "$out" ||
+		{ cat "$out" >&2; fail "$what: the message names neither pid $DAEMON_PID nor $MNT"; }
+	[ "$ms" -lt "$REFUSE_MAX_MS" ] || fail "$what: refused after $ms ms, not at once"
+	ok "$what is refused in $ms ms (status $st): $(grep -m1 'in use by another process' "$out")"
+}
 
 it_make_array 5 4 128M
 it_mount
@@ -14,23 +34,9 @@ sync "$MNT/frame"
 
 out=$IT_TMP/second.out
 mkdir -p "$IT_TMP/mnt2"
-st=0
-"$FRAMEFS" -f "$SPEC" "$IT_TMP/mnt2" >"$out" 2>&1 || st=$?
-[ "$st" != 0 ] || fail "a second framefs mounted members in use"
-grep -q "in use by another process" "$out" || { cat "$out" >&2; fail "second daemon: no 'in use' error"; }
-ok "a second daemon on the same members is refused: $(grep -m1 'in use by another process (' "$out")"
-
-st=0
-"$FSCK" -n "${MEMBERS[@]}" >"$out" 2>&1 || st=$?
-[ "$st" != 0 ] || fail "fsck.framefs -n ran on a mounted volume"
-grep -q "in use by another process" "$out" || { cat "$out" >&2; fail "fsck: no 'in use' error"; }
-ok "fsck.framefs -n on the mounted volume is refused (status $st)"
-
-st=0
-"$MKFS" -q -f -l 5 "${MEMBERS[@]}" >"$out" 2>&1 || st=$?
-[ "$st" != 0 ] || fail "mkfs.framefs formatted members of a mounted volume"
-grep -q "in use by another process" "$out" || { cat "$out" >&2; fail "mkfs: no 'in use' error"; }
-ok "mkfs.framefs over the mounted volume is refused (status $st)"
+refused "a second framefs on the same members" "$FRAMEFS" -f "$SPEC" "$IT_TMP/mnt2"
+refused "fsck.framefs -n on the mounted volume" "$FSCK" -n "${MEMBERS[@]}"
+refused "mkfs.framefs over the mounted volume" "$MKFS" -q -f -l 5 "${MEMBERS[@]}"
 
 cmp "$IT_TMP/src" "$MNT/frame" || fail "the mounted volume's data changed"
 

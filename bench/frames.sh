@@ -2,9 +2,12 @@
 # bench/frames.sh: the frame path. framefs beside its peers, in one run, as ratios.
 #
 #   bench/frames.sh [ram]  RAM-backed members (tmpfs files behind loop devices, pre-touched):
-#                          raw members, FUSE null (transport ceiling), passthrough_ll over
-#                          tmpfs, btrfs RAID5 on 4 / RAID6 on 6 members, framefs RAID5 on 4 /
-#                          RAID6 on 6 members (same members), framefs degraded read
+#                          raw members; libfuse 3.14's null (/dev/fuse) and 3.18's null over
+#                          io_uring (transport ceilings); 3.14's passthrough_ll (/dev/fuse) and
+#                          3.18's passthrough_hp (io_uring) over tmpfs; btrfs RAID5 on 4 / RAID6
+#                          on 6 members; framefs RAID5 on 4 members over its default transport
+#                          (io_uring when the kernel allows it) and over /dev/fuse, RAID6 on 6
+#                          (same members), framefs degraded read
 #   bench/frames.sh disk   file-backed members on the disk (MEMBERS_DIR, default /var/tmp):
 #                          raw members vs btrfs RAID5 and framefs RAID5
 #
@@ -17,7 +20,12 @@
 #
 # framefs rows run when mkfs.framefs and framefs are in $FRAMEFS_BUILD (a build dir, searched
 # three levels deep; only there when it is set) or else on PATH; otherwise "framefs: not
-# built" and its ratios are n/a.
+# built" and its ratios are n/a. The libfuse 3.18 rows are built (meson, C and C++) from
+# FUSE318_SRC into the scratch dir; without that source they are "not built" and n/a.
+#
+# For the run, as root, the script turns FUSE over io_uring on in the kernel
+# (/sys/module/fuse/parameters/enable_uring) and raises fs.fuse.max_pages_limit so that
+# stripe-sized requests are allowed; it prints both and puts back what it found on exit.
 #
 # Knobs (environment):
 #   SIZE_MB=1024        size of each member (6 members in ram mode, 4 in disk mode)
@@ -28,7 +36,19 @@
 #   MEMBERS_DIR         where member files go (ram: /dev/shm, disk: /var/tmp)
 #   FRAMEFS_BUILD       build dir holding mkfs.framefs, framefs (and framefs-frametest,
 #                       framefs-createrate)
-#   FRAMEFS_OPTS        -o options for the framefs mount (default none)
+#   FRAMEFS_OPTS        -o options for every framefs mount (default none)
+#   FRAMEFS_DEV_OPTS=transport=dev  -o options added for the ff5dev row (framefs over /dev/fuse)
+#   URING_DEPTH         io_uring queue depth per CPU for the io_uring rows: io_uring_q_depth=N
+#                       for libfuse 3.18's examples, uring_depth=N for framefs (default: each
+#                       one's own default)
+#   URING=1             0: leave the kernel's fuse.enable_uring as it is
+#   FUSE_MAX_PAGES=1024 fs.fuse.max_pages_limit for the run (4 MiB: more than one stripe of
+#                       every row); 0: leave it as it is
+#   FUSE318_SRC         libfuse >= 3.18 source tree (default: subprojects/fuse3, which setup.sh
+#                       unpacks)
+#   HP_OPTS=--nopassthrough  passthrough_hp's options besides -o io_uring (--nopassthrough:
+#                       reads and writes are served by the daemon, not by the kernel's FUSE
+#                       passthrough)
 #   FRAMEFS_MKFS_OPTS   extra mkfs.framefs options, e.g. "-c 512K" (default none)
 #   FRAMEFS_MEMBERS=loop  loop: framefs gets the loop devices btrfs gets (ram mode);
 #                       file: the tmpfs files behind them
@@ -37,9 +57,11 @@
 #                       from FRAMEFS_BUILD or PATH (auto: if found); it adds ~40% to the time
 #   PHASE_TIMEOUT=300   seconds one phase (a fio run, a mkfs, a mount) may take; a framefs
 #                       phase that takes longer fails its row (its daemon is killed if it hangs)
-#   ONLY="pt ff5"       run only these rows (raw4 raw6 null pt btrfs5 btrfs6 ff5 ff6), in this
-#                       order (rotated each run); a row may repeat
-# Needs root, fio, btrfs-progs, util-linux, fuse3, libfuse3-dev (its examples), a C compiler.
+#   ONLY="pt314 ff5"    run only these rows (raw4 raw6 null314 null318 pt314 hp318 btrfs5 btrfs6
+#                       ff5 ff5dev ff6; null and pt are null314 and pt314), in this order
+#                       (rotated each run); a row may repeat
+# Needs root, fio, btrfs-progs, util-linux, fuse3, libfuse3-dev (its examples), a C compiler;
+# for the 3.18 rows meson, ninja, a C++ compiler, liburing-dev and libnuma-dev.
 set -euo pipefail
 
 PROG=frames.sh
@@ -68,6 +90,12 @@ FRAMEFS_MEMBERS=${FRAMEFS_MEMBERS:-loop}
 PT_OPTS=${PT_OPTS:-cache=never}
 FRAMETEST=${FRAMETEST:-0}
 PHASE_TIMEOUT=${PHASE_TIMEOUT:-300}
+FRAMEFS_DEV_OPTS=${FRAMEFS_DEV_OPTS-transport=dev}
+URING_DEPTH=${URING_DEPTH:-}
+URING=${URING:-1}
+FUSE_MAX_PAGES=${FUSE_MAX_PAGES:-1024}
+FUSE318_SRC=${FUSE318_SRC:-$HERE/../subprojects/fuse3}
+HP_OPTS=${HP_OPTS---nopassthrough}
 if [ "$MODE" = ram ]; then
 	MEMBERS_DIR=${MEMBERS_DIR:-/dev/shm}
 	NMEM=6
@@ -83,6 +111,11 @@ done
 [ "$RUNS" -le 32 ] || die "RUNS must be at most 32"
 case "$FRAMEFS_MEMBERS" in loop | file) ;; *) die "FRAMEFS_MEMBERS must be loop or file" ;; esac
 case "$FRAMETEST" in auto | 0 | 1) ;; *) die "FRAMETEST must be auto, 0 or 1" ;; esac
+case "$URING" in 0 | 1) ;; *) die "URING must be 0 or 1" ;; esac
+if ! [[ $FUSE_MAX_PAGES =~ ^[0-9]+$ ]] || [ "$FUSE_MAX_PAGES" -gt 65535 ]; then
+	die "FUSE_MAX_PAGES must be 0 (leave it) or a number of pages up to 65535"
+fi
+[ -z "$URING_DEPTH" ] || [[ $URING_DEPTH =~ ^[1-9][0-9]*$ ]] || die "URING_DEPTH must be a positive whole number"
 [ "$(id -u)" -eq 0 ] || die "must run as root (loop devices, mounts, drop_caches)"
 for t in fio losetup mkfs.btrfs btrfs fusermount3 findmnt pgrep ps timeout cc pkg-config dd stat awk sort; do
 	command -v "$t" >/dev/null || die "$t not found (see bench/README.md for the packages)"
@@ -109,6 +142,11 @@ DAEMONS=() # pid:comm of every FUSE daemon we started
 declare -A MPID=() # mountpoint -> pid:comm of the FUSE daemon serving it
 ERRF=/dev/null
 OUTF=/dev/null
+URING_PARAM=/sys/module/fuse/parameters/enable_uring
+PAGES_SYSCTL=/proc/sys/fs/fuse/max_pages_limit
+K_URING_OLD="" # what we found in URING_PARAM, when we changed it (put back on exit)
+K_URING_SET=""
+K_PAGES_OLD="" # likewise fs.fuse.max_pages_limit
 
 mounted() { findmnt -rn --mountpoint "$1" >/dev/null 2>&1; }
 
@@ -139,6 +177,32 @@ descendants() { # PID -> every process below it
 		END { for (p in up) { q = p; while ((q in up) && q != root && q > 1) q = up[q]; if (q == root && p != root) print p } }'
 }
 
+restore_kernel() { # put back the kernel settings we changed, unless someone changed them since
+	local cur
+	if [ -n "$K_URING_OLD" ]; then
+		cur=$(cat "$URING_PARAM" 2>/dev/null)
+		if [ "$cur" != "$K_URING_SET" ]; then
+			warn "fuse.enable_uring is $cur now (someone else changed it); leaving it"
+		elif echo "$K_URING_OLD" >"$URING_PARAM" 2>/dev/null; then
+			warn "fuse.enable_uring put back to $K_URING_OLD"
+		else
+			warn "cannot put fuse.enable_uring back to $K_URING_OLD"
+		fi
+		K_URING_OLD=""
+	fi
+	if [ -n "$K_PAGES_OLD" ]; then
+		cur=$(cat "$PAGES_SYSCTL" 2>/dev/null)
+		if [ "$cur" != "$FUSE_MAX_PAGES" ]; then
+			warn "fs.fuse.max_pages_limit is $cur now (someone else changed it); leaving it"
+		elif echo "$K_PAGES_OLD" >"$PAGES_SYSCTL" 2>/dev/null; then
+			warn "fs.fuse.max_pages_limit put back to $K_PAGES_OLD"
+		else
+			warn "cannot put fs.fuse.max_pages_limit back to $K_PAGES_OLD"
+		fi
+		K_PAGES_OLD=""
+	fi
+}
+
 cleanup() {
 	local rc=$? m l p busy=0 kids
 	trap - EXIT INT TERM HUP
@@ -156,6 +220,7 @@ cleanup() {
 		btrfs device scan --forget "$l" >/dev/null 2>&1
 		losetup -d "$l" 2>/dev/null || warn "cannot detach $l"
 	done
+	restore_kernel
 	for m in "$W" "$S" "$MNT"; do
 		[ -n "$m" ] || continue
 		if findmnt -rn -o TARGET | grep -qF -- "$m/"; then
@@ -200,6 +265,17 @@ mkdir "$MNT/fs" "$S/ptsrc" "$S/bin"
 ERRF=$S/err
 OUTF=$S/out
 
+V="" # the value the last measurement produced
+run() { # CMD...: at most PHASE_TIMEOUT s, in the background so that a signal reaches our trap
+	# at once; stdout in $OUTF, stderr in $ERRF
+	local rc=0
+	(timeout -k 10 "$PHASE_TIMEOUT" "$@" >"$OUTF" 2>"$ERRF") & # (): no "Killed" job notice
+	wait $! || rc=$?
+	if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then echo "timed out after $PHASE_TIMEOUT s" >>"$ERRF"; fi
+	return "$rc"
+}
+lasterr() { grep -v '^$' "$ERRF" | tail -n1; }
+
 # ---- tools ----------------------------------------------------------------------------------
 
 build_example() { # NAME -> $S/bin/NAME
@@ -212,6 +288,40 @@ build_example() { # NAME -> $S/bin/NAME
 }
 build_example null
 build_example passthrough_ll
+V314=$(pkg-config --modversion fuse3)
+
+# libfuse >= 3.18's null and passthrough_hp, from FUSE318_SRC (setup.sh unpacks Debian's source
+# package into subprojects/fuse3), in a meson build of that tree of our own in the scratch dir:
+# static, examples only (the source tree and the project's build are left alone)
+HAVE318=0
+WHY318=""
+V318=""
+build318() {
+	local b=$S/fuse318 t0 t
+	if [ ! -f "$FUSE318_SRC/meson.build" ] || [ ! -f "$FUSE318_SRC/example/passthrough_hp.cc" ]; then
+		WHY318="no libfuse source in $FUSE318_SRC (./setup.sh unpacks it into subprojects/fuse3)"
+		return 1
+	fi
+	V318=$(sed -n "s/^ *version *: *'\([0-9.]*\)'.*/\1/p" "$FUSE318_SRC/meson.build" | head -n1)
+	case "$V318" in
+	3.1[89]* | 3.[2-9][0-9]* | [4-9].*) ;;
+	*) WHY318="libfuse in $FUSE318_SRC is ${V318:-of no version I can read}, not 3.18 or later"; return 1 ;;
+	esac
+	for t in meson ninja c++; do
+		command -v "$t" >/dev/null || { WHY318="$t not found (see bench/README.md)"; return 1; }
+	done
+	t0=$(date +%s)
+	run meson setup "$b" "$FUSE318_SRC" --buildtype=release -Ddefault_library=static \
+		-Dexamples=true -Dutils=false -Dtests=false -Duseroot=false -Dinitscriptdir= ||
+		{ WHY318="meson setup of $FUSE318_SRC failed: $(lasterr)"; return 1; }
+	run ninja -C "$b" example/null example/passthrough_hp ||
+		{ WHY318="building libfuse's examples from $FUSE318_SRC failed: $(grep -m1 -i 'error' "$OUTF" || lasterr)"; return 1; }
+	mkdir -p "$S/bin318"
+	cp "$b/example/null" "$b/example/passthrough_hp" "$S/bin318/"
+	BUILD318_S=$(($(date +%s) - t0))
+}
+BUILD318_S=0
+build318 && HAVE318=1
 
 find_bin() { # NAME -> path: from FRAMEFS_BUILD (3 levels deep) when it is set (only there:
 	# an installed, older framefs must not stand in for the build asked for), else from PATH
@@ -238,11 +348,41 @@ if [ "$FRAMETEST" != 0 ]; then
 	[ "$FRAMETEST" = 1 ] && [ -z "$FT" ] && die "FRAMETEST=1 but framefs-frametest is not in FRAMEFS_BUILD or on PATH"
 fi
 CREATERATE=$(find_bin framefs-createrate || true)
+ADMIN=$(find_bin framefs-admin || true) # for the daemon's own account of its transport
 if [ -z "$CREATERATE" ]; then
 	CREATERATE=$S/bin/framefs-createrate
 	cc -O2 -pthread -o "$CREATERATE" "$HERE/create_rate.c" 2>"$ERRF" ||
 		die "cannot build bench/create_rate.c: $(tail -n1 "$ERRF")"
 fi
+
+# ---- the kernel's FUSE settings for the run (put back on exit by cleanup) --------------------
+
+KSET=() # what we found and set, for the header
+cur=$(cat "$URING_PARAM" 2>/dev/null || true)
+if [ -z "$cur" ]; then
+	KSET+=("no $URING_PARAM (this kernel has no FUSE over io_uring): every row runs over /dev/fuse")
+elif [ "$URING" = 0 ] || [ "$cur" = Y ]; then
+	KSET+=("fuse.enable_uring $cur (as found)")
+elif echo 1 >"$URING_PARAM" 2>"$ERRF"; then
+	K_URING_OLD=$cur
+	K_URING_SET=$(cat "$URING_PARAM")
+	KSET+=("fuse.enable_uring $cur -> $K_URING_SET (put back on exit)")
+else
+	KSET+=("fuse.enable_uring $cur (cannot turn it on: $(lasterr); the io_uring rows run over /dev/fuse)")
+fi
+cur=$(cat "$PAGES_SYSCTL" 2>/dev/null || true)
+if [ -z "$cur" ]; then
+	KSET+=("no fs.fuse.max_pages_limit (kernel before 6.13): requests of at most 1 MiB")
+elif [ "$FUSE_MAX_PAGES" = 0 ] || [ "$cur" = "$FUSE_MAX_PAGES" ]; then
+	KSET+=("fs.fuse.max_pages_limit $cur (as found)")
+elif echo "$FUSE_MAX_PAGES" >"$PAGES_SYSCTL" 2>"$ERRF"; then
+	K_PAGES_OLD=$cur
+	KSET+=("fs.fuse.max_pages_limit $cur -> $FUSE_MAX_PAGES pages (put back on exit)")
+else
+	KSET+=("fs.fuse.max_pages_limit $cur (cannot set $FUSE_MAX_PAGES: $(lasterr))")
+fi
+URING_ON=0
+[ "$(cat "$URING_PARAM" 2>/dev/null || true)" = Y ] && URING_ON=1
 
 # ---- members --------------------------------------------------------------------------------
 
@@ -285,17 +425,6 @@ declare -A R=() # key -> "v1 v2 ..." (one per run, in run order)
 add() { R[$1]="${R[$1]:-}$2 "; }
 
 drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
-
-V="" # the value the last measurement produced
-run() { # CMD...: at most PHASE_TIMEOUT s, in the background so that a signal reaches our trap
-	# at once; stdout in $OUTF, stderr in $ERRF
-	local rc=0
-	(timeout -k 10 "$PHASE_TIMEOUT" "$@" >"$OUTF" 2>"$ERRF") & # (): no "Killed" job notice
-	wait $! || rc=$?
-	if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then echo "timed out after $PHASE_TIMEOUT s" >>"$ERRF"; fi
-	return "$rc"
-}
-lasterr() { grep -v '^$' "$ERRF" | tail -n1; }
 
 fio_mbs() { # RW FIO-ARGS... -> V = MB/s (10^6 B/s); says why and fails otherwise
 	local rw=$1
@@ -437,41 +566,62 @@ row_raw() { # N
 	echo
 }
 
-row_null() {
-	local p
+fuse_transport() { # PID -> io_uring when the daemon has libfuse's ring threads (fuse-ring-N,
+	# one per CPU queue, started once FUSE_INIT accepted io_uring), else /dev/fuse
+	local t
+	for t in /proc/"$1"/task/*/comm; do
+		case $(cat "$t" 2>/dev/null) in fuse-ring-*) echo io_uring; return 0 ;; esac
+	done
+	echo /dev/fuse
+}
+add_transport() { # KEY PID: note the transport this run of the row was served over
+	local t
+	t=$(fuse_transport "$2")
+	add "$1.tp" "$t"
+	say "  [$t]"
+}
+
+URING_O="io_uring${URING_DEPTH:+,io_uring_q_depth=$URING_DEPTH}" # libfuse 3.18's options
+
+row_null() { # KEY BINARY LABEL [OPTION...]
+	local k=$1 bin=$2 label=$3 p
+	shift 3
 	touch "$MNT/nullfile"
-	run "$S/bin/null" "$MNT/nullfile" || die "FUSE null: $(lasterr)"
-	fuse_wait "$MNT/nullfile" null || die "FUSE null did not mount"
+	run "$bin" "$@" "$MNT/nullfile" || die "$label: $(lasterr)"
+	fuse_wait "$MNT/nullfile" null || die "$label did not mount"
 	p=$FUSE_PID
-	say "FUSE null (transport ceiling)"
-	null_fio write 1 || die "FUSE null: O_DIRECT write failed"
-	add null.dw "$V"; say "  O_DIRECT w $V"
-	null_fio read 1 || die "FUSE null: O_DIRECT read failed"
-	add null.dr "$V"; say " r $V"
-	null_fio write 0 || die "FUSE null: buffered write failed"
-	add null.bw "$V"; say "  buffered w $V"
-	null_fio read 0 || die "FUSE null: buffered read failed"
-	add null.br "$V"; say " r $V"
-	add null.rss "$(hwm_mb "$p")"
+	say "$label"
+	null_fio write 1 || die "$label: O_DIRECT write failed"
+	add "$k.dw" "$V"; say "  O_DIRECT w $V"
+	null_fio read 1 || die "$label: O_DIRECT read failed"
+	add "$k.dr" "$V"; say " r $V"
+	null_fio write 0 || die "$label: buffered write failed"
+	add "$k.bw" "$V"; say "  buffered w $V"
+	null_fio read 0 || die "$label: buffered read failed"
+	add "$k.br" "$V"; say " r $V"
+	add "$k.rss" "$(hwm_mb "$p")"
+	add_transport "$k" "$p"
 	echo
-	unmount "$MNT/nullfile" || die "cannot unmount FUSE null"
+	unmount "$MNT/nullfile" || die "cannot unmount $label"
 	wait_gone "$p" || true
 }
 
 PT_HWM=0
 PT_PID=""
 pt_hook() { local h; h=$(hwm_mb "$PT_PID"); [ "${h:-0}" -gt "$PT_HWM" ] && PT_HWM=$h; return 0; }
-row_pt() {
-	local m=$MNT/fs
-	run "$S/bin/passthrough_ll" -o "source=$S/ptsrc${PT_OPTS:+,$PT_OPTS}" "$m" || die "passthrough_ll: $(lasterr)"
-	fuse_wait "$m" passthrough_ll || die "passthrough_ll did not mount"
+row_pt() { # KEY COMM LABEL COMMAND...: a passthrough example over $S/ptsrc, mounted on $MNT/fs
+	local k=$1 comm=$2 label=$3 m=$MNT/fs
+	shift 3
+	run "$@" || die "$label: $(lasterr)"
+	fuse_wait "$m" "$comm" || die "$label did not mount"
 	PT_PID=$FUSE_PID
 	PT_HWM=0
-	say "passthrough_ll over tmpfs ($PT_OPTS)"
-	fs_suite "$m" pt pt_hook || die "passthrough_ll row failed"
-	add pt.rss "$PT_HWM"
+	say "$label"
+	fs_suite "$m" "$k" pt_hook || die "$label row failed"
+	add "$k.rss" "$PT_HWM"
+	add_transport "$k" "$PT_PID"
 	echo "  RSS ${PT_HWM} MiB"
-	unmount "$m" || die "cannot unmount passthrough_ll"
+	unmount "$m" || die "cannot unmount $label"
 	wait_gone "$PT_PID" || true
 	find "$S/ptsrc" -mindepth 1 -delete
 }
@@ -504,12 +654,14 @@ ff_hook() {
 ff_member() { # I -> member I as framefs gets it
 	if [ "$MODE" = disk ] || [ "$FRAMEFS_MEMBERS" = file ]; then echo "${MFILES[$1]}"; else echo "${LOOPS[$1]}"; fi
 }
-ff_mount() { # N [SKIP]: mount members 0..N-1 but SKIP; sets FF_PID
-	local n=$1 skip=${2:--1} i list="" opts=()
+ff_mount() { # N SKIP(-1: none) [OPTIONS]: mount members 0..N-1 but SKIP with FRAMEFS_OPTS and
+	# OPTIONS; sets FF_PID
+	local n=$1 skip=$2 more=${3:-} i list="" opts=() o
 	for i in $(seq 0 $((n - 1))); do
 		[ "$i" = "$skip" ] || list+="${list:+,}$(ff_member "$i")"
 	done
-	[ -n "$FRAMEFS_OPTS" ] && opts=(-o "$FRAMEFS_OPTS")
+	o=$FRAMEFS_OPTS${more:+${FRAMEFS_OPTS:+,}$more}
+	[ -n "$o" ] && opts=(-o "$o")
 	run "$FRAMEFS" "${opts[@]}" "$list" "$MNT/fs" || { warn "framefs $list: $(lasterr)"; return 1; }
 	fuse_wait "$MNT/fs" framefs ||
 		{ warn "framefs did not mount $list (no mount, or no process named framefs with $MNT/fs in its argv)"; return 1; }
@@ -526,27 +678,46 @@ ff_fail() { # MESSAGE: a framefs row failed; the run goes on without it
 	FF_FAILS=$((FF_FAILS + 1))
 	unmount "$MNT/fs" || true
 }
-row_framefs() { # LEVEL N DEGRADED(0|1) RUN
-	local lvl=$1 n=$2 degraded=$3 run=$4 skip i mkfs_opts=() members=()
+declare -A FF_SHOWN=() # row key -> 1 once its daemon's fuse status line was printed
+ff_fuse_status() { # KEY: the daemon's own account of its FUSE side (framefs-admin status), once
+	# per row, and the transport this run was served over
+	local line=""
+	add_transport "$1" "$FF_PID"
+	[ -n "${FF_SHOWN[$1]:-}" ] && return 0
+	FF_SHOWN[$1]=1
+	if [ -n "$ADMIN" ]; then
+		line=$(timeout 10 "$ADMIN" status "$MNT/fs" 2>/dev/null | grep -m1 '^ *fuse ' | sed 's/^ *//' || true)
+	fi
+	[ -n "$line" ] && FF_FUSE[$1]=$line && FF_NEWLINE=$line
+	return 0
+}
+FF_NEWLINE="" # the status line to print under the row (its first run)
+declare -A FF_FUSE=()
+row_framefs() { # LEVEL N DEGRADED(0|1) RUN [KEY [OPTIONS]]: KEY (ffLEVEL) names the row's figures,
+	# OPTIONS are added to FRAMEFS_OPTS for its mounts
+	local lvl=$1 n=$2 degraded=$3 run=$4 k=${5:-ff$1} more=${6:-} skip i mkfs_opts=() members=()
 	for i in $(seq 0 $((n - 1))); do members+=("$(ff_member "$i")"); done
 	touch_members "${MFILES[@]:0:$n}"
 	read -r -a mkfs_opts <<<"$FRAMEFS_MKFS_OPTS"
 	run "$MKFS_FRAMEFS" -l "$lvl" "${mkfs_opts[@]}" -L framebench -f "${members[@]}" || {
 		ff_fail "mkfs.framefs -l $lvl on $n members failed: $(lasterr)"; return 0; }
 	FF_MOUNT_HWM=0
-	ff_mount "$n" || { ff_fail "RAID$lvl mount failed"; return 0; }
-	say "framefs RAID$lvl, $n members"
-	fs_suite "$MNT/fs" "ff$lvl" ff_hook || { ff_fail "RAID$lvl: a phase failed"; return 0; }
-	ff_unmount || { ff_fail "RAID$lvl unmount failed"; return 0; }
+	ff_mount "$n" -1 "$more" || { ff_fail "RAID$lvl${more:+ ($more)} mount failed"; return 0; }
+	say "framefs RAID$lvl, $n members${more:+ ($more)}"
+	fs_suite "$MNT/fs" "$k" ff_hook || { ff_fail "RAID$lvl${more:+ ($more)}: a phase failed"; return 0; }
+	ff_fuse_status "$k"
+	ff_unmount || { ff_fail "RAID$lvl${more:+ ($more)} unmount failed"; return 0; }
 	if [ "$degraded" = 1 ]; then
 		skip=$(((run - 1) % n))
-		ff_mount "$n" "$skip" || { ff_fail "RAID$lvl degraded mount (member $skip left out) failed"; return 0; }
+		ff_mount "$n" "$skip" "$more" || { ff_fail "RAID$lvl degraded mount (member $skip left out) failed"; return 0; }
 		frames_fio "$MNT/fs/d" read 1 || { ff_fail "RAID$lvl degraded read failed"; return 0; }
-		add "ff$lvl.dg" "$V"; say "  degraded (m$skip out) r $V"
+		add "$k.dg" "$V"; say "  degraded (m$skip out) r $V"
 		ff_unmount || { ff_fail "RAID$lvl degraded unmount failed"; return 0; }
 	fi
-	add "ff$lvl.rss" "$FF_MOUNT_HWM"
+	add "$k.rss" "$FF_MOUNT_HWM"
 	echo "  RSS ${FF_MOUNT_HWM} MiB"
+	[ -z "$FF_NEWLINE" ] || echo "    ($FF_NEWLINE)"
+	FF_NEWLINE=""
 }
 
 # ---- statistics -----------------------------------------------------------------------------
@@ -592,17 +763,35 @@ else
 fi
 [ -n "$FT" ] && echo "frametest: $FT"
 echo "create rate: $CREATERATE"
+if [ "$MODE" = ram ]; then
+	echo "libfuse $V314 (system, examples from $EXAMPLES): null, passthrough_ll${PT_OPTS:+ -o $PT_OPTS}, over /dev/fuse"
+	if [ "$HAVE318" = 1 ]; then
+		echo "libfuse $V318 ($(readlink -f "$FUSE318_SRC"), built here in ${BUILD318_S} s): null -o $URING_O, passthrough_hp $HP_OPTS -o $URING_O"
+	else
+		echo "libfuse 3.18: not built ($WHY318); its rows and ratios are n/a"
+	fi
+fi
+printf 'kernel: %s\n' "${KSET[@]}"
+[ "$URING_ON" = 1 ] || echo "kernel: FUSE over io_uring is off: every row runs over /dev/fuse"
 echo
 
+FF_MORE=${URING_DEPTH:+uring_depth=$URING_DEPTH} # framefs's options on its default transport
 if [ "$MODE" = ram ]; then
-	ROWS=(raw4 raw6 null pt btrfs5 btrfs6)
-	[ "$HAVE_FRAMEFS" = 1 ] && ROWS+=(ff5 ff6)
+	ROWS=(raw4 raw6 null314)
+	[ "$HAVE318" = 1 ] && ROWS+=(null318)
+	ROWS+=(pt314)
+	[ "$HAVE318" = 1 ] && ROWS+=(hp318)
+	ROWS+=(btrfs5 btrfs6)
+	[ "$HAVE_FRAMEFS" = 1 ] && ROWS+=(ff5 ff5dev ff6)
 else
 	ROWS=(raw4 btrfs5)
 	[ "$HAVE_FRAMEFS" = 1 ] && ROWS+=(ff5)
 fi
 if [ -n "${ONLY:-}" ]; then # a subset, for looking into one row (the RESULT then has gaps)
 	read -r -a want <<<"$ONLY"
+	for i in "${!want[@]}"; do # the names these rows had before the 3.18 rows came
+		case ${want[$i]} in null) want[i]=null314 ;; pt) want[i]=pt314 ;; esac
+	done
 	for r in "${want[@]}"; do [[ " ${ROWS[*]} " == *" $r "* ]] || die "ONLY: no row '$r' here (rows: ${ROWS[*]})"; done
 	ROWS=("${want[@]}")
 fi
@@ -617,12 +806,18 @@ for run in $(seq 1 "$RUNS"); do
 		case $r in
 		raw4) row_raw 4 ;;
 		raw6) row_raw 6 ;;
-		null) row_null ;;
-		pt) row_pt ;;
+		null314) row_null null314 "$S/bin/null" "FUSE null $V314, /dev/fuse" ;;
+		null318) row_null null318 "$S/bin318/null" "FUSE null $V318, io_uring" -o "$URING_O" ;;
+		pt314) row_pt pt314 passthrough_ll "passthrough_ll $V314 over tmpfs ($PT_OPTS)" \
+			"$S/bin/passthrough_ll" -o "source=$S/ptsrc${PT_OPTS:+,$PT_OPTS}" "$MNT/fs" ;;
+		hp318) # shellcheck disable=SC2086 # HP_OPTS: options, split at spaces
+			row_pt hp318 passthrough_hp "passthrough_hp $V318 over tmpfs ($HP_OPTS)" \
+				"$S/bin318/passthrough_hp" $HP_OPTS -o "$URING_O" "$S/ptsrc" "$MNT/fs" ;;
 		btrfs5) row_btrfs 5 4 ;;
 		btrfs6) row_btrfs 6 6 ;;
-		ff5) row_framefs 5 4 1 "$run" ;;
-		ff6) row_framefs 6 6 0 "$run" ;;
+		ff5) row_framefs 5 4 1 "$run" ff5 "$FF_MORE" ;;
+		ff5dev) row_framefs 5 4 0 "$run" ff5dev "$FRAMEFS_DEV_OPTS" ;;
+		ff6) row_framefs 6 6 0 "$run" ff6 "$FF_MORE" ;;
 		esac
 		ROWTIME[$r]=$((${ROWTIME[$r]:-0} + $(date +%s) - t))
 	done
@@ -636,37 +831,50 @@ echo
 
 hdr="median [min..max] of $RUNS runs"
 [ "$RUNS" = 1 ] && hdr="1 run"
-printf '%-36s %-20s %-20s %-20s %-20s %-20s %s\n' "MB/s (10^6 B/s), $hdr" "O_DIRECT write" "O_DIRECT read" \
+printf '%-42s %-20s %-20s %-20s %-20s %-20s %s\n' "MB/s (10^6 B/s), $hdr" "O_DIRECT write" "O_DIRECT read" \
 	"buffered write" "buffered read" "creates/s" "RSS MiB"
+tp() { # KEY -> ", io_uring" / ", /dev/fuse" as its runs were served, or nothing (not FUSE)
+	[ -n "${R[$1.tp]:-}" ] || return 0
+	# shellcheck disable=SC2086 # one word per run
+	printf '%s\n' ${R[$1.tp]} | sort | uniq -c | awk '{ n[$2] = $1; t += $1 }
+		END { if (length(n) == 1) { for (k in n) printf ", %s", k }
+		      else printf ", io_uring in %d of %d runs", n["io_uring"], t }'
+}
 trow() { # LABEL KEY (rows that did not run, ONLY=, are left out)
 	[ -n "${R[$2.dw]:-}${R[$2.bw]:-}" ] || return 0
-	printf '%-36s %-20s %-20s %-20s %-20s %-20s %s\n' "$1" "$(cell "$2.dw")" "$(cell "$2.dr")" \
+	printf '%-42s %-20s %-20s %-20s %-20s %-20s %s\n' "$1$(tp "$2")" "$(cell "$2.dw")" "$(cell "$2.dr")" \
 		"$(cell "$2.bw")" "$(cell "$2.br")" "$(cell "$2.cr")" "$(cell "$2.rss")"
 }
 ftrow() { # LABEL KEY
 	[ -n "${R[$2.ftw]:-}" ] || return 0
-	printf '%-36s %-20s %-20s\n' "  (framefs-frametest -w 4k / -r)" "$(cell "$2.ftw")" "$(cell "$2.ftr")"
+	printf '%-42s %-20s %-20s\n' "  (framefs-frametest -w 4k / -r)" "$(cell "$2.ftw")" "$(cell "$2.ftr")"
 }
 if [ "$MODE" = ram ]; then
 	trow "raw 4 members (fio, no fs)" raw4
 	trow "raw 6 members (fio, no fs)" raw6
-	trow "FUSE null (transport ceiling)" null
-	trow "passthrough_ll over tmpfs" pt; ftrow "" pt
+	trow "FUSE null $V314" null314
+	trow "FUSE null $V318" null318
+	trow "passthrough_ll $V314, tmpfs" pt314; ftrow "" pt314
+	trow "passthrough_hp $V318, tmpfs" hp318; ftrow "" hp318
 	trow "btrfs RAID5, 4 members" btrfs5; ftrow "" btrfs5
 	trow "btrfs RAID6, 6 members" btrfs6; ftrow "" btrfs6
 	if [ "$HAVE_FRAMEFS" = 1 ]; then
 		trow "framefs RAID5, 4 members" ff5; ftrow "" ff5
-		[ -z "${R[ff5.dg]:-}" ] || printf '%-36s %-20s %-20s\n' "framefs RAID5, 1 of 4 missing" "" "$(cell ff5.dg)"
+		[ -z "${R[ff5.dg]:-}" ] || printf '%-42s %-20s %-20s\n' "framefs RAID5, 1 of 4 missing" "" "$(cell ff5.dg)"
+		trow "framefs RAID5, 4 members, $FRAMEFS_DEV_OPTS" ff5dev; ftrow "" ff5dev
 		trow "framefs RAID6, 6 members" ff6; ftrow "" ff6
 	else
-		echo "framefs                              not built"
+		echo "framefs                                    not built"
 	fi
 else
 	trow "raw 4 members (fio, no fs)" raw4
 	trow "btrfs RAID5, 4 members" btrfs5; ftrow "" btrfs5
 	if [ "$HAVE_FRAMEFS" = 1 ]; then trow "framefs RAID5, 4 members" ff5; ftrow "" ff5
-	else echo "framefs                              not built"; fi
+	else echo "framefs                                    not built"; fi
 fi
+for k in ff5 ff5dev ff6; do # the daemon's own account (framefs-admin status, first run)
+	[ -z "${FF_FUSE[$k]:-}" ] || echo "  $k: ${FF_FUSE[$k]}"
+done
 echo
 
 # ratios: NAME NUM DEN BAR(or -)
@@ -675,7 +883,7 @@ rrow() {
 	local name=$1 r bar=$4 verdict="" s
 	r=$(ratio "$2" "$3")
 	if [ -z "$r" ]; then
-		printf '  %-30s %-6s %-16s %s\n' "$name" "n/a" "" "${bar/#-/}"
+		printf '  %-34s %-6s %-16s %s\n' "$name" "n/a" "" "${bar/#-/}"
 		RESULT+=("$name=n/a")
 		return
 	fi
@@ -687,31 +895,45 @@ rrow() {
 	else
 		s=""
 	fi
-	printf '  %-30s %-6s %-16s %s\n' "$name" "$1" "[$2..$3]" "$s"
+	printf '  %-34s %-6s %-16s %s\n' "$name" "$1" "[$2..$3]" "$s"
 	RESULT+=("$name=$1")
 }
 if [ "$MODE" = ram ]; then
-	echo "ratios (median/median, [min..max] of per-run ratios), bar:"
-	rrow write_vs_passthrough ff5.dw pt.dw 0.90
-	rrow read_vs_passthrough ff5.dr pt.dr -
-	rrow buffered_write_vs_passthrough ff5.bw pt.bw 1.0
-	rrow buffered_read_vs_passthrough ff5.br pt.br 1.0
-	rrow write_vs_null ff5.dw null.dw 0.50
-	rrow read_vs_null ff5.dr null.dr 0.50
+	echo "ratios (median/median, [min..max] of per-run ratios), bar; framefs = RAID5 x 4 over its default transport:"
+	rrow write_vs_passthrough ff5.dw pt314.dw 0.90
+	rrow read_vs_passthrough ff5.dr pt314.dr -
+	rrow buffered_write_vs_passthrough ff5.bw pt314.bw 1.0
+	rrow buffered_read_vs_passthrough ff5.br pt314.br 1.0
+	rrow write_vs_null ff5.dw null314.dw 0.50
+	rrow read_vs_null ff5.dr null314.dr 0.50
 	rrow write_vs_btrfs5 ff5.dw btrfs5.dw 3.0
-	rrow read_vs_btrfs5 ff5.dr btrfs5.dr 1.0
+	rrow read_vs_btrfs5 ff5.dr btrfs5.dr 1.2
 	rrow raid6_write_vs_btrfs6 ff6.dw btrfs6.dw 3.0
 	rrow degraded_read_ratio ff5.dg ff5.dr 0.70
-	rrow create_vs_passthrough ff5.cr pt.cr 0.5
+	rrow create_vs_passthrough ff5.cr pt314.cr 0.5
+	# issue 16: framefs over io_uring against the io_uring ceiling, its own /dev/fuse, passthrough_hp
+	rrow write_vs_uring_null ff5.dw null318.dw 0.6
+	rrow read_vs_uring_null ff5.dr null318.dr 0.6
+	rrow write_vs_devfuse ff5.dw ff5dev.dw 1.2
+	rrow read_vs_devfuse ff5.dr ff5dev.dr -
+	rrow buffered_read_vs_passthrough_hp ff5.br hp318.br 1.0
+	NRESULT=${#RESULT[@]}
 	echo "peers (context):"
-	for p in "passthrough_write_vs_null pt.dw null.dw" "passthrough_read_vs_null pt.dr null.dr" \
-		"btrfs5_write_vs_passthrough btrfs5.dw pt.dw" "btrfs5_read_vs_passthrough btrfs5.dr pt.dr" \
+	for p in "passthrough_write_vs_null pt314.dw null314.dw" "passthrough_read_vs_null pt314.dr null314.dr" \
+		"uring_null_write_vs_dev_null null318.dw null314.dw" "uring_null_read_vs_dev_null null318.dr null314.dr" \
+		"passthrough_hp_write_vs_ll hp318.dw pt314.dw" "passthrough_hp_buffered_read_vs_ll hp318.br pt314.br" \
+		"btrfs5_write_vs_passthrough btrfs5.dw pt314.dw" "btrfs5_read_vs_passthrough btrfs5.dr pt314.dr" \
 		"btrfs6_write_vs_btrfs5 btrfs6.dw btrfs5.dw" "btrfs5_write_vs_raw4 btrfs5.dw raw4.dw"; do
 		# shellcheck disable=SC2086
 		set -- $p
 		rrow "$1" "$2" "$3" -
 	done
-	RESULT=("${RESULT[@]:0:11}")
+	RESULT=("${RESULT[@]:0:$NRESULT}")
+	for k in ff5 null318 hp318; do # an io_uring row that ran over /dev/fuse compares no transports
+		if [[ " ${R[$k.tp]:-} " == *" /dev/fuse "* ]]; then
+			warn "$k ran over /dev/fuse in some run (see its row): its io_uring ratios are not io_uring's"
+		fi
+	done
 	if [ "$HAVE_FRAMEFS" = 1 ] && [ "$FF_HWM" -gt 0 ]; then RESULT+=("peak_rss_mb=$FF_HWM"); else RESULT+=("peak_rss_mb=n/a"); fi
 	[ "$FF_FAILS" -gt 0 ] && warn "framefs: $FF_FAILS row(s) failed; see above"
 	echo "RESULT ${RESULT[*]}"

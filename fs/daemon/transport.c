@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "fs/daemon/transport.h"
+#include "io/ff_common.h"
 
 struct ffs_transport ffs_transport;
 
@@ -101,6 +102,11 @@ unsigned ffs_transport_req_bytes(uint64_t stripe_bytes)
 	uint64_t limit = (uint64_t)ffs_transport.pages_limit * 4096;
 	uint64_t b = stripe_bytes;
 
+#if FUSE_VERSION < FUSE_MAKE_VERSION(3, 18)
+	/* older libfuse reads every request into a buffer of 256 pages and
+	 * lowers max_write to fit */
+	limit = FF_MIN(limit, 256u * 4096);
+#endif
 	if (b > limit) {
 		for (b = 4096; b * 2 <= limit; b *= 2)
 			;
@@ -116,16 +122,18 @@ const char *ffs_transport_name(const struct ffs_transport *t)
 	uint64_t u = atomic_load_explicit(&t->uring_reqs, memory_order_relaxed);
 	uint64_t d = atomic_load_explicit(&t->dev_reqs, memory_order_relaxed);
 
-	/* INIT and the requests before every queue is registered come over
-	 * /dev/fuse even when the ring serves the rest */
-	return u > 0 || (t->uring_asked && d == 0) ? "io_uring" : "/dev/fuse";
+	if (u > 0)
+		return "io_uring";
+	/* the first requests come over /dev/fuse even when the ring serves the
+	 * rest: they may arrive before every queue is registered */
+	return t->uring_asked && d <= 8 ? "io_uring (starting)" : "/dev/fuse";
 }
 
 json_object *ffs_transport_json(void)
 {
 	const struct ffs_transport *t = &ffs_transport;
 	json_object *o = json_object_new_object();
-	bool uring = strcmp(ffs_transport_name(t), "io_uring") == 0;
+	bool uring = strncmp(ffs_transport_name(t), "io_uring", 8) == 0;
 
 	json_object_object_add(o, "libfuse", json_object_new_string(t->libfuse));
 	json_object_object_add(o, "transport", json_object_new_string(ffs_transport_name(t)));

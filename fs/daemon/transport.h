@@ -62,7 +62,8 @@ static inline void ffs_transport_count(fuse_req_t req)
 	atomic_fetch_add_explicit(&ffs_transport.dev_reqs, 1, memory_order_relaxed);
 }
 
-/* "io_uring" or "/dev/fuse": what the requests so far came on. */
+/* What the requests so far came on: "io_uring", "/dev/fuse", or "io_uring
+ * (starting)" while no request has yet come over the ring it asked for. */
 const char *ffs_transport_name(const struct ffs_transport *t);
 
 /* The status's "fuse" object (ffs_ctl_start). */

@@ -65,6 +65,24 @@ fetch_fuse() {
 	echo "libfuse: $ver from Debian's source package (subprojects/fuse3)"
 }
 
+# The kernel's side of FUSE over io_uring and of large requests: both are
+# off by default.  fuse.enable_uring lets a daemon serve FUSE over io_uring;
+# fs.fuse.max_pages_limit lifts requests from 1 MiB to 4 MiB, so a
+# full-stripe write arrives as one request.  Runtime settings only: a boot
+# sets them back (README: how to keep them).
+kernel_fuse() {
+	if [ -w /sys/module/fuse/parameters/enable_uring ]; then
+		echo 1 >/sys/module/fuse/parameters/enable_uring
+		echo "kernel: fuse.enable_uring=1"
+	else
+		echo "kernel: no fuse.enable_uring here; framefs serves FUSE over /dev/fuse" >&2
+	fi
+	if [ -w /proc/sys/fs/fuse/max_pages_limit ]; then
+		echo 1024 >/proc/sys/fs/fuse/max_pages_limit
+		echo "kernel: fs.fuse.max_pages_limit=1024 (4 MiB requests)"
+	fi
+}
+
 build() { # DIR [meson options...]
 	local dir=$1; shift
 	if [ -d "$dir" ]; then
@@ -82,12 +100,14 @@ demo)
 	build build --buildtype=release
 	meson install -C build --quiet --skip-subprojects # libfuse is linked in, not installed
 	ldconfig
+	kernel_fuse
 	exec examples/demo.sh
 	;;
 test)
 	install_deps
 	fetch_fuse
 	build build --buildtype=release -Dwerror=true
+	kernel_fuse # the release run over io_uring; fuse-transport tries the other settings
 	meson test -C build --print-errorlogs --num-processes 1 --timeout-multiplier 2
 	# The same suite under AddressSanitizer and UndefinedBehaviorSanitizer,
 	# optimised (-O2 -g: a quarter faster than -O0 here, with the same

@@ -290,6 +290,7 @@ static int rc_repair(struct ffs *fs, struct rentry *e)
 	int rc;
 
 	atomic_fetch_add(&fs->stats.crc_errors, (uint64_t)__builtin_popcount(bad));
+	ff_raid_note_cksum_errors(fs->raid, e->pstripe, bad); /* per member: status shows it */
 	rc = ffs_repair_reconstruct(fs, e->pstripe, bad, e->crc, e->data);
 	rc_verify(e);
 	if (rc < 0 || e->bad_chunks) {

@@ -240,6 +240,8 @@ static void scrub_stripe(struct ffs *fs, struct scrub *s, uint64_t p)
 		return;
 	s->st.chunks_bad += (uint64_t)__builtin_popcount(bad);
 	s->st.parity_bad += !bad && mismatch;
+	/* per member: a bad chunk's, or with the data right, the parity's */
+	ff_raid_note_cksum_errors(fs->raid, p, bad ? bad : mismatch << g->ndata);
 	if (bad)
 		note_file(s, ino, fstripe & ~FFS_CSUM_UNWRITTEN, false);
 	if (!s->st.repair)

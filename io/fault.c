@@ -56,6 +56,7 @@ static int parse_pair(const char *key, const char *val, struct ff_fault_rule *r)
 	if (parse_u64(val, &n) < 0)
 		return -EINVAL;
 	if (strcmp(key, "after") == 0) r->after_ops = n;
+	else if (strcmp(key, "count") == 0) r->count_ops = n;
 	else if (strcmp(key, "from") == 0) r->off_start = n;
 	else if (strcmp(key, "to") == 0) r->off_end = n;
 	else if (strcmp(key, "lat_us") == 0 && n <= UINT32_MAX) r->latency_us = (uint32_t)n;
@@ -247,7 +248,9 @@ static void fault_check(struct ff_fault *f, unsigned op, uint64_t off, uint32_t 
 		if (op != FF_FAULT_FLUSH &&
 		    (off + len <= r->off_start || (r->off_end && off >= r->off_end)))
 			continue;
-		if (atomic_fetch_add(&f->seen[i], 1) < r->after_ops)
+		uint64_t seen = atomic_fetch_add(&f->seen[i], 1);
+
+		if (seen < r->after_ops || (r->count_ops && seen - r->after_ops >= r->count_ops))
 			continue;
 		if (r->error && !act->error)
 			act->error = r->error;

@@ -8,9 +8,11 @@
  * disarms them all.  Nothing outside this backend looks at a rule.
  *
  * Text form (FRAMEFS_FAULT, framefs-admin, tests), rules separated by ';':
- *     SELECTOR@op=r|w|rw|f,err=EIO,after=N,from=SIZE,to=SIZE,lat_us=N,flip=N
+ *     SELECTOR@op=r|w|rw|f,err=EIO,after=N,count=N,from=SIZE,to=SIZE,lat_us=N,flip=N
  * SELECTOR is a member path as given, or its basename.  Omitted keys mean:
- * reads and writes, no error, no delay, the whole member, from the first op.
+ * reads and writes, no error, no delay, the whole member, from the first op,
+ * on every op after that (count=N: on N ops, then no more — a bad sector
+ * that the drive remaps when it is rewritten).
  * op=f selects flushes (fdatasync) alone; from/to do not apply to them.
  * An op that draws both an error and a latency (from one rule or several)
  * fails when the delay ends (a member that hangs, then errors); an error
@@ -33,6 +35,7 @@ struct ff_fault_rule {
 	uint64_t off_start;  /* member byte range [off_start, off_end) */
 	uint64_t off_end;    /* 0 = to the end of the member */
 	uint64_t after_ops;  /* this many matching ops pass before the rule fires */
+	uint64_t count_ops;  /* then it fires on this many, 0 = on all */
 	int error;           /* positive errno, 0 = do not fail */
 	uint32_t latency_us; /* added before the op is issued (or fails, with error) */
 	uint32_t flip_bits;  /* bits flipped in the data of each matching read */

@@ -486,6 +486,7 @@ int ff_raid_assemble(const char *const *paths, unsigned n, const struct ff_raid_
 	memcpy(r->label, r->sb->label, sizeof(r->label));
 	r->label[sizeof(r->label) - 1] = '\0';
 	r->events = ff_le64(r->sb->events);
+	ff_raid_health_init(r);
 	assign_roles(r, m, c, n, r->sb, holder);
 	rc = adopt_members(r, m, c, n, holder, err);
 	if (rc < 0)
@@ -560,6 +561,7 @@ int ff_raid_sb_write_locked(struct ff_raid *r, uint32_t array_state)
 	sb->events = ff_cpu_to_le64(r->events);
 	sb->utime_s = ff_cpu_to_le64((uint64_t)time(NULL));
 	sb->array_state = ff_cpu_to_le32(array_state);
+	ff_raid_health_to_sb_locked(r);
 	for (unsigned i = 0; i < r->g.nmembers; i++) {
 		uint8_t st = atomic_load(&r->state[i]);
 
@@ -620,6 +622,7 @@ static bool mark_failed(struct ff_raid *r, unsigned role, const char *cause)
 static void failed_locked(struct ff_raid *r, unsigned role, const char *cause)
 {
 	snprintf(r->fail_reason[role], sizeof(r->fail_reason[role]), "%s", cause);
+	ff_raid_health_failed_locked(r, role);
 	r->sb_pending = true;
 	pthread_cond_signal(&r->sb_cond);
 }
@@ -651,6 +654,7 @@ void ff_raid_role_reset_info(struct ff_raid *r, unsigned role)
 	r->left_out[role].stale = false;
 	r->left_out[role].marked_failed = false;
 	r->vanishing[role] = 0;
+	ff_raid_health_reset_locked(r, role);
 }
 
 void ff_raid_member_info(struct ff_raid *r, unsigned role, struct ff_raid_member_info *out)
@@ -660,8 +664,14 @@ void ff_raid_member_info(struct ff_raid *r, unsigned role, struct ff_raid_member
 		return;
 	pthread_mutex_lock(&r->sb_lock);
 	out->state = (enum ff_member_state)atomic_load(&r->state[role]);
-	if (out->state == FF_MEMBER_FAILED)
+	/* a role failed before this mount shows as missing, with why it failed */
+	if (out->state == FF_MEMBER_FAILED || (out->state == FF_MEMBER_MISSING && r->health[role].failed_s))
 		snprintf(out->reason, sizeof(out->reason), "%s", r->fail_reason[role]);
+	out->read_errors = atomic_load(&r->health[role].read_errors);
+	out->write_errors = atomic_load(&r->health[role].write_errors);
+	out->cksum_errors = atomic_load(&r->health[role].cksum_errors);
+	out->healed = atomic_load(&r->health[role].healed);
+	out->failed_s = r->health[role].failed_s;
 	if (out->state == FF_MEMBER_ACTIVE || out->state == FF_MEMBER_REBUILDING)
 		snprintf(out->note, sizeof(out->note), "%s", r->note[role]);
 	if (out->state == FF_MEMBER_MISSING && r->mem[role].fd < 0 && r->left_out[role].path[0]) {
@@ -815,6 +825,8 @@ static void *sb_thread_main(void *arg)
 			pthread_mutex_lock(&r->sb_lock);
 			r->presence_next_ns = ff_mono_ns() + FF_RAID_PRESENCE_INTERVAL_NS;
 		}
+		if (atomic_exchange(&r->health_dirty, false)) /* error counts: persisted now */
+			r->sb_pending = true;
 		if (!r->sb_pending) {
 			struct timespec ts;
 
@@ -901,6 +913,7 @@ int ff_raid_close(struct ff_raid *r)
 	pthread_mutex_destroy(&r->spare_lock);
 	pthread_mutex_destroy(&r->sb_lock);
 	pthread_cond_destroy(&r->sb_cond);
+	pthread_mutex_destroy(&r->health_lock);
 	free(r->sb);
 	free(r);
 	return rc;

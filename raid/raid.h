@@ -194,6 +194,11 @@ struct ff_raid_opts {
 	bool force_clean;        /* assemble: ignore the dirty flag */
 	unsigned member_timeout_ms; /* a member request older than this fails the member (5000) */
 	unsigned read_slow_ms;      /* a data read slower than this is read around via parity (200, 0 = never) */
+	/* A read error is healed from parity (health.c); a member is failed
+	 * at more than this many within FF_RAID_READ_ERROR_WINDOW_S.  0 = the
+	 * default, FF_RAID_MAX_READ_ERRORS; FF_RAID_READ_ERRORS_NONE = at the
+	 * first. */
+	unsigned max_read_errors;
 	/* Tests only; NULL or "" = none.  Both must stay valid until ff_raid_close.
 	 * The daemon passes its FRAMEFS_FAULT and FRAMEFS_UNDO_DIR. */
 	const char *fault_spec;  /* fault rules armed on the members at assembly (io/fault.h) */
@@ -201,6 +206,20 @@ struct ff_raid_opts {
 	ff_event_fn *event_fn;   /* NULL = events are only logged */
 	void *event_ctx;
 };
+
+/*
+ * md's default (max_read_errors, 20 corrected read errors): a drive with a
+ * scratched area gives a few errors per bad region, each healed, and is
+ * kept; a dying drive errs on most reads and, at stream rates (hundreds of
+ * member reads a second), passes 20 within a second, so it is failed before
+ * every read pays for a reconstruction and a rewrite.  xiRAID's 3 would
+ * fail a drive for one bad region that a frame read crosses several times.
+ * The count restarts at the first error more than a window after the
+ * window began, so errors healed hours apart never add up to a failure.
+ */
+#define FF_RAID_MAX_READ_ERRORS 20u
+#define FF_RAID_READ_ERROR_WINDOW_S 60u
+#define FF_RAID_READ_ERRORS_NONE 0xffffffffu
 
 struct ff_raid;
 
@@ -283,6 +302,13 @@ struct ff_raid_member_info {
 	bool left_stale;
 	bool left_failed;   /* the array marks the role failed */
 	uint64_t left_events;
+	/* the member holding the role (health.c), kept across remounts in the
+	 * member superblocks; reset when another member takes the role */
+	uint64_t read_errors;
+	uint64_t write_errors;
+	uint64_t cksum_errors; /* chunks that failed their checksum (reads, scrub) */
+	uint64_t healed;       /* ranges rewritten from parity after a read error */
+	uint64_t failed_s;     /* wall-clock time it was failed (reason says why), 0 = not */
 };
 void ff_raid_member_info(struct ff_raid *r, unsigned role, struct ff_raid_member_info *out);
 
@@ -303,6 +329,10 @@ struct ff_raid_stats *ff_raid_stats(struct ff_raid *r);
 
 /* Member holding data chunk `index` of `stripe`. */
 unsigned ff_raid_chunk_member(const struct ff_raid *r, uint64_t stripe, unsigned index);
+
+/* Chunks of stripe that failed their checksum, as a mask of logical slots
+ * (data 0..ndata-1, then P, Q): counted against the members holding them. */
+void ff_raid_note_cksum_errors(struct ff_raid *r, uint64_t stripe, uint32_t slots);
 
 /* Mark a member failed (persisted in the others' superblocks). */
 int ff_raid_fail_member(struct ff_raid *r, unsigned role, const char *cause);

@@ -78,6 +78,8 @@ struct stripe_op {
 	uint32_t dead;           /* slots that cannot be written either */
 	uint32_t hedge;          /* members this read goes around: they were too slow */
 	uint32_t read_slots;     /* slots read in this segment */
+	uint32_t heal;           /* members whose read of this segment failed: read around
+				  * (like hedge), then rewritten from parity (health.c) */
 	unsigned pending;
 	int err;
 	void *pbuf[FF_PARITY_MAX];
@@ -122,6 +124,14 @@ struct raid_worker {
 	size_t slab_bytes;
 	struct ff_gf_ctx gf;
 	uint64_t last_scan_ns;
+};
+
+/* Error counts of one role's member (health.c). */
+struct raid_health {
+	_Atomic uint64_t read_errors, write_errors, cksum_errors, healed;
+	uint64_t window_start_ns; /* health_lock: the read-error window */
+	unsigned window_errors;   /* health_lock */
+	uint64_t failed_s;        /* sb_lock */
 };
 
 struct ff_raid {
@@ -203,6 +213,10 @@ struct ff_raid {
 	_Atomic unsigned rr;
 	struct ff_raid_opts opts;
 	struct ff_raid_stats stats;
+	struct raid_health health[FF_MEMBERS_MAX];
+	pthread_mutex_t health_lock;
+	unsigned read_errors_max;       /* opts.max_read_errors resolved */
+	_Atomic bool health_dirty;      /* counts changed: the sb thread persists them */
 };
 
 /* assemble.c */
@@ -211,6 +225,17 @@ void ff_raid_member_failed(struct ff_raid *r, unsigned role, const char *cause);
  * (fail reason, note, left-out member).  Caller holds sb_lock. */
 void ff_raid_role_reset_info(struct ff_raid *r, unsigned role);
 int ff_raid_sb_write_all(struct ff_raid *r, uint32_t array_state);
+
+/* health.c */
+void ff_raid_health_init(struct ff_raid *r);
+/* A member request failed (engine threads): counted; true when the range
+ * is to be read around and rewritten, false when the member was failed. */
+bool ff_raid_member_error(struct ff_raid *r, unsigned role, unsigned io_op, int err);
+void ff_raid_healed(struct ff_raid *r, unsigned role);
+/* Caller holds sb_lock: the role failed now / its counts to the superblock. */
+void ff_raid_health_failed_locked(struct ff_raid *r, unsigned role);
+void ff_raid_health_to_sb_locked(struct ff_raid *r);
+void ff_raid_health_reset_locked(struct ff_raid *r, unsigned role);
 
 /* rebuild.c */
 void ff_raid_rebuild_stop(struct ff_raid *r);

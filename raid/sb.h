@@ -24,6 +24,18 @@ struct ff_sb_role {
 };
 _Static_assert(sizeof(struct ff_sb_role) == 32, "role record size");
 
+/* Error counts of the member holding a role, persisted with the roles
+ * (raid/health.c); counts saturate at UINT32_MAX. */
+struct ff_sb_health {
+	le32 read_errors;
+	le32 write_errors;
+	le32 cksum_errors;
+	le32 healed;             /* ranges rewritten from parity after a read error */
+	le64 failed_s;           /* wall-clock time the role was failed, 0 = it was not */
+	char fail_reason[64];    /* why, NUL-terminated (cut to fit) */
+};
+_Static_assert(sizeof(struct ff_sb_health) == 88, "health record size");
+
 struct ff_member_sb {
 	le64 magic;
 	le32 version;
@@ -46,7 +58,11 @@ struct ff_member_sb {
 	le64 meta_member_bytes;
 	char label[64];
 	struct ff_sb_role roles[FF_MEMBERS_MAX];
-	uint8_t reserved[2868];
+	/* Was reserved (zero) before per-member health: a volume made before
+	 * it reads as no errors, and a binary from before it carries the
+	 * records through unchanged (it copies the freshest block). */
+	struct ff_sb_health health[FF_MEMBERS_MAX];
+	uint8_t reserved[52];
 	le32 crc;                /* crc32c of the block with this field as zero */
 };
 _Static_assert(sizeof(struct ff_member_sb) == FF_MEMBER_SB_BYTES, "member superblock is one 4 KiB block");

@@ -60,11 +60,12 @@ static uint32_t slots_dead(const struct stripe_op *op)
 }
 
 /* Slots that cannot be read for this stripe now: dead, being rebuilt and
- * not rebuilt yet, or avoided by the caller (a checksum said it lies). */
+ * not rebuilt yet, whose read of this segment failed (to be healed), or
+ * avoided by the caller (a checksum said it lies). */
 static uint32_t slots_unavailable(const struct stripe_op *op)
 {
 	const struct ff_raid *r = op->w->r;
-	uint32_t members = atomic_load(&r->dead_mask);
+	uint32_t members = atomic_load(&r->dead_mask) | op->heal;
 
 	if (!raid_stripe_rebuilt(r, op->stripe))
 		members |= atomic_load(&r->rebuild_mask);
@@ -256,11 +257,13 @@ static void req_done(struct ff_io_req *req)
 		atomic_fetch_add(&r->stats.member_errors, 1);
 		/* a request sent to the member the role had before fails that one,
 		 * which is gone already, not its successor */
-		if (req->tag == atomic_load(&r->role_epoch[req->member]))
-			ff_raid_member_failed(r, req->member, req->op == FF_IO_READ ? "read error"
-							   : req->op == FF_IO_WRITE ? "write error"
-										    : "flush error");
+		if (req->tag == atomic_load(&r->role_epoch[req->member]) &&
+		    ff_raid_member_error(r, req->member, req->op, req->result))
+			op->heal |= 1u << req->member; /* the retry reads around it */
 		op->err = req->result;
+	} else if (req->op == FF_IO_WRITE && req->member < r->g.nmembers &&
+		   (op->heal & (1u << req->member))) {
+		ff_raid_healed(r, req->member);
 	}
 	FF_ASSERT(op->pending > 0);
 	if (--op->pending == 0)
@@ -500,16 +503,32 @@ static void check_compare(struct stripe_op *op)
 			atomic_fetch_or(&op->io->check_mismatch, 1u << p);
 }
 
+/*
+ * The write phase.  The slots whose read failed (op->heal) were recovered
+ * with the rest and are written back here, each range with what the other
+ * members and parity say it holds: a write rewrites it as part of the
+ * stripe it writes (under its write-intent record); a read or a rebuild
+ * writes the recovered bytes alone.  That rewrite needs no intent record:
+ * parity does not change, so a torn rewrite leaves the stripe as it was,
+ * the range still recoverable — and the stripe lock keeps writes of this
+ * stripe out until it is done.
+ */
 static void seg_write_phase(struct stripe_op *op)
 {
 	const struct ff_geom *g = &op->w->r->g;
 	uint32_t data = (1u << g->ndata) - 1, all = (1u << g->nmembers) - 1;
 	uint32_t slots = (op->seg[op->cur].wmask | (all & ~data)) & ~op->dead;
+	uint32_t heal = member_slots(op, op->heal) & ~op->dead;
 	bool callers = true;
+
+	if (op->w->r->read_only)
+		heal = 0; /* served around the error; the rewrite waits for a read-write mount */
 
 	if (op->mode == MODE_REBUILD) { /* only the rebuilt chunks, from scratch */
 		slots = member_slots(op, op->io->rebuild_members) & ~op->dead;
 		callers = false;
+	} else if (op->io->op == FF_RAID_READ) {
+		slots = 0;
 	}
 	op->writing = 1;
 	op->err = 0;
@@ -521,11 +540,9 @@ static void seg_write_phase(struct stripe_op *op)
 			if (member_slots(op, op->io->rebuild_members) & (1u << s))
 				ff_op_issue(op, FF_IO_WRITE, op->w->r->g.nmembers, slot_offset(op),
 				      slot_ptr(op, s, false), sg->b - sg->a);
-		if (!op->pending)
-			phase_done(op);
-		return;
+		slots = 0;
 	}
-	issue_slots(op, FF_IO_WRITE, slots, callers);
+	issue_slots(op, FF_IO_WRITE, slots | heal, callers);
 	if (!op->pending)
 		phase_done(op);
 }
@@ -551,6 +568,7 @@ static void seg_next(struct stripe_op *op)
 	struct seg *sg = &op->seg[op->cur];
 
 	op->writing = 0;
+	op->heal = 0; /* the failed reads were of rows behind us */
 	if (sg->b < op->seg_end) { /* the segment's next piece */
 		sg->a = sg->b;
 		sg->b = FF_MIN(sg->a + op->w->r->piece_bytes, op->seg_end);
@@ -643,10 +661,12 @@ static void seg_reads_done(struct stripe_op *op)
 			ff_op_finish(op, -EIO);
 			return;
 		}
-		if (reading) {
+		if (reading && (op->w->r->read_only || !(member_slots(op, op->heal) & ~op->dead))) {
 			seg_next(op);
 			return;
 		}
+		if (reading)
+			break; /* served; the ranges that failed are written back */
 		seg_gen_parity(op);
 		break;
 	case MODE_RMW:
@@ -675,12 +695,17 @@ static void phase_done(struct stripe_op *op)
 	}
 	if (!op->writing) {
 		if (op->err) {
-			/* a member failed while reading: plan the segment again,
-			 * degraded this time (each retry has one more member out) */
+			/* a member failed or erred while reading: plan the segment
+			 * again, degraded this time (each retry has one more member
+			 * dead or in op->heal, so retries end) */
 			ff_seg_begin(op);
 			return;
 		}
 		seg_reads_done(op);
+		return;
+	}
+	if (op->io->op == FF_RAID_READ) { /* the rewrite of a read error: the data is served */
+		seg_next(op);
 		return;
 	}
 	/* write phase: failed members were marked; the stripe stands if parity allows.

@@ -24,6 +24,7 @@ static void op_start(struct stripe_op *op)
 	op->in_window = 0;
 	op->err = 0;
 	op->hedge = 0;
+	op->heal = 0;
 	op->pending = 0;
 	op->writing = 0;
 	op->locked = 0;

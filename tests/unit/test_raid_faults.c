@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Injected member faults (io/fault.h): a read error and a write error each
- * fail the member and the array goes on; a slow member is read around and
- * a dead one failed by its deadline.
+ * Injected member faults (io/fault.h): read errors past the threshold and
+ * a write error each fail the member and the array goes on (one read error
+ * is healed: test_raid_heal.c); a slow member is read around and a dead
+ * one failed by its deadline.
  */
 #include <check.h>
 #include <errno.h>
@@ -20,8 +21,9 @@
 #include "raid/sb.h"
 #include "tests/unit/helpers.h"
 
-/* Injected read errors on one member: reads still return the data, and
- * the member is marked failed in the others' superblocks. */
+/* Injected read errors on every read of one member: reads still return
+ * the data, and once more than FF_RAID_MAX_READ_ERRORS were healed the
+ * member is marked failed in the others' superblocks. */
 START_TEST(read_error_fails_member_and_reads_on)
 {
 	struct ff_fault_rule rule;
@@ -36,7 +38,7 @@ START_TEST(read_error_fails_member_and_reads_on)
 	ck_assert_int_eq(ff_fault_add(ff_raid_member(r, 1), &rule), 0);
 	ut_verify_all(r, "member 1 failing reads");
 	ck_assert_int_eq(ff_raid_member_state(r, 1), FF_MEMBER_FAILED);
-	ck_assert_uint_gt(atomic_load(&ff_raid_stats(r)->member_errors), 0);
+	ck_assert_uint_gt(atomic_load(&ff_raid_stats(r)->member_errors), FF_RAID_MAX_READ_ERRORS);
 	ff_raid_close(r);
 	/* reassembled with all four: member 1 is known failed, array is degraded */
 	r = ut_assemble(ut_pp, n);

@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Read errors healed from parity (raid/health.c): the data comes back
+ * right, the member stays, the range is rewritten on it and counted; too
+ * many errors within the window fail it; with no redundancy left the read
+ * fails rather than return wrong bytes.
+ *
+ * The fault (io/fault.h) is an EIO on member reads of one 4 KiB range;
+ * with count=1 it fires once, as a bad sector the drive remaps when it is
+ * rewritten.  Under the injected range the member file also holds garbage,
+ * so that reading the file afterwards proves the rewrite.
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "io/fault.h"
+#include "raid/raid.h"
+#include "tests/unit/helpers.h"
+
+#define MB 36          /* the smallest member ff_geom_compute takes with UT_CHUNK */
+#define SECTOR 4096u
+#define ROW 8192u      /* the bad range starts this far into its chunk */
+
+static struct ff_raid_member_info info(struct ff_raid *r, unsigned role)
+{
+	struct ff_raid_member_info in;
+
+	ff_raid_member_info(r, role, &in);
+	return in;
+}
+
+/* Member byte offset of row ROW of data chunk `index` of stripe s. */
+static uint64_t bad_offset(struct ff_raid *r, uint64_t s)
+{
+	const struct ff_geom *g = ff_raid_geom(r);
+
+	return g->data_offset + s * g->chunk_bytes + ROW;
+}
+
+/* An EIO on the member's next read of the range (fault:
+ * op=r,err=EIO,count=1 over those 4 KiB), and garbage under it in the
+ * member file when junk is set. */
+static void bad_sector(struct ff_raid *r, unsigned role, uint64_t off, bool junk)
+{
+	char spec[128];
+	struct ff_fault_rule rule;
+	struct ff_err err = { "" };
+	uint8_t bytes[SECTOR];
+	int fd = junk ? open(ut_paths[role], O_WRONLY) : -1;
+
+	if (junk) {
+		ck_assert_int_ge(fd, 0);
+		memset(bytes, 0x5a, sizeof(bytes));
+		ck_assert_int_eq(pwrite(fd, bytes, sizeof(bytes), (off_t)off), (ssize_t)sizeof(bytes));
+		ck_assert_int_eq(fsync(fd), 0);
+		close(fd);
+	}
+	snprintf(spec, sizeof(spec), "op=r,err=EIO,count=1,from=%llu,to=%llu", (unsigned long long)off,
+		 (unsigned long long)(off + SECTOR));
+	ck_assert_int_eq(ff_fault_parse(spec, &rule, &err), 0);
+	ck_assert_int_eq(ff_fault_add(ff_raid_member(r, role), &rule), 0);
+}
+
+/* The member file holds the right bytes under the range again. */
+static void assert_rewritten(struct ff_raid *r, unsigned role, uint64_t s, unsigned index)
+{
+	const struct ff_geom *g = ff_raid_geom(r);
+	uint8_t got[SECTOR];
+	int fd = open(ut_paths[role], O_RDONLY);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pread(fd, got, sizeof(got), (off_t)bad_offset(r, s)), (ssize_t)sizeof(got));
+	close(fd);
+	ck_assert_msg(memcmp(got, ut_shadow + s * g->stripe_bytes + (uint64_t)index * g->chunk_bytes + ROW,
+			     SECTOR) == 0, "role %u: the bad range was not rewritten", role);
+}
+
+static int read_stripe(struct ff_raid *r, uint64_t s, uint8_t *buf)
+{
+	const struct ff_geom *g = ff_raid_geom(r);
+
+	memset(buf, 0xee, g->stripe_bytes);
+	return ff_raid_rw(r, FF_RAID_READ, FF_SPACE_DATA, s * g->stripe_bytes, buf, g->stripe_bytes);
+}
+
+static void assert_stripe(struct ff_raid *r, uint64_t s, const uint8_t *buf)
+{
+	const struct ff_geom *g = ff_raid_geom(r);
+
+	ck_assert_msg(memcmp(buf, ut_shadow + s * g->stripe_bytes, g->stripe_bytes) == 0,
+		      "stripe %llu differs", (unsigned long long)s);
+}
+
+/* One read error on each width: served right, member kept, counted once,
+ * range rewritten, a second read clean; the counts survive a remount. */
+static void one_error_healed(unsigned level, unsigned n)
+{
+	struct ff_raid *r = ut_written_array(level, n, MB);
+	const uint64_t s = 3;
+	unsigned role = ff_raid_chunk_member(r, s, 1);
+	uint8_t *buf = ff_alloc_aligned(ff_raid_geom(r)->stripe_bytes);
+
+	bad_sector(r, role, bad_offset(r, s), true);
+	ck_assert_int_eq(read_stripe(r, s, buf), 0);
+	assert_stripe(r, s, buf);
+	ck_assert_int_eq(ff_raid_member_state(r, role), FF_MEMBER_ACTIVE);
+	ck_assert_uint_eq(info(r, role).read_errors, 1);
+	ck_assert_uint_eq(info(r, role).healed, 1);
+	assert_rewritten(r, role, s, 1);
+	ck_assert_int_eq(read_stripe(r, s, buf), 0); /* the member's own bytes now */
+	assert_stripe(r, s, buf);
+	ck_assert_uint_eq(info(r, role).read_errors, 1);
+	ck_assert_uint_eq(ff_raid_failed_count(r), 0);
+	ck_assert_int_eq(ff_raid_close(r), 0);
+	r = ut_assemble(ut_pp, n);
+	ck_assert_uint_eq(info(r, role).read_errors, 1);
+	ck_assert_uint_eq(info(r, role).healed, 1);
+	ck_assert_uint_eq(info(r, role).write_errors, 0);
+	ut_verify_all(r, "after the heal, remounted");
+	ff_raid_close(r);
+	free(buf);
+	free(ut_shadow);
+	ut_remove_members(n);
+}
+
+START_TEST(read_error_healed_raid5_widths)
+{
+	ut_rng = 71;
+	for (unsigned n = 3; n <= 10; n++)
+		one_error_healed(5, n);
+}
+END_TEST
+
+START_TEST(read_error_healed_raid6_widths)
+{
+	ut_rng = 72;
+	for (unsigned n = 4; n <= 10; n++)
+		one_error_healed(6, n);
+}
+END_TEST
+
+/* RAID6: two members err in one stripe; both ranges come back from P and
+ * Q, both are rewritten, neither member is failed. */
+START_TEST(raid6_two_errors_in_one_stripe_healed)
+{
+	ut_rng = 73;
+	for (unsigned n = 5; n <= 10; n += 5) {
+		struct ff_raid *r = ut_written_array(6, n, MB);
+		const uint64_t s = 5;
+		unsigned a = ff_raid_chunk_member(r, s, 0), b = ff_raid_chunk_member(r, s, 2);
+		uint8_t *buf = ff_alloc_aligned(ff_raid_geom(r)->stripe_bytes);
+
+		bad_sector(r, a, bad_offset(r, s), true);
+		bad_sector(r, b, bad_offset(r, s), true);
+		ck_assert_int_eq(read_stripe(r, s, buf), 0);
+		assert_stripe(r, s, buf);
+		ck_assert_uint_eq(ff_raid_failed_count(r), 0);
+		ck_assert_uint_eq(info(r, a).read_errors, 1);
+		ck_assert_uint_eq(info(r, b).read_errors, 1);
+		ck_assert_uint_eq(info(r, a).healed, 1);
+		ck_assert_uint_eq(info(r, b).healed, 1);
+		assert_rewritten(r, a, s, 0);
+		assert_rewritten(r, b, s, 2);
+		ut_verify_all(r, "two ranges healed");
+		ff_raid_close(r);
+		free(buf);
+		free(ut_shadow);
+		ut_remove_members(n);
+	}
+}
+END_TEST
+
+/* More than max_read_errors within the window fail the member, with the
+ * reason and the time kept across a remount.  fault: every read of role 1
+ * fails with EIO (the rewrites succeed, the sectors stay bad). */
+START_TEST(read_errors_above_threshold_fail_member)
+{
+	struct ff_raid_opts o = { .workers = 2, .max_read_errors = 3 };
+	struct ff_fault_rule rule;
+	struct ff_err err = { "" };
+	const struct ff_geom *g;
+	struct ff_raid *r;
+	uint8_t *buf;
+	unsigned errors = 0;
+
+	ut_rng = 74;
+	r = ut_written_array(5, 4, MB);
+	ff_raid_close(r);
+	ck_assert_int_eq(ff_raid_assemble(ut_pp, 4, &o, &r, &err), 0);
+	g = ff_raid_geom(r);
+	buf = ff_alloc_aligned(g->stripe_bytes);
+	ck_assert_int_eq(ff_fault_parse("op=r,err=EIO", &rule, &err), 0);
+	ck_assert_int_eq(ff_fault_add(ff_raid_member(r, 1), &rule), 0);
+	for (uint64_t s = 0; s < g->nstripes && errors < 4; s++) {
+		ck_assert_int_eq(read_stripe(r, s, buf), 0);
+		assert_stripe(r, s, buf);
+		errors = (unsigned)info(r, 1).read_errors;
+		ck_assert_int_eq(ff_raid_member_state(r, 1), errors <= 3 ? FF_MEMBER_ACTIVE : FF_MEMBER_FAILED);
+	}
+	ck_assert_uint_eq(errors, 4);
+	ck_assert_uint_eq(info(r, 1).healed, 3);
+	ck_assert_ptr_nonnull(strstr(info(r, 1).reason, "4 read errors within 60 s (more than 3)"));
+	ck_assert_uint_ne(info(r, 1).failed_s, 0);
+	ut_verify_all(r, "member 1 failed after 4 read errors");
+	ff_raid_close(r);
+	r = ut_assemble(ut_pp, 4);
+	ck_assert_int_eq(ff_raid_member_state(r, 1), FF_MEMBER_MISSING);
+	ck_assert_ptr_nonnull(strstr(info(r, 1).reason, "read errors within 60 s"));
+	ck_assert_uint_eq(info(r, 1).read_errors, 4);
+	ck_assert_uint_ne(info(r, 1).failed_s, 0);
+	ut_verify_all(r, "remounted degraded");
+	ff_raid_close(r);
+	free(buf);
+	free(ut_shadow);
+	ut_remove_members(4);
+}
+END_TEST
+
+/* RAID5 with a member missing has no redundancy: a read error on another
+ * member fails the read with EIO (never returns wrong bytes) and is
+ * counted; the member is kept, and once the sector reads again so does
+ * the stripe.  Narrowest and widest. */
+START_TEST(raid5_degraded_read_error_is_eio)
+{
+	ut_rng = 75;
+	for (unsigned n = 3; n <= 10; n += 7) {
+		struct ff_raid *r = ut_written_array(5, n, MB);
+		const uint64_t s = 2;
+		unsigned gone = ff_raid_chunk_member(r, s, 0), role = ff_raid_chunk_member(r, s, 1);
+		uint8_t *buf = ff_alloc_aligned(ff_raid_geom(r)->stripe_bytes);
+
+		ff_raid_close(r);
+		r = ut_assemble_without(n, 1u << gone);
+		ck_assert_int_eq(ff_raid_member_state(r, gone), FF_MEMBER_MISSING);
+		bad_sector(r, role, bad_offset(r, s), false);
+		ck_assert_int_eq(read_stripe(r, s, buf), -EIO);
+		ck_assert_uint_eq(info(r, role).read_errors, 1);
+		ck_assert_uint_eq(info(r, role).healed, 0);
+		ck_assert_int_eq(ff_raid_member_state(r, role), FF_MEMBER_ACTIVE);
+		/* the sector reads again (count=1): so does the stripe, rebuilt right */
+		ck_assert_int_eq(read_stripe(r, s, buf), 0);
+		assert_stripe(r, s, buf);
+		ff_raid_close(r);
+		free(buf);
+		free(ut_shadow);
+		ut_remove_members(n);
+	}
+}
+END_TEST
+
+static void add_tests(TCase *tc)
+{
+	tcase_add_test(tc, read_error_healed_raid5_widths);
+	tcase_add_test(tc, read_error_healed_raid6_widths);
+	tcase_add_test(tc, raid6_two_errors_in_one_stripe_healed);
+	tcase_add_test(tc, read_errors_above_threshold_fail_member);
+	tcase_add_test(tc, raid5_degraded_read_error_is_eio);
+}
+
+int main(void)
+{
+	return ut_run("raid_heal", add_tests);
+}

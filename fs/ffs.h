@@ -34,6 +34,7 @@ struct ffs_opts {
 	unsigned commit_interval_ms;  /* background commit, default 5000 */
 	unsigned readahead_stripes;   /* default 4 */
 	unsigned stuck_request_ms;    /* a request in flight longer is logged, default 10000 */
+	unsigned max_read_errors;     /* struct ff_raid_opts: 0 = the engine's default */
 	/* Tests only (io/fault.h): fault rules for the members and the power-loss
 	 * undo log's directory, NULL for none.  The daemon takes them from the
 	 * environment (FRAMEFS_FAULT, FRAMEFS_UNDO_DIR); the library reads none. */

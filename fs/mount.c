@@ -418,6 +418,7 @@ int ffs_mount(const char *const *paths, unsigned n, const struct ffs_opts *o, st
 	ro.force_clean = o->force_clean;
 	ro.workers = o->raid_workers;
 	ro.write_window = o->raid_write_window;
+	ro.max_read_errors = o->max_read_errors;
 	ro.fault_spec = o->fault_spec;
 	ro.undo_dir = o->undo_dir;
 	ro.event_fn = o->event_fn;

@@ -47,6 +47,7 @@ struct cli {
 	char *event_cmd;
 	char *transport;     /* -o transport=io_uring|dev (transport.c) */
 	unsigned uring_depth;
+	unsigned max_read_errors; /* -o max_read_errors=N; UINT_MAX: not given */
 	int ro, help, version, force, allow_other, default_permissions;
 };
 
@@ -69,6 +70,7 @@ static const struct fuse_opt cli_opts[] = {
 	OPT("members=%s", members_glob),
 	OPT("transport=%s", transport),
 	OPT("uring_depth=%u", uring_depth),
+	OPT("max_read_errors=%u", max_read_errors),
 	FUSE_OPT_KEY("ro", KEY_RO),
 	FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
 	FUSE_OPT_KEY("default_permissions", KEY_DEFAULT_PERMISSIONS),
@@ -151,8 +153,11 @@ static void usage(const char *prog)
 	       "  -o transport=io_uring|dev  how requests come: FUSE over io_uring (the default when\n"
 	       "                         libfuse >= 3.18 and the kernel's fuse.enable_uring allow it)\n"
 	       "                         or over /dev/fuse\n"
-	       "  -o uring_depth=N       io_uring queue depth per CPU (default %u)\n",
-	       prog, FF_MEMBERS_CONF, FFS_URING_DEPTH_DEFAULT);
+	       "  -o uring_depth=N       io_uring queue depth per CPU (default %u)\n"
+	       "  -o max_read_errors=N   a member read error is healed from parity; more than N\n"
+	       "                         within %u s fail the member (default %u, 0 = the first)\n",
+	       prog, FF_MEMBERS_CONF, FFS_URING_DEPTH_DEFAULT, FF_RAID_READ_ERROR_WINDOW_S,
+	       FF_RAID_MAX_READ_ERRORS);
 }
 
 /* The members the first argument names (raid.h: ff_members_resolve). */
@@ -318,6 +323,7 @@ int main(int argc, char **argv)
 
 	/* a few malloc arenas, not one per FUSE thread: resident memory stays bounded */
 	mallopt(M_ARENA_MAX, 2);
+	c.max_read_errors = UINT_MAX;
 	if (fuse_opt_parse(&args, &c, cli_opts, cli_proc) < 0)
 		return early_exit(&args, &c, &fo, 2);
 	if (c.help) {
@@ -391,6 +397,8 @@ int main(int argc, char **argv)
 	o.commit_interval_ms = c.commit_ms;
 	o.readahead_stripes = c.readahead;
 	o.stuck_request_ms = c.stuck_ms;
+	o.max_read_errors = c.max_read_errors == UINT_MAX ? 0 /* the engine's default */
+			    : c.max_read_errors == 0 ? FF_RAID_READ_ERRORS_NONE : c.max_read_errors;
 	o.fault_spec = getenv("FRAMEFS_FAULT");  /* tests only: io/fault.h */
 	o.undo_dir = getenv("FRAMEFS_UNDO_DIR");
 	/* after background(): the event thread would not survive its fork */

@@ -85,6 +85,8 @@
  *             error: string|null, files: [{ino, path, stripe, repaired}]}
  *             | null (no filesystem),
  *   rates:   {rebuild_min_bps, rebuild_max_bps, scrub_min_bps, scrub_max_bps},
+ *   (mb_per_s is 10^6 bytes per second, as it always was here; the text
+ *   status shows rates and progress alike in MiB/s, 2^20 bytes per second)
  *   fs:      {stripe_bytes, nstripes, free_stripes, ninodes, free_inodes,
  *             commits, read_only} | null,
  *   requests: {in_flight, oldest_age_ms, oldest_op: string|null,

@@ -50,7 +50,7 @@ int abs_path(const char *in, char *out, size_t len);
 /* render.c */
 void render_status(json_object *st, FILE *f);
 void render_scrub(json_object *sc, FILE *f, const char *indent);
-/* One progress line: "[#####.....]  45.2%  phase  812.4 MB/s  ETA 0:01:23". */
+/* One progress line: "[#####.....]  45.2%  phase  774.8 MiB/s  ETA 0:01:23". */
 void render_progress(const char *what, json_object *prog, char *buf, size_t len);
 const char *jstr(json_object *o, const char *key, const char *dflt);
 double jnum(json_object *o, const char *key);

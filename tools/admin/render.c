@@ -114,8 +114,10 @@ void render_progress(const char *what, json_object *prog, char *buf, size_t len)
 	memset(bar, '#', fill);
 	memset(bar + fill, '.', BAR_WIDTH - fill);
 	bar[BAR_WIDTH] = '\0';
-	snprintf(buf, len, "%-8s [%s] %5.1f%%  %s%s%.1f MB/s  ETA %s", what, bar, frac * 100,
-		 phase ? phase_name(phase) : "", phase ? "  " : "", jnum(prog, "mb_per_s"),
+	/* MiB/s, the unit the rates are set and shown in (the JSON's mb_per_s is
+	 * 10^6 bytes per second, kept for scripts that read it) */
+	snprintf(buf, len, "%-8s [%s] %5.1f%%  %s%s%.1f MiB/s  ETA %s", what, bar, frac * 100,
+		 phase ? phase_name(phase) : "", phase ? "  " : "", jnum(prog, "mb_per_s") * 1e6 / FF_MiB,
 		 jnum(prog, "eta_s") > 0 ? fmt_duration(jnum(prog, "eta_s"), eta, sizeof(eta)) : "-");
 }
 

@@ -66,7 +66,14 @@
  *                file renamed away, its loop device detached) | null,
  *              hint: what to do (framefs-admin add ...) | null,
  *              member_events: the event counter of a member left out at
- *                assembly | null}],
+ *                assembly | null,
+ *              read_errors, write_errors, cksum_errors (chunks that failed
+ *                their checksum on a read or a scrub), healed (ranges
+ *                rewritten from parity after a read error): counts of the
+ *                member in this role, kept in the member superblocks across
+ *                remounts, reset when another member takes the role,
+ *              failed_at: when it was failed (Unix seconds; reason says
+ *                why) | null}],
  *       "stale": the member given for the role was left out at assembly
  *       because its event counter is behind the array's ("events"): the
  *       array was assembled without it (or it failed); path is that

@@ -43,6 +43,19 @@ static void member_fields(json_object *o, const struct ff_member *m)
 	}
 }
 
+/* The role's error counts (raid/health.c) and when it was failed. */
+static void member_health_json(json_object *o, const struct ff_raid_member_info *mi)
+{
+	ctl_jadd_u64(o, "read_errors", mi->read_errors);
+	ctl_jadd_u64(o, "write_errors", mi->write_errors);
+	ctl_jadd_u64(o, "cksum_errors", mi->cksum_errors);
+	ctl_jadd_u64(o, "healed", mi->healed);
+	if (mi->failed_s)
+		ctl_jadd_u64(o, "failed_at", mi->failed_s);
+	else
+		json_object_object_add(o, "failed_at", NULL);
+}
+
 /*
  * One role: its state ("stale": missing, and the member given for it at
  * assembly was left out because its event counter is behind), its member,
@@ -83,6 +96,9 @@ static void member_json(struct ffs_ctl *c, json_object *o, unsigned role)
 			snprintf(reason, sizeof(reason), "marked failed in the array's superblocks "
 				 "(its event counter %llu): left out at assembly",
 				 (unsigned long long)mi->left_events);
+		if (mi->reason[0]) /* why, when it failed before this mount */
+			snprintf(reason + strlen(reason), sizeof(reason) - strlen(reason),
+				 "; failed: %s", mi->reason);
 		snprintf(hint, sizeof(hint), "re-add it with framefs-admin add --force %s %s (it is "
 			 "rebuilt from parity), or put a new member in its place with framefs-admin "
 			 "add %s NEW", vol, mi->left_path, vol);
@@ -92,6 +108,8 @@ static void member_json(struct ffs_ctl *c, json_object *o, unsigned role)
 		member_fields(o, ff_raid_member(c->r, role));
 		if (mi->state == FF_MEMBER_FAILED)
 			snprintf(reason, sizeof(reason), "%s", mi->reason[0] ? mi->reason : "failed");
+		else if (mi->reason[0]) /* failed before this mount */
+			snprintf(reason, sizeof(reason), "failed: %s", mi->reason);
 		if (mi->state == FF_MEMBER_FAILED || mi->state == FF_MEMBER_MISSING)
 			snprintf(hint, sizeof(hint), "framefs-admin add %s NEW puts a new member in "
 				 "role %u (rebuilt from parity)", vol, role);
@@ -100,6 +118,7 @@ static void member_json(struct ffs_ctl *c, json_object *o, unsigned role)
 	ctl_jadd_str(o, "reason", reason[0] ? reason : NULL);
 	ctl_jadd_str(o, "note", mi->note[0] ? mi->note : NULL);
 	ctl_jadd_str(o, "hint", hint[0] ? hint : NULL);
+	member_health_json(o, mi);
 	free(mi);
 }
 

@@ -95,6 +95,42 @@ static void member_labels(json_object *mem, const char *role, char *out, size_t 
 		 serial);
 }
 
+/* Per-member error counts (zpool status' READ WRITE CKSUM, and ranges
+ * healed), kept across remounts: counters. */
+static const struct {
+	const char *key, *name, *help;
+} member_counters[] = {
+	{ "read_errors", "framefs_member_read_errors_total",
+	  "Read errors of the member in this role (each healed from parity while under the threshold)" },
+	{ "write_errors", "framefs_member_write_errors_total", "Write errors of the member in this role" },
+	{ "cksum_errors", "framefs_member_checksum_errors_total",
+	  "Chunks of the member in this role that failed their checksum (reads, scrub)" },
+	{ "healed", "framefs_member_healed_total",
+	  "Ranges of the member in this role rewritten from parity after a read error" },
+	{ "failed_at", "framefs_member_failed_timestamp_seconds",
+	  "When the member in this role was failed (absent when it was not)" },
+};
+
+static void member_counts(struct mx *m, json_object *mem, size_t n)
+{
+	char l[LBL_MAX], role[16];
+
+	for (size_t k = 0; k < FF_ARRAY_SIZE(member_counters); k++) {
+		bool gauge = !strcmp(member_counters[k].key, "failed_at");
+
+		family(m, member_counters[k].name, gauge ? "gauge" : "counter", member_counters[k].help);
+		for (size_t i = 0; i < n; i++) {
+			json_object *e = json_object_array_get_idx(mem, i);
+
+			if (!jget(e, member_counters[k].key))
+				continue;
+			snprintf(role, sizeof(role), "%.0f", jnum(e, "role"));
+			member_labels(e, role, l, sizeof(l));
+			sample_json(m, member_counters[k].name, l, jget(e, member_counters[k].key));
+		}
+	}
+}
+
 static void members(struct mx *m, json_object *st)
 {
 	json_object *mem = jget(st, "members"), *spares = jget(st, "spares");
@@ -127,6 +163,7 @@ static void members(struct mx *m, json_object *st)
 		member_labels(e, role, l, sizeof(l));
 		sample_json(m, "framefs_member_size_bytes", l, jget(e, "size_bytes"));
 	}
+	member_counts(m, mem, n);
 	family(m, "framefs_spare_size_bytes", "gauge", "Size of each hot spare");
 	for (size_t i = 0; i < ns; i++) {
 		json_object *e = json_object_array_get_idx(spares, i);

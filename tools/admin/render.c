@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "tools/admin/admin.h"
 
@@ -123,10 +124,33 @@ void render_progress(const char *what, json_object *prog, char *buf, size_t len)
 
 /* ---- status ------------------------------------------------------------------- */
 
+/* A count column as zpool status has them: "-" for a spare (no role). */
+static const char *fmt_count(json_object *m, const char *key, char *buf, size_t len)
+{
+	if (!jget(m, key))
+		return "-";
+	snprintf(buf, len, "%.0f", jnum(m, key));
+	return buf;
+}
+
+/* "(failed 2026-12-01 09:41:02)" in local time, "" if it was not. */
+static const char *fmt_failed_at(json_object *m, char *buf, size_t len)
+{
+	time_t t = (time_t)jnum(m, "failed_at");
+	struct tm tm;
+	char when[32];
+
+	if (!jget(m, "failed_at") || !localtime_r(&t, &tm) ||
+	    !strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm))
+		return "";
+	snprintf(buf, len, " (failed %s)", when);
+	return buf;
+}
+
 static void member_line(json_object *m, const char *role, FILE *f)
 {
 	json_object *nvme = jget(m, "nvme");
-	char size[32], ident[200];
+	char size[32], ident[200], rd[24], wr[24], ck[24], he[24], when[64];
 
 	if (jget(m, "size_bytes"))
 		fmt_bytes(jnum(m, "size_bytes"), size, sizeof(size));
@@ -137,11 +161,13 @@ static void member_line(json_object *m, const char *role, FILE *f)
 			 jstr(nvme, "serial", "?"), jstr(nvme, "firmware", "?"));
 	else
 		snprintf(ident, sizeof(ident), "%s", jstr(m, "kind", "-"));
-	fprintf(f, "  %-5s %-11s %-11s %-36s %s\n", role, jstr(m, "state", "spare"), size,
-		jstr(m, "path", "(no member)"), ident);
+	fprintf(f, "  %-5s %-11s %-11s %5s %5s %5s %6s  %-36s %s\n", role, jstr(m, "state", "spare"),
+		size, fmt_count(m, "read_errors", rd, sizeof(rd)),
+		fmt_count(m, "write_errors", wr, sizeof(wr)), fmt_count(m, "cksum_errors", ck, sizeof(ck)),
+		fmt_count(m, "healed", he, sizeof(he)), jstr(m, "path", "(no member)"), ident);
 	/* why it failed or was left out, a warning, what to do: one line each */
 	if (jstr(m, "reason", NULL))
-		fprintf(f, "        %s\n", jstr(m, "reason", ""));
+		fprintf(f, "        %s%s\n", jstr(m, "reason", ""), fmt_failed_at(m, when, sizeof(when)));
 	if (jstr(m, "note", NULL))
 		fprintf(f, "        warning: %s\n", jstr(m, "note", ""));
 	if (jstr(m, "hint", NULL))
@@ -271,7 +297,9 @@ void render_status(json_object *st, FILE *f)
 		fmt_rate(jnum(rates, "rebuild_max_bps"), b, sizeof(b)),
 		fmt_rate(jnum(rates, "scrub_min_bps"), c, sizeof(c)),
 		fmt_rate(jnum(rates, "scrub_max_bps"), d, sizeof(d)));
-	fprintf(f, "\n  %-5s %-11s %-11s %-36s %s\n", "ROLE", "STATE", "SIZE", "PATH", "DEVICE");
+	/* READ WRITE CKSUM as zpool status; HEALED: read errors rewritten from parity */
+	fprintf(f, "\n  %-5s %-11s %-11s %5s %5s %5s %6s  %-36s %s\n", "ROLE", "STATE", "SIZE", "READ",
+		"WRITE", "CKSUM", "HEALED", "PATH", "DEVICE");
 	for (size_t i = 0; mem && i < json_object_array_length(mem); i++) {
 		json_object *m = json_object_array_get_idx(mem, i);
 		char role[16];

@@ -149,10 +149,11 @@ END_TEST
 START_TEST(raid6_two_errors_in_one_stripe_healed)
 {
 	ut_rng = 73;
-	for (unsigned n = 5; n <= 10; n += 5) {
+	for (unsigned n = 4; n <= 10; n++) {
 		struct ff_raid *r = ut_written_array(6, n, MB);
 		const uint64_t s = 5;
-		unsigned a = ff_raid_chunk_member(r, s, 0), b = ff_raid_chunk_member(r, s, 2);
+		unsigned last = ff_raid_geom(r)->ndata - 1;
+		unsigned a = ff_raid_chunk_member(r, s, 0), b = ff_raid_chunk_member(r, s, last);
 		uint8_t *buf = ff_alloc_aligned(ff_raid_geom(r)->stripe_bytes);
 
 		bad_sector(r, a, bad_offset(r, s), true);
@@ -165,7 +166,7 @@ START_TEST(raid6_two_errors_in_one_stripe_healed)
 		ck_assert_uint_eq(info(r, a).healed, 1);
 		ck_assert_uint_eq(info(r, b).healed, 1);
 		assert_rewritten(r, a, s, 0);
-		assert_rewritten(r, b, s, 2);
+		assert_rewritten(r, b, s, last);
 		ut_verify_all(r, "two ranges healed");
 		ff_raid_close(r);
 		free(buf);
@@ -224,11 +225,11 @@ END_TEST
 /* RAID5 with a member missing has no redundancy: a read error on another
  * member fails the read with EIO (never returns wrong bytes) and is
  * counted; the member is kept, and once the sector reads again so does
- * the stripe.  Narrowest and widest. */
+ * the stripe. */
 START_TEST(raid5_degraded_read_error_is_eio)
 {
 	ut_rng = 75;
-	for (unsigned n = 3; n <= 10; n += 7) {
+	for (unsigned n = 3; n <= 10; n++) {
 		struct ff_raid *r = ut_written_array(5, n, MB);
 		const uint64_t s = 2;
 		unsigned gone = ff_raid_chunk_member(r, s, 0), role = ff_raid_chunk_member(r, s, 1);
@@ -253,6 +254,85 @@ START_TEST(raid5_degraded_read_error_is_eio)
 }
 END_TEST
 
+/* RAID6 with a member missing still has one parity to spare: a read error
+ * on another member of the stripe is healed, not turned into EIO. */
+START_TEST(raid6_degraded_read_error_healed)
+{
+	ut_rng = 76;
+	for (unsigned n = 4; n <= 10; n += 3) {
+		struct ff_raid *r = ut_written_array(6, n, MB);
+		const uint64_t s = 4;
+		unsigned gone = ff_raid_chunk_member(r, s, 1), role = ff_raid_chunk_member(r, s, 0);
+		uint8_t *buf = ff_alloc_aligned(ff_raid_geom(r)->stripe_bytes);
+
+		ff_raid_close(r);
+		r = ut_assemble_without(n, 1u << gone);
+		bad_sector(r, role, bad_offset(r, s), true);
+		ck_assert_int_eq(read_stripe(r, s, buf), 0);
+		assert_stripe(r, s, buf);
+		ck_assert_int_eq(ff_raid_member_state(r, role), FF_MEMBER_ACTIVE);
+		ck_assert_uint_eq(info(r, role).read_errors, 1);
+		ck_assert_uint_eq(info(r, role).healed, 1);
+		/* rewritten: the bytes on the member are the data again (index 0) */
+		ck_assert_int_eq(read_stripe(r, s, buf), 0);
+		assert_stripe(r, s, buf);
+		ff_raid_close(r);
+		free(buf);
+		free(ut_shadow);
+		ut_remove_members(n);
+	}
+}
+END_TEST
+
+/* A partial write reads old data first (read-modify-write reads the chunk
+ * it writes, reconstruct-write the others): a read error there is
+ * recovered from parity, the write goes on, and the range that failed is
+ * rewritten with the stripe.  Chunk 1 is written, over a bad sector under
+ * chunk 0 (stripe 6) or under chunk 1 (stripe 7): whichever mode the width
+ * picks reads exactly one of the two. */
+static uint64_t write_over_bad_sector(struct ff_raid *r, uint64_t s, unsigned k)
+{
+	const struct ff_geom *g = ff_raid_geom(r);
+	unsigned m = ff_raid_chunk_member(r, s, k);
+	uint8_t *chunk = ff_alloc_aligned(g->chunk_bytes), *buf = ff_alloc_aligned(g->stripe_bytes);
+	uint64_t at = s * g->stripe_bytes + g->chunk_bytes, errs;
+	struct ff_raid_member_info before = info(r, m); /* counts of this member so far */
+
+	bad_sector(r, m, bad_offset(r, s), true);
+	ut_fill(chunk, g->chunk_bytes);
+	memcpy(ut_shadow + at, chunk, g->chunk_bytes);
+	ck_assert_int_eq(ff_raid_rw(r, FF_RAID_WRITE, FF_SPACE_DATA, at, chunk, g->chunk_bytes), 0);
+	errs = info(r, m).read_errors - before.read_errors;
+	ck_assert_uint_le(errs, 1);
+	ck_assert_uint_eq(info(r, m).healed - before.healed, errs);
+	if (errs)
+		assert_rewritten(r, m, s, k);
+	ck_assert_int_eq(ff_raid_member_state(r, m), FF_MEMBER_ACTIVE);
+	ck_assert_int_eq(read_stripe(r, s, buf), 0); /* heals it if the write did not read it */
+	assert_stripe(r, s, buf);
+	ck_assert_uint_eq(ut_parity_mismatch(r, s, buf), 0);
+	free(chunk);
+	free(buf);
+	return errs;
+}
+
+START_TEST(partial_write_over_read_error)
+{
+	ut_rng = 77;
+	for (unsigned n = 3; n <= 10; n++) {
+		struct ff_raid *r = ut_written_array(n % 2 ? 5 : 6, n, MB);
+		uint64_t errs = write_over_bad_sector(r, 6, 0) + write_over_bad_sector(r, 7, 1);
+
+		ck_assert_msg(errs == 1, "width %u: the write read %llu bad sectors", n,
+			      (unsigned long long)errs);
+		ut_verify_all(r, "partial writes over read errors");
+		ff_raid_close(r);
+		free(ut_shadow);
+		ut_remove_members(n);
+	}
+}
+END_TEST
+
 static void add_tests(TCase *tc)
 {
 	tcase_add_test(tc, read_error_healed_raid5_widths);
@@ -260,6 +340,8 @@ static void add_tests(TCase *tc)
 	tcase_add_test(tc, raid6_two_errors_in_one_stripe_healed);
 	tcase_add_test(tc, read_errors_above_threshold_fail_member);
 	tcase_add_test(tc, raid5_degraded_read_error_is_eio);
+	tcase_add_test(tc, raid6_degraded_read_error_healed);
+	tcase_add_test(tc, partial_write_over_read_error);
 }
 
 int main(void)

@@ -12,7 +12,12 @@
  * read_errors_max such errors within FF_RAID_READ_ERROR_WINDOW_S fail it
  * (raid.h says why 20).  Any other read error (the device gone, a
  * transport error), a timeout, a write error and a flush error fail it at
- * once.
+ * once.  The same holds for the reads of writes (read-modify-write,
+ * reconstruct-write: the range goes out with the stripe) and of a rebuild.
+ * A META read error is read from the next copy and counted, not rewritten:
+ * META reads take no lock that would keep a concurrent write of the chunk
+ * from being undone by the older copy (the scrub repairs copies that
+ * differ).  A read-only array serves the range and rewrites nothing.
  *
  * The counts live in atomics on the data path and reach the member
  * superblocks (struct ff_sb_health) by the superblock thread, which sees

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Read errors healed from parity (raid/health.c): the data comes back
- * right, the member stays, the range is rewritten on it and counted; too
- * many errors within the window fail it; with no redundancy left the read
- * fails rather than return wrong bytes.
+ * right, the member stays, the range is rewritten on it and counted — for
+ * reads, partial writes and rebuilds alike; too many errors within the
+ * window fail it; with no redundancy left the read fails rather than
+ * return wrong bytes; a META read error goes to the next copy.
  *
  * The fault (io/fault.h) is an EIO on member reads of one 4 KiB range;
  * with count=1 it fires once, as a bad sector the drive remaps when it is
@@ -333,6 +334,87 @@ START_TEST(partial_write_over_read_error)
 }
 END_TEST
 
+/* A rebuild reads every other member: a read error on one of them is
+ * healed like a reader's (RAID6, one member lost and replaced), and the
+ * rebuilt member holds the right data.  The fault is armed before the
+ * rebuild starts, so its first read of the range meets it. */
+START_TEST(rebuild_heals_a_read_error_of_a_source)
+{
+	struct ff_err err = { "" };
+	struct ff_raid *r;
+	const uint64_t s = 9;
+	char path[300];
+	unsigned n = 6, role;
+	int fd;
+
+	ut_rng = 78;
+	r = ut_written_array(6, n, MB);
+	ff_raid_close(r);
+	r = ut_assemble_without(n, 1u << 0);
+	role = ff_raid_chunk_member(r, s, 0) == 0 ? ff_raid_chunk_member(r, s, 1)
+						  : ff_raid_chunk_member(r, s, 0);
+	bad_sector(r, role, bad_offset(r, s), true);
+	snprintf(path, sizeof(path), "%s/new0.img", ut_dir);
+	fd = open(path, O_CREAT | O_RDWR | O_TRUNC, 0600);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, (off_t)MB << 20), 0);
+	close(fd);
+	ck_assert_msg(ff_raid_add(r, path, false, &err) == 0, "add: %s", err.msg);
+	ck_assert_int_eq(ff_raid_rebuild_wait(r), 0);
+	ck_assert_int_eq(ff_raid_member_state(r, 0), FF_MEMBER_ACTIVE);
+	ck_assert_int_eq(ff_raid_member_state(r, role), FF_MEMBER_ACTIVE);
+	ck_assert_uint_eq(info(r, role).read_errors, 1);
+	ck_assert_uint_eq(info(r, role).healed, 1);
+	ck_assert_uint_eq(info(r, 0).read_errors, 0); /* the new member's counts start at 0 */
+	assert_rewritten(r, role, s, ff_raid_chunk_member(r, s, 0) == role ? 0 : 1);
+	ff_raid_close(r);
+	/* the rebuilt member's chunks are right: read with two others left out */
+	ut_pp[0] = path;
+	r = ut_assemble_without(n, (1u << 1) | (1u << 2));
+	ut_verify_all(r, "rebuilt around a read error, read without roles 1 and 2");
+	ff_raid_close(r);
+	ut_pp[0] = ut_paths[0];
+	free(ut_shadow);
+	ut_remove_members(n);
+}
+END_TEST
+
+/* A META read error (mirrored metadata, raid/meta.c) is read from the
+ * next copy and counted; the member stays.  The copy is not rewritten in
+ * place: META reads take no stripe lock that would keep a concurrent
+ * write of the chunk from being overwritten by the older copy (the scrub
+ * compares and repairs copies).  fault: EIO once on copy 0 of chunk 0. */
+START_TEST(meta_read_error_read_from_another_copy)
+{
+	struct ff_fault_rule rule;
+	struct ff_err err = { "" };
+	struct ff_raid *r;
+	uint8_t *want = ff_alloc_aligned(FF_META_CHUNK), *got = ff_alloc_aligned(FF_META_CHUNK);
+	char spec[128];
+
+	ut_rng = 79;
+	ut_make_members(5, MB);
+	ut_create(6, 5);
+	r = ut_assemble(ut_pp, 5);
+	ut_fill(want, FF_META_CHUNK);
+	ck_assert_int_eq(ff_raid_rw(r, FF_RAID_WRITE, FF_SPACE_META, 0, want, FF_META_CHUNK), 0);
+	snprintf(spec, sizeof(spec), "op=r,err=EIO,count=1,from=%llu,to=%llu",
+		 (unsigned long long)ff_raid_geom(r)->meta_offset,
+		 (unsigned long long)ff_raid_geom(r)->meta_offset + FF_META_CHUNK);
+	ck_assert_int_eq(ff_fault_parse(spec, &rule, &err), 0);
+	ck_assert_int_eq(ff_fault_add(ff_raid_member(r, 0), &rule), 0); /* copy 0 of chunk 0 */
+	ck_assert_int_eq(ff_raid_rw(r, FF_RAID_READ, FF_SPACE_META, 0, got, FF_META_CHUNK), 0);
+	ck_assert(memcmp(got, want, FF_META_CHUNK) == 0);
+	ck_assert_int_eq(ff_raid_member_state(r, 0), FF_MEMBER_ACTIVE);
+	ck_assert_uint_eq(info(r, 0).read_errors, 1);
+	ck_assert_uint_eq(info(r, 0).healed, 0);
+	ff_raid_close(r);
+	free(want);
+	free(got);
+	ut_remove_members(5);
+}
+END_TEST
+
 static void add_tests(TCase *tc)
 {
 	tcase_add_test(tc, read_error_healed_raid5_widths);
@@ -342,6 +424,8 @@ static void add_tests(TCase *tc)
 	tcase_add_test(tc, raid5_degraded_read_error_is_eio);
 	tcase_add_test(tc, raid6_degraded_read_error_healed);
 	tcase_add_test(tc, partial_write_over_read_error);
+	tcase_add_test(tc, rebuild_heals_a_read_error_of_a_source);
+	tcase_add_test(tc, meta_read_error_read_from_another_copy);
 }
 
 int main(void)

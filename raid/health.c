@@ -77,6 +77,10 @@ bool ff_raid_member_error(struct ff_raid *r, unsigned role, unsigned io_op, int 
 	unsigned n;
 
 	FF_ASSERT(role < r->g.nmembers && err < 0);
+	if (err == -ECANCELED) { /* cancelled by us at the member timeout, which failed it */
+		ff_raid_member_failed(r, role, "request cancelled");
+		return false;
+	}
 	atomic_store(&r->health_dirty, true);
 	if (io_op == FF_IO_READ) {
 		atomic_fetch_add(&r->health[role].read_errors, 1);

@@ -279,12 +279,17 @@ static void detach_stdio(void)
 }
 
 /* libfuse's messages (a ring that fails to start, say) go where ours go:
- * syslog once the daemon is in the background. */
+ * syslog once the daemon is in the background.  Its debug trace (-d, one
+ * line per request) stays on stderr, as libfuse prints it. */
 static void fuse_log_to_ours(enum fuse_log_level level, const char *fmt, va_list ap)
 {
 	char line[512];
 	size_t n;
 
+	if (level == FUSE_LOG_DEBUG) {
+		vfprintf(stderr, fmt, ap);
+		return;
+	}
 	vsnprintf(line, sizeof(line), fmt, ap);
 	n = strlen(line);
 	while (n > 0 && line[n - 1] == '\n')

@@ -48,19 +48,17 @@ static unsigned read_uint(const char *path, unsigned dflt)
 /* Why io_uring cannot serve this mount, or NULL when it can. */
 static const char *uring_blocker(void)
 {
-#if FUSE_VERSION < FUSE_MAKE_VERSION(3, 18)
-	return "this framefs is built on a libfuse older than 3.18, which has no FUSE over "
-	       "io_uring (./setup.sh builds libfuse 3.18)";
-#else
 	int disabled = read_flag("/proc/sys/kernel/io_uring_disabled");
 
+	if (FUSE_VERSION < FUSE_MAKE_VERSION(3, 18))
+		return "this framefs is built on a libfuse older than 3.18, which has no FUSE over "
+		       "io_uring (./setup.sh builds libfuse 3.18)";
 	if (read_flag("/sys/module/fuse/parameters/enable_uring") != 'Y')
 		return "the kernel's fuse.enable_uring is off (as root: echo 1 > "
 		       "/sys/module/fuse/parameters/enable_uring, or boot with fuse.enable_uring=1)";
 	if (disabled == '2' || (disabled == '1' && geteuid() != 0))
 		return "io_uring is closed to this user (sysctl kernel.io_uring_disabled)";
 	return NULL;
-#endif
 }
 
 int ffs_transport_choose(struct fuse_args *args, const char *want, unsigned depth)

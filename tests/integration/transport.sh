@@ -114,10 +114,10 @@ run_case() { # LEVEL N CHUNK URING(Y|N) PAGES [mount options] -> mounts, writes,
 	[ "$(status_field request_bytes)" = "$want" ] ||
 		fail "RAID$level x $n, chunk $chunk, max_pages_limit $pages: requests of" \
 			"$(status_field request_bytes) bytes, expected $want"
-	if [ "$HAS_URING" = 0 ]; then
-		expect /dev/fuse "older than 3.18"
-	elif [[ " $* " == *" transport=dev "* ]]; then
+	if [[ " $* " == *" transport=dev "* ]]; then
 		expect /dev/fuse "transport=dev"
+	elif [ "$HAS_URING" = 0 ]; then
+		expect /dev/fuse "older than 3.18"
 	elif [ "$uring" = N ]; then
 		expect /dev/fuse "enable_uring is off"
 	else

@@ -99,6 +99,28 @@ it_wait_daemon() {
 	grep -q "unmounted cleanly" "$DAEMON_LOG" || fail "framefs did not report a clean unmount"
 }
 
+# it_wait_ctl: the control socket of the mount on $MNT (framefs-admin's
+# way in) is there.  The daemon opens it just after the mount shows in
+# /proc/mounts; bounded by CTL_MAX_S.  ffs_ctl_sock_path's name: '/' to
+# '_', bytes outside [A-Za-z0-9.-] as %XX (fs/daemon/ctl.h).
+it_wait_ctl() {
+	local path=${MNT#/} name= c h i sock
+	for ((i = 0; i < ${#path}; i++)); do
+		c=${path:i:1}
+		case $c in
+		/) name+=_ ;;
+		[A-Za-z0-9.-]) name+=$c ;;
+		*) printf -v h '%%%02x' "'$c"; name+=$h ;;
+		esac
+	done
+	sock=/run/framefs/${name:-_}.sock
+	for ((i = 0; i < ${CTL_MAX_S:-10} * 20; i++)); do
+		[ -S "$sock" ] && return 0
+		sleep 0.05
+	done
+	fail "no control socket $sock ${CTL_MAX_S:-10} s after the mount"
+}
+
 # it_unmount: umount(8), then wait for the daemon to write out and exit.
 it_unmount() {
 	local i

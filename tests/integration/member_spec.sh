@@ -130,6 +130,7 @@ for i in 0 1 2; do
 done
 SPEC="UUID=$UC"
 it_mount
+it_wait_ctl
 "$ADMIN" status "$MNT" >"$IT_TMP/out" 2>&1 || fail "framefs-admin status: $(cat "$IT_TMP/out")"
 grep -q "/dev/loop" "$IT_TMP/out" || fail "the members are not the loop devices: $(cat "$IT_TMP/out")"
 echo hello >"$MNT/x" || fail "write on the loop mount"

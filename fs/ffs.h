@@ -234,6 +234,11 @@ struct ffs_info {
 };
 void ffs_info(struct ffs *fs, struct ffs_info *info);
 
+/* A new label (raid/label.h: what it may be), in the member superblocks
+ * first, where LABEL= finds it, then in the filesystem's superblock (a copy
+ * that mount makes good).  -EROFS on a read-only mount; -errno with err. */
+int ffs_set_label(struct ffs *fs, const char *label, struct ff_err *err);
+
 struct ffs_stats *ffs_stats(struct ffs *fs);
 struct ff_raid *ffs_raid(struct ffs *fs);
 

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "fs/fs_i.h"
+#include "raid/label.h"
 
 /* ---- mkfs ----------------------------------------------------------------- */
 
@@ -363,6 +364,12 @@ static int mount_meta(struct ffs *fs, const char *const *paths, unsigned n, stru
 		ff_err_set(err, "journal replay failed: %s", strerror(-rc));
 		return rc;
 	}
+	/* The member superblocks hold the label LABEL= finds; ours is a copy,
+	 * written second by ffs_set_label: a crash between the two is made
+	 * good here (on disk by the superblock write below when read-write). */
+	memset(fs->sb->label, 0, sizeof(fs->sb->label));
+	memcpy(fs->sb->label, ff_raid_label(fs->raid),
+	       strnlen(ff_raid_label(fs->raid), sizeof(fs->sb->label) - 1));
 	if (replayed)
 		ff_log(FF_LOG_INFO, "replayed %u journal transaction(s)", replayed);
 	ffs_meta_cache_drop_clean(fs);
@@ -497,6 +504,34 @@ int ffs_sync(struct ffs *fs)
 		rc2 = ff_raid_flush(fs->raid);
 	pthread_mutex_unlock(&fs->lock);
 	return rc < 0 ? rc : rc2;
+}
+
+int ffs_set_label(struct ffs *fs, const char *label, struct ff_err *err)
+{
+	int rc;
+
+	if (fs->ro) {
+		ff_err_set(err, "the volume is mounted read-only: the label cannot change");
+		return -EROFS;
+	}
+	rc = ff_raid_set_label(fs->raid, label, err); /* checks it; the copy LABEL= finds */
+	if (rc < 0 && rc != -EIO)
+		return rc;
+	pthread_mutex_lock(&fs->lock); /* one superblock write at a time: commits write it too */
+	memset(fs->sb->label, 0, sizeof(fs->sb->label));
+	memcpy(fs->sb->label, label, strlen(label));
+	{
+		int rc2 = ffs_super_write(fs);
+
+		if (rc2 < 0 && rc == 0) {
+			ff_err_set(err, "the label is changed on the members, but the filesystem's "
+				   "superblock could not be written (%s): the next mount writes it",
+				   strerror(-rc2));
+			rc = rc2;
+		}
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
 }
 
 int ffs_unmount(struct ffs *fs)

@@ -13,6 +13,7 @@
 
 #include "fs/ffs.h"
 #include "raid/raid.h"
+#include "raid/label.h"
 #include "raid/sb.h"
 
 #define SPARES_MAX FF_SPARES_MAX
@@ -85,21 +86,6 @@ static int check_spares(const char *const *paths, unsigned n, const char *const 
 	if (rc < 0)
 		fprintf(stderr, "mkfs.framefs: %s\n", err.msg[0] ? err.msg : strerror(-rc));
 	return rc;
-}
-
-/* A label is printed by status and fsck: printable characters only. */
-static int check_label(const char *label)
-{
-	for (size_t i = 0; label[i]; i++) {
-		unsigned char ch = (unsigned char)label[i];
-
-		if (ch < 0x20 || ch == 0x7f) {
-			fprintf(stderr, "mkfs.framefs: the label has a control character (0x%02x at byte "
-				"%zu); give a label of printable characters\n", ch, i + 1);
-			return -EINVAL;
-		}
-	}
-	return 0;
 }
 
 /*
@@ -234,12 +220,11 @@ int main(int argc, char **argv)
 			p.chunk_bytes = (uint32_t)v;
 			break;
 		case 'L':
-			if (strlen(optarg) >= sizeof(p.label)) {
-				fprintf(stderr, "mkfs.framefs: label longer than %zu bytes\n", sizeof(p.label) - 1);
+			if (ff_label_check(optarg, &err) < 0) { /* status and fsck print it */
+				fprintf(stderr, "mkfs.framefs: %s\n", err.msg);
 				return 1;
 			}
-			if (check_label(optarg) < 0)
-				return 1;
+			_Static_assert(sizeof(p.label) > FF_LABEL_MAX, "a label fits");
 			strcpy(p.label, optarg);
 			break;
 		case 'N':

@@ -19,6 +19,7 @@ static const char *const event_names[FF_EVENT_KINDS] = {
 	[FF_EVENT_SCRUB_FOUND_ERRORS] = "scrub-found-errors",
 	[FF_EVENT_SCRUB_FINISHED] = "scrub-finished",
 	[FF_EVENT_EVENTS_DROPPED] = "events-dropped",
+	[FF_EVENT_LABEL_CHANGED] = "label-changed",
 };
 
 const char *ff_event_name(enum ff_event_kind kind)

@@ -162,6 +162,7 @@ enum ff_event_kind {
 	FF_EVENT_SCRUB_FOUND_ERRORS, /* detail: what was found and repaired (fs/scrub.c) */
 	FF_EVENT_SCRUB_FINISHED,
 	FF_EVENT_EVENTS_DROPPED,    /* the queue was full: detail says how many were lost */
+	FF_EVENT_LABEL_CHANGED,     /* detail: the new label (raid/label.h) */
 	FF_EVENT_KINDS
 };
 

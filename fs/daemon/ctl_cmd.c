@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The control requests that change something: fail, remove, add,
- * replace, rebuild, scrub, set (rates) and fault; the member a request
+ * replace, rebuild, scrub, set (label, rates) and fault; the member a request
  * names; and the dispatch of a split request line to them (status is
  * answered by ctl_status.c).  Requests map one to one onto the raid/ and
  * fs/ APIs.
@@ -15,6 +15,7 @@
 
 #include "fs/daemon/ctl_i.h"
 #include "io/fault.h"
+#include "raid/label.h"
 
 /* ---- member lookup ------------------------------------------------------------- */
 
@@ -280,36 +281,71 @@ void ctl_apply_rates(struct ffs_ctl *c)
 		ffs_scrub_set_rate(c->fs, c->scrub_min_bps, c->scrub_max_bps);
 }
 
+#define SET_KEYS "label, rebuild_min, rebuild_max, scrub_min, scrub_max"
+
+/* label=NAME (raid/label.h says what it may be): the filesystem's when it
+ * is mounted, else the array's alone. */
+static int set_label(struct ffs_ctl *c, const char *label, json_object **out)
+{
+	struct ff_err err = { "" };
+	int rc = need_rw(c, out);
+
+	if (rc < 0)
+		return rc;
+	rc = c->fs ? ffs_set_label(c->fs, label, &err) : ff_raid_set_label(c->r, label, &err);
+	if (rc < 0)
+		return ctl_reply_error(out, rc, "label=%s: %s", label, err.msg[0] ? err.msg
+										   : strerror(-rc));
+	return 0;
+}
+
 static int cmd_set(struct ffs_ctl *c, char **w, unsigned nw, json_object **out)
 {
 	uint64_t v[4] = { c->rebuild_min_bps, c->rebuild_max_bps, c->scrub_min_bps, c->scrub_max_bps };
 	static const char *keys[4] = { "rebuild_min", "rebuild_max", "scrub_min", "scrub_max" };
+	const char *label = NULL;
+	bool rates = false;
+	char msg[128];
+	int rc;
 
 	if (nw < 2)
-		return ctl_reply_error(out, -EINVAL, "usage: set KEY=BYTES_PER_S... (keys: rebuild_min, "
-				   "rebuild_max, scrub_min, scrub_max)");
+		return ctl_reply_error(out, -EINVAL, "usage: set KEY=VALUE... (keys: " SET_KEYS ")");
 	for (unsigned i = 1; i < nw; i++) {
 		char *eq = strchr(w[i], '=');
 		unsigned k;
 
+		if (strncmp(w[i], "label=", 6) == 0) {
+			label = w[i] + 6;
+			continue;
+		}
 		for (k = 0; k < 4; k++)
 			if (eq && (size_t)(eq - w[i]) == strlen(keys[k]) &&
 			    strncmp(w[i], keys[k], strlen(keys[k])) == 0)
 				break;
 		if (k == 4)
-			return ctl_reply_error(out, -EINVAL, "unknown setting '%s' (keys: rebuild_min, "
-					   "rebuild_max, scrub_min, scrub_max)", w[i]);
+			return ctl_reply_error(out, -EINVAL, "unknown setting '%s' (keys: " SET_KEYS ")",
+					   w[i]);
 		if (ff_parse_size(eq + 1, &v[k]) < 0)
 			return ctl_reply_error(out, -EINVAL, "bad rate '%s' (bytes per second, K/M/G)", eq + 1);
+		rates = true;
 	}
 	if ((v[0] && v[1] && v[0] > v[1]) || (v[2] && v[3] && v[2] > v[3]))
 		return ctl_reply_error(out, -EINVAL, "a minimum rate is above its maximum");
-	c->rebuild_min_bps = v[0];
-	c->rebuild_max_bps = v[1];
-	c->scrub_min_bps = v[2];
-	c->scrub_max_bps = v[3];
-	ctl_apply_rates(c);
-	*out = ctl_reply_ok("rates set");
+	/* everything is checked before anything changes: a bad rate leaves the label */
+	if (label && (rc = set_label(c, label, out)) < 0)
+		return rc;
+	if (rates) {
+		c->rebuild_min_bps = v[0];
+		c->rebuild_max_bps = v[1];
+		c->scrub_min_bps = v[2];
+		c->scrub_max_bps = v[3];
+		ctl_apply_rates(c);
+	}
+	snprintf(msg, sizeof(msg), "%s%s%s", label ? "label set" : "", label && rates ? ", " : "",
+		 rates ? "rates set" : "");
+	*out = ctl_reply_ok(msg);
+	if (label)
+		ctl_jadd_str(*out, "label", ff_raid_label(c->r));
 	return 0;
 }
 

@@ -63,6 +63,10 @@ void ffs_events_post(void *ctx, const struct ff_event *ev)
 	struct ffs_events *e = ctx;
 
 	pthread_mutex_lock(&e->lock);
+	/* the volume's new name: taken here, not when the hook runs, so that a
+	 * full queue that drops the event does not lose the name */
+	if (ev->kind == FF_EVENT_LABEL_CHANGED)
+		snprintf(e->label, sizeof(e->label), "%.*s", (int)sizeof(e->label) - 1, ev->detail);
 	if (e->dropped && e->count < EVENTS_RING) {
 		struct ff_event note = { .kind = FF_EVENT_EVENTS_DROPPED, .role = -1 };
 

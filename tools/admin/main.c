@@ -70,7 +70,9 @@ static void usage(FILE *f)
 "  scrub start [--no-repair] [--wait] VOLUME   check every copy, checksum and parity;\n"
 "                                    repair what is damaged (offline it always waits)\n"
 "  scrub stop VOLUME | scrub status VOLUME\n"
-"  set VOLUME KEY=RATE...            rebuild_min, rebuild_max, scrub_min, scrub_max in bytes\n"
+"  set VOLUME label=NAME             a new label (what LABEL= finds), on a mounted or an\n"
+"                                    unmounted volume: at most 63 bytes, no control characters\n"
+"  set MOUNTPOINT KEY=RATE...        rebuild_min, rebuild_max, scrub_min, scrub_max in bytes\n"
 "                                    per second (K/M/G suffixes, binary); min applies while\n"
 "                                    files are being read or written, max when idle (0 = no\n"
 "                                    limit); like md's speed_limit_min/max\n"
@@ -380,7 +382,7 @@ static const struct command commands[] = {
 	{ "status", 0, 0, true, false },  { "fail", 1, 1, true, true },
 	{ "remove", 1, 1, true, true },   { "add", 1, 1, true, true },
 	{ "replace", 2, 2, true, true },  { "rebuild", 0, 0, true, true },
-	{ "set", 1, 4, false, false },    { "metrics", 0, 0, false, false },
+	{ "set", 1, 5, true, true },      { "metrics", 0, 0, false, false },
 	{ "fault", 1, 1, false, false },
 };
 
@@ -477,6 +479,13 @@ static int run(const struct command *cmd, char **a, unsigned na, const struct op
 		vol_close(&v);
 		return EX_USAGE;
 	}
+	for (unsigned i = nv; i < na && !v.online && !strcmp(cmd->name, "set"); i++)
+		if (strncmp(a[i], "label=", 6) != 0) { /* rates belong to a running daemon */
+			fprintf(stderr, "framefs-admin: set %s: an unmounted volume takes label= only; "
+				"rates are set on a mounted volume (give its mountpoint)\n", a[i]);
+			vol_close(&v);
+			return EX_USAGE;
+		}
 	for (unsigned i = nv; i < na && nw < 6; i++) {
 		if (!strcmp(cmd->name, "add") || (!strcmp(cmd->name, "replace") && i == nv + 1)) {
 			if (abs_path(a[i], i == nv ? b1 : b2, PATH_MAX) < 0) {

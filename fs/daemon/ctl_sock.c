@@ -274,8 +274,6 @@ struct ffs_ctl *ffs_ctl_start(struct ffs *fs, const char *mnt_real,
 		ff_log(FF_LOG_WARN, "no control socket: the mountpoint's real path is unknown");
 		return NULL;
 	}
-	if (ff_member_note_mounted(mnt_real) < 0) /* io/member.h: a second user is told at once */
-		ff_log(FF_LOG_WARN, "%s: no framefs mount found there to note on the members", mnt_real);
 	c = ffs_ctl_new(fs, NULL, "daemon");
 	if (!c)
 		return NULL;
@@ -285,6 +283,10 @@ struct ffs_ctl *ffs_ctl_start(struct ffs *fs, const char *mnt_real,
 			   : -ENOMEM;
 	if (rc == 0)
 		rc = ctl_listen(c);
+	/* io/member.h: a second user is told at once; after the socket, which
+	 * framefs-admin may look for as soon as the mount is there */
+	if (ff_member_note_mounted(mnt_real) < 0)
+		ff_log(FF_LOG_WARN, "%s: no framefs mount found there to note on the members", mnt_real);
 	if (rc < 0) {
 		ff_log(FF_LOG_WARN, "no control socket for %s (%s): framefs-admin can reach this "
 		       "volume only when it is unmounted", mnt_real, strerror(-rc));

@@ -831,7 +831,7 @@ echo
 
 hdr="median [min..max] of $RUNS runs"
 [ "$RUNS" = 1 ] && hdr="1 run"
-printf '%-46s %-20s %-20s %-20s %-20s %-20s %s\n' "MB/s (10^6 B/s), $hdr" "O_DIRECT write" "O_DIRECT read" \
+printf '%-48s %-20s %-20s %-20s %-20s %-20s %s\n' "MB/s (10^6 B/s), $hdr" "O_DIRECT write" "O_DIRECT read" \
 	"buffered write" "buffered read" "creates/s" "RSS MiB"
 tp() { # KEY -> ", io_uring" / ", /dev/fuse" as its runs were served, or nothing (not FUSE)
 	[ -n "${R[$1.tp]:-}" ] || return 0
@@ -842,12 +842,12 @@ tp() { # KEY -> ", io_uring" / ", /dev/fuse" as its runs were served, or nothing
 }
 trow() { # LABEL KEY (rows that did not run, ONLY=, are left out)
 	[ -n "${R[$2.dw]:-}${R[$2.bw]:-}" ] || return 0
-	printf '%-46s %-20s %-20s %-20s %-20s %-20s %s\n' "$1$(tp "$2")" "$(cell "$2.dw")" "$(cell "$2.dr")" \
+	printf '%-48s %-20s %-20s %-20s %-20s %-20s %s\n' "$1$(tp "$2")" "$(cell "$2.dw")" "$(cell "$2.dr")" \
 		"$(cell "$2.bw")" "$(cell "$2.br")" "$(cell "$2.cr")" "$(cell "$2.rss")"
 }
 ftrow() { # LABEL KEY
 	[ -n "${R[$2.ftw]:-}" ] || return 0
-	printf '%-46s %-20s %-20s\n' "  (framefs-frametest -w 4k / -r)" "$(cell "$2.ftw")" "$(cell "$2.ftr")"
+	printf '%-48s %-20s %-20s\n' "  (framefs-frametest -w 4k / -r)" "$(cell "$2.ftw")" "$(cell "$2.ftr")"
 }
 if [ "$MODE" = ram ]; then
 	trow "raw 4 members (fio, no fs)" raw4
@@ -860,17 +860,17 @@ if [ "$MODE" = ram ]; then
 	trow "btrfs RAID6, 6 members" btrfs6; ftrow "" btrfs6
 	if [ "$HAVE_FRAMEFS" = 1 ]; then
 		trow "framefs RAID5, 4 members" ff5; ftrow "" ff5
-		[ -z "${R[ff5.dg]:-}" ] || printf '%-46s %-20s %-20s\n' "framefs RAID5, 1 of 4 missing" "" "$(cell ff5.dg)"
-		trow "framefs RAID5, 4 members, $FRAMEFS_DEV_OPTS" ff5dev; ftrow "" ff5dev
+		[ -z "${R[ff5.dg]:-}" ] || printf '%-48s %-20s %-20s\n' "framefs RAID5, 1 of 4 missing" "" "$(cell ff5.dg)"
+		trow "framefs RAID5, 4 (-o $FRAMEFS_DEV_OPTS)" ff5dev; ftrow "" ff5dev
 		trow "framefs RAID6, 6 members" ff6; ftrow "" ff6
 	else
-		echo "framefs                                        not built"
+		echo "framefs                                          not built"
 	fi
 else
 	trow "raw 4 members (fio, no fs)" raw4
 	trow "btrfs RAID5, 4 members" btrfs5; ftrow "" btrfs5
 	if [ "$HAVE_FRAMEFS" = 1 ]; then trow "framefs RAID5, 4 members" ff5; ftrow "" ff5
-	else echo "framefs                                        not built"; fi
+	else echo "framefs                                          not built"; fi
 fi
 for k in ff5 ff5dev ff6; do # the daemon's own account (framefs-admin status, first run)
 	[ -z "${FF_FUSE[$k]:-}" ] || echo "  $k: ${FF_FUSE[$k]}"

@@ -431,6 +431,7 @@ int ff_raid_assemble(const char *const *paths, unsigned n, const struct ff_raid_
 	int holder[FF_MEMBERS_MAX];
 	const char *faults = opts->fault_spec;
 	unsigned best;
+	uint64_t events_before;
 	bool unclean;
 	int rc;
 
@@ -506,6 +507,7 @@ int ff_raid_assemble(const char *const *paths, unsigned n, const struct ff_raid_
 	pthread_mutex_init(&r->sb_lock, NULL);
 	pthread_cond_init(&r->sb_cond, NULL);
 	unclean = ff_le32(r->sb->array_state) == FF_ARRAY_DIRTY && !opts->force_clean;
+	events_before = r->events;
 	rc = ff_raid_engine_start(r);
 	if (rc == 0 && (rc = sb_thread_start(r)) < 0)
 		ff_raid_engine_stop(r);
@@ -515,6 +517,12 @@ int ff_raid_assemble(const char *const *paths, unsigned n, const struct ff_raid_
 	}
 	if (!r->read_only && (rc = ff_raid_sb_write_all(r, FF_ARRAY_DIRTY)) < 0) {
 		ff_err_set(err, "cannot write member superblocks: %s", strerror(-rc));
+		ff_raid_close(r);
+		r = NULL;
+		goto fail;
+	}
+	if (!r->read_only && (rc = ff_raid_wwd_init(r, events_before, unclean)) < 0) {
+		ff_err_set(err, "cannot write the written-while-degraded records: %s", strerror(-rc));
 		ff_raid_close(r);
 		r = NULL;
 		goto fail;
@@ -582,8 +590,11 @@ int ff_raid_sb_write_locked(struct ff_raid *r, uint32_t array_state)
 			       strerror(-rc));
 			if (!first_err)
 				first_err = rc;
+		} else {
+			atomic_store(&r->sb_events_last[i], r->events);
 		}
 	}
+	ff_raid_wwd_sb_written(r);
 	return first_err;
 }
 
@@ -816,6 +827,7 @@ static void *sb_thread_main(void *arg)
 		if (ff_mono_ns() >= next_clean) { /* quiet write-intent regions are cleared */
 			pthread_mutex_unlock(&r->sb_lock);
 			ff_raid_intent_clean(r);
+			ff_raid_wwd_clean(r);
 			pthread_mutex_lock(&r->sb_lock);
 			next_clean = ff_mono_ns() + INTENT_CLEAN_NS;
 		}
@@ -894,6 +906,7 @@ int ff_raid_close(struct ff_raid *r)
 	sb_thread_stop(r);
 	ff_raid_intent_free(r);
 	rc = r->read_only ? 0 : ff_raid_sb_write_all(r, FF_ARRAY_CLEAN);
+	ff_raid_wwd_free(r); /* after the last superblock write: its header follows it */
 	for (unsigned i = 0; i < r->g.nmembers; i++) {
 		if (r->mem[i].fd >= 0)
 			ff_member_close(&r->mem[i]);

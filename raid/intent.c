@@ -34,7 +34,9 @@
 #define INTENT_MAGIC 0x544e4946u /* "FINT" */
 #define INTENT_HDR 16u
 #define BITS_PER_BLOCK ((FF_MEMBER_SB_BYTES - INTENT_HDR) * 8)
-#define INTENT_BLOCKS_MAX ((FF_MEMBER_RESERVED - INTENT_OFFSET) / FF_MEMBER_SB_BYTES)
+/* the lower half of the reserved area; the upper half holds the
+ * written-while-degraded bitmap (degraded.c) */
+#define INTENT_BLOCKS_MAX ((FF_MEMBER_RESERVED / 2 - INTENT_OFFSET) / FF_MEMBER_SB_BYTES)
 #define REGION_STRIPES_MIN 256
 
 struct raid_intent {
@@ -303,7 +305,9 @@ void ff_raid_intent_member_close(struct ff_raid *r, struct ff_member *m)
 {
 	if (r->intent)
 		pthread_mutex_lock(&r->intent->lock);
+	ff_raid_wwd_lock(r); /* the same for the degraded bitmap's records */
 	ff_member_close(m);
+	ff_raid_wwd_unlock(r);
 	if (r->intent)
 		pthread_mutex_unlock(&r->intent->lock);
 }

@@ -60,6 +60,8 @@ static int promote(struct ff_raid *r, struct ff_member *m, unsigned role)
 	ff_raid_role_reset_info(r, role);
 	ff_uuid_generate(r->sb->roles[role].member_uuid);
 	r->sb->roles[role].rebuild_pos = 0;
+	ff_raid_wwd_role_back(r, role);
+	atomic_fetch_and(&r->readd_mask, ~(1u << role)); /* a new member: rebuilt in full */
 	rc = rings_update(r, role, r->mem[role].fd);
 	if (rc == 0) {
 		/* readable nowhere yet, written everywhere from now on */
@@ -76,6 +78,129 @@ static int promote(struct ff_raid *r, struct ff_member *m, unsigned role)
 		return rc;
 	ff_log(FF_LOG_INFO, "member %s takes role %u; rebuilding", m->path, role);
 	ff_raid_rebuild_stop(r); /* restart with every rebuilding member */
+	return ff_raid_rebuild_start(r);
+}
+
+/* ---- re-add: a member back from a short absence ------------------------------- */
+
+/* Which role the member at path held, checked against the array; 0 or
+ * -errno with err set.  sb is the member's superblock. */
+static int readd_role(struct ff_raid *r, struct ff_member *m, struct ff_member_sb *sb,
+		      unsigned *role, struct ff_err *err)
+{
+	char why[256];
+	int rc = ff_sb_read(m, sb);
+
+	if (rc < 0) {
+		ff_err_set(err, "cannot re-add %s: %s; framefs-admin add takes it as a new member",
+			   m->path, rc == -ENOENT ? "it is not a framefs member" : "its superblock is corrupt");
+		return -EINVAL;
+	}
+	if (memcmp(sb->array_uuid, r->uuid, 16) != 0) {
+		ff_err_set(err, "cannot re-add %s: it belongs to another array", m->path);
+		return -EINVAL;
+	}
+	*role = ff_le32(sb->role);
+	if (*role >= r->g.nmembers) {
+		ff_err_set(err, "cannot re-add %s: it was a spare of this array, not a role's member; "
+			   "framefs-admin add --force takes it back", m->path);
+		return -EINVAL;
+	}
+	if (!(atomic_load(&r->dead_mask) & (1u << *role))) {
+		ff_err_set(err, "cannot re-add %s: role %u has a member (%s)", m->path, *role,
+			   r->mem[*role].fd >= 0 ? r->mem[*role].path : "rebuilding");
+		return -EEXIST;
+	}
+	pthread_mutex_lock(&r->sb_lock);
+	rc = memcmp(sb->member_uuid, r->sb->roles[*role].member_uuid, 16) != 0;
+	pthread_mutex_unlock(&r->sb_lock);
+	if (rc) {
+		ff_err_set(err, "cannot re-add %s: role %u was given to another member since it left; "
+			   "framefs-admin add --force or replace rebuilds it in full", m->path, *role);
+		return -EINVAL;
+	}
+	if (ff_raid_wwd_readd_check(r, *role, ff_le64(sb->events), why, sizeof(why)) < 0) {
+		ff_err_set(err, "cannot re-add %s (role %u): %s; use framefs-admin add --force or "
+			   "replace (a full rebuild)", m->path, *role, why);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Caller holds sb_lock: m takes back its role, readable at once wherever the
+ * degraded bitmap marks nothing, rebuilt where it does. */
+static int readd_locked(struct ff_raid *r, struct ff_member *m, unsigned role)
+{
+	size_t words = FF_DIV_ROUND_UP(r->g.nstripes, 64) + 1;
+
+	if (!r->rebuilt && !(r->rebuilt = calloc(words, sizeof(uint64_t))))
+		return -ENOMEM;
+	memset(r->rebuilt, 0, words * sizeof(uint64_t));
+	for (uint64_t s = 0; s < r->g.nstripes; s++)
+		if (!ff_raid_wwd_stripe_marked(r, s))
+			raid_mark_rebuilt(r, s);
+	if (r->mem[role].fd >= 0)
+		ff_raid_intent_member_close(r, &r->mem[role]);
+	fault_retire(r, role);
+	atomic_fetch_add(&r->role_epoch[role], 1);
+	r->mem[role] = *m;
+	ff_raid_role_reset_info(r, role);
+	r->sb->roles[role].rebuild_pos = 0;
+	if (rings_update(r, role, r->mem[role].fd) < 0)
+		return -EIO;
+	/* written everywhere from now on, read where nothing was written without it */
+	atomic_store(&r->state[role], FF_MEMBER_REBUILDING);
+	atomic_fetch_or(&r->readd_mask, 1u << role);
+	atomic_fetch_or(&r->rebuild_mask, 1u << role);
+	atomic_fetch_or(&r->meta_stale_mask, 1u << role);
+	atomic_fetch_and(&r->dead_mask, ~(1u << role));
+	ff_raid_wwd_role_back(r, role);
+	return ff_raid_sb_write_locked(r, FF_ARRAY_DIRTY);
+}
+
+int ff_raid_readd(struct ff_raid *r, const char *path, struct ff_err *err)
+{
+	struct ff_member_sb *sb = ff_alloc_aligned(sizeof(*sb));
+	struct ff_member m;
+	unsigned role = 0;
+	int rc;
+
+	if (!sb)
+		return -ENOMEM;
+	if (atomic_load(&r->shadow_role) >= 0 || atomic_load(&r->rebuild_mask) ||
+	    (r->rb && r->rb->running)) {
+		ff_err_set(err, "a rebuild or replace is running: re-add %s when it is done", path);
+		free(sb);
+		return -EBUSY;
+	}
+	/* a member failed during this mount is still open (and locked): let it
+	 * go, its superblock stays for the checks below */
+	for (unsigned i = 0; i < r->g.nmembers; i++) {
+		if (!(atomic_load(&r->dead_mask) & (1u << i)) || r->mem[i].fd < 0 ||
+		    strcmp(r->mem[i].path, path) != 0)
+			continue;
+		pthread_mutex_lock(&r->sb_lock);
+		ff_raid_intent_member_close(r, &r->mem[i]);
+		rings_update(r, i, -1);
+		atomic_store(&r->state[i], FF_MEMBER_MISSING);
+		pthread_mutex_unlock(&r->sb_lock);
+	}
+	rc = ff_raid_add_check(r, path, true, &m, err);
+	if (rc == 0 && (rc = readd_role(r, &m, sb, &role, err)) < 0)
+		ff_member_close(&m);
+	free(sb);
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&r->sb_lock);
+	rc = readd_locked(r, &m, role);
+	pthread_mutex_unlock(&r->sb_lock);
+	if (rc < 0) {
+		ff_err_set(err, "cannot re-add %s: %s", path, strerror(-rc));
+		return rc;
+	}
+	ff_log(FF_LOG_INFO, "member %s re-added to role %u; resyncing what was written without it",
+	       path, role);
+	ff_raid_rebuild_stop(r);
 	return ff_raid_rebuild_start(r);
 }
 
@@ -405,6 +530,8 @@ int ff_raid_replace(struct ff_raid *r, unsigned role, const char *path, bool for
 	/* from here every write to the role also reaches the new member */
 	atomic_store(&r->shadow_role, (int)role);
 	rb->replace = true;
+	rb->filter = false;
+	rb->units_done = 0;
 	rb->replace_role = role;
 	rb->targets = 1u << role;
 	rb->phase = PH_META;

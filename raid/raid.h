@@ -200,6 +200,11 @@ struct ff_raid_opts {
 	 * default, FF_RAID_MAX_READ_ERRORS; FF_RAID_READ_ERRORS_NONE = at the
 	 * first. */
 	unsigned max_read_errors;
+	/* Data bytes per region of the written-while-degraded bitmap that
+	 * re-add resyncs by (degraded.c); 0 = 64 MiB, md's bitmap chunk.
+	 * Grown when the bitmap would not fit; a bitmap already recording
+	 * keeps the size it was made with. */
+	uint64_t readd_region_bytes;
 	/* Tests only; NULL or "" = none.  Both must stay valid until ff_raid_close.
 	 * The daemon passes its FRAMEFS_FAULT and FRAMEFS_UNDO_DIR. */
 	const char *fault_spec;  /* fault rules armed on the members at assembly (io/fault.h) */
@@ -349,6 +354,17 @@ uint64_t ff_raid_resync_regions(const struct ff_raid *r);
 /* Add a member: it takes over a failed role at once (and is rebuilt), or
  * waits as a hot spare for the next failure. */
 int ff_raid_add(struct ff_raid *r, const char *path, bool force, struct ff_err *err);
+/*
+ * Re-add a member that was missing briefly (md's --re-add): its superblock
+ * must name this array, a role that is dead now and that no other member
+ * has taken since, and exactly the event count the array last wrote to it
+ * while the written-while-degraded bitmap records the role (degraded.c).
+ * Then only the regions written without it are rebuilt; the member serves
+ * reads everywhere else at once.  Refused (-EINVAL, err says why and that
+ * add --force or replace rebuilds it in full) when the bitmap cannot prove
+ * what it missed; -EBUSY while a rebuild or replace runs.
+ */
+int ff_raid_readd(struct ff_raid *r, const char *path, struct ff_err *err);
 /* Copy role OLD's contents onto NEW while OLD keeps serving; NEW takes the
  * role when the copy is done (ff_raid_rebuild_wait waits for it).  If OLD
  * fails meanwhile, NEW is rebuilt from parity instead. */
@@ -378,6 +394,12 @@ struct ff_raid_rebuild_status {
 	double eta_s;
 	uint64_t bytes_done;
 	int error;
+	/* a re-add: only the regions written while the member was away */
+	bool readd;
+	uint64_t readd_regions;      /* data regions to resync ... */
+	uint64_t readd_meta_groups;  /* ... and metadata row groups */
+	uint64_t readd_region_bytes; /* data bytes per region */
+	uint64_t units_rebuilt;      /* stripes and metadata rows written (any rebuild) */
 };
 void ff_raid_rebuild_status(struct ff_raid *r, struct ff_raid_rebuild_status *st);
 

@@ -196,6 +196,10 @@ struct ff_raid {
 	struct ff_member spare[FF_SPARES_MAX];
 	unsigned nspares;
 	struct raid_intent *intent;
+	struct raid_wwd *wwd;                 /* written while degraded (degraded.c) */
+	/* the event count of the last superblock write each role's member took */
+	_Atomic uint64_t sb_events_last[FF_MEMBERS_MAX];
+	_Atomic uint32_t readd_mask;          /* roles being re-added: resync marked regions only */
 	uint64_t stats_resync_regions;
 	uint8_t uuid[16];
 	char label[64];
@@ -264,6 +268,25 @@ void ff_raid_intent_begin(struct ff_raid *r, struct ff_raid_io *io);
 void ff_raid_intent_end(struct ff_raid *r, struct ff_raid_io *io);
 void ff_raid_intent_clean(struct ff_raid *r);
 void ff_raid_intent_member_close(struct ff_raid *r, struct ff_member *m);
+
+/* degraded.c: regions written while a role had no member, for re-add */
+int ff_raid_wwd_init(struct ff_raid *r, uint64_t events_before, bool unclean);
+void ff_raid_wwd_free(struct ff_raid *r);
+void ff_raid_wwd_begin(struct ff_raid *r, struct ff_raid_io *io);
+void ff_raid_wwd_end(struct ff_raid *r, struct ff_raid_io *io);
+void ff_raid_wwd_sb_written(struct ff_raid *r);
+void ff_raid_wwd_clean(struct ff_raid *r);
+void ff_raid_wwd_role_back(struct ff_raid *r, unsigned role);
+/* 0 when the bitmap proves what a member of role with member_events
+ * missed; else -EINVAL and why (a phrase). */
+int ff_raid_wwd_readd_check(struct ff_raid *r, unsigned role, uint64_t member_events,
+			    char *why, size_t why_len);
+bool ff_raid_wwd_stripe_marked(struct ff_raid *r, uint64_t stripe);
+bool ff_raid_wwd_meta_row_marked(struct ff_raid *r, uint64_t row);
+void ff_raid_wwd_counts(struct ff_raid *r, uint64_t *data_regions, uint64_t *meta_groups);
+uint64_t ff_raid_wwd_region_stripes(const struct ff_raid *r);
+void ff_raid_wwd_lock(struct ff_raid *r);
+void ff_raid_wwd_unlock(struct ff_raid *r);
 
 /* Bytes of one unit of work: a stripe (DATA) or a metadata chunk (META). */
 static inline uint64_t ff_unit_bytes(const struct ff_raid *r, unsigned space)

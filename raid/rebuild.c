@@ -70,6 +70,18 @@ static void progress_from_checkpoint(struct ff_raid *r, struct raid_rebuild *rb)
 {
 	uint64_t nt = (uint64_t)__builtin_popcount(rb->targets), done = 0;
 
+	if (rb->filter) { /* a re-add starts at the beginning: only the marked units */
+		uint64_t rows = 0, stripes = 0;
+
+		for (uint64_t m = 0; m < ff_rebuild_meta_rows(r); m++)
+			rows += ff_raid_wwd_meta_row_marked(r, m);
+		for (uint64_t s = 0; s < r->g.nstripes; s++)
+			stripes += ff_raid_wwd_stripe_marked(r, s);
+		rb->progress_total = nt * (rows * FF_META_CHUNK + stripes * r->g.chunk_bytes);
+		rb->progress_bytes = 0;
+		return;
+	}
+
 	rb->progress_total = nt * (ff_rebuild_meta_rows(r) * FF_META_CHUNK + r->g.nstripes * r->g.chunk_bytes);
 	if (rb->phase == PH_META) {
 		rb->progress_bytes = nt * rb->pos * FF_META_CHUNK;
@@ -101,6 +113,7 @@ static void unit_done(struct ff_raid_io *io)
 
 		rb->bytes_done += b;
 		rb->progress_bytes += b;
+		rb->units_done++;
 	}
 	pthread_cond_broadcast(&rb->cond); /* the rebuild thread and ff_raid_rebuild_wait share it */
 	pthread_mutex_unlock(&rb->lock);
@@ -110,6 +123,9 @@ static void unit_done(struct ff_raid_io *io)
 static bool next_unit(struct ff_raid *r, struct raid_rebuild *rb, uint64_t *unit)
 {
 	if (rb->phase == PH_META) {
+		while (rb->filter && rb->pos < ff_rebuild_meta_rows(r) &&
+		       !ff_raid_wwd_meta_row_marked(r, rb->pos))
+			rb->pos++; /* a re-add: not written while the member was away */
 		if (rb->pos >= ff_rebuild_meta_rows(r))
 			return false;
 		*unit = rb->pos++;
@@ -118,6 +134,9 @@ static bool next_unit(struct ff_raid *r, struct raid_rebuild *rb, uint64_t *unit
 	while (rb->pos < r->g.nstripes) {
 		uint64_t s = rb->pos++;
 		bool a = allocated(r, s);
+
+		if (rb->filter && !ff_raid_wwd_stripe_marked(r, s))
+			continue; /* a re-add: current on the member already (marked rebuilt) */
 
 		/* a replacement copies every stripe; a rebuild skips those written
 		 * whole since it began */
@@ -303,6 +322,8 @@ static void finish(struct ff_raid *r, struct raid_rebuild *rb)
 {
 	uint32_t done = atomic_load(&r->rebuild_mask) & rb->targets;
 
+	atomic_fetch_and(&r->readd_mask, ~done);
+
 	for (unsigned m = 0; m < r->g.nmembers; m++) {
 		uint8_t expect = FF_MEMBER_REBUILDING;
 
@@ -427,6 +448,15 @@ int ff_raid_rebuild_start(struct ff_raid *r)
 		}
 	rb->targets = targets;
 	rb->replace = false;
+	/* a re-add alone resyncs the marked regions; with a member rebuilt in
+	 * full beside it, everything is rebuilt */
+	rb->filter = (targets & ~atomic_load(&r->readd_mask)) == 0;
+	if (rb->filter)
+		ck = 0;
+	else
+		atomic_fetch_and(&r->readd_mask, ~targets);
+	ff_raid_wwd_counts(r, &rb->readd_regions, &rb->readd_meta_groups);
+	rb->units_done = 0;
 	ckpt_decode(ck, &rb->phase, &rb->pos);
 	seed_rebuilt(r, rb->phase, rb->pos);
 	if (rb->phase > PH_META)
@@ -441,7 +471,13 @@ int ff_raid_rebuild_start(struct ff_raid *r)
 	ff_log(FF_LOG_INFO, "rebuild of member mask %#x starts at phase %u position %llu", targets,
 	       rb->phase, (unsigned long long)rb->pos);
 	for (unsigned m = 0; m < r->g.nmembers; m++)
-		if (targets & (1u << m))
+		if ((targets & (1u << m)) && rb->filter)
+			ff_raid_event(r, FF_EVENT_REBUILD_STARTED, (int)m, "re-add: resync of %llu "
+				      "region(s) of %llu stripes and %llu metadata row group(s) written "
+				      "while it was away", (unsigned long long)rb->readd_regions,
+				      (unsigned long long)ff_raid_wwd_region_stripes(r),
+				      (unsigned long long)rb->readd_meta_groups);
+		else if (targets & (1u << m))
 			ff_raid_event(r, FF_EVENT_REBUILD_STARTED, (int)m, "rebuild from parity");
 	rc = -pthread_create(&rb->thread, NULL, ff_rebuild_main, r);
 	if (rc < 0)
@@ -513,6 +549,11 @@ void ff_raid_rebuild_status(struct ff_raid *r, struct ff_raid_rebuild_status *st
 	st->mb_per_s = secs > 0 ? (double)rb->bytes_done / 1e6 / secs : 0;
 	st->eta_s = st->fraction > 0 && st->fraction < 1 ? secs * (1 - st->fraction) / st->fraction : 0;
 	st->error = rb->err;
+	st->readd = rb->filter && !rb->replace;
+	st->readd_regions = rb->readd_regions;
+	st->readd_meta_groups = rb->readd_meta_groups;
+	st->readd_region_bytes = ff_raid_wwd_region_stripes(r) * r->g.stripe_bytes;
+	st->units_rebuilt = rb->units_done;
 	pthread_mutex_unlock(&rb->lock);
 }
 

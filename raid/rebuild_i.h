@@ -31,6 +31,9 @@ struct raid_rebuild {
 	uint64_t inflight;
 	uint64_t lowest_inflight[RB_INFLIGHT];
 	int err;
+	bool filter;             /* a re-add: only units the degraded bitmap marks */
+	uint64_t readd_regions, readd_meta_groups; /* marked when it started */
+	uint64_t units_done;     /* stripes and metadata rows written */
 	bool replace;            /* copying a role onto its replacement (r->shadow) */
 	unsigned replace_role;
 	uint8_t replace_uuid[16];

@@ -87,6 +87,7 @@ static void part_done(struct ff_raid *r, struct ff_raid_io *io)
 {
 	if (atomic_fetch_sub(&raid_iop(io)->parts, 1) == 1) {
 		ff_raid_intent_end(r, io);
+		ff_raid_wwd_end(r, io); /* before the write is acknowledged */
 		io->result = atomic_load(&raid_iop(io)->error);
 		if (io->op == FF_RAID_WRITE && io->space == FF_SPACE_DATA)
 			atomic_fetch_add(&r->stats.data_writes_done, 1);

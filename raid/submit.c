@@ -70,6 +70,7 @@ int ff_raid_submit(struct ff_raid *r, struct ff_raid_io *io)
 	atomic_store(&raid_iop(io)->error, 0);
 	atomic_store(&io->check_mismatch, 0);
 	ff_raid_intent_begin(r, io); /* before any member sees the write */
+	ff_raid_wwd_begin(r, io);   /* likewise, while a role has no member */
 	if (io->op == FF_RAID_FLUSH) {
 		raid_iop(io)->wpos[0] = 0;
 		raid_iop(io)->wops[0] = 0;

@@ -193,6 +193,39 @@ static int cmd_add(struct ffs_ctl *c, char **w, unsigned nw, json_object **out)
 }
 
 /*
+ * re-add PATH: a member back from a short absence takes its role again and
+ * only the regions written without it are rebuilt (raid/degraded.c); when
+ * the array cannot prove what it missed, the answer says to use add --force
+ * or replace.
+ */
+static int cmd_readd(struct ffs_ctl *c, char **w, unsigned nw, json_object **out)
+{
+	struct ff_raid_rebuild_status st;
+	struct ff_err err = { "" };
+	char msg[PATH_MAX + 300];
+	int rc;
+
+	if (nw < 2)
+		return ctl_reply_error(out, -EINVAL, "usage: re-add PATH");
+	if ((rc = need_rw(c, out)) < 0)
+		return rc;
+	if (w[1][0] != '/')
+		return ctl_reply_error(out, -EINVAL, "%s: give an absolute path", w[1]);
+	rc = ff_raid_readd(c->r, w[1], &err);
+	if (rc < 0)
+		return ctl_reply_error(out, rc, "%s", err.msg[0] ? err.msg : strerror(-rc));
+	ff_raid_rebuild_status(c->r, &st);
+	snprintf(msg, sizeof(msg), "%s re-added to role %d; resyncing %llu region(s) of %llu MiB "
+		 "and %llu metadata row group(s) written without it", w[1], find_role(c->r, w[1]),
+		 (unsigned long long)st.readd_regions,
+		 (unsigned long long)(st.readd_region_bytes >> 20),
+		 (unsigned long long)st.readd_meta_groups);
+	*out = ctl_reply_ok(msg);
+	json_object_object_add(*out, "rebuild", ctl_rebuild_json(c->r));
+	return 0;
+}
+
+/*
  * replace OLD NEW: NEW receives every write to OLD's role and a copy of
  * OLD's contents while OLD keeps serving; NEW takes the role when the copy
  * is done (`rebuild wait` waits for it).  If OLD fails meanwhile, NEW is
@@ -383,7 +416,7 @@ int ctl_dispatch(struct ffs_ctl *c, char **w, unsigned nw, json_object **out)
 	} cmds[] = {
 		{ "fail", cmd_fail },       { "remove", cmd_remove }, { "add", cmd_add },
 		{ "replace", cmd_replace }, { "rebuild", cmd_rebuild }, { "scrub", cmd_scrub },
-		{ "set", cmd_set },         { "fault", cmd_fault },
+		{ "set", cmd_set },         { "fault", cmd_fault },     { "re-add", cmd_readd },
 	};
 
 	if (nw == 0)

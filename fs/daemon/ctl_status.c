@@ -101,7 +101,8 @@ static void member_json(struct ffs_ctl *c, json_object *o, unsigned role)
 				 "; failed: %s", mi->reason);
 		snprintf(hint, sizeof(hint), "re-add it with framefs-admin add --force %s %s (it is "
 			 "rebuilt from parity), or put a new member in its place with framefs-admin "
-			 "add %s NEW", vol, mi->left_path, vol);
+			 "add %s NEW (re-add in place of add --force rebuilds only what was "
+			 "written without it, when the array recorded that)", vol, mi->left_path, vol);
 		ctl_jadd_u64(o, "member_events", mi->left_events);
 	} else {
 		ctl_jadd_str(o, "state", state);
@@ -167,6 +168,12 @@ json_object *ctl_rebuild_json(struct ff_raid *r)
 	json_object_object_add(o, "eta_s", ctl_jdbl(st.eta_s, "%.1f"));
 	ctl_jadd_u64(o, "bytes_done", st.bytes_done);
 	ctl_jadd_str(o, "error", st.error ? strerror(-st.error) : NULL);
+	/* a re-add: what it resyncs (regions written while the member was away) */
+	ctl_jadd_bool(o, "readd", known && st.readd);
+	ctl_jadd_u64(o, "readd_regions", st.readd ? st.readd_regions : 0);
+	ctl_jadd_u64(o, "readd_meta_groups", st.readd ? st.readd_meta_groups : 0);
+	ctl_jadd_u64(o, "readd_region_bytes", st.readd_region_bytes);
+	ctl_jadd_u64(o, "units_rebuilt", st.units_rebuilt);
 	return o;
 }
 

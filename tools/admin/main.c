@@ -61,6 +61,11 @@ static void usage(FILE *f)
 "  remove VOLUME MEMBER              take a failed member or a spare out of the array\n"
 "  add [--force] VOLUME NEW          NEW takes over a failed role at once and is rebuilt,\n"
 "                                    or waits as a hot spare for the next failure\n"
+"  re-add VOLUME MEMBER              a member back from a short absence (failed, pulled,\n"
+"                                    missing at mount) takes its role again; only what was\n"
+"                                    written without it is rebuilt (offline: here, to the\n"
+"                                    end); refused, saying why, when the array cannot prove\n"
+"                                    what it missed: then add --force or replace\n"
 "  replace [--force] VOLUME OLD NEW  copy OLD onto NEW while OLD keeps serving (NEW gets\n"
 "                                    every write meanwhile); NEW takes OLD's role when the\n"
 "                                    copy is done (follow it with rebuild); if OLD fails\n"
@@ -383,7 +388,7 @@ static const struct command commands[] = {
 	{ "remove", 1, 1, true, true },   { "add", 1, 1, true, true },
 	{ "replace", 2, 2, true, true },  { "rebuild", 0, 0, true, true },
 	{ "set", 1, 5, true, true },      { "metrics", 0, 0, false, false },
-	{ "fault", 1, 1, false, false },
+	{ "fault", 1, 1, false, false },  { "re-add", 1, 1, true, true },
 };
 
 static int parse_opts(int argc, char **argv, struct opts *o)
@@ -487,7 +492,8 @@ static int run(const struct command *cmd, char **a, unsigned na, const struct op
 			return EX_USAGE;
 		}
 	for (unsigned i = nv; i < na && nw < 6; i++) {
-		if (!strcmp(cmd->name, "add") || (!strcmp(cmd->name, "replace") && i == nv + 1)) {
+		if (!strcmp(cmd->name, "add") || !strcmp(cmd->name, "re-add") ||
+		    (!strcmp(cmd->name, "replace") && i == nv + 1)) {
 			if (abs_path(a[i], i == nv ? b1 : b2, PATH_MAX) < 0) {
 				fprintf(stderr, "framefs-admin: %s: %s\n", a[i], strerror(errno));
 				vol_close(&v);
@@ -516,7 +522,9 @@ static int run(const struct command *cmd, char **a, unsigned na, const struct op
 		rc = cmd_metrics(&v);
 	else if (!strcmp(cmd->name, "rebuild"))
 		rc = cmd_rebuild(&v, o);
-	else
+	else if (!strcmp(cmd->name, "re-add") && !v.online && (rc = cmd_simple(&v, w, nw, o)) == EX_OK)
+		rc = follow_rebuild(&v, o); /* offline: resync here, the record is in memory */
+	else if (strcmp(cmd->name, "re-add") != 0 || v.online)
 		rc = cmd_simple(&v, w, nw, o);
 	vol_close(&v);
 	return rc;

@@ -315,13 +315,21 @@ void render_status(json_object *st, FILE *f)
 			"serves until the copy is done\n", jnum(st, "replacing_role"));
 	if (jbool(rb, "active") || jstr(rb, "error", NULL) ||
 	    strcmp(jstr(rb, "phase", "none"), "none") != 0) {
-		render_progress("rebuild", rb, line, sizeof(line));
+		bool readd = jbool(rb, "readd");
+
+		render_progress(readd ? "re-add" : "rebuild", rb, line, sizeof(line));
 		if (!jbool(rb, "active") && !strcmp(jstr(rb, "phase", ""), "done"))
-			fprintf(f, "  rebuild  done (%s written)\n",
+			fprintf(f, "  %s  done (%s written)\n", readd ? "re-add " : "rebuild",
 				fmt_bytes(jnum(rb, "bytes_done"), a, sizeof(a)));
 		else
 			fprintf(f, "  %s%s%s%s\n", line, jbool(rb, "active") ? "" : "  (not running)",
 				jstr(rb, "error", NULL) ? "  error: " : "", jstr(rb, "error", ""));
+		if (readd) /* what it resyncs: only what was written while the member was away */
+			fprintf(f, "           resyncs %.0f region(s) of %s and %.0f metadata row "
+				"group(s) written without the member; %.0f stripes and rows so far\n",
+				jnum(rb, "readd_regions"),
+				fmt_bytes(jnum(rb, "readd_region_bytes"), a, sizeof(a)),
+				jnum(rb, "readd_meta_groups"), jnum(rb, "units_rebuilt"));
 	} else {
 		fprintf(f, "  rebuild  none\n");
 	}

@@ -103,7 +103,8 @@ const char *ffs_check_super_problem(const struct ffs *fs, const struct ffs_super
 
 	if (ff_le64(sb->magic) != FFS_SB_MAGIC)
 		return "no framefs magic";
-	if (ff_le32(sb->version) != FFS_VERSION || ff_le32(sb->block_bytes) != FFS_BLOCK)
+	if (ff_le32(sb->version) < FFS_VERSION || ff_le32(sb->version) > FFS_VERSION_MAX ||
+	    ff_le32(sb->block_bytes) != FFS_BLOCK)
 		return "unsupported version or block size";
 	if (memcmp(sb->uuid, ff_raid_uuid(fs->raid), 16) != 0)
 		return "made for another array";

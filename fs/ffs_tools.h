@@ -52,6 +52,8 @@ bool ffs_tools_read_only(const struct ffs *fs);
 /* Set the inode table's high-water mark (in blocks); the next
  * ffs_super_write stores it. */
 void ffs_tools_set_itable_hwm(struct ffs *fs, uint64_t blocks);
+/* Set the format version (format.h), stored by the next ffs_super_write. */
+void ffs_tools_set_version(struct ffs *fs, uint32_t version);
 
 /* ---- the allocators' in-memory view (tools.c) --------------------------------- */
 

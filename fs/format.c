@@ -51,6 +51,34 @@ int ffs_block_check(const void *block, uint32_t type, uint64_t blockno)
 	return ff_csum_verify(block, FFS_BLOCK, offsetof(struct ffs_bhdr, crc));
 }
 
+int ffs_xattr_parse(const uint8_t *data, size_t used, size_t pos, struct ffs_xattr_ent *e)
+{
+	size_t v;
+
+	if (used > FFS_XATTR_BYTES_MAX || pos + 3 > used)
+		return -EUCLEAN;
+	e->name_len = data[pos];
+	v = (size_t)data[pos + 1] | ((size_t)data[pos + 2] << 8);
+	e->name = data + pos + 3;
+	e->first = 0;
+	if (v == FFS_XATTR_VLEN_EXT) {
+		struct ffs_xattr_ext x;
+
+		e->size = 3 + e->name_len + sizeof(x);
+		if (e->name_len == 0 || pos + e->size > used)
+			return -EUCLEAN;
+		memcpy(&x, e->name + e->name_len, sizeof(x));
+		e->value_len = ff_le32(x.len);
+		e->first = ff_le64(x.first);
+		e->value = NULL;
+		return e->value_len && e->value_len <= FFS_XATTR_VALUE_MAX && e->first ? 0 : -EUCLEAN;
+	}
+	e->value_len = v;
+	e->value = e->name + e->name_len;
+	e->size = 3 + e->name_len + v;
+	return e->name_len == 0 || pos + e->size > used ? -EUCLEAN : 0;
+}
+
 uint64_t ffs_name_hash(const char *name, size_t len)
 {
 	uint64_t h = ((uint64_t)ff_crc32c(0x9e3779b9u, name, len) << 32) |

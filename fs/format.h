@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * framefs on-disk format, version 1.  One library (fs/) reads and writes
- * it for the daemon, mkfs, fsck and the admin tool.
+ * framefs on-disk format, versions 1 and 2 (FFS_VERSION_XVALUE below).  One
+ * library (fs/) reads and writes it for the daemon, mkfs, fsck and the
+ * admin tool.
  *
  * The filesystem lives on the RAID engine's two address spaces:
  *
@@ -17,7 +18,8 @@
  *    sbitmap_start      data-stripe allocation bitmap
  *    mbitmap_start      pool-block allocation bitmap
  *    csum_start         data checksum table: per data stripe, owner and crc32c of each chunk
- *    pool_start..       B+tree nodes (directories, extent maps), xattr and symlink blocks
+ *    pool_start..       B+tree nodes (directories, extent maps), xattr, xattr value and
+ *                       symlink blocks
  *
  *  DATA (RAID5/6): file data, allocated in whole stripes and written only as
  *    full stripes to stripes that hold no live data (copy-on-write), so a
@@ -38,7 +40,16 @@
 #include "io/ff_common.h"
 
 #define FFS_BLOCK 4096u
+/*
+ * Versions: mkfs writes FFS_VERSION.  A volume is raised to
+ * FFS_VERSION_XVALUE the first time an xattr value is stored in its own
+ * blocks (xattr.c): code that knows version 1 only refuses it then, rather
+ * than misreading an entry it cannot parse (and its fsck dropping the
+ * attributes).  A version 1 volume is a valid version 2 one.
+ */
 #define FFS_VERSION 1u
+#define FFS_VERSION_XVALUE 2u
+#define FFS_VERSION_MAX FFS_VERSION_XVALUE
 #define FFS_SB_MAGIC 0x3153465a454d4152ull /* "RAMEZFS1" */
 /*
  * Superblock copies.  META is mirrored in 64 KiB chunks (16 blocks), chunk c
@@ -78,7 +89,7 @@ enum ffs_sb_flags {
 #define FFS_ROOT_INO 1ull
 #define FFS_NAME_MAX 255u
 #define FFS_SYMLINK_MAX 4095u /* PATH_MAX - 1: a block's 4064 bytes, the rest inline */
-#define FFS_XATTR_BYTES_MAX (FFS_BLOCK - 32u)
+#define FFS_XATTR_BYTES_MAX (FFS_BLOCK - 32u) /* entries in one xattr block */
 
 enum ffs_btype {
 	FFS_B_SUPER = 0x42535346,   /* "FSSB" */
@@ -91,6 +102,7 @@ enum ffs_btype {
 	FFS_B_XATTR = 0x52545846,   /* "FXTR" */
 	FFS_B_SYMLINK = 0x4b4e4c46, /* "FLNK" */
 	FFS_B_ORPHAN = 0x4e524f46,  /* "FORN" */
+	FFS_B_XVALUE = 0x4c565846,  /* "FXVL" */
 };
 
 struct ffs_bhdr {
@@ -313,6 +325,29 @@ _Static_assert(sizeof(struct ffs_orphan_block) == FFS_BLOCK, "orphan block");
 
 /* ---- xattr and symlink blocks ---------------------------------------- */
 
+/*
+ * An inode's xattrs: one xattr block of entries (the inode's xattr_block),
+ * each u8 name_len, le16 value_len, name, then either the value (inline)
+ * or, when value_len is FFS_XATTR_VLEN_EXT, a struct ffs_xattr_ext naming
+ * a chain of value blocks that holds it.  Linux allows values of up to
+ * 65536 bytes (XATTR_SIZE_MAX) and Samba's vfs_streams_xattr stores every
+ * SMB alternate data stream as one; a value that lives in its own blocks
+ * is replaced by writing a new chain and switching the entry in the same
+ * transaction, so a crash leaves the old value or the new one.
+ * Version 1 volumes have inline entries only (FFS_VERSION_XVALUE above).
+ */
+#define FFS_XATTR_NAME_MAX 255u
+#define FFS_XATTR_VALUE_MAX 65536u      /* XATTR_SIZE_MAX */
+#define FFS_XATTR_VLEN_EXT 0xffffu      /* value_len of an entry whose value is in a chain */
+/* Values up to this many bytes are kept inline (Samba's DOSATTRIB, the
+ * Finder's AfpInfo, most ACLs), larger ones in a chain: one large value
+ * cannot use up the block that holds every name. */
+#define FFS_XATTR_INLINE_MAX 1024u
+/* Value bytes one inode may hold, inline and in chains: sixteen values of
+ * the largest size.  Beyond it, and when the xattr block has no room for
+ * another entry, a set answers ENOSPC. */
+#define FFS_XATTR_TOTAL_MAX (16u * FFS_XATTR_VALUE_MAX)
+
 struct ffs_xattr_block {
 	struct ffs_bhdr h;
 	le64 owner;
@@ -321,6 +356,42 @@ struct ffs_xattr_block {
 	uint8_t data[FFS_BLOCK - 32]; /* entries: u8 name_len, le16 value_len, name, value */
 };
 _Static_assert(sizeof(struct ffs_xattr_block) == FFS_BLOCK, "xattr block");
+_Static_assert(FFS_XATTR_BYTES_MAX == sizeof(((struct ffs_xattr_block *)0)->data), "xattr entries");
+_Static_assert(FFS_XATTR_BYTES_MAX < FFS_XATTR_VLEN_EXT, "no inline value has the chain mark's length");
+
+struct __attribute__((packed)) ffs_xattr_ext {
+	le32 len;               /* value bytes, 1..FFS_XATTR_VALUE_MAX */
+	le64 first;             /* first value block */
+};
+_Static_assert(sizeof(struct ffs_xattr_ext) == 12, "external value reference");
+
+/* A piece of one value: blocks seq 0, 1, ... linked by next (0 ends it). */
+struct ffs_xvalue_block {
+	struct ffs_bhdr h;
+	le64 owner;             /* inode */
+	le64 next;              /* next value block, 0 = last */
+	le32 len;               /* value bytes in this block */
+	le32 seq;               /* place in the chain: a block linked twice or out of order shows */
+	uint8_t data[FFS_BLOCK - 40];
+};
+_Static_assert(sizeof(struct ffs_xvalue_block) == FFS_BLOCK, "xattr value block");
+#define FFS_XVALUE_BYTES ((uint32_t)sizeof(((struct ffs_xvalue_block *)0)->data))
+#define FFS_XVALUE_BLOCKS_MAX ((FFS_XATTR_VALUE_MAX + FFS_XVALUE_BYTES - 1) / FFS_XVALUE_BYTES)
+_Static_assert(FFS_XVALUE_BLOCKS_MAX == 17, "a 64 KiB value takes 17 value blocks");
+_Static_assert(FFS_XATTR_INLINE_MAX + 3 + FFS_XATTR_NAME_MAX <= FFS_XATTR_BYTES_MAX,
+	       "an inline value always fits an empty xattr block");
+
+/* One entry of an xattr block, parsed and bounded: data[pos..used). */
+struct ffs_xattr_ent {
+	const uint8_t *name;
+	size_t name_len;
+	size_t value_len;
+	const uint8_t *value;   /* inline value, or NULL: in the chain at first */
+	uint64_t first;
+	size_t size;            /* bytes of the entry */
+};
+/* 0, or -EUCLEAN when the entry at pos does not fit or is malformed. */
+int ffs_xattr_parse(const uint8_t *data, size_t used, size_t pos, struct ffs_xattr_ent *e);
 
 struct ffs_symlink_block {
 	struct ffs_bhdr h;

@@ -171,7 +171,7 @@ static int check_super(const struct ffs *fs, const struct ffs_super *sb, struct 
 		ff_err_set(err, "no framefs magic");
 		return -EINVAL;
 	}
-	if (ff_le32(sb->version) != FFS_VERSION) {
+	if (ff_le32(sb->version) < FFS_VERSION || ff_le32(sb->version) > FFS_VERSION_MAX) {
 		ff_err_set(err, "filesystem version %u is not supported", ff_le32(sb->version));
 		return -EINVAL;
 	}

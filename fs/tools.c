@@ -30,6 +30,12 @@ void ffs_tools_set_itable_hwm(struct ffs *fs, uint64_t blocks)
 	fs->sb->itable_hwm = ff_cpu_to_le64(blocks);
 }
 
+void ffs_tools_set_version(struct ffs *fs, uint32_t version)
+{
+	FF_ASSERT(version >= FFS_VERSION && version <= FFS_VERSION_MAX);
+	fs->sb->version = ff_cpu_to_le32(version);
+}
+
 /* The in-memory bitmap `map` and its size in bits (from the superblock). */
 static uint64_t *map_of(const struct ffs *fs, enum ffs_tools_map map, uint64_t *nbits)
 {

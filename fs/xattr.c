@@ -1,10 +1,26 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Extended attributes: one pool block per inode, allocated on the first
- * set and freed with the inode (ffs_xattr_drop).
+ * Extended attributes: one xattr block of entries per inode, allocated on
+ * the first set and freed with the inode (ffs_xattr_drop).  A value of up
+ * to FFS_XATTR_INLINE_MAX bytes sits in its entry; a larger one (up to
+ * 65536 bytes, Linux's XATTR_SIZE_MAX: Samba keeps each SMB alternate data
+ * stream in one) in a chain of value blocks that the entry names
+ * (fs/format.h).  Chains rather than a bigger entry area: a set writes
+ * only the new value's blocks and the entry block, however many other
+ * values the inode holds, so a transaction stays small (a 64 KiB value:
+ * 17 blocks, the entry block, the inode's and a few bitmap blocks: well
+ * within the smallest journal mkfs makes, 64 blocks).
  *
  * Locking: the caller holds fs->lock; a change joins the running
- * transaction.
+ * transaction.  The lock is held from the first block changed to the last
+ * and transactions close only between operations, so the new chain, the
+ * entry that names it and the old chain freed commit together: after a
+ * crash the old value or the new one, never half of either.
+ *
+ * A set checks everything first (limits, room in the entry block, free
+ * pool blocks), then writes the new chain, then switches the entry, then
+ * frees the old chain: a refusal leaves no trace, and a failure writing
+ * the chain gives back what it took.
  */
 #include <errno.h>
 #include <string.h>
@@ -12,24 +28,25 @@
 
 #include "fs/fs_i.h"
 
-/* Entries: u8 name_len, le16 value_len, name, value. */
-static uint8_t *xa_find(struct ffs_xattr_block *xb, const char *name, size_t *vlen)
+static struct ffs_xattr_block *xa_of(struct mbuf *mb)
 {
-	size_t nlen = strlen(name), used = ff_le32(xb->used);
-	uint8_t *p = xb->data;
+	return (struct ffs_xattr_block *)mb->data;
+}
 
-	while (p + 3 <= xb->data + used) {
-		size_t n = p[0], v = (size_t)p[1] | ((size_t)p[2] << 8);
+/* The entry named name: its offset in xb->data, or -ENODATA; -EUCLEAN if
+ * an entry before it is malformed (stop rather than run off). */
+static int xa_find(const struct ffs_xattr_block *xb, const char *name, struct ffs_xattr_ent *e)
+{
+	size_t nlen = strlen(name), used = ff_le32(xb->used), pos = 0;
 
-		if (p + 3 + n + v > xb->data + used)
-			return NULL; /* corrupt length: stop rather than run off */
-		if (n == nlen && memcmp(p + 3, name, n) == 0) {
-			*vlen = v;
-			return p;
-		}
-		p += 3 + n + v;
+	while (pos < used) {
+		if (ffs_xattr_parse(xb->data, used, pos, e) < 0)
+			return -EUCLEAN;
+		if (e->name_len == nlen && memcmp(e->name, name, nlen) == 0)
+			return (int)pos;
+		pos += e->size;
 	}
-	return NULL;
+	return -ENODATA;
 }
 
 static int xa_block(struct ffs *fs, struct finode *fi, bool create, struct mbuf **mb)
@@ -39,7 +56,8 @@ static int xa_block(struct ffs *fs, struct finode *fi, bool create, struct mbuf 
 
 	if (no) {
 		rc = ffs_mb_get(fs, no, FFS_B_XATTR, mb);
-		if (rc == 0 && ff_le64(((struct ffs_xattr_block *)(*mb)->data)->owner) != fi->ino) {
+		if (rc == 0 && (ff_le64(xa_of(*mb)->owner) != fi->ino ||
+				ff_le32(xa_of(*mb)->used) > FFS_XATTR_BYTES_MAX)) {
 			ffs_mb_put(fs, *mb);
 			rc = -EUCLEAN;
 		}
@@ -55,83 +73,280 @@ static int xa_block(struct ffs *fs, struct finode *fi, bool create, struct mbuf 
 		ffs_free_mblock(fs, no);
 		return rc;
 	}
-	((struct ffs_xattr_block *)(*mb)->data)->owner = ff_cpu_to_le64(fi->ino);
+	xa_of(*mb)->owner = ff_cpu_to_le64(fi->ino);
 	ffs_mb_dirty(fs, *mb);
 	fi->d.xattr_block = ff_cpu_to_le64(no);
 	return ffs_istore(fs, fi);
 }
 
+/* ---- value chains ------------------------------------------------------------ */
+
+static uint32_t xv_nblocks(size_t len)
+{
+	return (uint32_t)((len + FFS_XVALUE_BYTES - 1) / FFS_XVALUE_BYTES);
+}
+
+/* Value block seq of inode ino's chain, verified: -EUCLEAN if it is not. */
+static int xv_get(struct ffs *fs, uint64_t ino, uint64_t no, uint32_t seq, struct mbuf **mb)
+{
+	const struct ffs_xvalue_block *xv;
+	int rc = ffs_mb_get(fs, no, FFS_B_XVALUE, mb);
+
+	if (rc < 0)
+		return rc;
+	xv = (const struct ffs_xvalue_block *)(*mb)->data;
+	if (ff_le64(xv->owner) != ino || ff_le32(xv->seq) != seq || ff_le32(xv->len) == 0 ||
+	    ff_le32(xv->len) > FFS_XVALUE_BYTES) {
+		ffs_mb_put(fs, *mb);
+		ff_log(FF_LOG_ERR, "inode %llu: xattr value block %llu is not part %u of its value; "
+		       "run fsck.framefs", (unsigned long long)ino, (unsigned long long)no, seq);
+		return -EUCLEAN;
+	}
+	return 0;
+}
+
+/* Copy the chain of e into val (e->value_len bytes, or just check it). */
+static int xv_read(struct ffs *fs, uint64_t ino, const struct ffs_xattr_ent *e, uint8_t *val)
+{
+	uint64_t no = e->first;
+	size_t done = 0;
+
+	for (uint32_t seq = 0; seq < xv_nblocks(e->value_len); seq++) {
+		const struct ffs_xvalue_block *xv;
+		struct mbuf *mb;
+		int rc = no ? xv_get(fs, ino, no, seq, &mb) : -EUCLEAN;
+
+		if (rc < 0)
+			return rc;
+		xv = (const struct ffs_xvalue_block *)mb->data;
+		if (done + ff_le32(xv->len) > e->value_len) {
+			ffs_mb_put(fs, mb);
+			return -EUCLEAN;
+		}
+		if (val)
+			memcpy(val + done, xv->data, ff_le32(xv->len));
+		done += ff_le32(xv->len);
+		no = ff_le64(xv->next);
+		ffs_mb_put(fs, mb);
+	}
+	return done == e->value_len && no == 0 ? 0 : -EUCLEAN;
+}
+
+/* Free the chain starting at first (its blocks read for their links).  A
+ * broken link leaves the rest allocated for fsck to find: the entry is
+ * already gone, so the caller's change stands. */
+static void xv_free(struct ffs *fs, uint64_t ino, uint64_t first)
+{
+	uint64_t no = first;
+
+	for (uint32_t seq = 0; no && seq < FFS_XVALUE_BLOCKS_MAX; seq++) {
+		struct mbuf *mb;
+		uint64_t next;
+
+		if (xv_get(fs, ino, no, seq, &mb) < 0)
+			return;
+		next = ff_le64(((const struct ffs_xvalue_block *)mb->data)->next);
+		ffs_mb_put(fs, mb);
+		if (ffs_free_mblock(fs, no) < 0)
+			return;
+		no = next;
+	}
+}
+
+/* Write val (size > 0) to a new chain; *first names it.  On failure every
+ * block taken is given back. */
+static int xv_write(struct ffs *fs, uint64_t ino, const uint8_t *val, size_t size, uint64_t *first)
+{
+	uint64_t no[FFS_XVALUE_BLOCKS_MAX];
+	uint32_t n = xv_nblocks(size), i;
+	int rc = 0;
+
+	FF_ASSERT(size > 0 && n <= FFS_XVALUE_BLOCKS_MAX);
+	for (i = 0; i < n && rc == 0; i++)
+		rc = ffs_alloc_mblock(fs, &no[i]);
+	if (rc < 0)
+		n = i - 1; /* the ones taken */
+	for (i = 0; i < n && rc == 0; i++) {
+		size_t off = (size_t)i * FFS_XVALUE_BYTES, len = FF_MIN(size - off, FFS_XVALUE_BYTES);
+		struct ffs_xvalue_block *xv;
+		struct mbuf *mb;
+
+		rc = ffs_mb_new(fs, no[i], FFS_B_XVALUE, &mb);
+		if (rc < 0)
+			break;
+		xv = (struct ffs_xvalue_block *)mb->data;
+		xv->owner = ff_cpu_to_le64(ino);
+		xv->next = ff_cpu_to_le64(i + 1 < n ? no[i + 1] : 0);
+		xv->len = ff_cpu_to_le32((uint32_t)len);
+		xv->seq = ff_cpu_to_le32(i);
+		memcpy(xv->data, val + off, len);
+		ffs_mb_dirty(fs, mb);
+		ffs_mb_put(fs, mb);
+	}
+	if (rc < 0) { /* blocks written so far stay in the transaction, unreferenced and free */
+		for (i = 0; i < n; i++)
+			ffs_free_mblock(fs, no[i]);
+		return rc;
+	}
+	*first = no[0];
+	return 0;
+}
+
+/* The first chain on a volume raises it to FFS_VERSION_XVALUE (format.h),
+ * on both superblock groups, before any chain can be committed: code that
+ * reads version 1 only then refuses the volume instead of misreading it. */
+static int xv_feature(struct ffs *fs)
+{
+	int rc;
+
+	if (ff_le32(fs->sb->version) >= FFS_VERSION_XVALUE)
+		return 0;
+	fs->sb->version = ff_cpu_to_le32(FFS_VERSION_XVALUE);
+	rc = ffs_super_write(fs);
+	if (rc == 0)
+		rc = ffs_super_write(fs);
+	if (rc < 0)
+		fs->sb->version = ff_cpu_to_le32(FFS_VERSION);
+	else
+		ff_log(FF_LOG_INFO, "filesystem raised to version %u: xattr values over %u bytes",
+		       FFS_VERSION_XVALUE, FFS_XATTR_INLINE_MAX);
+	return rc;
+}
+
+/* ---- the operations ------------------------------------------------------------ */
+
 int ffs_xattr_get(struct ffs *fs, struct finode *fi, const char *name, void *val, size_t size)
 {
+	struct ffs_xattr_ent e;
 	struct mbuf *mb;
-	size_t vlen;
-	uint8_t *e;
 	int rc = xa_block(fs, fi, false, &mb);
 
 	if (rc < 0)
 		return rc;
-	e = xa_find((struct ffs_xattr_block *)mb->data, name, &vlen);
-	if (!e)
-		rc = -ENODATA;
-	else if (size == 0)
-		rc = (int)vlen;
-	else if (size < vlen)
-		rc = -ERANGE;
-	else {
-		memcpy(val, e + 3 + e[0], vlen);
-		rc = (int)vlen;
+	rc = xa_find(xa_of(mb), name, &e);
+	if (rc >= 0) {
+		if (size == 0)
+			rc = (int)e.value_len;
+		else if (size < e.value_len)
+			rc = -ERANGE;
+		else if (e.value)
+			rc = (memcpy(val, e.value, e.value_len), (int)e.value_len);
+		else if ((rc = xv_read(fs, fi->ino, &e, val)) == 0)
+			rc = (int)e.value_len;
 	}
 	ffs_mb_put(fs, mb);
 	return rc;
 }
 
-static void xa_cut(struct ffs_xattr_block *xb, uint8_t *e, size_t vlen)
+static void xa_cut(struct ffs_xattr_block *xb, size_t pos, size_t len)
 {
-	size_t len = 3 + e[0] + vlen, used = ff_le32(xb->used);
-	size_t tail = used - (size_t)(e - xb->data) - len;
+	size_t used = ff_le32(xb->used);
 
-	memmove(e, e + len, tail);
+	FF_ASSERT(pos + len <= used);
+	memmove(xb->data + pos, xb->data + pos + len, used - pos - len);
 	xb->used = ff_cpu_to_le32((uint32_t)(used - len));
 	xb->count = ff_cpu_to_le32(ff_le32(xb->count) - 1);
 }
 
-int ffs_xattr_set(struct ffs *fs, struct finode *fi, const char *name, const void *val, size_t size,
-	      int flags)
+static void xa_append(struct ffs_xattr_block *xb, const char *name, const void *val, size_t size,
+		      uint64_t first)
 {
-	size_t nlen = strlen(name), vlen, used;
-	struct ffs_xattr_block *xb;
-	struct mbuf *mb;
-	uint8_t *e;
-	int rc;
+	size_t nlen = strlen(name), used = ff_le32(xb->used);
+	size_t vlen = first ? FFS_XATTR_VLEN_EXT : size;
+	uint8_t *p = xb->data + used;
 
-	if (nlen == 0 || nlen > 255)
+	p[0] = (uint8_t)nlen;
+	p[1] = (uint8_t)(vlen & 0xff);
+	p[2] = (uint8_t)(vlen >> 8);
+	memcpy(p + 3, name, nlen);
+	if (first) {
+		struct ffs_xattr_ext x = { ff_cpu_to_le32((uint32_t)size), ff_cpu_to_le64(first) };
+
+		memcpy(p + 3 + nlen, &x, sizeof(x));
+		used += 3 + nlen + sizeof(x);
+	} else {
+		memcpy(p + 3 + nlen, val, size);
+		used += 3 + nlen + size;
+	}
+	FF_ASSERT(used <= FFS_XATTR_BYTES_MAX);
+	xb->used = ff_cpu_to_le32((uint32_t)used);
+	xb->count = ff_cpu_to_le32(ff_le32(xb->count) + 1);
+}
+
+/* Value bytes of every entry, and -EUCLEAN for a malformed block. */
+static int xa_total(const struct ffs_xattr_block *xb, size_t *total)
+{
+	size_t used = ff_le32(xb->used), pos = 0;
+	struct ffs_xattr_ent e;
+
+	*total = 0;
+	while (pos < used) {
+		if (ffs_xattr_parse(xb->data, used, pos, &e) < 0)
+			return -EUCLEAN;
+		*total += e.value_len;
+		pos += e.size;
+	}
+	return 0;
+}
+
+/* May name get a value of size bytes (replacing old, if found)?  0 or why not. */
+static int xa_room(struct ffs *fs, const struct ffs_xattr_block *xb, const struct ffs_xattr_ent *old,
+		   size_t nlen, size_t size)
+{
+	size_t total, esize = 3 + nlen + (size > FFS_XATTR_INLINE_MAX ? sizeof(struct ffs_xattr_ext) : size);
+	int rc = xa_total(xb, &total);
+
+	if (rc < 0)
+		return rc;
+	if (old)
+		total -= old->value_len;
+	if (total + size > FFS_XATTR_TOTAL_MAX)
+		return -ENOSPC;
+	if (ff_le32(xb->used) - (old ? old->size : 0) + esize > FFS_XATTR_BYTES_MAX)
+		return -ENOSPC;
+	if (size > FFS_XATTR_INLINE_MAX && fs->free_mblocks < xv_nblocks(size))
+		return -ENOSPC;
+	return 0;
+}
+
+int ffs_xattr_set(struct ffs *fs, struct finode *fi, const char *name, const void *val, size_t size,
+		  int flags)
+{
+	size_t nlen = strlen(name);
+	struct ffs_xattr_ent e;
+	struct ffs_xattr_block *xb;
+	uint64_t first = 0, old_first = 0;
+	struct mbuf *mb;
+	int rc, pos;
+
+	if (nlen == 0 || nlen > FFS_XATTR_NAME_MAX)
 		return -ERANGE;
-	if (size > 65535 || 3 + nlen + size > sizeof(xb->data))
+	if (size > FFS_XATTR_VALUE_MAX)
 		return -E2BIG;
 	rc = xa_block(fs, fi, true, &mb);
 	if (rc < 0)
 		return rc;
-	xb = (struct ffs_xattr_block *)mb->data;
-	e = xa_find(xb, name, &vlen);
-	if ((flags & XATTR_CREATE) && e)
+	xb = xa_of(mb);
+	pos = xa_find(xb, name, &e);
+	if (pos == -EUCLEAN)
+		rc = pos;
+	else if ((flags & XATTR_CREATE) && pos >= 0)
 		rc = -EEXIST;
-	else if ((flags & XATTR_REPLACE) && !e)
+	else if ((flags & XATTR_REPLACE) && pos < 0)
 		rc = -ENODATA;
-	else if (ff_le32(xb->used) - (e ? 3 + nlen + vlen : 0) + 3 + nlen + size > sizeof(xb->data))
-		rc = -ENOSPC;
+	else
+		rc = xa_room(fs, xb, pos >= 0 ? &e : NULL, nlen, size);
+	if (rc == 0 && size > FFS_XATTR_INLINE_MAX && (rc = xv_feature(fs)) == 0)
+		rc = xv_write(fs, fi->ino, val, size, &first);
 	if (rc == 0) {
-		if (e)
-			xa_cut(xb, e, vlen);
-		used = ff_le32(xb->used);
-		e = xb->data + used;
-		e[0] = (uint8_t)nlen;
-		e[1] = (uint8_t)(size & 0xff);
-		e[2] = (uint8_t)(size >> 8);
-		memcpy(e + 3, name, nlen);
-		memcpy(e + 3 + nlen, val, size);
-		xb->used = ff_cpu_to_le32((uint32_t)(used + 3 + nlen + size));
-		xb->count = ff_cpu_to_le32(ff_le32(xb->count) + 1);
+		if (pos >= 0) {
+			old_first = e.first;
+			xa_cut(xb, (size_t)pos, e.size);
+		}
+		xa_append(xb, name, val, size, first);
 		ffs_mb_dirty(fs, mb);
+		if (old_first)
+			xv_free(fs, fi->ino, old_first);
 	}
 	ffs_mb_put(fs, mb);
 	return rc;
@@ -140,66 +355,74 @@ int ffs_xattr_set(struct ffs *fs, struct finode *fi, const char *name, const voi
 int ffs_xattr_list(struct ffs *fs, struct finode *fi, char *list, size_t size)
 {
 	struct ffs_xattr_block *xb;
+	struct ffs_xattr_ent e;
 	struct mbuf *mb;
-	size_t need = 0, used;
-	uint8_t *p;
+	size_t need = 0, used, pos = 0;
 	int rc = xa_block(fs, fi, false, &mb);
 
 	if (rc == -ENODATA)
 		return 0;
 	if (rc < 0)
 		return rc;
-	xb = (struct ffs_xattr_block *)mb->data;
+	xb = xa_of(mb);
 	used = ff_le32(xb->used);
-	for (p = xb->data; p + 3 <= xb->data + used;) {
-		size_t n = p[0], v = (size_t)p[1] | ((size_t)p[2] << 8);
-
-		if (p + 3 + n + v > xb->data + used)
+	while (rc == 0 && pos < used && ffs_xattr_parse(xb->data, used, pos, &e) == 0) {
+		if (size && need + e.name_len + 1 > size) {
+			rc = -ERANGE;
 			break;
-		if (size && need + n + 1 > size) {
-			ffs_mb_put(fs, mb);
-			return -ERANGE;
 		}
 		if (size) {
-			memcpy(list + need, p + 3, n);
-			list[need + n] = '\0';
+			memcpy(list + need, e.name, e.name_len);
+			list[need + e.name_len] = '\0';
 		}
-		need += n + 1;
-		p += 3 + n + v;
+		need += e.name_len + 1;
+		pos += e.size;
 	}
 	ffs_mb_put(fs, mb);
-	return (int)need;
+	return rc < 0 ? rc : (int)need;
 }
 
 int ffs_xattr_remove(struct ffs *fs, struct finode *fi, const char *name)
 {
-	struct ffs_xattr_block *xb;
+	struct ffs_xattr_ent e;
 	struct mbuf *mb;
-	size_t vlen;
-	uint8_t *e;
-	int rc = xa_block(fs, fi, false, &mb);
+	int rc = xa_block(fs, fi, false, &mb), pos;
 
 	if (rc < 0)
 		return rc;
-	xb = (struct ffs_xattr_block *)mb->data;
-	e = xa_find(xb, name, &vlen);
-	if (!e) {
-		rc = -ENODATA;
-	} else {
-		xa_cut(xb, e, vlen);
+	pos = xa_find(xa_of(mb), name, &e);
+	if (pos >= 0) {
+		xa_cut(xa_of(mb), (size_t)pos, e.size);
 		ffs_mb_dirty(fs, mb);
+		if (e.first)
+			xv_free(fs, fi->ino, e.first);
 	}
 	ffs_mb_put(fs, mb);
-	return rc;
+	return pos < 0 ? pos : 0;
 }
 
+/* Free the xattr block and every value chain it names.  An unreadable
+ * block leaves its chains allocated for fsck to reclaim: the inode goes
+ * regardless. */
 int ffs_xattr_drop(struct ffs *fs, struct finode *fi)
 {
 	uint64_t no = ff_le64(fi->d.xattr_block);
+	struct ffs_xattr_ent e;
+	struct mbuf *mb;
 	int rc;
 
 	if (!no)
 		return 0;
+	if (xa_block(fs, fi, false, &mb) == 0) {
+		const struct ffs_xattr_block *xb = xa_of(mb);
+		size_t used = ff_le32(xb->used);
+
+		for (size_t pos = 0; pos < used && ffs_xattr_parse(xb->data, used, pos, &e) == 0;
+		     pos += e.size)
+			if (e.first)
+				xv_free(fs, fi->ino, e.first);
+		ffs_mb_put(fs, mb);
+	}
 	rc = ffs_free_mblock(fs, no);
 	fi->d.xattr_block = 0;
 	return rc;

@@ -69,6 +69,7 @@ enum problem {
 	PR_2_DUP_STRIPES,
 	PR_2_CSUM_OWNER,
 	PR_2_CSUM_BLOCK,
+	PR_2_VERSION,
 	PR_3_ROOT_BAD,
 	PR_3_ENTRY_BAD,
 	PR_3_ENTRY_NAME,
@@ -197,6 +198,7 @@ struct fsck {
 	uint64_t lpf;             /* /lost+found, 0 = none (yet) */
 	bool lpf_asked;
 	uint64_t itable_scan;     /* inode table blocks pass 2 read */
+	bool xvalue_seen;         /* pass 2 met an xattr value chain (FFS_VERSION_XVALUE) */
 	/* the orphan list as found */
 	bool orphan_block_bad;
 	uint64_t orphan_count;    /* the block's count field */
@@ -210,7 +212,7 @@ struct fsck {
 	struct path_cache *paths; /* directories' entries kept for fsck_path */
 };
 
-enum { POOL_BTREE = 1, POOL_XATTR = 2, POOL_SYMLINK = 3 };
+enum { POOL_BTREE = 1, POOL_XATTR = 2, POOL_SYMLINK = 3, POOL_XVALUE = 4 };
 
 /* ---- passes ---------------------------------------------------------------- */
 

@@ -23,11 +23,44 @@ static int field(struct fsck *c, uint64_t ino, const char *what, uint64_t have, 
 							  .str2 = what, .num = have, .num2 = want });
 }
 
+/* One value's chain (fs/format.h): every block in the pool, claimed once,
+ * this inode's, in order, its lengths adding up to the value's. */
+static const char *xvalue_problem(struct fsck *c, uint64_t ino, const struct ffs_xattr_ent *e)
+{
+	uint64_t no = e->first, other, done = 0;
+
+	for (uint32_t seq = 0; no && seq < FFS_XVALUE_BLOCKS_MAX; seq++) {
+		const struct ffs_xvalue_block *xv;
+		const char *why = NULL;
+		struct mbuf *mb;
+		uint32_t len;
+
+		if (!fsck_pool_contains(c, no))
+			return "names a value block outside the metadata pool";
+		if (!fsck_pool_claim(c, no, ino, POOL_XVALUE, &other))
+			return "names a value block that is used twice";
+		if (ffs_mb_get(c->fs, no, FFS_B_XVALUE, &mb) < 0)
+			return "names a value block with no readable copy";
+		xv = (const struct ffs_xvalue_block *)mb->data;
+		len = ff_le32(xv->len);
+		if (ff_le64(xv->owner) != ino || ff_le32(xv->seq) != seq || len == 0 ||
+		    len > FFS_XVALUE_BYTES || done + len > e->value_len)
+			why = "has a broken value chain";
+		done += len;
+		no = ff_le64(xv->next);
+		ffs_mb_put(c->fs, mb);
+		if (why)
+			return why;
+	}
+	return no || done != e->value_len ? "has a broken value chain" : NULL;
+}
+
 static const char *xattr_problem(struct fsck *c, uint64_t ino, uint64_t blk)
 {
 	const struct ffs_xattr_block *xb;
 	const char *why = NULL;
-	uint64_t other, used, count = 0, pos = 0;
+	uint64_t other, used, count = 0, pos = 0, total = 0;
+	struct ffs_xattr_ent e;
 	struct mbuf *mb;
 
 	if (!fsck_pool_contains(c, blk))
@@ -42,16 +75,23 @@ static const char *xattr_problem(struct fsck *c, uint64_t ino, uint64_t blk)
 		why = "belongs to another inode";
 	else if (used > sizeof(xb->data))
 		why = "is corrupt";
-	while (!why && pos + 3 <= used) { /* u8 name_len, le16 value_len, name, value */
-		uint64_t n = xb->data[pos], v = xb->data[pos + 1] | (uint64_t)xb->data[pos + 2] << 8;
-
-		if (n == 0 || pos + 3 + n + v > used)
+	while (!why && pos < used) { /* u8 name_len, le16 value_len, name, value or chain */
+		if (ffs_xattr_parse(xb->data, used, pos, &e) < 0) {
 			why = "is corrupt";
-		pos += 3 + n + v;
+			break;
+		}
+		if (e.first) {
+			c->xvalue_seen = true;
+			why = xvalue_problem(c, ino, &e);
+		}
+		total += e.value_len;
+		pos += e.size;
 		count++;
 	}
 	if (!why && (pos != used || count != ff_le32(xb->count)))
 		why = "is corrupt";
+	if (!why && total > FFS_XATTR_TOTAL_MAX)
+		why = "holds more value bytes than an inode may";
 	ffs_mb_put(c->fs, mb);
 	return why;
 }
@@ -265,6 +305,17 @@ static void check_hwm(struct fsck *c, uint64_t needed)
 		ffs_tools_set_itable_hwm(c->fs, needed);
 }
 
+/* A value chain on a volume that says version 1 (a superblock rebuilt by
+ * pass 1 says so): code that knows only version 1 must refuse it. */
+static void check_version(struct fsck *c)
+{
+	uint32_t v = ff_le32(c->sb->version);
+
+	if (c->xvalue_seen && v < FFS_VERSION_XVALUE &&
+	    fsck_fix_problem(c, PR_2_VERSION, &(struct pctx){ .num = v, .num2 = FFS_VERSION_XVALUE }))
+		ffs_tools_set_version(c->fs, FFS_VERSION_XVALUE);
+}
+
 /* The orphan list as it is: pass 3 tells the valid orphans, pass 4 fixes it. */
 static void orphans_read(struct fsck *c)
 {
@@ -309,6 +360,8 @@ int fsck_pass2(struct fsck *c)
 	c->itable_scan = limit;
 	if (!c->operr && !c->stop)
 		check_hwm(c, hi);
+	if (!c->operr && !c->stop)
+		check_version(c);
 	if (!c->operr && !c->stop)
 		orphans_read(c);
 	if (!c->operr && !c->stop)

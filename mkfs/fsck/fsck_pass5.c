@@ -63,6 +63,7 @@ static const char *pool_name(uint8_t t, uint32_t *type)
 		[POOL_BTREE] = { FFS_B_BTREE, "B+tree node" },
 		[POOL_XATTR] = { FFS_B_XATTR, "extended attributes" },
 		[POOL_SYMLINK] = { FFS_B_SYMLINK, "symbolic link target" },
+		[POOL_XVALUE] = { FFS_B_XVALUE, "extended attribute value" },
 	};
 
 	*type = k[t].type;

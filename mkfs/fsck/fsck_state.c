@@ -48,6 +48,7 @@ void fsck_state_reset(struct fsck *c)
 	memset(c->pool_owner, 0, c->pool_blocks * sizeof(*c->pool_owner));
 	memset(c->pool_type, 0, c->pool_blocks);
 	c->ndups = 0;
+	c->xvalue_seen = false;
 	edges_free(c);
 	free(c->orphans);
 	c->orphans = NULL;

@@ -304,6 +304,34 @@ static void xattr_bad(struct tool *t, const char *path)
 	commit(t, NULL);
 }
 
+/* The file's first value chain cut after its first block (next = 0). */
+static void xvalue_bad(struct tool *t, const char *path)
+{
+	struct finode *fi = inode(t, path);
+	const struct ffs_xattr_block *xb;
+	struct ffs_xattr_ent e = { 0 };
+	struct mbuf *mb;
+	size_t pos = 0;
+	int rc = ffs_mb_get(t->fs, ff_le64(fi->d.xattr_block), FFS_B_XATTR, &mb);
+
+	if (rc < 0)
+		die("xattr block", rc);
+	xb = (const struct ffs_xattr_block *)mb->data;
+	while (pos < ff_le32(xb->used) && ffs_xattr_parse(xb->data, ff_le32(xb->used), pos, &e) == 0 &&
+	       !e.first)
+		pos += e.size;
+	ffs_mb_put(t->fs, mb);
+	if (!e.first)
+		die("no xattr value chain", -ENOENT);
+	rc = ffs_mb_get(t->fs, e.first, FFS_B_XVALUE, &mb);
+	if (rc < 0)
+		die("xattr value block", rc);
+	((struct ffs_xvalue_block *)mb->data)->next = 0;
+	ffs_mb_dirty(t->fs, mb);
+	ffs_mb_put(t->fs, mb);
+	commit(t, NULL);
+}
+
 static void csum_owner(struct tool *t, const char *path)
 {
 	uint64_t p = first_stripe(t, path);
@@ -564,6 +592,7 @@ static void do_orphan_valid(struct tool *t, char **arg)
 }
 
 static void do_xattr_bad(struct tool *t, char **arg) { xattr_bad(t, arg[0]); }
+static void do_xvalue_bad(struct tool *t, char **arg) { xvalue_bad(t, arg[0]); }
 static void do_journal_pending(struct tool *t, char **arg) { journal_pending(t, arg[0]); }
 
 /* Written with the superblock at the end. */
@@ -630,7 +659,7 @@ static const struct action {
 	{ "sb-torn", 0, do_nothing },             { "no-super", 0, do_nothing },
 	{ "sb-zero-all", 0, do_nothing },         { "sb-offset", 0, do_nothing },
 	{ "sb-disagree", 0, do_nothing },         { "sb-legacy", 0, do_nothing },
-	{ "sb-geometry", 0, do_nothing },
+	{ "sb-geometry", 0, do_nothing },         { "xvalue-bad", 1, do_xvalue_bad },
 	{ "journal-pending-no-super", 1, do_journal_pending },
 };
 

@@ -310,7 +310,7 @@ static void add_region(uint64_t start, uint64_t count, uint32_t type)
 /* Pool blocks in use, each with the type it verifies as. */
 static void add_pool(struct ffs *fs, void *buf)
 {
-	static const uint32_t types[] = { FFS_B_BTREE, FFS_B_XATTR, FFS_B_SYMLINK };
+	static const uint32_t types[] = { FFS_B_BTREE, FFS_B_XATTR, FFS_B_SYMLINK, FFS_B_XVALUE };
 
 	for (uint64_t b = 0; b < base.pool_blocks; b++) {
 		if (!ffs_tools_bit(fs, FFS_TOOLS_POOL, b))
@@ -485,7 +485,7 @@ static void field_span(struct rng *r, uint32_t type, const uint8_t *buf, size_t 
 		*hi = sizeof(struct ffs_bt_node) + (le16toh(count) + 1) * sizeof(struct ffs_bt_ptr);
 		*hi = FF_MIN(*hi, (size_t)FFS_BLOCK);
 	} else if (type == FFS_B_SUPER || type == FFS_B_ORPHAN || type == FFS_B_XATTR ||
-		   type == FFS_B_SYMLINK) {
+		   type == FFS_B_XVALUE || type == FFS_B_SYMLINK) {
 		*hi = below(r, 4) ? 512 : FFS_BLOCK;
 	}
 }

@@ -17,7 +17,8 @@
  * or damaged volume may carry; RAID5, 64 KiB chunks; mkfs's default sizes, or
  * FFSCK_IMAGE_INODES inodes and an FFSCK_IMAGE_JOURNAL-block journal):
  *   /a/f1        1.5 stripes, xattr user.tag
- *   /a/f2        3 stripes
+ *   /a/f2        3 stripes; with FFSCK_IMAGE_XVALUE set, a 64 KiB xattr
+ *                user.stream too (a chain of value blocks, format version 2)
  *   /b/c/f3      100 bytes
  *   /big         8 one-stripe extents with holes between (a B+tree map)
  *   /link        hard link to /a/f1
@@ -80,7 +81,7 @@ static int write_file(struct ffs *fs, uint64_t parent, const char *name, uint64_
 
 static int build_tree(struct ffs *fs)
 {
-	uint64_t stripe = 3ull * CHUNK, f1, fh;
+	uint64_t stripe = 3ull * CHUNK, f1, f2, fh;
 	struct stat a, b, c, st;
 	char longt[301], name[32];
 	int rc = ffs_mkdir(fs, 1, "a", 0755, 0, 0, &a);
@@ -89,7 +90,13 @@ static int build_tree(struct ffs *fs)
 	if (rc == 0) rc = ffs_mkdir(fs, b.st_ino, "c", 0755, 0, 0, &c);
 	if (rc == 0) rc = write_file(fs, a.st_ino, "f1", stripe * 3 / 2, 0, 1, &f1);
 	if (rc == 0) rc = ffs_setxattr(fs, f1, "user.tag", "one", 3, 0);
-	if (rc == 0) rc = write_file(fs, a.st_ino, "f2", stripe * 3, 0, 2, NULL);
+	if (rc == 0) rc = write_file(fs, a.st_ino, "f2", stripe * 3, 0, 2, &f2);
+	if (rc == 0 && getenv("FFSCK_IMAGE_XVALUE")) { /* a 64 KiB value: a chain of value blocks */
+		static uint8_t v[FFS_XATTR_VALUE_MAX];
+
+		pattern(v, sizeof(v), 0, 5);
+		rc = ffs_setxattr(fs, f2, "user.stream", v, sizeof(v), 0);
+	}
 	if (rc == 0) rc = write_file(fs, c.st_ino, "f3", 100, 0, 3, NULL);
 	if (rc == 0) rc = write_file(fs, 1, "big", stripe * 15, stripe * 2, 4, NULL);
 	if (rc == 0) rc = ffs_link(fs, f1, 1, "link", &st);
@@ -358,7 +365,7 @@ static int check_file(struct ffs *fs, uint64_t dir, const char *name, const char
 
 static int data_tree(struct ffs *fs)
 {
-	uint64_t stripe = 3ull * CHUNK, f1;
+	uint64_t stripe = 3ull * CHUNK, f1, f2;
 	struct stat a, b, c, st;
 	char buf[512], longt[301], name[32];
 	int rc;
@@ -367,13 +374,21 @@ static int data_tree(struct ffs *fs)
 	    ffs_lookup(fs, b.st_ino, "c", &c) < 0 || !S_ISDIR(a.st_mode) || !S_ISDIR(c.st_mode))
 		return differs("/a, /b/c", "missing or not directories");
 	if ((rc = check_file(fs, a.st_ino, "f1", "/a/f1", stripe * 3 / 2, 0, 1, &f1)) ||
-	    (rc = check_file(fs, a.st_ino, "f2", "/a/f2", stripe * 3, 0, 2, NULL)) ||
+	    (rc = check_file(fs, a.st_ino, "f2", "/a/f2", stripe * 3, 0, 2, &f2)) ||
 	    (rc = check_file(fs, c.st_ino, "f3", "/b/c/f3", 100, 0, 3, NULL)) ||
 	    (rc = check_file(fs, 1, "big", "/big", stripe * 15, stripe * 2, 4, NULL)))
 		return rc;
 	rc = ffs_getxattr(fs, f1, "user.tag", buf, sizeof(buf));
 	if (rc != 3 || memcmp(buf, "one", 3))
 		return differs("/a/f1", "xattr user.tag is not 'one'");
+	if (getenv("FFSCK_IMAGE_XVALUE")) {
+		static uint8_t want[FFS_XATTR_VALUE_MAX], have[FFS_XATTR_VALUE_MAX];
+
+		pattern(want, sizeof(want), 0, 5);
+		rc = ffs_getxattr(fs, f2, "user.stream", have, sizeof(have));
+		if (rc != (int)sizeof(have) || memcmp(have, want, sizeof(have)))
+			return differs("/a/f2", "xattr user.stream is not the 64 KiB pattern");
+	}
 	if (ffs_lookup(fs, 1, "link", &st) < 0 || st.st_ino != f1 || st.st_nlink != 2)
 		return differs("/link", "not the second link of /a/f1");
 	if (ffs_lookup(fs, 1, "sym", &st) < 0 || ffs_readlink(fs, st.st_ino, buf, sizeof(buf)) < 0 ||

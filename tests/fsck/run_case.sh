@@ -10,6 +10,7 @@
 # with the run's exit status.  UPDATE=1 rewrites the expected files instead.
 # OPTIONS, space-separated:
 #   inodes=N journal=N  build the volume with mkfs -N N / -J N
+#   xvalue        /a/f2 gets a 64 KiB xattr (user.stream), held in value blocks
 #   mount-first   before fsck, the damaged volume must mount and hold the
 #                 tree exactly as built (ffsck-image data)
 #   data          after the repairs, before verify: the tree exactly as built
@@ -24,6 +25,7 @@ for o in $options; do
 	case $o in
 	inodes=*) export FFSCK_IMAGE_INODES=${o#inodes=} ;;
 	journal=*) export FFSCK_IMAGE_JOURNAL=${o#journal=} ;;
+	xvalue) export FFSCK_IMAGE_XVALUE=1 ;;
 	esac
 done
 dir=$(mktemp -d /dev/shm/ffsck-case.XXXXXX) || exit 1

@@ -3,9 +3,12 @@
  * Proves: extended attributes — set, get, list, remove on files,
  * directories and symlinks (l*xattr); XATTR_CREATE/XATTR_REPLACE (EEXIST,
  * ENODATA); the size query and ERANGE for a short buffer; empty and large
- * values; ENOSPC/E2BIG when an inode's attribute space is full, with the
- * attributes already there untouched; persistence across a remount; an
- * inode's attributes vanish with it.
+ * values of every size up to 65536 bytes (XATTR_SIZE_MAX: Samba stores SMB
+ * streams so), 65537 answered E2BIG; sixteen 64 KiB values on one file and
+ * ENOSPC for the next, other names when the entry block is full, with the
+ * attributes already there untouched and room again after a removal; large
+ * replaced by small and back; persistence across a remount; an inode's
+ * attributes (and their value blocks) vanish with it.
  */
 #include <sys/xattr.h>
 
@@ -80,56 +83,145 @@ static void listing(const char *rel, int l)
 	       "%s: removed name gone from the list, others kept", rel);
 }
 
-static void big_values(void)
+/* Values of the sizes Samba's streams_xattr writes: up to 65536 bytes
+ * (XATTR_SIZE_MAX), inline and in value blocks (fs/xattr.c). */
+static const size_t sizes[] = { 0, 1, 1024, 1025, 4000, 4097, 65536 };
+
+static void check_value(const char *path, const char *name, size_t len, int seed)
 {
-	static char val[65536], rd[65536];
-	int made = 0;
+	static char want[65536], rd[65536];
 	ssize_t n;
 
-	IT_MUST(it_make_file(P("big"), 10, 80));
-	it_fill(val, sizeof(val), 81, 0);
-	/* 3000 bytes fits one inode's attribute block */
-	EXPECT_OK(setxattr(P("big"), "user.v3000", val, 3000, 0));
-	n = getxattr(P("big"), "user.v3000", rd, sizeof(rd));
-	EXPECT(n == 3000 && memcmp(rd, val, 3000) == 0, "3000-byte value reads back");
-	/* a value larger than the space left is refused, the others stay */
-	{
-		int rc = setxattr(P("big"), "user.v2000", val, 2000, 0);
+	it_fill(want, len, seed, 0);
+	n = getxattr(path, name, rd, sizeof(rd));
+	EXPECT(n == (ssize_t)len && memcmp(rd, want, len) == 0, "%s %s: %zd bytes, want %zu, same bytes",
+	       path, name, n, len);
+	EXPECT_EQ(getxattr(path, name, NULL, 0), (ssize_t)len);
+}
 
-		EXPECT(rc < 0 && (errno == ENOSPC || errno == E2BIG),
-		       "value beyond the inode's attribute space: %s", rc < 0 ? strerror(errno) : "accepted");
+static void set_value(const char *path, const char *name, size_t len, int seed, int flags)
+{
+	static char val[65536];
+
+	it_fill(val, len, seed, 0);
+	EXPECT_OK(setxattr(path, name, val, len, flags));
+}
+
+static void value_sizes(void)
+{
+	static char val[65537];
+	char name[32], list[512];
+	ssize_t need = 0, n;
+
+	IT_MUST(it_make_file(P("sizes"), 10, 80));
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		snprintf(name, sizeof(name), "user.v%zu", sizes[i]);
+		set_value(P("sizes"), name, sizes[i], 81 + (int)i, XATTR_CREATE);
+		need += (ssize_t)strlen(name) + 1;
 	}
-	{
-		int rc = setxattr(P("big"), "user.huge", val, 65536, 0);
-
-		EXPECT(rc < 0 && (errno == ENOSPC || errno == E2BIG),
-		       "64 KiB value refused: %s", rc < 0 ? strerror(errno) : "accepted");
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		snprintf(name, sizeof(name), "user.v%zu", sizes[i]);
+		check_value(P("sizes"), name, sizes[i], 81 + (int)i);
 	}
-	n = getxattr(P("big"), "user.v3000", rd, sizeof(rd));
-	EXPECT(n == 3000 && memcmp(rd, val, 3000) == 0, "3000-byte value intact after refusals");
-	/* fill with small ones until full, then replace one in place */
-	for (int i = 0; i < 200; i++) {
-		char name[32];
+	n = listxattr(P("sizes"), list, sizeof(list));
+	EXPECT(n == need && listxattr(P("sizes"), NULL, 0) == need, "list of 7 names: %zd bytes, want %zd",
+	       n, need);
+	EXPECT_ERR(listxattr(P("sizes"), list, (size_t)need - 1), ERANGE);
+	EXPECT_ERR(getxattr(P("sizes"), "user.v65536", val, 65535), ERANGE);
+	/* one byte past XATTR_SIZE_MAX: E2BIG (the kernel's answer, as on XFS or btrfs) */
+	EXPECT_ERR(setxattr(P("sizes"), "user.over", val, 65537, 0), E2BIG);
+	EXPECT_ERR(getxattr(P("sizes"), "user.over", NULL, 0), ENODATA);
+	/* a large value replaced by a small one and back; inline to a chain and back */
+	set_value(P("sizes"), "user.v65536", 10, 90, XATTR_REPLACE);
+	check_value(P("sizes"), "user.v65536", 10, 90);
+	set_value(P("sizes"), "user.v65536", 65536, 91, XATTR_REPLACE);
+	check_value(P("sizes"), "user.v65536", 65536, 91);
+	set_value(P("sizes"), "user.v1", 30000, 92, XATTR_REPLACE);
+	check_value(P("sizes"), "user.v1", 30000, 92);
+	set_value(P("sizes"), "user.v4097", 4096, 93, XATTR_REPLACE);
+	check_value(P("sizes"), "user.v4097", 4096, 93);
+	EXPECT_OK(removexattr(P("sizes"), "user.v4000"));
+	EXPECT_ERR(getxattr(P("sizes"), "user.v4000", NULL, 0), ENODATA);
+	/* a name longer than XATTR_NAME_MAX */
+	{
+		char lname[300] = "user.";
 
-		snprintf(name, sizeof(name), "user.s%03d", i);
-		if (setxattr(P("big"), name, val + i, 16, 0) < 0) {
-			EXPECT(errno == ENOSPC || errno == E2BIG, "filling: %s", strerror(errno));
+		memset(lname + 5, 'n', 280);
+		lname[285] = '\0';
+		EXPECT_ERR(setxattr(P("sizes"), lname, "v", 1, 0), ERANGE);
+	}
+}
+
+/* Sixteen 64 KiB streams fit one file (FFS_XATTR_TOTAL_MAX), the
+ * seventeenth answers ENOSPC with the others intact; removing one makes
+ * room for it. */
+static void many_streams(void)
+{
+	char name[32];
+	int made = 0;
+
+	IT_MUST(it_make_file(P("streams"), 1, 84));
+	for (int i = 0; i < 40; i++) {
+		static char val[65536];
+
+		snprintf(name, sizeof(name), "user.stream%02d", i);
+		it_fill(val, sizeof(val), 100 + i, 0);
+		if (setxattr(P("streams"), name, val, sizeof(val), 0) < 0) {
+			EXPECT(errno == ENOSPC, "stream %d refused with %s, want ENOSPC", i, strerror(errno));
 			break;
 		}
 		made++;
 	}
-	EXPECT(made > 10, "small attributes fit next to the large one (%d)", made);
-	EXPECT_OK(setxattr(P("big"), "user.s000", "new!new!new!new!", 16, XATTR_REPLACE));
-	n = getxattr(P("big"), "user.s000", rd, sizeof(rd));
-	EXPECT(n == 16 && memcmp(rd, "new!new!new!new!", 16) == 0, "replace in a full block");
-	/* a name longer than XATTR_NAME_MAX */
+	EXPECT(made == 16, "64 KiB streams on one file: %d, want 16", made);
+	EXPECT_ERR(getxattr(P("streams"), "user.stream16", NULL, 0), ENODATA);
+	check_value(P("streams"), "user.stream00", 65536, 100);
+	check_value(P("streams"), "user.stream15", 65536, 115);
+	EXPECT_OK(removexattr(P("streams"), "user.stream03"));
+	set_value(P("streams"), "user.stream16", 65536, 116, XATTR_CREATE);
+	check_value(P("streams"), "user.stream16", 65536, 116);
+	EXPECT_ERR(setxattr(P("streams"), "user.stream17", "x", 1, 0), ENOSPC);
+	EXPECT_OK(setxattr(P("streams"), "user.stream16", "x", 1, XATTR_REPLACE));
+	EXPECT_OK(setxattr(P("streams"), "user.small", "x", 1, 0));
 	{
-		char name[300] = "user.";
+		static char val[65536];
 
-		memset(name + 5, 'n', 280);
-		name[285] = '\0';
-		EXPECT_ERR(setxattr(P("big"), name, "v", 1, 0), ERANGE);
+		it_fill(val, sizeof(val), 116, 0);
+		EXPECT_ERR(setxattr(P("streams"), "user.stream16", val, sizeof(val), XATTR_REPLACE), ENOSPC);
 	}
+	{
+		char c = 0;
+
+		EXPECT(getxattr(P("streams"), "user.stream16", &c, 1) == 1 && c == 'x',
+		       "a refused replace keeps the value it had");
+	}
+	EXPECT_OK(removexattr(P("streams"), "user.small"));
+	set_value(P("streams"), "user.stream16", 65536, 116, XATTR_REPLACE);
+}
+
+/* Small attributes until the entry block is full: ENOSPC, the others
+ * intact, a replace in the full block and a remove that makes room. */
+static void many_names(void)
+{
+	static char val[64];
+	char name[32];
+	int made = 0;
+
+	IT_MUST(it_make_file(P("names"), 1, 85));
+	it_fill(val, sizeof(val), 86, 0);
+	for (int i = 0; i < 400; i++) {
+		snprintf(name, sizeof(name), "user.s%03d", i);
+		if (setxattr(P("names"), name, val + i % 32, 16, 0) < 0) {
+			EXPECT(errno == ENOSPC, "filling: %s, want ENOSPC", strerror(errno));
+			break;
+		}
+		made++;
+	}
+	EXPECT(made > 100 && made < 400, "16-byte attributes on one file: %d", made);
+	EXPECT_OK(setxattr(P("names"), "user.s000", "new!new!new!new!", 16, XATTR_REPLACE));
+	EXPECT_ERR(setxattr(P("names"), "user.s999", val, 16, 0), ENOSPC);
+	EXPECT_OK(removexattr(P("names"), "user.s001"));
+	EXPECT_OK(setxattr(P("names"), "user.s999", val, 16, 0));
+	EXPECT(listxattr(P("names"), NULL, 0) == (ssize_t)made * 10, "list of %d names", made);
 }
 
 static void it_run(void)
@@ -151,7 +243,9 @@ static void it_run(void)
 		EXPECT_ERR(getxattr(P("link"), "trusted.a", buf, sizeof(buf)), ENODATA);
 		EXPECT_ERR(lsetxattr(P("link"), "user.a", "x", 1, 0), EPERM);
 	}
-	big_values();
+	value_sizes();
+	many_streams();
+	many_names();
 	/* a removed file's attributes go with it: a new file of the same name has none */
 	IT_MUST(it_make_file(P("tmp"), 1, 83));
 	EXPECT_OK(setxattr(P("tmp"), "user.x", "1", 1, 0));
@@ -164,22 +258,43 @@ static void it_run(void)
 static void it_verify(void)
 {
 	char buf[4096];
-	static char val[65536];
 	ssize_t n;
 
-	it_fill(val, sizeof(val), 81, 0);
 	n = getxattr(P("file"), "user.a", buf, sizeof(buf));
 	EXPECT(n == 14 && memcmp(buf, "replaced value", 14) == 0, "file user.a after remount");
 	n = getxattr(P("dir"), "trusted.t", buf, sizeof(buf));
 	EXPECT(n == 1 && buf[0] == 'T', "dir trusted.t after remount");
 	EXPECT_EQ(lgetxattr(P("link"), "trusted.empty", buf, sizeof(buf)), 0);
 	EXPECT_ERR(getxattr(P("file"), "user.b", buf, sizeof(buf)), ENODATA);
-	n = getxattr(P("big"), "user.v3000", buf, sizeof(buf));
-	EXPECT(n == 3000 && memcmp(buf, val, 3000) == 0, "3000-byte value after remount");
-	n = getxattr(P("big"), "user.s000", buf, sizeof(buf));
+	check_value(P("sizes"), "user.v0", 0, 81);
+	check_value(P("sizes"), "user.v1", 30000, 92);
+	check_value(P("sizes"), "user.v1024", 1024, 83);
+	check_value(P("sizes"), "user.v1025", 1025, 84);
+	check_value(P("sizes"), "user.v4097", 4096, 93);
+	check_value(P("sizes"), "user.v65536", 65536, 91);
+	EXPECT_ERR(getxattr(P("sizes"), "user.v4000", NULL, 0), ENODATA);
+	for (int i = 0; i <= 16; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "user.stream%02d", i);
+		if (i == 3)
+			EXPECT_ERR(getxattr(P("streams"), name, NULL, 0), ENODATA);
+		else
+			check_value(P("streams"), name, 65536, 100 + i);
+	}
+	n = getxattr(P("names"), "user.s000", buf, sizeof(buf));
 	EXPECT(n == 16 && memcmp(buf, "new!new!new!new!", 16) == 0, "replaced value after remount");
-	n = getxattr(P("big"), "user.s005", buf, sizeof(buf));
-	EXPECT(n == 16 && memcmp(buf, val + 5, 16) == 0, "small value after remount");
+	/* every stream removed: their blocks are free again (fsck -n after this phase) */
+	for (int i = 0; i <= 16; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "user.stream%02d", i);
+		if (i != 3)
+			EXPECT_OK(removexattr(P("streams"), name));
+	}
+	EXPECT_EQ(listxattr(P("streams"), NULL, 0), 0);
+	/* a file with large values goes with its value blocks */
+	EXPECT_OK(unlink(P("sizes")));
 	/* removing everything leaves an empty list */
 	EXPECT_OK(removexattr(P("file"), "user.a"));
 	EXPECT_OK(removexattr(P("file"), "user.empty"));

@@ -12,10 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "fs/ffs.h"
+#include "fs/ffs_tools.h"
 #include "fs/format.h"
 #include "io/fault.h"
 #include "raid/raid.h"
@@ -568,6 +570,50 @@ START_TEST(smallest_pool_many_writers_progress)
 }
 END_TEST
 
+static uint64_t pool_used(struct ffs *fs)
+{
+	uint64_t n = 0, blocks = ff_le64(ffs_tools_super(fs)->pool_blocks);
+
+	for (uint64_t i = 0; i < blocks; i++)
+		n += ffs_tools_bit(fs, FFS_TOOLS_POOL, i);
+	return n;
+}
+
+/* fs/xattr.c: values up to FFS_XATTR_INLINE_MAX stay inline and leave the
+ * volume at version 1; the first larger one goes to value blocks and raises
+ * it to FFS_VERSION_XVALUE, on disk before the chain; replacing or removing
+ * a value gives its blocks back; 65537 bytes is E2BIG. */
+START_TEST(xattr_value_blocks)
+{
+	static uint8_t v[FFS_XATTR_VALUE_MAX + 1], r[FFS_XATTR_VALUE_MAX];
+	struct ffs *fs = mkfs_mount(64, 64 * 1024);
+	uint64_t fh, ino = create(fs, FFS_ROOT_INO, "f", &fh), base;
+
+	for (size_t i = 0; i < sizeof(v); i++)
+		v[i] = (uint8_t)(i * 7 + i / 251);
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	ck_assert_int_eq(ffs_setxattr(fs, ino, "user.inline", v, FFS_XATTR_INLINE_MAX, 0), 0);
+	ck_assert_uint_eq(ff_le32(ffs_tools_super(fs)->version), FFS_VERSION);
+	base = pool_used(fs);
+	ck_assert_int_eq(ffs_setxattr(fs, ino, "user.big", v, FFS_XATTR_VALUE_MAX + 1, 0), -E2BIG);
+	ck_assert_int_eq(ffs_setxattr(fs, ino, "user.big", v, FFS_XATTR_VALUE_MAX, 0), 0);
+	ck_assert_uint_eq(ff_le32(ffs_tools_super(fs)->version), FFS_VERSION_XVALUE);
+	ck_assert_uint_eq(pool_used(fs), base + FFS_XVALUE_BLOCKS_MAX);
+	ck_assert_int_eq(ffs_setxattr(fs, ino, "user.big", v + 1, FFS_XVALUE_BYTES + 1, XATTR_REPLACE), 0);
+	ck_assert_uint_eq(pool_used(fs), base + 2);
+	fs = remount(fs);
+	ck_assert_uint_eq(ff_le32(ffs_tools_super(fs)->version), FFS_VERSION_XVALUE);
+	ck_assert_int_eq(ffs_getxattr(fs, ino, "user.big", r, sizeof(r)), FFS_XVALUE_BYTES + 1);
+	ck_assert_int_eq(memcmp(r, v + 1, FFS_XVALUE_BYTES + 1), 0);
+	ck_assert_int_eq(ffs_getxattr(fs, ino, "user.inline", r, sizeof(r)), FFS_XATTR_INLINE_MAX);
+	ck_assert_int_eq(memcmp(r, v, FFS_XATTR_INLINE_MAX), 0);
+	ck_assert_int_eq(ffs_removexattr(fs, ino, "user.big"), 0);
+	ck_assert_uint_eq(pool_used(fs), base);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	ut_remove_members(NM);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("fs");
@@ -578,6 +624,7 @@ int main(void)
 	ff_log_set_level(getenv("FRAMEFS_LOG") ? FF_LOG_DEBUG : FF_LOG_WARN);
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, small_file_round_trip);
+	tcase_add_test(tc, xattr_value_blocks);
 	tcase_add_test(tc, scrub_finds_and_repairs);
 	tcase_add_test(tc, read_repairs_bad_chunk);
 	tcase_add_test(tc, flush_commits_only_changed_files);

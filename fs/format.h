@@ -340,8 +340,9 @@ _Static_assert(sizeof(struct ffs_orphan_block) == FFS_BLOCK, "orphan block");
 #define FFS_XATTR_VALUE_MAX 65536u      /* XATTR_SIZE_MAX */
 #define FFS_XATTR_VLEN_EXT 0xffffu      /* value_len of an entry whose value is in a chain */
 /* Values up to this many bytes are kept inline (Samba's DOSATTRIB, the
- * Finder's AfpInfo, most ACLs), larger ones in a chain: one large value
- * cannot use up the block that holds every name. */
+ * Finder's AfpInfo, most ACLs) while the xattr block has room, larger ones
+ * (and small ones that no longer fit) in a chain: one large value cannot
+ * use up the block that holds every name. */
 #define FFS_XATTR_INLINE_MAX 1024u
 /* Value bytes one inode may hold, inline and in chains: sixteen values of
  * the largest size.  Beyond it, and when the xattr block has no room for

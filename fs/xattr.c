@@ -2,7 +2,8 @@
 /*
  * Extended attributes: one xattr block of entries per inode, allocated on
  * the first set and freed with the inode (ffs_xattr_drop).  A value of up
- * to FFS_XATTR_INLINE_MAX bytes sits in its entry; a larger one (up to
+ * to FFS_XATTR_INLINE_MAX bytes sits in its entry while the block has room
+ * for it (then in a chain like the others); a larger one (up to
  * 65536 bytes, Linux's XATTR_SIZE_MAX: Samba keeps each SMB alternate data
  * stream in one) in a chain of value blocks that the entry names
  * (fs/format.h).  Chains rather than a bigger entry area: a set writes
@@ -289,11 +290,13 @@ static int xa_total(const struct ffs_xattr_block *xb, size_t *total)
 	return 0;
 }
 
-/* May name get a value of size bytes (replacing old, if found)?  0 or why not. */
+/* May name get a value of size bytes (replacing old, if found), and where:
+ * inline when it is small and its entry fits, else in a chain (*ext), so a
+ * block filled by inline values still takes more names.  0 or why not. */
 static int xa_room(struct ffs *fs, const struct ffs_xattr_block *xb, const struct ffs_xattr_ent *old,
-		   size_t nlen, size_t size)
+		   size_t nlen, size_t size, bool *ext)
 {
-	size_t total, esize = 3 + nlen + (size > FFS_XATTR_INLINE_MAX ? sizeof(struct ffs_xattr_ext) : size);
+	size_t total, room = FFS_XATTR_BYTES_MAX - (ff_le32(xb->used) - (old ? old->size : 0));
 	int rc = xa_total(xb, &total);
 
 	if (rc < 0)
@@ -302,9 +305,10 @@ static int xa_room(struct ffs *fs, const struct ffs_xattr_block *xb, const struc
 		total -= old->value_len;
 	if (total + size > FFS_XATTR_TOTAL_MAX)
 		return -ENOSPC;
-	if (ff_le32(xb->used) - (old ? old->size : 0) + esize > FFS_XATTR_BYTES_MAX)
-		return -ENOSPC;
-	if (size > FFS_XATTR_INLINE_MAX && fs->free_mblocks < xv_nblocks(size))
+	*ext = size > FFS_XATTR_INLINE_MAX || 3 + nlen + size > room;
+	if (3 + nlen + (*ext ? sizeof(struct ffs_xattr_ext) : size) > room)
+		return -ENOSPC; /* not even as a chain: the block is full */
+	if (*ext && fs->free_mblocks < xv_nblocks(size))
 		return -ENOSPC;
 	return 0;
 }
@@ -317,6 +321,7 @@ int ffs_xattr_set(struct ffs *fs, struct finode *fi, const char *name, const voi
 	struct ffs_xattr_block *xb;
 	uint64_t first = 0, old_first = 0;
 	struct mbuf *mb;
+	bool ext = false;
 	int rc, pos;
 
 	if (nlen == 0 || nlen > FFS_XATTR_NAME_MAX)
@@ -335,8 +340,8 @@ int ffs_xattr_set(struct ffs *fs, struct finode *fi, const char *name, const voi
 	else if ((flags & XATTR_REPLACE) && pos < 0)
 		rc = -ENODATA;
 	else
-		rc = xa_room(fs, xb, pos >= 0 ? &e : NULL, nlen, size);
-	if (rc == 0 && size > FFS_XATTR_INLINE_MAX && (rc = xv_feature(fs)) == 0)
+		rc = xa_room(fs, xb, pos >= 0 ? &e : NULL, nlen, size, &ext);
+	if (rc == 0 && ext && (rc = xv_feature(fs)) == 0)
 		rc = xv_write(fs, fi->ino, val, size, &first);
 	if (rc == 0) {
 		if (pos >= 0) {

@@ -198,6 +198,28 @@ static void many_streams(void)
 	set_value(P("streams"), "user.stream16", 65536, 116, XATTR_REPLACE);
 }
 
+/* Small values that no longer fit inline beside others go to value blocks:
+ * an entry block filled by inline values still takes values of any size. */
+static void inline_full(void)
+{
+	char name[32];
+
+	IT_MUST(it_make_file(P("inline"), 1, 87));
+	for (int i = 0; i < 3; i++) {
+		snprintf(name, sizeof(name), "user.i%d", i);
+		set_value(P("inline"), name, 1024, 120 + i, 0);
+	}
+	set_value(P("inline"), "user.i3", 900, 123, 0);  /* the block: 4012 of 4064 bytes */
+	set_value(P("inline"), "user.more", 900, 124, 0);
+	set_value(P("inline"), "user.i1", 1000, 125, XATTR_REPLACE);
+	set_value(P("inline"), "user.i3", 65536, 126, XATTR_REPLACE);
+	set_value(P("inline"), "user.i1", 1024, 121, XATTR_REPLACE);
+	check_value(P("inline"), "user.i0", 1024, 120);
+	check_value(P("inline"), "user.i1", 1024, 121);
+	check_value(P("inline"), "user.i3", 65536, 126);
+	check_value(P("inline"), "user.more", 900, 124);
+}
+
 /* Small attributes until the entry block is full: ENOSPC, the others
  * intact, a replace in the full block and a remove that makes room. */
 static void many_names(void)
@@ -246,6 +268,7 @@ static void it_run(void)
 	value_sizes();
 	many_streams();
 	many_names();
+	inline_full();
 	/* a removed file's attributes go with it: a new file of the same name has none */
 	IT_MUST(it_make_file(P("tmp"), 1, 83));
 	EXPECT_OK(setxattr(P("tmp"), "user.x", "1", 1, 0));
@@ -282,6 +305,9 @@ static void it_verify(void)
 		else
 			check_value(P("streams"), name, 65536, 100 + i);
 	}
+	check_value(P("inline"), "user.i2", 1024, 122);
+	check_value(P("inline"), "user.i3", 65536, 126);
+	check_value(P("inline"), "user.more", 900, 124);
 	n = getxattr(P("names"), "user.s000", buf, sizeof(buf));
 	EXPECT(n == 16 && memcmp(buf, "new!new!new!new!", 16) == 0, "replaced value after remount");
 	/* every stream removed: their blocks are free again (fsck -n after this phase) */

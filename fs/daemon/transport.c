@@ -1,6 +1,25 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The FUSE transport (transport.h).  io_uring needs three things, checked
+ * The FUSE transport (transport.h).
+ *
+ * /dev/fuse is the default and io_uring is asked for with -o
+ * transport=io_uring, for two reasons measured on 2026-12-01 (libfuse
+ * 3.18.3, kernel 6.18, 2 cores; bench/NOTES.md):
+ *  - it is not faster for framefs: libfuse serves each CPU's queue from one
+ *    thread that runs the handler, so a handler that waits or copies a
+ *    stripe holds up its CPU's queue (one reader: 2900-3400 MB/s against
+ *    3700-4200 over /dev/fuse; creates about half as fast), and a read
+ *    costs one copy more (from the stripe cache into the ring's buffer,
+ *    where /dev/fuse's writev copies straight from the cache);
+ *  - SIGTERM with requests in flight: libfuse stops the ring by cancelling
+ *    its threads, in the middle of a handler if one runs, and frees the
+ *    ring's buffers without waiting for unanswered requests.  The test
+ *    sigterm-busy-clean hung the daemon 3 times in 5 over io_uring (once
+ *    fsck found damage); handing the handlers to workers (which kept the
+ *    buffers alive through a thread-exit destructor) still hung.
+ * It stays selectable for measurements and for a libfuse that fixes both.
+ *
+ * io_uring needs three things, checked
  * here in the order a user can fix them: libfuse >= 3.18 in the build, the
  * kernel's fuse.enable_uring parameter on, and io_uring open to this user
  * (kernel.io_uring_disabled).  A ring that still fails to start is reported
@@ -76,8 +95,9 @@ int ffs_transport_choose(struct fuse_args *args, const char *want, unsigned dept
 		fprintf(stderr, "framefs: uring_depth=%u: give 1 to %u\n", depth, FFS_URING_DEPTH_MAX);
 		return -EINVAL;
 	}
-	if (want && strcmp(want, "dev") == 0) {
-		snprintf(t->why_dev, sizeof(t->why_dev), "transport=dev was asked for");
+	if (!want || strcmp(want, "dev") == 0) {
+		snprintf(t->why_dev, sizeof(t->why_dev), "%s", want ? "transport=dev was asked for" :
+			 "the default (transport=io_uring asks for FUSE over io_uring)");
 		return 0;
 	}
 	blocker = uring_blocker();

@@ -36,9 +36,10 @@ struct ffs_transport {
 extern struct ffs_transport ffs_transport;
 
 /*
- * Decide the transport: want is "io_uring" (the default where libfuse can)
- * or "dev".  Adds libfuse's io_uring options to args when io_uring is
- * possible; otherwise records why not.  Returns 0, or -EINVAL for a bad
+ * Decide the transport: want is NULL or "dev" (the default: /dev/fuse) or
+ * "io_uring" (transport.c says why it is not the default).  Adds libfuse's
+ * io_uring options to args when io_uring is asked for and possible;
+ * otherwise records why not.  Returns 0, or -EINVAL for a bad
  * want or depth (the message is printed).
  */
 int ffs_transport_choose(struct fuse_args *args, const char *want, unsigned depth);

@@ -65,10 +65,10 @@ fetch_fuse() {
 	echo "libfuse: $ver from Debian's source package (subprojects/fuse3)"
 }
 
-# The kernel's side of FUSE over io_uring and of large requests: both are
-# off by default.  fuse.enable_uring lets a daemon serve FUSE over io_uring;
-# fs.fuse.max_pages_limit lifts requests from 1 MiB to 4 MiB, so a
-# full-stripe write arrives as one request.  Runtime settings only: a boot
+# The kernel's side of large requests and of FUSE over io_uring: both are
+# off by default.  fs.fuse.max_pages_limit lifts requests from 1 MiB to
+# 4 MiB, so a full-stripe write arrives as one request; fuse.enable_uring
+# lets framefs -o transport=io_uring serve FUSE over io_uring.  Runtime settings only: a boot
 # sets them back (README: how to keep them).
 kernel_fuse() {
 	if [ -w /sys/module/fuse/parameters/enable_uring ]; then
@@ -107,7 +107,7 @@ test)
 	install_deps
 	fetch_fuse
 	build build --buildtype=release -Dwerror=true
-	kernel_fuse # the release run over io_uring; fuse-transport tries the other settings
+	kernel_fuse # 4 MiB requests in the release run; fuse-transport tries the other settings
 	meson test -C build --print-errorlogs --num-processes 1 --timeout-multiplier 2
 	# The same suite under AddressSanitizer and UndefinedBehaviorSanitizer,
 	# optimised (-O2 -g: a quarter faster than -O0 here, with the same

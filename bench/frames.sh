@@ -37,7 +37,8 @@
 #   FRAMEFS_BUILD       build dir holding mkfs.framefs, framefs (and framefs-frametest,
 #                       framefs-createrate)
 #   FRAMEFS_OPTS        -o options for every framefs mount (default none)
-#   FRAMEFS_DEV_OPTS=transport=dev  -o options added for the ff5dev row (framefs over /dev/fuse)
+#   FRAMEFS_URING_OPTS=transport=io_uring  -o options added for the ff5uring row (framefs over
+#                       FUSE io_uring; ff5 is its default, /dev/fuse)
 #   URING_DEPTH         io_uring queue depth per CPU for the io_uring rows: io_uring_q_depth=N
 #                       for libfuse 3.18's examples, uring_depth=N for framefs (default: each
 #                       one's own default)
@@ -58,7 +59,7 @@
 #   PHASE_TIMEOUT=300   seconds one phase (a fio run, a mkfs, a mount) may take; a framefs
 #                       phase that takes longer fails its row (its daemon is killed if it hangs)
 #   ONLY="pt314 ff5"    run only these rows (raw4 raw6 null314 null318 pt314 hp318 btrfs5 btrfs6
-#                       ff5 ff5dev ff6; null and pt are null314 and pt314), in this order
+#                       ff5 ff5uring ff6; null and pt are null314 and pt314), in this order
 #                       (rotated each run); a row may repeat
 # Needs root, fio, btrfs-progs, util-linux, fuse3, libfuse3-dev (its examples), a C compiler;
 # for the 3.18 rows meson, ninja, a C++ compiler, liburing-dev and libnuma-dev.
@@ -90,7 +91,7 @@ FRAMEFS_MEMBERS=${FRAMEFS_MEMBERS:-loop}
 PT_OPTS=${PT_OPTS:-cache=never}
 FRAMETEST=${FRAMETEST:-0}
 PHASE_TIMEOUT=${PHASE_TIMEOUT:-300}
-FRAMEFS_DEV_OPTS=${FRAMEFS_DEV_OPTS-transport=dev}
+FRAMEFS_URING_OPTS=${FRAMEFS_URING_OPTS-transport=io_uring}
 URING_DEPTH=${URING_DEPTH:-}
 URING=${URING:-1}
 FUSE_MAX_PAGES=${FUSE_MAX_PAGES:-1024}
@@ -775,14 +776,14 @@ printf 'kernel: %s\n' "${KSET[@]}"
 [ "$URING_ON" = 1 ] || echo "kernel: FUSE over io_uring is off: every row runs over /dev/fuse"
 echo
 
-FF_MORE=${URING_DEPTH:+uring_depth=$URING_DEPTH} # framefs's options on its default transport
+FF_MORE=${URING_DEPTH:+,uring_depth=$URING_DEPTH} # framefs's io_uring row: its queue depth
 if [ "$MODE" = ram ]; then
 	ROWS=(raw4 raw6 null314)
 	[ "$HAVE318" = 1 ] && ROWS+=(null318)
 	ROWS+=(pt314)
 	[ "$HAVE318" = 1 ] && ROWS+=(hp318)
 	ROWS+=(btrfs5 btrfs6)
-	[ "$HAVE_FRAMEFS" = 1 ] && ROWS+=(ff5 ff5dev ff6)
+	[ "$HAVE_FRAMEFS" = 1 ] && ROWS+=(ff5 ff5uring ff6)
 else
 	ROWS=(raw4 btrfs5)
 	[ "$HAVE_FRAMEFS" = 1 ] && ROWS+=(ff5)
@@ -815,9 +816,9 @@ for run in $(seq 1 "$RUNS"); do
 				"$S/bin318/passthrough_hp" $HP_OPTS -o "$URING_O" "$S/ptsrc" "$MNT/fs" ;;
 		btrfs5) row_btrfs 5 4 ;;
 		btrfs6) row_btrfs 6 6 ;;
-		ff5) row_framefs 5 4 1 "$run" ff5 "$FF_MORE" ;;
-		ff5dev) row_framefs 5 4 0 "$run" ff5dev "$FRAMEFS_DEV_OPTS" ;;
-		ff6) row_framefs 6 6 0 "$run" ff6 "$FF_MORE" ;;
+		ff5) row_framefs 5 4 1 "$run" ff5 ;;
+		ff5uring) row_framefs 5 4 0 "$run" ff5uring "$FRAMEFS_URING_OPTS$FF_MORE" ;;
+		ff6) row_framefs 6 6 0 "$run" ff6 ;;
 		esac
 		ROWTIME[$r]=$((${ROWTIME[$r]:-0} + $(date +%s) - t))
 	done
@@ -861,7 +862,7 @@ if [ "$MODE" = ram ]; then
 	if [ "$HAVE_FRAMEFS" = 1 ]; then
 		trow "framefs RAID5, 4 members" ff5; ftrow "" ff5
 		[ -z "${R[ff5.dg]:-}" ] || printf '%-48s %-20s %-20s\n' "framefs RAID5, 1 of 4 missing" "" "$(cell ff5.dg)"
-		trow "framefs RAID5, 4 (-o $FRAMEFS_DEV_OPTS)" ff5dev; ftrow "" ff5dev
+		trow "framefs RAID5, 4 (-o $FRAMEFS_URING_OPTS)" ff5uring; ftrow "" ff5uring
 		trow "framefs RAID6, 6 members" ff6; ftrow "" ff6
 	else
 		echo "framefs                                          not built"
@@ -872,7 +873,7 @@ else
 	if [ "$HAVE_FRAMEFS" = 1 ]; then trow "framefs RAID5, 4 members" ff5; ftrow "" ff5
 	else echo "framefs                                          not built"; fi
 fi
-for k in ff5 ff5dev ff6; do # the daemon's own account (framefs-admin status, first run)
+for k in ff5 ff5uring ff6; do # the daemon's own account (framefs-admin status, first run)
 	[ -z "${FF_FUSE[$k]:-}" ] || echo "  $k: ${FF_FUSE[$k]}"
 done
 echo
@@ -911,11 +912,11 @@ if [ "$MODE" = ram ]; then
 	rrow raid6_write_vs_btrfs6 ff6.dw btrfs6.dw 3.0
 	rrow degraded_read_ratio ff5.dg ff5.dr 0.70
 	rrow create_vs_passthrough ff5.cr pt314.cr 0.5
-	# issue 16: framefs over io_uring against the io_uring ceiling, its own /dev/fuse, passthrough_hp
-	rrow write_vs_uring_null ff5.dw null318.dw 0.6
-	rrow read_vs_uring_null ff5.dr null318.dr 0.6
-	rrow write_vs_devfuse ff5.dw ff5dev.dw 1.2
-	rrow read_vs_devfuse ff5.dr ff5dev.dr -
+	# issue 16: framefs over io_uring (ff5uring) against the io_uring ceiling and its own /dev/fuse (ff5); ff5 against passthrough_hp
+	rrow write_vs_uring_null ff5uring.dw null318.dw 0.6
+	rrow read_vs_uring_null ff5uring.dr null318.dr 0.6
+	rrow write_vs_devfuse ff5uring.dw ff5.dw 1.2
+	rrow read_vs_devfuse ff5uring.dr ff5.dr -
 	rrow buffered_read_vs_passthrough_hp ff5.br hp318.br 1.0
 	NRESULT=${#RESULT[@]}
 	echo "peers (context):"
@@ -929,7 +930,7 @@ if [ "$MODE" = ram ]; then
 		rrow "$1" "$2" "$3" -
 	done
 	RESULT=("${RESULT[@]:0:$NRESULT}")
-	for k in ff5 null318 hp318; do # an io_uring row that ran over /dev/fuse compares no transports
+	for k in ff5uring null318 hp318; do # an io_uring row that ran over /dev/fuse compares no transports
 		if [[ " ${R[$k.tp]:-} " == *" /dev/fuse "* ]]; then
 			warn "$k ran over /dev/fuse in some run (see its row): its io_uring ratios are not io_uring's"
 		fi

@@ -37,8 +37,9 @@
  *                                  the role when the copy is done
  *   rebuild                        start or resume the rebuild
  *   scrub start [norepair] | scrub stop | scrub status
- *   set KEY=BYTES_PER_S ...        rebuild_min, rebuild_max, scrub_min,
- *                                  scrub_max (0 = no limit for *_max)
+ *   set KEY=VALUE ...              rebuild_min, rebuild_max, scrub_min,
+ *                                  scrub_max in bytes per second (0 = no
+ *                                  limit for *_max); label=TEXT
  *   fault RULES | fault clear      arm fault-injection rules (io/fault.h
  *                                  text form) on the running members, or
  *                                  disarm them: for tests and drills

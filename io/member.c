@@ -192,12 +192,8 @@ static void unescape_octal(char *s)
 	*o = '\0';
 }
 
-/*
- * The framefs mount whose device is dev_note (when want_mnt is NULL), or
- * the newest one on want_mnt: true, with its mountpoint and device.
- */
-static bool find_mount(const char *want_mnt, uint64_t dev_note, char *mnt, size_t len,
-		       uint64_t *dev_out)
+bool ff_framefs_mount_find(const char *want_mnt, uint64_t dev_note, char *mnt, size_t len,
+			   uint64_t *dev_out)
 {
 	FILE *f = fopen("/proc/self/mountinfo", "re");
 	char line[8192], mp[4096], fstype[256];
@@ -232,7 +228,7 @@ int ff_member_note_mounted(const char *mnt_real)
 	char mnt[PATH_MAX];
 	uint64_t dev = 0;
 
-	if (!find_mount(mnt_real, 0, mnt, sizeof(mnt), &dev) || dev == 0 || dev >= NOTE_SPAN)
+	if (!ff_framefs_mount_find(mnt_real, 0, mnt, sizeof(mnt), &dev) || dev == 0 || dev >= NOTE_SPAN)
 		return -ENOENT;
 	pthread_mutex_lock(&locked_lock);
 	mounted_dev_note = dev;
@@ -264,7 +260,7 @@ static bool holder_live(const struct ff_member *m, int64_t *pid, char *mnt, size
 	uint64_t found_dev;
 
 	*pid = note_get(m->fd, NOTE_PID);
-	return dev > 0 && find_mount(NULL, (uint64_t)dev, mnt, len, &found_dev);
+	return dev > 0 && ff_framefs_mount_find(NULL, (uint64_t)dev, mnt, len, &found_dev);
 }
 
 /*

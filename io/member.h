@@ -82,6 +82,14 @@ int ff_member_lock(struct ff_member *m, struct ff_err *err);
  */
 int ff_member_note_mounted(const char *mnt_real);
 
+/*
+ * The framefs mount (fuse.framefs in /proc/self/mountinfo) whose device is
+ * dev_note when want_mnt is NULL, or the newest one on want_mnt (a real
+ * path): true, with its mountpoint in mnt and its device in *dev_out.
+ */
+bool ff_framefs_mount_find(const char *want_mnt, uint64_t dev_note, char *mnt, size_t len,
+			   uint64_t *dev_out);
+
 /* Identity through libnvme (block devices); leaves is_nvme false for anything else. */
 void ff_nvme_identify(struct ff_member *m);
 

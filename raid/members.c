@@ -42,6 +42,21 @@ static void fault_retire(struct ff_raid *r, unsigned role)
 	r->faults_retired = f;
 }
 
+/* Caller holds sb_lock: m (open) replaces whatever held dead role `role`,
+ * from its first byte (rebuild_pos 0); the engine threads' rings get its fd.
+ * What it is then (rebuilt in full, or re-added) is the caller's. */
+static int role_take(struct ff_raid *r, struct ff_member *m, unsigned role)
+{
+	if (r->mem[role].fd >= 0)
+		ff_raid_intent_member_close(r, &r->mem[role]);
+	fault_retire(r, role);
+	atomic_fetch_add(&r->role_epoch[role], 1);
+	r->mem[role] = *m;
+	ff_raid_role_reset_info(r, role);
+	r->sb->roles[role].rebuild_pos = 0;
+	return rings_update(r, role, r->mem[role].fd);
+}
+
 /* Member m (open) takes over dead role `role` and starts its rebuild. */
 static int promote(struct ff_raid *r, struct ff_member *m, unsigned role)
 {
@@ -52,17 +67,10 @@ static int promote(struct ff_raid *r, struct ff_member *m, unsigned role)
 		pthread_mutex_unlock(&r->sb_lock);
 		return -EBUSY;
 	}
-	if (r->mem[role].fd >= 0)
-		ff_raid_intent_member_close(r, &r->mem[role]);
-	fault_retire(r, role);
-	atomic_fetch_add(&r->role_epoch[role], 1);
-	r->mem[role] = *m;
-	ff_raid_role_reset_info(r, role);
 	ff_uuid_generate(r->sb->roles[role].member_uuid);
-	r->sb->roles[role].rebuild_pos = 0;
 	ff_raid_wwd_role_back(r, role);
 	atomic_fetch_and(&r->readd_mask, ~(1u << role)); /* a new member: rebuilt in full */
-	rc = rings_update(r, role, r->mem[role].fd);
+	rc = role_take(r, m, role);
 	if (rc == 0) {
 		/* readable nowhere yet, written everywhere from now on */
 		atomic_store(&r->state[role], FF_MEMBER_REBUILDING);
@@ -139,14 +147,7 @@ static int readd_locked(struct ff_raid *r, struct ff_member *m, unsigned role)
 	for (uint64_t s = 0; s < r->g.nstripes; s++)
 		if (!ff_raid_wwd_stripe_marked(r, s))
 			raid_mark_rebuilt(r, s);
-	if (r->mem[role].fd >= 0)
-		ff_raid_intent_member_close(r, &r->mem[role]);
-	fault_retire(r, role);
-	atomic_fetch_add(&r->role_epoch[role], 1);
-	r->mem[role] = *m;
-	ff_raid_role_reset_info(r, role);
-	r->sb->roles[role].rebuild_pos = 0;
-	if (rings_update(r, role, r->mem[role].fd) < 0)
+	if (role_take(r, m, role) < 0)
 		return -EIO;
 	/* written everywhere from now on, read where nothing was written without it */
 	atomic_store(&r->state[role], FF_MEMBER_REBUILDING);

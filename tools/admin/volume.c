@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "tools/admin/admin.h"
+#include "io/member.h"
 #include "raid/sb.h"
 
 /* ---- paths ------------------------------------------------------------------- */
@@ -62,44 +63,13 @@ int abs_path(const char *in, char *out, size_t len)
 	return 0;
 }
 
-/* Undo /proc/self/mountinfo's octal escapes (\040 for a space). */
-static void unescape_octal(char *s)
-{
-	char *o = s;
-
-	for (; *s; s++) {
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
-		    s[3] >= '0' && s[3] <= '7') {
-			*o++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
-			s += 3;
-		} else {
-			*o++ = *s;
-		}
-	}
-	*o = '\0';
-}
-
 /* Is a framefs mounted at mnt (a real path)? */
 static bool framefs_mounted_at(const char *mnt)
 {
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	char line[8192];
-	bool found = false;
+	char found[PATH_MAX];
+	uint64_t dev;
 
-	if (!f)
-		return false;
-	while (!found && fgets(line, sizeof(line), f)) {
-		char mp[4096], fstype[256];
-		char *sep = strstr(line, " - ");
-
-		if (!sep || sscanf(line, "%*u %*u %*s %*s %4095s", mp) != 1 ||
-		    sscanf(sep + 3, "%255s", fstype) != 1)
-			continue;
-		unescape_octal(mp);
-		found = strcmp(mp, mnt) == 0 && strcmp(fstype, "fuse.framefs") == 0;
-	}
-	fclose(f);
-	return found;
+	return ff_framefs_mount_find(mnt, 0, found, sizeof(found), &dev);
 }
 
 /* ---- resolving operands ---------------------------------------------------- */

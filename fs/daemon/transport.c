@@ -8,7 +8,7 @@
  *  - it is not faster for framefs: libfuse serves each CPU's queue from one
  *    thread that runs the handler, so a handler that waits or copies a
  *    stripe holds up its CPU's queue (one reader: about 2900 MB/s against
- *    3700-4200 over /dev/fuse; creates 15-50 % slower), and a read
+ *    3700-4200 over /dev/fuse; creates 15-60 % slower), and a read
  *    costs one copy more (from the stripe cache into the ring's buffer,
  *    where /dev/fuse's writev copies straight from the cache);
  *  - SIGTERM with requests in flight: libfuse stops the ring by cancelling

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <poll.h>
@@ -223,19 +224,26 @@ bool ff_framefs_mount_find(const char *want_mnt, uint64_t dev_note, char *mnt, s
 	return found;
 }
 
+int ff_member_notes_leave(uint64_t dev_note)
+{
+	if (dev_note == 0 || dev_note >= NOTE_SPAN)
+		return -EINVAL;
+	pthread_mutex_lock(&locked_lock);
+	mounted_dev_note = dev_note;
+	for (unsigned i = 0; i < nlocked; i++)
+		notes_put(locked_fd[i], dev_note);
+	pthread_mutex_unlock(&locked_lock);
+	return 0;
+}
+
 int ff_member_note_mounted(const char *mnt_real)
 {
 	char mnt[PATH_MAX];
 	uint64_t dev = 0;
 
-	if (!ff_framefs_mount_find(mnt_real, 0, mnt, sizeof(mnt), &dev) || dev == 0 || dev >= NOTE_SPAN)
+	if (!ff_framefs_mount_find(mnt_real, 0, mnt, sizeof(mnt), &dev))
 		return -ENOENT;
-	pthread_mutex_lock(&locked_lock);
-	mounted_dev_note = dev;
-	for (unsigned i = 0; i < nlocked; i++)
-		notes_put(locked_fd[i], dev);
-	pthread_mutex_unlock(&locked_lock);
-	return 0;
+	return ff_member_notes_leave(dev) < 0 ? -ENOENT : 0;
 }
 
 /*
@@ -263,6 +271,13 @@ static bool holder_live(const struct ff_member *m, int64_t *pid, char *mnt, size
 	return dev > 0 && ff_framefs_mount_find(NULL, (uint64_t)dev, mnt, len, &found_dev);
 }
 
+/* Whether the process a pid note names has exited (pid reuse makes it
+ * look alive: the shorter wait then). */
+static bool holder_gone(int64_t pid)
+{
+	return pid > 0 && kill((pid_t)pid, 0) < 0 && errno == ESRCH;
+}
+
 /*
  * A busy lock held by a daemon whose volume is mounted is answered at
  * once (holder_live).  Any other busy lock is most often a framefs that
@@ -273,14 +288,23 @@ static bool holder_live(const struct ff_member *m, int64_t *pid, char *mnt, size
  * more try.  The wait ends at the holder's close or at the deadline,
  * whichever comes first.  The try right after the watch is set catches a
  * close that came before it.
+ *
+ * A holder whose pid note names a process that has exited (a daemon killed
+ * with SIGKILL) is no process at all: its members' files are kept open by
+ * the kernel's teardown of its io_uring rings, which runs in a kernel
+ * worker after the process is reaped and ends when the last of its member
+ * I/Os completes.  That usually takes milliseconds, but under load it was
+ * seen to take more than FF_MEMBER_LOCK_WAIT_MS (xattr-crash, CI); it is
+ * waited for up to FF_MEMBER_LOCK_DEAD_WAIT_MS, the same way.
  */
 int ff_member_lock(struct ff_member *m, struct ff_err *err)
 {
 	int op = (m->read_only ? LOCK_SH : LOCK_EX) | LOCK_NB;
-	uint64_t deadline = ff_mono_ns() + FF_MEMBER_LOCK_WAIT_MS * 1000000ull;
+	uint64_t t0 = ff_mono_ns(), deadline = t0 + FF_MEMBER_LOCK_WAIT_MS * 1000000ull;
 	char mnt[PATH_MAX];
 	int64_t pid = -1;
 	int wfd = -1, e = 0;
+	bool gone = false;
 
 	while (flock(m->fd, op) < 0) {
 		e = errno;
@@ -294,13 +318,21 @@ int ff_member_lock(struct ff_member *m, struct ff_err *err)
 				   mnt);
 			return -EBUSY;
 		}
+		if (!gone && holder_gone(pid)) {
+			gone = true;
+			deadline = t0 + FF_MEMBER_LOCK_DEAD_WAIT_MS * 1000000ull;
+			ff_log(FF_LOG_INFO, "%s: held by the open file of framefs pid %lld, which has "
+			       "exited: waiting up to %u ms for the kernel to release it", m->path,
+			       (long long)pid, FF_MEMBER_LOCK_DEAD_WAIT_MS);
+		}
 		if (wfd < 0) {
 			wfd = watch_closes(m);
 			if (wfd < 0)
 				break; /* cannot watch: answer busy now rather than poll */
-			ff_log(FF_LOG_INFO, "%s: in use by another process (a framefs just unmounted "
-			       "may still be writing out), waiting up to %u ms", m->path,
-			       FF_MEMBER_LOCK_WAIT_MS);
+			if (!gone)
+				ff_log(FF_LOG_INFO, "%s: in use by another process (a framefs just "
+				       "unmounted may still be writing out), waiting up to %u ms",
+				       m->path, FF_MEMBER_LOCK_WAIT_MS);
 			continue;
 		}
 		if (ff_mono_ns() >= deadline)
@@ -318,7 +350,12 @@ int ff_member_lock(struct ff_member *m, struct ff_err *err)
 		ff_err_set(err, "%s: cannot lock: %s", m->path, strerror(e));
 		return -e;
 	}
-	if (pid > 0)
+	if (gone)
+		ff_err_set(err, "%s: still held %u ms after framefs pid %lld exited (the kernel has "
+			   "not released its open file); try again, or see what holds it with "
+			   "fuser -v %s", m->path, FF_MEMBER_LOCK_DEAD_WAIT_MS, (long long)pid,
+			   m->path);
+	else if (pid > 0)
 		ff_err_set(err, "%s: in use by another process (pid %lld: a framefs that has not let "
 			   "go %u ms after its unmount)", m->path, (long long)pid,
 			   FF_MEMBER_LOCK_WAIT_MS);

@@ -72,6 +72,9 @@ void ff_member_close(struct ff_member *m);
  * waited for up to FF_MEMBER_LOCK_WAIT_MS, then -EBUSY.  Close releases it.
  */
 #define FF_MEMBER_LOCK_WAIT_MS 5000u
+/* ... and a holder whose process has exited (killed), whose open file the
+ * kernel releases once its io_uring rings are torn down, up to this long. */
+#define FF_MEMBER_LOCK_DEAD_WAIT_MS 60000u
 int ff_member_lock(struct ff_member *m, struct ff_err *err);
 
 /*
@@ -81,6 +84,9 @@ int ff_member_lock(struct ff_member *m, struct ff_err *err);
  * process refuses it at once.  -ENOENT when no framefs is mounted there.
  */
 int ff_member_note_mounted(const char *mnt_real);
+/* The same with the mount's device number (major << 20 | minor) given:
+ * -EINVAL when it is 0 or too large to note. */
+int ff_member_notes_leave(uint64_t dev_note);
 
 /*
  * The framefs mount (fuse.framefs in /proc/self/mountinfo) whose device is

@@ -85,6 +85,31 @@ static void sb_fill_geometry(struct ff_member_sb *sb, const struct ff_geom *g)
 	sb->meta_member_bytes = ff_cpu_to_le64(g->meta_member_bytes);
 }
 
+/* mkfs: the first roster (roster.c), generation 1, on every member. */
+static int create_roster(struct ff_member *m, unsigned n, const struct ff_member_sb *sb,
+			 const char *const *paths, struct ff_err *err)
+{
+	struct ff_roster *ro = ff_alloc_aligned(sizeof(*ro));
+	uint64_t now = (uint64_t)time(NULL);
+	int rc = 0;
+
+	if (!ro)
+		return -ENOMEM;
+	ff_roster_init(ro, sb->array_uuid, n);
+	ro->generation = ff_cpu_to_le64(1);
+	for (unsigned i = 0; i < n; i++)
+		ff_roster_entry_fill(&ro->role[i], &m[i], sb->roles[i].member_uuid, now);
+	for (unsigned i = 0; i < n && rc == 0; i++) {
+		rc = ff_roster_write(&m[i], ro, ff_le64(sb->member_bytes));
+		if (rc == 0)
+			rc = ff_member_flush(&m[i]);
+		if (rc < 0)
+			ff_err_set(err, "%s: cannot write the roster: %s", paths[i], strerror(-rc));
+	}
+	free(ro);
+	return rc;
+}
+
 int ff_raid_create(const char *const *paths, unsigned n, const struct ff_raid_create_params *p,
 		   struct ff_err *err)
 {
@@ -150,6 +175,8 @@ int ff_raid_create(const char *const *paths, unsigned n, const struct ff_raid_cr
 		if (rc < 0)
 			ff_err_set(err, "%s: cannot write member superblock: %s", paths[i], strerror(-rc));
 	}
+	if (rc == 0)
+		rc = create_roster(m, n, sb, paths, err);
 out_close:
 	close_all(m, n);
 out_free:
@@ -492,6 +519,7 @@ int ff_raid_assemble(const char *const *paths, unsigned n, const struct ff_raid_
 	rc = adopt_members(r, m, c, n, holder, err);
 	if (rc < 0)
 		goto fail;
+	ff_raid_roster_load(r);
 	for (unsigned i = 0; i < r->g.nmembers; i++)
 		r->memp[i] = &r->mem[i];
 	r->shadow.fd = -1;
@@ -552,6 +580,7 @@ fail_nomembers:
 		for (unsigned i = 0; i < FF_MEMBERS_MAX; i++)
 			if (r->mem[i].fd >= 0)
 				ff_member_close(&r->mem[i]);
+		free(r->roster);
 		free(r->sb);
 	}
 	free(r);
@@ -570,6 +599,7 @@ int ff_raid_sb_write_locked(struct ff_raid *r, uint32_t array_state)
 	sb->utime_s = ff_cpu_to_le64((uint64_t)time(NULL));
 	sb->array_state = ff_cpu_to_le32(array_state);
 	ff_raid_health_to_sb_locked(r);
+	ff_raid_roster_sync_locked(r); /* flushed with the superblocks below */
 	for (unsigned i = 0; i < r->g.nmembers; i++) {
 		uint8_t st = atomic_load(&r->state[i]);
 
@@ -691,6 +721,7 @@ void ff_raid_member_info(struct ff_raid *r, unsigned role, struct ff_raid_member
 		out->left_failed = r->left_out[role].marked_failed;
 		out->left_events = r->left_out[role].events;
 	}
+	ff_raid_roster_info_locked(r, role, out);
 	pthread_mutex_unlock(&r->sb_lock);
 }
 
@@ -927,6 +958,7 @@ int ff_raid_close(struct ff_raid *r)
 	pthread_mutex_destroy(&r->sb_lock);
 	pthread_cond_destroy(&r->sb_cond);
 	pthread_mutex_destroy(&r->health_lock);
+	free(r->roster);
 	free(r->sb);
 	free(r);
 	return rc;

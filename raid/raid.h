@@ -15,6 +15,7 @@
  *   [4K, 1M)                     reserved (write-intent records)
  *   [meta_offset, +meta_member)  mirrored metadata area
  *   [data_offset, +nstripes*chunk) data chunks, stripe s at data_offset + s*chunk
+ *   [member_bytes - 1M, +32K)    the roster, two copies (sb.h: who held each role)
  *   [member_bytes - 4K, member_bytes)  member superblock, copy B
  *
  * I/O is asynchronous: ff_raid_submit() takes a caller-owned request and
@@ -315,6 +316,12 @@ struct ff_raid_member_info {
 	uint64_t cksum_errors; /* chunks that failed their checksum (reads, scrub) */
 	uint64_t healed;       /* ranges rewritten from parity after a read error */
 	uint64_t failed_s;     /* wall-clock time it was failed (reason says why), 0 = not */
+	/* the member the superblocks name for the role, as last seen holding
+	 * it (roster.c): how to find a missing one */
+	bool last_known;
+	uint64_t last_seen_s, last_size_bytes;
+	char last_kind[8], last_model[48], last_serial[24], last_firmware[16];
+	char last_path[128];
 };
 void ff_raid_member_info(struct ff_raid *r, unsigned role, struct ff_raid_member_info *out);
 

@@ -197,6 +197,8 @@ struct ff_raid {
 	unsigned nspares;
 	struct raid_intent *intent;
 	struct raid_wwd *wwd;                 /* written while degraded (degraded.c) */
+	struct ff_roster *roster;             /* sb_lock: who held each role (roster.c); may be NULL */
+	bool roster_stamped;                  /* sb_lock: written once this mount */
 	/* the event count of the last superblock write each role's member took */
 	_Atomic uint64_t sb_events_last[FF_MEMBERS_MAX];
 	_Atomic uint32_t readd_mask;          /* roles being re-added: resync marked regions only */
@@ -249,6 +251,12 @@ void ff_raid_spares_takeover(struct ff_raid *r);
 int ff_raid_add_check(struct ff_raid *r, const char *path, bool force, struct ff_member *out,
 		      struct ff_err *err);
 int ff_raid_sb_write_locked(struct ff_raid *r, uint32_t array_state);
+
+/* roster.c: who held each role (raid/sb.h) */
+struct ff_raid_member_info;
+void ff_raid_roster_load(struct ff_raid *r);
+void ff_raid_roster_sync_locked(struct ff_raid *r);
+void ff_raid_roster_info_locked(struct ff_raid *r, unsigned role, struct ff_raid_member_info *out);
 /* Has the rebuilding member(s) valid data for this stripe? */
 static inline bool raid_stripe_rebuilt(const struct ff_raid *r, uint64_t stripe)
 {

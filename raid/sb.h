@@ -67,6 +67,66 @@ struct ff_member_sb {
 };
 _Static_assert(sizeof(struct ff_member_sb) == FF_MEMBER_SB_BYTES, "member superblock is one 4 KiB block");
 
+/*
+ * The roster: who held each role, so that status can name a missing
+ * member (its last path, NVMe model, serial and firmware) though its own
+ * superblock is gone with it.  Every member carries the same roster in
+ * two copies at the start of the last MiB (which the layout keeps for
+ * superblock copy B and uses only the last 4 KiB of), written
+ * alternately by generation: a torn write leaves the other copy whole.
+ * The valid copy with the highest generation on any member wins.  A
+ * volume made before it has none (all zeros): nothing is known then.
+ */
+#define FF_ROSTER_MAGIC 0x3152545352464646ull /* the bytes "FFFSRTR1" */
+#define FF_ROSTER_BYTES 16384u
+#define FF_ROSTER_TEXT_PATH 128u
+
+struct ff_roster_entry {
+	uint8_t member_uuid[16];  /* the role's member it describes (sb roles[].member_uuid) */
+	le64 seen_s;              /* when it was last assembled or took the role */
+	le64 size_bytes;
+	char kind[8];             /* "file", "bdev", "nvme" */
+	char model[48];           /* NVMe identify, NUL-terminated; "" if not NVMe */
+	char serial[24];
+	char firmware[16];
+	char path[FF_ROSTER_TEXT_PATH]; /* absolute path it was opened at (cut to fit) */
+};
+_Static_assert(sizeof(struct ff_roster_entry) == 256, "roster entry size");
+
+struct ff_roster {
+	le64 magic;
+	le64 generation;
+	uint8_t array_uuid[16];
+	le32 nroles;
+	le32 bytes;
+	uint8_t reserved0[24];
+	struct ff_roster_entry role[FF_MEMBERS_MAX];
+	uint8_t reserved[FF_ROSTER_BYTES - 64 - 256 * FF_MEMBERS_MAX - 4];
+	le32 crc;                 /* crc32c of the record with this field as zero */
+};
+_Static_assert(sizeof(struct ff_roster) == FF_ROSTER_BYTES, "roster record size");
+_Static_assert(2 * FF_ROSTER_BYTES + FF_MEMBER_SB_BYTES <= 1024u * 1024,
+	       "both roster copies fit the last MiB beside superblock copy B");
+
+/* Byte offset of roster copy `copy` (0, 1) on a member of the geometry's
+ * member_bytes (the superblock's, a multiple of 1 MiB). */
+static inline uint64_t ff_roster_offset(unsigned copy, uint64_t geom_member_bytes)
+{
+	return geom_member_bytes - 1024u * 1024 + (uint64_t)copy * FF_ROSTER_BYTES;
+}
+
+/* An empty roster of array_uuid with nroles roles (generation 0). */
+void ff_roster_init(struct ff_roster *ro, const uint8_t array_uuid[16], unsigned nroles);
+/* Both copies on m; a valid one newer than *best (or any, when best is not
+ * valid) replaces it.  1 when m had a valid copy, 0 if not, -ENOMEM. */
+int ff_roster_read(struct ff_member *m, uint64_t geom_member_bytes, const uint8_t array_uuid[16],
+		   struct ff_roster *best);
+/* The copy its generation chooses (ro aligned for O_DIRECT); sets the crc. */
+int ff_roster_write(struct ff_member *m, struct ff_roster *ro, uint64_t geom_member_bytes);
+/* What m is, as role member_uuid's entry, seen at seen_s. */
+void ff_roster_entry_fill(struct ff_roster_entry *e, const struct ff_member *m,
+			  const uint8_t member_uuid[16], uint64_t seen_s);
+
 /* Offsets of the two copies on a member of member_bytes. */
 static inline uint64_t ff_sb_offset(unsigned copy, uint64_t member_bytes)
 {

@@ -56,6 +56,27 @@ static void member_health_json(json_object *o, const struct ff_raid_member_info 
 		json_object_object_add(o, "failed_at", NULL);
 }
 
+/* The member the superblocks name for the role as it was last seen
+ * holding it (raid/roster.c): how to find a missing one. */
+static void member_last_json(json_object *o, const struct ff_raid_member_info *mi)
+{
+	json_object *l;
+
+	if (!mi->last_known) {
+		json_object_object_add(o, "last_seen", NULL);
+		return;
+	}
+	l = json_object_new_object();
+	ctl_jadd_str(l, "path", mi->last_path);
+	ctl_jadd_str(l, "kind", mi->last_kind);
+	ctl_jadd_str(l, "model", mi->last_model[0] ? mi->last_model : NULL);
+	ctl_jadd_str(l, "serial", mi->last_serial[0] ? mi->last_serial : NULL);
+	ctl_jadd_str(l, "firmware", mi->last_firmware[0] ? mi->last_firmware : NULL);
+	ctl_jadd_u64(l, "size_bytes", mi->last_size_bytes);
+	ctl_jadd_u64(l, "seen_at", mi->last_seen_s);
+	json_object_object_add(o, "last_seen", l);
+}
+
 /*
  * One role: its state ("stale": missing, and the member given for it at
  * assembly was left out because its event counter is behind), its member,
@@ -120,6 +141,7 @@ static void member_json(struct ffs_ctl *c, json_object *o, unsigned role)
 	ctl_jadd_str(o, "note", mi->note[0] ? mi->note : NULL);
 	ctl_jadd_str(o, "hint", hint[0] ? hint : NULL);
 	member_health_json(o, mi);
+	member_last_json(o, mi);
 	free(mi);
 }
 

@@ -147,6 +147,32 @@ static const char *fmt_failed_at(json_object *m, char *buf, size_t len)
 	return buf;
 }
 
+/* For a role whose member is not here: what last held it (the roster),
+ * "last held by /dev/nvme3n1 (NVMe MODEL S/N X FW Y, 3.49 TiB), seen
+ * 2026-12-01 09:41:02". */
+static void last_seen_line(json_object *m, FILE *f)
+{
+	json_object *l = jget(m, "last_seen");
+	const char *state = jstr(m, "state", "");
+	char size[32], ident[200], when[32] = "?";
+	time_t t;
+	struct tm tm;
+
+	if (!l || (strcmp(state, "missing") && strcmp(state, "stale") && strcmp(state, "failed")))
+		return;
+	t = (time_t)jnum(l, "seen_at");
+	if (localtime_r(&t, &tm))
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+	fmt_bytes(jnum(l, "size_bytes"), size, sizeof(size));
+	if (jstr(l, "serial", NULL))
+		snprintf(ident, sizeof(ident), "NVMe %s S/N %s FW %s", jstr(l, "model", "?"),
+			 jstr(l, "serial", "?"), jstr(l, "firmware", "?"));
+	else
+		snprintf(ident, sizeof(ident), "%s", jstr(l, "kind", "?"));
+	fprintf(f, "        last held by %s (%s, %s), seen %s\n", jstr(l, "path", "?"), ident, size,
+		when);
+}
+
 static void member_line(json_object *m, const char *role, FILE *f)
 {
 	json_object *nvme = jget(m, "nvme");
@@ -172,6 +198,7 @@ static void member_line(json_object *m, const char *role, FILE *f)
 		fprintf(f, "        warning: %s\n", jstr(m, "note", ""));
 	if (jstr(m, "hint", NULL))
 		fprintf(f, "        hint: %s\n", jstr(m, "hint", ""));
+	last_seen_line(m, f);
 }
 
 void render_scrub(json_object *sc, FILE *f, const char *indent)

@@ -329,8 +329,8 @@ int ff_member_lock(struct ff_member *m, struct ff_err *err)
 			wfd = watch_closes(m);
 			if (wfd < 0)
 				break; /* cannot watch: answer busy now rather than poll */
-			if (!gone)
-				ff_log(FF_LOG_INFO, "%s: in use by another process (a framefs just "
+			if (!gone) /* most often a framefs just unmounted: nothing to act on */
+				ff_log(FF_LOG_DEBUG, "%s: in use by another process (a framefs just "
 				       "unmounted may still be writing out), waiting up to %u ms",
 				       m->path, FF_MEMBER_LOCK_WAIT_MS);
 			continue;

@@ -5,7 +5,8 @@
 # holder is a daemon already unmounted), naming the daemon's pid and
 # mountpoint; the mounted volume's data is intact afterwards.  A remount
 # started the moment umount returns (while the old daemon may still be
-# writing its checkpoint) waits for the old daemon and finds the array clean.
+# writing its checkpoint) waits for the old daemon, silently, and finds the
+# array clean.
 . "$(dirname "$0")/lib.sh"
 
 REFUSE_MAX_MS=2000 # the lock is waited for up to 5000 ms when its holder is not live
@@ -46,6 +47,27 @@ umount "$MNT" || fail "umount"
 it_mount
 wait "$old" || fail "the old daemon exited with status $?"
 it_expect_clean_start "remounted while the old daemon was finishing"
+
+# The same with an old daemon that is surely still writing out when umount
+# returns: every flush of member 0 takes 300 ms (fault injected: flush
+# latency on one member), and its unmount flushes several times.  The new
+# daemon waits for it without a word (issue 18: there is nothing to act on).
+it_unmount
+echo more >"$IT_TMP/more"
+FRAMEFS_FAULT="$(basename "${MEMBERS[0]}")@op=f,lat_us=300000" it_mount
+cp "$IT_TMP/more" "$MNT/more" || fail "write more"
+old=$DAEMON_PID
+umount "$MNT" || fail "umount"
+t0=$(now_ns)
+it_mount
+wait "$old" || fail "the slow old daemon exited with status $?"
+ms=$((($(now_ns) - t0) / 1000000))
+[ "$ms" -ge 300 ] || fail "the remount took $ms ms: the old daemon was not still writing out"
+it_expect_clean_start "remounted while the slow old daemon was finishing"
+! grep -q "in use by another process" "$DAEMON_LOG" ||
+	fail "the remount logged its wait for the exiting daemon: $(grep -m1 'in use' "$DAEMON_LOG")"
+cmp "$IT_TMP/more" "$MNT/more" || fail "more differs after the quick remount"
+ok "a remount waited $ms ms for a daemon still writing out, silently"
 cmp "$IT_TMP/src" "$MNT/frame" || fail "frame differs after the quick remount"
 it_unmount
 it_fsck

@@ -198,8 +198,12 @@ struct ffs_scrub_status {
 	uint64_t meta_bad;           /* metadata copies that failed or differed */
 	uint64_t meta_repaired;
 	uint64_t unreadable;         /* stripes that could not be read or rebuilt */
+	uint64_t chunks_unrepairable; /* bad data chunks a repair could not rebuild from parity */
+	uint64_t bytes_checked;      /* data stripes and metadata copies read */
+	uint64_t meta_chunks_checked; /* 64 KiB chunks of metadata, every copy compared */
+	uint64_t start_s;            /* wall clock, seconds since the epoch */
 	double mb_per_s, eta_s;
-	int error;
+	int error;                   /* -errno: the scrub failed (the array lost too many members) */
 	unsigned nreport;            /* files with repaired (or bad) data, first FFS_SCRUB_REPORT_MAX */
 	struct {
 		uint64_t ino;
@@ -208,6 +212,36 @@ struct ffs_scrub_status {
 		char path[256];              /* "" when the inode has no name any more */
 	} report[FFS_SCRUB_REPORT_MAX];
 };
+
+/*
+ * Scrubs that ended, kept in the superblock (fs/format.h): the last
+ * FFS_SCRUB_HISTORY_MAX, across remounts.  A read-only mount keeps the
+ * record of its own (check-only) scrubs in memory only.
+ */
+#define FFS_SCRUB_HISTORY_MAX 8u
+enum ffs_scrub_result {
+	FFS_SCRUB_DONE = 1,          /* walked the whole volume */
+	FFS_SCRUB_STOPPED = 2,       /* stopped (scrub stop, unmount) */
+	FFS_SCRUB_FAILED = 3,        /* the array failed under it: its counts say little */
+};
+struct ffs_scrub_past {
+	uint64_t seq;                /* 1, 2, ...: the scrub's number on this volume */
+	uint64_t start_s, end_s;     /* wall clock, seconds since the epoch */
+	bool repair;
+	enum ffs_scrub_result result;
+	uint64_t bytes_checked, stripes_checked, meta_chunks_checked;
+	uint64_t chunks_bad, chunks_repaired, chunks_unrepairable;
+	uint64_t parity_bad, parity_repaired;
+	uint64_t meta_bad, meta_repaired;
+	uint64_t unreadable;
+};
+/* The history, newest first, into out[FFS_SCRUB_HISTORY_MAX];
+ * returns how many records there are.  Nonsense records (fsck clears
+ * them) are left out. */
+unsigned ffs_scrub_history(struct ffs *fs, struct ffs_scrub_past *out);
+/* "done", "stopped", "failed". */
+const char *ffs_scrub_result_name(enum ffs_scrub_result r);
+
 int ffs_scrub_start(struct ffs *fs, bool repair);
 int ffs_scrub_stop(struct ffs *fs);
 /* Block until the running scrub ends; its final status in st (may be NULL). */

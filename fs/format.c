@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "fs/ffs.h"
 #include "raid/raid.h"
 
 const uint64_t ffs_sb_block[FFS_SB_COPIES] = { FFS_SB_BLOCK_A, FFS_SB_BLOCK_B, FFS_SB_BLOCK_C,
@@ -156,4 +157,90 @@ int ffs_layout(struct ffs_super *sb, const struct ff_geom *g, uint64_t ninodes,
 	sb->stripe_bytes = ff_cpu_to_le64(g->stripe_bytes);
 	sb->nstripes = ff_cpu_to_le64(g->nstripes);
 	return 0;
+}
+
+/* ---- scrub history ---------------------------------------------------------- */
+
+_Static_assert(FFS_SB_SCRUB_RECORDS == FFS_SCRUB_HISTORY_MAX, "the API's history is the superblock's");
+
+/* Beyond any count of scrubs a volume runs: a larger seq is garbage. */
+#define SCRUB_SEQ_MAX (1ull << 40)
+/* 2^34 s after the epoch is the year 2514: a later time is garbage. */
+#define SCRUB_TIME_MAX (1ull << 34)
+
+static bool slot_fits(const struct ffs_scrub_record *r, unsigned slot)
+{
+	uint64_t seq = ff_le64(r->seq);
+
+	return seq && seq <= SCRUB_SEQ_MAX && (seq - 1) % FFS_SB_SCRUB_RECORDS == slot;
+}
+
+uint64_t ffs_scrub_history_newest(const struct ffs_super *sb)
+{
+	uint64_t newest = 0;
+
+	for (unsigned i = 0; i < FFS_SB_SCRUB_RECORDS; i++)
+		if (slot_fits(&sb->scrub_history.rec[i], i))
+			newest = FF_MAX(newest, ff_le64(sb->scrub_history.rec[i].seq));
+	return newest;
+}
+
+static bool all_zero(const void *p, size_t len)
+{
+	const uint8_t *b = p;
+
+	for (size_t i = 0; i < len; i++)
+		if (b[i])
+			return false;
+	return true;
+}
+
+/* Counts no scrub of this volume can have reached. */
+static const char *counts_problem(const struct ffs_super *sb, const struct ffs_scrub_record *r)
+{
+	uint64_t stripes = ff_le64(r->stripes_checked), mchunks = ff_le64(r->meta_chunks_checked);
+	bool repair = ff_le32(r->flags) & FFS_SCRUB_F_REPAIR;
+
+	if (stripes > ff_le64(sb->nstripes))
+		return "more stripes checked than the volume has";
+	if (mchunks > ff_le64(sb->meta_blocks) * FFS_BLOCK / FF_META_CHUNK)
+		return "more metadata chunks checked than the volume has";
+	if (ff_le64(r->bytes_checked) > stripes * ff_le64(sb->stripe_bytes) +
+					mchunks * FF_META_CHUNK * (FF_PARITY_MAX + 1))
+		return "more bytes checked than the stripes and metadata checked hold";
+	if (ff_le64(r->chunks_bad) > stripes * ff_le32(sb->ndata) ||
+	    ff_le64(r->parity_bad) > stripes || ff_le64(r->unreadable) > stripes ||
+	    ff_le64(r->meta_bad) > mchunks * (FF_META_CHUNK / FFS_BLOCK))
+		return "more damage found than was checked";
+	if (ff_le64(r->chunks_repaired) + ff_le64(r->chunks_unrepairable) > ff_le64(r->chunks_bad) ||
+	    ff_le64(r->parity_repaired) > ff_le64(r->parity_bad) ||
+	    ff_le64(r->meta_repaired) > ff_le64(r->meta_bad))
+		return "more damage repaired than found";
+	if (!repair && (r->chunks_repaired || r->chunks_unrepairable || r->parity_repaired ||
+			r->meta_repaired))
+		return "repairs recorded by a scrub that did not repair";
+	return NULL;
+}
+
+const char *ffs_scrub_record_problem(const struct ffs_super *sb, unsigned slot)
+{
+	const struct ffs_scrub_record *r = &sb->scrub_history.rec[slot];
+	uint64_t seq = ff_le64(r->seq), start = ff_le64(r->start_s), end = ff_le64(r->end_s);
+
+	FF_ASSERT(slot < FFS_SB_SCRUB_RECORDS);
+	if (seq == 0)
+		return all_zero(r, sizeof(*r)) ? NULL : "an empty slot holds data";
+	if (!slot_fits(r, slot))
+		return "its number does not belong in this slot";
+	if (seq + FFS_SB_SCRUB_RECORDS <= ffs_scrub_history_newest(sb))
+		return "older than the eight newest";
+	if (ff_le32(r->result) < FFS_SCRUB_DONE || ff_le32(r->result) > FFS_SCRUB_FAILED)
+		return "its result is unknown";
+	if (ff_le32(r->flags) & ~(uint32_t)FFS_SCRUB_F_REPAIR)
+		return "unknown flags";
+	if (start == 0 || end >= SCRUB_TIME_MAX)
+		return "its times are out of range";
+	if (start > end)
+		return "it ends before it starts";
+	return counts_problem(sb, r);
 }

@@ -36,6 +36,7 @@
 #define FFS_FORMAT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "io/ff_common.h"
 
@@ -116,6 +117,48 @@ _Static_assert(sizeof(struct ffs_bhdr) == 16, "block header");
 
 enum ffs_state { FFS_CLEAN = 1, FFS_DIRTY = 2 };
 
+/*
+ * Scrub history (fs/scrub.c): one record per scrub that ended, the last
+ * FFS_SB_SCRUB_RECORDS of them, in the superblock, so that they survive a
+ * remount and go wherever the superblock goes.  Record seq (1, 2, ... on
+ * this volume) lives in slot (seq - 1) % FFS_SB_SCRUB_RECORDS: the ring
+ * needs no head pointer, the newest is the highest seq, and a slot can
+ * only ever hold its own records.  seq 0 is an empty slot (all zeros).
+ * Written with the superblock (ffs_super_write: a torn write leaves the
+ * other group, one record older).  ffs_scrub_record_problem says what
+ * makes a record nonsense; nothing reads such a record but fsck, which
+ * clears it.
+ */
+#define FFS_SB_SCRUB_RECORDS 8u
+enum ffs_scrub_rflags {
+	FFS_SCRUB_F_REPAIR = 1u << 0, /* repaired what it found (else it only counted) */
+};
+struct ffs_scrub_record {
+	le64 seq;               /* 0 = empty slot */
+	le64 start_s;           /* wall clock, seconds since the epoch */
+	le64 end_s;
+	le32 result;            /* enum ffs_scrub_result (fs/ffs.h): done, stopped, failed */
+	le32 flags;             /* enum ffs_scrub_rflags */
+	/* the counts of struct ffs_scrub_status (fs/ffs.h), named the same */
+	le64 bytes_checked;     /* data stripes and metadata copies read */
+	le64 stripes_checked;
+	le64 meta_chunks_checked;
+	le64 chunks_bad;
+	le64 chunks_repaired;
+	le64 chunks_unrepairable;
+	le64 parity_bad;
+	le64 parity_repaired;
+	le64 meta_bad;
+	le64 meta_repaired;
+	le64 unreadable;
+	uint8_t reserved[24];
+};
+_Static_assert(sizeof(struct ffs_scrub_record) == 144, "scrub record");
+struct ffs_scrub_history {
+	struct ffs_scrub_record rec[FFS_SB_SCRUB_RECORDS];
+};
+_Static_assert(sizeof(struct ffs_scrub_history) == 1152, "scrub history");
+
 struct ffs_super {
 	struct ffs_bhdr h;
 	le64 magic;
@@ -161,9 +204,14 @@ struct ffs_super {
 	le64 mount_time;
 	le64 write_time;
 	le64 mount_count;
-	uint8_t reserved[3736];
+	/* Was reserved (zero) before the scrub history: a volume made before it
+	 * reads as no history, and a binary from before it carries the records
+	 * through when it copies the block. */
+	struct ffs_scrub_history scrub_history;
+	uint8_t reserved[2584];
 };
 _Static_assert(sizeof(struct ffs_super) == FFS_BLOCK, "superblock is one block");
+_Static_assert(offsetof(struct ffs_super, scrub_history) == 360, "history where reserved began");
 
 /* ---- journal --------------------------------------------------------- */
 
@@ -404,6 +452,13 @@ struct ffs_symlink_block {
 _Static_assert(sizeof(struct ffs_symlink_block) == FFS_BLOCK, "symlink block");
 _Static_assert(FFS_SYMLINK_MAX <= sizeof(((struct ffs_symlink_block *)0)->target) +
 	       sizeof(((struct ffs_inode *)0)->u.symlink), "a long target fits block + inline tail");
+
+/* Why scrub history slot `slot` of sb is nonsense (times, counts beyond what
+ * the volume holds, a record in the wrong slot or older than the eight
+ * newest), NULL when it is sane or empty. */
+const char *ffs_scrub_record_problem(const struct ffs_super *sb, unsigned slot);
+/* The highest seq in a slot that can hold it (0: no history). */
+uint64_t ffs_scrub_history_newest(const struct ffs_super *sb);
 
 /* Checksum before write, verify after read: one helper pair for all blocks. */
 void ffs_block_seal(void *block, uint32_t type, uint64_t blockno);

@@ -18,6 +18,12 @@
  *
  * Scrub yields to foreground I/O with the same min/max rates as rebuild.
  * The files it found damaged are reported by path and stripe.
+ *
+ * Every scrub that ends — done, stopped or failed — leaves a record in the
+ * superblock's scrub history (format.h), written like any other change of
+ * the superblock: under fs->lock, by ffs_super_write, to one group of
+ * copies.  A crash during that write leaves the other group, which lacks
+ * only this record.
  */
 #include <errno.h>
 #include <string.h>
@@ -32,6 +38,7 @@ struct scrub {
 	pthread_cond_t cond;
 	struct ffs_scrub_status st;
 	uint64_t start_ns;
+	uint64_t start_s;  /* wall clock, for the history */
 	uint64_t bytes;
 	uint64_t min_bps, max_bps;
 	uint64_t last_fg, own_bytes;
@@ -158,6 +165,7 @@ static void scrub_meta(struct ffs *fs, struct scrub *s)
 		pthread_mutex_unlock(&fs->lock);
 		s->bytes += FF_META_CHUNK * fs->g->meta_copies;
 		s->own_bytes += FF_META_CHUNK * fs->g->meta_copies;
+		s->st.meta_chunks_checked++;
 		throttle(fs, s);
 	}
 }
@@ -251,6 +259,8 @@ static void scrub_stripe(struct ffs *fs, struct scrub *s, uint64_t p)
 		if (bad && repair_chunks(fs, p, bad, crc)) {
 			s->st.chunks_repaired += (uint64_t)__builtin_popcount(bad);
 			note_file(s, ino, fstripe & ~FFS_CSUM_UNWRITTEN, true);
+		} else if (bad) {
+			s->st.chunks_unrepairable += (uint64_t)__builtin_popcount(bad);
 		}
 		if (!bad && mismatch && ffs_repair_rewrite(fs, p, s->buf, 0) == 0)
 			s->st.parity_repaired++; /* the data is right: a full write recomputes parity */
@@ -279,11 +289,125 @@ static void post_events(struct ffs *fs, struct scrub *s)
 		      s->stop ? "stopped" : "done", (unsigned long long)st->stripes_checked);
 }
 
+/* ---- history -------------------------------------------------------------- */
+
+const char *ffs_scrub_result_name(enum ffs_scrub_result r)
+{
+	switch (r) {
+	case FFS_SCRUB_DONE: return "done";
+	case FFS_SCRUB_STOPPED: return "stopped";
+	case FFS_SCRUB_FAILED: return "failed";
+	default: return "unknown";
+	}
+}
+
+static void record_fill(struct ffs_scrub_record *r, uint64_t seq, const struct scrub *s,
+			enum ffs_scrub_result result)
+{
+	const struct ffs_scrub_status *st = &s->st;
+	uint64_t end = ff_wall_ns() / 1000000000ull;
+
+	memset(r, 0, sizeof(*r));
+	r->seq = ff_cpu_to_le64(seq);
+	r->start_s = ff_cpu_to_le64(s->start_s);
+	r->end_s = ff_cpu_to_le64(FF_MAX(end, s->start_s)); /* a clock stepped back: no negative time */
+	r->result = ff_cpu_to_le32((uint32_t)result);
+	r->flags = ff_cpu_to_le32(st->repair ? FFS_SCRUB_F_REPAIR : 0);
+	r->bytes_checked = ff_cpu_to_le64(s->bytes);
+	r->stripes_checked = ff_cpu_to_le64(st->stripes_checked);
+	r->meta_chunks_checked = ff_cpu_to_le64(st->meta_chunks_checked);
+	r->chunks_bad = ff_cpu_to_le64(st->chunks_bad);
+	r->chunks_repaired = ff_cpu_to_le64(st->chunks_repaired);
+	r->chunks_unrepairable = ff_cpu_to_le64(st->chunks_unrepairable);
+	r->parity_bad = ff_cpu_to_le64(st->parity_bad);
+	r->parity_repaired = ff_cpu_to_le64(st->parity_repaired);
+	r->meta_bad = ff_cpu_to_le64(st->meta_bad);
+	r->meta_repaired = ff_cpu_to_le64(st->meta_repaired);
+	r->unreadable = ff_cpu_to_le64(st->unreadable);
+}
+
+/*
+ * Put the scrub that ended into the next slot of the ring and write the
+ * superblock.  Under fs->lock: every superblock write is (a commit's tail
+ * move writes it too), so this one carries the journal tail as it is.  A
+ * read-only mount writes nothing: the record stays in memory.
+ */
+static void record_history(struct ffs *fs, struct scrub *s, enum ffs_scrub_result result)
+{
+	uint64_t seq;
+	int rc = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	seq = ffs_scrub_history_newest(fs->sb) + 1;
+	record_fill(&fs->sb->scrub_history.rec[(seq - 1) % FFS_SB_SCRUB_RECORDS], seq, s, result);
+	FF_ASSERT(!ffs_scrub_record_problem(fs->sb, (unsigned)((seq - 1) % FFS_SB_SCRUB_RECORDS)));
+	if (!fs->ro)
+		rc = ffs_super_write(fs);
+	pthread_mutex_unlock(&fs->lock);
+	if (rc < 0)
+		ff_log(FF_LOG_ERR, "scrub %llu: cannot write its record to the superblock: %s",
+		       (unsigned long long)seq, strerror(-rc));
+}
+
+static void past_from(struct ffs_scrub_past *p, const struct ffs_scrub_record *r)
+{
+	p->seq = ff_le64(r->seq);
+	p->start_s = ff_le64(r->start_s);
+	p->end_s = ff_le64(r->end_s);
+	p->repair = ff_le32(r->flags) & FFS_SCRUB_F_REPAIR;
+	p->result = (enum ffs_scrub_result)ff_le32(r->result);
+	p->bytes_checked = ff_le64(r->bytes_checked);
+	p->stripes_checked = ff_le64(r->stripes_checked);
+	p->meta_chunks_checked = ff_le64(r->meta_chunks_checked);
+	p->chunks_bad = ff_le64(r->chunks_bad);
+	p->chunks_repaired = ff_le64(r->chunks_repaired);
+	p->chunks_unrepairable = ff_le64(r->chunks_unrepairable);
+	p->parity_bad = ff_le64(r->parity_bad);
+	p->parity_repaired = ff_le64(r->parity_repaired);
+	p->meta_bad = ff_le64(r->meta_bad);
+	p->meta_repaired = ff_le64(r->meta_repaired);
+	p->unreadable = ff_le64(r->unreadable);
+}
+
+unsigned ffs_scrub_history(struct ffs *fs, struct ffs_scrub_past *out)
+{
+	uint64_t newest;
+	unsigned n = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	newest = ffs_scrub_history_newest(fs->sb);
+	/* newest first: seq newest, newest - 1, ... each in its own slot */
+	for (uint64_t k = 0; k < FFS_SB_SCRUB_RECORDS && k < newest; k++) {
+		uint64_t seq = newest - k;
+		unsigned slot = (unsigned)((seq - 1) % FFS_SB_SCRUB_RECORDS);
+		const struct ffs_scrub_record *r = &fs->sb->scrub_history.rec[slot];
+
+		if (ff_le64(r->seq) == seq && !ffs_scrub_record_problem(fs->sb, slot))
+			past_from(&out[n++], r);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return n;
+}
+
+/* How the scrub ended; a failed array makes it a failure (its error says why). */
+static enum ffs_scrub_result scrub_result(struct ffs *fs, struct scrub *s)
+{
+	if (ff_raid_failed_count(fs->raid) > fs->g->nparity) {
+		pthread_mutex_lock(&s->lock);
+		s->st.error = -EIO;
+		pthread_mutex_unlock(&s->lock);
+	}
+	if (s->st.error)
+		return FFS_SCRUB_FAILED;
+	return s->stop ? FFS_SCRUB_STOPPED : FFS_SCRUB_DONE;
+}
+
 static void *scrub_main(void *arg)
 {
 	struct ffs *fs = arg;
 	struct scrub *s = fs->scrub;
 	uint64_t n = ff_le64(fs->sb->nstripes);
+	enum ffs_scrub_result result;
 
 	ff_log(FF_LOG_INFO, "scrub started (%s)", s->st.repair ? "repair" : "check only");
 	scrub_meta(fs, s);
@@ -295,12 +419,14 @@ static void *scrub_main(void *arg)
 		pthread_mutex_unlock(&s->lock);
 		throttle(fs, s);
 	}
+	result = scrub_result(fs, s);
 	ff_log(FF_LOG_INFO, "scrub %s: %llu stripes, %llu bad chunks (%llu repaired), %llu parity "
-	       "mismatches (%llu repaired), %llu metadata copies repaired", s->stop ? "stopped" : "done",
+	       "mismatches (%llu repaired), %llu metadata copies repaired", ffs_scrub_result_name(result),
 	       (unsigned long long)s->st.stripes_checked, (unsigned long long)s->st.chunks_bad,
 	       (unsigned long long)s->st.chunks_repaired, (unsigned long long)s->st.parity_bad,
 	       (unsigned long long)s->st.parity_repaired, (unsigned long long)s->st.meta_repaired);
 	post_events(fs, s);
+	record_history(fs, s, result); /* before it shows as ended: a waiter then sees its record */
 	pthread_mutex_lock(&s->lock);
 	s->running = false;
 	pthread_cond_broadcast(&s->cond);
@@ -342,6 +468,8 @@ int ffs_scrub_start(struct ffs *fs, bool repair)
 	s->bytes = s->own_bytes = 0;
 	s->last_fg = atomic_load(&ff_raid_stats(fs->raid)->fg_bytes);
 	s->start_ns = ff_mono_ns();
+	s->start_s = ff_wall_ns() / 1000000000ull;
+	s->st.start_s = s->start_s;
 	rc = -pthread_create(&s->thread, NULL, scrub_main, fs);
 	s->started = rc == 0;
 	s->running = rc == 0;
@@ -379,6 +507,7 @@ void ffs_scrub_status(struct ffs *fs, struct ffs_scrub_status *st)
 	pthread_mutex_lock(&s->lock);
 	*st = s->st;
 	st->active = s->running;
+	st->bytes_checked = s->bytes;
 	pthread_mutex_unlock(&s->lock);
 	secs = (double)(ff_mono_ns() - s->start_ns) / 1e9;
 	st->mb_per_s = secs > 0 ? (double)s->bytes / 1e6 / secs : 0;

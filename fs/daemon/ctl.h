@@ -89,8 +89,16 @@
  *             NEW; the old member serves until the copy is done) | null,
  *   scrub:   {active, repair, fraction, percent, stripes_checked,
  *             chunks_bad, chunks_repaired, parity_bad, parity_repaired,
- *             meta_bad, meta_repaired, unreadable, mb_per_s, eta_s,
- *             error: string|null, files: [{ino, path, stripe, repaired}]}
+ *             meta_bad, meta_repaired, unreadable, chunks_unrepairable,
+ *             bytes_checked, meta_chunks_checked, start_s: wall-clock
+ *             seconds|null (no scrub since the mount), mb_per_s, eta_s,
+ *             error: string|null, files: [{ino, path, stripe, repaired}],
+ *             history: the scrubs that ended, kept in the superblock, the
+ *             last 8 newest first: [{seq, start_s, end_s, repair,
+ *             result: "done"|"stopped"|"failed", bytes_checked,
+ *             stripes_checked, meta_chunks_checked, chunks_bad,
+ *             chunks_repaired, chunks_unrepairable, parity_bad,
+ *             parity_repaired, meta_bad, meta_repaired, unreadable}]}
  *             | null (no filesystem),
  *   rates:   {rebuild_min_bps, rebuild_max_bps, scrub_min_bps, scrub_max_bps},
  *   (mb_per_s is 10^6 bytes per second, as it always was here; the text

@@ -199,6 +199,38 @@ json_object *ctl_rebuild_json(struct ff_raid *r)
 	return o;
 }
 
+/* The scrubs that ended, newest first (fs/scrub.c keeps them in the superblock). */
+static json_object *scrub_history_json(struct ffs *fs)
+{
+	struct ffs_scrub_past past[FFS_SCRUB_HISTORY_MAX];
+	json_object *arr = json_object_new_array();
+	unsigned n = ffs_scrub_history(fs, past);
+
+	for (unsigned i = 0; i < n; i++) {
+		const struct ffs_scrub_past *p = &past[i];
+		json_object *o = json_object_new_object();
+
+		ctl_jadd_u64(o, "seq", p->seq);
+		ctl_jadd_u64(o, "start_s", p->start_s);
+		ctl_jadd_u64(o, "end_s", p->end_s);
+		ctl_jadd_bool(o, "repair", p->repair);
+		ctl_jadd_str(o, "result", ffs_scrub_result_name(p->result));
+		ctl_jadd_u64(o, "bytes_checked", p->bytes_checked);
+		ctl_jadd_u64(o, "stripes_checked", p->stripes_checked);
+		ctl_jadd_u64(o, "meta_chunks_checked", p->meta_chunks_checked);
+		ctl_jadd_u64(o, "chunks_bad", p->chunks_bad);
+		ctl_jadd_u64(o, "chunks_repaired", p->chunks_repaired);
+		ctl_jadd_u64(o, "chunks_unrepairable", p->chunks_unrepairable);
+		ctl_jadd_u64(o, "parity_bad", p->parity_bad);
+		ctl_jadd_u64(o, "parity_repaired", p->parity_repaired);
+		ctl_jadd_u64(o, "meta_bad", p->meta_bad);
+		ctl_jadd_u64(o, "meta_repaired", p->meta_repaired);
+		ctl_jadd_u64(o, "unreadable", p->unreadable);
+		json_object_array_add(arr, o);
+	}
+	return arr;
+}
+
 json_object *ctl_scrub_json(struct ffs *fs)
 {
 	struct ffs_scrub_status *st = calloc(1, sizeof(*st));
@@ -221,6 +253,13 @@ json_object *ctl_scrub_json(struct ffs *fs)
 	ctl_jadd_u64(o, "meta_bad", st->meta_bad);
 	ctl_jadd_u64(o, "meta_repaired", st->meta_repaired);
 	ctl_jadd_u64(o, "unreadable", st->unreadable);
+	ctl_jadd_u64(o, "chunks_unrepairable", st->chunks_unrepairable);
+	ctl_jadd_u64(o, "bytes_checked", st->bytes_checked);
+	ctl_jadd_u64(o, "meta_chunks_checked", st->meta_chunks_checked);
+	if (st->start_s)
+		ctl_jadd_u64(o, "start_s", st->start_s);
+	else
+		json_object_object_add(o, "start_s", NULL);
 	json_object_object_add(o, "mb_per_s", ctl_jdbl(st->mb_per_s, "%.1f"));
 	json_object_object_add(o, "eta_s", ctl_jdbl(st->eta_s, "%.1f"));
 	ctl_jadd_str(o, "error", st->error ? strerror(st->error < 0 ? -st->error : st->error) : NULL);
@@ -234,6 +273,7 @@ json_object *ctl_scrub_json(struct ffs *fs)
 		json_object_array_add(files, f);
 	}
 	json_object_object_add(o, "files", files);
+	json_object_object_add(o, "history", scrub_history_json(fs));
 	free(st);
 	return o;
 }

@@ -50,6 +50,8 @@ int abs_path(const char *in, char *out, size_t len);
 /* render.c */
 void render_status(json_object *st, FILE *f);
 void render_scrub(json_object *sc, FILE *f, const char *indent);
+/* scrub status: every scrub the superblock recorded, newest first. */
+void render_scrub_history(json_object *sc, FILE *f);
 /* One progress line: "[#####.....]  45.2%  phase  774.8 MiB/s  ETA 0:01:23". */
 void render_progress(const char *what, json_object *prog, char *buf, size_t len);
 const char *jstr(json_object *o, const char *key, const char *dflt);

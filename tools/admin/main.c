@@ -74,7 +74,9 @@ static void usage(FILE *f)
 "                                    offline it runs here, from its checkpoint\n"
 "  scrub start [--no-repair] [--wait] VOLUME   check every copy, checksum and parity;\n"
 "                                    repair what is damaged (offline it always waits)\n"
-"  scrub stop VOLUME | scrub status VOLUME\n"
+"  scrub stop VOLUME | scrub status VOLUME   status adds the history: the last 8\n"
+"                                    scrubs (start, end, found, repaired, how each ended),\n"
+"                                    kept in the superblock, so across remounts\n"
 "  set VOLUME label=NAME             a new label (what LABEL= finds), on a mounted or an\n"
 "                                    unmounted volume: at most 63 bytes, no control characters\n"
 "  set MOUNTPOINT KEY=RATE...        rebuild_min, rebuild_max, scrub_min, scrub_max in bytes\n"
@@ -327,8 +329,10 @@ static int cmd_scrub(struct vol *v, const char *sub, const struct opts *o)
 			print_json(a, stdout);
 		else if (strcmp(sub, "start") == 0)
 			printf("scrub started\n");
-		else
+		else {
 			render_scrub(jget(a, "scrub"), stdout, "");
+			render_scrub_history(jget(a, "scrub"), stdout);
+		}
 		json_object_put(a);
 		return EX_OK;
 	}
@@ -583,7 +587,9 @@ int main(int argc, char **argv)
 			return EX_USAGE;
 		}
 		o2.wait = o.wait || !v.online;
-		rc = vol_open(&v, o.no_repair || strcmp(sub, "start") ? VOL_STATUS : VOL_RW, o.json);
+		/* a check-only scrub opens the volume read-write too: its record
+		 * goes into the superblock's scrub history */
+		rc = vol_open(&v, strcmp(sub, "start") ? VOL_STATUS : VOL_RW, o.json);
 		if (rc == EX_OK)
 			rc = cmd_scrub(&v, sub, &o2);
 		vol_close(&v);

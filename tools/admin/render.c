@@ -201,9 +201,46 @@ static void member_line(json_object *m, const char *role, FILE *f)
 	last_seen_line(m, f);
 }
 
+/* "2026-12-01 09:41:02" in local time, "?" when out of range. */
+static const char *fmt_when(double secs, char *buf, size_t len)
+{
+	time_t t = (time_t)secs;
+	struct tm tm;
+
+	if (secs <= 0 || !localtime_r(&t, &tm) || !strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm))
+		snprintf(buf, len, "?");
+	return buf;
+}
+
+static void scrub_counts(json_object *sc, FILE *f, const char *indent)
+{
+	fprintf(f, "%s         data chunks bad %.0f, repaired %.0f", indent, jnum(sc, "chunks_bad"),
+		jnum(sc, "chunks_repaired"));
+	if (jnum(sc, "chunks_unrepairable") > 0)
+		fprintf(f, ", NOT repairable %.0f", jnum(sc, "chunks_unrepairable"));
+	fprintf(f, "; parity bad %.0f, repaired %.0f; metadata bad %.0f, repaired %.0f; "
+		"unreadable stripes %.0f\n", jnum(sc, "parity_bad"), jnum(sc, "parity_repaired"),
+		jnum(sc, "meta_bad"), jnum(sc, "meta_repaired"), jnum(sc, "unreadable"));
+}
+
+/* One scrub of the history: when, how long, what it did and how it ended. */
+static void scrub_past_line(json_object *h, FILE *f, const char *indent, const char *what)
+{
+	char a[32], b[32], d[32], by[32];
+
+	fprintf(f, "%s%-8s %s to %s (%s), %s, %s: %.0f stripes, %s checked\n", indent, what,
+		fmt_when(jnum(h, "start_s"), a, sizeof(a)), fmt_when(jnum(h, "end_s"), b, sizeof(b)),
+		fmt_duration(jnum(h, "end_s") - jnum(h, "start_s"), d, sizeof(d)),
+		jbool(h, "repair") ? "repair" : "check only", jstr(h, "result", "?"),
+		jnum(h, "stripes_checked"), fmt_bytes(jnum(h, "bytes_checked"), by, sizeof(by)));
+	scrub_counts(h, f, indent);
+}
+
 void render_scrub(json_object *sc, FILE *f, const char *indent)
 {
-	json_object *files = jget(sc, "files");
+	json_object *files = jget(sc, "files"), *hist = jget(sc, "history");
+	json_object *last = hist && json_object_array_length(hist) ? json_object_array_get_idx(hist, 0)
+								    : NULL;
 	char line[256];
 
 	if (!sc) {
@@ -213,26 +250,45 @@ void render_scrub(json_object *sc, FILE *f, const char *indent)
 	if (jbool(sc, "active")) {
 		render_progress("scrub", sc, line, sizeof(line));
 		fprintf(f, "%s%s\n", indent, line);
+		scrub_counts(sc, f, indent);
+		if (last) /* the one before: when the volume was last checked whole */
+			scrub_past_line(last, f, indent, "last");
+	} else if (last) { /* this mount's last scrub, or one before the mount */
+		scrub_past_line(last, f, indent, "scrub");
 	} else if (jnum(sc, "stripes_checked") > 0 || jstr(sc, "error", NULL)) {
 		fprintf(f, "%sscrub    %s: %.0f stripes checked (%.1f%%)%s%s\n", indent,
 			jnum(sc, "fraction") >= 1 ? "done" : "stopped", jnum(sc, "stripes_checked"),
 			jnum(sc, "percent"), jstr(sc, "error", NULL) ? ", error: " : "",
 			jstr(sc, "error", ""));
+		scrub_counts(sc, f, indent);
 	} else {
-		fprintf(f, "%sscrub    idle\n", indent);
+		fprintf(f, "%sscrub    idle (no scrub recorded)\n", indent);
 		return;
 	}
-	fprintf(f, "%s         data chunks bad %.0f, repaired %.0f; parity bad %.0f, repaired %.0f; "
-		"metadata bad %.0f, repaired %.0f; unreadable stripes %.0f\n", indent,
-		jnum(sc, "chunks_bad"), jnum(sc, "chunks_repaired"), jnum(sc, "parity_bad"),
-		jnum(sc, "parity_repaired"), jnum(sc, "meta_bad"), jnum(sc, "meta_repaired"),
-		jnum(sc, "unreadable"));
+	if (jstr(sc, "error", NULL) && !jbool(sc, "active") && last)
+		fprintf(f, "%s         error: %s\n", indent, jstr(sc, "error", ""));
 	for (size_t i = 0; files && i < json_object_array_length(files); i++) {
 		json_object *fl = json_object_array_get_idx(files, i);
 
 		fprintf(f, "%s         damaged file %s (stripe %.0f of the file): %s\n", indent,
 			jstr(fl, "path", "(no name)"), jnum(fl, "stripe"),
 			jbool(fl, "repaired") ? "repaired" : "NOT repaired");
+	}
+}
+
+void render_scrub_history(json_object *sc, FILE *f)
+{
+	json_object *hist = jget(sc, "history");
+	size_t n = hist ? json_object_array_length(hist) : 0;
+
+	if (!n)
+		return;
+	fprintf(f, "\nhistory (newest first, the last %zu kept in the superblock):\n", n);
+	for (size_t i = 0; i < n; i++) {
+		char what[16];
+
+		snprintf(what, sizeof(what), "#%.0f", jnum(json_object_array_get_idx(hist, i), "seq"));
+		scrub_past_line(json_object_array_get_idx(hist, i), f, "", what);
 	}
 }
 

@@ -174,6 +174,17 @@ def test():
         check(value(fams, "framefs_scrub_checked_bytes") == sc["stripes_checked"] * sb,
               "checked after stop")
         check(value(fams, "framefs_scrub_bad", kind="data") == 0, "bad chunks")
+        # the stopped scrub is the last one in the superblock's history
+        last = sc["history"][0]
+        check(last["result"] == "stopped", "history[0] %r" % last)
+        check(value(fams, "framefs_scrub_last_result", result="stopped") == 1 and
+              value(fams, "framefs_scrub_last_result", result="done") == 0, "last result")
+        check(value(fams, "framefs_scrub_last_start_timestamp_seconds") == last["start_s"] and
+              value(fams, "framefs_scrub_last_end_timestamp_seconds") == last["end_s"],
+              "last scrub times")
+        check(value(fams, "framefs_scrub_last_errors_found") == 0 and
+              value(fams, "framefs_scrub_last_errors_unrepaired") == 0, "last scrub errors")
+        check(value(fams, "framefs_scrub_history_records") == len(sc["history"]), "records")
         log("ok: a running scrub: active, %.1f%% walked, %d bytes checked" % (ratio * 100,
                                                                              checked))
 

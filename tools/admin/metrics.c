@@ -9,7 +9,9 @@
  * block devices).  States are one 0/1 series per possible state (the
  * Prometheus way to export an enum), so that `== 1` selects the current one.
  * Counters the daemon keeps since its start end in _total; progress and the
- * results of the last scrub, which restart with every run, are gauges.
+ * results of the last scrub, which restart with every run, are gauges; so
+ * are the framefs_scrub_last_ families, read from the scrub history the
+ * superblock keeps (the last scrub that ended, before this mount too).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -249,6 +251,52 @@ static void scrub_damage(struct mx *m, json_object *sc, const char *name, const 
 	}
 }
 
+static const char *const scrub_results[] = { "done", "stopped", "failed" };
+
+/* The last scrub that ended, from the superblock's history (kept across
+ * remounts): absent until a scrub has ended on the volume. */
+static void scrub_last(struct mx *m, json_object *sc)
+{
+	json_object *hist = jget(sc, "history");
+	json_object *h = hist && json_object_array_length(hist) ? json_object_array_get_idx(hist, 0)
+								 : NULL;
+	double found = jnum(h, "chunks_bad") + jnum(h, "parity_bad") + jnum(h, "meta_bad") +
+		       jnum(h, "unreadable");
+	double left = found - jnum(h, "chunks_repaired") - jnum(h, "parity_repaired") -
+		      jnum(h, "meta_repaired");
+	char l[64];
+
+	family(m, "framefs_scrub_last_start_timestamp_seconds", "gauge",
+	       "When the last scrub that ended started (kept across remounts; absent before the first)");
+	if (h)
+		sample_json(m, "framefs_scrub_last_start_timestamp_seconds", "", jget(h, "start_s"));
+	family(m, "framefs_scrub_last_end_timestamp_seconds", "gauge",
+	       "When the last scrub that ended ended (kept across remounts; absent before the first)");
+	if (h)
+		sample_json(m, "framefs_scrub_last_end_timestamp_seconds", "", jget(h, "end_s"));
+	family(m, "framefs_scrub_last_errors_found", "gauge",
+	       "Damage the last scrub that ended found: bad data chunks, parity mismatches, bad "
+	       "metadata blocks and unreadable stripes together");
+	if (h)
+		sample_num(m, "framefs_scrub_last_errors_found", "", found);
+	family(m, "framefs_scrub_last_errors_unrepaired", "gauge",
+	       "Damage the last scrub that ended found and did not repair (all of it for a "
+	       "check-only scrub)");
+	if (h)
+		sample_num(m, "framefs_scrub_last_errors_unrepaired", "", left);
+	family(m, "framefs_scrub_last_result", "gauge",
+	       "1 for how the last scrub that ended ended, 0 for the others (stopped: by scrub stop "
+	       "or unmount; failed: the array failed under it)");
+	for (size_t k = 0; h && k < FF_ARRAY_SIZE(scrub_results); k++) {
+		snprintf(l, sizeof(l), "result=\"%s\"", scrub_results[k]);
+		sample_num(m, "framefs_scrub_last_result", l,
+			   !strcmp(jstr(h, "result", ""), scrub_results[k]));
+	}
+	one_num(m, "framefs_scrub_history_records", "gauge",
+		"Scrubs recorded in the superblock's history (the last 8 are kept)",
+		(double)(hist ? json_object_array_length(hist) : 0));
+}
+
 static void scrub(struct mx *m, json_object *st)
 {
 	json_object *sc = jget(st, "scrub"), *fs = jget(st, "fs");
@@ -283,6 +331,7 @@ static void scrub(struct mx *m, json_object *st)
 	    "Stripes the current or last scrub could neither read nor rebuild");
 	one_num(m, "framefs_scrub_error", "gauge", "1 when the scrub stopped on an error",
 		jstr(sc, "error", NULL) != NULL);
+	scrub_last(m, sc);
 }
 
 static void rates(struct mx *m, json_object *st)

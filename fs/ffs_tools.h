@@ -54,6 +54,9 @@ bool ffs_tools_read_only(const struct ffs *fs);
 void ffs_tools_set_itable_hwm(struct ffs *fs, uint64_t blocks);
 /* Set the format version (format.h), stored by the next ffs_super_write. */
 void ffs_tools_set_version(struct ffs *fs, uint32_t version);
+/* Put r (NULL: zeros, an empty slot) in slot `slot` of the superblock's
+ * scrub history (format.h), stored by the next ffs_super_write. */
+void ffs_tools_set_scrub_record(struct ffs *fs, unsigned slot, const struct ffs_scrub_record *r);
 
 /* ---- the allocators' in-memory view (tools.c) --------------------------------- */
 

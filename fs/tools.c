@@ -36,6 +36,17 @@ void ffs_tools_set_version(struct ffs *fs, uint32_t version)
 	fs->sb->version = ff_cpu_to_le32(version);
 }
 
+void ffs_tools_set_scrub_record(struct ffs *fs, unsigned slot, const struct ffs_scrub_record *r)
+{
+	struct ffs_scrub_record *to = &fs->sb->scrub_history.rec[slot];
+
+	FF_ASSERT(slot < FFS_SB_SCRUB_RECORDS);
+	if (r)
+		memcpy(to, r, sizeof(*to));
+	else
+		memset(to, 0, sizeof(*to));
+}
+
 /* The in-memory bitmap `map` and its size in bits (from the superblock). */
 static uint64_t *map_of(const struct ffs *fs, enum ffs_tools_map map, uint64_t *nbits)
 {

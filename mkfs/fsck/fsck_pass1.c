@@ -22,6 +22,10 @@
  *
  * Then, as e2fsck does, committed journal transactions are replayed before
  * anything else is looked at.
+ *
+ * Last, the scrub history the superblock keeps (fs/format.h): a record with
+ * impossible times or counts is cleared.  It never makes a copy invalid —
+ * the history describes the volume, the volume does not depend on it.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -215,6 +219,21 @@ static int journal(struct fsck *c)
 	return rc;
 }
 
+/* Judge every record first, then clear: clearing one changes which are the
+ * eight newest, and the second run must find what the first left sane. */
+static void scrub_history(struct fsck *c)
+{
+	const char *why[FFS_SB_SCRUB_RECORDS];
+
+	for (unsigned i = 0; i < FFS_SB_SCRUB_RECORDS; i++)
+		why[i] = ffs_scrub_record_problem(c->sb, i);
+	for (unsigned i = 0; i < FFS_SB_SCRUB_RECORDS; i++)
+		if (why[i] && fsck_fix_problem(c, PR_1_SCRUB_RECORD, &(struct pctx){
+				.num = ff_le64(c->sb->scrub_history.rec[i].seq), .num2 = i,
+				.str = why[i] }))
+			ffs_tools_set_scrub_record(c->fs, i, NULL);
+}
+
 int fsck_pass1(struct fsck *c)
 {
 	struct ffs_super *copy = ff_alloc_aligned(FFS_SB_COPIES * FFS_BLOCK);
@@ -226,6 +245,8 @@ int fsck_pass1(struct fsck *c)
 	free(copy);
 	if (rc == 0)
 		rc = journal(c);
+	if (rc == 0)
+		scrub_history(c);
 	if (rc == 0 && (rc = ffs_check_load_bitmaps(c->fs)) < 0)
 		fsck_operr(c, rc, "cannot load the allocation bitmaps");
 	if (rc == 0 && c->sb_rebuilt) /* the table is initialised at least as far as it is used */

@@ -32,6 +32,8 @@ const struct problem_def fsck_problems[PR_COUNT] = {
 	  "The journal holds committed transactions that are not yet in place", "Replay the journal"),
 	P(PR_1_JOURNAL_BAD, 0x104, SEV_MAJOR, "The journal cannot be replayed ({str})",
 	  "Discard the journal"),
+	P(PR_1_SCRUB_RECORD, 0x107, SEV_MINOR,
+	  "Scrub history record {num} (superblock slot {num2}) is nonsense: {str}", "Clear it"),
 	P(PR_2_HWM, 0x201, SEV_MINOR, "The inode table high-water mark is {num}, should be {num2}",
 	  "Fix it"),
 	P(PR_2_ITABLE_BAD, 0x202, SEV_MAJOR,

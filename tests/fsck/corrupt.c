@@ -449,6 +449,46 @@ static void sb_offset(struct tool *t)
 	t->raw_zero = true;
 }
 
+/*
+ * The superblock's scrub history (fs/format.h): one sane record (seq 1,
+ * kept) and one of each kind of nonsense fsck clears — a record that ends
+ * before it starts, repairs by a check-only scrub, more stripes checked
+ * than the volume has, a number in another record's slot, and data in an
+ * empty slot.  Written with the superblock at the end.
+ */
+static void scrub_nonsense(struct tool *t)
+{
+	const struct ffs_super *sb = ffs_tools_super(t->fs);
+	struct ffs_scrub_record r;
+
+	for (unsigned i = 0; i < FFS_SB_SCRUB_RECORDS; i++) {
+		memset(&r, 0, sizeof(r));
+		r.seq = ff_cpu_to_le64(i + 1);
+		r.start_s = ff_cpu_to_le64(1764000000ull + 100 * i);
+		r.end_s = ff_cpu_to_le64(1764000000ull + 100 * i + 5);
+		r.result = ff_cpu_to_le32(FFS_SCRUB_DONE);
+		r.flags = ff_cpu_to_le32(FFS_SCRUB_F_REPAIR);
+		r.stripes_checked = ff_cpu_to_le64(1);
+		r.bytes_checked = sb->stripe_bytes;
+		switch (i) {
+		case 0: break;
+		case 1: r.end_s = ff_cpu_to_le64(1764000000ull + 50); break;
+		case 2:
+			r.flags = 0;
+			r.chunks_bad = r.chunks_repaired = ff_cpu_to_le64(1);
+			break;
+		case 3: r.stripes_checked = ff_cpu_to_le64(ff_le64(sb->nstripes) + 1); break;
+		case 4: r.seq = ff_cpu_to_le64(2); break;
+		case 7:
+			memset(&r, 0, sizeof(r));
+			r.start_s = ff_cpu_to_le64(1764000000ull);
+			break;
+		default: continue; /* slots 5 and 6 stay empty */
+		}
+		ffs_tools_set_scrub_record(t->fs, i, &r);
+	}
+}
+
 static uint64_t num(const char *s)
 {
 	return strtoull(s, NULL, 0);
@@ -601,6 +641,12 @@ static void do_hwm(struct tool *t, char **arg)
 	ffs_tools_set_itable_hwm(t->fs, num(arg[0]));
 }
 
+static void do_scrub_nonsense(struct tool *t, char **arg)
+{
+	(void)arg;
+	scrub_nonsense(t);
+}
+
 static void do_leaf_bad(struct tool *t, char **arg) { raw_all(t, second_leaf(t, arg[0]), 1); }
 
 static void do_itable_bad(struct tool *t, char **arg)
@@ -661,6 +707,7 @@ static const struct action {
 	{ "sb-disagree", 0, do_nothing },         { "sb-legacy", 0, do_nothing },
 	{ "sb-geometry", 0, do_nothing },         { "xvalue-bad", 1, do_xvalue_bad },
 	{ "journal-pending-no-super", 1, do_journal_pending },
+	{ "scrub-nonsense", 0, do_scrub_nonsense },
 };
 
 static bool act(struct tool *t, const char *a, char **arg, unsigned nargs)

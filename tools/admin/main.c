@@ -76,7 +76,7 @@ static void usage(FILE *f)
 "                                    repair what is damaged (offline it always waits)\n"
 "  scrub stop VOLUME | scrub status VOLUME   status adds the history: the last 8\n"
 "                                    scrubs (start, end, found, repaired, how each ended),\n"
-"                                    kept in the superblock, so across remounts\n"
+"                                    kept in the superblock, so across remounts (offline too)\n"
 "  set VOLUME label=NAME             a new label (what LABEL= finds), on a mounted or an\n"
 "                                    unmounted volume: at most 63 bytes, no control characters\n"
 "  set MOUNTPOINT KEY=RATE...        rebuild_min, rebuild_max, scrub_min, scrub_max in bytes\n"
@@ -580,7 +580,7 @@ int main(int argc, char **argv)
 		rc = vol_resolve(&v, words + 2, nwords - 2, o.sock);
 		if (rc != EX_OK)
 			return rc;
-		if (!v.online && strcmp(sub, "start")) {
+		if (!v.online && !strcmp(sub, "stop")) { /* status: the history on disk */
 			fprintf(stderr, "framefs-admin: no scrub runs on an unmounted volume; "
 				"'scrub start MEMBERS' runs one here\n");
 			vol_close(&v);

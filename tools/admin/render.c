@@ -283,7 +283,8 @@ void render_scrub_history(json_object *sc, FILE *f)
 
 	if (!n)
 		return;
-	fprintf(f, "\nhistory (newest first, the last %zu kept in the superblock):\n", n);
+	fprintf(f, "\nhistory: %zu scrub(s), newest first (the superblock keeps the last %u)\n", n,
+		FFS_SCRUB_HISTORY_MAX);
 	for (size_t i = 0; i < n; i++) {
 		char what[16];
 

@@ -311,7 +311,9 @@ static void corrupt(const char *path, uint64_t off, size_t len)
 START_TEST(scrub_finds_and_repairs)
 {
 	struct ffs *fs = mkfs_mount(64, 64 * 1024);
+	struct ffs_scrub_past past[FFS_SCRUB_HISTORY_MAX];
 	struct ffs_scrub_status st;
+	uint64_t found[3];
 	const struct ff_geom *g;
 	static uint8_t data[1 << 20], back[1 << 20];
 	struct stat dst;
@@ -352,15 +354,76 @@ START_TEST(scrub_finds_and_repairs)
 	ck_assert_uint_eq(st.report[0].ino, ino);
 	ck_assert(st.report[0].repaired);
 	ck_assert_str_eq(st.report[0].path, "/seq/frame001.dpx");
+	found[0] = st.chunks_bad;
+	found[1] = st.parity_bad;
+	found[2] = st.meta_bad;
 	/* a second scrub finds nothing; the file reads back as written */
 	ck_assert_int_eq(ffs_scrub_start(fs, true), 0);
 	ffs_scrub_wait(fs, &st);
 	ck_assert_uint_eq(st.chunks_bad + st.parity_bad + st.meta_bad, 0);
 	fs = remount(fs);
+	/* both are in the history after the remount, newest first */
+	ck_assert_uint_eq(ffs_scrub_history(fs, past), 2);
+	ck_assert_uint_eq(past[0].seq, 2);
+	ck_assert_uint_eq(past[0].chunks_bad + past[0].parity_bad + past[0].meta_bad, 0);
+	ck_assert_uint_eq(past[1].seq, 1);
+	ck_assert(past[1].repair && past[1].result == FFS_SCRUB_DONE);
+	ck_assert_uint_eq(past[1].chunks_bad, found[0]);
+	ck_assert_uint_eq(past[1].chunks_repaired, found[0]);
+	ck_assert_uint_eq(past[1].parity_bad, found[1]);
+	ck_assert_uint_eq(past[1].parity_repaired, found[1]);
+	ck_assert_uint_eq(past[1].meta_bad, found[2]);
+	ck_assert_uint_eq(past[1].meta_repaired, found[2]);
+	ck_assert_uint_le(past[1].start_s, past[1].end_s);
+	ck_assert_uint_ge(past[1].stripes_checked, 1);
 	ck_assert_int_eq(ffs_open(fs, ino, O_RDONLY, &fh), 0);
 	ck_assert_int_eq(ffs_read(fs, fh, back, sizeof(back), 0), (ssize_t)sizeof(back));
 	ck_assert_int_eq(memcmp(data, back, sizeof(data)), 0);
 	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	ut_remove_members(NM);
+}
+END_TEST
+
+/* The scrub history is a ring of the 8 newest, kept across remounts; a
+ * nonsense record (fsck clears it) is left out and its slot reused in
+ * turn. */
+START_TEST(scrub_history_ring)
+{
+	struct ffs *fs = mkfs_mount(64, 64 * 1024);
+	struct ffs_scrub_past past[FFS_SCRUB_HISTORY_MAX];
+	struct ffs_scrub_record bad;
+	unsigned n;
+
+	ck_assert_uint_eq(ffs_scrub_history(fs, past), 0);
+	for (unsigned i = 0; i < 10; i++) {
+		ck_assert_int_eq(ffs_scrub_start(fs, i % 2), 0);
+		ffs_scrub_wait(fs, NULL);
+	}
+	fs = remount(fs);
+	n = ffs_scrub_history(fs, past);
+	ck_assert_uint_eq(n, FFS_SCRUB_HISTORY_MAX);
+	for (unsigned i = 0; i < n; i++) {
+		ck_assert_uint_eq(past[i].seq, 10 - i);
+		ck_assert(past[i].repair == (past[i].seq % 2 == 0)); /* scrub i + 1 repaired when i odd */
+		ck_assert(past[i].result == FFS_SCRUB_DONE);
+	}
+	/* seq 10 (slot 1) ends before it starts: not shown, seq 11 goes to slot 2 */
+	memcpy(&bad, &ffs_tools_super(fs)->scrub_history.rec[1], sizeof(bad));
+	ck_assert_uint_eq(ff_le64(bad.seq), 10);
+	bad.start_s = ff_cpu_to_le64(ff_le64(bad.end_s) + 1);
+	ffs_tools_set_scrub_record(fs, 1, &bad);
+	ck_assert_ptr_nonnull(ffs_scrub_record_problem(ffs_tools_super(fs), 1));
+	ck_assert_uint_eq(ffs_scrub_history(fs, past), 7);
+	ck_assert_uint_eq(past[0].seq, 9);
+	ck_assert_int_eq(ffs_scrub_start(fs, false), 0);
+	ffs_scrub_wait(fs, NULL);
+	fs = remount(fs);
+	n = ffs_scrub_history(fs, past);
+	ck_assert_uint_eq(n, 7);
+	ck_assert_uint_eq(past[0].seq, 11);
+	ck_assert_uint_eq(past[1].seq, 9);
+	ck_assert_uint_eq(past[6].seq, 4);
 	ck_assert_int_eq(ffs_unmount(fs), 0);
 	ut_remove_members(NM);
 }
@@ -626,6 +689,7 @@ int main(void)
 	tcase_add_test(tc, small_file_round_trip);
 	tcase_add_test(tc, xattr_value_blocks);
 	tcase_add_test(tc, scrub_finds_and_repairs);
+	tcase_add_test(tc, scrub_history_ring);
 	tcase_add_test(tc, read_repairs_bad_chunk);
 	tcase_add_test(tc, flush_commits_only_changed_files);
 	tcase_add_test(tc, commit_in_flight_lets_operations_run);

@@ -212,7 +212,10 @@ static const char *counts_problem(const struct ffs_super *sb, const struct ffs_s
 	    ff_le64(r->parity_bad) > stripes || ff_le64(r->unreadable) > stripes ||
 	    ff_le64(r->meta_bad) > mchunks * (FF_META_CHUNK / FFS_BLOCK))
 		return "more damage found than was checked";
-	if (ff_le64(r->chunks_repaired) + ff_le64(r->chunks_unrepairable) > ff_le64(r->chunks_bad) ||
+	/* each bounded by chunks_bad (itself bounded above) before they are added */
+	if (ff_le64(r->chunks_repaired) > ff_le64(r->chunks_bad) ||
+	    ff_le64(r->chunks_unrepairable) > ff_le64(r->chunks_bad) ||
+	    ff_le64(r->chunks_repaired) + ff_le64(r->chunks_unrepairable) > ff_le64(r->chunks_bad) ||
 	    ff_le64(r->parity_repaired) > ff_le64(r->parity_bad) ||
 	    ff_le64(r->meta_repaired) > ff_le64(r->meta_bad))
 		return "more damage repaired than found";

@@ -334,16 +334,27 @@ static void record_fill(struct ffs_scrub_record *r, uint64_t seq, const struct s
  */
 static void record_history(struct ffs *fs, struct scrub *s, enum ffs_scrub_result result)
 {
+	struct ffs_scrub_record old, *slot;
+	const char *why;
 	uint64_t seq;
 	int rc = 0;
 
 	pthread_mutex_lock(&fs->lock);
 	seq = ffs_scrub_history_newest(fs->sb) + 1;
-	record_fill(&fs->sb->scrub_history.rec[(seq - 1) % FFS_SB_SCRUB_RECORDS], seq, s, result);
-	FF_ASSERT(!ffs_scrub_record_problem(fs->sb, (unsigned)((seq - 1) % FFS_SB_SCRUB_RECORDS)));
-	if (!fs->ro)
+	slot = &fs->sb->scrub_history.rec[(seq - 1) % FFS_SB_SCRUB_RECORDS];
+	old = *slot;
+	record_fill(slot, seq, s, result);
+	/* checked before it is written, as every block is: only a wall clock far
+	 * off (start at 0, past the year 2500) can fail it; the older record stays */
+	why = ffs_scrub_record_problem(fs->sb, (unsigned)((seq - 1) % FFS_SB_SCRUB_RECORDS));
+	if (why)
+		*slot = old;
+	else if (!fs->ro)
 		rc = ffs_super_write(fs);
 	pthread_mutex_unlock(&fs->lock);
+	if (why)
+		ff_log(FF_LOG_ERR, "scrub %llu: not recorded in the history: %s (is the clock right?)",
+		       (unsigned long long)seq, why);
 	if (rc < 0)
 		ff_log(FF_LOG_ERR, "scrub %llu: cannot write its record to the superblock: %s",
 		       (unsigned long long)seq, strerror(-rc));

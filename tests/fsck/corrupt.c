@@ -453,8 +453,8 @@ static void sb_offset(struct tool *t)
  * The superblock's scrub history (fs/format.h): one sane record (seq 1,
  * kept) and one of each kind of nonsense fsck clears — a record that ends
  * before it starts, repairs by a check-only scrub, more stripes checked
- * than the volume has, a number in another record's slot, and data in an
- * empty slot.  Written with the superblock at the end.
+ * than the volume has, a number in another record's slot, repairs whose
+ * sum wraps around to fit the damage found, and data in an empty slot.  Written with the superblock at the end.
  */
 static void scrub_nonsense(struct tool *t)
 {
@@ -479,11 +479,14 @@ static void scrub_nonsense(struct tool *t)
 			break;
 		case 3: r.stripes_checked = ff_cpu_to_le64(ff_le64(sb->nstripes) + 1); break;
 		case 4: r.seq = ff_cpu_to_le64(2); break;
+		case 6: /* repaired + unrepairable wraps to 0 in 64 bits */
+			r.chunks_repaired = r.chunks_unrepairable = ff_cpu_to_le64(1ull << 63);
+			break;
 		case 7:
 			memset(&r, 0, sizeof(r));
 			r.start_s = ff_cpu_to_le64(1764000000ull);
 			break;
-		default: continue; /* slots 5 and 6 stay empty */
+		default: continue; /* slot 5 stays empty */
 		}
 		ffs_tools_set_scrub_record(t->fs, i, &r);
 	}

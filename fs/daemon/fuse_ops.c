@@ -132,6 +132,15 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO;
 	/* the 1% dirty limit of a FUSE bdi throttles writeback caching: stay write-through */
 	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+	/* Requests are read into memory, not spliced through a pipe: parity
+	 * and checksums need the bytes in user memory anyway (op_write_buf
+	 * takes an in-memory payload as it is).  And libfuse (3.18.3 seen)
+	 * pays for splice on every request where the pipe cannot grow to the
+	 * request size (F_SETPIPE_SZ beyond pipe-max-size without
+	 * CAP_SYS_RESOURCE): it makes a pipe, tries to grow it, reads
+	 * /proc/sys/fs/pipe-max-size, frees the pipe and reads without splice,
+	 * seven system calls more per request. */
+	conn->want &= ~FUSE_CAP_SPLICE_READ;
 	/* a full-stripe write arrives as one request when the kernel allows it */
 	conn->max_write = io_max;
 	/* the kernel keeps the smaller of this and the bdi's read_ahead_kb,

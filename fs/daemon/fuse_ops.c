@@ -315,6 +315,15 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	fi->fh = fh;
 	open_flags(fi);
+	/* A read-only open writes nothing, so its close has nothing to write
+	 * out or acknowledge (ffs_flush): the kernel skips FLUSH (5.16+).
+	 * NFS-Ganesha's VFS FSAL opens and closes a regular file O_RDONLY for
+	 * every attribute refresh, two or three per entry of an NFS listing
+	 * when its attribute cache is off; FLUSH was a third of the requests
+	 * such a listing sent.  A truncating open changed the file and keeps
+	 * its FLUSH; create always does (the new name must be durable). */
+	if ((fi->flags & O_ACCMODE) == O_RDONLY && !(fi->flags & O_TRUNC))
+		fi->noflush = 1;
 	if (fuse_reply_open(req, fi) == -ENOENT) /* the opener was interrupted */
 		ffs_release(FS(req), fh);
 }

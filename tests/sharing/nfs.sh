@@ -9,7 +9,8 @@
 # the uploaded frames back); a 4K-frame stream written and read, MB/s beside
 # the same on the mount; a listing of SHARE_LIST_N frames, time beside local
 # ls -l; a deleted file's handle answers NFS4ERR_STALE once a new file
-# reuses its inode number.  Then Ganesha stops, the volume unmounts cleanly
+# reuses its inode number, and a fresh listing no longer shows the name
+# deleted on the mount.  Then Ganesha stops, the volume unmounts cleanly
 # and fsck finds nothing.
 #
 # Argument: the ff-nfs-client binary.
@@ -105,9 +106,17 @@ rm -rf "$MNT/big"
 # the old handle must answer NFS4ERR_STALE (and the new one NFS4_OK)
 mkdir "$MNT/stale"
 echo "take 1" >"$MNT/stale/shot.dpx"
+# Listed over NFS first, so that a directory cache in the server has seen
+# the name that the mount then deletes.
+nfs-ls "$(url stale)" | grep -q ' shot\.dpx$' || fail "nfs-ls does not list stale/shot.dpx"
 "$NFSC" stale "$(url stale)" "$MNT/stale" shot.dpx >"$IT_TMP/stale.out" 2>&1 ||
 	{ cat "$IT_TMP/stale.out" >&2; fail "stale-handle case over NFS"; }
 ok "stale handle: $(tr '\n' ';' <"$IT_TMP/stale.out")"
+# A fresh listing shows the mount's change: the deleted name is gone, the new one is there.
+ls_stale=$(nfs-ls "$(url stale)") || fail "nfs-ls of stale/ after the unlink"
+grep -q ' shot\.dpx$' <<<"$ls_stale" && fail "nfs-ls still lists stale/shot.dpx, deleted on the mount"
+grep -q ' shot\.dpx\.new$' <<<"$ls_stale" || fail "nfs-ls does not list stale/shot.dpx.new, made on the mount"
+ok "a name deleted on the mount is gone from a fresh NFS listing, a new one is there"
 
 # --- stop Ganesha, unmount, check the volume
 stop_group "$GANESHA_PID" ganesha.nfsd

@@ -646,12 +646,29 @@ int ffs_rename(struct ffs *fs, uint64_t parent, const char *name, uint64_t newpa
 
 /* ---- open files ------------------------------------------------------------ */
 
+/*
+ * An open's handle is its inode, with bit 0 set when it was opened for
+ * reading only (finodes are 8-byte aligned).  A read-only handle's close
+ * neither writes the file's buffered stripes out nor takes its write
+ * error: those belong to the writers.  Before, a player closing a frame
+ * that a capture was still writing sent the capture's partial stripe out
+ * early and, when that failed, took the error, so that the writer's own
+ * close answered 0 for data that never reached the members.
+ */
+#define FH_RDONLY 1u
+_Static_assert(_Alignof(struct finode) > FH_RDONLY, "the handle's flag bit is free");
+
 static struct finode *fh_inode(uint64_t fh)
 {
-	struct finode *fi = (struct finode *)(uintptr_t)fh;
+	struct finode *fi = (struct finode *)(uintptr_t)(fh & ~(uint64_t)FH_RDONLY);
 
 	FF_ASSERT(fi && fi->nopen > 0);
 	return fi;
+}
+
+static bool fh_rdonly(uint64_t fh)
+{
+	return (fh & FH_RDONLY) != 0;
 }
 
 int ffs_open(struct ffs *fs, uint64_t ino, int flags, uint64_t *fh)
@@ -668,7 +685,7 @@ int ffs_open(struct ffs *fs, uint64_t ino, int flags, uint64_t *fh)
 			rc = -EISDIR;
 		else
 			fi->nopen++;
-		*fh = (uint64_t)(uintptr_t)fi;
+		*fh = (uint64_t)(uintptr_t)fi | ((flags & O_ACCMODE) == O_RDONLY ? FH_RDONLY : 0);
 		ffs_iput(fs, fi); /* the open count keeps it cached */
 	}
 	pthread_mutex_unlock(&fs->lock);
@@ -709,7 +726,7 @@ int ffs_create(struct ffs *fs, uint64_t parent, const char *name, mode_t mode, u
 int ffs_release(struct ffs *fs, uint64_t fh)
 {
 	struct finode *fi = fh_inode(fh);
-	int rc = S_ISREG(ff_le32(fi->d.mode)) ? ffs_data_flush(fs, fi) : 0;
+	int rc = S_ISREG(ff_le32(fi->d.mode)) && !fh_rdonly(fh) ? ffs_data_flush(fs, fi) : 0;
 
 	pthread_mutex_lock(&fs->lock);
 	fi->refs++;
@@ -766,9 +783,9 @@ ssize_t ffs_write(struct ffs *fs, uint64_t fh, const void *buf, size_t size, uin
  * A file the running transaction has not touched (a frame opened for
  * playback) commits nothing and does not wait.
  */
-int ffs_flush(struct ffs *fs, uint64_t fh)
+/* The file's buffered stripes out, and the commit that maps them. */
+static int flush_file(struct ffs *fs, struct finode *fi)
 {
-	struct finode *fi = fh_inode(fh);
 	int rc = 0, rc2 = 0;
 
 	if (fs->ro)
@@ -781,9 +798,20 @@ int ffs_flush(struct ffs *fs, uint64_t fh)
 	return rc < 0 ? rc : rc2;
 }
 
+/* close(2): a read-only handle has nothing of its own to write out (see
+ * FH_RDONLY); the kernel skips it anyway when the open said noflush. */
+int ffs_flush(struct ffs *fs, uint64_t fh)
+{
+	struct finode *fi = fh_inode(fh);
+
+	return fh_rdonly(fh) ? 0 : flush_file(fs, fi);
+}
+
+/* fsync(2) makes the file durable whoever asks, as on any filesystem:
+ * through a read-only handle too. */
 int ffs_fsync(struct ffs *fs, uint64_t fh, bool datasync)
 {
-	int rc = ffs_flush(fs, fh);
+	int rc = flush_file(fs, fh_inode(fh));
 	int rc2;
 
 	(void)datasync;

@@ -85,8 +85,9 @@ END_TEST
 
 /* close(2) (FLUSH) commits the running transaction only for a file it
  * changed: a frame opened for playback while another file is being written
- * neither commits nor waits, a changed file always commits — also one that
- * was evicted from the inode cache and loaded again before its close. */
+ * neither commits nor waits, a changed file's writable handle always
+ * commits — also one that was evicted from the inode cache and loaded
+ * again before its close — and a read-only handle never does (FH_RDONLY). */
 START_TEST(flush_commits_only_changed_files)
 {
 	struct ffs_opts o = { .write_buffer_bytes = 16 << 20, .read_cache_bytes = 16 << 20,
@@ -120,7 +121,11 @@ START_TEST(flush_commits_only_changed_files)
 	ck_assert_int_eq(ffs_release(fs, fh2), 0);
 	ffs_forget(fs, ino2, 1);
 	ck_assert_int_eq(ffs_lookup(fs, FFS_ROOT_INO, "being-written", &st), 0);
-	ck_assert_int_eq(ffs_open(fs, ino2, O_RDONLY, &fh2), 0);
+	ck_assert_int_eq(ffs_open(fs, ino2, O_RDONLY, &fh2), 0); /* a reader's close: not its change */
+	ck_assert_int_eq(ffs_flush(fs, fh2), 0);
+	ck_assert_uint_eq(atomic_load(commits), c0);
+	ck_assert_int_eq(ffs_release(fs, fh2), 0);
+	ck_assert_int_eq(ffs_open(fs, ino2, O_RDWR, &fh2), 0);
 	ck_assert_int_eq(ffs_flush(fs, fh2), 0);
 	ck_assert_uint_eq(atomic_load(commits), c0 + 1);
 	ck_assert_int_eq(ffs_release(fs, fh2), 0);
@@ -169,6 +174,48 @@ static unsigned wait_held_any(struct ffs *fs)
 	ck_abort_msg("no member held a delayed request within 10 s");
 	return NM;
 }
+
+/* A read-only close leaves a writer's error to the writer.  The writer
+ * changes one byte of a stripe it wrote, so its buffer must be completed
+ * from the old stripe when it goes out; that read fails (fault: EIO on
+ * every data-area read of members 0 and 1: two chunks of each RAID5 x 4
+ * stripe, beyond parity); a reader opens and closes the file meanwhile.
+ * The reader's close answers 0 and leaves the buffer alone; the writer's
+ * close answers EIO, and the stripe on disk is the one written before. */
+START_TEST(reader_close_leaves_the_writers_error)
+{
+	struct ffs *fs = mkfs_mount(64, 64 * 1024);
+	const struct ff_geom *g = ff_raid_geom(ffs_raid(fs));
+	struct ff_fault_rule bad = { .ops = FF_FAULT_READ, .error = EIO, .off_start = g->data_offset };
+	size_t n = g->stripe_bytes;
+	char *buf = malloc(n), *back = malloc(n);
+	uint64_t w, r, ino;
+
+	ck_assert(buf && back);
+	memset(buf, 0x5a, n);
+	ino = create(fs, FFS_ROOT_INO, "f", &w);
+	ck_assert_int_eq(ffs_write(fs, w, buf, n, 0), (ssize_t)n);
+	ck_assert_int_eq(ffs_flush(fs, w), 0);
+	ck_assert_int_eq(ffs_write(fs, w, "x", 1, 100), 1);
+	for (unsigned m = 0; m < 2; m++)
+		ck_assert_int_eq(ff_fault_add(member(fs, m), &bad), 0);
+	ck_assert_int_eq(ffs_open(fs, ino, O_RDONLY, &r), 0);
+	ck_assert_int_eq(ffs_release(fs, r), 0);
+	ck_assert_int_eq(ffs_flush(fs, w), -EIO);
+	for (unsigned m = 0; m < 2; m++)
+		ff_fault_clear(member(fs, m));
+	ck_assert_int_eq(ffs_release(fs, w), 0); /* reported once */
+	fs = remount(fs);
+	ck_assert_int_eq(ffs_open(fs, ino, O_RDONLY, &r), 0);
+	ck_assert_int_eq(ffs_read(fs, r, back, n, 0), (ssize_t)n);
+	ck_assert_int_eq(memcmp(back, buf, n), 0);
+	ck_assert_int_eq(ffs_release(fs, r), 0);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	free(buf);
+	free(back);
+	ut_remove_members(NM);
+}
+END_TEST
 
 /* A commit in flight does not hold the filesystem: while the journal
  * write of one close is held (fault: 1 s of latency on every member write;
@@ -687,6 +734,7 @@ int main(void)
 	ff_log_set_level(getenv("FRAMEFS_LOG") ? FF_LOG_DEBUG : FF_LOG_WARN);
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, small_file_round_trip);
+	tcase_add_test(tc, reader_close_leaves_the_writers_error);
 	tcase_add_test(tc, xattr_value_blocks);
 	tcase_add_test(tc, scrub_finds_and_repairs);
 	tcase_add_test(tc, scrub_history_ring);

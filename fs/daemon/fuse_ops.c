@@ -37,7 +37,34 @@ static void track_end(struct ffs_req_slot **s)
 	ffs_req_end(*s);
 }
 
+/*
+ * No handler may be cancelled half-way.  libfuse ends its threads with
+ * pthread_cancel: its /dev/fuse workers allow that only while they read a
+ * request, but libfuse 3.18's io_uring queue threads run the handlers with
+ * cancellation on, and fuse_uring_stop() cancels them at the end of the
+ * session.  A handler cancelled in a pthread_cond_wait or a pread leaves
+ * the filesystem's mutexes held by a dead thread (ffs_unmount then waited
+ * for them for ever: SIGTERM hung the daemon) and its update half done.
+ * So each handler turns cancellation off until it has returned; a cancel
+ * that arrives meanwhile stays pending, and the queue thread leaves on its
+ * own (the eventfd libfuse writes before cancelling, or the session's exit
+ * flag): its loop has no cancellation point outside the handlers.
+ */
+static int cancel_off(void)
+{
+	int old = PTHREAD_CANCEL_ENABLE;
+
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+	return old;
+}
+
+static void cancel_restore(int *old)
+{
+	pthread_setcancelstate(*old, NULL);
+}
+
 #define TRACK(req, op, ino) \
+	int cancel_ __attribute__((cleanup(cancel_restore))) = cancel_off(); \
 	ffs_transport_count(req); \
 	struct ffs_req_slot *track_ __attribute__((cleanup(track_end))) = \
 		ffs_req_begin(FS(req), op, ino)

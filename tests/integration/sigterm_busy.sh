@@ -6,8 +6,9 @@
 # EXIT_MAX_S after writing everything out, and the array mounts clean,
 # passes fsck and holds what was written before the busy phase.  A daemon
 # that does not exit in time has its threads' stacks printed (gdb) and is
-# a failure.  (Over libfuse 3.18.3's io_uring this hung the daemon before
-# framefs ended the session itself: fs/daemon/main.c, stop_on_signal.)
+# a failure.  (Over libfuse 3.18.3's io_uring this hung the daemon, or left
+# stripes allocated and unreferenced, while libfuse could cancel its queue
+# threads inside framefs's handlers: fs/daemon/fuse_ops.c, cancel_off.)
 #
 # io_uring: on a build with libfuse >= 3.18 the mounts must really serve
 # over io_uring (status and log), or the test fails; with an older libfuse

@@ -3,21 +3,22 @@
  * The FUSE transport (transport.h).
  *
  * /dev/fuse is the default and io_uring is asked for with -o
- * transport=io_uring, for two reasons measured on 2026-12-01 (libfuse
- * 3.18.3, kernel 6.18, 2 cores; bench/NOTES.md):
- *  - it is not faster for framefs: libfuse serves each CPU's queue from one
- *    thread that runs the handler, so a handler that waits or copies a
- *    stripe holds up its CPU's queue (one reader: about 2900 MB/s against
- *    3700-4200 over /dev/fuse; creates 15-60 % slower), and a read
- *    costs one copy more (from the stripe cache into the ring's buffer,
- *    where /dev/fuse's writev copies straight from the cache);
- *  - SIGTERM with requests in flight: libfuse stops the ring by cancelling
- *    its threads, in the middle of a handler if one runs, and frees the
- *    ring's buffers without waiting for unanswered requests.  The test
- *    sigterm-busy-clean hung the daemon 3 times in 5 over io_uring (once
- *    fsck found damage); handing the handlers to workers (which kept the
- *    buffers alive through a thread-exit destructor) still hung.
- * It stays selectable for measurements and for a libfuse that fixes both.
+ * transport=io_uring, because, measured on 2026-12-01 (libfuse 3.18.3,
+ * kernel 6.18, 2 cores; bench/NOTES.md), it is not faster for framefs:
+ * libfuse serves each CPU's queue from one thread that runs the handler, so
+ * a handler that waits or copies a stripe holds up its CPU's queue (one
+ * reader: about 2900 MB/s against 3700-4200 over /dev/fuse; creates
+ * 15-60 % slower), and a read costs one copy more (from the stripe cache
+ * into the ring's buffer, where /dev/fuse's writev copies straight from
+ * the cache).
+ *
+ * SIGTERM with requests in flight used to hang the daemon over io_uring
+ * (sigterm-busy-clean: 7 times in 10, and 3 more left leaked stripes that
+ * fsck found): libfuse ends its queue threads with pthread_cancel, and they
+ * run the handlers with cancellation on, so a handler died in a
+ * pthread_cond_wait holding framefs's mutexes.  Handlers now run with
+ * cancellation off (fuse_ops.c, cancel_off); sigterm-busy-clean-uring
+ * checks it (20 of 20 runs clean on 2026-12-01).
  *
  * io_uring needs three things, checked
  * here in the order a user can fix them: libfuse >= 3.18 in the build, the

@@ -20,7 +20,9 @@
 # tasks' kernel stacks in the log; then the daemon is killed.
 #
 # Knobs: IT_MATRIX=full runs the whole product (hours); IT_MATRIX=NAME,NAME
-# runs the named CI cells; IT_MATRIX_TIMEOUT_S overrides each run's budget.
+# runs the named CI cells; IT_MATRIX_TIMEOUT_S overrides each run's budget;
+# IT_MATRIX_TRANSPORT=io_uring mounts with -o transport=io_uring (default:
+# the daemon's default transport).
 import glob
 import itertools
 import json
@@ -198,7 +200,13 @@ def one_pool(vol, cell, pool):
     env = None
     if cell.latency:
         env = {"FRAMEFS_FAULT": "%s@op=w,lat_ms=2" % vol.members[1]}
-    vol.mount(*POOLS[pool], env=env)
+    transport = os.environ.get("IT_MATRIX_TRANSPORT")
+    vol.mount(*POOLS[pool], *(["transport=" + transport] if transport else []), env=env)
+    if transport:
+        fuse = vol.status().get("fuse") or {}
+        want = "io_uring" if transport == "io_uring" else "/dev/fuse"
+        check(str(fuse.get("transport")).startswith(want),
+              "IT_MATRIX_TRANSPORT=%s, but the daemon serves %r" % (transport, fuse))
     d = os.path.join(vol.mnt, pool)
     os.mkdir(d)
     sampler = Sampler(vol)

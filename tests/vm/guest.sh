@@ -162,3 +162,73 @@ check_json /tmp/status.json "$D0" "$D1" "$D2" "$D3"
 umount_vol
 fsck.framefs -n -c "$D0" "$D1" "$D2" "$D3" >/tmp/fsck.out 2>&1 || { cat /tmp/fsck.out; die "fsck.framefs -n -c: not clean"; }
 say "RAID6 with a 4096-byte member: mkfs, stream, status, fsck clean"
+
+# ---- surprise removal: a controller taken away mid-stream, a new one added -------
+# Injected (through qemu's monitor, by the host on our ask): device_del of
+# the controller of $D1 (serial $2) while a paced stream writes; then
+# device_add of a new controller with serial $SPARE_SERIAL.  The removal is
+# the one qemu's i440fx machine offers: an ACPI eject, so the kernel's nvme
+# driver runs its remove path (namespace deleted, its disk gone from sysfs,
+# I/O on the open descriptor failing) as it does when a drive is pulled.
+LIVE_FRAMES=48        # 1000 KiB frames, one 1 MiB stripe each: 6 s at 8 fps
+DETECT_MS=5000        # the array's presence check runs every second (raid/raid.h)
+now_ms() { awk '{ printf "%d\n", $1 * 1000 }' /proc/uptime; }
+frames_in() { _c=$(find "$1" -type f | wc -l); [ "$_c" -ge "$2" ]; }
+disk_gone() { [ ! -e "/sys/block/${1#/dev/}" ]; }
+stream_running() { kill -0 "$LIVE_PID" 2>/dev/null; }
+json_flat() { framefs-admin --json status "$MNT" 2>/dev/null | tr -d '\n' | tr -s ' '; }
+# role_state ROLE STATE PATH: status --json has ROLE in STATE at PATH.
+role_state() { json_flat | grep -q "\"role\": *$1, *\"state\": *\"$2\", *\"path\": *\"$3\""; }
+vol_state() { json_flat | grep -q "\"chunk_bytes\": *[0-9]*, *\"state\": *\"$1\""; }
+
+mount_vol "$D0,$D1,$D2,$D3"
+mkdir "$MNT/live"
+framefs-frametest -w 1000 -n "$LIVE_FRAMES" -f 8 -q "$LIVE_FRAMES" -u 0 "$MNT/live" >/tmp/live.out 2>&1 &
+LIVE_PID=$!
+poll 60 frames_in "$MNT/live" 8 || die "the stream wrote no 8 frames within 60 s"
+gone_serial=$2
+say "removing the controller of $D1 (S/N $gone_serial) mid-stream"
+echo "VM-ASK: device_del ctl1"
+poll 30 disk_gone "$D1" || die "$D1 still there 30 s after asking for its controller's removal"
+t_gone=$(now_ms)
+poll 10 role_state 1 failed "$D1" || { framefs-admin status "$MNT"; die "role 1 ($D1) not failed 10 s after its disk went"; }
+lat=$(($(now_ms) - t_gone))
+stream_running || die "the stream ended before role 1 was failed: nothing was written degraded"
+say "role 1 failed ${lat} ms after its disk left sysfs, while the stream ran"
+[ "$lat" -le "$DETECT_MS" ] || die "role 1 failed only after ${lat} ms (bound ${DETECT_MS} ms)"
+wait "$LIVE_PID" || { cat /tmp/live.out; die "the stream failed with a member removed"; }
+tail -1 /tmp/live.out
+grep -q "dropped 0" /tmp/live.out || die "the stream dropped frames"
+framefs-admin status "$MNT" >/tmp/status.out 2>&1
+cat /tmp/status.out
+grep -Eq "^ *1 +failed .* $D1 +NVMe $MODEL S/N $gone_serial FW " /tmp/status.out ||
+	die "status does not name the failed role 1 by its serial $gone_serial"
+json_flat | grep -q "\"role\": *1, *\"state\": *\"failed\", *\"path\": *\"$D1\", *\"size_bytes\": *[0-9]*, *\"kind\": *\"block\", *\"nvme\": *{ *\"model\": *\"$MODEL\", *\"serial\": *\"$gone_serial\"" ||
+	die "status --json does not name the failed role 1 by its serial $gone_serial"
+vol_state degraded || die "the volume is not degraded"
+framefs-frametest -r -n "$LIVE_FRAMES" -u 0 "$MNT/live" >/tmp/ft.out 2>&1 || { cat /tmp/ft.out; die "degraded read of the live stream"; }
+tail -1 /tmp/ft.out
+framefs-frametest -r -n "$FRAMES" -u 0 "$MNT/raid6" >/tmp/ft.out 2>&1 || { cat /tmp/ft.out; die "degraded read of raid6"; }
+tail -1 /tmp/ft.out
+
+say "adding a new controller (S/N $SPARE_SERIAL)"
+echo "VM-ASK: device_add spare"
+new_present() { dev_of "$SPARE_SERIAL" >/dev/null; }
+poll 30 new_present || die "no namespace with serial $SPARE_SERIAL 30 s after asking for it"
+DN=$(dev_of "$SPARE_SERIAL")
+say "$DN: serial '$SPARE_SERIAL', $(lbs_of "$DN")-byte blocks"
+framefs-admin add "$MNT" "$DN" || die "framefs-admin add $MNT $DN failed"
+poll 300 vol_state clean || { framefs-admin status "$MNT"; die "not clean 300 s after the add"; }
+framefs-admin status "$MNT" >/tmp/status.out 2>&1
+cat /tmp/status.out
+SERIALS="$SERIALS $SPARE_SERIAL"
+check_status /tmp/status.out "$D0" "$DN" "$D2" "$D3"
+for s in live raid6; do
+	n=$FRAMES
+	[ $s = live ] && n=$LIVE_FRAMES
+	framefs-frametest -r -n "$n" -u 0 "$MNT/$s" >/tmp/ft.out 2>&1 || { cat /tmp/ft.out; die "read of $s after the rebuild"; }
+	tail -1 /tmp/ft.out
+done
+umount_vol
+fsck.framefs -n -c "$D0" "$DN" "$D2" "$D3" >/tmp/fsck.out 2>&1 || { cat /tmp/fsck.out; die "fsck.framefs -n -c after the rebuild: not clean"; }
+say "surprise removal: failed in ${lat} ms, stream verified degraded, rebuilt onto $SPARE_SERIAL, fsck clean"

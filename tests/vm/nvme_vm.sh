@@ -20,10 +20,11 @@ VM_TIMEOUT_S=${VM_TIMEOUT_S:-600}
 MEMBER_MIB=128
 
 # The controllers: serial, logical block size.  The guest finds each drive
-# by its serial (sysfs), not by its enumeration order.  SPARE is attached
-# only as a drive: a later hot-add may put a controller on it.
+# by its serial (sysfs), not by its enumeration order.  The spare is only
+# a drive at boot: the guest asks for a controller on it (device_add).
 SERIALS=(FFVM0001 FFVM0002 FFVM0003 FFVM4K04 FFVM0005)
 LBS=(512 512 512 4096 512)
+SPARE_SERIAL=FFVM0006
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 need() { command -v "$1" >/dev/null || fail "$1 not found ($2): ./setup.sh installs it"; }
@@ -131,6 +132,7 @@ done
 {
 	echo "SERIALS='${SERIALS[*]}'"
 	echo "LBS='${LBS[*]}'"
+	echo "SPARE_SERIAL='$SPARE_SERIAL'"
 	echo "QEMU_VERSION='$(qemu-system-x86_64 --version | sed -n '1s/.*version \([0-9.]*\).*/\1/p')'"
 } >"$R/vm.conf"
 (cd "$R" && find . | /bin/busybox cpio -o -H newc 2>/dev/null | gzip -1 >"$WORK/initrd.gz")
@@ -141,10 +143,39 @@ args=()
 for i in "${!SERIALS[@]}"; do
 	truncate -s "${MEMBER_MIB}M" "$SHM.nvm$i"
 	args+=(-drive "file=$SHM.nvm$i,if=none,id=nvm$i,format=raw,cache=unsafe")
-	dev="nvme,serial=${SERIALS[i]},drive=nvm$i"
+	dev="nvme,id=ctl$i,serial=${SERIALS[i]},drive=nvm$i"
 	[ "${LBS[i]}" = 512 ] || dev+=",logical_block_size=${LBS[i]},physical_block_size=${LBS[i]}"
 	args+=(-device "$dev")
 done
+spare=${#SERIALS[@]}
+truncate -s "${MEMBER_MIB}M" "$SHM.nvm$spare"
+args+=(-drive "file=$SHM.nvm$spare,if=none,id=nvm$spare,format=raw,cache=unsafe")
+
+# The guest asks for what only the host can do, on the console:
+#   VM-ASK: device_del ctlN   remove controller N (a drive pulled)
+#   VM-ASK: device_add spare  a new controller, serial SPARE_SERIAL, on the spare drive
+# Each is one QMP command; the guest polls for the effect itself.
+QMP=$WORK/qmp.sock
+serve_asks() {
+	local line id
+	while IFS= read -r line; do
+		line=${line%$'\r'}
+		case $line in
+		"VM-ASK: device_del ctl"[0-9])
+			id=${line#VM-ASK: device_del }
+			echo "host: device_del $id (injected: controller removed)"
+			python3 "$HERE/qmp.py" "$QMP" device_del "{\"id\": \"$id\"}" || true
+			;;
+		"VM-ASK: device_add spare")
+			echo "host: device_add nvme serial $SPARE_SERIAL on drive nvm$spare"
+			python3 "$HERE/qmp.py" "$QMP" device_add "{\"driver\": \"nvme\", \"id\": \"ctl$spare\", \"drive\": \"nvm$spare\", \"serial\": \"$SPARE_SERIAL\"}" || true
+			;;
+		"VM-ASK: "*)
+			echo "host: unknown ask: $line"
+			;;
+		esac
+	done
+}
 
 LOG=$WORK/console.log
 T1=$(date +%s)
@@ -155,13 +186,20 @@ timeout --kill-after=10 "$VM_TIMEOUT_S" qemu-system-x86_64 -accel tcg -m 1G -smp
 	-nographic -no-reboot -nodefaults -serial stdio \
 	-kernel "$vmlinuz" -initrd "$WORK/initrd.gz" \
 	-append "console=ttyS0 panic=-1 loglevel=4" \
+	-qmp "unix:$QMP,server=on,wait=off" \
 	"${args[@]}" </dev/null >"$LOG" 2>&1 &
 QEMU_PID=$!
+# tail ends with qemu (--pid): the asks are answered as they come, no polling
+tail -n +1 -F --pid="$QEMU_PID" "$LOG" 2>/dev/null | serve_asks >"$WORK/host.log" 2>&1 &
+ASKS_PID=$!
 st=0
 wait "$QEMU_PID" || st=$?
 QEMU_PID=
+wait "$ASKS_PID" || true
 tr -d '\r' <"$LOG" >"$LOG.txt"
 cat "$LOG.txt"
+echo "--- host side"
+cat "$WORK/host.log"
 echo "vm: qemu ran $(($(date +%s) - T1)) s (exit $st), $(($(date +%s) - T0)) s in all"
 if [ "$st" = 124 ] || [ "$st" = 137 ]; then
 	fail "the VM did not finish within ${VM_TIMEOUT_S}s"

@@ -2,7 +2,8 @@
 /*
  * The block-device backend: size and logical block size from ioctls, the
  * disk's identity (diskseq, loop state, NVMe identify), and presence from
- * sysfs: a removed disk, a detached loop device, a node that moved.
+ * sysfs and the device's capacity: a removed disk, a detached loop device,
+ * a node that moved.
  */
 #include "io/backend.h"
 
@@ -100,13 +101,27 @@ static enum ff_member_presence bdev_presence(const struct ff_member *m, char *wh
 {
 	unsigned maj = major(m->st_rdev), min = minor(m->st_rdev);
 	char sys[64], v[PATH_MAX];
-	uint64_t seq;
+	uint64_t seq, bytes = 0;
 	struct stat st;
 	int n;
 
 	snprintf(sys, sizeof(sys), SYS_BLOCK_FMT, maj, min);
 	if (access(sys, F_OK) < 0 && errno == ENOENT) {
 		snprintf(why, len, "vanished: the device was removed (%s is gone)", sys);
+		return FF_MEMBER_VANISHED;
+	}
+	/* A removed disk (an NVMe drive pulled, its controller gone) has its
+	 * capacity set to 0 by the kernel before its sysfs entry goes: from
+	 * then on every write to it fails with ENOSPC and every read ends at
+	 * once, which alone would read as a full or short device. */
+	if (ioctl(m->fd, BLKGETSIZE64, &bytes) == 0 && bytes < m->size_bytes) {
+		if (bytes == 0)
+			snprintf(why, len, "vanished: the device was removed (the kernel set its "
+				 "capacity to 0)");
+		else
+			snprintf(why, len, "vanished: the device shrank to %llu bytes, below the "
+				 "member's %llu", (unsigned long long)bytes,
+				 (unsigned long long)m->size_bytes);
 		return FF_MEMBER_VANISHED;
 	}
 	seq = m->diskseq ? sys_diskseq(maj, min) : 0;

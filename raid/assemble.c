@@ -668,11 +668,38 @@ static void failed_locked(struct ff_raid *r, unsigned role, const char *cause)
 	pthread_cond_signal(&r->sb_cond);
 }
 
-/* Called from engine threads: record the failure at once, persist later. */
-void ff_raid_member_failed(struct ff_raid *r, unsigned role, const char *cause)
+/* cause, or, when the role's member is gone, the presence check's answer
+ * before it.  A pulled NVMe drive's writes fail with ENOSPC (the kernel
+ * set the deleted disk's capacity to 0) and its reads end at once: status
+ * must say "vanished: the device was removed", not "No space left".  Run
+ * only on the way to failing a role that is up, so once per failure; the
+ * member is read without sb_lock, as mark_failed reads it. */
+static void failure_cause(struct ff_raid *r, unsigned role, const char *cause, char *out,
+			  size_t len)
 {
+	uint8_t st = atomic_load(&r->state[role]);
+	char why[FF_RAID_REASON_MAX];
+
+	snprintf(out, len, "%s", cause);
+	if ((st != FF_MEMBER_ACTIVE && st != FF_MEMBER_REBUILDING) || r->mem[role].fd < 0 ||
+	    strncmp(cause, "vanished:", 9) == 0)
+		return;
+	if (ff_member_presence(&r->mem[role], why, sizeof(why)) == FF_MEMBER_VANISHED) {
+		size_t n = strlen(why);
+
+		FF_ASSERT(len == sizeof(why)); /* why fits; the I/O error is cut if need be */
+		memcpy(out, why, n + 1);
+		snprintf(out + n, len - n, "; %s", cause);
+	}
+}
+
+/* Called from engine threads: record the failure at once, persist later. */
+void ff_raid_member_failed(struct ff_raid *r, unsigned role, const char *io_cause)
+{
+	char cause[FF_RAID_REASON_MAX];
 	unsigned nfailed;
 
+	failure_cause(r, role, io_cause, cause, sizeof(cause));
 	if (!mark_failed(r, role, cause))
 		return;
 	nfailed = ff_raid_failed_count(r);

@@ -299,6 +299,45 @@ START_TEST(loop_device_block_size_comes_from_the_device)
 }
 END_TEST
 
+/* A disk the kernel deleted (an NVMe drive pulled) has capacity 0 before
+ * its sysfs entry goes, and its writes fail with ENOSPC: presence calls it
+ * removed, and a device that shrank under the member vanished too.  A
+ * loop device whose file is cut and whose capacity is re-read
+ * (LOOP_SET_CAPACITY) does the same to the block device. */
+START_TEST(bdev_whose_capacity_drops_has_vanished)
+{
+	struct ff_member m;
+	struct ff_err err = { "" };
+	char cmd[600], dev[64] = "", why[256];
+	FILE *p;
+
+	make_file(32);
+	snprintf(cmd, sizeof(cmd), "losetup --direct-io=on -f --show %s", file);
+	p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	ck_assert_ptr_nonnull(fgets(dev, sizeof(dev), p));
+	pclose(p);
+	dev[strcspn(dev, "\n")] = '\0';
+	ck_assert_msg(dev[0] == '/', "losetup gave no device");
+	ck_assert_msg(ff_member_open(&m, dev, false, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(ff_member_presence(&m, why, sizeof(why)), FF_MEMBER_PRESENT);
+	ck_assert_int_eq(truncate(file, 16 << 20), 0);
+	snprintf(cmd, sizeof(cmd), "losetup -c %s", dev);
+	ck_assert_int_eq(system(cmd), 0);
+	ck_assert_int_eq(ff_member_presence(&m, why, sizeof(why)), FF_MEMBER_VANISHED);
+	ck_assert_str_eq(why, "vanished: the device shrank to 16777216 bytes, below the member's "
+			 "33554432");
+	ck_assert_int_eq(truncate(file, 0), 0);
+	ck_assert_int_eq(system(cmd), 0);
+	ck_assert_int_eq(ff_member_presence(&m, why, sizeof(why)), FF_MEMBER_VANISHED);
+	ck_assert_str_eq(why, "vanished: the device was removed (the kernel set its capacity to 0)");
+	ff_member_close(&m);
+	snprintf(cmd, sizeof(cmd), "losetup -d %s", dev);
+	ck_assert_int_eq(system(cmd), 0);
+	remove_file();
+}
+END_TEST
+
 START_TEST(bad_members_are_refused_with_their_name)
 {
 	struct ff_member m;
@@ -669,6 +708,7 @@ int main(void)
 	tcase_add_test(tc, busy_member_lock_waits_for_the_holders_close);
 	tcase_add_test(tc, member_lock_waits_longer_for_a_dead_holders_file);
 	tcase_add_test(tc, loop_device_block_size_comes_from_the_device);
+	tcase_add_test(tc, bdev_whose_capacity_drops_has_vanished);
 	tcase_add_test(tc, bad_members_are_refused_with_their_name);
 	tcase_add_loop_test(tc, ring_round_trip_with_and_without_registered_buffers, 0, 2);
 	tcase_add_loop_test(tc, fault_error_after_n_ops, 0, 2);

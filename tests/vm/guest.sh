@@ -205,6 +205,15 @@ grep -Eq "^ *1 +failed .* $D1 +NVMe $MODEL S/N $gone_serial FW " /tmp/status.out
 	die "status does not name the failed role 1 by its serial $gone_serial"
 json_flat | grep -q "\"role\": *1, *\"state\": *\"failed\", *\"path\": *\"$D1\", *\"size_bytes\": *[0-9]*, *\"kind\": *\"block\", *\"nvme\": *{ *\"model\": *\"$MODEL\", *\"serial\": *\"$gone_serial\"" ||
 	die "status --json does not name the failed role 1 by its serial $gone_serial"
+# A pulled drive's writes fail with ENOSPC (the kernel set the deleted
+# disk's capacity to 0): the reason must say it was removed, not full.
+reason=$(json_flat | sed -n 's/.*"role": *1, *"state": *"failed",[^}]*}, *"member_events": *[a-z0-9]*, *"reason": *"\([^"]*\)".*/\1/p')
+say "role 1 reason: $reason"
+case $reason in
+"vanished: the device was removed"*) ;;
+*) die "role 1's reason does not say its device was removed: '$reason'" ;;
+esac
+grep -q "^ *vanished: the device was removed" /tmp/status.out || die "status text lacks the removal"
 vol_state degraded || die "the volume is not degraded"
 framefs-frametest -r -n "$LIVE_FRAMES" -u 0 "$MNT/live" >/tmp/ft.out 2>&1 || { cat /tmp/ft.out; die "degraded read of the live stream"; }
 tail -1 /tmp/ft.out

@@ -170,7 +170,7 @@ say "RAID6 with a 4096-byte member: mkfs, stream, status, fsck clean"
 # the one qemu's i440fx machine offers: an ACPI eject, so the kernel's nvme
 # driver runs its remove path (namespace deleted, its disk gone from sysfs,
 # I/O on the open descriptor failing) as it does when a drive is pulled.
-LIVE_FRAMES=48        # 1000 KiB frames, one 1 MiB stripe each: 6 s at 8 fps
+LIVE_FRAMES=64        # 1000 KiB frames, one 1 MiB stripe each: 8 s at 8 fps
 DETECT_MS=5000        # the array's presence check runs every second (raid/raid.h)
 now_ms() { awk '{ printf "%d\n", $1 * 1000 }' /proc/uptime; }
 frames_in() { _c=$(find "$1" -type f | wc -l); [ "$_c" -ge "$2" ]; }
@@ -188,9 +188,11 @@ LIVE_PID=$!
 poll 60 frames_in "$MNT/live" 8 || die "the stream wrote no 8 frames within 60 s"
 gone_serial=$2
 say "removing the controller of $D1 (S/N $gone_serial) mid-stream"
+t_ask=$(now_ms)
 echo "VM-ASK: device_del ctl1"
 poll 30 disk_gone "$D1" || die "$D1 still there 30 s after asking for its controller's removal"
 t_gone=$(now_ms)
+say "$D1 left sysfs $((t_gone - t_ask)) ms after the ask"
 poll 10 role_state 1 failed "$D1" || { framefs-admin status "$MNT"; die "role 1 ($D1) not failed 10 s after its disk went"; }
 lat=$(($(now_ms) - t_gone))
 stream_running || die "the stream ended before role 1 was failed: nothing was written degraded"
@@ -238,6 +240,52 @@ for s in live raid6; do
 	framefs-frametest -r -n "$n" -u 0 "$MNT/$s" >/tmp/ft.out 2>&1 || { cat /tmp/ft.out; die "read of $s after the rebuild"; }
 	tail -1 /tmp/ft.out
 done
+say "surprise removal: failed in ${lat} ms, stream verified degraded, rebuilt onto $SPARE_SERIAL"
+
+# ---- a controller that stops answering -------------------------------------------
+# Injected (QMP block_set_io_throttle to 1 byte/s, by the host on our
+# ask): the drive of $D2's controller stops answering while the controller
+# stays (qemu has no way to make an nvme controller hang).  framefs must
+# fail the role at its member timeout (5 s: raid/raid.h).  The writes it
+# had in flight to that drive cannot be cancelled once the kernel has them,
+# so the stream waits for them: once the role is failed the throttle is
+# lifted (before the kernel's own nvme timeout, 30 s, would reset the
+# controller), the stream goes on degraded with none of its queued frames
+# dropped, and framefs-admin re-add takes $D2 back: only what was written
+# without it is rebuilt.
+stalled_serial=$(serial_of "$D2")
+mkdir "$MNT/stall"
+framefs-frametest -w 1000 -n "$LIVE_FRAMES" -f 8 -q "$LIVE_FRAMES" -u 0 "$MNT/stall" >/tmp/live.out 2>&1 &
+LIVE_PID=$!
+poll 60 frames_in "$MNT/stall" 8 || die "the stall stream wrote no 8 frames within 60 s"
+say "stalling the drive of $D2 (S/N $stalled_serial) mid-stream"
+t_ask=$(now_ms)
+echo "VM-ASK: stall nvm2"
+poll 30 role_state 2 failed "$D2" || { framefs-admin status "$MNT"; die "role 2 ($D2) not failed 30 s after its drive stalled"; }
+slat=$(($(now_ms) - t_ask))
+stream_running || die "the stream ended before role 2 was failed: nothing was written degraded"
+echo "VM-ASK: unstall nvm2"
+reason=$(json_flat | sed -n 's/.*"role": *2, *"state": *"failed",[^}]*}, *"member_events": *[a-z0-9]*, *"reason": *"\([^"]*\)".*/\1/p')
+say "role 2 failed ${slat} ms after the stall was asked for: $reason"
+[ "$reason" = "no answer within the member timeout" ] || die "role 2's reason is not the member timeout"
+[ "$slat" -le 15000 ] || die "role 2 failed only after ${slat} ms (member timeout 5000 ms)"
+wait "$LIVE_PID" || { cat /tmp/live.out; die "the stream failed with a member stalled"; }
+tail -1 /tmp/live.out
+grep -q "dropped 0" /tmp/live.out || die "the stall stream dropped frames"
+framefs-frametest -r -n "$LIVE_FRAMES" -u 0 "$MNT/stall" >/tmp/ft.out 2>&1 || { cat /tmp/ft.out; die "degraded read of the stall stream"; }
+tail -1 /tmp/ft.out
+framefs-admin re-add "$MNT" "$D2" >/tmp/readd.out 2>&1 || { cat /tmp/readd.out; die "framefs-admin re-add $MNT $D2 failed"; }
+cat /tmp/readd.out
+poll 120 vol_state clean || { framefs-admin status "$MNT"; die "not clean 120 s after the re-add"; }
+framefs-admin status "$MNT" >/tmp/status.out 2>&1
+cat /tmp/status.out
+check_status /tmp/status.out "$D0" "$DN" "$D2" "$D3"
+for s in live stall raid6; do
+	n=$LIVE_FRAMES
+	[ $s = raid6 ] && n=$FRAMES
+	framefs-frametest -r -n "$n" -u 0 "$MNT/$s" >/tmp/ft.out 2>&1 || { cat /tmp/ft.out; die "read of $s after the re-add"; }
+	tail -1 /tmp/ft.out
+done
 umount_vol
-fsck.framefs -n -c "$D0" "$DN" "$D2" "$D3" >/tmp/fsck.out 2>&1 || { cat /tmp/fsck.out; die "fsck.framefs -n -c after the rebuild: not clean"; }
-say "surprise removal: failed in ${lat} ms, stream verified degraded, rebuilt onto $SPARE_SERIAL, fsck clean"
+fsck.framefs -n -c "$D0" "$DN" "$D2" "$D3" >/tmp/fsck.out 2>&1 || { cat /tmp/fsck.out; die "fsck.framefs -n -c at the end: not clean"; }
+say "stalled drive: failed in ${slat} ms at the member timeout, re-added, every stream verifies, fsck clean"

@@ -8,6 +8,12 @@
 # build's binaries with the shared libraries they link.  The guest's verdict
 # comes back on the serial console as one VM-RESULT line; this script exits
 # 0 only on "VM-RESULT: PASS".  Anything missing is a failure, never a skip.
+# What the guest proves, in order (guest.sh): identity from libnvme in mkfs,
+# status and --json on RAID5; RAID6 with a 4096-byte namespace beside
+# 512-byte ones; a controller removed mid-stream (device_del) and a new one
+# added and rebuilt onto; a drive that stops answering mid-stream, failed
+# at the member timeout and re-added.  The faults are injected from here,
+# through qemu's monitor (QMP), when the guest asks on the console.
 #
 # Environment (set by meson): FRAMEFS MKFS FSCK ADMIN FRAMETEST (the built
 # binaries), VM_CACHE (where the kernel package is kept between runs).
@@ -17,7 +23,7 @@ set -euo pipefail
 : "${FRAMEFS:?}" "${MKFS:?}" "${FSCK:?}" "${ADMIN:?}" "${FRAMETEST:?}" "${VM_CACHE:?}"
 HERE=$(dirname "$(readlink -f "$0")")
 VM_TIMEOUT_S=${VM_TIMEOUT_S:-600}
-MEMBER_MIB=128
+MEMBER_MIB=192 # RAID6 x 4: 316 MiB usable, room for every stream the guest writes
 
 # The controllers: serial, logical block size.  The guest finds each drive
 # by its serial (sysfs), not by its enumeration order.  The spare is only
@@ -154,6 +160,8 @@ args+=(-drive "file=$SHM.nvm$spare,if=none,id=nvm$spare,format=raw,cache=unsafe"
 # The guest asks for what only the host can do, on the console:
 #   VM-ASK: device_del ctlN   remove controller N (a drive pulled)
 #   VM-ASK: device_add spare  a new controller, serial SPARE_SERIAL, on the spare drive
+#   VM-ASK: stall nvmN        drive N stops answering (QMP throttle to 1 byte/s)
+#   VM-ASK: unstall nvmN      ... and answers again (the throttle lifted)
 # Each is one QMP command; the guest polls for the effect itself.
 QMP=$WORK/qmp.sock
 serve_asks() {
@@ -169,6 +177,15 @@ serve_asks() {
 		"VM-ASK: device_add spare")
 			echo "host: device_add nvme serial $SPARE_SERIAL on drive nvm$spare"
 			python3 "$HERE/qmp.py" "$QMP" device_add "{\"driver\": \"nvme\", \"id\": \"ctl$spare\", \"drive\": \"nvm$spare\", \"serial\": \"$SPARE_SERIAL\"}" || true
+			;;
+		"VM-ASK: stall nvm"[0-9] | "VM-ASK: unstall nvm"[0-9])
+			# 1 byte/s: qemu lets the request at hand through, and holds each one
+			# after it for its size in seconds (days); 0 lifts the limit
+			id=${line##* }
+			bps=1
+			[ "${line#VM-ASK: unstall}" = "$line" ] || bps=0
+			echo "host: $id throttled to $bps bytes/s (0: no limit) (injected: a drive that stops answering)"
+			python3 "$HERE/qmp.py" "$QMP" block_set_io_throttle "{\"device\": \"$id\", \"bps\": $bps, \"bps_rd\": 0, \"bps_wr\": 0, \"iops\": 0, \"iops_rd\": 0, \"iops_wr\": 0}" || true
 			;;
 		"VM-ASK: "*)
 			echo "host: unknown ask: $line"

@@ -21,5 +21,6 @@ if sh /guest.sh; then
 else
 	echo "VM-RESULT: FAIL (guest.sh exited $?)"
 fi
-sync
+# no sync: the drives die with the VM, and a volume left mounted on a
+# drive that stopped answering would hold it up
 poweroff -f

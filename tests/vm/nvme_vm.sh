@@ -53,8 +53,10 @@ SHM=/dev/shm/$(basename "$WORK")
 QEMU_PID=
 cleanup() {
 	local rc=$?
+	# QEMU_PID is timeout(1)'s: it passes TERM on to qemu, and KILLs it
+	# 10 s later if need be (--kill-after); a KILL here would orphan qemu
 	if [ -n "$QEMU_PID" ] && kill -0 "$QEMU_PID" 2>/dev/null; then
-		kill -KILL "$QEMU_PID" 2>/dev/null || true
+		kill -TERM "$QEMU_PID" 2>/dev/null || true
 	fi
 	wait 2>/dev/null || true
 	rm -f "$SHM".*
@@ -75,6 +77,7 @@ kernel_pkg=$(apt-cache depends linux-image-amd64 2>/dev/null |
 mkdir -p "$VM_CACHE"
 deb=$(find "$VM_CACHE" -maxdepth 1 -name "${kernel_pkg}_*.deb" | sort -V | tail -1)
 if [ -z "$deb" ]; then
+	find "$VM_CACHE" -maxdepth 1 -name 'linux-image-*.deb' -delete # an older kernel's
 	# as root, apt's sandbox user could not write here: download as root
 	(cd "$VM_CACHE" && apt-get download -q -o APT::Sandbox::User=root "$kernel_pkg" >/dev/null) ||
 		fail "apt-get download $kernel_pkg failed"

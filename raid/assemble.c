@@ -668,12 +668,15 @@ static void failed_locked(struct ff_raid *r, unsigned role, const char *cause)
 	pthread_cond_signal(&r->sb_cond);
 }
 
-/* cause, or, when the role's member is gone, the presence check's answer
- * before it.  A pulled NVMe drive's writes fail with ENOSPC (the kernel
- * set the deleted disk's capacity to 0) and its reads end at once: status
- * must say "vanished: the device was removed", not "No space left".  Run
- * only on the way to failing a role that is up, so once per failure; the
- * member is read without sb_lock, as mark_failed reads it. */
+/* cause, or, when the role's block device is gone, the presence check's
+ * answer before it.  A pulled NVMe drive's writes fail with ENOSPC (the
+ * kernel set the deleted disk's capacity to 0) and its reads end at once:
+ * status must say "vanished: the device was removed", not "No space left".
+ * Run only on the way to failing a role that is up, so once per failure,
+ * and only for block devices: their check is sysfs, an ioctl and a stat of
+ * the node, none of which waits for the device, while a file member's
+ * stat could wait for a hung filesystem and this runs on an engine thread.
+ * The member is read without sb_lock, as mark_failed reads it. */
 static void failure_cause(struct ff_raid *r, unsigned role, const char *cause, char *out,
 			  size_t len)
 {
@@ -682,7 +685,7 @@ static void failure_cause(struct ff_raid *r, unsigned role, const char *cause, c
 
 	snprintf(out, len, "%s", cause);
 	if ((st != FF_MEMBER_ACTIVE && st != FF_MEMBER_REBUILDING) || r->mem[role].fd < 0 ||
-	    strncmp(cause, "vanished:", 9) == 0)
+	    !r->mem[role].is_bdev || strncmp(cause, "vanished:", 9) == 0)
 		return;
 	if (ff_member_presence(&r->mem[role], why, sizeof(why)) == FF_MEMBER_VANISHED) {
 		size_t n = strlen(why);

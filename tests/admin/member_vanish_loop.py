@@ -12,6 +12,12 @@
 #                          device node ... is gone";
 #   node names another     (another device's node renamed over it) -> failed:
 #   device                 "vanished: ... now names another device";
+#   capacity 0             (the backing file cut to 0 and losetup -c: what the
+#                          kernel does to a disk it deletes, as for a pulled
+#                          NVMe drive, whose writes then fail with ENOSPC)
+#                          -> failed: "vanished: the device was removed (the
+#                          kernel set its capacity to 0)", whether the write
+#                          error or the presence check sees it first;
 #   losetup -d             the kernel does not detach a loop device in use: it
 #                          sets autoclear and detaches it when the array closes
 #                          it.  I/O goes on to the backing file, nothing is
@@ -146,6 +152,12 @@ def act_other_device(v):
     return "vanished: %s now names another device" % v.members[LOOP_ROLE]
 
 
+def act_capacity_zero(v):
+    os.truncate(v.backing, 0)
+    losetup("-c", v.dev)
+    return "vanished: the device was removed (the kernel set its capacity to 0)"
+
+
 def case_losetup_d():
     tag = "losetup -d"
     v = LoopVol()
@@ -198,7 +210,8 @@ def test():
     t0 = time.monotonic()
     lats = [fail_case("loop backing file unlinked", act_unlink_backing, None, False),
             fail_case("loop node removed", act_rm_node, None, True),
-            fail_case("loop node names another device", act_other_device, None, True)]
+            fail_case("loop node names another device", act_other_device, None, True),
+            fail_case("loop capacity set to 0", act_capacity_zero, None, False)]
     warn = case_losetup_d()
     log("detection latency: failed %s s; losetup -d warned after %.2f s"
         % (", ".join("%.2f" % x for x in lats), warn))

@@ -82,6 +82,8 @@ struct ffs_req_info {
 };
 void ffs_req_info(struct ffs *fs, struct ffs_req_info *out);
 
+struct ff_raid_discard; /* raid/raid.h */
+
 struct ffs_mkfs_params {
 	uint32_t level;               /* 5 or 6 */
 	uint32_t chunk_bytes;         /* default 512 KiB */
@@ -90,6 +92,8 @@ struct ffs_mkfs_params {
 	char label[64];
 	bool force;
 	bool quiet;
+	bool discard;                 /* deallocate the data area (ff_raid_create_params) */
+	struct ff_raid_discard *discard_out; /* NULL, or one entry per member */
 };
 
 int ffs_mkfs(const char *const *paths, unsigned n, const struct ffs_mkfs_params *p,

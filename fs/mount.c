@@ -125,6 +125,8 @@ int ffs_mkfs(const char *const *paths, unsigned n, const struct ffs_mkfs_params 
 	rp.level = p->level;
 	rp.chunk_bytes = p->chunk_bytes ? p->chunk_bytes : 512 * 1024;
 	rp.force = p->force;
+	rp.discard = p->discard;
+	rp.discard_out = p->discard_out;
 	memcpy(rp.label, p->label, sizeof(rp.label));
 	rp.label[sizeof(rp.label) - 1] = '\0';
 	rc = ff_raid_create(paths, n, &rp, err);

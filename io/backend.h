@@ -47,6 +47,10 @@ struct ff_backend {
 	int (*pread)(struct ff_member *m, void *buf, size_t len, uint64_t off);
 	int (*pwrite)(struct ff_member *m, const void *buf, size_t len, uint64_t off);
 	int (*flush)(struct ff_member *m);
+	/* Deallocate [off, off + len), one piece of at most FF_DISCARD_PIECE
+	 * (ff_member_discard splits a range and checks it): 0 or -errno.  NULL:
+	 * this kind of member does not deallocate (-EOPNOTSUPP). */
+	int (*discard)(struct ff_member *m, uint64_t off, uint64_t len);
 	/* Ring path: fill sqe for the rest of req (buf, len, off: what is left;
 	 * regbuf: registered buffer index or -1); member slot req->member. */
 	void (*prep)(struct io_uring_sqe *sqe, struct ff_io_req *req, void *buf, uint32_t len,

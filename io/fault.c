@@ -530,6 +530,22 @@ static int fault_flush(struct ff_member *m)
 	return rc;
 }
 
+/*
+ * Passed through to the inner backend, no rule applies to it.  With the
+ * power-loss undo log on, refused: the log keeps the old contents of what
+ * is written so a power cut can roll it back, and a deallocated range of a
+ * GiB is not something it could keep.
+ */
+static int fault_discard(struct ff_member *m, uint64_t off, uint64_t len)
+{
+	struct ff_fault *f;
+	const struct ff_backend *in = inner_of(m, &f);
+
+	if (f && f->undo)
+		return -EOPNOTSUPP;
+	return in->discard ? in->discard(m, off, len) : -EOPNOTSUPP;
+}
+
 static void fault_prep(struct io_uring_sqe *sqe, struct ff_io_req *req, void *buf, uint32_t len,
 		       uint64_t off, int regbuf)
 {
@@ -590,6 +606,7 @@ const struct ff_backend ff_backend_fault = {
 	.pread = fault_pread,
 	.pwrite = fault_pwrite,
 	.flush = fault_flush,
+	.discard = fault_discard,
 	.prep = fault_prep,
 	.start = fault_start,
 	.end = fault_end,

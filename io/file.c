@@ -5,6 +5,14 @@
  * thread (sync_io: there is no device to wait for, and io_uring would hand
  * each buffered write to a worker thread anyway).  A file's presence is
  * its link count and what its path names now.
+ *
+ * Neither deallocates (no discard op: ff_member_discard is -EOPNOTSUPP).
+ * Punching holes (FALLOC_FL_PUNCH_HOLE) would give a file member's blocks
+ * back to the host filesystem, which may then hand them to someone else:
+ * the member, allocated in full when it was made, would later need new
+ * blocks in the middle of a capture and could meet ENOSPC there.  An SSD
+ * under the host filesystem learns of freed blocks from that filesystem
+ * (fstrim, -o discard), not from us.
  */
 #include "io/backend.h"
 

@@ -479,6 +479,29 @@ int ff_member_flush(struct ff_member *m)
 	return ff_member_backend(m)->flush(m);
 }
 
+int ff_member_discard(struct ff_member *m, uint64_t off, uint64_t len, uint64_t *done)
+{
+	const struct ff_backend *b = ff_member_backend(m);
+	uint64_t pieces = (len + FF_DISCARD_PIECE - 1) / FF_DISCARD_PIECE;
+	int rc = 0;
+
+	*done = 0;
+	if (m->read_only)
+		return -EROFS;
+	if (!b->discard)
+		return -EOPNOTSUPP;
+	if (off % m->lbs || len % m->lbs || off > m->size_bytes || len > m->size_bytes - off)
+		return -EINVAL;
+	for (uint64_t i = 0; i < pieces && rc == 0; i++) {
+		uint64_t n = FF_MIN(len - *done, FF_DISCARD_PIECE);
+
+		rc = b->discard(m, off + *done, n);
+		if (rc == 0)
+			*done += n;
+	}
+	return rc;
+}
+
 /* ---- the plain-fd I/O the bdev, file and ram backends share ----------------- */
 
 int ff_fd_pread(struct ff_member *m, void *buf, size_t len, uint64_t off)

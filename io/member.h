@@ -144,4 +144,20 @@ int ff_member_pread(struct ff_member *m, void *buf, size_t len, uint64_t off);
 int ff_member_pwrite(struct ff_member *m, const void *buf, size_t len, uint64_t off);
 int ff_member_flush(struct ff_member *m);
 
+/*
+ * Tell the device that [off, off + len) holds nothing (NVMe Dataset
+ * Management deallocate, TRIM): a block device's BLKDISCARD, issued in
+ * pieces of FF_DISCARD_PIECE so that no single ioctl holds the caller for
+ * long on a huge drive (a drive may take a second or more per piece).
+ * What the range reads back afterwards is the device's business (zeros,
+ * ones or the old data): no caller may rely on it.  *done gets the bytes
+ * deallocated, also on an error (what the pieces before it did).
+ * -EOPNOTSUPP: the device cannot deallocate, or the member is a file (its
+ * space is the host filesystem's: io/file.c says why no hole is punched);
+ * -EINVAL: the range is not whole logical blocks inside the member;
+ * -EROFS: opened read-only.
+ */
+#define FF_DISCARD_PIECE (1ull << 30)
+int ff_member_discard(struct ff_member *m, uint64_t off, uint64_t len, uint64_t *done);
+
 #endif

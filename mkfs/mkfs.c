@@ -2,8 +2,12 @@
 /*
  * mkfs.framefs: create the RAID array and the filesystem on it.
  *
- *   mkfs.framefs [-l 5|6] [-c CHUNK] [-L LABEL] [-N INODES] [-J JOURNAL] [-s SPARE]... [-f] [-q]
- *                MEMBER...
+ *   mkfs.framefs [-l 5|6] [-c CHUNK] [-L LABEL] [-N INODES] [-J JOURNAL] [-s SPARE]... [-K]
+ *                [-f] [-q] MEMBER...
+ *
+ * The data area of every block-device member is deallocated first (as md,
+ * mkfs.xfs and mke2fs do; -K, as theirs, turns it off): one line per
+ * member says what came of it.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -21,7 +25,7 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: mkfs.framefs [-l 5|6] [-c CHUNK] [-L LABEL] [-N INODES] [-J BLOCKS]\n"
-		   "                    [-s SPARE]... [-f] [-q] MEMBER...\n\n"
+		   "                    [-s SPARE]... [-K] [-f] [-q] MEMBER...\n\n"
 		   "  -l LEVEL    RAID level, 5 (default) or 6\n"
 		   "  -c CHUNK    chunk size per member, power of two 16K..1M (default 512K)\n"
 		   "  -L LABEL    volume label\n"
@@ -31,6 +35,10 @@ static void usage(FILE *f)
 		   "  -J BLOCKS   journal size in 4 KiB blocks (default: 1/16 of the metadata area)\n"
 		   "  -s SPARE    a hot spare (repeatable): it takes over a failed member's role and\n"
 		   "              is rebuilt at once; at least as large as the smallest member\n"
+		   "  -K, --no-discard\n"
+		   "              do not deallocate (discard, TRIM) the data area of the block-device\n"
+		   "              members; by default it is, so that an SSD has its whole spare area\n"
+		   "              for sustained writes (files are never punched)\n"
 		   "  -f          overwrite members that carry a filesystem or framefs signature\n"
 		   "  -q          quiet\n"
 		   "  -h, --help  this help\n");
@@ -150,6 +158,27 @@ static int add_spares(const char *const *paths, unsigned n, const char *const *s
 	return rc;
 }
 
+/* One line per member: what deallocating its data area did. */
+static void print_discard(const char *const *paths, unsigned n, const struct ff_raid_discard *d)
+{
+	for (unsigned i = 0; i < n; i++) {
+		char a[32], b[32];
+
+		if (d[i].rc == 0)
+			printf("%s: deallocated %s, the data area (%llu bytes)\n", paths[i],
+			       ff_fmt_bytes(d[i].bytes, a, sizeof(a)), (unsigned long long)d[i].bytes);
+		else if (!d[i].is_bdev)
+			printf("%s: not deallocated: a file (its blocks stay allocated in the host "
+			       "filesystem)\n", paths[i]);
+		else if (d[i].rc == -EOPNOTSUPP)
+			printf("%s: not deallocated: not supported by the device\n", paths[i]);
+		else
+			printf("%s: deallocated only %s of the data area's %s: %s\n", paths[i],
+			       ff_fmt_bytes(d[i].bytes, a, sizeof(a)),
+			       ff_fmt_bytes(d[i].want, b, sizeof(b)), strerror(-d[i].rc));
+	}
+}
+
 static int print_geometry(const char *const *paths, unsigned n, const char *label)
 {
 	struct ff_raid_opts o = { .read_only = true, .workers = 1 };
@@ -194,15 +223,19 @@ static int print_geometry(const char *const *paths, unsigned n, const char *labe
 
 int main(int argc, char **argv)
 {
-	struct ffs_mkfs_params p = { .level = 5, .chunk_bytes = 512 * 1024 };
+	static struct ff_raid_discard discard[FF_MEMBERS_MAX];
+	struct ffs_mkfs_params p = { .level = 5, .chunk_bytes = 512 * 1024, .discard = true,
+				     .discard_out = discard };
 	struct ff_err err = { "" };
 	const char *spares[SPARES_MAX];
 	unsigned nspares = 0;
-	static const struct option longopts[] = { { "help", no_argument, NULL, 'h' }, { 0 } };
+	static const struct option longopts[] = { { "help", no_argument, NULL, 'h' },
+						  { "no-discard", no_argument, NULL, 'K' },
+						  { 0 } };
 	uint64_t v;
 	int o, rc;
 
-	while ((o = getopt_long(argc, argv, "l:c:L:N:J:s:fqh", longopts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "l:c:L:N:J:s:Kfqh", longopts, NULL)) != -1) {
 		switch (o) {
 		case 'l':
 			if (strcmp(optarg, "5") && strcmp(optarg, "6")) {
@@ -247,6 +280,7 @@ int main(int argc, char **argv)
 			}
 			spares[nspares++] = optarg;
 			break;
+		case 'K': p.discard = false; break;
 		case 'f': p.force = true; break;
 		case 'q': p.quiet = true; break;
 		case 'h': usage(stdout); return 0;
@@ -266,6 +300,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "mkfs.framefs: %s\n", err.msg[0] ? err.msg : strerror(-rc));
 		return 1;
 	}
+	if (!p.quiet && p.discard)
+		print_discard((const char *const *)argv + optind, (unsigned)(argc - optind), discard);
+	else if (!p.quiet)
+		printf("data area not deallocated (-K)\n");
 	warn_unused((const char *const *)argv + optind, (unsigned)(argc - optind));
 	if (add_spares((const char *const *)argv + optind, (unsigned)(argc - optind), spares,
 		       nspares) < 0)

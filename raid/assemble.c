@@ -110,6 +110,29 @@ static int create_roster(struct ff_member *m, unsigned n, const struct ff_member
 	return rc;
 }
 
+/* ff_raid_create_params.discard: each member's data area, nothing else. */
+static void discard_data(struct ff_member *m, unsigned n, const struct ff_geom *g,
+			 struct ff_raid_discard *out)
+{
+	uint64_t len = g->nstripes * g->chunk_bytes;
+
+	/* ff_geom_compute keeps the last MiB (superblock copy B, the roster)
+	 * after the data area; checked here too, as a deallocate cannot be
+	 * taken back */
+	FF_ASSERT(g->data_offset >= g->meta_offset + g->meta_member_bytes);
+	FF_ASSERT(g->data_offset + len <= g->member_bytes - FF_MiB);
+	for (unsigned i = 0; i < n; i++) {
+		struct ff_raid_discard d = { .is_bdev = m[i].is_bdev, .want = len };
+
+		d.rc = ff_member_discard(&m[i], g->data_offset, len, &d.bytes);
+		if (d.rc < 0 && d.rc != -EOPNOTSUPP)
+			ff_log(FF_LOG_WARN, "%s: deallocating the data area failed after %llu bytes: %s",
+			       m[i].path, (unsigned long long)d.bytes, strerror(-d.rc));
+		if (out)
+			out[i] = d;
+	}
+}
+
 int ff_raid_create(const char *const *paths, unsigned n, const struct ff_raid_create_params *p,
 		   struct ff_err *err)
 {
@@ -154,6 +177,8 @@ int ff_raid_create(const char *const *paths, unsigned n, const struct ff_raid_cr
 		}
 		goto out_close;
 	}
+	if (p->discard)
+		discard_data(m, n, &g, p->discard_out);
 	memset(sb, 0, sizeof(*sb));
 	sb->magic = ff_cpu_to_le64(FF_MEMBER_SB_MAGIC);
 	sb->version = ff_cpu_to_le32(FF_MEMBER_SB_VERSION);

@@ -230,12 +230,31 @@ struct ff_raid_opts {
 
 struct ff_raid;
 
+/* What deallocating one member's data area did (ff_raid_create_params). */
+struct ff_raid_discard {
+	int rc;          /* 0; -EOPNOTSUPP: the device cannot (or a file: is_bdev false) */
+	bool is_bdev;
+	uint64_t bytes;  /* deallocated (on an error: before it) */
+	uint64_t want;   /* the data area: nstripes * chunk */
+};
+
 struct ff_raid_create_params {
 	uint32_t level;
 	uint32_t chunk_bytes;
 	uint64_t meta_member_bytes; /* 0 = default */
 	char label[64];
 	bool force;                 /* overwrite members that carry a signature */
+	/* Deallocate every block-device member's data area, and only that
+	 * ([data_offset, data_offset + nstripes * chunk): never a superblock,
+	 * the reserved or metadata area, or the roster in the last MiB), once
+	 * every check has passed and before anything is written: an SSD that
+	 * knows the whole area free keeps its whole spare area for garbage
+	 * collection, and with it its sustained write speed.  Nothing relies
+	 * on what a deallocated block reads back: data stripes are only ever
+	 * written whole, and read only once mapped.  A member that cannot is
+	 * no error: discard_out (NULL, or one entry per member) says why. */
+	bool discard;
+	struct ff_raid_discard *discard_out;
 };
 
 /* Write fresh member superblocks; nothing is written unless every check

@@ -18,25 +18,31 @@ D=$(mktemp -d /dev/shm/ffdiscard.XXXXXX)
 LOOPS=()
 CLEANUPS+=('for l in "${LOOPS[@]}"; do losetup -d "$l"; done; rm -rf "$D"')
 
+vol_fsck() {
+	"$FSCK" -n -c "${VOL[@]}" >"$IT_TMP/fsck.out" 2>&1 || { cat "$IT_TMP/fsck.out" >&2; fail "fsck.framefs -n -c found problems"; }
+}
+
 # allocated FILE: bytes the filesystem holds for it
 allocated() { echo $(($(stat -c '%b * %B' "$1"))); }
 
 for i in 0 1 2 3; do
-	tr '\0' '\377' </dev/zero | head -c "${SIZE_MIB}M" >"$D/m$i" || fail "cannot fill $D/m$i"
+	head -c "${SIZE_MIB}M" /dev/zero | tr '\0' '\377' >"$D/m$i" || fail "cannot fill $D/m$i"
 done
 for i in 0 1 2; do
 	l=$(losetup -f --show "$D/m$i") || fail "losetup (loop devices needed)"
 	LOOPS+=("$l")
 done
-MEMBERS=("${LOOPS[@]}" "$D/m3")
-SPEC=$(IFS=,; echo "${MEMBERS[*]}")
+# not lib.sh's MEMBERS: its cleanup removes those paths, and these are
+# device nodes
+VOL=("${LOOPS[@]}" "$D/m3")
+SPEC=$(IFS=,; echo "${VOL[*]}")
 full=$((SIZE_MIB * 1024 * 1024))
 for i in 0 1 2 3; do
 	[ "$(allocated "$D/m$i")" = "$full" ] || fail "$D/m$i: $(allocated "$D/m$i") bytes allocated, not $full"
 done
 
 # ---- -K: nothing deallocated ---------------------------------------------------
-"$MKFS" -f -K -l 5 "${MEMBERS[@]}" >"$IT_TMP/mkfs.out" 2>&1 || fail "mkfs -K: $(cat "$IT_TMP/mkfs.out")"
+"$MKFS" -f -K -l 5 "${VOL[@]}" >"$IT_TMP/mkfs.out" 2>&1 || fail "mkfs -K: $(cat "$IT_TMP/mkfs.out")"
 grep -qx "data area not deallocated (-K)" "$IT_TMP/mkfs.out" || fail "mkfs -K does not say so: $(cat "$IT_TMP/mkfs.out")"
 grep -q "deallocated [0-9]" "$IT_TMP/mkfs.out" && fail "mkfs -K deallocated: $(cat "$IT_TMP/mkfs.out")"
 for i in 0 1 2 3; do
@@ -46,7 +52,7 @@ done
 ok "mkfs -K: every backing file still has all $full bytes allocated"
 
 # ---- the default: each loop device's data area deallocated ---------------------
-"$MKFS" -f -l 5 "${MEMBERS[@]}" >"$IT_TMP/mkfs.out" 2>&1 || fail "mkfs: $(cat "$IT_TMP/mkfs.out")"
+"$MKFS" -f -l 5 "${VOL[@]}" >"$IT_TMP/mkfs.out" 2>&1 || fail "mkfs: $(cat "$IT_TMP/mkfs.out")"
 cat "$IT_TMP/mkfs.out"
 stripes=$(sed -n 's/^  usable size .* (\([0-9]*\) stripes).*/\1/p' "$IT_TMP/mkfs.out")
 [ -n "$stripes" ] || fail "no stripe count in mkfs's output"
@@ -74,9 +80,9 @@ it_mount
 head -c 20M /dev/urandom >"$IT_TMP/data"
 cp "$IT_TMP/data" "$MNT/data" || fail "write on the volume"
 it_unmount
-it_fsck
+vol_fsck
 it_mount
 cmp "$IT_TMP/data" "$MNT/data" || fail "the file read back differs"
 it_unmount
-it_fsck
+vol_fsck
 ok "after a deallocating mkfs: mount, write, remount, read back the same, fsck -n -c clean"

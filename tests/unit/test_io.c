@@ -338,6 +338,70 @@ START_TEST(bdev_whose_capacity_drops_has_vanished)
 }
 END_TEST
 
+/* ff_member_discard: a loop device deallocates (a hole in its backing
+ * file, st_blocks drops by the range and no more); an unaligned range, one
+ * past the end, a read-only member, a file member and the fault backend
+ * under the power-loss undo log are refused, and nothing is deallocated. */
+START_TEST(discard_deallocates_only_its_range)
+{
+	struct ff_member m, f;
+	struct ff_err err = { "" };
+	char cmd[600], dev[64] = "";
+	uint64_t done = 1;
+	uint8_t *buf = ff_alloc_aligned(1 << 20);
+	struct stat st;
+	FILE *p;
+
+	make_file(8);
+	memset(buf, 0xff, 1 << 20);
+	ck_assert_msg(ff_member_open(&f, file, false, &err) == 0, "%s", err.msg);
+	for (unsigned i = 0; i < 8; i++)
+		ck_assert_int_eq(ff_member_pwrite(&f, buf, 1 << 20, (uint64_t)i << 20), 0);
+	ck_assert_int_eq(ff_member_discard(&f, 0, 1 << 20, &done), -EOPNOTSUPP);
+	ck_assert_uint_eq(done, 0);
+	ff_member_close(&f);
+	ck_assert_int_eq(stat(file, &st), 0);
+	ck_assert_int_eq(st.st_blocks * 512, 8 << 20); /* a file member is not punched */
+
+	snprintf(cmd, sizeof(cmd), "losetup -f --show %s", file);
+	p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	ck_assert_ptr_nonnull(fgets(dev, sizeof(dev), p));
+	pclose(p);
+	dev[strcspn(dev, "\n")] = '\0';
+	ck_assert_msg(dev[0] == '/', "losetup gave no device");
+	ck_assert_msg(ff_member_open(&m, dev, true, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(ff_member_discard(&m, 1 << 20, 1 << 20, &done), -EROFS);
+	ff_member_close(&m);
+	ck_assert_msg(ff_member_open(&m, dev, false, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(ff_member_discard(&m, 100, 1 << 20, &done), -EINVAL);
+	ck_assert_int_eq(ff_member_discard(&m, 7 << 20, 2 << 20, &done), -EINVAL);
+	ck_assert_msg(ff_undo_open(&m, dir, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(ff_member_discard(&m, 1 << 20, 1 << 20, &done), -EOPNOTSUPP);
+	ff_member_close(&m);
+	ck_assert_int_eq(stat(file, &st), 0);
+	ck_assert_int_eq(st.st_blocks * 512, 8 << 20);
+
+	ck_assert_msg(ff_member_open(&m, dev, false, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(ff_member_discard(&m, 1 << 20, 3 << 20, &done), 0);
+	ck_assert_uint_eq(done, 3 << 20);
+	ck_assert_int_eq(ff_member_pread(&m, buf, 1 << 20, 0), 0);
+	ck_assert_uint_eq(buf[0], 0xff); /* before the range: untouched */
+	ck_assert_int_eq(ff_member_pread(&m, buf, 1 << 20, 4 << 20), 0);
+	ck_assert_uint_eq(buf[(1 << 20) - 1], 0xff); /* after it: untouched */
+	ff_member_close(&m);
+	ck_assert_int_eq(stat(file, &st), 0);
+	ck_assert_int_eq(st.st_blocks * 512, 5 << 20);
+	snprintf(cmd, sizeof(cmd), "losetup -d %s", dev);
+	ck_assert_int_eq(system(cmd), 0);
+	unlink(file);
+	snprintf(cmd, sizeof(cmd), "%s/member.img.undo", dir);
+	unlink(cmd);
+	rmdir(dir);
+	free(buf);
+}
+END_TEST
+
 START_TEST(bad_members_are_refused_with_their_name)
 {
 	struct ff_member m;
@@ -710,6 +774,7 @@ int main(void)
 	tcase_add_test(tc, loop_device_block_size_comes_from_the_device);
 	tcase_add_test(tc, bdev_whose_capacity_drops_has_vanished);
 	tcase_add_test(tc, bad_members_are_refused_with_their_name);
+	tcase_add_test(tc, discard_deallocates_only_its_range);
 	tcase_add_loop_test(tc, ring_round_trip_with_and_without_registered_buffers, 0, 2);
 	tcase_add_loop_test(tc, fault_error_after_n_ops, 0, 2);
 	tcase_add_loop_test(tc, fault_flips_bits_in_a_range, 0, 2);

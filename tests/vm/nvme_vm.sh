@@ -12,8 +12,11 @@
 # status and --json on RAID5; RAID6 with a 4096-byte namespace beside
 # 512-byte ones; a controller removed mid-stream (device_del) and a new one
 # added and rebuilt onto; a drive that stops answering mid-stream, failed
-# at the member timeout and re-added.  The faults are injected from here,
-# through qemu's monitor (QMP), when the guest asks on the console.
+# at the member timeout and re-added; before all that, mkfs's deallocate of
+# the data area, seen here as the backing files' allocation dropping.  The
+# faults are injected from here, through qemu's monitor (QMP), when the
+# guest asks on the console; what the guest asks to know (the allocation)
+# is answered on the console's input.
 #
 # Environment (set by meson): FRAMEFS MKFS FSCK ADMIN FRAMETEST (the built
 # binaries), VM_CACHE (where the kernel package is kept between runs).
@@ -142,31 +145,47 @@ done
 	echo "SERIALS='${SERIALS[*]}'"
 	echo "LBS='${LBS[*]}'"
 	echo "SPARE_SERIAL='$SPARE_SERIAL'"
+	echo "MEMBER_MIB='$MEMBER_MIB'"
 	echo "QEMU_VERSION='$(qemu-system-x86_64 --version | sed -n '1s/.*version \([0-9.]*\).*/\1/p')'"
 } >"$R/vm.conf"
 (cd "$R" && find . | /bin/busybox cpio -o -H newc 2>/dev/null | gzip -1 >"$WORK/initrd.gz")
 echo "initramfs: $(du -k "$WORK/initrd.gz" | cut -f1) KiB, built in $(($(date +%s) - T0)) s"
 
 # ---- the controllers and the run ------------------------------------------------
+# The drives of the first array (nvm0..2) start full of 0xff, every block
+# allocated, as a used drive: mkfs's deallocate must show as holes.
+# discard=unmap: qemu's block layer ignores a discard by default; with it,
+# the nvme model's Dataset Management deallocate punches a hole in the file.
 args=()
 for i in "${!SERIALS[@]}"; do
-	truncate -s "${MEMBER_MIB}M" "$SHM.nvm$i"
-	args+=(-drive "file=$SHM.nvm$i,if=none,id=nvm$i,format=raw,cache=unsafe")
+	if [ "$i" -lt 3 ]; then
+		head -c "${MEMBER_MIB}M" /dev/zero | tr '\0' '\377' >"$SHM.nvm$i"
+	else
+		truncate -s "${MEMBER_MIB}M" "$SHM.nvm$i"
+	fi
+	args+=(-drive "file=$SHM.nvm$i,if=none,id=nvm$i,format=raw,cache=unsafe,discard=unmap")
 	dev="nvme,id=ctl$i,serial=${SERIALS[i]},drive=nvm$i"
 	[ "${LBS[i]}" = 512 ] || dev+=",logical_block_size=${LBS[i]},physical_block_size=${LBS[i]}"
 	args+=(-device "$dev")
 done
 spare=${#SERIALS[@]}
 truncate -s "${MEMBER_MIB}M" "$SHM.nvm$spare"
-args+=(-drive "file=$SHM.nvm$spare,if=none,id=nvm$spare,format=raw,cache=unsafe")
+args+=(-drive "file=$SHM.nvm$spare,if=none,id=nvm$spare,format=raw,cache=unsafe,discard=unmap")
 
 # The guest asks for what only the host can do, on the console:
 #   VM-ASK: device_del ctlN   remove controller N (a drive pulled)
 #   VM-ASK: device_add spare  a new controller, serial SPARE_SERIAL, on the spare drive
 #   VM-ASK: stall nvmN        drive N stops answering (QMP throttle to 1 byte/s)
 #   VM-ASK: unstall nvmN      ... and answers again (the throttle lifted)
-# Each is one QMP command; the guest polls for the effect itself.
+#   VM-ASK: allocated nvmN..  the bytes each backing file has allocated, answered
+#                             "VM-ANS: allocated N.." on the console's input
+# Each other is one QMP command; the guest polls for the effect itself.
 QMP=$WORK/qmp.sock
+CONSOLE_IN=$WORK/console.in
+mkfifo "$CONSOLE_IN"
+# held open read-write here: qemu's read end never sees EOF, and a write
+# from serve_asks never waits for a reader
+exec 7<>"$CONSOLE_IN"
 serve_asks() {
 	local line id
 	while IFS= read -r line; do
@@ -190,6 +209,17 @@ serve_asks() {
 			echo "host: $id throttled to $bps bytes/s (0: no limit) (injected: a drive that stops answering)"
 			python3 "$HERE/qmp.py" "$QMP" block_set_io_throttle "{\"device\": \"$id\", \"bps\": $bps, \"bps_rd\": 0, \"bps_wr\": 0, \"iops\": 0, \"iops_rd\": 0, \"iops_wr\": 0}" || true
 			;;
+		"VM-ASK: allocated"*)
+			ans=
+			for id in ${line#VM-ASK: allocated}; do
+				case $id in
+				nvm[0-9]) ans+=" $(($(stat -c '%b * %B' "$SHM.$id")))" ;;
+				*) ans+=" ?" ;;
+				esac
+			done
+			echo "host: allocated ${line#VM-ASK: allocated }:$ans"
+			echo "VM-ANS: allocated$ans" >"$CONSOLE_IN"
+			;;
 		"VM-ASK: "*)
 			echo "host: unknown ask: $line"
 			;;
@@ -207,7 +237,7 @@ timeout --kill-after=10 "$VM_TIMEOUT_S" qemu-system-x86_64 -accel tcg -m 1G -smp
 	-kernel "$vmlinuz" -initrd "$WORK/initrd.gz" \
 	-append "console=ttyS0 panic=-1 loglevel=4" \
 	-qmp "unix:$QMP,server=on,wait=off" \
-	"${args[@]}" </dev/null >"$LOG" 2>&1 &
+	"${args[@]}" <&7 >"$LOG" 2>&1 &
 QEMU_PID=$!
 # tail ends with qemu (--pid): the asks are answered as they come, no polling
 tail -n +1 -F --pid="$QEMU_PID" "$LOG" 2>/dev/null | serve_asks >"$WORK/host.log" 2>&1 &

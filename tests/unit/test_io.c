@@ -269,22 +269,39 @@ START_TEST(member_lock_waits_longer_for_a_dead_holders_file)
 }
 END_TEST
 
+/* A loop device over the test file (losetup OPTIONS), its path in dev. */
+static void loop_attach(const char *options, char *dev, size_t len)
+{
+	char cmd[600];
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "losetup %s -f --show %s", options, file);
+	p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	ck_assert_ptr_nonnull(fgets(dev, (int)len, p));
+	pclose(p);
+	dev[strcspn(dev, "\n")] = '\0';
+	ck_assert_msg(dev[0] == '/', "losetup gave no device");
+}
+
+/* losetup ACTION DEV (-d detaches, -c re-reads the capacity). */
+static void loop_cmd(const char *action, const char *dev)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "losetup %s %s", action, dev);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
 /* A loop device with 4 KiB logical sectors: the member reports 4096. */
 START_TEST(loop_device_block_size_comes_from_the_device)
 {
 	struct ff_member m;
 	struct ff_err err = { "" };
-	char cmd[600], dev[64] = "";
-	FILE *p;
+	char dev[64] = "";
 
 	make_file(32);
-	snprintf(cmd, sizeof(cmd), "losetup --direct-io=on --sector-size 4096 -f --show %s", file);
-	p = popen(cmd, "r");
-	ck_assert_ptr_nonnull(p);
-	ck_assert_ptr_nonnull(fgets(dev, sizeof(dev), p));
-	pclose(p);
-	dev[strcspn(dev, "\n")] = '\0';
-	ck_assert_msg(dev[0] == '/', "losetup gave no device");
+	loop_attach("--direct-io=on --sector-size 4096", dev, sizeof(dev));
 	ck_assert_msg(ff_member_open(&m, dev, false, &err) == 0, "%s", err.msg);
 	ck_assert(m.is_bdev);
 	ck_assert(!m.in_memory); /* a device, even one over a tmpfs file */
@@ -293,8 +310,7 @@ START_TEST(loop_device_block_size_comes_from_the_device)
 	ck_assert_uint_eq(m.size_bytes, 32u << 20);
 	ck_assert(!m.nvme.is_nvme); /* a loop device answers no NVMe Identify */
 	ff_member_close(&m);
-	snprintf(cmd, sizeof(cmd), "losetup -d %s", dev);
-	ck_assert_int_eq(system(cmd), 0);
+	loop_cmd("-d", dev);
 	remove_file();
 }
 END_TEST
@@ -308,32 +324,23 @@ START_TEST(bdev_whose_capacity_drops_has_vanished)
 {
 	struct ff_member m;
 	struct ff_err err = { "" };
-	char cmd[600], dev[64] = "", why[256];
-	FILE *p;
+	char dev[64] = "", why[256];
 
 	make_file(32);
-	snprintf(cmd, sizeof(cmd), "losetup --direct-io=on -f --show %s", file);
-	p = popen(cmd, "r");
-	ck_assert_ptr_nonnull(p);
-	ck_assert_ptr_nonnull(fgets(dev, sizeof(dev), p));
-	pclose(p);
-	dev[strcspn(dev, "\n")] = '\0';
-	ck_assert_msg(dev[0] == '/', "losetup gave no device");
+	loop_attach("--direct-io=on", dev, sizeof(dev));
 	ck_assert_msg(ff_member_open(&m, dev, false, &err) == 0, "%s", err.msg);
 	ck_assert_int_eq(ff_member_presence(&m, why, sizeof(why)), FF_MEMBER_PRESENT);
 	ck_assert_int_eq(truncate(file, 16 << 20), 0);
-	snprintf(cmd, sizeof(cmd), "losetup -c %s", dev);
-	ck_assert_int_eq(system(cmd), 0);
+	loop_cmd("-c", dev);
 	ck_assert_int_eq(ff_member_presence(&m, why, sizeof(why)), FF_MEMBER_VANISHED);
 	ck_assert_str_eq(why, "vanished: the device shrank to 16777216 bytes, below the member's "
 			 "33554432");
 	ck_assert_int_eq(truncate(file, 0), 0);
-	ck_assert_int_eq(system(cmd), 0);
+	loop_cmd("-c", dev);
 	ck_assert_int_eq(ff_member_presence(&m, why, sizeof(why)), FF_MEMBER_VANISHED);
 	ck_assert_str_eq(why, "vanished: the device was removed (the kernel set its capacity to 0)");
 	ff_member_close(&m);
-	snprintf(cmd, sizeof(cmd), "losetup -d %s", dev);
-	ck_assert_int_eq(system(cmd), 0);
+	loop_cmd("-d", dev);
 	remove_file();
 }
 END_TEST
@@ -350,7 +357,6 @@ START_TEST(discard_deallocates_only_its_range)
 	uint64_t done = 1;
 	uint8_t *buf = ff_alloc_aligned(1 << 20);
 	struct stat st;
-	FILE *p;
 
 	make_file(8);
 	memset(buf, 0xff, 1 << 20);
@@ -363,13 +369,7 @@ START_TEST(discard_deallocates_only_its_range)
 	ck_assert_int_eq(stat(file, &st), 0);
 	ck_assert_int_eq(st.st_blocks * 512, 8 << 20); /* a file member is not punched */
 
-	snprintf(cmd, sizeof(cmd), "losetup -f --show %s", file);
-	p = popen(cmd, "r");
-	ck_assert_ptr_nonnull(p);
-	ck_assert_ptr_nonnull(fgets(dev, sizeof(dev), p));
-	pclose(p);
-	dev[strcspn(dev, "\n")] = '\0';
-	ck_assert_msg(dev[0] == '/', "losetup gave no device");
+	loop_attach("", dev, sizeof(dev));
 	ck_assert_msg(ff_member_open(&m, dev, true, &err) == 0, "%s", err.msg);
 	ck_assert_int_eq(ff_member_discard(&m, 1 << 20, 1 << 20, &done), -EROFS);
 	ff_member_close(&m);
@@ -379,6 +379,7 @@ START_TEST(discard_deallocates_only_its_range)
 	ck_assert_msg(ff_undo_open(&m, dir, &err) == 0, "%s", err.msg);
 	ck_assert_int_eq(ff_member_discard(&m, 1 << 20, 1 << 20, &done), -EOPNOTSUPP);
 	ff_member_close(&m);
+	ff_fault_free(&m); /* the undo log's fault backend (LeakSanitizer) */
 	ck_assert_int_eq(stat(file, &st), 0);
 	ck_assert_int_eq(st.st_blocks * 512, 8 << 20);
 
@@ -392,8 +393,7 @@ START_TEST(discard_deallocates_only_its_range)
 	ff_member_close(&m);
 	ck_assert_int_eq(stat(file, &st), 0);
 	ck_assert_int_eq(st.st_blocks * 512, 5 << 20);
-	snprintf(cmd, sizeof(cmd), "losetup -d %s", dev);
-	ck_assert_int_eq(system(cmd), 0);
+	loop_cmd("-d", dev);
 	unlink(file);
 	snprintf(cmd, sizeof(cmd), "%s/%s.undo", dir, strrchr(dev, '/') + 1); /* ff_undo_open's */
 	ck_assert_int_eq(unlink(cmd), 0);

@@ -39,6 +39,10 @@ SIZES = {"2k": 12812288, "4k": 51052544, "8k": 141623296, "dpx-8k": 132718592}
 VARY = "3M:60M"           # frametest --vary: the EXR-like range
 VARY_MEAN = 33 * 10**6    # for sizing volumes and time budgets
 POOLS = {"default": (), "min": ("write_buffer_mb=1", "read_cache_mb=1")}
+# IT_MATRIX_POOLS=min (a comma list of POOLS' names) runs only those pools:
+# the sanitizer run takes the smallest pool, where buffers run out.
+if os.environ.get("IT_MATRIX_POOLS"):
+    POOLS = {k: POOLS[k] for k in os.environ["IT_MATRIX_POOLS"].split(",")}
 
 
 class Cell:
@@ -273,7 +277,7 @@ def test():
         check(len(cells) == len(names), "IT_MATRIX names cells that do not exist: %s" % sel)
     else:
         cells = CI_CELLS
-    log("%d cells, each with the default and the smallest buffer pool" % len(cells))
+    log("%d cells, each with the buffer pools %s" % (len(cells), ", ".join(POOLS)))
     t0 = time.monotonic()
     for c in cells:
         run_cell(c)

@@ -85,13 +85,15 @@ static bool layout_matches(const struct ffs *fs, const struct ffs_super *sb)
 
 	if (!want)
 		return false;
-	ok = ffs_layout(want, fs->g, ff_le64(sb->ninodes), ff_le64(sb->journal_blocks), &err) == 0;
+	ok = ffs_layout(want, fs->g, ff_le64(sb->ninodes), ff_le64(sb->journal_blocks),
+			ff_le32(sb->version), ff_le32(sb->small_max), &err) == 0;
 #define SAME(f) (want->f == sb->f)
 	ok = ok && SAME(meta_blocks) && SAME(journal_start) && SAME(journal_blocks) &&
 	     SAME(itable_start) && SAME(itable_blocks) && SAME(ninodes) && SAME(ibitmap_start) &&
 	     SAME(ibitmap_blocks) && SAME(sbitmap_start) && SAME(sbitmap_blocks) &&
 	     SAME(mbitmap_start) && SAME(mbitmap_blocks) && SAME(csum_start) && SAME(csum_blocks) &&
-	     SAME(csum_entry_bytes) && SAME(csum_per_block) && SAME(pool_start) && SAME(pool_blocks);
+	     SAME(csum_entry_bytes) && SAME(csum_per_block) && SAME(pool_start) && SAME(pool_blocks) &&
+	     SAME(pcsum_start) && SAME(pcsum_blocks) && SAME(small_max);
 #undef SAME
 	free(want);
 	return ok;
@@ -103,7 +105,7 @@ const char *ffs_check_super_problem(const struct ffs *fs, const struct ffs_super
 
 	if (ff_le64(sb->magic) != FFS_SB_MAGIC)
 		return "no framefs magic";
-	if (ff_le32(sb->version) < FFS_VERSION || ff_le32(sb->version) > FFS_VERSION_MAX ||
+	if (ff_le32(sb->version) < FFS_VERSION_MIN || ff_le32(sb->version) > FFS_VERSION_MAX ||
 	    ff_le32(sb->block_bytes) != FFS_BLOCK)
 		return "unsupported version or block size";
 	if (memcmp(sb->uuid, ff_raid_uuid(fs->raid), 16) != 0)
@@ -344,9 +346,16 @@ static bool try_layout(struct ffs *fs, struct ffs_super *sb, uint64_t itable_blo
 {
 	struct ff_err err;
 
-	memset(sb, 0, sizeof(*sb));
-	return ffs_layout(sb, fs->g, itable_blocks * FFS_INODES_PER_BLOCK, journal_blocks, &err) == 0 &&
-	       ff_le64(sb->journal_blocks) >= 64 && layout_found(fs, sb, ctime_s, mkfs_s);
+	/* this version's layout with the default threshold, then the one
+	 * older versions had (no small-data table) */
+	for (unsigned v = 0; v < 2; v++) {
+		memset(sb, 0, sizeof(*sb));
+		if (ffs_layout(sb, fs->g, itable_blocks * FFS_INODES_PER_BLOCK, journal_blocks,
+			       v ? FFS_VERSION_XVALUE : FFS_VERSION, FFS_SMALL_DEFAULT, &err) == 0 &&
+		    ff_le64(sb->journal_blocks) >= 64 && layout_found(fs, sb, ctime_s, mkfs_s))
+			return true;
+	}
+	return false;
 }
 
 /* Read META [from, to) in 1 MiB pieces; fn gets each block sealed at its
@@ -453,7 +462,6 @@ int ffs_check_rebuild_super(struct ffs *fs, struct ffs_super *sb, uint64_t gener
 	if (!found || layout_matches(fs, sb) == false)
 		return -ENOENT;
 	sb->magic = ff_cpu_to_le64(FFS_SB_MAGIC);
-	sb->version = ff_cpu_to_le32(FFS_VERSION);
 	sb->block_bytes = ff_cpu_to_le32(FFS_BLOCK);
 	sb->generation = ff_cpu_to_le64(generation);
 	memcpy(sb->uuid, ff_raid_uuid(fs->raid), 16);

@@ -35,6 +35,50 @@ void ffs_data_free(struct ffs *fs)
 	rcache_free(fs);
 }
 
+static bool is_small(struct ffs *fs, struct finode *fi)
+{
+	bool small;
+
+	pthread_mutex_lock(&fs->lock);
+	small = ffs_is_small(fi);
+	pthread_mutex_unlock(&fs->lock);
+	return small;
+}
+
+/*
+ * A small file (small.c) is about to get a stripe other than stripe 0, or
+ * preallocated stripes: its stripe 0 moves from pool blocks to a stripe
+ * first, so that a file is always either small or mapped by extents.
+ * Sends stripe 0 out whole and waits until stripe_done has mapped it (and
+ * let the blocks go).  dlock held, let go while waiting.  The wait ends:
+ * every stripe write ends in stripe_done, which wakes dcond; a write that
+ * failed leaves the file small and its error in write_error, returned here.
+ */
+static int promote_small(struct ffs *fs, struct finode *fi)
+{
+	int rc;
+
+	while (is_small(fs, fi)) {
+		struct wbuf *wb = wb_find(fi, 0);
+
+		if (wb && wb->writing) {
+			wait_noted(&fi->dcond, &fi->dlock, "a small file's first stripe being written");
+			continue;
+		}
+		if (fi->write_error)
+			return fi->write_error;
+		if (!wb && !(wb = wb_for(fs, fi, 0, &rc)))
+			return rc;
+		if (wb->writing)
+			continue; /* wb_for may wait: another writer sent it meanwhile */
+		wb->force_stripe = true;
+		rc = wb_writeout(fs, fi, wb);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
 ssize_t ffs_data_write(struct ffs *fs, struct finode *fi, const void *buf, size_t len, uint64_t off)
 {
 	const uint8_t *src = buf;
@@ -45,7 +89,11 @@ ssize_t ffs_data_write(struct ffs *fs, struct finode *fi, const void *buf, size_
 	while (done < len) {
 		uint64_t k = (off + done) / fs->stripe_bytes, o = (off + done) % fs->stripe_bytes;
 		size_t n = (size_t)FF_MIN(len - done, fs->stripe_bytes - o);
-		struct wbuf *wb = wb_for(fs, fi, k, &rc);
+		struct wbuf *wb;
+
+		if (k > 0 && (rc = promote_small(fs, fi)) < 0)
+			break;
+		wb = wb_for(fs, fi, k, &rc);
 
 		if (!wb)
 			break;
@@ -56,6 +104,7 @@ ssize_t ffs_data_write(struct ffs *fs, struct finode *fi, const void *buf, size_
 		}
 		memcpy(wb->data + o, src + done, n);
 		ival_add(wb, o, o + n);
+		wb->hi = FF_MAX(wb->hi, o + n);
 		done += n;
 		if (ival_covers(wb, 0, fs->stripe_bytes)) {
 			rc = wb_writeout(fs, fi, wb);
@@ -97,6 +146,11 @@ static int read_source(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t o
 	if (wb)
 		return rc < 0 ? rc : dst ? SRC_DONE : -EAGAIN;
 	pthread_mutex_lock(&fs->lock);
+	if (k == 0 && ffs_is_small(fi)) { /* in pool blocks (small.c): copied here */
+		rc = dst ? ffs_small_read(fs, fi, o, n, dst) : -EAGAIN;
+		pthread_mutex_unlock(&fs->lock);
+		return rc < 0 ? rc : SRC_DONE;
+	}
 	rc = ffs_extent_lookup(fs, fi, k, p, &run, &flags);
 	pthread_mutex_unlock(&fs->lock);
 	if (rc == -ENOENT || (rc == 0 && (flags & FFS_X_UNWRITTEN)))
@@ -259,11 +313,14 @@ int ffs_data_truncate(struct ffs *fs, struct finode *fi, uint64_t size)
 		wb = next;
 	}
 	if (eof_off) {
+		bool small;
+
 		pthread_mutex_lock(&fs->lock);
 		rc = ffs_extent_lookup(fs, fi, eof_k, &p, &run, &flags);
+		small = eof_k == 0 && ffs_is_small(fi);
 		pthread_mutex_unlock(&fs->lock);
 		wb = wb_find(fi, eof_k);
-		if (wb || (rc == 0 && !(flags & FFS_X_UNWRITTEN))) {
+		if (wb || small || (rc == 0 && !(flags & FFS_X_UNWRITTEN))) {
 			int err = 0;
 
 			wb = wb ? wb : wb_for(fs, fi, eof_k, &err);
@@ -273,6 +330,15 @@ int ffs_data_truncate(struct ffs *fs, struct finode *fi, uint64_t size)
 			if (wb && rc == 0) {
 				memset(wb->data + eof_off, 0, fs->stripe_bytes - eof_off);
 				ival_add(wb, eof_off, fs->stripe_bytes);
+				/* what it holds ends at the new size now: a small file
+				 * stays small (small_writeout measures size and hi) */
+				wb->hi = FF_MIN(wb->hi, eof_off);
+				if (eof_k == 0) {
+					pthread_mutex_lock(&fs->lock);
+					if (size < ff_le64(fi->d.size))
+						fi->d.size = ff_cpu_to_le64(size);
+					pthread_mutex_unlock(&fs->lock);
+				}
 				rc = wb_writeout(fs, fi, wb);
 			}
 		} else {
@@ -302,6 +368,12 @@ int ffs_data_fallocate(struct ffs *fs, struct finode *fi, int mode, uint64_t off
 		return -EOPNOTSUPP;
 	if (len == 0)
 		return -EINVAL;
+	/* preallocated stripes are extents: a small file moves to stripes first */
+	pthread_mutex_lock(&fi->dlock);
+	rc = promote_small(fs, fi);
+	pthread_mutex_unlock(&fi->dlock);
+	if (rc < 0)
+		return rc;
 	pthread_mutex_lock(&fs->lock);
 	while (k < k1 && rc == 0) {
 		uint64_t p, run, first, got;

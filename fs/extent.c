@@ -132,6 +132,11 @@ static int ext_add(struct ffs *fs, struct finode *fi, const struct ffs_extent *x
 {
 	unsigned n = ff_le32(fi->d.nextents), i;
 
+	if (ffs_is_small(fi)) { /* u holds its block list: data.c moves it to stripes first */
+		ff_log(FF_LOG_ERR, "inode %llu: an extent for a small file; run fsck.framefs",
+		       (unsigned long long)fi->ino);
+		return -EUCLEAN;
+	}
 	if (is_tree(fi))
 		return tree_add(fs, fi, x);
 	if (n == FFS_INLINE_EXTENTS) {
@@ -269,7 +274,10 @@ int ffs_extent_map(struct ffs *fs, struct finode *fi, uint64_t fstripe, uint64_t
 
 int ffs_extent_truncate(struct ffs *fs, struct finode *fi, uint64_t fstripe)
 {
-	int rc = punch(fs, fi, fstripe, UINT64_MAX, 0, 0);
+	int rc = fstripe == 0 ? ffs_small_release(fs, fi) : 0; /* a small file's blocks */
+
+	if (rc == 0)
+		rc = punch(fs, fi, fstripe, UINT64_MAX, 0, 0);
 
 	return rc < 0 ? rc : ffs_istore(fs, fi);
 }

@@ -61,6 +61,10 @@ struct ffs_stats {
 	_Atomic uint64_t wbuf_wait_inode;   /* the file had its most buffers, all in flight */
 	_Atomic uint64_t wbuf_wait_rewrite; /* the stripe was still being written */
 	_Atomic uint64_t wbuf_evictions;    /* partial stripes sent out early to free a buffer */
+	/* the small-data class (fs/small.c) */
+	_Atomic uint64_t small_stores;      /* small files written to pool blocks */
+	_Atomic uint64_t small_promotions;  /* small files moved to stripes */
+	_Atomic uint64_t small_nospc;       /* small files sent to a stripe: the pool was at its reserve */
 };
 
 /* Requests in flight (fs/watch.c).  The daemon brackets each request it
@@ -89,12 +93,25 @@ struct ffs_mkfs_params {
 	uint32_t chunk_bytes;         /* default 512 KiB */
 	uint64_t ninodes;             /* 0 = default */
 	uint64_t journal_blocks;      /* 0 = default */
+	uint32_t small_max;           /* small-file threshold: 0 = FFS_SMALL_DEFAULT, FFS_SMALL_OFF */
 	char label[64];
 	bool force;
 	bool quiet;
 	bool discard;                 /* deallocate the data area (ff_raid_create_params) */
 	struct ff_raid_discard *discard_out; /* NULL, or one entry per member */
 };
+
+/*
+ * The small-file threshold mkfs sets by default: files up to 64 KiB live in
+ * the mirrored pool (fs/small.c says why).  FFS_SMALL_OFF turns the class
+ * off.  The metadata area grows to hold the pool they need: two KiB for
+ * each inode asked for with -N (half of them could be 4 KiB sidecars), or
+ * by default 1/512 of the data capacity.
+ */
+#define FFS_SMALL_DEFAULT (64u * 1024u)
+#define FFS_SMALL_OFF UINT32_MAX
+#define FFS_SMALL_PER_INODE 2048u
+#define FFS_SMALL_DEFAULT_SHARE 512u
 
 int ffs_mkfs(const char *const *paths, unsigned n, const struct ffs_mkfs_params *p,
 	     struct ff_err *err);

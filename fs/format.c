@@ -103,10 +103,31 @@ static uint64_t blocks_for_bits(uint64_t bits)
 	return FF_DIV_ROUND_UP(bits, FFS_BITS_PER_BLOCK);
 }
 
-int ffs_layout(struct ffs_super *sb, const struct ff_geom *g, uint64_t ninodes,
-	       uint64_t journal_blocks, struct ff_err *err)
+uint32_t ffs_sdata_crc(uint64_t no, const void *data)
 {
-	uint64_t meta_blocks = g->meta_bytes / FFS_BLOCK, pos, rest, mbitmap;
+	uint64_t seed = ff_cpu_to_le64(no);
+
+	return ff_crc32c(ff_crc32c(0, &seed, sizeof(seed)), data, FFS_BLOCK);
+}
+
+bool ffs_small_layout_ok(const struct ffs_super *sb)
+{
+	uint64_t csum_end = ff_le64(sb->csum_start) + ff_le64(sb->csum_blocks);
+
+	if (ff_le32(sb->version) < FFS_VERSION_SMALL)
+		return !sb->pcsum_start && !sb->pcsum_blocks && !sb->small_max &&
+		       ff_le64(sb->mbitmap_start) == csum_end;
+	return ff_le64(sb->pcsum_start) == csum_end &&
+	       ff_le64(sb->mbitmap_start) == csum_end + ff_le64(sb->pcsum_blocks) &&
+	       ff_le64(sb->pcsum_blocks) * FFS_PCSUM_PER_BLOCK >= ff_le64(sb->pool_blocks) &&
+	       ff_le32(sb->small_max) <= FFS_SMALL_BYTES_MAX &&
+	       ff_le32(sb->small_max) <= ff_le64(sb->stripe_bytes) && !sb->small_reserved;
+}
+
+int ffs_layout(struct ffs_super *sb, const struct ff_geom *g, uint64_t ninodes,
+	       uint64_t journal_blocks, uint32_t version, uint32_t small_max, struct ff_err *err)
+{
+	uint64_t meta_blocks = g->meta_bytes / FFS_BLOCK, pos, rest, mbitmap, pcsum;
 	uint32_t entry = (uint32_t)(sizeof(struct ffs_csum_entry) + 4 * g->ndata);
 
 	if (!journal_blocks)
@@ -140,11 +161,24 @@ int ffs_layout(struct ffs_super *sb, const struct ff_geom *g, uint64_t ninodes,
 		return -ENOSPC;
 	}
 	rest = meta_blocks - pos;
+	/* the pool takes what the table and the bitmap that cover it leave:
+	 * each covers at least the pool, as rest bounds it */
+	pcsum = version >= FFS_VERSION_SMALL ? FF_DIV_ROUND_UP(rest, FFS_PCSUM_PER_BLOCK + 1) : 0;
+	sb->version = ff_cpu_to_le32(version);
+	sb->pcsum_start = ff_cpu_to_le64(pcsum ? pos : 0);
+	sb->pcsum_blocks = ff_cpu_to_le64(pcsum);
+	pos += pcsum;
+	rest -= pcsum;
 	mbitmap = FF_DIV_ROUND_UP(rest, FFS_BITS_PER_BLOCK + 1);
 	sb->mbitmap_start = ff_cpu_to_le64(pos);
 	sb->mbitmap_blocks = ff_cpu_to_le64(mbitmap);
 	sb->pool_start = ff_cpu_to_le64(pos + mbitmap);
 	sb->pool_blocks = ff_cpu_to_le64(rest - mbitmap);
+	/* a file no larger than a stripe: its bytes would have fit stripe 0 */
+	if (!pcsum)
+		small_max = 0;
+	sb->small_max = ff_cpu_to_le32((uint32_t)FF_MIN((uint64_t)FF_MIN(small_max, FFS_SMALL_BYTES_MAX),
+						       g->stripe_bytes));
 	if (rest - mbitmap < 1024) {
 		ff_err_set(err, "metadata area too small: %llu pool blocks left, need 1024",
 			   (unsigned long long)(rest - mbitmap));

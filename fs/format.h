@@ -16,14 +16,21 @@
  *    itable_start       inode table: 15 inodes per block (initialised up to itable_hwm)
  *    ibitmap_start      inode allocation bitmap
  *    sbitmap_start      data-stripe allocation bitmap
+ *    pcsum_start        small-data checksum table (version 3): per pool block, owner
+ *                       and crc32c of the small-file data it holds
  *    mbitmap_start      pool-block allocation bitmap
  *    csum_start         data checksum table: per data stripe, owner and crc32c of each chunk
  *    pool_start..       B+tree nodes (directories, extent maps), xattr, xattr value and
- *                       symlink blocks
+ *                       symlink blocks, and small-file data blocks (version 3)
  *
  *  DATA (RAID5/6): file data, allocated in whole stripes and written only as
  *    full stripes to stripes that hold no live data (copy-on-write), so a
  *    crash can never tear parity under data that is in use.
+ *
+ * Small files (version 3): a regular file whose bytes all lie below the
+ * volume's small_max keeps them in pool blocks instead of a stripe (the
+ * small-data class, fs/small.c says why): mirrored like all of META, so a
+ * 4 KiB sidecar costs two (RAID6: three) 4 KiB blocks, not a stripe.
  *
  * Every metadata block starts with ffs_bhdr: its type, its crc32c (over the
  * whole block, crc field zero) and its own block number, so a block read
@@ -47,10 +54,17 @@
  * blocks (xattr.c): code that knows version 1 only refuses it then, rather
  * than misreading an entry it cannot parse (and its fsck dropping the
  * attributes).  A version 1 volume is a valid version 2 one.
+ * FFS_VERSION_SMALL adds the small-data class: the checksum table
+ * pcsum_start.. between the data checksum table and the pool bitmap, and
+ * small_max.  Volumes of versions 1 and 2 (no table, small_max 0) mount
+ * and work as before with the class off: every file takes stripes, as it
+ * always did there; framefs-admin status says so.
  */
-#define FFS_VERSION 1u
+#define FFS_VERSION_MIN 1u
 #define FFS_VERSION_XVALUE 2u
-#define FFS_VERSION_MAX FFS_VERSION_XVALUE
+#define FFS_VERSION_SMALL 3u
+#define FFS_VERSION FFS_VERSION_SMALL
+#define FFS_VERSION_MAX FFS_VERSION_SMALL
 #define FFS_SB_MAGIC 0x3153465a454d4152ull /* "RAMEZFS1" */
 /*
  * Superblock copies.  META is mirrored in 64 KiB chunks (16 blocks), chunk c
@@ -104,6 +118,10 @@ enum ffs_btype {
 	FFS_B_SYMLINK = 0x4b4e4c46, /* "FLNK" */
 	FFS_B_ORPHAN = 0x4e524f46,  /* "FORN" */
 	FFS_B_XVALUE = 0x4c565846,  /* "FXVL" */
+	FFS_B_PCSUM = 0x53435046,   /* "FPCS" */
+	/* Small-file data: 4096 bytes of the file, no header (a 4 KiB file is
+	 * one block); checked against its entry in the pcsum table instead. */
+	FFS_B_SDATA = 0x41445346,   /* "FSDA" */
 };
 
 struct ffs_bhdr {
@@ -208,9 +226,16 @@ struct ffs_super {
 	 * reads as no history, and a binary from before it carries the records
 	 * through when it copies the block. */
 	struct ffs_scrub_history scrub_history;
-	uint8_t reserved[2584];
+	/* Version 3: the small-data class (0 in older volumes: off).  A file
+	 * whose bytes lie below small_max lives in pool blocks. */
+	le32 small_max;         /* bytes, 0 = off; at most FFS_SMALL_BYTES_MAX */
+	le32 small_reserved;
+	le64 pcsum_start;       /* small-data checksum table: one entry per pool block */
+	le64 pcsum_blocks;
+	uint8_t reserved[2560];
 };
 _Static_assert(sizeof(struct ffs_super) == FFS_BLOCK, "superblock is one block");
+_Static_assert(offsetof(struct ffs_super, small_max) == 1512, "small-data fields where reserved began");
 _Static_assert(offsetof(struct ffs_super, scrub_history) == 360, "history where reserved began");
 
 /* ---- journal --------------------------------------------------------- */
@@ -247,6 +272,7 @@ _Static_assert(sizeof(struct ffs_jcommit) == FFS_BLOCK, "journal commit is one b
 enum ffs_iflags {
 	FFS_I_BTREE = 1u << 0,  /* extents live in a B+tree rooted at `root` */
 	FFS_I_ORPHAN = 1u << 1, /* unlinked, on the orphan list */
+	FFS_I_SMALL = 1u << 2,  /* data in pool blocks (u.small), no extents, no stripes */
 };
 
 enum ffs_xflags {
@@ -262,6 +288,22 @@ struct ffs_extent {
 	le32 flags;             /* enum ffs_xflags */
 };
 _Static_assert(sizeof(struct ffs_extent) == 24, "extent");
+
+/*
+ * A small file's data (FFS_I_SMALL): bytes [4096 i, 4096 (i + 1)) of the
+ * file are in pool block pool_start + block[i], for i < count; count is the
+ * file's size in blocks (bytes past the size in the last block are zero).
+ * nextents is 0 and nstripes 0: nothing else maps the file.
+ */
+#define FFS_SMALL_BLOCKS_MAX 34u
+#define FFS_SMALL_BYTES_MAX (FFS_SMALL_BLOCKS_MAX * FFS_BLOCK)
+struct ffs_small {
+	le32 count;
+	le32 reserved;
+	le32 block[FFS_SMALL_BLOCKS_MAX]; /* index into the pool */
+};
+_Static_assert(sizeof(struct ffs_small) == FFS_INLINE_EXTENTS * sizeof(struct ffs_extent),
+	       "the block list fills the inline extent area");
 
 struct ffs_inode {
 	le64 ino;               /* 0 = free slot */
@@ -287,6 +329,7 @@ struct ffs_inode {
 	union {
 		struct ffs_extent extents[FFS_INLINE_EXTENTS];
 		char symlink[FFS_INLINE_EXTENTS * sizeof(struct ffs_extent)]; /* short targets */
+		struct ffs_small small; /* FFS_I_SMALL: where the bytes are */
 	} u;
 };
 _Static_assert(sizeof(struct ffs_inode) == 272, "inode");
@@ -317,6 +360,24 @@ struct ffs_csum_entry {
 	le32 crc[];             /* ndata */
 };
 _Static_assert(sizeof(struct ffs_csum_entry) == 8, "csum entry head");
+
+/* Small-data checksum table (version 3): entry i describes pool block
+ * pool_start + i.  ino 0: the block holds no small-file data (free, or
+ * metadata that carries its own header).  crc: ffs_sdata_crc of the block. */
+struct ffs_pcsum_entry {
+	le32 ino;
+	le32 crc;
+};
+_Static_assert(sizeof(struct ffs_pcsum_entry) == 8, "pcsum entry");
+#define FFS_PCSUM_PER_BLOCK ((FFS_BLOCK - (uint32_t)sizeof(struct ffs_bhdr)) / 8u)
+struct ffs_pcsum_block {
+	struct ffs_bhdr h;
+	struct ffs_pcsum_entry e[FFS_PCSUM_PER_BLOCK];
+};
+_Static_assert(sizeof(struct ffs_pcsum_block) == FFS_BLOCK, "pcsum block");
+/* The checksum of small-data block `no` (META block number): crc32c seeded
+ * with the block number, so a block read from the wrong place fails too. */
+uint32_t ffs_sdata_crc(uint64_t no, const void *data);
 
 /* ---- B+tree nodes ---------------------------------------------------- */
 
@@ -470,9 +531,17 @@ uint64_t ffs_name_hash(const char *name, size_t len);
 /* A directory entry's type (DT_*) for an inode mode (S_IF*). */
 uint8_t ffs_dtype(uint32_t mode);
 
+/* The small-data fields of sb agree with its version and its other regions:
+ * version 3 has the pcsum table between the data checksum table and the
+ * pool bitmap, covering the pool; older versions have neither it nor a
+ * small_max. */
+bool ffs_small_layout_ok(const struct ffs_super *sb);
+
 /* Layout computed by mkfs from the array geometry. */
 struct ff_geom;
+/* Layout of a volume of `version` (FFS_VERSION for mkfs; fsck matches older
+ * ones): sets the version and the regions. */
 int ffs_layout(struct ffs_super *sb, const struct ff_geom *g, uint64_t ninodes,
-	       uint64_t journal_blocks, struct ff_err *err);
+	       uint64_t journal_blocks, uint32_t version, uint32_t small_max, struct ff_err *err);
 
 #endif

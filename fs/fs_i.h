@@ -159,6 +159,29 @@ int ffs_data_fallocate(struct ffs *fs, struct finode *fi, int mode, uint64_t off
 /* Forget cached stripes (they were freed). */
 void ffs_rcache_invalidate(struct ffs *fs, uint64_t pstripe, uint64_t count);
 
+/* ---- the small-data class (small.c; fs->lock held) -------------------------- */
+
+bool ffs_is_small(const struct finode *fi);
+uint32_t ffs_small_max(const struct ffs *fs);  /* bytes; 0: the class is off */
+/* Bytes [off, off + n) of a small file's stripe 0 (zeros past its blocks). */
+int ffs_small_read(struct ffs *fs, struct finode *fi, uint64_t off, size_t n, uint8_t *dst);
+/* Make fi small with these len bytes (len <= small_max), in the running
+ * transaction, its old blocks (if any) given back.  -ENOSPC: the pool is
+ * down to its reserve; the caller writes a stripe instead. */
+int ffs_small_store(struct ffs *fs, struct finode *fi, const uint8_t *data, uint64_t len);
+/* fi is no longer small (its stripe 0 is mapped, or it is truncated to 0). */
+int ffs_small_release(struct ffs *fs, struct finode *fi);
+/* Why inode d's small-data fields are nonsense, NULL when sane or not small. */
+const char *ffs_small_problem(const struct ffs *fs, const struct ffs_inode *d);
+/* The pcsum entry of pool block no (META block number). */
+int ffs_pcsum_get(struct ffs *fs, uint64_t no, uint32_t *ino, uint32_t *crc);
+int ffs_pcsum_set(struct ffs *fs, uint64_t no, uint32_t ino, uint32_t crc);
+/* Small-data block no: the cached copy if the block is in the cache (it may
+ * be newer than its home), else read and checked against crc, a bad copy
+ * read from the others and repaired.  Not cached: file data must not push
+ * metadata out.  -EBADMSG when no copy matches. */
+int ffs_meta_read_sdata(struct ffs *fs, uint64_t no, uint32_t crc, void *buf);
+
 /* ---- repair of damaged data stripes (repair.c): ffs_tools.h ---------------- */
 
 /* ---- the mounted filesystem ------------------------------------------------- */
@@ -219,6 +242,7 @@ struct ffs {
 	struct rcache *rcache;
 	struct scrub *scrub;
 	struct watch *watch;        /* requests in flight (watch.c) */
+	uint8_t *small_buf;         /* one block for small-data reads (fs->lock) */
 	/* background commit */
 	pthread_t commit_thread;
 	bool commit_thread_started;

@@ -130,6 +130,12 @@ int ffs_iget(struct ffs *fs, uint64_t ino, struct finode **out)
 		       (unsigned long long)ino);
 		return -EUCLEAN;
 	}
+	if (ffs_small_problem(fs, slot)) {
+		ff_log(FF_LOG_ERR, "inode %llu %s; run fsck.framefs", (unsigned long long)ino,
+		       ffs_small_problem(fs, slot));
+		ffs_mb_put(fs, mb);
+		return -EUCLEAN;
+	}
 	fi = finode_alloc(ino);
 	if (!fi) {
 		ffs_mb_put(fs, mb);
@@ -241,6 +247,8 @@ void ffs_inode_stat(const struct ffs *fs, const struct finode *fi, struct stat *
 	st->st_size = (off_t)ff_le64(d->size);
 	st->st_blksize = (blksize_t)FF_MIN(fs->stripe_bytes, 1ull << 20);
 	st->st_blocks = (blkcnt_t)(ff_le64(d->nstripes) * (fs->stripe_bytes / 512));
+	if (ff_le32(d->flags) & FFS_I_SMALL) /* one copy's blocks, as for a stripe's data */
+		st->st_blocks = (blkcnt_t)ff_le32(d->u.small.count) * (FFS_BLOCK / 512);
 	st->st_atim.tv_sec = (time_t)(ff_le64(d->atime_ns) / 1000000000ull);
 	st->st_atim.tv_nsec = (long)(ff_le64(d->atime_ns) % 1000000000ull);
 	st->st_mtim.tv_sec = (time_t)(ff_le64(d->mtime_ns) / 1000000000ull);

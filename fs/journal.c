@@ -333,7 +333,8 @@ static int commit_start(struct ffs *fs, struct journal_flight *jf)
 		return -ENOMEM;
 	}
 	for (struct mbuf *mb = fs->tx_head; mb; mb = mb->tx_next) {
-		ffs_block_seal(mb->data, mb->type, mb->blockno);
+		if (mb->type != FFS_B_SDATA) /* file bytes: checked by their pcsum entry */
+			ffs_block_seal(mb->data, mb->type, mb->blockno);
 		list[k++] = mb;
 	}
 	FF_ASSERT(k == n);

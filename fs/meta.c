@@ -49,7 +49,8 @@ int ffs_meta_cache_init(struct ffs *fs, size_t max_bytes)
 	fs->mhash = calloc(fs->mhash_size, sizeof(*fs->mhash));
 	fs->mslab = calloc(fs->max_mbufs, sizeof(*fs->mslab));
 	fs->mslab_data = ff_alloc_aligned((size_t)fs->max_mbufs * FFS_BLOCK);
-	if (!fs->mhash || !fs->mslab || !fs->mslab_data)
+	fs->small_buf = ff_alloc_aligned(FFS_BLOCK);
+	if (!fs->mhash || !fs->mslab || !fs->mslab_data || !fs->small_buf)
 		return -ENOMEM;
 	for (unsigned i = 0; i < fs->max_mbufs; i++) {
 		fs->mslab[i].data = fs->mslab_data + (size_t)i * FFS_BLOCK;
@@ -103,6 +104,8 @@ void ffs_meta_cache_drop_clean(struct ffs *fs)
 
 void ffs_meta_cache_free(struct ffs *fs)
 {
+	free(fs->small_buf);
+	fs->small_buf = NULL;
 	if (!fs->mhash)
 		return;
 	for (unsigned i = 0; i < fs->mhash_size; i++) {
@@ -199,15 +202,22 @@ int ffs_meta_read_verified(struct ffs *fs, uint64_t no, uint32_t type, void *buf
 	return ffs_meta_read_check(fs, no, type, buf, false);
 }
 
-int ffs_meta_read_check(struct ffs *fs, uint64_t no, uint32_t type, void *buf, bool quiet)
+/* A copy of block no is good: its header (sealed blocks) or the crc its
+ * pcsum entry gives (small data, FFS_B_SDATA). */
+static bool copy_good(const void *buf, uint32_t type, uint64_t no, uint32_t crc)
+{
+	return type == FFS_B_SDATA ? ffs_sdata_crc(no, buf) == crc : ffs_block_check(buf, type, no) == 0;
+}
+
+static int read_good(struct ffs *fs, uint64_t no, uint32_t type, uint32_t crc, void *buf, bool quiet)
 {
 	int rc = read_copy(fs, no, buf, 0), bad = 0;
 
-	if (rc == 0 && ffs_block_check(buf, type, no) == 0)
+	if (rc == 0 && copy_good(buf, type, no, crc))
 		return 0;
 	/* the first live copy is bad or unreadable: try each copy in turn */
 	for (unsigned c = 1; c <= fs->g->meta_copies; c++) {
-		if (read_copy(fs, no, buf, c) < 0 || ffs_block_check(buf, type, no) < 0) {
+		if (read_copy(fs, no, buf, c) < 0 || !copy_good(buf, type, no, crc)) {
 			bad++;
 			continue;
 		}
@@ -223,6 +233,31 @@ int ffs_meta_read_check(struct ffs *fs, uint64_t no, uint32_t type, void *buf, b
 		ff_log(FF_LOG_ERR, "metadata block %llu (type %08x): no copy passes its checksum",
 		       (unsigned long long)no, type);
 	return rc < 0 ? rc : -EBADMSG;
+}
+
+int ffs_meta_read_check(struct ffs *fs, uint64_t no, uint32_t type, void *buf, bool quiet)
+{
+	FF_ASSERT(type != FFS_B_SDATA); /* its check needs the crc: ffs_meta_read_sdata */
+	return read_good(fs, no, type, 0, buf, quiet);
+}
+
+static int check_range(const struct ffs *fs, uint64_t no);
+
+int ffs_meta_read_sdata(struct ffs *fs, uint64_t no, uint32_t crc, void *buf)
+{
+	struct mbuf *mb;
+	int rc = check_range(fs, no);
+
+	if (rc < 0)
+		return rc;
+	mb = lookup(fs, no);
+	if (mb) {
+		if (mb->type != FFS_B_SDATA)
+			return -EUCLEAN; /* a pointer to a block of another kind */
+		memcpy(buf, mb->data, FFS_BLOCK);
+		return 0;
+	}
+	return read_good(fs, no, FFS_B_SDATA, crc, buf, false);
 }
 
 int ffs_meta_write_raw(struct ffs *fs, uint64_t no, const void *buf, uint64_t nblocks)

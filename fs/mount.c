@@ -94,6 +94,9 @@ static int mkfs_write(struct ff_raid *r, struct ffs_super *sb, bool quiet)
 		rc = init_blocks(r, ff_le64(sb->csum_start), ff_le64(sb->csum_blocks), FFS_B_CSUM,
 				 quiet, "checksum table");
 	if (rc == 0)
+		rc = init_blocks(r, ff_le64(sb->pcsum_start), ff_le64(sb->pcsum_blocks), FFS_B_PCSUM,
+				 quiet, "small-data checksums");
+	if (rc == 0)
 		rc = init_blocks(r, FFS_ORPHAN_BLOCK, 1, FFS_B_ORPHAN, true, "");
 	/* group A+C generation 1, group B+D generation 2 (format.h) */
 	sb->flags = ff_cpu_to_le32(FFS_F_SB_COPIES4);
@@ -110,6 +113,51 @@ static int mkfs_write(struct ff_raid *r, struct ffs_super *sb, bool quiet)
 	return rc;
 }
 
+/*
+ * The metadata area each member gives (ff_raid_create_params): the default
+ * (ff_geom_compute), or more when the layout asked for needs it: the inode
+ * table for -N, and room in the pool for the small-data class (ffs.h).
+ * 0 keeps the default.
+ */
+static int meta_member_bytes(const char *const *paths, unsigned n, const struct ffs_mkfs_params *p,
+			     uint32_t small_max, uint64_t *out, struct ff_err *err)
+{
+	uint64_t smallest = UINT64_MAX, blocks, want, small;
+	struct ff_geom g;
+	int rc;
+
+	*out = 0;
+	for (unsigned i = 0; i < n; i++) {
+		struct ff_member m;
+
+		if (ff_member_open(&m, paths[i], true, err) < 0)
+			return 0; /* ff_raid_create names the member that cannot be opened */
+		smallest = FF_MIN(smallest, m.size_bytes);
+		ff_member_close(&m);
+	}
+	rc = ff_geom_compute(&g, p->level, n, p->chunk_bytes ? p->chunk_bytes : 512 * 1024,
+			     smallest, 0, 4096, err);
+	if (rc < 0)
+		return 0; /* the same: ff_raid_create says what is wrong */
+	small = !small_max ? 0 : p->ninodes ? p->ninodes * FFS_SMALL_PER_INODE
+					    : g.data_bytes / FFS_SMALL_DEFAULT_SHARE;
+	/* what ffs_layout places, with the default share of the pool for
+	 * trees and xattrs (a quarter of the default area), and the journal */
+	blocks = FF_DIV_ROUND_UP(p->ninodes, FFS_INODES_PER_BLOCK) +
+		 FF_DIV_ROUND_UP(p->ninodes, FFS_BITS_PER_BLOCK) +
+		 FF_DIV_ROUND_UP(g.nstripes, FFS_BITS_PER_BLOCK) +
+		 FF_DIV_ROUND_UP(g.nstripes, (FFS_BLOCK - 16) / (8 + 4 * g.ndata)) +
+		 small / FFS_BLOCK + small / FFS_BLOCK / FFS_PCSUM_PER_BLOCK + 64 +
+		 g.meta_bytes / FFS_BLOCK / 4 +
+		 (p->journal_blocks ? p->journal_blocks
+				    : FF_MIN(FF_MAX(g.meta_bytes / FFS_BLOCK / 16, 1024ull), 65536ull));
+	want = FF_ROUND_UP(FF_DIV_ROUND_UP(blocks * FFS_BLOCK * g.meta_copies, g.nmembers),
+			   FF_META_CHUNK);
+	if (want > g.meta_member_bytes)
+		*out = want;
+	return 0;
+}
+
 int ffs_mkfs(const char *const *paths, unsigned n, const struct ffs_mkfs_params *p,
 	     struct ff_err *err)
 {
@@ -117,6 +165,7 @@ int ffs_mkfs(const char *const *paths, unsigned n, const struct ffs_mkfs_params 
 	struct ff_raid_opts ro = { 0 };
 	struct ffs_super *sb = ff_alloc_aligned(sizeof(*sb));
 	struct ff_raid *r;
+	uint32_t small_max;
 	int rc;
 
 	if (!sb)
@@ -126,6 +175,10 @@ int ffs_mkfs(const char *const *paths, unsigned n, const struct ffs_mkfs_params 
 	rp.chunk_bytes = p->chunk_bytes ? p->chunk_bytes : 512 * 1024;
 	rp.force = p->force;
 	rp.discard = p->discard;
+	small_max = p->small_max == FFS_SMALL_OFF ? 0 : p->small_max ? p->small_max : FFS_SMALL_DEFAULT;
+	rc = meta_member_bytes(paths, n, p, small_max, &rp.meta_member_bytes, err);
+	if (rc < 0)
+		goto out;
 	rp.discard_out = p->discard_out;
 	memcpy(rp.label, p->label, sizeof(rp.label));
 	rp.label[sizeof(rp.label) - 1] = '\0';
@@ -136,12 +189,12 @@ int ffs_mkfs(const char *const *paths, unsigned n, const struct ffs_mkfs_params 
 	if (rc < 0)
 		goto out;
 	memset(sb, 0, sizeof(*sb));
-	rc = ffs_layout(sb, ff_raid_geom(r), p->ninodes, p->journal_blocks, err);
+	rc = ffs_layout(sb, ff_raid_geom(r), p->ninodes, p->journal_blocks, FFS_VERSION, small_max,
+			err);
 	if (rc == 0) {
 		uint64_t now = (uint64_t)time(NULL);
 
 		sb->magic = ff_cpu_to_le64(FFS_SB_MAGIC);
-		sb->version = ff_cpu_to_le32(FFS_VERSION);
 		sb->block_bytes = ff_cpu_to_le32(FFS_BLOCK);
 		memcpy(sb->uuid, ff_raid_uuid(r), 16);
 		memcpy(sb->label, rp.label, sizeof(sb->label));
@@ -173,8 +226,10 @@ static int check_super(const struct ffs *fs, const struct ffs_super *sb, struct 
 		ff_err_set(err, "no framefs magic");
 		return -EINVAL;
 	}
-	if (ff_le32(sb->version) < FFS_VERSION || ff_le32(sb->version) > FFS_VERSION_MAX) {
-		ff_err_set(err, "filesystem version %u is not supported", ff_le32(sb->version));
+	if (ff_le32(sb->version) < FFS_VERSION_MIN || ff_le32(sb->version) > FFS_VERSION_MAX) {
+		ff_err_set(err, "filesystem version %u is not supported (this framefs reads versions "
+			   "%u to %u): use the framefs that made it", ff_le32(sb->version),
+			   FFS_VERSION_MIN, FFS_VERSION_MAX);
 		return -EINVAL;
 	}
 	if (memcmp(sb->uuid, ff_raid_uuid(fs->raid), 16) != 0) {
@@ -200,7 +255,7 @@ static int check_super(const struct ffs *fs, const struct ffs_super *sb, struct 
 	    ff_le32(sb->csum_entry_bytes) != 8 + 4 * g->ndata || ff_le32(sb->csum_per_block) == 0 ||
 	    ff_le32(sb->csum_per_block) * ff_le32(sb->csum_entry_bytes) > FFS_BLOCK - 16 ||
 	    ff_le64(sb->csum_blocks) * ff_le32(sb->csum_per_block) < ff_le64(sb->nstripes) ||
-	    ff_le64(sb->mbitmap_start) != ff_le64(sb->csum_start) + ff_le64(sb->csum_blocks) ||
+	    !ffs_small_layout_ok(sb) ||
 	    ff_le64(sb->pool_start) != ff_le64(sb->mbitmap_start) + ff_le64(sb->mbitmap_blocks) ||
 	    ff_le64(sb->mbitmap_blocks) * FFS_BITS_PER_BLOCK < ff_le64(sb->pool_blocks) ||
 	    ff_le64(sb->pool_start) + ff_le64(sb->pool_blocks) > meta) {

@@ -32,7 +32,7 @@ void ffs_tools_set_itable_hwm(struct ffs *fs, uint64_t blocks)
 
 void ffs_tools_set_version(struct ffs *fs, uint32_t version)
 {
-	FF_ASSERT(version >= FFS_VERSION && version <= FFS_VERSION_MAX);
+	FF_ASSERT(version >= FFS_VERSION_MIN && version <= FFS_VERSION_MAX);
 	fs->sb->version = ff_cpu_to_le32(version);
 }
 

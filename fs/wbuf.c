@@ -402,6 +402,17 @@ static void stripe_done(struct ffs *fs, struct wbuf *wb)
 	int rc = wb->io.result;
 
 	pthread_mutex_lock(&fs->lock);
+	if (rc == 0 && ffs_is_small(fi) && wb->fstripe != 0) {
+		/* promote_small (data.c) moves stripe 0 first: this cannot happen */
+		ff_log(FF_LOG_ERR, "inode %llu: stripe %llu of a small file; run fsck.framefs",
+		       (unsigned long long)fi->ino, (unsigned long long)wb->fstripe);
+		rc = -EUCLEAN;
+	}
+	if (rc == 0 && ffs_is_small(fi)) { /* its bytes move from pool blocks to this stripe */
+		rc = ffs_small_release(fs, fi);
+		if (rc == 0)
+			atomic_fetch_add(&fs->stats.small_promotions, 1);
+	}
 	if (rc == 0 && !wb->in_place)
 		rc = ffs_commit_stripes(fs, p, 1);
 	if (rc == 0)
@@ -467,11 +478,12 @@ int wb_fill(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 {
 	uint64_t p, run, prev = 0;
 	uint32_t flags;
-	bool mapped;
+	bool mapped, small;
 	int rc;
 
 	pthread_mutex_lock(&fs->lock);
 	rc = ffs_extent_lookup(fs, fi, wb->fstripe, &p, &run, &flags);
+	small = wb->fstripe == 0 && ffs_is_small(fi);
 	pthread_mutex_unlock(&fs->lock);
 	if (rc < 0 && rc != -ENOENT)
 		return rc;
@@ -481,10 +493,18 @@ int wb_fill(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 		uint64_t a = prev, b = i < wb->nival ? wb->ival[i].a : fs->stripe_bytes;
 
 		if (b > a) {
-			if (mapped)
+			if (small) { /* its stripe 0 is in pool blocks (small.c) */
+				pthread_mutex_lock(&fs->lock);
+				if (ffs_is_small(fi))
+					rc = ffs_small_read(fs, fi, a, b - a, wb->data + a);
+				else /* truncated to 0 meanwhile (nothing else ends it with dlock held) */
+					memset(wb->data + a, 0, b - a);
+				pthread_mutex_unlock(&fs->lock);
+			} else if (mapped) {
 				rc = read_stripe_bytes(fs, p, a, b - a, wb->data + a);
-			else
+			} else {
 				memset(wb->data + a, 0, b - a);
+			}
 			if (rc < 0)
 				return rc;
 		}
@@ -519,11 +539,51 @@ void wb_drop(struct ffs *fs, struct finode *fi, struct wbuf *wb, int err)
 /* Write a partial buffer out (its stripe was reserved when it was made), or
  * drop it with an error kept for the next fsync or close.  Called with dlock
  * held; drops it while handing the buffer over. */
+/*
+ * Stripe 0 of a file that holds nothing at or past small_max goes to pool
+ * blocks (small.c) instead of a stripe: 0 when it went there (the buffer is
+ * let go), 1 when it takes a stripe after all, or an error (the buffer
+ * dropped with it).  dlock held.  What "holds" means: its size, and what
+ * writes put in this buffer (hi) before the size caught up with them.
+ */
+static int small_writeout(struct ffs *fs, struct finode *fi, struct wbuf *wb)
+{
+	uint64_t len;
+	bool small;
+	int rc = 0;
+
+	if (wb->fstripe != 0 || wb->force_stripe)
+		return 1;
+	pthread_mutex_lock(&fs->lock);
+	len = FF_MAX(ff_le64(fi->d.size), wb->hi);
+	small = ffs_small_max(fs) && len <= ffs_small_max(fs) && !ff_le64(fi->d.nstripes) &&
+		!ff_le32(fi->d.nextents) && !(ff_le32(fi->d.flags) & FFS_I_BTREE) &&
+		S_ISREG(ff_le32(fi->d.mode));
+	pthread_mutex_unlock(&fs->lock);
+	if (!small)
+		return 1;
+	if (!ival_covers(wb, 0, len))
+		rc = wb_fill(fs, fi, wb);
+	if (rc == 0) {
+		pthread_mutex_lock(&fs->lock);
+		rc = ffs_small_store(fs, fi, wb->data, len);
+		pthread_mutex_unlock(&fs->lock);
+	}
+	if (rc == -ENOSPC)
+		return 1; /* the pool is at its reserve: a stripe, as before the class */
+	wb_drop(fs, fi, wb, rc);
+	return rc;
+}
+
 int wb_writeout(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 {
 	int rc = 0;
 
 	FF_ASSERT(!wb->writing && wb->fi == fi);
+	rc = small_writeout(fs, fi, wb);
+	if (rc <= 0)
+		return rc;
+	rc = 0;
 	if (!ival_covers(wb, 0, fs->stripe_bytes))
 		rc = wb_fill(fs, fi, wb);
 	if (rc < 0) {
@@ -682,6 +742,8 @@ struct wbuf *wb_for(struct ffs *fs, struct finode *fi, uint64_t k, int *err)
 	}
 	wb->fstripe = k;
 	wb->nival = 0;
+	wb->hi = 0;
+	wb->force_stripe = false;
 	wb->born_ns = ff_mono_ns();
 	wpool_attach(fs, fi, wb);
 	return wb;

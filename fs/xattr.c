@@ -198,16 +198,17 @@ static int xv_write(struct ffs *fs, uint64_t ino, const uint8_t *val, size_t siz
  * reads version 1 only then refuses the volume instead of misreading it. */
 static int xv_feature(struct ffs *fs)
 {
+	uint32_t was = ff_le32(fs->sb->version);
 	int rc;
 
-	if (ff_le32(fs->sb->version) >= FFS_VERSION_XVALUE)
+	if (was >= FFS_VERSION_XVALUE)
 		return 0;
 	fs->sb->version = ff_cpu_to_le32(FFS_VERSION_XVALUE);
 	rc = ffs_super_write(fs);
 	if (rc == 0)
 		rc = ffs_super_write(fs);
 	if (rc < 0)
-		fs->sb->version = ff_cpu_to_le32(FFS_VERSION);
+		fs->sb->version = ff_cpu_to_le32(was);
 	else
 		ff_log(FF_LOG_INFO, "filesystem raised to version %u: xattr values over %u bytes",
 		       FFS_VERSION_XVALUE, FFS_XATTR_INLINE_MAX);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
@@ -726,6 +727,254 @@ START_TEST(xattr_value_blocks)
 }
 END_TEST
 
+/* ---- the small-data class (fs/small.c) -------------------------------------- */
+
+static void fill_pattern(uint8_t *b, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		b[i] = (uint8_t)(i * 31 + seed * 7 + i / 4093);
+}
+
+static void check_content(struct ffs *fs, uint64_t ino, const uint8_t *want, size_t n)
+{
+	static uint8_t got[2 << 20];
+	struct stat st;
+	uint64_t fh;
+
+	ck_assert_uint_le(n + 1, sizeof(got));
+	ck_assert_int_eq(ffs_getattr(fs, ino, &st), 0);
+	ck_assert_int_eq(st.st_size, (off_t)n);
+	ck_assert_int_eq(ffs_open(fs, ino, O_RDONLY, &fh), 0);
+	ck_assert_int_eq(ffs_read(fs, fh, got, n + 1, 0), (ssize_t)n);
+	ck_assert_int_eq(memcmp(got, want, n), 0);
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+}
+
+static uint64_t stripes_free(struct ffs *fs)
+{
+	struct statvfs sv;
+
+	ck_assert_int_eq(ffs_statfs(fs, &sv), 0);
+	return sv.f_bfree;
+}
+
+/* Files below small_max take pool blocks (one per 4 KiB, a 4096-byte file
+ * one block), never a stripe; they read back across a remount; deleting
+ * them gives the blocks back. */
+START_TEST(small_files_take_pool_blocks)
+{
+	static const size_t sizes[] = { 0, 1, 4095, 4096, 4097, 30000, 65536 };
+	static uint8_t b[65536];
+	struct ffs *fs = mkfs_mount(64, 64 * 1024);
+	uint64_t ino[FF_ARRAY_SIZE(sizes)], fh, base, blocks = 0, free0;
+	char name[16];
+
+	create(fs, FFS_ROOT_INO, "first", &fh); /* the directory's tree node is made */
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	base = pool_used(fs);
+
+	ck_assert_uint_eq(ff_le32(ffs_tools_super(fs)->small_max), FFS_SMALL_DEFAULT);
+	free0 = stripes_free(fs);
+	for (unsigned i = 0; i < FF_ARRAY_SIZE(sizes); i++) {
+		snprintf(name, sizeof(name), "s%u", i);
+		ino[i] = create(fs, FFS_ROOT_INO, name, &fh);
+		fill_pattern(b, sizes[i], i);
+		ck_assert_int_eq(ffs_write(fs, fh, b, sizes[i], 0), (ssize_t)sizes[i]);
+		ck_assert_int_eq(ffs_release(fs, fh), 0);
+		blocks += (sizes[i] + 4095) / 4096;
+	}
+	ck_assert_uint_eq(ffs_stats(fs)->stripe_writes, 0);
+	ck_assert_uint_eq(stripes_free(fs), free0);
+	ck_assert_uint_eq(pool_used(fs), base + blocks);
+	fs = remount(fs);
+	for (unsigned i = 0; i < FF_ARRAY_SIZE(sizes); i++) {
+		struct stat st;
+
+		fill_pattern(b, sizes[i], i);
+		check_content(fs, ino[i], b, sizes[i]);
+		ck_assert_int_eq(ffs_getattr(fs, ino[i], &st), 0);
+		ck_assert_int_eq(st.st_blocks, (blkcnt_t)((sizes[i] + 4095) / 4096 * 8));
+	}
+	for (unsigned i = 0; i < FF_ARRAY_SIZE(sizes); i++) {
+		snprintf(name, sizeof(name), "s%u", i);
+		ck_assert_int_eq(ffs_unlink(fs, FFS_ROOT_INO, name), 0);
+	}
+	ck_assert_uint_eq(pool_used(fs), base);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	ut_remove_members(NM);
+}
+END_TEST
+
+/* A small file that grows by appends, each closed, moves to stripes once:
+ * when it passes small_max; a sparse write past stripe 0 moves one at once;
+ * fallocate does too.  Every byte survives each move and a remount. */
+START_TEST(small_file_moves_to_stripes_once)
+{
+	static uint8_t want[1 << 20];
+	struct ffs *fs = mkfs_mount(64, 64 * 1024);
+	uint64_t fh, ino = create(fs, FFS_ROOT_INO, "grows", &fh), ino2, ino3, size = 0;
+	uint64_t stripe = ff_le64(ffs_tools_super(fs)->stripe_bytes);
+
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	fill_pattern(want, sizeof(want), 3);
+	while (size < 300000) { /* 7000-byte appends, a close after each */
+		ck_assert_int_eq(ffs_open(fs, ino, O_WRONLY, &fh), 0);
+		ck_assert_int_eq(ffs_write(fs, fh, want + size, 7000, size), 7000);
+		ck_assert_int_eq(ffs_release(fs, fh), 0);
+		size += 7000;
+		ck_assert_uint_eq(ffs_stats(fs)->small_promotions, size > FFS_SMALL_DEFAULT ? 1 : 0);
+	}
+	check_content(fs, ino, want, size);
+
+	/* small, then a write past stripe 0: stripe 0 moves first */
+	ino2 = create(fs, FFS_ROOT_INO, "sparse", &fh);
+	ck_assert_int_eq(ffs_write(fs, fh, want, 5000, 0), 5000);
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	ck_assert_int_eq(ffs_open(fs, ino2, O_WRONLY, &fh), 0);
+	ck_assert_int_eq(ffs_write(fs, fh, want + stripe, 100, stripe), 100);
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	ck_assert_uint_eq(ffs_stats(fs)->small_promotions, 2);
+
+	/* small, then fallocate */
+	ino3 = create(fs, FFS_ROOT_INO, "falloc", &fh);
+	ck_assert_int_eq(ffs_write(fs, fh, want, 9000, 0), 9000);
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	ck_assert_int_eq(ffs_open(fs, ino3, O_WRONLY, &fh), 0);
+	ck_assert_int_eq(ffs_fallocate(fs, fh, 0, 0, 2 * stripe), 0);
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	ck_assert_uint_eq(ffs_stats(fs)->small_promotions, 3);
+
+	fs = remount(fs);
+	check_content(fs, ino, want, size);
+	{
+		static uint8_t sp[2 << 20];
+
+		memset(sp, 0, sizeof(sp));
+		memcpy(sp, want, 5000);
+		memcpy(sp + stripe, want + stripe, 100);
+		check_content(fs, ino2, sp, stripe + 100);
+		memset(sp, 0, sizeof(sp));
+		memcpy(sp, want, 9000);
+		check_content(fs, ino3, sp, 2 * stripe);
+	}
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	ut_remove_members(NM);
+}
+END_TEST
+
+static void set_size(struct ffs *fs, uint64_t ino, uint64_t size)
+{
+	struct stat attr = { .st_size = (off_t)size }, st;
+
+	ck_assert_int_eq(ffs_setattr(fs, ino, &attr, FFS_SET_SIZE, &st), 0);
+	ck_assert_int_eq(st.st_size, (off_t)size);
+}
+
+/* Truncating a small file keeps it small, frees the blocks past the new
+ * size and zeroes the rest of the last one: growing it again reads zeros;
+ * truncating it to 0 gives every block back; growing one by truncate past
+ * small_max keeps the bytes it had. */
+START_TEST(small_file_truncate)
+{
+	static uint8_t want[200000];
+	struct ffs *fs = mkfs_mount(64, 64 * 1024);
+	uint64_t fh, ino, base, promoted;
+
+	fill_pattern(want, sizeof(want), 5);
+	ino = create(fs, FFS_ROOT_INO, "t", &fh);
+	base = pool_used(fs); /* with the directory's tree node */
+	ck_assert_int_eq(ffs_write(fs, fh, want, 20000, 0), 20000);
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	ck_assert_uint_eq(pool_used(fs), base + 5);
+	set_size(fs, ino, 5000);
+	ck_assert_uint_eq(pool_used(fs), base + 2);
+	set_size(fs, ino, 12000);
+	memset(want + 5000, 0, 7000);
+	check_content(fs, ino, want, 12000);
+	promoted = ffs_stats(fs)->small_promotions;
+	set_size(fs, ino, 150000); /* past small_max, by truncate: nothing to move */
+	memset(want + 12000, 0, 150000 - 12000);
+	fs = remount(fs);
+	check_content(fs, ino, want, 150000);
+	ck_assert_uint_eq(ffs_stats(fs)->small_promotions, promoted);
+	set_size(fs, ino, 0);
+	ck_assert_uint_eq(pool_used(fs), base);
+	ck_assert_uint_eq(ffs_stats(fs)->stripe_writes, 0);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	ut_remove_members(NM);
+}
+END_TEST
+
+/* When small data would take the pool's reserve for trees and xattrs,
+ * small files go to stripes instead (small_nospc), and directories still
+ * grow: nothing fails while stripes are free. */
+START_TEST(small_files_leave_the_pool_reserve)
+{
+	static uint8_t b[65536];
+	struct ffs_mkfs_params p = { .level = 5, .chunk_bytes = 64 * 1024, .quiet = true,
+				     .ninodes = 4096 };
+	struct ffs_opts o = { .write_buffer_bytes = 16 << 20, .read_cache_bytes = 16 << 20 };
+	struct ff_err err = { "" };
+	uint64_t pool, fh, ino[1200];
+	struct ffs *fs;
+	unsigned n;
+
+	ut_make_members(NM, 64);
+	ck_assert_msg(ffs_mkfs(ut_pp, NM, &p, &err) == 0, "mkfs: %s", err.msg);
+	ck_assert_msg(ffs_mount(ut_pp, NM, &o, &fs, &err) == 0, "mount: %s", err.msg);
+	pool = ff_le64(ffs_tools_super(fs)->pool_blocks);
+	/* 64 KiB files: 16 blocks each, more than the pool holds */
+	n = (unsigned)FF_MIN(pool / 16 + 40, FF_ARRAY_SIZE(ino));
+	ck_assert_uint_lt(pool / 16 + 40, FF_ARRAY_SIZE(ino));
+	for (unsigned i = 0; i < n; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "f%u", i);
+		ino[i] = create(fs, FFS_ROOT_INO, name, &fh);
+		fill_pattern(b, sizeof(b), i);
+		ck_assert_int_eq(ffs_write(fs, fh, b, sizeof(b), 0), (ssize_t)sizeof(b));
+		ck_assert_int_eq(ffs_release(fs, fh), 0);
+	}
+	ck_assert_uint_gt(ffs_stats(fs)->small_nospc, 0);
+	ck_assert_uint_gt(ffs_stats(fs)->stripe_writes, 0);
+	ck_assert_uint_ge(pool - pool_used(fs), pool / 16 - 16);
+	fs = remount(fs);
+	for (unsigned i = 0; i < n; i++) {
+		fill_pattern(b, sizeof(b), i);
+		check_content(fs, ino[i], b, sizeof(b));
+	}
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	ut_remove_members(NM);
+}
+END_TEST
+
+/* mkfs with the class off (FFS_SMALL_OFF): small_max 0, files take stripes
+ * as before the class. */
+START_TEST(small_class_off)
+{
+	static const char data[] = "sidecar";
+	struct ffs_mkfs_params p = { .level = 5, .chunk_bytes = 64 * 1024, .quiet = true,
+				     .small_max = FFS_SMALL_OFF };
+	struct ffs_opts o = { .write_buffer_bytes = 16 << 20, .read_cache_bytes = 16 << 20 };
+	struct ff_err err = { "" };
+	struct ffs *fs;
+	uint64_t fh, ino;
+
+	ut_make_members(NM, 64);
+	ck_assert_msg(ffs_mkfs(ut_pp, NM, &p, &err) == 0, "mkfs: %s", err.msg);
+	ck_assert_msg(ffs_mount(ut_pp, NM, &o, &fs, &err) == 0, "mount: %s", err.msg);
+	ck_assert_uint_eq(ff_le32(ffs_tools_super(fs)->small_max), 0);
+	ino = create(fs, FFS_ROOT_INO, "x", &fh);
+	ck_assert_int_eq(ffs_write(fs, fh, data, sizeof(data), 0), (ssize_t)sizeof(data));
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	ck_assert_uint_eq(ffs_stats(fs)->small_stores, 0);
+	ck_assert_uint_eq(ffs_stats(fs)->stripe_writes, 1);
+	check_content(fs, ino, (const uint8_t *)data, sizeof(data));
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	ut_remove_members(NM);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("fs");
@@ -746,6 +995,11 @@ int main(void)
 	tcase_add_test(tc, preflush_lets_operations_run);
 	tcase_add_test(tc, pool_past_per_file_cap_progress);
 	tcase_add_test(tc, smallest_pool_many_writers_progress);
+	tcase_add_test(tc, small_files_take_pool_blocks);
+	tcase_add_test(tc, small_file_moves_to_stripes_once);
+	tcase_add_test(tc, small_file_truncate);
+	tcase_add_test(tc, small_files_leave_the_pool_reserve);
+	tcase_add_test(tc, small_class_off);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -181,7 +181,13 @@ class Workload:
         self.T(path, ["new"])
         fd = os.open(self.p(path), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
         spec = []
-        ops = [(self.rng.randint(0, 200000), self.rng.randint(1, 70000)) for _ in range(self.rng.randint(1, 5))]
+        # half of them sidecars that stay below the 64 KiB small-file
+        # threshold (pool blocks), the rest reaching past it (stripes)
+        reach = 60000 if self.rng.random() < 0.5 else 200000
+        ops = [(self.rng.randint(0, reach - 1), self.rng.randint(1, min(70000, reach)))
+               for _ in range(self.rng.randint(1, 5))]
+        if reach == 60000:
+            ops = [(o, min(n, reach - o)) for o, n in ops]
         self.write_ops(fd, path, spec, ops)
         if self.rng.random() < 0.1:
             os.close(fd)  # never acknowledged

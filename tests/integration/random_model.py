@@ -143,9 +143,14 @@ class RandomOps:
         return self.rng.randbytes(n)
 
     def rand_size(self):
+        """1 B to several stripes (creates make the 0 B files): small files
+        (pool blocks below the 64 KiB small-file threshold), sizes around
+        the threshold, and frames."""
         r = self.rng.random()
         if r < 0.35:
             return self.rng.randint(1, 4096)
+        if r < 0.45:
+            return self.rng.randint(60 * 1024, 70 * 1024)  # around small_max
         if r < 0.7:
             return self.rng.randint(4097, 400000)
         if r < 0.9:

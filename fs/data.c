@@ -85,15 +85,20 @@ ssize_t ffs_data_write(struct ffs *fs, struct finode *fi, const void *buf, size_
 	size_t done = 0;
 	int rc = 0;
 
+	bool beyond = off + len > fs->stripe_bytes;
+
 	pthread_mutex_lock(&fi->dlock);
-	while (done < len) {
+	/* a write past stripe 0: the file leaves the small class first, and
+	 * may not enter it until this write is done (wb_for may let go of
+	 * dlock, and another writer's flush would find the file small) */
+	if (beyond) {
+		fi->beyond_small++;
+		rc = promote_small(fs, fi);
+	}
+	while (done < len && rc == 0) {
 		uint64_t k = (off + done) / fs->stripe_bytes, o = (off + done) % fs->stripe_bytes;
 		size_t n = (size_t)FF_MIN(len - done, fs->stripe_bytes - o);
-		struct wbuf *wb;
-
-		if (k > 0 && (rc = promote_small(fs, fi)) < 0)
-			break;
-		wb = wb_for(fs, fi, k, &rc);
+		struct wbuf *wb = wb_for(fs, fi, k, &rc);
 
 		if (!wb)
 			break;
@@ -112,6 +117,8 @@ ssize_t ffs_data_write(struct ffs *fs, struct finode *fi, const void *buf, size_
 				break;
 		}
 	}
+	if (beyond)
+		fi->beyond_small--;
 	pthread_mutex_unlock(&fi->dlock);
 	if (done == 0 && rc < 0)
 		return rc;
@@ -358,22 +365,37 @@ int ffs_data_truncate(struct ffs *fs, struct finode *fi, uint64_t size)
 	return rc;
 }
 
+static int fallocate_map(struct ffs *fs, struct finode *fi, int mode, uint64_t off, uint64_t len);
+
 int ffs_data_fallocate(struct ffs *fs, struct finode *fi, int mode, uint64_t off, uint64_t len)
 {
-	uint64_t k0 = off / fs->stripe_bytes, k1 = FF_DIV_ROUND_UP(off + len, fs->stripe_bytes);
-	uint64_t k = k0, hint;
-	int rc = 0;
+	int rc;
 
 	if (mode & ~FALLOC_FL_KEEP_SIZE)
 		return -EOPNOTSUPP;
 	if (len == 0)
 		return -EINVAL;
-	/* preallocated stripes are extents: a small file moves to stripes first */
+	/* preallocated stripes are extents: a small file moves to stripes
+	 * first, and stays out of the class while they are mapped */
 	pthread_mutex_lock(&fi->dlock);
+	fi->beyond_small++;
 	rc = promote_small(fs, fi);
 	pthread_mutex_unlock(&fi->dlock);
-	if (rc < 0)
-		return rc;
+	if (rc == 0)
+		rc = fallocate_map(fs, fi, mode, off, len);
+	pthread_mutex_lock(&fi->dlock);
+	fi->beyond_small--;
+	pthread_mutex_unlock(&fi->dlock);
+	return rc;
+}
+
+/* fallocate's mapping, once the file is not small (fs->lock taken here). */
+static int fallocate_map(struct ffs *fs, struct finode *fi, int mode, uint64_t off, uint64_t len)
+{
+	uint64_t k0 = off / fs->stripe_bytes, k1 = FF_DIV_ROUND_UP(off + len, fs->stripe_bytes);
+	uint64_t k = k0, hint;
+	int rc = 0;
+
 	pthread_mutex_lock(&fs->lock);
 	while (k < k1 && rc == 0) {
 		uint64_t p, run, first, got;

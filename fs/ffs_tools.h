@@ -162,6 +162,9 @@ struct finode {
 	uint64_t reserve_count;
 	uint64_t last_file_stripes; /* directories: size of the last file written in it */
 	unsigned nwbufs;
+	/* writes and fallocates past stripe 0 under way: the file may not
+	 * become small meanwhile (data.c promote_small, wbuf.c small_writeout) */
+	unsigned beyond_small;
 };
 
 /* Get an inode (loaded, pinned): -ENOENT if free. */

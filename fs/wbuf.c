@@ -552,7 +552,7 @@ static int small_writeout(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 	bool small;
 	int rc = 0;
 
-	if (wb->fstripe != 0 || wb->force_stripe)
+	if (wb->fstripe != 0 || wb->force_stripe || fi->beyond_small)
 		return 1;
 	pthread_mutex_lock(&fs->lock);
 	len = FF_MAX(ff_le64(fi->d.size), wb->hi);

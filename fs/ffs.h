@@ -94,6 +94,7 @@ struct ffs_mkfs_params {
 	uint64_t ninodes;             /* 0 = default */
 	uint64_t journal_blocks;      /* 0 = default */
 	uint32_t small_max;           /* small-file threshold: 0 = FFS_SMALL_DEFAULT, FFS_SMALL_OFF */
+	uint32_t version;             /* 0 = FFS_VERSION; tests make older volumes (FFS_VERSION_MIN..) */
 	char label[64];
 	bool force;
 	bool quiet;

@@ -176,6 +176,14 @@ int ffs_mkfs(const char *const *paths, unsigned n, const struct ffs_mkfs_params 
 	rp.force = p->force;
 	rp.discard = p->discard;
 	small_max = p->small_max == FFS_SMALL_OFF ? 0 : p->small_max ? p->small_max : FFS_SMALL_DEFAULT;
+	if (p->version && (p->version < FFS_VERSION_MIN || p->version > FFS_VERSION)) {
+		ff_err_set(err, "format version %u cannot be made (%u to %u)", p->version,
+			   FFS_VERSION_MIN, FFS_VERSION);
+		rc = -EINVAL;
+		goto out;
+	}
+	if (p->version && p->version < FFS_VERSION_SMALL)
+		small_max = 0;
 	rc = meta_member_bytes(paths, n, p, small_max, &rp.meta_member_bytes, err);
 	if (rc < 0)
 		goto out;
@@ -189,8 +197,8 @@ int ffs_mkfs(const char *const *paths, unsigned n, const struct ffs_mkfs_params 
 	if (rc < 0)
 		goto out;
 	memset(sb, 0, sizeof(*sb));
-	rc = ffs_layout(sb, ff_raid_geom(r), p->ninodes, p->journal_blocks, FFS_VERSION, small_max,
-			err);
+	rc = ffs_layout(sb, ff_raid_geom(r), p->ninodes, p->journal_blocks,
+			p->version ? p->version : FFS_VERSION, small_max, err);
 	if (rc == 0) {
 		uint64_t now = (uint64_t)time(NULL);
 

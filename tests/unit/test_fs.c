@@ -975,6 +975,37 @@ START_TEST(small_class_off)
 }
 END_TEST
 
+/* A volume of version 2 (made before the class) mounts and works: small
+ * files take stripes there, as they always did, and it stays version 2. */
+START_TEST(small_class_absent_on_version_2)
+{
+	static const char data[] = "an old volume's sidecar";
+	struct ffs_mkfs_params p = { .level = 5, .chunk_bytes = 64 * 1024, .quiet = true,
+				     .version = FFS_VERSION_XVALUE };
+	struct ffs_opts o = { .write_buffer_bytes = 16 << 20, .read_cache_bytes = 16 << 20 };
+	struct ff_err err = { "" };
+	struct ffs *fs;
+	uint64_t fh, ino;
+
+	ut_make_members(NM, 64);
+	ck_assert_msg(ffs_mkfs(ut_pp, NM, &p, &err) == 0, "mkfs: %s", err.msg);
+	ck_assert_msg(ffs_mount(ut_pp, NM, &o, &fs, &err) == 0, "mount: %s", err.msg);
+	ck_assert_uint_eq(ff_le32(ffs_tools_super(fs)->version), FFS_VERSION_XVALUE);
+	ck_assert_uint_eq(ff_le32(ffs_tools_super(fs)->small_max), 0);
+	ck_assert_uint_eq(ffs_tools_super(fs)->pcsum_blocks, 0);
+	ino = create(fs, FFS_ROOT_INO, "x", &fh);
+	ck_assert_int_eq(ffs_write(fs, fh, data, sizeof(data), 0), (ssize_t)sizeof(data));
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	ck_assert_uint_eq(ffs_stats(fs)->small_stores, 0);
+	ck_assert_uint_eq(ffs_stats(fs)->stripe_writes, 1);
+	fs = remount(fs);
+	check_content(fs, ino, (const uint8_t *)data, sizeof(data));
+	ck_assert_uint_eq(ff_le32(ffs_tools_super(fs)->version), FFS_VERSION_XVALUE);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	ut_remove_members(NM);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("fs");
@@ -1000,6 +1031,7 @@ int main(void)
 	tcase_add_test(tc, small_file_truncate);
 	tcase_add_test(tc, small_files_leave_the_pool_reserve);
 	tcase_add_test(tc, small_class_off);
+	tcase_add_test(tc, small_class_absent_on_version_2);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -127,10 +127,11 @@ test)
 	# Smaller loops under the sanitizers, which run several times slower
 	# (the release run above takes the larger ones): 10 kill -9 and 8
 	# power-loss iterations, two stream loops while a rebuild runs, the
-	# smallest buffer pool in the stream matrix.
+	# smallest buffer pool in the stream matrix, 20,000 small files (the
+	# release run proves the 100,000).
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	FFS_FUZZ_SEED=201 FFS_FUZZ_CASES=60 IT_CRASH_ITERS=10 IT_POWERLOSS_ITERS=8 \
-	ADMIN_STREAM_LOOPS=2 IT_MATRIX_POOLS=min \
+	ADMIN_STREAM_LOOPS=2 IT_MATRIX_POOLS=min IT_SMALL_N=20000 \
 		meson test -C build-asan --print-errorlogs --num-processes 1 --timeout-multiplier 4 \
 		--no-suite sharing --no-suite vm
 	;;

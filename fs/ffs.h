@@ -287,6 +287,10 @@ struct ffs_info {
 	uint64_t ninodes, free_inodes;
 	uint64_t commits;
 	bool ro;
+	uint32_t version;             /* on-disk format (fs/format.h) */
+	uint32_t small_max;           /* small-file threshold in bytes; 0: the class is off */
+	uint64_t pool_start;          /* META block number of the pool's first block */
+	uint64_t pool_blocks, free_pool_blocks;
 };
 void ffs_info(struct ffs *fs, struct ffs_info *info);
 

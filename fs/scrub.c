@@ -641,5 +641,10 @@ void ffs_info(struct ffs *fs, struct ffs_info *info)
 	info->free_inodes = fs->free_inodes;
 	info->commits = fs->commits;
 	info->ro = fs->ro;
+	info->version = ff_le32(fs->sb->version);
+	info->small_max = ffs_small_max(fs);
+	info->pool_start = ff_le64(fs->sb->pool_start);
+	info->pool_blocks = ff_le64(fs->sb->pool_blocks);
+	info->free_pool_blocks = fs->free_mblocks;
 	pthread_mutex_unlock(&fs->lock);
 }

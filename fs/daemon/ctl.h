@@ -104,7 +104,13 @@
  *   (mb_per_s is 10^6 bytes per second, as it always was here; the text
  *   status shows rates and progress alike in MiB/s, 2^20 bytes per second)
  *   fs:      {stripe_bytes, nstripes, free_stripes, ninodes, free_inodes,
- *             commits, read_only} | null,
+ *             commits, read_only, version (the on-disk format, fs/format.h),
+ *             small_max (bytes: files whose bytes all lie below it live in
+ *             the mirrored metadata pool; 0: off, as on every volume of
+ *             format version 2 or older, or one made with mkfs -S 0),
+ *             pool_start (META block number of the pool's first block),
+ *             pool_blocks, pool_free_blocks (the pool holds directory and
+ *             extent trees, xattrs, symlinks and small-file data)} | null,
  *   requests: {in_flight, oldest_age_ms, oldest_op: string|null,
  *             oldest_ino, oldest_wait: string|null (what it waits for),
  *             stuck_ms (the watchdog's threshold), stuck_seen (requests
@@ -115,7 +121,10 @@
  *             fs: {stripe_writes, stripe_fills, stripe_reads, readahead,
  *             rcache_hits, crc_errors, crc_repaired, meta_repaired,
  *             commits, wbuf_wait_pool, wbuf_wait_inode, wbuf_wait_rewrite,
- *             wbuf_evictions} | null}
+ *             wbuf_evictions, small_stores (small files written to pool
+ *             blocks), small_promotions (small files moved to stripes, having
+ *             grown past small_max), small_nospc (small files sent to a
+ *             stripe: the pool was at its reserve)} | null}
  * Other answers: fail/remove/add/replace/rebuild/set/fault return
  * {"ok": true, "message": "..."} plus, for rebuild, "rebuild": {...};
  * scrub returns {"ok": true, "scrub": {...}}.

@@ -329,6 +329,9 @@ static json_object *stats_json(struct ffs_ctl *c)
 		ctl_jadd_u64(f, "wbuf_wait_inode", atomic_load(&fst->wbuf_wait_inode));
 		ctl_jadd_u64(f, "wbuf_wait_rewrite", atomic_load(&fst->wbuf_wait_rewrite));
 		ctl_jadd_u64(f, "wbuf_evictions", atomic_load(&fst->wbuf_evictions));
+		ctl_jadd_u64(f, "small_stores", atomic_load(&fst->small_stores));
+		ctl_jadd_u64(f, "small_promotions", atomic_load(&fst->small_promotions));
+		ctl_jadd_u64(f, "small_nospc", atomic_load(&fst->small_nospc));
 		json_object_object_add(o, "fs", f);
 	} else {
 		json_object_object_add(o, "fs", NULL);
@@ -439,6 +442,11 @@ json_object *ctl_status_json(struct ffs_ctl *c)
 		ctl_jadd_u64(f, "free_inodes", info.free_inodes);
 		ctl_jadd_u64(f, "commits", info.commits);
 		ctl_jadd_bool(f, "read_only", info.ro);
+		ctl_jadd_u64(f, "version", info.version);
+		ctl_jadd_u64(f, "small_max", info.small_max);
+		ctl_jadd_u64(f, "pool_start", info.pool_start);
+		ctl_jadd_u64(f, "pool_blocks", info.pool_blocks);
+		ctl_jadd_u64(f, "pool_free_blocks", info.free_pool_blocks);
 		json_object_object_add(o, "fs", f);
 		json_object_object_add(o, "requests", requests_json(c->fs));
 	} else {

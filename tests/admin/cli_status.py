@@ -6,7 +6,9 @@
 # offline from the members of the unmounted volume (comma list or separate
 # words); offline use of a mounted volume's members is refused; `set` changes
 # the rate limits; mkfs.framefs -s makes a hot spare that `remove` and `add`
-# manage; requests are checked (unknown words, bad escapes, bad usage).
+# manage; requests are checked (unknown words, bad escapes, bad usage); the
+# small-data class shows (threshold, pool use, files stored in the pool and
+# moved to stripes), as text and as --json.
 # Fault injected: none (the control path itself is under test).
 import os
 import shutil
@@ -32,6 +34,10 @@ SCRUB_KEYS = ["active", "repair", "fraction", "percent", "stripes_checked", "chu
               "chunks_repaired", "parity_bad", "parity_repaired", "meta_bad", "meta_repaired",
               "unreadable", "mb_per_s", "eta_s", "error", "files"]
 RATE_KEYS = ["rebuild_min_bps", "rebuild_max_bps", "scrub_min_bps", "scrub_max_bps"]
+FS_KEYS = ["stripe_bytes", "nstripes", "free_stripes", "ninodes", "free_inodes", "commits",
+           "version", "small_max", "pool_start", "pool_blocks", "pool_free_blocks"]
+FS_STATS_KEYS = ["stripe_writes", "crc_errors", "commits", "small_stores", "small_promotions",
+                 "small_nospc"]
 
 
 def check_schema(st, online):
@@ -51,6 +57,11 @@ def check_schema(st, online):
         check(isinstance(st["rates"].get(k), int), "rates.%s missing" % k)
     check(st["state"] in ("clean", "degraded", "rebuilding", "failed"), "state %r" % st["state"])
     check(isinstance(st["fs"], dict), "fs is %r" % st["fs"])
+    for k in FS_KEYS:
+        check(isinstance(st["fs"].get(k), int), "fs.%s missing" % k)
+    check(st["fs"]["pool_free_blocks"] <= st["fs"]["pool_blocks"], "pool %r" % st["fs"])
+    for k in FS_STATS_KEYS:
+        check(isinstance(st["stats"]["fs"].get(k), int), "stats.fs.%s missing" % k)
     check(isinstance(st["scrub"], dict), "scrub is %r" % st["scrub"])
     for k in SCRUB_KEYS:
         check(k in st["scrub"], "scrub lacks %r" % k)
@@ -118,6 +129,39 @@ def test():
         for m in v.members + v.spares:
             check(m in out, "status text lacks member %s" % m)
         log("ok: status --json has every documented key; the text shows level, chunk, state, members")
+
+        # the small-data class: a 2 KiB sidecar goes to the pool, then moves to
+        # stripes when it grows past a stripe (it is no longer small)
+        before = s["fs"]["pool_free_blocks"]
+        side = os.path.join(v.mnt, "frame0001.xmp")
+        with open(side, "wb") as f:
+            f.write(os.urandom(2048))
+            f.flush()
+            os.fsync(f.fileno())
+        s = v.status()
+        check(s["fs"]["version"] == 3 and s["fs"]["small_max"] == 64 << 10,
+              "small-data class: %r" % s["fs"])
+        check(s["stats"]["fs"]["small_stores"] == 1 and s["stats"]["fs"]["small_promotions"] == 0
+              and s["stats"]["fs"]["small_nospc"] == 0, "small counters %r" % s["stats"]["fs"])
+        check(s["fs"]["pool_free_blocks"] == before - 1, "pool free %d -> %d"
+              % (before, s["fs"]["pool_free_blocks"]))
+        _, out, _ = v.admin("status", v.mnt)
+        used = s["fs"]["pool_blocks"] - s["fs"]["pool_free_blocks"]
+        for want in ["small files  up to 64.00 KiB in the mirrored pool; 1 stored, 0 moved to "
+                     "stripes, 0 sent to stripes (pool at its reserve) since the mount",
+                     "pool     %d of %d metadata blocks used (" % (used, s["fs"]["pool_blocks"])]:
+            check(want in out, "status text lacks %r:\n%s" % (want, out))
+        with open(side, "ab") as f:
+            f.write(os.urandom(s["fs"]["stripe_bytes"]))
+            f.flush()
+            os.fsync(f.fileno())
+        s = v.status()
+        check(s["stats"]["fs"]["small_promotions"] == 1 and
+              s["fs"]["pool_free_blocks"] == before, "after growing: %r, pool free %d (was %d)"
+              % (s["stats"]["fs"], s["fs"]["pool_free_blocks"], before))
+        _, out, _ = v.admin("status", v.mnt)
+        check("1 stored, 1 moved to stripes, 0 sent to stripes" in out, "status text:\n%s" % out)
+        log("ok: status shows the small-file threshold, the pool and the small-file counters")
 
         # rates
         v.admin("set", v.mnt, "rebuild_min=32M", "rebuild_max=1G", "scrub_min=8M", "scrub_max=0")

@@ -4,7 +4,8 @@
 # reads: HELP and TYPE for every family, framefs_ names, the volume's uuid /
 # label / mountpoint on every series, and values that agree with `status
 # --json` and with the array the test made (members, sizes, free space,
-# inodes, bytes written); a running scrub shows as active with its progress;
+# inodes, bytes written, the small-file threshold, metadata pool and small
+# files stored); a running scrub shows as active with its progress;
 # a failed member and the degraded array show in the state series; a
 # rebuild shows as running, then done; an unmounted directory is a one-line
 # error with nothing on stdout.
@@ -143,6 +144,27 @@ def test():
               value(fams, "framefs_oldest_request_age_seconds") >= 0, "requests")
         log("ok: free %d of %d bytes (status and statvfs agree), %d bytes written"
             % (free, size, wr))
+
+        # the small-data class: threshold, pool and counters as status --json has them
+        # (the sidecar is deleted again: fsck at the end does not know the class yet)
+        side = os.path.join(v.mnt, "clip.xmp")
+        with open(side, "wb") as f:
+            f.write(os.urandom(3000))
+            f.flush()
+            os.fsync(f.fileno())
+        st = v.status()
+        fams = metrics(v)
+        check(value(fams, "framefs_small_file_max_bytes") == st["fs"]["small_max"] == 64 << 10,
+              "small_max")
+        check(value(fams, "framefs_metadata_pool_blocks") == st["fs"]["pool_blocks"] > 0 and
+              value(fams, "framefs_metadata_pool_free_blocks") == st["fs"]["pool_free_blocks"]
+              < st["fs"]["pool_blocks"], "pool")
+        for key in ("small_stores", "small_promotions", "small_nospc"):
+            check(fams["framefs_" + key].type == "counter" and
+                  value(fams, "framefs_" + key) == st["stats"]["fs"][key], key)
+        check(value(fams, "framefs_small_stores") == 1, "small stores")
+        os.unlink(side)
+        log("ok: small-file threshold, pool blocks and small-file counters match status --json")
 
         # a running scrub: every member's data area answers reads 0.2 s late,
         # so the scrub walks a stripe at a time; polled (bounded) until the

@@ -369,6 +369,13 @@ static void space(struct mx *m, json_object *st)
 	one(m, fs, "free_stripes", "framefs_filesystem_free_stripes", "gauge", "Free data stripes");
 	one(m, fs, "ninodes", "framefs_filesystem_files", "gauge", "Inodes");
 	one(m, fs, "free_inodes", "framefs_filesystem_files_free", "gauge", "Free inodes");
+	one(m, fs, "pool_blocks", "framefs_metadata_pool_blocks", "gauge",
+	    "4 KiB blocks of the mirrored metadata pool (trees, xattrs, symlinks, small-file data)");
+	one(m, fs, "pool_free_blocks", "framefs_metadata_pool_free_blocks", "gauge",
+	    "Free blocks of the metadata pool");
+	one(m, fs, "small_max", "framefs_small_file_max_bytes", "gauge",
+	    "Files whose bytes all lie below this live in the metadata pool (0: the small-data "
+	    "class is off)");
 }
 
 static void requests(struct mx *m, json_object *st)
@@ -424,6 +431,11 @@ static const struct counter fs_counters[] = {
 	{ "meta_repaired", "framefs_meta_repaired_total", "Metadata copies repaired" },
 	{ "wbuf_evictions", "framefs_write_buffer_evictions_total",
 	  "Partial stripes sent out early to free a write buffer" },
+	{ "small_stores", "framefs_small_stores_total", "Small files written to metadata pool blocks" },
+	{ "small_promotions", "framefs_small_promotions_total",
+	  "Small files moved to stripes (grown past the small-file threshold)" },
+	{ "small_nospc", "framefs_small_nospc_total",
+	  "Small files sent to a stripe because the metadata pool was at its reserve" },
 };
 
 static void counters(struct mx *m, json_object *stats, const struct counter *c, size_t n)

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "fs/format.h"
 #include "tools/admin/admin.h"
 
 #define BAR_WIDTH 30
@@ -311,6 +312,29 @@ static const char *label_escaped(const char *in, char *out, size_t len)
 	return out;
 }
 
+/* The mirrored metadata pool (trees, xattrs, symlinks, small-file data) and
+ * the small-data class: its threshold, or why it is off, and what it did
+ * since the mount (stats.fs). */
+static void render_small(json_object *fs, json_object *fst, FILE *f)
+{
+	double blocks = jnum(fs, "pool_blocks"), used = blocks - jnum(fs, "pool_free_blocks");
+	char a[32], b[32];
+
+	if (!fs)
+		return;
+	fprintf(f, "  pool     %.0f of %.0f metadata blocks used (%s of %s, mirrored)\n", used, blocks,
+		fmt_bytes(used * FFS_BLOCK, a, sizeof(a)), fmt_bytes(blocks * FFS_BLOCK, b, sizeof(b)));
+	if (jnum(fs, "version") < FFS_VERSION_SMALL)
+		fprintf(f, "  small files  off (format version %.0f volume)\n", jnum(fs, "version"));
+	else if (jnum(fs, "small_max") <= 0)
+		fprintf(f, "  small files  off (mkfs -S 0)\n");
+	else
+		fprintf(f, "  small files  up to %s in the mirrored pool; %.0f stored, %.0f moved to "
+			"stripes, %.0f sent to stripes (pool at its reserve) since the mount\n",
+			fmt_bytes(jnum(fs, "small_max"), a, sizeof(a)), jnum(fst, "small_stores"),
+			jnum(fst, "small_promotions"), jnum(fst, "small_nospc"));
+}
+
 /* The daemon's requests in flight: the oldest, and how many went stuck. */
 static void render_requests(json_object *rq, FILE *f)
 {
@@ -372,6 +396,7 @@ void render_status(json_object *st, FILE *f)
 	else
 		fprintf(f, "  size     %s usable; events %.0f\n",
 			fmt_bytes(jnum(g, "data_bytes"), a, sizeof(a)), jnum(st, "events"));
+	render_small(fs, jget(jget(st, "stats"), "fs"), f);
 	if (json_object_object_get_ex(st, "footage", NULL)) /* status --footage */
 		render_footage(jget(st, "footage"), f);
 	render_requests(jget(st, "requests"), f);

@@ -88,6 +88,12 @@ void ffs_req_info(struct ffs *fs, struct ffs_req_info *out);
 
 struct ff_raid_discard; /* raid/raid.h */
 
+/* What ffs_mkfs laid out, for its summary. */
+struct ffs_mkfs_layout {
+	uint32_t small_max;           /* bytes (capped to the stripe width), 0: the class is off */
+	uint64_t pool_blocks;         /* 4 KiB blocks of the mirrored pool */
+};
+
 struct ffs_mkfs_params {
 	uint32_t level;               /* 5 or 6 */
 	uint32_t chunk_bytes;         /* default 512 KiB */
@@ -100,6 +106,7 @@ struct ffs_mkfs_params {
 	bool quiet;
 	bool discard;                 /* deallocate the data area (ff_raid_create_params) */
 	struct ff_raid_discard *discard_out; /* NULL, or one entry per member */
+	struct ffs_mkfs_layout *layout_out;  /* NULL, or filled when the volume is made */
 };
 
 /*

@@ -215,6 +215,10 @@ int ffs_mkfs(const char *const *paths, unsigned n, const struct ffs_mkfs_params 
 		if (rc < 0)
 			ff_err_set(err, "cannot write the filesystem: %s", strerror(-rc));
 	}
+	if (rc == 0 && p->layout_out) {
+		p->layout_out->small_max = ff_le32(sb->small_max);
+		p->layout_out->pool_blocks = ff_le64(sb->pool_blocks);
+	}
 	if (ff_raid_close(r) < 0 && rc == 0)
 		rc = -EIO;
 out:

@@ -2,8 +2,8 @@
 /*
  * mkfs.framefs: create the RAID array and the filesystem on it.
  *
- *   mkfs.framefs [-l 5|6] [-c CHUNK] [-L LABEL] [-N INODES] [-J JOURNAL] [-s SPARE]... [-K]
- *                [-f] [-q] MEMBER...
+ *   mkfs.framefs [-l 5|6] [-c CHUNK] [-L LABEL] [-N INODES] [-J JOURNAL] [-S BYTES]
+ *                [-s SPARE]... [-K] [-f] [-q] MEMBER...
  *
  * The data area of every block-device member is deallocated first (as md,
  * mkfs.xfs and mke2fs do; -K, as theirs, turns it off): one line per
@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "fs/ffs.h"
+#include "fs/format.h"
 #include "raid/raid.h"
 #include "raid/label.h"
 #include "raid/sb.h"
@@ -25,7 +26,7 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: mkfs.framefs [-l 5|6] [-c CHUNK] [-L LABEL] [-N INODES] [-J BLOCKS]\n"
-		   "                    [-s SPARE]... [-K] [-f] [-q] MEMBER...\n\n"
+		   "                    [-S BYTES] [-s SPARE]... [-K] [-f] [-q] MEMBER...\n\n"
 		   "  -l LEVEL    RAID level, 5 (default) or 6\n"
 		   "  -c CHUNK    chunk size per member, power of two 16K..1M (default 512K)\n"
 		   "  -L LABEL    volume label\n"
@@ -33,6 +34,9 @@ static void usage(FILE *f)
 		   "              where a quarter of the metadata area holds them; a small volume\n"
 		   "              gets fewer)\n"
 		   "  -J BLOCKS   journal size in 4 KiB blocks (default: 1/16 of the metadata area)\n"
+		   "  -S BYTES    small-file threshold (default 64K; 0 = off; at most %uK and the\n"
+		   "              stripe width): a file no larger lives in the mirrored metadata pool,\n"
+		   "              so that a 4 KiB sidecar does not take a whole stripe\n"
 		   "  -s SPARE    a hot spare (repeatable): it takes over a failed member's role and\n"
 		   "              is rebuilt at once; at least as large as the smallest member\n"
 		   "  -K, --no-discard\n"
@@ -41,7 +45,7 @@ static void usage(FILE *f)
 		   "              for sustained writes (files are never punched)\n"
 		   "  -f          overwrite members that carry a filesystem or framefs signature\n"
 		   "  -q          quiet\n"
-		   "  -h, --help  this help\n");
+		   "  -h, --help  this help\n", FFS_SMALL_BYTES_MAX / 1024);
 }
 
 /*
@@ -179,8 +183,11 @@ static void print_discard(const char *const *paths, unsigned n, const struct ff_
 	}
 }
 
-static int print_geometry(const char *const *paths, unsigned n, const char *label)
+static int print_geometry(const char *const *paths, unsigned n, const struct ffs_mkfs_params *p,
+			  const struct ffs_mkfs_layout *lay)
 {
+	const char *label = p->label;
+	uint32_t asked = p->small_max ? p->small_max : FFS_SMALL_DEFAULT;
 	struct ff_raid_opts o = { .read_only = true, .workers = 1 };
 	struct ff_err err = { "" };
 	const struct ff_geom *g;
@@ -202,8 +209,16 @@ static int print_geometry(const char *const *paths, unsigned n, const char *labe
 	printf("  usable size  %s (%llu stripes); %s per member used\n",
 	       ff_fmt_bytes(g->data_bytes, c, sizeof(c)), (unsigned long long)g->nstripes,
 	       ff_fmt_bytes(g->member_bytes, a, sizeof(a)));
-	printf("  metadata     %s mirrored (%u copies)\n", ff_fmt_bytes(g->meta_bytes, b, sizeof(b)),
-	       g->meta_copies);
+	printf("  metadata     %s mirrored (%u copies); its pool %s (trees, xattrs%s)\n",
+	       ff_fmt_bytes(g->meta_bytes, b, sizeof(b)), g->meta_copies,
+	       ff_fmt_bytes(lay->pool_blocks * FFS_BLOCK, c, sizeof(c)),
+	       lay->small_max ? ", small files" : "");
+	if (lay->small_max)
+		printf("  small files  up to %s in the mirrored metadata pool%s\n",
+		       ff_fmt_bytes(lay->small_max, a, sizeof(a)),
+		       lay->small_max < asked ? " (capped to the stripe width)" : "");
+	else
+		printf("  small files  off (-S 0): every file takes stripes\n");
 	for (unsigned i = 0; i < g->nmembers; i++) {
 		struct ff_member *m = ff_raid_member(r, i);
 		char id[160];
@@ -224,8 +239,9 @@ static int print_geometry(const char *const *paths, unsigned n, const char *labe
 int main(int argc, char **argv)
 {
 	static struct ff_raid_discard discard[FF_MEMBERS_MAX];
+	struct ffs_mkfs_layout layout;
 	struct ffs_mkfs_params p = { .level = 5, .chunk_bytes = 512 * 1024, .discard = true,
-				     .discard_out = discard };
+				     .discard_out = discard, .layout_out = &layout };
 	struct ff_err err = { "" };
 	const char *spares[SPARES_MAX];
 	unsigned nspares = 0;
@@ -235,7 +251,7 @@ int main(int argc, char **argv)
 	uint64_t v;
 	int o, rc;
 
-	while ((o = getopt_long(argc, argv, "l:c:L:N:J:s:Kfqh", longopts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "l:c:L:N:J:S:s:Kfqh", longopts, NULL)) != -1) {
 		switch (o) {
 		case 'l':
 			if (strcmp(optarg, "5") && strcmp(optarg, "6")) {
@@ -272,6 +288,14 @@ int main(int argc, char **argv)
 					optarg);
 				return 1;
 			}
+			break;
+		case 'S':
+			if (ff_parse_size(optarg, &v) < 0 || v > FFS_SMALL_BYTES_MAX) {
+				fprintf(stderr, "mkfs.framefs: bad small-file threshold '%s': give 0 (off) "
+					"to %uK (default 64K)\n", optarg, FFS_SMALL_BYTES_MAX / 1024);
+				return 1;
+			}
+			p.small_max = v ? (uint32_t)v : FFS_SMALL_OFF;
 			break;
 		case 's':
 			if (nspares == SPARES_MAX) {
@@ -318,6 +342,6 @@ int main(int argc, char **argv)
 			all[n++] = argv[i];
 		for (unsigned s = 0; s < nspares; s++)
 			all[n++] = spares[s];
-		return print_geometry(all, n, p.label);
+		return print_geometry(all, n, &p, &layout);
 	}
 }

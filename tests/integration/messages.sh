@@ -5,7 +5,9 @@
 #   --help of every program: exit 0, usage on stdout
 #   mkfs: -c 0, a label with control characters, a directory as member are
 #         refused; members of very different sizes get a warning with what is
-#         left unused; the -N help is true of the volume it makes
+#         left unused; the -N help is true of the volume it makes; a bad -S
+#         (small-file threshold) is refused, -S 0 makes a volume whose status
+#         says small files are off, a -S above the stripe width is capped to it
 #   framefs: a regular file as mountpoint is refused before mounting; a
 #         truncated member, or one without member superblocks, refuses the
 #         mount saying that leaving it out mounts degraded — which it does,
@@ -97,6 +99,29 @@ if [ "$((ninodes + 1))" -lt 65536 ]; then
 		fail "a 4 x 128 MiB volume has $((ninodes + 1)) inodes, and mkfs --help does not say a small volume gets fewer than 65536"
 fi
 ok "4 x 128 MiB: $((ninodes + 1)) inodes, as mkfs --help says of a small volume"
+
+# -S: the small-file threshold; bad values refused in one line, the summary
+# and framefs-admin status say what the volume got
+for bad in 200K 137K 64X -1; do
+	check 1 "mkfs -S $bad" "$MKFS" -q -f -S "$bad" "${MEMBERS[@]}"
+	has "$ERR" "mkfs.framefs: bad small-file threshold '$bad': give 0 (off) to 136K (default 64K)" "mkfs -S $bad"
+	one_line "mkfs -S $bad"
+done
+ok "mkfs -S 200K, 137K, 64X, -1: $(cat "$ERR")"
+check 0 "mkfs, default -S" "$MKFS" -f -K "${MEMBERS[@]}"
+has "$OUT" "  small files  up to 64.00 KiB in the mirrored metadata pool" "mkfs, default -S"
+check 0 "status, default -S" "$ADMIN" status "${MEMBERS[@]}"
+has "$OUT" "  small files  up to 64.00 KiB in the mirrored pool; 0 stored" "status, default -S"
+check 0 "mkfs -S 0" "$MKFS" -f -K -S 0 "${MEMBERS[@]}"
+has "$OUT" "  small files  off (-S 0): every file takes stripes" "mkfs -S 0"
+check 0 "status, -S 0" "$ADMIN" status "${MEMBERS[@]}"
+has "$OUT" "  small files  off (mkfs -S 0)" "status, -S 0"
+# a 48 KiB stripe (16 KiB chunks x 3) caps the threshold: a file no larger than a stripe
+check 0 "mkfs -c 16K -S 136K" "$MKFS" -f -K -c 16K -S 136K "${MEMBERS[@]}"
+has "$OUT" "  small files  up to 48.00 KiB in the mirrored metadata pool (capped to the stripe width)" "mkfs -S, capped"
+check 0 "status, -S capped" "$ADMIN" status "${MEMBERS[@]}"
+has "$OUT" "  small files  up to 48.00 KiB in the mirrored pool" "status, -S capped"
+ok "mkfs -S 0: status says small files off (mkfs -S 0); -S 136K on a 48 KiB stripe: up to 48.00 KiB"
 
 # --- the member lock is let go when a program ends -----------------------------
 for i in 1 2 3; do

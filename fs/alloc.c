@@ -167,6 +167,14 @@ bool ffs_inode_bit_used(const struct ffs *fs, uint64_t ino)
 	return ino < ff_le64(fs->sb->ninodes) && ff_bit_test(fs->ibits, ino);
 }
 
+bool ffs_pool_block_free(const struct ffs *fs, uint64_t no)
+{
+	uint64_t i = no - ff_le64(fs->sb->pool_start);
+
+	return no >= ff_le64(fs->sb->pool_start) && i < ff_le64(fs->sb->pool_blocks) &&
+	       !ff_bit_test(fs->mbits, i);
+}
+
 int ffs_alloc_mblock(struct ffs *fs, uint64_t *no)
 {
 	uint64_t n = ff_le64(fs->sb->pool_blocks), i;

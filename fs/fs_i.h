@@ -82,6 +82,8 @@ uint64_t ffs_alloc_free_stripe_count(const struct ffs *fs);
 bool ffs_stripe_in_use(const struct ffs *fs, uint64_t p);
 /* Inode number ino is allocated (fs->lock held). */
 bool ffs_inode_bit_used(const struct ffs *fs, uint64_t ino);
+/* META block no is a pool block no one holds (fs->lock held). */
+bool ffs_pool_block_free(const struct ffs *fs, uint64_t no);
 
 /* ---- B+tree (btree.c) ---------------------------------------------------- */
 
@@ -181,6 +183,9 @@ int ffs_pcsum_set(struct ffs *fs, uint64_t no, uint32_t ino, uint32_t crc);
  * read from the others and repaired.  Not cached: file data must not push
  * metadata out.  -EBADMSG when no copy matches. */
 int ffs_meta_read_sdata(struct ffs *fs, uint64_t no, uint32_t crc, void *buf);
+/* The cache holds an image of block no newer than its home copies: in the
+ * running transaction, or committed and not yet checkpointed. */
+bool ffs_meta_home_stale(struct ffs *fs, uint64_t no);
 
 /* ---- repair of damaged data stripes (repair.c): ffs_tools.h ---------------- */
 

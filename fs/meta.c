@@ -260,6 +260,13 @@ int ffs_meta_read_sdata(struct ffs *fs, uint64_t no, uint32_t crc, void *buf)
 	return read_good(fs, no, FFS_B_SDATA, crc, buf, false);
 }
 
+bool ffs_meta_home_stale(struct ffs *fs, uint64_t no)
+{
+	const struct mbuf *mb = lookup(fs, no);
+
+	return mb && (mb->dirty || mb->ckpt);
+}
+
 int ffs_meta_write_raw(struct ffs *fs, uint64_t no, const void *buf, uint64_t nblocks)
 {
 	return ff_raid_rw(fs->raid, FF_RAID_WRITE, FF_SPACE_META, no * FFS_BLOCK, (void *)buf,

@@ -4,8 +4,10 @@
  *
  *  - Metadata: every 64 KiB chunk of the mirrored META space is read from
  *    each copy; 4 KiB blocks whose copies differ are settled by their own
- *    header (type, block number, crc32c) and the good image is rewritten
- *    over every copy.  Done under fs->lock, so a commit is never half-seen.
+ *    header (type, block number, crc32c) or, for small-file data (no
+ *    header), by its entry in the pcsum table (small.c), and the good image
+ *    is rewritten over every copy.  Done under fs->lock, so a commit is
+ *    never half-seen.
  *  - Data: every stripe in use is read whole with a parity check
  *    (FF_RAID_CHECK); each chunk's crc32c is compared with the checksum
  *    table.  A stripe with bad chunks is read again around their members
@@ -116,32 +118,79 @@ static bool self_check(const uint8_t *blk, uint64_t no)
 	return ffs_block_check(blk, ff_le32(h->type), no) == 0;
 }
 
-/* One 64 KiB chunk of META: settle every block whose copies disagree. */
+/* Do the copies of this block (at off in each copy's chunk) differ, or
+ * could one not be read? */
+static bool copies_differ(const struct ffs *fs, const struct scrub *s, const bool *ok, size_t off)
+{
+	for (unsigned c = 0; c < fs->g->meta_copies; c++) {
+		if (!ok[c])
+			return true;
+		if (c && memcmp(s->mbuf[c] + off, s->mbuf[0] + off, FFS_BLOCK))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The copy of block no to keep, -1 when none is good: the one its header
+ * vouches for, or for small-file data (FFS_B_SDATA: no header; its pcsum
+ * entry names an owner) the one that matches the entry's crc.  fs->lock
+ * held (the pcsum table is read through the cache).
+ */
+static int good_copy(struct ffs *fs, const struct scrub *s, const bool *ok, uint64_t no, size_t off)
+{
+	uint32_t owner = 0, crc = 0;
+	bool sdata = ffs_pcsum_get(fs, no, &owner, &crc) == 0 && owner != 0;
+
+	for (unsigned c = 0; c < fs->g->meta_copies; c++) {
+		const uint8_t *blk = s->mbuf[c] + off;
+
+		if (ok[c] && (sdata ? ffs_sdata_crc(no, blk) == crc : self_check(blk, no)))
+			return (int)c;
+	}
+	return -1;
+}
+
+/*
+ * A pool block whose home copies hold nothing the volume reads now, so that
+ * no copy being good is no damage: a free block (small-file data leaves no
+ * header behind, so differing copies of a freed one cannot be settled), or
+ * one whose newest image is still in the cache (the running transaction, or
+ * a committed one not yet checkpointed: the pcsum entry there describes that
+ * image, not the copies, and the checkpoint writes every copy).  fs->lock
+ * held.
+ */
+static bool home_unused(struct ffs *fs, uint64_t no)
+{
+	uint64_t start = ff_le64(fs->sb->pool_start);
+
+	return no >= start && no - start < ff_le64(fs->sb->pool_blocks) &&
+	       (ffs_pool_block_free(fs, no) || ffs_meta_home_stale(fs, no));
+}
+
+/* One 64 KiB chunk of META: settle every block whose copies disagree.
+ * fs->lock held: no commit or checkpoint is half-way through it. */
 static void scrub_meta_chunk(struct ffs *fs, struct scrub *s, uint64_t chunk)
 {
-	unsigned copies = fs->g->meta_copies, ok[FF_PARITY_MAX + 1] = { 0 };
+	unsigned copies = fs->g->meta_copies;
+	bool ok[FF_PARITY_MAX + 1] = { false };
 	uint64_t first = chunk * (FF_META_CHUNK / FFS_BLOCK);
 
 	for (unsigned c = 0; c < copies; c++)
 		ok[c] = read_meta_copy(fs, chunk * FF_META_CHUNK, s->mbuf[c], c) == 0;
 	for (unsigned b = 0; b < FF_META_CHUNK / FFS_BLOCK; b++) {
 		size_t off = (size_t)b * FFS_BLOCK;
-		int good = -1;
-		bool differ = false;
+		int good;
 
-		for (unsigned c = 0; c < copies; c++) {
-			if (!ok[c])
-				continue;
-			if (good < 0 && self_check(s->mbuf[c] + off, first + b))
-				good = (int)c;
-			for (unsigned d = 0; d < c; d++)
-				if (ok[d] && memcmp(s->mbuf[c] + off, s->mbuf[d] + off, FFS_BLOCK))
-					differ = true;
-		}
-		for (unsigned c = 0; c < copies; c++)
-			differ |= !ok[c];
-		if (!differ)
+		if (!copies_differ(fs, s, ok, off))
 			continue; /* identical everywhere (in use and good, or never written) */
+		good = good_copy(fs, s, ok, first + b, off);
+		if (good < 0 && home_unused(fs, first + b)) {
+			ff_log(FF_LOG_INFO, "scrub: metadata block %llu: copies differ, but the block is "
+			       "free or its newest image is not home yet: nothing to repair",
+			       (unsigned long long)(first + b));
+			continue;
+		}
 		s->st.meta_bad++;
 		if (good >= 0 && s->st.repair &&
 		    ffs_meta_write_raw(fs, first + b, s->mbuf[good] + off, 1) == 0) {

@@ -20,6 +20,7 @@
 #include "fs/ffs.h"
 #include "fs/ffs_tools.h"
 #include "fs/format.h"
+#include "fs/fs_i.h" /* the library's own test: internals where it needs them */
 #include "io/fault.h"
 #include "raid/raid.h"
 #include "tests/unit/helpers.h"
@@ -472,6 +473,102 @@ START_TEST(scrub_history_ring)
 	ck_assert_uint_eq(past[0].seq, 11);
 	ck_assert_uint_eq(past[1].seq, 9);
 	ck_assert_uint_eq(past[6].seq, 4);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	ut_remove_members(NM);
+}
+END_TEST
+
+/* Pool block of byte 0 of small file ino (fs->lock taken: internals). */
+static uint64_t small_block(struct ffs *fs, uint64_t ino, bool *home_stale)
+{
+	struct finode *fi;
+	uint64_t no;
+
+	pthread_mutex_lock(&fs->lock);
+	ck_assert_int_eq(ffs_iget(fs, ino, &fi), 0);
+	ck_assert(ffs_is_small(fi));
+	no = ff_le64(ffs_tools_super(fs)->pool_start) + ff_le32(fi->d.u.small.block[0]);
+	ffs_iput(fs, fi);
+	*home_stale = ffs_meta_home_stale(fs, no);
+	pthread_mutex_unlock(&fs->lock);
+	return no;
+}
+
+/* Where copy k of META block no is: its member, and *off there (raid/meta.c). */
+static unsigned meta_copy_at(const struct ff_geom *g, uint64_t no, unsigned k, uint64_t *off)
+{
+	uint64_t per = FF_META_CHUNK / FFS_BLOCK, idx = no / per * g->meta_copies + k;
+
+	*off = g->meta_offset + idx / g->nmembers * FF_META_CHUNK + no % per * FFS_BLOCK;
+	return (unsigned)(idx % g->nmembers);
+}
+
+/* Small-file data has no block header: scrub settles its copies by the pcsum
+ * table.  A block whose newest image waits in the journal (committed, not
+ * yet checkpointed) is left alone whatever its home copies hold, as the
+ * checkpoint writes them; once home, a bad copy is repaired from the good
+ * one; freed, its copies may differ (nothing reads them). */
+START_TEST(scrub_small_data)
+{
+	struct ffs_opts o = { .write_buffer_bytes = 16 << 20, .read_cache_bytes = 16 << 20,
+			      .commit_interval_ms = 600000 };
+	struct ffs *fs = mkfs_mount(64, 64 * 1024);
+	static uint8_t data[FFS_BLOCK], back[FFS_BLOCK];
+	struct ff_err err = { "" };
+	struct ffs_scrub_status st;
+	uint64_t fh, ino, no, off;
+	bool stale;
+	unsigned m;
+	int fd;
+
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 29 + 7);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	ck_assert_msg(ffs_mount(ut_pp, NM, &o, &fs, &err) == 0, "mount: %s", err.msg);
+	ino = create(fs, FFS_ROOT_INO, "clip.xmp", &fh);
+	ck_assert_int_eq(ffs_write(fs, fh, data, sizeof(data), 0), (ssize_t)sizeof(data));
+	ck_assert_int_eq(ffs_fsync(fs, fh, false), 0); /* committed; the checkpoint is not due */
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	no = small_block(fs, ino, &stale);
+	ck_assert(stale);
+	/* fault: junk in one home copy, which holds no live data yet */
+	m = meta_copy_at(ffs_tools_geom(fs), no, 1, &off);
+	corrupt(ut_paths[m], off, FFS_BLOCK);
+	ck_assert_int_eq(ffs_scrub_start(fs, true), 0);
+	ffs_scrub_wait(fs, &st);
+	ck_assert_uint_eq(st.meta_bad, 0);
+
+	fs = remount(fs); /* the checkpoint at unmount writes both copies */
+	ck_assert_uint_eq(small_block(fs, ino, &stale), no);
+	ck_assert(!stale);
+	/* fault: junk in copy 0 of the block, now home */
+	m = meta_copy_at(ffs_tools_geom(fs), no, 0, &off);
+	corrupt(ut_paths[m], off, FFS_BLOCK);
+	ck_assert_int_eq(ffs_scrub_start(fs, true), 0);
+	ffs_scrub_wait(fs, &st);
+	ck_assert_uint_eq(st.meta_bad, 1);
+	ck_assert_uint_eq(st.meta_repaired, 1);
+	fd = open(ut_paths[m], O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pread(fd, back, sizeof(back), (off_t)off), (ssize_t)sizeof(back));
+	close(fd);
+	ck_assert_int_eq(memcmp(back, data, sizeof(data)), 0);
+	ck_assert_int_eq(ffs_scrub_start(fs, true), 0);
+	ffs_scrub_wait(fs, &st);
+	ck_assert_uint_eq(st.meta_bad, 0);
+	ck_assert_int_eq(ffs_open(fs, ino, O_RDONLY, &fh), 0);
+	ck_assert_int_eq(ffs_read(fs, fh, back, sizeof(back), 0), (ssize_t)sizeof(back));
+	ck_assert_int_eq(memcmp(back, data, sizeof(data)), 0);
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+
+	/* fault: junk in one copy of the block once the file is gone: a free
+	 * block, its old bytes there without a header */
+	ck_assert_int_eq(ffs_unlink(fs, FFS_ROOT_INO, "clip.xmp"), 0);
+	fs = remount(fs);
+	corrupt(ut_paths[m], off, FFS_BLOCK);
+	ck_assert_int_eq(ffs_scrub_start(fs, true), 0);
+	ffs_scrub_wait(fs, &st);
+	ck_assert_uint_eq(st.meta_bad, 0);
 	ck_assert_int_eq(ffs_unmount(fs), 0);
 	ut_remove_members(NM);
 }
@@ -1020,6 +1117,7 @@ int main(void)
 	tcase_add_test(tc, xattr_value_blocks);
 	tcase_add_test(tc, scrub_finds_and_repairs);
 	tcase_add_test(tc, scrub_history_ring);
+	tcase_add_test(tc, scrub_small_data);
 	tcase_add_test(tc, read_repairs_bad_chunk);
 	tcase_add_test(tc, flush_commits_only_changed_files);
 	tcase_add_test(tc, commit_in_flight_lets_operations_run);

@@ -13,9 +13,10 @@
 #    files written completely before the first ENOSPC, read back after a remount. Printed:
 #    capacity_vs_btrfs5 = framefs bytes / btrfs bytes, framefs_of_raw5 = framefs bytes /
 #    ((n-1)/n x raw member bytes), btrfs5_of_raw5 the same for btrfs, and where the rest went.
-# 2. small: a fresh framefs volume on the same members made with -N BENCH_CAP_SMALL_N, filled
-#    with 4 KiB files (4 threads) until ENOSPC or BENCH_CAP_SMALL_MAX files, read back after a
-#    remount: small_files_per_gib = files / GiB of raw members.
+# 2. small: a fresh framefs volume on the same members made with -N BENCH_CAP_SMALL_N (mkfs
+#    sizes the pool for small files by it: 2 KiB an inode), filled with 4 KiB files (4 threads)
+#    until ENOSPC or BENCH_CAP_SMALL_MAX files, read back after a remount:
+#    small_files_per_gib = files / GiB of raw members.
 # 3. check (the issue's): 100,000 files of 4 KiB on RAID5 x 4 of 1 GiB members made with
 #    mkfs.framefs -N 200000: fits_100k_4k=yes|no. With the defaults (1 GiB members, -N 200000)
 #    the small phase is that volume, filled further, and answers it; otherwise a volume of its
@@ -36,7 +37,8 @@
 #   BENCH_CAP_EXR_MIN_MB=3, BENCH_CAP_EXR_MAX_MB=60  EXR-like frame sizes (10^6 bytes)
 #   BENCH_CAP_CHUNK_KB=512        framefs's chunk (mkfs.framefs -c; the default)
 #   BENCH_CAP_FRAMEFS_MKFS_OPTS   more mkfs.framefs options for the mix phase
-#   BENCH_CAP_SMALL_N=200000      mkfs.framefs -N for the small phase
+#   BENCH_CAP_SMALL_N             mkfs.framefs -N for the small phase (default: the issue's
+#                                 200000 for 4 x 1 GiB, in proportion: 200000 x MEMBER_MB / 1024)
 #   BENCH_CAP_SMALL_MAX=          at most this many 4 KiB files (default BENCH_CAP_SMALL_N)
 #   BENCH_CAP_CHECK=1             0: skip the 100,000-file check when the small phase is not it
 #   BENCH_CAP_WRITE_RUNS=3        frames.sh runs of each build (0: skip the phase)
@@ -76,7 +78,7 @@ EXR_MIN_MB=${BENCH_CAP_EXR_MIN_MB:-3}
 EXR_MAX_MB=${BENCH_CAP_EXR_MAX_MB:-60}
 CHUNK_KB=${BENCH_CAP_CHUNK_KB:-512}
 FF_MKFS_OPTS=${BENCH_CAP_FRAMEFS_MKFS_OPTS:-}
-SMALL_N=${BENCH_CAP_SMALL_N:-200000}
+SMALL_N=${BENCH_CAP_SMALL_N:-$((200000 * ${BENCH_CAP_MEMBER_MB:-1024} / 1024))}
 SMALL_MAX=${BENCH_CAP_SMALL_MAX:-$SMALL_N}
 CHECK=${BENCH_CAP_CHECK:-1}
 WRITE_RUNS=${BENCH_CAP_WRITE_RUNS:-3}

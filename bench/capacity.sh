@@ -558,12 +558,17 @@ if [ -n "$SMALL_GIB" ]; then
 		"$(awk -v r="$RAW" 'BEGIN { print r / 1073741824 }')" "$SMALL_N"
 	RESULT+=("small_files_per_gib=$SMALL_GIB")
 else
+	printf '  %-24s %s\n' small_files_per_gib n/a
 	RESULT+=("small_files_per_gib=n/a")
 fi
 printf '  %-24s %s\n' fits_100k_4k "$FITS"
 RESULT+=("fits_100k_4k=$FITS")
 if [ -n "${R[this.w]:-}" ] && [ -n "${R[before.w]:-}" ]; then
-	echo "  (this build ${R[this.w]}MB/s; before ${R[before.w]}MB/s)"
+	echo "  (this build ${R[this.w]}MB/s; before ${R[before.w]}MB/s; median of the per-run ratios $(awk -v a="${R[this.w]}" -v b="${R[before.w]}" 'BEGIN {
+		n = split(a, x, " "); if (split(b, y, " ") != n) { printf "n/a (unpaired)"; exit }
+		for (i = 1; i <= n; i++) q[i] = y[i] > 0 ? x[i] / y[i] : 0
+		for (i = 2; i <= n; i++) { t = q[i]; for (j = i - 1; j > 0 && q[j] > t; j--) q[j + 1] = q[j]; q[j + 1] = t }
+		printf "%.3f", (n % 2) ? q[(n + 1) / 2] : (q[n / 2] + q[n / 2 + 1]) / 2 }'))"
 fi
 line frames_write_vs_before "$(range this.w before.w)" -
 RESULT+=("framefs_bytes=$(med framefs.bytes || true)" "btrfs_bytes=$(med btrfs.bytes || true)")

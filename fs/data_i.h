@@ -17,6 +17,7 @@
 
 #define WB_IVALS 16
 #define WB_PER_INODE 64 /* bounds the linear wb_find, not the pool's use */
+#define WB_NO_STRIPE UINT64_MAX /* pstripe of a stripe-0 buffer made when none was free */
 
 /* A stripe-sized write buffer (wbuf.c); its owner's dlock guards it. */
 struct wbuf {

@@ -112,13 +112,13 @@ struct ffs_mkfs_params {
 /*
  * The small-file threshold mkfs sets by default: files up to 64 KiB live in
  * the mirrored pool (fs/small.c says why).  FFS_SMALL_OFF turns the class
- * off.  The metadata area grows to hold the pool they need: two KiB for
- * each inode asked for with -N (half of them could be 4 KiB sidecars), or
- * by default 1/512 of the data capacity.
+ * off.  The metadata area grows to hold the pool they need: 2.5 KiB for
+ * each inode asked for with -N (half of them 4 KiB sidecars, and room for
+ * an .xml every hundred), or by default 1/512 of the data capacity.
  */
 #define FFS_SMALL_DEFAULT (64u * 1024u)
 #define FFS_SMALL_OFF UINT32_MAX
-#define FFS_SMALL_PER_INODE 2048u
+#define FFS_SMALL_PER_INODE 2560u
 #define FFS_SMALL_DEFAULT_SHARE 512u
 
 int ffs_mkfs(const char *const *paths, unsigned n, const struct ffs_mkfs_params *p,

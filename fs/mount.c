@@ -122,7 +122,7 @@ static int mkfs_write(struct ff_raid *r, struct ffs_super *sb, bool quiet)
 static int meta_member_bytes(const char *const *paths, unsigned n, const struct ffs_mkfs_params *p,
 			     uint32_t small_max, uint64_t *out, struct ff_err *err)
 {
-	uint64_t smallest = UINT64_MAX, blocks, want, small;
+	uint64_t smallest = UINT64_MAX, blocks, want, small, pool;
 	struct ff_geom g;
 	int rc;
 
@@ -141,16 +141,23 @@ static int meta_member_bytes(const char *const *paths, unsigned n, const struct 
 		return 0; /* the same: ff_raid_create says what is wrong */
 	small = !small_max ? 0 : p->ninodes ? p->ninodes * FFS_SMALL_PER_INODE
 					    : g.data_bytes / FFS_SMALL_DEFAULT_SHARE;
-	/* what ffs_layout places, with the default share of the pool for
-	 * trees and xattrs (a quarter of the default area), and the journal */
+	/* The pool: the small data, the default area's quarter for trees and
+	 * xattrs, and the sixteenth of the pool small data leaves to them
+	 * (small.c pool_reserve), on top. */
+	pool = (small / FFS_BLOCK + g.meta_bytes / FFS_BLOCK / 4) * 16 / 15;
+	/* what ffs_layout places around it */
 	blocks = FF_DIV_ROUND_UP(p->ninodes, FFS_INODES_PER_BLOCK) +
 		 FF_DIV_ROUND_UP(p->ninodes, FFS_BITS_PER_BLOCK) +
 		 FF_DIV_ROUND_UP(g.nstripes, FFS_BITS_PER_BLOCK) +
 		 FF_DIV_ROUND_UP(g.nstripes, (FFS_BLOCK - 16) / (8 + 4 * g.ndata)) +
-		 small / FFS_BLOCK + small / FFS_BLOCK / FFS_PCSUM_PER_BLOCK + 64 +
-		 g.meta_bytes / FFS_BLOCK / 4 +
-		 (p->journal_blocks ? p->journal_blocks
-				    : FF_MIN(FF_MAX(g.meta_bytes / FFS_BLOCK / 16, 1024ull), 65536ull));
+		 pool + FF_DIV_ROUND_UP(pool, FFS_PCSUM_PER_BLOCK) +
+		 FF_DIV_ROUND_UP(pool, FFS_BITS_PER_BLOCK) + FFS_JOURNAL_START;
+	/* and the journal: ffs_layout's default is a sixteenth of the area it
+	 * lays out, between 1024 and 65536 blocks */
+	if (p->journal_blocks)
+		blocks += p->journal_blocks;
+	else
+		blocks += FF_MIN(FF_MAX(blocks / 15, 1024ull), 65536ull);
 	want = FF_ROUND_UP(FF_DIV_ROUND_UP(blocks * FFS_BLOCK * g.meta_copies, g.nmembers),
 			   FF_META_CHUNK);
 	if (want > g.meta_member_bytes)

@@ -525,7 +525,7 @@ void wb_drop(struct ffs *fs, struct finode *fi, struct wbuf *wb, int err)
 {
 	wpool_detach_partial(fs, wb);
 	wb_unlink(fi, wb);
-	if (!wb->in_place) {
+	if (!wb->in_place && wb->pstripe != WB_NO_STRIPE) {
 		pthread_mutex_lock(&fs->lock);
 		ffs_unreserve_stripes(fs, wb->pstripe, 1);
 		pthread_mutex_unlock(&fs->lock);
@@ -584,6 +584,16 @@ int wb_writeout(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 	if (rc <= 0)
 		return rc;
 	rc = 0;
+	if (wb->pstripe == WB_NO_STRIPE) { /* not small after all: it needs its stripe now */
+		pthread_mutex_lock(&fs->lock);
+		rc = pick_stripe(fs, fi, wb->fstripe, &wb->pstripe, &wb->in_place);
+		pthread_mutex_unlock(&fs->lock);
+		if (rc < 0) {
+			wb->pstripe = WB_NO_STRIPE;
+			wb_drop(fs, fi, wb, rc);
+			return rc;
+		}
+	}
 	if (!ival_covers(wb, 0, fs->stripe_bytes))
 		rc = wb_fill(fs, fi, wb);
 	if (rc < 0) {
@@ -735,6 +745,14 @@ struct wbuf *wb_for(struct ffs *fs, struct finode *fi, uint64_t k, int *err)
 	 * write with ENOSPC instead of failing later in the background */
 	pthread_mutex_lock(&fs->lock);
 	*err = pick_stripe(fs, fi, k, &wb->pstripe, &wb->in_place);
+	if (*err == -ENOSPC && k == 0 && ffs_small_max(fs) && !ff_le64(fi->d.nstripes)) {
+		/* no stripe free, but the file may be small (pool blocks): a
+		 * sidecar beside the last frame of a full volume still fits.
+		 * The stripe is picked at writeout if it needs one after all. */
+		wb->pstripe = WB_NO_STRIPE;
+		wb->in_place = false;
+		*err = 0;
+	}
 	pthread_mutex_unlock(&fs->lock);
 	if (*err < 0) {
 		wpool_put(fs, wb);

@@ -1103,6 +1103,48 @@ START_TEST(small_class_absent_on_version_2)
 }
 END_TEST
 
+/* On a volume whose stripes are all taken, a small file still fits (its
+ * buffer is made without a stripe); a file that turns out larger than
+ * small_max gets its ENOSPC when it is written out (flush), and the volume
+ * takes it once space is freed. */
+START_TEST(small_file_fits_a_full_volume)
+{
+	static uint8_t b[1 << 20];
+	struct ffs *fs = mkfs_mount(64, 64 * 1024);
+	uint64_t fh, big, side, fat;
+	ssize_t w = 0;
+
+	big = create(fs, FFS_ROOT_INO, "big", &fh);
+	fill_pattern(b, sizeof(b), 9);
+	for (uint64_t off = 0; (w = ffs_write(fs, fh, b, sizeof(b), off)) > 0; off += (uint64_t)w)
+		;
+	ck_assert_int_eq(w, -ENOSPC);
+	ck_assert_int_eq(ffs_release(fs, fh), 0); /* the write said it */
+	ck_assert_uint_eq(stripes_free(fs), 0);
+
+	side = create(fs, FFS_ROOT_INO, "._big", &fh);
+	ck_assert_int_eq(ffs_write(fs, fh, b, 4096, 0), 4096);
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	check_content(fs, side, b, 4096);
+
+	fat = create(fs, FFS_ROOT_INO, "fat", &fh);
+	ck_assert_int_eq(ffs_write(fs, fh, b, 100000, 0), 100000);
+	ck_assert_int_eq(ffs_flush(fs, fh), -ENOSPC);
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	ck_assert_int_eq(ffs_unlink(fs, FFS_ROOT_INO, "big"), 0);
+	ffs_forget(fs, big, 1); /* the create's lookup: now its stripes are free */
+	ck_assert_int_eq(ffs_sync(fs), 0);
+	ck_assert_int_eq(ffs_open(fs, fat, O_WRONLY, &fh), 0);
+	ck_assert_int_eq(ffs_write(fs, fh, b, 100000, 0), 100000);
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	fs = remount(fs);
+	check_content(fs, side, b, 4096);
+	check_content(fs, fat, b, 100000);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	ut_remove_members(NM);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("fs");
@@ -1129,6 +1171,7 @@ int main(void)
 	tcase_add_test(tc, small_file_truncate);
 	tcase_add_test(tc, small_files_leave_the_pool_reserve);
 	tcase_add_test(tc, small_class_off);
+	tcase_add_test(tc, small_file_fits_a_full_volume);
 	tcase_add_test(tc, small_class_absent_on_version_2);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

@@ -127,6 +127,20 @@ int ffs_take_stripes(struct ffs *fs, uint64_t first, uint64_t count);
 int ffs_csum_set(struct ffs *fs, uint64_t pstripe, uint32_t ino, uint32_t fstripe, const uint32_t *crc);
 int ffs_csum_get(struct ffs *fs, uint64_t pstripe, uint32_t *ino, uint32_t *fstripe, uint32_t *crc);
 
+/* ---- the small-data class (small.c, meta.c) ----------------------------------- */
+
+/* The pcsum entry of pool block no (META block number): the inode whose
+ * data the block holds (0: none) and ffs_sdata_crc of that data.  -EUCLEAN
+ * when no is outside the pool or the volume has no table. */
+int ffs_pcsum_get(struct ffs *fs, uint64_t no, uint32_t *ino, uint32_t *crc);
+int ffs_pcsum_set(struct ffs *fs, uint64_t no, uint32_t ino, uint32_t crc);
+/* Small-data block no: the cached copy if the block is in the cache (it may
+ * be newer than its home), else read and checked against crc, a bad copy
+ * read from the others and repaired (only read around while checking:
+ * check.h).  Not cached: file data must not push metadata out.  -EBADMSG
+ * when no copy matches. */
+int ffs_meta_read_sdata(struct ffs *fs, uint64_t no, uint32_t crc, void *buf);
+
 /* ---- B+tree records (btree.c) ---------------------------------------------- */
 
 struct bt_root {

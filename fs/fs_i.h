@@ -175,14 +175,8 @@ int ffs_small_store(struct ffs *fs, struct finode *fi, const uint8_t *data, uint
 int ffs_small_release(struct ffs *fs, struct finode *fi);
 /* Why inode d's small-data fields are nonsense, NULL when sane or not small. */
 const char *ffs_small_problem(const struct ffs *fs, const struct ffs_inode *d);
-/* The pcsum entry of pool block no (META block number). */
-int ffs_pcsum_get(struct ffs *fs, uint64_t no, uint32_t *ino, uint32_t *crc);
-int ffs_pcsum_set(struct ffs *fs, uint64_t no, uint32_t ino, uint32_t crc);
-/* Small-data block no: the cached copy if the block is in the cache (it may
- * be newer than its home), else read and checked against crc, a bad copy
- * read from the others and repaired.  Not cached: file data must not push
- * metadata out.  -EBADMSG when no copy matches. */
-int ffs_meta_read_sdata(struct ffs *fs, uint64_t no, uint32_t crc, void *buf);
+/* The pcsum table and small-data blocks: ffs_pcsum_get, ffs_pcsum_set and
+ * ffs_meta_read_sdata (ffs_tools.h: fsck checks them too). */
 /* The cache holds an image of block no newer than its home copies: in the
  * running transaction, or committed and not yet checkpointed. */
 bool ffs_meta_home_stale(struct ffs *fs, uint64_t no);

@@ -4,7 +4,7 @@
  *
  *   Pass 1  superblocks and the journal              fsck_pass1.c, fs/check.c
  *   Pass 2  inodes, extent maps, B+trees, checksum   fsck_pass2.c, fsck_extent.c,
- *           table owners                             fsck_tree.c
+ *           table owners, small files                fsck_tree.c, fsck_small.c
  *   Pass 3  directories and connectivity             fsck_pass3.c, fsck_connect.c
  *   Pass 4  link counts, orphan list, bitmaps        fsck_pass4.c
  *   Pass 5  metadata copies and data checksums       fsck_pass5.c
@@ -71,6 +71,12 @@ enum problem {
 	PR_2_CSUM_OWNER,
 	PR_2_CSUM_BLOCK,
 	PR_2_VERSION,
+	PR_2_SMALL_TREE,
+	PR_2_SMALL_BLOCK,
+	PR_2_SMALL_COUNT,
+	PR_2_PCSUM_OWNER,
+	PR_2_PCSUM_BLOCK,
+	PR_2_PCSUM_STRAY,
 	PR_3_ROOT_BAD,
 	PR_3_ENTRY_BAD,
 	PR_3_ENTRY_NAME,
@@ -213,7 +219,8 @@ struct fsck {
 	struct path_cache *paths; /* directories' entries kept for fsck_path */
 };
 
-enum { POOL_BTREE = 1, POOL_XATTR = 2, POOL_SYMLINK = 3, POOL_XVALUE = 4 };
+/* POOL_SDATA: a small file's data (fsck_small.c), claimed after every other kind */
+enum { POOL_BTREE = 1, POOL_XATTR = 2, POOL_SYMLINK = 3, POOL_XVALUE = 4, POOL_SDATA = 5 };
 
 /* ---- passes ---------------------------------------------------------------- */
 
@@ -274,6 +281,17 @@ int fsck_extent_check(struct fsck *c, uint64_t ino, const struct ffs_inode *d, u
 int fsck_extent_dups_resolve(struct fsck *c);
 int fsck_extent_csum_check(struct fsck *c);
 int fsck_extent_rebuild_all(struct fsck *c);
+
+/* fsck_small.c: small files (format version 3) and the small-data checksum table */
+/* Does the volume have the small-data class (FFS_I_SMALL a valid flag)? */
+bool fsck_small_allowed(const struct fsck *c);
+/* The scan meets inode ino, flagged small: its flags (d corrected in place). */
+void fsck_small_inode(struct fsck *c, uint64_t ino, struct ffs_inode *d, bool *dirty);
+/* After the scan: the small files' blocks and the checksum table. */
+int fsck_small_check(struct fsck *c);
+/* Inode ino (image d) is being cleared: the blocks it holds go back, their
+ * checksum entries cleared. */
+void fsck_small_forget(struct fsck *c, uint64_t ino, const struct ffs_inode *d);
 
 /* fsck_connect.c */
 int fsck_connect_check(struct fsck *c);

@@ -94,8 +94,10 @@ int fsck_inode_clear(struct fsck *c, uint64_t ino)
 	struct ffs_inode d;
 	uint32_t gen = 0;
 
-	if (fsck_slot_read(c, ino, &d) == 0)
+	if (fsck_slot_read(c, ino, &d) == 0) {
 		gen = ff_le32(d.generation);
+		fsck_small_forget(c, ino, &d);
+	}
 	memset(&d, 0, sizeof(d));
 	d.generation = ff_cpu_to_le32(gen);
 	c->ino[ino].flags = (uint16_t)((c->ino[ino].flags & ~IS_USED) | IS_CLEARED);

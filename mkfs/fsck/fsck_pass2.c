@@ -6,7 +6,8 @@
  * shape here, their entries in pass 3), symlink and xattr blocks.  A slot is
  * in use when it holds its own number and a mode; the inode bitmap is only
  * compared with that in pass 4.  Ends with the stripes claimed twice, the
- * checksum table's owners, the map rebuilds, and the orphan list as found.
+ * checksum table's owners, the small files' blocks (fsck_small.c), the map
+ * rebuilds, and the orphan list as found.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -154,7 +155,9 @@ static enum verdict contents(struct fsck *c, uint64_t ino, struct ffs_inode *d, 
 	uint64_t nstripes = 0;
 	const char *why;
 
-	if (t == DT_REG) {
+	if (t == DT_REG && (ff_le32(d->flags) & FFS_I_SMALL)) {
+		/* no extents: its blocks are checked after the scan (fsck_small.c) */
+	} else if (t == DT_REG) {
 		if (fsck_extent_check(c, ino, d, &nstripes) < 0 || !(c->ino[ino].flags & IS_USED))
 			return CLEARED;
 	} else if (t == DT_DIR) {
@@ -216,17 +219,19 @@ static void check_inode(struct fsck *c, uint64_t ino, struct ffs_inode *d)
 	in->parent = ff_le64(d->parent);
 	in->size = ff_le64(d->size);
 	if (in->dtype == DT_REG)
-		allowed |= FFS_I_BTREE;
+		allowed |= FFS_I_BTREE | (fsck_small_allowed(c) ? FFS_I_SMALL : 0);
 	if ((ff_le32(d->flags) & ~allowed) &&
 	    fsck_fix_problem(c, PR_2_BAD_FLAGS, &(struct pctx){ .ino = ino, .num = ff_le32(d->flags),
 							   .str = fsck_type_name(in->dtype) })) {
 		d->flags = ff_cpu_to_le32(ff_le32(d->flags) & allowed);
 		dirty = true;
 	}
+	fsck_small_inode(c, ino, d, &dirty);
 	in->diskflags = (uint8_t)ff_le32(d->flags);
-	/* only an inline map has a count (fsck_extent.c checks it) */
-	if ((in->dtype != DT_REG || (ff_le32(d->flags) & FFS_I_BTREE)) && d->nextents &&
-	    field(c, ino, "an inline extent count of", ff_le32(d->nextents), 0)) {
+	/* only an inline map has a count (fsck_extent.c checks it); a small
+	 * file's inline area is its block list */
+	if ((in->dtype != DT_REG || (ff_le32(d->flags) & (FFS_I_BTREE | FFS_I_SMALL))) &&
+	    d->nextents && field(c, ino, "an inline extent count of", ff_le32(d->nextents), 0)) {
 		d->nextents = 0;
 		dirty = true;
 	}
@@ -368,6 +373,8 @@ int fsck_pass2(struct fsck *c)
 		fsck_extent_dups_resolve(c);
 	if (!c->operr && !c->stop)
 		fsck_extent_csum_check(c);
+	if (!c->operr && !c->stop)
+		fsck_small_check(c);
 	fsck_reserve_counted(c);
 	if (!c->operr && !c->stop)
 		fsck_extent_rebuild_all(c);

@@ -3,11 +3,13 @@
  * Pass 5: checksums.  Every metadata block in use is read once per mirror
  * copy; a block with a bad copy beside a good one gets the good image on
  * every copy (earlier passes read around bad copies without rewriting
- * them: see check.h).  A block with no good copy was already reported by
- * the pass that needed it.  With -c, every data chunk of every written
- * stripe is checked against the checksum table, through the RAID layer,
- * and a stripe with bad ones is rebuilt from parity and written back whole
- * (fs/repair.c), as the read path and scrub do.
+ * them: see check.h).  A small file's data block has no header: its copies
+ * are judged by the checksum its entry in the small-data checksum table
+ * gives.  A block with no good copy was already reported by the pass that
+ * needed it.  With -c, every data chunk of every written stripe is checked
+ * against the checksum table, through the RAID layer, and a stripe with
+ * bad ones is rebuilt from parity and written back whole (fs/repair.c), as
+ * the read path and scrub do.
  */
 #include <errno.h>
 #include <string.h>
@@ -20,19 +22,48 @@ struct region {
 	uint64_t start, count;
 };
 
+/* Is buf a good copy of block no: its header, or for small-file data the
+ * checksum crc its entry gives? */
+static bool copy_good(const void *buf, uint64_t no, uint32_t type, uint32_t crc)
+{
+	if (type == FFS_B_SDATA)
+		return ffs_sdata_crc(no, buf) == crc;
+	return ffs_block_check(buf, type, no) == 0;
+}
+
+/* Small-file data block no: every copy gets the image of a good one,
+ * written through the journal as the library writes small data. */
+static int sdata_rewrite(struct fsck *c, uint64_t no, uint32_t crc)
+{
+	struct mbuf *mb;
+	int rc = ffs_meta_read_sdata(c->fs, no, crc, c->buf);
+
+	if (rc == 0)
+		rc = ffs_mb_new(c->fs, no, FFS_B_SDATA, &mb);
+	if (rc < 0)
+		return rc;
+	memcpy(mb->data, c->buf, FFS_BLOCK);
+	ffs_mb_dirty(c->fs, mb);
+	ffs_mb_put(c->fs, mb);
+	return fsck_commit(c, false);
+}
+
 static void copies_check(struct fsck *c, uint64_t no, uint32_t type, const char *name)
 {
 	struct ffs *fs = c->fs;
 	unsigned copies = ffs_tools_geom(fs)->meta_copies, good = 0, bad = 0;
 	bool degraded = ff_raid_failed_count(ffs_raid(fs)) > 0;
+	uint32_t owner, crc = 0;
 	struct mbuf *mb;
 
+	if (type == FFS_B_SDATA && ffs_pcsum_get(fs, no, &owner, &crc) < 0)
+		return; /* no checksum to judge the copies by: pass 2 reported its table block */
 	for (unsigned k = 1; k <= copies; k++) {
 		int rc = ffs_check_read_copy(fs, no, k, c->buf);
 
 		if (rc < 0 && degraded)
 			continue; /* a missing member is not a bad copy */
-		if (rc == 0 && ffs_block_check(c->buf, type, no) == 0)
+		if (rc == 0 && copy_good(c->buf, no, type, crc))
 			good++;
 		else
 			bad++;
@@ -46,6 +77,11 @@ static void copies_check(struct fsck *c, uint64_t no, uint32_t type, const char 
 		    ffs_meta_write_raw(fs, no, c->buf, 1) == 0)
 			return;
 		fsck_operr(c, -EIO, "cannot rewrite a superblock copy");
+		return;
+	}
+	if (type == FFS_B_SDATA) {
+		if (sdata_rewrite(c, no, crc) < 0)
+			fsck_operr(c, -EIO, "cannot rewrite a small file's data block");
 		return;
 	}
 	if (ffs_mb_get(fs, no, type, &mb) < 0) {
@@ -64,6 +100,7 @@ static const char *pool_name(uint8_t t, uint32_t *type)
 		[POOL_XATTR] = { FFS_B_XATTR, "extended attributes" },
 		[POOL_SYMLINK] = { FFS_B_SYMLINK, "symbolic link target" },
 		[POOL_XVALUE] = { FFS_B_XVALUE, "extended attribute value" },
+		[POOL_SDATA] = { FFS_B_SDATA, "small-file data" },
 	};
 
 	*type = k[t].type;
@@ -84,6 +121,8 @@ static void metadata_copies(struct fsck *c)
 		{ "inode bitmap", FFS_B_BITMAP, ff_le64(sb->ibitmap_start), ff_le64(sb->ibitmap_blocks) },
 		{ "stripe bitmap", FFS_B_BITMAP, ff_le64(sb->sbitmap_start), ff_le64(sb->sbitmap_blocks) },
 		{ "checksum table", FFS_B_CSUM, ff_le64(sb->csum_start), ff_le64(sb->csum_blocks) },
+		{ "small-data checksum table", FFS_B_PCSUM, ff_le64(sb->pcsum_start),
+		  ff_le64(sb->pcsum_blocks) }, /* none before version 3 */
 		{ "pool bitmap", FFS_B_BITMAP, ff_le64(sb->mbitmap_start), ff_le64(sb->mbitmap_blocks) },
 	};
 

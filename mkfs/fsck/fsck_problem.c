@@ -69,6 +69,24 @@ const struct problem_def fsck_problems[PR_COUNT] = {
 	P(PR_2_VERSION, 0x210, SEV_MINOR,
 	  "The volume keeps xattr values in value blocks but says version {num}, should be {num2}",
 	  "Fix it"),
+	P(PR_2_SMALL_TREE, 0x211, SEV_MAJOR,
+	  "Inode {ino} is marked as a small file ({num} data blocks) and as mapped by a B+tree "
+	  "(root {blk})", "Drop the small-file blocks and keep the B+tree"),
+	P(PR_2_SMALL_BLOCK, 0x212, SEV_MAJOR,
+	  "Small file {ino} ({num3} bytes): data block {num} (metadata block {blk}) {str}; the "
+	  "blocks before it hold {num2} bytes", "Truncate the file to them"),
+	P(PR_2_SMALL_COUNT, 0x213, SEV_MAJOR,
+	  "Small file {ino} ({num3} bytes) lists {num} data blocks, more than the {num2} a small "
+	  "file holds on this volume", "Truncate the file to that many"),
+	P(PR_2_PCSUM_OWNER, 0x214, SEV_MAJOR,
+	  "The small-data checksum entry of metadata block {blk} names inode {num}, but small file "
+	  "{ino} holds the block and its data matches the entry's checksum", "Fix the entry"),
+	P(PR_2_PCSUM_BLOCK, 0x215, SEV_MAJOR,
+	  "Small-data checksum table block {blk} has no readable copy",
+	  "Rebuild it from the small files and their data"),
+	P(PR_2_PCSUM_STRAY, 0x216, SEV_MINOR,
+	  "The small-data checksum table names an owner for {num} block(s) no small file holds "
+	  "(metadata block {blk}: inode {num2})", "Clear those entries"),
 	P(PR_3_ROOT_BAD, 0x301, SEV_MAJOR, "The root inode {str}", "Recreate the root directory"),
 	P(PR_3_ENTRY_BAD, 0x302, SEV_MAJOR, "Directory {ino} has a malformed entry at position {num}",
 	  "Remove it"),

@@ -269,8 +269,9 @@ static uint64_t array_ctime(struct ffs *fs)
 /*
  * Is the layout in sb the one on disk?  The regions mkfs writes whole are
  * probed at both ends — the inode bitmap (its first block has inodes 0 and
- * the root taken), the stripe bitmap, the checksum table, the pool bitmap
- * — with the first inode-table block (the root directory, made at mkfs,
+ * the root taken), the stripe bitmap, the checksum table, the small-data
+ * checksum table (version 3 only), the pool bitmap — with the first
+ * inode-table block (the root directory, made at mkfs,
  * never before the array was created) and the blocks just outside: the
  * last inode-table block and the first pool block are no bitmap or
  * checksum block.  A probe that no copy of passes its checksum proves
@@ -293,14 +294,17 @@ static bool layout_found(struct ffs *fs, const struct ffs_super *sb, uint64_t ct
 		{ ff_le64(sb->csum_start) + ff_le64(sb->csum_blocks) - 1, FFS_B_CSUM },
 		{ ff_le64(sb->mbitmap_start), FFS_B_BITMAP },
 		{ ff_le64(sb->mbitmap_start) + ff_le64(sb->mbitmap_blocks) - 1, FFS_B_BITMAP },
+		{ ff_le64(sb->pcsum_start), FFS_B_PCSUM }, /* the last two: version 3 only */
+		{ ff_le64(sb->pcsum_start) + ff_le64(sb->pcsum_blocks) - 1, FFS_B_PCSUM },
 	};
 	uint64_t outside[] = { ff_le64(sb->ibitmap_start) - 1, ff_le64(sb->pool_start) };
+	unsigned nprobes = FF_ARRAY_SIZE(p) - (sb->pcsum_blocks ? 0 : 2);
 	uint8_t *buf = ff_alloc_aligned(FFS_BLOCK);
 	unsigned distinct = 0, confirmed = 0;
 	bool ok = buf != NULL, root = false, ibits = false;
 
 	*mkfs_s = 0;
-	for (unsigned i = 0; i < FF_ARRAY_SIZE(p) && ok; i++) {
+	for (unsigned i = 0; i < nprobes && ok; i++) {
 		bool seen = false;
 		uint32_t t;
 
@@ -333,7 +337,8 @@ static bool layout_found(struct ffs *fs, const struct ffs_super *sb, uint64_t ct
 	for (unsigned i = 0; i < FF_ARRAY_SIZE(outside) && ok; i++) {
 		uint32_t t = type_at(fs, outside[i], buf);
 
-		ok = t != FFS_B_BITMAP && t != FFS_B_CSUM && (i == 0 || t != FFS_B_ITABLE);
+		ok = t != FFS_B_BITMAP && t != FFS_B_CSUM && t != FFS_B_PCSUM &&
+		     (i == 0 || t != FFS_B_ITABLE);
 	}
 	free(buf);
 	/* everything but one probe confirmed, and the root or the inode bitmap's head seen */

@@ -7,8 +7,9 @@
  * Most damage is written through the library itself (consistent blocks
  * with inconsistent contents, committed through the journal as any change
  * is); checksum damage is written raw, to every mirror copy of a block or,
- * straight to one member, to one copy or one data chunk.  Paths name files
- * of the corpus tree.
+ * straight to one member, to one copy or one data chunk (garbage, or a few
+ * bytes flipped).  Paths name files of the corpus tree; I is the index of a
+ * block in a small file's list.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -28,6 +29,7 @@ struct tool {
 	uint64_t member_off[FF_MEMBERS_MAX];
 	unsigned nraw;
 	bool raw_zero;           /* zeros instead of garbage */
+	bool raw_flip;           /* a few bytes flipped instead of garbage */
 };
 
 static void die(const char *what, int rc)
@@ -128,8 +130,8 @@ static uint64_t first_stripe(struct tool *t, const char *path)
 {
 	struct finode *fi = inode(t, path);
 
-	if (ff_le32(fi->d.flags) & FFS_I_BTREE || !fi->d.nextents)
-		die("not a small mapped file", -EINVAL);
+	if (ff_le32(fi->d.flags) & (FFS_I_BTREE | FFS_I_SMALL) || !fi->d.nextents)
+		die("not a file with an inline extent map", -EINVAL);
 	return ff_le64(fi->d.u.extents[0].pstripe);
 }
 
@@ -180,19 +182,25 @@ static void raw_data_chunk(struct tool *t, uint64_t p, unsigned chunk)
 	t->member_off[t->nraw++] = g->data_offset + p * g->chunk_bytes;
 }
 
-/* After close: garbage straight onto the member (4 KiB at each offset). */
+/* After close: garbage straight onto the member (4 KiB at each offset), or
+ * in each 4 KiB there a few bytes flipped, other bytes at each offset. */
 static void raw_apply(struct tool *t)
 {
 	uint8_t buf[FFS_BLOCK];
 
 	for (unsigned i = 0; i < t->nraw; i++) {
-		int fd = open(t->member[i], O_WRONLY);
+		off_t off = (off_t)t->member_off[i];
+		int fd = open(t->member[i], O_RDWR);
 
 		if (t->raw_zero)
 			memset(buf, 0, sizeof(buf));
-		else
+		else if (!t->raw_flip)
 			garbage(buf, sizeof(buf), 77 + i);
-		if (fd < 0 || pwrite(fd, buf, sizeof(buf), (off_t)t->member_off[i]) != (ssize_t)sizeof(buf))
+		else if (fd < 0 || pread(fd, buf, sizeof(buf), off) != (ssize_t)sizeof(buf))
+			die(t->member[i], errno);
+		for (unsigned k = 0; t->raw_flip && k < 3; k++)
+			buf[(100 + 37 * i + 1000 * k) % sizeof(buf)] ^= 0xa5;
+		if (fd < 0 || pwrite(fd, buf, sizeof(buf), off) != (ssize_t)sizeof(buf))
 			die(t->member[i], errno);
 		close(fd);
 	}
@@ -497,6 +505,147 @@ static uint64_t num(const char *s)
 	return strtoull(s, NULL, 0);
 }
 
+/* ---- small files (format version 3) and their checksum table ------------------ */
+
+static uint64_t pool_start(struct tool *t)
+{
+	return ff_le64(ffs_tools_super(t->fs)->pool_start);
+}
+
+/* Small file path, with at least i + 1 blocks. */
+static struct finode *small_file(struct tool *t, const char *path, uint64_t i)
+{
+	struct finode *fi = inode(t, path);
+
+	if (!(ff_le32(fi->d.flags) & FFS_I_SMALL) || i >= ff_le32(fi->d.u.small.count))
+		die("not a small file with that many blocks", -EINVAL);
+	return fi;
+}
+
+/* The metadata block that holds block I of small file PATH's data. */
+static uint64_t small_block(struct tool *t, const char *path, const char *i)
+{
+	struct finode *fi = small_file(t, path, num(i));
+
+	return pool_start(t) + ff_le32(fi->d.u.small.block[num(i)]);
+}
+
+/* small-dup A B I: block I of small file B is block 0 of small file A. */
+static void do_small_dup(struct tool *t, char **arg)
+{
+	struct finode *fi = small_file(t, arg[1], num(arg[2]));
+
+	fi->d.u.small.block[num(arg[2])] = small_file(t, arg[0], 0)->d.u.small.block[0];
+	commit(t, fi);
+}
+
+/* small-range PATH I: block I lies past the end of the pool. */
+static void do_small_range(struct tool *t, char **arg)
+{
+	struct finode *fi = small_file(t, arg[0], num(arg[1]));
+	uint64_t past = ff_le64(ffs_tools_super(t->fs)->pool_blocks) + 5;
+
+	fi->d.u.small.block[num(arg[1])] = ff_cpu_to_le32((uint32_t)past);
+	commit(t, fi);
+}
+
+/* small-tree PATH I DIR: block I is the root node of directory DIR's tree. */
+static void do_small_tree(struct tool *t, char **arg)
+{
+	struct finode *fi = small_file(t, arg[0], num(arg[1]));
+	uint64_t root = ff_le64(inode(t, arg[2])->d.root);
+
+	if (!root)
+		die("the directory has no tree", -EINVAL);
+	fi->d.u.small.block[num(arg[1])] = ff_cpu_to_le32((uint32_t)(root - pool_start(t)));
+	commit(t, fi);
+}
+
+/* small-flag PATH: the small-file flag on anything (a directory). */
+static void do_small_flag(struct tool *t, char **arg)
+{
+	struct finode *fi = inode(t, arg[0]);
+
+	fi->d.flags = ff_cpu_to_le32(ff_le32(fi->d.flags) | FFS_I_SMALL);
+	commit(t, fi);
+}
+
+/* unlinked DIR NAME: the entry goes and the file's link count with it, but
+ * the file is not put on the orphan list. */
+static void do_unlinked(struct tool *t, char **arg)
+{
+	struct finode *dir = inode(t, arg[0]), *fi;
+	uint64_t ino;
+	uint8_t type;
+	int rc = ffs_dir_lookup(t->fs, dir, arg[1], &ino, &type);
+
+	if (rc == 0)
+		rc = ffs_iget(t->fs, ino, &fi);
+	if (rc == 0)
+		rc = ffs_dir_remove(t->fs, dir, arg[1]);
+	if (rc < 0)
+		die(arg[1], rc);
+	ffs_tools_ikeep(t->fs, fi);
+	fi->d.nlink = 0;
+	commit(t, fi);
+}
+
+/* pcsum-owner PATH I: the checksum entry of block I names the next inode,
+ * its checksum left as it is. */
+static void do_pcsum_owner(struct tool *t, char **arg)
+{
+	uint64_t no = small_block(t, arg[0], arg[1]);
+	uint32_t ino, crc;
+	int rc = ffs_pcsum_get(t->fs, no, &ino, &crc);
+
+	if (rc == 0)
+		rc = ffs_pcsum_set(t->fs, no, ino + 1, crc);
+	if (rc < 0)
+		die("pcsum", rc);
+	commit(t, NULL);
+}
+
+/* pcsum-stray PATH: the entry of the last pool block, which is free, names
+ * PATH's inode. */
+static void do_pcsum_stray(struct tool *t, char **arg)
+{
+	uint64_t last = ff_le64(ffs_tools_super(t->fs)->pool_blocks) - 1;
+	int rc;
+
+	if (ffs_tools_bit(t->fs, FFS_TOOLS_POOL, last))
+		die("the last pool block is in use", -EBUSY);
+	rc = ffs_pcsum_set(t->fs, pool_start(t) + last, (uint32_t)lookup(t, arg[0]), 0x12345678);
+	if (rc < 0)
+		die("pcsum", rc);
+	commit(t, NULL);
+}
+
+/* pcsum-bad PATH: garbage over every copy of the table block with the entry
+ * of PATH's first block. */
+static void do_pcsum_bad(struct tool *t, char **arg)
+{
+	uint64_t i = small_block(t, arg[0], "0") - pool_start(t);
+
+	raw_all(t, ff_le64(ffs_tools_super(t->fs)->pcsum_start) + i / FFS_PCSUM_PER_BLOCK, 4);
+}
+
+/* sdata-copy PATH I: bytes flipped in one mirror copy of block I. */
+static void do_sdata_copy(struct tool *t, char **arg)
+{
+	raw_one_copy(t, small_block(t, arg[0], arg[1]), 1);
+	t->raw_flip = true;
+}
+
+/* sdata-lost PATH I: bytes flipped in every copy of block I, other bytes in each. */
+static void do_sdata_lost(struct tool *t, char **arg)
+{
+	uint64_t no = small_block(t, arg[0], arg[1]);
+
+	for (unsigned k = 0; k < ffs_tools_geom(t->fs)->meta_copies; k++)
+		raw_one_copy(t, no, k);
+	t->raw_flip = true;
+}
+
 static void do_ibit_clear(struct tool *t, char **arg)
 {
 	int rc = ffs_free_inode_bit(t->fs, lookup(t, arg[0]));
@@ -576,6 +725,7 @@ static void do_dup_stripe(struct tool *t, char **arg)
 {
 	struct finode *fi = inode(t, arg[1]);
 
+	first_stripe(t, arg[1]); /* it has one: a small file has no extents */
 	fi->d.u.extents[0].pstripe = ff_cpu_to_le64(first_stripe(t, arg[0]));
 	commit(t, fi);
 }
@@ -711,6 +861,11 @@ static const struct action {
 	{ "sb-geometry", 0, do_nothing },         { "xvalue-bad", 1, do_xvalue_bad },
 	{ "journal-pending-no-super", 1, do_journal_pending },
 	{ "scrub-nonsense", 0, do_scrub_nonsense },
+	{ "small-dup", 3, do_small_dup },         { "small-range", 2, do_small_range },
+	{ "small-tree", 3, do_small_tree },       { "small-flag", 1, do_small_flag },
+	{ "pcsum-owner", 2, do_pcsum_owner },     { "pcsum-stray", 1, do_pcsum_stray },
+	{ "pcsum-bad", 1, do_pcsum_bad },         { "sdata-copy", 2, do_sdata_copy },
+	{ "sdata-lost", 2, do_sdata_lost },       { "unlinked", 2, do_unlinked },
 };
 
 static bool act(struct tool *t, const char *a, char **arg, unsigned nargs)

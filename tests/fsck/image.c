@@ -19,7 +19,10 @@
  *   /a/f1        1.5 stripes, xattr user.tag
  *   /a/f2        3 stripes; with FFSCK_IMAGE_XVALUE set, a 64 KiB xattr
  *                user.stream too (a chain of value blocks, format version 2)
- *   /b/c/f3      100 bytes
+ *   /a/s1        20000 bytes: a small file (format version 3: five pool blocks)
+ *   /a/s2        5000 bytes written, then extended to 100000 by truncate: a
+ *                small file longer than its two blocks (and than small_max)
+ *   /b/c/f3      100 bytes (a small file: one pool block)
  *   /big         8 one-stripe extents with holes between (a B+tree map)
  *   /link        hard link to /a/f1
  *   /sym         short symlink; /longsym a 300-byte one (its own block)
@@ -81,7 +84,7 @@ static int write_file(struct ffs *fs, uint64_t parent, const char *name, uint64_
 
 static int build_tree(struct ffs *fs)
 {
-	uint64_t stripe = 3ull * CHUNK, f1, f2, fh;
+	uint64_t stripe = 3ull * CHUNK, f1, f2, s2, fh;
 	struct stat a, b, c, st;
 	char longt[301], name[32];
 	int rc = ffs_mkdir(fs, 1, "a", 0755, 0, 0, &a);
@@ -96,6 +99,13 @@ static int build_tree(struct ffs *fs)
 
 		pattern(v, sizeof(v), 0, 5);
 		rc = ffs_setxattr(fs, f2, "user.stream", v, sizeof(v), 0);
+	}
+	if (rc == 0) rc = write_file(fs, a.st_ino, "s1", 20000, 0, 6, NULL);
+	if (rc == 0) rc = write_file(fs, a.st_ino, "s2", 5000, 0, 7, &s2);
+	if (rc == 0) {
+		struct stat to = { .st_size = 100000 };
+
+		rc = ffs_setattr(fs, s2, &to, FFS_SET_SIZE, &st);
 	}
 	if (rc == 0) rc = write_file(fs, c.st_ino, "f3", 100, 0, 3, NULL);
 	if (rc == 0) rc = write_file(fs, 1, "big", stripe * 15, stripe * 2, 4, NULL);
@@ -260,6 +270,25 @@ static int exercise(struct ffs *fs)
 	return rc;
 }
 
+/* 100 bytes into file dir/name at off. */
+static int write_at(struct ffs *fs, uint64_t dir, const char *name, uint64_t off)
+{
+	uint8_t buf[100];
+	struct stat st;
+	uint64_t fh;
+	ssize_t w;
+	int rc = ffs_lookup(fs, dir, name, &st);
+
+	if (rc == 0)
+		rc = ffs_open(fs, st.st_ino, O_RDWR, &fh);
+	if (rc < 0)
+		return rc;
+	pattern(buf, sizeof(buf), off, 9);
+	w = ffs_write(fs, fh, buf, sizeof(buf), off);
+	rc = ffs_release(fs, fh);
+	return w < 0 ? (int)w : w != sizeof(buf) ? -EIO : rc;
+}
+
 /* Change what is there: each step may find its file gone (a repair moved
  * it to /lost+found), never anything worse. */
 static int change_existing(struct ffs *fs)
@@ -274,6 +303,11 @@ static int change_existing(struct ffs *fs)
 	if (rc == 0 && (rc = ffs_lookup(fs, a.st_ino, "f2", &st)) == 0 &&
 	    (rc = ffs_open(fs, st.st_ino, O_RDWR | O_TRUNC, &fh)) == 0)
 		rc = ffs_release(fs, fh);
+	/* a small file stays small (more pool blocks), another grows into stripes */
+	if (rc == 0)
+		rc = write_at(fs, a.st_ino, "s1", 30000);
+	if (rc == 0)
+		rc = write_at(fs, a.st_ino, "s2", 3ull * CHUNK * 2);
 	if (rc == 0 && (rc = ffs_lookup(fs, 1, "many", &st)) == 0 &&
 	    (rc = ffs_unlink(fs, st.st_ino, "frame_00007.dpx")) == 0)
 		rc = ffs_rename(fs, st.st_ino, "frame_00008.dpx", 1, "moved", 0);
@@ -329,9 +363,10 @@ static int differs(const char *what, const char *how)
 }
 
 /* File path (one level below dir) has len bytes: pattern pieces of `piece`
- * bytes every `stride` (0: contiguous), zeros between. */
+ * bytes every `stride` (0: contiguous), zeros between, and zeros from
+ * `written` on. */
 static int check_file(struct ffs *fs, uint64_t dir, const char *name, const char *path,
-		      uint64_t len, uint64_t stride, unsigned seed, uint64_t *ino)
+		      uint64_t len, uint64_t written, uint64_t stride, unsigned seed, uint64_t *ino)
 {
 	uint64_t piece = 3ull * CHUNK, fh;
 	uint8_t *got = malloc(piece), *want = malloc(piece);
@@ -349,6 +384,11 @@ static int check_file(struct ffs *fs, uint64_t dir, const char *name, const char
 				pattern(want, n, off, seed);
 			else
 				memset(want, 0, n);
+			if (off + n > written) { /* zeros from written on */
+				uint64_t z = FF_MAX(written, off);
+
+				memset(want + (z - off), 0, off + n - z);
+			}
 			if (r != (ssize_t)n || memcmp(got, want, n) != 0)
 				rc = differs(path, r < 0 ? strerror((int)-r) : "bytes differ");
 		}
@@ -373,10 +413,12 @@ static int data_tree(struct ffs *fs)
 	if (ffs_lookup(fs, 1, "a", &a) < 0 || ffs_lookup(fs, 1, "b", &b) < 0 ||
 	    ffs_lookup(fs, b.st_ino, "c", &c) < 0 || !S_ISDIR(a.st_mode) || !S_ISDIR(c.st_mode))
 		return differs("/a, /b/c", "missing or not directories");
-	if ((rc = check_file(fs, a.st_ino, "f1", "/a/f1", stripe * 3 / 2, 0, 1, &f1)) ||
-	    (rc = check_file(fs, a.st_ino, "f2", "/a/f2", stripe * 3, 0, 2, &f2)) ||
-	    (rc = check_file(fs, c.st_ino, "f3", "/b/c/f3", 100, 0, 3, NULL)) ||
-	    (rc = check_file(fs, 1, "big", "/big", stripe * 15, stripe * 2, 4, NULL)))
+	if ((rc = check_file(fs, a.st_ino, "f1", "/a/f1", stripe * 3 / 2, UINT64_MAX, 0, 1, &f1)) ||
+	    (rc = check_file(fs, a.st_ino, "f2", "/a/f2", stripe * 3, UINT64_MAX, 0, 2, &f2)) ||
+	    (rc = check_file(fs, a.st_ino, "s1", "/a/s1", 20000, UINT64_MAX, 0, 6, NULL)) ||
+	    (rc = check_file(fs, a.st_ino, "s2", "/a/s2", 100000, 5000, 0, 7, NULL)) ||
+	    (rc = check_file(fs, c.st_ino, "f3", "/b/c/f3", 100, UINT64_MAX, 0, 3, NULL)) ||
+	    (rc = check_file(fs, 1, "big", "/big", stripe * 15, UINT64_MAX, stripe * 2, 4, NULL)))
 		return rc;
 	rc = ffs_getxattr(fs, f1, "user.tag", buf, sizeof(buf));
 	if (rc != 3 || memcmp(buf, "one", 3))

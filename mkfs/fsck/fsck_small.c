@@ -261,6 +261,8 @@ static const char *block_problem(struct fsck *c, uint64_t ino, const struct ffs_
 		return "lies outside the metadata pool";
 	if (listed_before(d, i, idx))
 		return "is listed twice";
+	if (!c->pool_owner[idx]) /* its keeper was truncated before it, letting it go */
+		return "is also listed by another small file";
 	if (!holds(c, ino, idx)) {
 		snprintf(buf, len, "is %s inode %u",
 			 c->pool_type[idx] == POOL_SDATA ? "the data of" : "a metadata block of",

@@ -23,6 +23,10 @@
  * passes its checksum and the checker must read the fields), several of
  * those at once, a member superblock changed and resealed, truncated
  * members, a member of another array, and files of random bytes as members.
+ * The blocks in use include the small files' data blocks (format version 3:
+ * the corpus tree has three small files), which have no header to reseal:
+ * changed, they fail the checksum their entry in the small-data checksum
+ * table gives (whose blocks are damaged like any other).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -53,6 +57,7 @@ static const char *fsck_bin, *mkfs_bin, *image_bin;
 struct mblock {
 	uint64_t no;
 	uint32_t type;
+	uint32_t crc;         /* FFS_B_SDATA: what its pcsum entry says */
 };
 
 /* What the clean volume looks like: the metadata blocks in use, and where
@@ -293,34 +298,45 @@ static void build_volume(const char *set)
 		die("cannot build the %s volume", set);
 }
 
-static void add_block(uint64_t no, uint32_t type)
+static void add_block(uint64_t no, uint32_t type, uint32_t crc)
 {
 	base.blocks = realloc(base.blocks, (base.n + 1) * sizeof(*base.blocks));
 	if (!base.blocks)
 		die("%s", "out of memory");
-	base.blocks[base.n++] = (struct mblock){ no, type };
+	base.blocks[base.n++] = (struct mblock){ no, type, crc };
 }
 
 static void add_region(uint64_t start, uint64_t count, uint32_t type)
 {
 	for (uint64_t i = 0; i < count; i++)
-		add_block(start + i, type);
+		add_block(start + i, type, 0);
 }
 
-/* Pool blocks in use, each with the type it verifies as. */
-static void add_pool(struct ffs *fs, void *buf)
+/* Pool blocks in use, each with the type it verifies as: a header, or a
+ * small file's data that matches its pcsum entry.  How many of the latter. */
+static unsigned add_pool(struct ffs *fs, void *buf)
 {
 	static const uint32_t types[] = { FFS_B_BTREE, FFS_B_XATTR, FFS_B_SYMLINK, FFS_B_XVALUE };
+	unsigned small = 0;
 
 	for (uint64_t b = 0; b < base.pool_blocks; b++) {
+		uint64_t no = base.pool_start + b;
+		uint32_t ino, crc;
+		unsigned t = 0;
+
 		if (!ffs_tools_bit(fs, FFS_TOOLS_POOL, b))
 			continue;
-		for (unsigned t = 0; t < FF_ARRAY_SIZE(types); t++)
-			if (ffs_meta_read_check(fs, base.pool_start + b, types[t], buf, true) == 0) {
-				add_block(base.pool_start + b, types[t]);
-				break;
-			}
+		while (t < FF_ARRAY_SIZE(types) && ffs_meta_read_check(fs, no, types[t], buf, true) < 0)
+			t++;
+		if (t < FF_ARRAY_SIZE(types)) {
+			add_block(no, types[t], 0);
+		} else if (ffs_pcsum_get(fs, no, &ino, &crc) == 0 && ino &&
+			   ffs_meta_read_sdata(fs, no, crc, buf) == 0) {
+			add_block(no, FFS_B_SDATA, crc);
+			small++;
+		}
 	}
+	return small;
 }
 
 static void learn_base(void)
@@ -351,14 +367,16 @@ static void learn_base(void)
 	base.pool_start = ff_le64(sb->pool_start);
 	base.pool_blocks = ff_le64(sb->pool_blocks);
 	for (unsigned i = 0; i < FFS_SB_COPIES; i++)
-		add_block(ffs_sb_block[i], FFS_B_SUPER);
-	add_block(FFS_ORPHAN_BLOCK, FFS_B_ORPHAN);
+		add_block(ffs_sb_block[i], FFS_B_SUPER, 0);
+	add_block(FFS_ORPHAN_BLOCK, FFS_B_ORPHAN, 0);
 	add_region(ff_le64(sb->itable_start), ff_le64(sb->itable_hwm), FFS_B_ITABLE);
 	add_region(ff_le64(sb->ibitmap_start), ff_le64(sb->ibitmap_blocks), FFS_B_BITMAP);
 	add_region(ff_le64(sb->sbitmap_start), ff_le64(sb->sbitmap_blocks), FFS_B_BITMAP);
 	add_region(ff_le64(sb->mbitmap_start), ff_le64(sb->mbitmap_blocks), FFS_B_BITMAP);
 	add_region(ff_le64(sb->csum_start), ff_le64(sb->csum_blocks), FFS_B_CSUM);
-	add_pool(fs, sb);
+	add_region(ff_le64(sb->pcsum_start), ff_le64(sb->pcsum_blocks), FFS_B_PCSUM);
+	if (!add_pool(fs, sb))
+		die("%s", "the clean volume has no small files (format version 3)");
 	free(sb);
 	ffs_check_close(fs);
 }
@@ -374,6 +392,13 @@ static void copy_at(uint64_t no, unsigned k, unsigned *role, uint64_t *off)
 	*off = g->meta_offset + idx / g->nmembers * FF_META_CHUNK + no * FFS_BLOCK % FF_META_CHUNK;
 }
 
+static bool block_good(const struct mblock *b, const void *buf)
+{
+	if (b->type == FFS_B_SDATA)
+		return ffs_sdata_crc(b->no, buf) == b->crc;
+	return ffs_block_check(buf, b->type, b->no) == 0;
+}
+
 static void check_mapping(void)
 {
 	uint8_t *buf = ff_alloc_aligned(FFS_BLOCK);
@@ -386,8 +411,7 @@ static void check_mapping(void)
 
 			copy_at(base.blocks[i].no, k, &role, &off);
 			path(p, "b", role);
-			if (!pread_at(p, buf, FFS_BLOCK, off) ||
-			    ffs_block_check(buf, base.blocks[i].type, base.blocks[i].no) != 0)
+			if (!pread_at(p, buf, FFS_BLOCK, off) || !block_good(&base.blocks[i], buf))
 				die("the META mirror layout is not what this test assumes (%s)", p);
 		}
 	free(buf);
@@ -471,7 +495,7 @@ static void mutate(struct rng *r, uint8_t *buf, size_t lo, size_t len)
 /* Where in a block of this type the fields that steer readers are. */
 static void field_span(struct rng *r, uint32_t type, const uint8_t *buf, size_t *lo, size_t *hi)
 {
-	size_t h = sizeof(struct ffs_bhdr);
+	size_t h = type == FFS_B_SDATA ? 0 : sizeof(struct ffs_bhdr);
 
 	*lo = h;
 	*hi = FFS_BLOCK;
@@ -523,7 +547,8 @@ static const struct mblock *pick(struct rng *r)
 }
 
 /* Fields of a block in use changed, the block sealed again: it passes its
- * checksum, so whatever reads it must check what it says. */
+ * checksum, so whatever reads it must check what it says.  A small file's
+ * data has no header: changed anywhere, it fails its pcsum entry's crc. */
 static void reseal_block(struct rng *r, struct fcase *fc)
 {
 	const struct mblock *b = pick(r);
@@ -540,7 +565,8 @@ static void reseal_block(struct rng *r, struct fcase *fc)
 		leaf_slot(r, buf);
 	else
 		mutate(r, buf, lo, hi);
-	ffs_block_seal(buf, b->type, b->no);
+	if (b->type != FFS_B_SDATA)
+		ffs_block_seal(buf, b->type, b->no);
 	write_copies(fc, b->no, buf, 0, FFS_BLOCK, UINT32_MAX);
 	free(buf);
 }

@@ -352,11 +352,13 @@ static bool try_layout(struct ffs *fs, struct ffs_super *sb, uint64_t itable_blo
 	struct ff_err err;
 
 	/* this version's layout with the default threshold, then the one
-	 * older versions had (no small-data table) */
+	 * older versions had (no small-data table), as version 1: the version
+	 * every binary since reads, which fsck raises to 2 when it meets a
+	 * value chain (a version 2 volume without one is a version 1 volume) */
 	for (unsigned v = 0; v < 2; v++) {
 		memset(sb, 0, sizeof(*sb));
 		if (ffs_layout(sb, fs->g, itable_blocks * FFS_INODES_PER_BLOCK, journal_blocks,
-			       v ? FFS_VERSION_XVALUE : FFS_VERSION, FFS_SMALL_DEFAULT, &err) == 0 &&
+			       v ? FFS_VERSION_MIN : FFS_VERSION, FFS_SMALL_DEFAULT, &err) == 0 &&
 		    ff_le64(sb->journal_blocks) >= 64 && layout_found(fs, sb, ctime_s, mkfs_s))
 			return true;
 	}

@@ -398,10 +398,11 @@ for f in "${MFILES[@]}"; do
 	l=$(losetup --direct-io=on -f --show "$f" 2>"$ERRF") ||
 		die "losetup $f: $(tail -n1 "$ERRF")"
 	LOOPS+=("$l")
-	# No discards: on a tmpfs (or any) backing file they punch holes, undoing the pre-touch
-	# (mkfs.btrfs and btrfs' discard=async would).
-	echo 0 >"/sys/block/${l#/dev/}/queue/discard_max_bytes" 2>/dev/null ||
-		warn "cannot switch off discards on $l; holes are re-touched before each row"
+	# No discards: on a tmpfs (or any) backing file they punch holes, undoing the pre-touch.
+	# Each mkfs is told (-K) and btrfs mounts nodiscard; the loop device is left as it is:
+	# 0 written to its discard_max_bytes stays until a reboot (the kernel refuses any other
+	# value once the granularity is gone), and later users of the device (mkfs's own
+	# discard, its tests) find discard switched off.
 done
 
 touch_members() { # FILE...: fill holes (pages never written, or punched), so that first
@@ -700,7 +701,7 @@ row_framefs() { # LEVEL N DEGRADED(0|1) RUN [KEY [OPTIONS]]: KEY (ffLEVEL) names
 	for i in $(seq 0 $((n - 1))); do members+=("$(ff_member "$i")"); done
 	touch_members "${MFILES[@]:0:$n}"
 	read -r -a mkfs_opts <<<"$FRAMEFS_MKFS_OPTS"
-	run "$MKFS_FRAMEFS" -l "$lvl" "${mkfs_opts[@]}" -L framebench -f "${members[@]}" || {
+	run "$MKFS_FRAMEFS" -l "$lvl" -K "${mkfs_opts[@]}" -L framebench -f "${members[@]}" || {
 		ff_fail "mkfs.framefs -l $lvl on $n members failed: $(lasterr)"; return 0; }
 	FF_MOUNT_HWM=0
 	ff_mount "$n" -1 "$more" || { ff_fail "RAID$lvl${more:+ ($more)} mount failed"; return 0; }

@@ -119,8 +119,9 @@ one() { # LEVEL MEMBERS BACKING: one framefs-raidbench run; records its RESULT
 			l=$(losetup --direct-io=on -f --show "$T/loop$i.img" 2>"$ERRF") ||
 				die "losetup: $(tail -n1 "$ERRF")"
 			LOOPS+=("$l")
-			# no discards: on tmpfs they punch holes (raidbench pre-touches the members)
-			echo 0 >"/sys/block/${l#/dev/}/queue/discard_max_bytes" 2>/dev/null || true
+			# discards would punch the tmpfs files, but nothing here sends one (md's
+			# create does not; raidbench writes): the device's discard setting is left
+			# alone, since 0 written there stays until a reboot (bench/frames.sh)
 			devs+="${devs:+,}$l"
 		done
 		args+=(--use "$devs")

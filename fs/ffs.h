@@ -114,7 +114,9 @@ struct ffs_mkfs_params {
  * the mirrored pool (fs/small.c says why).  FFS_SMALL_OFF turns the class
  * off.  The metadata area grows to hold the pool they need: 2.5 KiB for
  * each inode asked for with -N (half of them 4 KiB sidecars, and room for
- * an .xml every hundred), or by default 1/512 of the data capacity.
+ * an .xml every hundred), or by default 1/512 of the data capacity; the
+ * room takes at most a third of each member (small files past it take
+ * stripes).
  */
 #define FFS_SMALL_DEFAULT (64u * 1024u)
 #define FFS_SMALL_OFF UINT32_MAX

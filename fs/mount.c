@@ -119,10 +119,40 @@ static int mkfs_write(struct ff_raid *r, struct ffs_super *sb, bool quiet)
  * table for -N, and room in the pool for the small-data class (ffs.h).
  * 0 keeps the default.
  */
+/* Blocks of META that ffs_layout lays out with `small` bytes of small-file
+ * room in the pool (ffs_mkfs_params, geometry g). */
+static uint64_t meta_blocks_for(const struct ffs_mkfs_params *p, const struct ff_geom *g,
+				uint64_t small)
+{
+	/* the pool: the small data, the default area's quarter for trees and
+	 * xattrs, and the sixteenth of the pool small data leaves to them
+	 * (small.c pool_reserve), on top */
+	uint64_t pool = (small / FFS_BLOCK + g->meta_bytes / FFS_BLOCK / 4) * 16 / 15;
+	/* what ffs_layout places around it */
+	uint64_t blocks = FF_DIV_ROUND_UP(p->ninodes, FFS_INODES_PER_BLOCK) +
+			  FF_DIV_ROUND_UP(p->ninodes, FFS_BITS_PER_BLOCK) +
+			  FF_DIV_ROUND_UP(g->nstripes, FFS_BITS_PER_BLOCK) +
+			  FF_DIV_ROUND_UP(g->nstripes, (FFS_BLOCK - 16) / (8 + 4 * g->ndata)) +
+			  pool + FF_DIV_ROUND_UP(pool, FFS_PCSUM_PER_BLOCK) +
+			  FF_DIV_ROUND_UP(pool, FFS_BITS_PER_BLOCK) + FFS_JOURNAL_START;
+
+	/* and the journal: ffs_layout's default is a sixteenth of the area it
+	 * lays out, between 1024 and 65536 blocks */
+	if (p->journal_blocks)
+		return blocks + p->journal_blocks;
+	return blocks + FF_MIN(FF_MAX(blocks / 15, 1024ull), 65536ull);
+}
+
+static uint64_t member_share(const struct ff_geom *g, uint64_t blocks)
+{
+	return FF_ROUND_UP(FF_DIV_ROUND_UP(blocks * FFS_BLOCK * g->meta_copies, g->nmembers),
+			   FF_META_CHUNK);
+}
+
 static int meta_member_bytes(const char *const *paths, unsigned n, const struct ffs_mkfs_params *p,
 			     uint32_t small_max, uint64_t *out, struct ff_err *err)
 {
-	uint64_t smallest = UINT64_MAX, blocks, want, small, pool;
+	uint64_t smallest = UINT64_MAX, want, small, bare;
 	struct ff_geom g;
 	int rc;
 
@@ -141,25 +171,11 @@ static int meta_member_bytes(const char *const *paths, unsigned n, const struct 
 		return 0; /* the same: ff_raid_create says what is wrong */
 	small = !small_max ? 0 : p->ninodes ? p->ninodes * FFS_SMALL_PER_INODE
 					    : g.data_bytes / FFS_SMALL_DEFAULT_SHARE;
-	/* The pool: the small data, the default area's quarter for trees and
-	 * xattrs, and the sixteenth of the pool small data leaves to them
-	 * (small.c pool_reserve), on top. */
-	pool = (small / FFS_BLOCK + g.meta_bytes / FFS_BLOCK / 4) * 16 / 15;
-	/* what ffs_layout places around it */
-	blocks = FF_DIV_ROUND_UP(p->ninodes, FFS_INODES_PER_BLOCK) +
-		 FF_DIV_ROUND_UP(p->ninodes, FFS_BITS_PER_BLOCK) +
-		 FF_DIV_ROUND_UP(g.nstripes, FFS_BITS_PER_BLOCK) +
-		 FF_DIV_ROUND_UP(g.nstripes, (FFS_BLOCK - 16) / (8 + 4 * g.ndata)) +
-		 pool + FF_DIV_ROUND_UP(pool, FFS_PCSUM_PER_BLOCK) +
-		 FF_DIV_ROUND_UP(pool, FFS_BITS_PER_BLOCK) + FFS_JOURNAL_START;
-	/* and the journal: ffs_layout's default is a sixteenth of the area it
-	 * lays out, between 1024 and 65536 blocks */
-	if (p->journal_blocks)
-		blocks += p->journal_blocks;
-	else
-		blocks += FF_MIN(FF_MAX(blocks / 15, 1024ull), 65536ull);
-	want = FF_ROUND_UP(FF_DIV_ROUND_UP(blocks * FFS_BLOCK * g.meta_copies, g.nmembers),
-			   FF_META_CHUNK);
+	/* the small-file room takes at most a third of each member: the rest
+	 * stays for frames, and small files past the room take stripes */
+	want = member_share(&g, meta_blocks_for(p, &g, small));
+	bare = member_share(&g, meta_blocks_for(p, &g, 0));
+	want = FF_MAX(bare, FF_MIN(want, g.member_bytes / 3 / FF_META_CHUNK * FF_META_CHUNK));
 	if (want > g.meta_member_bytes)
 		*out = want;
 	return 0;

@@ -33,7 +33,7 @@ static void usage(FILE *f)
 		   "  -N INODES   number of inodes (default: one per 256 KiB of capacity, at least 65536\n"
 		   "              where a quarter of the metadata area holds them; a small volume\n"
 		   "              gets fewer); with -N the metadata area also grows to keep 2.5 KiB\n"
-		   "              of small-file room for each inode\n"
+		   "              of small-file room for each inode, up to a third of each member\n"
 		   "  -J BLOCKS   journal size in 4 KiB blocks (default: 1/16 of the metadata area)\n"
 		   "  -S BYTES    small-file threshold (default 64K; 0 = off; at most %uK and the\n"
 		   "              stripe width): a file no larger lives in the mirrored metadata pool,\n"

@@ -195,7 +195,7 @@ ok "RAID6, three members cut short: $(cat "$ERR")"
 it_make_array 5 4 64M
 FFSCK_IMAGE_LABEL=$'co\e[2Jrp\aus' "$IMAGE" build "${MEMBERS[@]}" || fail "ffsck-image build"
 check 0 "fsck -n, control characters in the label" "$FSCK" -n "${MEMBERS[@]}"
-has "$OUT" 'co\x1b[2Jrp\x07us: 413/' "fsck, label"
+has "$OUT" 'co\x1b[2Jrp\x07us: 415/' "fsck, label"
 grep -q $'\e' "$OUT" && fail "fsck printed the label's escape character raw"
 check 0 "framefs-admin status, control characters in the label" "$ADMIN" status "${MEMBERS[@]}"
 has "$OUT" 'label "co\x1b[2Jrp\x07us"' "status, label"
@@ -215,7 +215,7 @@ ok "fsck -p, journal pending: one line"
 "$CORRUPT" dangling /b/c ghost -- "${MEMBERS[@]}" || fail "ffsck-corrupt dangling"
 check 4 "fsck -n, paths" "$FSCK" -n "${MEMBERS[@]}"
 has "$OUT" "Entry 'ghost' in directory 4 '/b/c' names inode" "fsck, directory path"
-has "$OUT" "Inode 7 '/b/c/f3' (regular file) has link count 5, should be 1.  Fix it? no" "fsck, file path"
+has "$OUT" "Inode 9 '/b/c/f3' (regular file) has link count 5, should be 1.  Fix it? no" "fsck, file path"
 ok "fsck names paths beside inode numbers"
 
 # --- the filesystem superblock -------------------------------------------------------

@@ -40,6 +40,23 @@ static struct ffs *mkfs_mount(unsigned mb, uint32_t chunk)
 	return fs;
 }
 
+/* mkfs with these parameters (level 5, 64 KiB chunks, quiet set here) on
+ * NM members of mb MiB, then mount. */
+static struct ffs *mkfs_mount_params(unsigned mb, struct ffs_mkfs_params p)
+{
+	struct ffs_opts o = { .write_buffer_bytes = 16 << 20, .read_cache_bytes = 16 << 20 };
+	struct ff_err err = { "" };
+	struct ffs *fs;
+
+	p.level = 5;
+	p.chunk_bytes = 64 * 1024;
+	p.quiet = true;
+	ut_make_members(NM, mb);
+	ck_assert_msg(ffs_mkfs(ut_pp, NM, &p, &err) == 0, "mkfs: %s", err.msg);
+	ck_assert_msg(ffs_mount(ut_pp, NM, &o, &fs, &err) == 0, "mount: %s", err.msg);
+	return fs;
+}
+
 static struct ffs *remount(struct ffs *fs)
 {
 	struct ffs_opts o = { .write_buffer_bytes = 16 << 20, .read_cache_bytes = 16 << 20 };
@@ -1008,17 +1025,10 @@ END_TEST
 START_TEST(small_files_leave_the_pool_reserve)
 {
 	static uint8_t b[65536];
-	struct ffs_mkfs_params p = { .level = 5, .chunk_bytes = 64 * 1024, .quiet = true,
-				     .ninodes = 4096 };
-	struct ffs_opts o = { .write_buffer_bytes = 16 << 20, .read_cache_bytes = 16 << 20 };
-	struct ff_err err = { "" };
+	struct ffs *fs = mkfs_mount_params(64, (struct ffs_mkfs_params){ .ninodes = 4096 });
 	uint64_t pool, fh, ino[1200];
-	struct ffs *fs;
 	unsigned n;
 
-	ut_make_members(NM, 64);
-	ck_assert_msg(ffs_mkfs(ut_pp, NM, &p, &err) == 0, "mkfs: %s", err.msg);
-	ck_assert_msg(ffs_mount(ut_pp, NM, &o, &fs, &err) == 0, "mount: %s", err.msg);
 	pool = ff_le64(ffs_tools_super(fs)->pool_blocks);
 	/* 64 KiB files: 16 blocks each, more than the pool holds */
 	n = (unsigned)FF_MIN(pool / 16 + 40, FF_ARRAY_SIZE(ino));
@@ -1045,28 +1055,30 @@ START_TEST(small_files_leave_the_pool_reserve)
 }
 END_TEST
 
+/* A sidecar of len bytes written to a volume without the class takes a
+ * stripe and reads back: its inode. */
+static uint64_t sidecar_takes_a_stripe(struct ffs *fs, const char *data, size_t len)
+{
+	uint64_t fh, ino;
+
+	ck_assert_uint_eq(ff_le32(ffs_tools_super(fs)->small_max), 0);
+	ino = create(fs, FFS_ROOT_INO, "x", &fh);
+	ck_assert_int_eq(ffs_write(fs, fh, data, len, 0), (ssize_t)len);
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	ck_assert_uint_eq(ffs_stats(fs)->small_stores, 0);
+	ck_assert_uint_eq(ffs_stats(fs)->stripe_writes, 1);
+	check_content(fs, ino, (const uint8_t *)data, len);
+	return ino;
+}
+
 /* mkfs with the class off (FFS_SMALL_OFF): small_max 0, files take stripes
  * as before the class. */
 START_TEST(small_class_off)
 {
 	static const char data[] = "sidecar";
-	struct ffs_mkfs_params p = { .level = 5, .chunk_bytes = 64 * 1024, .quiet = true,
-				     .small_max = FFS_SMALL_OFF };
-	struct ffs_opts o = { .write_buffer_bytes = 16 << 20, .read_cache_bytes = 16 << 20 };
-	struct ff_err err = { "" };
-	struct ffs *fs;
-	uint64_t fh, ino;
+	struct ffs *fs = mkfs_mount_params(64, (struct ffs_mkfs_params){ .small_max = FFS_SMALL_OFF });
 
-	ut_make_members(NM, 64);
-	ck_assert_msg(ffs_mkfs(ut_pp, NM, &p, &err) == 0, "mkfs: %s", err.msg);
-	ck_assert_msg(ffs_mount(ut_pp, NM, &o, &fs, &err) == 0, "mount: %s", err.msg);
-	ck_assert_uint_eq(ff_le32(ffs_tools_super(fs)->small_max), 0);
-	ino = create(fs, FFS_ROOT_INO, "x", &fh);
-	ck_assert_int_eq(ffs_write(fs, fh, data, sizeof(data), 0), (ssize_t)sizeof(data));
-	ck_assert_int_eq(ffs_release(fs, fh), 0);
-	ck_assert_uint_eq(ffs_stats(fs)->small_stores, 0);
-	ck_assert_uint_eq(ffs_stats(fs)->stripe_writes, 1);
-	check_content(fs, ino, (const uint8_t *)data, sizeof(data));
+	sidecar_takes_a_stripe(fs, data, sizeof(data));
 	ck_assert_int_eq(ffs_unmount(fs), 0);
 	ut_remove_members(NM);
 }
@@ -1077,24 +1089,12 @@ END_TEST
 START_TEST(small_class_absent_on_version_2)
 {
 	static const char data[] = "an old volume's sidecar";
-	struct ffs_mkfs_params p = { .level = 5, .chunk_bytes = 64 * 1024, .quiet = true,
-				     .version = FFS_VERSION_XVALUE };
-	struct ffs_opts o = { .write_buffer_bytes = 16 << 20, .read_cache_bytes = 16 << 20 };
-	struct ff_err err = { "" };
-	struct ffs *fs;
-	uint64_t fh, ino;
+	struct ffs *fs = mkfs_mount_params(64, (struct ffs_mkfs_params){ .version = FFS_VERSION_XVALUE });
+	uint64_t ino;
 
-	ut_make_members(NM, 64);
-	ck_assert_msg(ffs_mkfs(ut_pp, NM, &p, &err) == 0, "mkfs: %s", err.msg);
-	ck_assert_msg(ffs_mount(ut_pp, NM, &o, &fs, &err) == 0, "mount: %s", err.msg);
 	ck_assert_uint_eq(ff_le32(ffs_tools_super(fs)->version), FFS_VERSION_XVALUE);
-	ck_assert_uint_eq(ff_le32(ffs_tools_super(fs)->small_max), 0);
 	ck_assert_uint_eq(ffs_tools_super(fs)->pcsum_blocks, 0);
-	ino = create(fs, FFS_ROOT_INO, "x", &fh);
-	ck_assert_int_eq(ffs_write(fs, fh, data, sizeof(data), 0), (ssize_t)sizeof(data));
-	ck_assert_int_eq(ffs_release(fs, fh), 0);
-	ck_assert_uint_eq(ffs_stats(fs)->small_stores, 0);
-	ck_assert_uint_eq(ffs_stats(fs)->stripe_writes, 1);
+	ino = sidecar_takes_a_stripe(fs, data, sizeof(data));
 	fs = remount(fs);
 	check_content(fs, ino, (const uint8_t *)data, sizeof(data));
 	ck_assert_uint_eq(ff_le32(ffs_tools_super(fs)->version), FFS_VERSION_XVALUE);

@@ -108,16 +108,21 @@ test)
 	fetch_fuse
 	build build --buildtype=release -Dwerror=true
 	kernel_fuse # 4 MiB requests in the release run; fuse-transport tries the other settings
-	# 80 fuzz cases (seeds 1-80) and 15 kill -9 iterations here; the ASan
-	# run below takes 60 other seeds (201-260) and smaller loops: the whole
-	# job took 2105 s in CI on 2026-12-01 and must stay under 30 minutes
-	FFS_FUZZ_CASES=80 IT_CRASH_ITERS=15 meson test -C build --print-errorlogs --num-processes 1 --timeout-multiplier 2
+	# 80 fuzz cases (seeds 1-80) and 12 kill -9 iterations here; the ASan
+	# run below takes 100 other seeds (201-300) and smaller loops: the whole
+	# job took 2105 s in CI on 2026-12-01 (2044 s with the small-data class
+	# and its tests) and must stay under 30 minutes
+	FFS_FUZZ_CASES=80 IT_CRASH_ITERS=12 meson test -C build --print-errorlogs --num-processes 1 --timeout-multiplier 2
 	# The same suite under AddressSanitizer and UndefinedBehaviorSanitizer,
 	# optimised (-O2 -g: a quarter faster than -O0 here, with the same
 	# reports), built on the system's libfuse 3.14: this run proves that
 	# framefs builds and works without libfuse 3.18, over /dev/fuse.  The
-	# fuzz cases take 60 seeds of their own, so the two runs together try 140
-	# kinds of damage.  The sharing suite runs in the
+	# fuzz cases take 100 seeds of their own, so the two runs together try 180
+	# kinds of damage; the fsck corpus (fixed damage, exact expected output)
+	# runs in the release build only, the fuzz cases being what puts fsck's
+	# repairs under the sanitizers, and so does the frametest suite (the
+	# validator's own parsing and pacing; the stream tests run it under the
+	# sanitizers).  The sharing suite runs in the
 	# release build only: it drives the same FUSE operations through
 	# servers, and the whole job must stay under 30 minutes.  So does the
 	# vm suite (framefs on emulated NVMe under qemu: the kernel's driver is
@@ -128,12 +133,12 @@ test)
 	# (the release run above takes the larger ones): 10 kill -9 and 8
 	# power-loss iterations, two stream loops while a rebuild runs, the
 	# smallest buffer pool in the stream matrix, 20,000 small files (the
-	# release run proves the 100,000).
+	# release run proves the 100,000), a 50,000-entry directory.
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-	FFS_FUZZ_SEED=201 FFS_FUZZ_CASES=60 IT_CRASH_ITERS=10 IT_POWERLOSS_ITERS=8 \
-	ADMIN_STREAM_LOOPS=2 IT_MATRIX_POOLS=min IT_SMALL_N=20000 \
+	FFS_FUZZ_SEED=201 FFS_FUZZ_CASES=100 IT_CRASH_ITERS=10 IT_POWERLOSS_ITERS=8 \
+	ADMIN_STREAM_LOOPS=2 IT_MATRIX_POOLS=min IT_SMALL_N=20000 IT_BIGDIR_N=50000 \
 		meson test -C build-asan --print-errorlogs --num-processes 1 --timeout-multiplier 4 \
-		--no-suite sharing --no-suite vm
+		--no-suite sharing --no-suite vm --no-suite fsck --no-suite frametest
 	;;
 *)
 	echo "usage: $0 demo|test" >&2

@@ -85,7 +85,9 @@ ssize_t ffs_data_write(struct ffs *fs, struct finode *fi, const void *buf, size_
 	size_t done = 0;
 	int rc = 0;
 
-	bool beyond = off + len > fs->stripe_bytes;
+	/* small_max is fixed at mkfs: without the class no file is ever small,
+	 * and a frame's writes take no fs->lock for it */
+	bool beyond = off + len > fs->stripe_bytes && ffs_small_max(fs);
 
 	pthread_mutex_lock(&fi->dlock);
 	/* a write past stripe 0: the file leaves the small class first, and

@@ -552,8 +552,8 @@ static int small_writeout(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 	bool small;
 	int rc = 0;
 
-	if (wb->fstripe != 0 || wb->force_stripe || fi->beyond_small)
-		return 1;
+	if (wb->fstripe != 0 || wb->force_stripe || fi->beyond_small || !ffs_small_max(fs))
+		return 1; /* (small_max is fixed at mkfs: read without fs->lock) */
 	pthread_mutex_lock(&fs->lock);
 	len = FF_MAX(ff_le64(fi->d.size), wb->hi);
 	small = ffs_small_max(fs) && len <= ffs_small_max(fs) && !ff_le64(fi->d.nstripes) &&

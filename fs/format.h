@@ -58,12 +58,15 @@
  * pcsum_start.. between the data checksum table and the pool bitmap, and
  * small_max.  Volumes of versions 1 and 2 (no table, small_max 0) mount
  * and work as before with the class off: every file takes stripes, as it
- * always did there; framefs-admin status says so.
+ * always did there; framefs-admin status says so.  FFS_VERSION_TAILS adds
+ * packed tails (FFS_X_TAIL extents and tail stripes, below; fs/tail.c says
+ * why); older volumes mount with tails off, and never hold such an extent.
  */
 #define FFS_VERSION_MIN 1u
 #define FFS_VERSION_XVALUE 2u
 #define FFS_VERSION_SMALL 3u
-#define FFS_VERSION FFS_VERSION_SMALL
+#define FFS_VERSION_TAILS 4u
+#define FFS_VERSION FFS_VERSION_SMALL   /* FFS_VERSION_TAILS once fs/tail.c lands */
 #define FFS_VERSION_MAX FFS_VERSION_SMALL
 #define FFS_SB_MAGIC 0x3153465a454d4152ull /* "RAMEZFS1" */
 /*
@@ -277,6 +280,7 @@ enum ffs_iflags {
 
 enum ffs_xflags {
 	FFS_X_UNWRITTEN = 1u << 0, /* preallocated: reads as zeros, may be written in place */
+	FFS_X_TAIL = 1u << 1,      /* version 4: one file stripe packed in a tail stripe */
 };
 
 /* A run of whole stripes: file stripes [fstripe, fstripe+count) are at
@@ -288,6 +292,45 @@ struct ffs_extent {
 	le32 flags;             /* enum ffs_xflags */
 };
 _Static_assert(sizeof(struct ffs_extent) == 24, "extent");
+
+/*
+ * Packed tails (version 4).  A file's last, partial stripe need not take a
+ * stripe of its own: it may sit in rows of a shared tail stripe.  Row r of
+ * a stripe is bytes [r * FFS_TAIL_ROW, (r + 1) * FFS_TAIL_ROW) of every
+ * chunk, data and parity: the parity of a row depends on that row alone,
+ * so rows written once, whole, to a stripe whose other rows hold live
+ * data never tear them (no write hole), as a full-stripe write never
+ * tears another stripe.
+ *
+ * An FFS_X_TAIL extent maps exactly one file stripe (count's place holds
+ * row0 and rows instead): its bytes [0, rows * ndata * FFS_TAIL_ROW) are
+ * data chunk i's rows [row0, row0 + rows) for i = 0..ndata-1, in order,
+ * each chunk's part rows * FFS_TAIL_ROW bytes long; the file stripe's
+ * bytes past them read as zeros.  Such an extent never merges with
+ * another; it does not count in the inode's nstripes.
+ *
+ * A tail stripe's checksum entry has ino FFS_CSUM_TAILS and in fstripe
+ * FFS_CSUM_TAIL_PACK(hwm, live): rows [0, hwm) of every chunk are written
+ * (tails are appended in row order), crc[i] is the crc32c of chunk i's
+ * rows [0, hwm) (so appending rows continues the crc), and live is the
+ * number of FFS_X_TAIL extents pointing into it.  A tail stripe is freed
+ * when live drops to 0 (and the daemon no longer appends to it).
+ */
+#define FFS_TAIL_ROW 4096u
+struct ffs_tail_extent { /* the view of a struct ffs_extent with FFS_X_TAIL */
+	le64 fstripe;
+	le64 pstripe;
+	le16 row0;
+	le16 rows;              /* >= 1; row0 + rows <= chunk_bytes / FFS_TAIL_ROW */
+	le32 flags;             /* FFS_X_TAIL */
+};
+_Static_assert(sizeof(struct ffs_tail_extent) == sizeof(struct ffs_extent), "tail extent");
+_Static_assert(offsetof(struct ffs_tail_extent, row0) == offsetof(struct ffs_extent, count),
+	       "row0 and rows take count's place");
+#define FFS_CSUM_TAILS 0xffffffffu
+#define FFS_CSUM_TAIL_PACK(hwm, live) (((uint32_t)(hwm) << 16) | (uint32_t)(live))
+#define FFS_CSUM_TAIL_HWM(f) (((f) >> 16) & 0x7fffu)
+#define FFS_CSUM_TAIL_LIVE(f) ((f) & 0xffffu)
 
 /*
  * A small file's data (FFS_I_SMALL): bytes [4096 i, 4096 (i + 1)) of the

@@ -62,6 +62,27 @@ enum ff_raid_op {
  * foreground request waits for an op, and runs one at a time while
  * foreground ops are in progress (worker.c: issue_ops). */
 #define FF_RAID_IO_BACKGROUND 4u
+/*
+ * A rows write: rows [a, a + len) of every chunk of one stripe (row r being
+ * bytes [r*4096, (r+1)*4096) of each chunk), data and parity together.  The
+ * parity of a row depends on that row alone, so the stripe's other rows —
+ * other files' live data — are neither read nor torn: the primitive behind
+ * tail stripes shared by many files.
+ *   - op FF_RAID_WRITE, space FF_SPACE_DATA only;
+ *   - stripe s = off / stripe_bytes, a = off % stripe_bytes; len is the
+ *     rows' length in EACH chunk; a + len <= chunk_bytes, len > 0; off and
+ *     len multiples of io_align, like every request;
+ *   - buf is a whole-stripe image (stripe_bytes, data chunk i at
+ *     buf + i * chunk_bytes): data chunk i's rows get buf[i*C + a, i*C + a + len),
+ *     P (and Q) those rows' parity computed from those bytes alone;
+ *   - nothing is read from the members, degraded too: a dead member's slot
+ *     is not written, as in a full-stripe write;
+ *   - anything else with this flag: -EINVAL from ff_raid_submit.
+ * Like any write it holds the stripe lock and takes a write-intent record
+ * unless FF_RAID_IO_NO_INTENT is also set; it never counts as a write of the
+ * whole stripe (a rebuilding member's other rows stay to be rebuilt).
+ */
+#define FF_RAID_IO_ROWS 8u
 
 enum ff_member_state {
 	FF_MEMBER_ACTIVE = 1,
@@ -132,6 +153,7 @@ struct ff_raid_io {
 struct ff_raid_stats {
 	_Atomic uint64_t fg_bytes;        /* member bytes moved for requests other than rebuild */
 	_Atomic uint64_t full_stripe_writes;
+	_Atomic uint64_t rows_writes;     /* FF_RAID_IO_ROWS writes (not in full_stripe_writes) */
 	_Atomic uint64_t rmw_segments;
 	_Atomic uint64_t rcw_segments;
 	_Atomic uint64_t degraded_segments;

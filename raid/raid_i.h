@@ -57,7 +57,8 @@ struct stripe_op {
 	struct raid_worker *w;
 	struct ff_raid_io *io;   /* NULL while the op is free */
 	uint64_t stripe;         /* DATA: stripe; META: metadata chunk */
-	uint64_t lo, hi;         /* byte range within the stripe / chunk */
+	uint64_t lo, hi;         /* byte range within the stripe / chunk (a rows write: the
+				  * whole stripe, its rows are in seg[0]) */
 	char *buf;               /* caller's buffer at lo */
 	uint8_t map[FF_MEMBERS_MAX];
 	struct seg seg[SEGS_MAX];
@@ -300,6 +301,12 @@ void ff_raid_wwd_unlock(struct ff_raid *r);
 static inline uint64_t ff_unit_bytes(const struct ff_raid *r, unsigned space)
 {
 	return space == FF_SPACE_DATA ? r->g.stripe_bytes : FF_META_CHUNK;
+}
+
+/* A rows write (FF_RAID_IO_ROWS): rows of every chunk of one stripe. */
+static inline bool ff_io_rows(const struct ff_raid_io *io)
+{
+	return (io->flags & FF_RAID_IO_ROWS) != 0;
 }
 
 /* The request's last unit (a flush has one: 0). */

@@ -313,11 +313,21 @@ void ff_op_issue(struct stripe_op *op, unsigned op_code, unsigned member, uint64
  */
 void ff_op_plan_segments(struct stripe_op *op, uint32_t C)
 {
+	const struct ff_geom *g = &op->w->r->g;
 	uint32_t i0 = (uint32_t)(op->lo / C), i1 = (uint32_t)((op->hi - 1) / C);
 	uint32_t r0 = (uint32_t)(op->lo % C), r1 = (uint32_t)((op->hi - 1) % C + 1);
 	uint32_t cut[4] = { 0, FF_MIN(r0, r1), FF_MAX(r0, r1), C };
 
 	op->nseg = 0;
+	if (ff_io_rows(op->io)) {
+		/* one segment, every data chunk: FULL mode, parity of these rows
+		 * from the caller's bytes alone, no reads (validate() bounds it) */
+		uint32_t a = (uint32_t)(op->io->off % g->stripe_bytes);
+
+		FF_ASSERT(op->lo == 0 && op->hi == g->stripe_bytes && a + op->io->len <= C);
+		op->seg[op->nseg++] = (struct seg){ a, a + (uint32_t)op->io->len, (1u << g->ndata) - 1 };
+		return;
+	}
 	if (i0 == i1) {
 		op->seg[op->nseg++] = (struct seg){ r0, r1, 1u << i0 };
 		return;
@@ -619,7 +629,9 @@ void ff_seg_begin(struct stripe_op *op)
 	if (need_scratch && !ff_scratch_get(op->w, op))
 		return; /* ff_scratch_put() resumes it */
 	switch (op->piece ? -1 : (int)op->mode) { /* a segment counts once, not per piece */
-	case MODE_FULL: atomic_fetch_add(&r->stats.full_stripe_writes, 1); break;
+	case MODE_FULL:
+		atomic_fetch_add(ff_io_rows(op->io) ? &r->stats.rows_writes : &r->stats.full_stripe_writes, 1);
+		break;
 	case MODE_RMW: atomic_fetch_add(&r->stats.rmw_segments, 1); break;
 	case MODE_RCW: atomic_fetch_add(&r->stats.rcw_segments, 1); break;
 	case MODE_DEGRADED: atomic_fetch_add(&r->stats.degraded_segments, 1); break;
@@ -684,6 +696,15 @@ static void seg_reads_done(struct stripe_op *op)
 void ff_meta_phase_done(struct stripe_op *op);
 void ff_flush_done(struct stripe_op *op);
 
+/* This piece ends a FULL write of every row of the stripe.  A rows write
+ * is FULL too, but of some rows only: the stripe's other rows on a
+ * rebuilding member are still to be rebuilt. */
+static bool op_wrote_whole_stripe(const struct stripe_op *op)
+{
+	return op->mode == MODE_FULL && !ff_io_rows(op->io) && op->lo == 0 &&
+	       op->hi == op->w->r->g.stripe_bytes && op->seg[op->cur].b == op->seg_end;
+}
+
 static void phase_done(struct stripe_op *op)
 {
 	if (op->io->op == FF_RAID_FLUSH) {
@@ -725,9 +746,7 @@ static void phase_done(struct stripe_op *op)
 	 * every piece — reached them all, and none of them started rebuilding
 	 * (a replacement included) after its first piece was planned.
 	 */
-	if (op->mode == MODE_REBUILD || (op->mode == MODE_FULL && op->lo == 0 &&
-					 op->hi == op->w->r->g.stripe_bytes &&
-					 op->seg[op->cur].b == op->seg_end)) {
+	if (op->mode == MODE_REBUILD || op_wrote_whole_stripe(op)) {
 		uint32_t rb = atomic_load(&op->w->r->rebuild_mask);
 
 		if (rb && !op->err_seen && !(member_slots(op, rb) & op->dead_seen) &&

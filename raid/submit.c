@@ -29,11 +29,22 @@ static void push(struct raid_worker *w, struct ff_raid_io *io)
 		ff_worker_wake(w);
 }
 
+/* FF_RAID_IO_ROWS (raid.h): a DATA write of rows [a, a + len) within one chunk. */
+static bool rows_valid(const struct ff_raid *r, const struct ff_raid_io *io)
+{
+	uint64_t a = io->off % r->g.stripe_bytes;
+
+	return io->op == FF_RAID_WRITE && io->space == FF_SPACE_DATA && io->len > 0 &&
+	       a < r->g.chunk_bytes && io->len <= r->g.chunk_bytes - a;
+}
+
 static int validate(const struct ff_raid *r, const struct ff_raid_io *io)
 {
 	uint64_t size;
 
 	if (!io->done)
+		return -EINVAL;
+	if ((io->flags & FF_RAID_IO_ROWS) && !rows_valid(r, io))
 		return -EINVAL;
 	if (io->op == FF_RAID_FLUSH)
 		return 0;

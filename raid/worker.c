@@ -130,6 +130,12 @@ static void issue_ops(struct raid_worker *w)
 		if (io->op == FF_RAID_FLUSH) {
 			op->lo = op->hi = 0;
 			op->buf = NULL;
+		} else if (ff_io_rows(io)) {
+			/* buf is the stripe's image: chunk i of the rows at buf + i*C + a,
+			 * as for a write of the whole stripe (the rows: plan_segments) */
+			op->lo = 0;
+			op->hi = ub;
+			op->buf = io->buf;
 		} else {
 			uint64_t start = unit * ub;
 

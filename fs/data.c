@@ -25,6 +25,8 @@ int ffs_data_init(struct ffs *fs)
 	if (rc == 0)
 		rc = rcache_init(fs);
 	if (rc == 0)
+		rc = tails_init(fs);
+	if (rc == 0)
 		rc = wpool_start(fs);
 	return rc;
 }
@@ -33,6 +35,7 @@ void ffs_data_free(struct ffs *fs)
 {
 	wpool_free(fs);
 	rcache_free(fs);
+	tails_free(fs);
 }
 
 static bool is_small(struct ffs *fs, struct finode *fi)
@@ -134,14 +137,15 @@ ssize_t ffs_data_write(struct ffs *fs, struct finode *fi, const void *buf, size_
 }
 
 /* Where file stripe k's bytes come from: a buffer being assembled (copied
- * out under dlock into dst), a hole (zeros), or data stripe *p. */
+ * out under dlock into dst), a hole (zeros), data stripe *p, or a tail
+ * (tail.c: copied out into dst, or -EAGAIN without one). */
 enum src { SRC_DONE, SRC_ZERO, SRC_STRIPE };
 
 static int read_source(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t o, size_t n,
 		       uint8_t *dst, uint64_t *p)
 {
-	uint64_t run;
-	uint32_t flags;
+	struct ffs_extent x;
+	uint32_t flags, row0, rows;
 	struct wbuf *wb;
 	int rc = 0;
 
@@ -160,11 +164,22 @@ static int read_source(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t o
 		pthread_mutex_unlock(&fs->lock);
 		return rc < 0 ? rc : SRC_DONE;
 	}
-	rc = ffs_extent_lookup(fs, fi, k, p, &run, &flags);
+	rc = ffs_extent_find(fs, fi, k, &x);
 	pthread_mutex_unlock(&fs->lock);
+	flags = rc == 0 ? ff_le32(x.flags) : 0;
 	if (rc == -ENOENT || (rc == 0 && (flags & FFS_X_UNWRITTEN)))
 		return SRC_ZERO;
-	return rc < 0 ? rc : SRC_STRIPE;
+	if (rc < 0)
+		return rc;
+	*p = ff_le64(x.pstripe) + (k - ff_le64(x.fstripe));
+	if (flags & FFS_X_TAIL) { /* not one piece of a stripe: copied, never referenced */
+		if (!dst)
+			return -EAGAIN;
+		ffs_tail_rows_of(&x, &row0, &rows);
+		rc = tail_read(fs, *p, row0, rows, o, n, dst);
+		return rc < 0 ? rc : SRC_DONE;
+	}
+	return SRC_STRIPE;
 }
 
 static uint64_t file_size(struct ffs *fs, struct finode *fi)

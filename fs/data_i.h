@@ -36,6 +36,8 @@ struct wbuf {
 	struct ffs *fs;
 	uint64_t pstripe;
 	bool in_place;
+	int tslot;                  /* a tail (tail.c): its slot, rows [trow0, trow0 + trows); -1: a stripe */
+	uint32_t trow0, trows;
 	uint32_t crc[FF_MEMBERS_MAX];
 	struct ff_raid_io io;
 	struct wbuf *done_next;
@@ -54,6 +56,7 @@ struct rentry {
 	struct ff_raid_io io;
 	struct ffs *fs;
 	uint32_t crc[FF_MEMBERS_MAX];
+	uint32_t vlen;             /* bytes of each chunk crc covers (ffs_csum_vlen) */
 	bool verify;
 	bool stale;                /* invalidated while loading: discard on arrival */
 };
@@ -93,6 +96,24 @@ uint64_t reserve_want(struct ffs *fs, struct finode *fi, uint64_t *hint);
 int reserve_stripes(struct ffs *fs, uint64_t hint, uint64_t want, uint64_t *first,
 		    uint64_t *got);
 void release_reservation(struct ffs *fs, struct finode *fi);
+
+/* The engine's completion of a buffer's write (stripe or tail): hands it to
+ * the completion thread. */
+void wb_write_done(struct ff_raid_io *io);
+
+/* ---- packed tails (tail.c) ---------------------------------------------------- */
+
+int tails_init(struct ffs *fs);
+void tails_free(struct ffs *fs);
+/* Rows buffer wb takes as a tail, 0: a stripe of its own (dlock held). */
+uint32_t tail_rows(struct ffs *fs, struct finode *fi, struct wbuf *wb);
+/* Send it (marked writing, no lock held): 0 sent, 1 no tail stripe free. */
+int tail_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb, uint32_t rows);
+/* Map a tail written (completion thread, fs->lock held). */
+int tail_done(struct ffs *fs, struct finode *fi, struct wbuf *wb);
+/* Bytes [o, o+n) of a file stripe held as a tail at rows [row0, row0+rows) of p. */
+int tail_read(struct ffs *fs, uint64_t p, uint32_t row0, uint32_t rows, uint64_t o, size_t n,
+	      uint8_t *dst);
 
 /* ---- the stripe read cache (rcache.c) ------------------------------------ */
 

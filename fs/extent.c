@@ -8,6 +8,11 @@
  * four primitives (find the run at or before a stripe, find the next,
  * remove, add), and the mapping logic above them is written once.
  *
+ * A tail extent (FFS_X_TAIL, format.h) maps one file stripe to rows of a
+ * shared tail stripe: it counts as a run of one, never merges, and its
+ * removal gives the rows back to the tail stripe (tail.c) instead of
+ * freeing a stripe.
+ *
  * Locking: the caller holds fs->lock; a change joins the running
  * transaction, and stripes it unmaps are freed through the allocator
  * (reusable once that transaction commits).
@@ -22,6 +27,12 @@ struct xrec { /* B+tree value; the key is the file stripe */
 	le32 count;
 	le32 flags;
 };
+
+/* File stripes a run covers (a tail's count field holds its rows). */
+static uint64_t xcount(const struct ffs_extent *x)
+{
+	return ff_le32(x->flags) & FFS_X_TAIL ? 1 : ff_le32(x->count);
+}
 
 static bool is_tree(const struct finode *fi)
 {
@@ -177,12 +188,21 @@ static int punch(struct ffs *fs, struct finode *fi, uint64_t f, uint64_t end, ui
 			return rc;
 		xf = ff_le64(x.fstripe);
 		xp = ff_le64(x.pstripe);
-		xn = ff_le32(x.count);
+		xn = xcount(&x);
 		if (xf + xn <= f)
 			return 0; /* the nearest run ends before the hole */
 		a = FF_MAX(f, xf);
 		b = FF_MIN(end, xf + xn);
 		rc = ext_remove(fs, fi, xf);
+		if (rc == 0 && (ff_le32(x.flags) & FFS_X_TAIL)) { /* its rows go back (tail.c) */
+			rc = ffs_tail_release(fs, xp);
+			if (rc < 0)
+				return rc;
+			if (a == 0 || a <= f)
+				return 0;
+			end = a;
+			continue;
+		}
 		if (rc == 0 && a > xf) {
 			struct ffs_extent l = mkext(xf, xp, a - xf, ff_le32(x.flags));
 
@@ -209,15 +229,24 @@ static int punch(struct ffs *fs, struct finode *fi, uint64_t f, uint64_t end, ui
 	}
 }
 
+int ffs_extent_find(struct ffs *fs, struct finode *fi, uint64_t fstripe, struct ffs_extent *x)
+{
+	int rc = ext_find_le(fs, fi, fstripe, x);
+
+	if (rc == 0 && ff_le64(x->fstripe) + xcount(x) <= fstripe)
+		rc = -ENOENT;
+	return rc;
+}
+
 int ffs_extent_lookup(struct ffs *fs, struct finode *fi, uint64_t fstripe, uint64_t *pstripe,
 		  uint64_t *run, uint32_t *flags)
 {
 	struct ffs_extent x;
 	int rc = ext_find_le(fs, fi, fstripe, &x);
 
-	if (rc == 0 && ff_le64(x.fstripe) + ff_le32(x.count) > fstripe) {
+	if (rc == 0 && ff_le64(x.fstripe) + xcount(&x) > fstripe) {
 		*pstripe = ff_le64(x.pstripe) + (fstripe - ff_le64(x.fstripe));
-		*run = ff_le64(x.fstripe) + ff_le32(x.count) - fstripe;
+		*run = ff_le64(x.fstripe) + xcount(&x) - fstripe;
 		*flags = ff_le32(x.flags);
 		return 0;
 	}
@@ -242,7 +271,8 @@ int ffs_extent_map(struct ffs *fs, struct finode *fi, uint64_t fstripe, uint64_t
 		uint64_t p, run;
 		uint32_t fl;
 
-		if (ffs_extent_lookup(fs, fi, fstripe + s, &p, &run, &fl) == 0 && p == pstripe + s)
+		if (ffs_extent_lookup(fs, fi, fstripe + s, &p, &run, &fl) == 0 && p == pstripe + s &&
+		    !(fl & FFS_X_TAIL))
 			kept++;
 	}
 	rc = punch(fs, fi, fstripe, fstripe + count, pstripe, count);
@@ -250,8 +280,8 @@ int ffs_extent_map(struct ffs *fs, struct finode *fi, uint64_t fstripe, uint64_t
 		return rc;
 	/* merge with the run that ends right here, and the one that starts right after */
 	if (fstripe > 0 && ext_find_le(fs, fi, fstripe - 1, &left) == 0 &&
-	    ff_le64(left.fstripe) + ff_le32(left.count) == fstripe &&
-	    ff_le64(left.pstripe) + ff_le32(left.count) == pstripe && ff_le32(left.flags) == flags &&
+	    ff_le32(left.flags) == flags && ff_le64(left.fstripe) + xcount(&left) == fstripe &&
+	    ff_le64(left.pstripe) + ff_le32(left.count) == pstripe &&
 	    ff_le32(left.count) + count <= UINT32_MAX) {
 		rc = ext_remove(fs, fi, ff_le64(left.fstripe));
 		x = mkext(ff_le64(left.fstripe), ff_le64(left.pstripe), ff_le32(left.count) + count,
@@ -270,6 +300,17 @@ int ffs_extent_map(struct ffs *fs, struct finode *fi, uint64_t fstripe, uint64_t
 		rc = ffs_istore(fs, fi);
 	}
 	return rc;
+}
+
+int ffs_extent_map_tail(struct ffs *fs, struct finode *fi, uint64_t fstripe, uint64_t p,
+			uint32_t row0, uint32_t rows)
+{
+	struct ffs_extent x = ffs_tail_extent_make(fstripe, p, row0, rows);
+	int rc = punch(fs, fi, fstripe, fstripe + 1, 0, 0);
+
+	if (rc == 0)
+		rc = ext_add(fs, fi, &x);
+	return rc < 0 ? rc : ffs_istore(fs, fi);
 }
 
 int ffs_extent_truncate(struct ffs *fs, struct finode *fi, uint64_t fstripe)
@@ -298,7 +339,7 @@ int ffs_extent_iterate(struct ffs *fs, struct finode *fi,
 		rc = cb(arg, &x);
 		if (rc < 0)
 			return rc;
-		f = ff_le64(x.fstripe) + FF_MAX(1u, ff_le32(x.count));
+		f = ff_le64(x.fstripe) + FF_MAX(1u, xcount(&x));
 	}
 }
 

@@ -65,6 +65,11 @@ struct ffs_stats {
 	_Atomic uint64_t small_stores;      /* small files written to pool blocks */
 	_Atomic uint64_t small_promotions;  /* small files moved to stripes */
 	_Atomic uint64_t small_nospc;       /* small files sent to a stripe: the pool was at its reserve */
+	/* packed tails (fs/tail.c) */
+	_Atomic uint64_t tail_writes;       /* tails sent to a tail stripe */
+	_Atomic uint64_t tail_packed;       /* tails written and mapped */
+	_Atomic uint64_t tail_stripes;      /* tail stripes opened */
+	_Atomic uint64_t tail_busy;         /* tails sent to a stripe of their own: every tail stripe busy */
 };
 
 /* Requests in flight (fs/watch.c).  The daemon brackets each request it

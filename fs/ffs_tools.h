@@ -126,6 +126,9 @@ int ffs_take_stripes(struct ffs *fs, uint64_t first, uint64_t count);
 /* Checksum table entry of a data stripe. */
 int ffs_csum_set(struct ffs *fs, uint64_t pstripe, uint32_t ino, uint32_t fstripe, const uint32_t *crc);
 int ffs_csum_get(struct ffs *fs, uint64_t pstripe, uint32_t *ino, uint32_t *fstripe, uint32_t *crc);
+/* Bytes of each chunk an entry's crcs cover: the chunk, or a tail
+ * stripe's rows written (format.h). */
+uint32_t ffs_csum_vlen(const struct ffs *fs, uint32_t ino, uint32_t fstripe);
 
 /* ---- the small-data class (small.c, meta.c) ----------------------------------- */
 
@@ -215,12 +218,14 @@ int ffs_dir_retarget(struct ffs *fs, struct finode *dir, const char *name, uint6
 /* Stripe p into buf with the members in avoid treated as missing (rebuilt
  * from parity): 0 or -errno. */
 int ffs_repair_read_around(struct ffs *fs, uint64_t p, uint32_t avoid, void *buf);
-/* Data chunks of stripe buffer buf that fail their checksums (a mask). */
-uint32_t ffs_repair_bad_chunks(struct ffs *fs, const void *buf, const uint32_t *crc);
+/* Data chunks of stripe buffer buf that fail their checksums (a mask); each
+ * crc covers the first vlen bytes of its chunk (ffs_csum_vlen). */
+uint32_t ffs_repair_bad_chunks(struct ffs *fs, const void *buf, const uint32_t *crc, uint32_t vlen);
 /* Stripe p into buf, rebuilt from parity around every member holding a
  * chunk in bad (and around P or Q as well, when parity allows and that is
  * what it takes): 0 when every data chunk then matches crc, else -EIO. */
-int ffs_repair_reconstruct(struct ffs *fs, uint64_t p, uint32_t bad, const uint32_t *crc, void *buf);
+int ffs_repair_reconstruct(struct ffs *fs, uint64_t p, uint32_t bad, const uint32_t *crc,
+			   uint32_t vlen, void *buf);
 /* Write the verified stripe buf over stripe p as one full-stripe write
  * (parity computed from buf, never from the damaged chunks on disk), then
  * read it back with a parity check: 0, or -errno (logged) if the write

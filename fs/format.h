@@ -44,6 +44,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "io/ff_common.h"
 
@@ -67,7 +68,7 @@
 #define FFS_VERSION_SMALL 3u
 #define FFS_VERSION_TAILS 4u
 #define FFS_VERSION FFS_VERSION_SMALL   /* FFS_VERSION_TAILS once fs/tail.c lands */
-#define FFS_VERSION_MAX FFS_VERSION_SMALL
+#define FFS_VERSION_MAX FFS_VERSION_TAILS
 #define FFS_SB_MAGIC 0x3153465a454d4152ull /* "RAMEZFS1" */
 /*
  * Superblock copies.  META is mirrored in 64 KiB chunks (16 blocks), chunk c
@@ -327,6 +328,26 @@ struct ffs_tail_extent { /* the view of a struct ffs_extent with FFS_X_TAIL */
 _Static_assert(sizeof(struct ffs_tail_extent) == sizeof(struct ffs_extent), "tail extent");
 _Static_assert(offsetof(struct ffs_tail_extent, row0) == offsetof(struct ffs_extent, count),
 	       "row0 and rows take count's place");
+/* A tail extent's rows, and one made (memcpy: no aliasing of the views). */
+static inline void ffs_tail_rows_of(const struct ffs_extent *x, uint32_t *row0, uint32_t *rows)
+{
+	struct ffs_tail_extent t;
+
+	memcpy(&t, x, sizeof(t));
+	*row0 = ff_le16(t.row0);
+	*rows = ff_le16(t.rows);
+}
+static inline struct ffs_extent ffs_tail_extent_make(uint64_t fstripe, uint64_t p, uint32_t row0,
+						     uint32_t rows)
+{
+	struct ffs_tail_extent t = { ff_cpu_to_le64(fstripe), ff_cpu_to_le64(p),
+				     ff_cpu_to_le16((uint16_t)row0), ff_cpu_to_le16((uint16_t)rows),
+				     ff_cpu_to_le32(FFS_X_TAIL) };
+	struct ffs_extent x;
+
+	memcpy(&x, &t, sizeof(x));
+	return x;
+}
 #define FFS_CSUM_TAILS 0xffffffffu
 #define FFS_CSUM_TAIL_PACK(hwm, live) (((uint32_t)(hwm) << 16) | (uint32_t)(live))
 #define FFS_CSUM_TAIL_HWM(f) (((f) >> 16) & 0x7fffu)

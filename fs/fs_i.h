@@ -120,6 +120,11 @@ int ffs_orphans_process(struct ffs *fs, unsigned *freed);
 /* Extent map of a regular file, in whole stripes. */
 int ffs_extent_lookup(struct ffs *fs, struct finode *fi, uint64_t fstripe, uint64_t *pstripe,
 		  uint64_t *run, uint32_t *flags);
+/* The extent covering fstripe (0), or -ENOENT. */
+int ffs_extent_find(struct ffs *fs, struct finode *fi, uint64_t fstripe, struct ffs_extent *x);
+/* Map file stripe fstripe to a tail: rows [row0, row0+rows) of tail stripe p. */
+int ffs_extent_map_tail(struct ffs *fs, struct finode *fi, uint64_t fstripe, uint64_t p,
+			uint32_t row0, uint32_t rows);
 /* Unmap and free every stripe at or after fstripe. */
 int ffs_extent_truncate(struct ffs *fs, struct finode *fi, uint64_t fstripe);
 /* Iterate extents in order: cb returns <0 to stop. */
@@ -181,6 +186,17 @@ const char *ffs_small_problem(const struct ffs *fs, const struct ffs_inode *d);
  * running transaction, or committed and not yet checkpointed. */
 bool ffs_meta_home_stale(struct ffs *fs, uint64_t no);
 
+/* ---- packed tails (tail.c; see data_i.h for the data path's part) ------------ */
+
+bool ffs_tails_on(const struct ffs *fs);
+/* An extent into tail stripe p is gone (fs->lock held): freed with its last. */
+int ffs_tail_release(struct ffs *fs, uint64_t p);
+/* Unmount: the open tail stripes retired (fs->lock held). */
+int ffs_tails_retire_all(struct ffs *fs);
+/* A repair is about to rewrite stripe p: no more tails go to it.  false:
+ * a tail write to it is in flight, try again later.  fs->lock held. */
+bool ffs_tail_hold(struct ffs *fs, uint64_t p);
+
 /* ---- repair of damaged data stripes (repair.c): ffs_tools.h ---------------- */
 
 /* ---- the mounted filesystem ------------------------------------------------- */
@@ -188,6 +204,7 @@ bool ffs_meta_home_stale(struct ffs *fs, uint64_t no);
 struct rcache;
 struct wpool;
 struct scrub;
+struct tails;
 
 struct ffs {
 	struct ff_raid *raid;
@@ -242,6 +259,7 @@ struct ffs {
 	struct scrub *scrub;
 	struct watch *watch;        /* requests in flight (watch.c) */
 	uint8_t *small_buf;         /* one block for small-data reads (fs->lock) */
+	struct tails *tails;        /* open tail stripes (tail.c); NULL: tails off */
 	/* background commit */
 	pthread_t commit_thread;
 	bool commit_thread_started;

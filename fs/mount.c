@@ -199,9 +199,9 @@ int ffs_mkfs(const char *const *paths, unsigned n, const struct ffs_mkfs_params 
 	rp.force = p->force;
 	rp.discard = p->discard;
 	small_max = p->small_max == FFS_SMALL_OFF ? 0 : p->small_max ? p->small_max : FFS_SMALL_DEFAULT;
-	if (p->version && (p->version < FFS_VERSION_MIN || p->version > FFS_VERSION)) {
+	if (p->version && (p->version < FFS_VERSION_MIN || p->version > FFS_VERSION_MAX)) {
 		ff_err_set(err, "format version %u cannot be made (%u to %u)", p->version,
-			   FFS_VERSION_MIN, FFS_VERSION);
+			   FFS_VERSION_MIN, FFS_VERSION_MAX);
 		rc = -EINVAL;
 		goto out;
 	}
@@ -635,6 +635,9 @@ int ffs_unmount(struct ffs *fs)
 	if (!fs->ro) {
 		rc = ffs_sync(fs);
 		pthread_mutex_lock(&fs->lock);
+		rc2 = ffs_tails_retire_all(fs); /* an empty one is freed: the checkpoint commits it */
+		if (rc == 0)
+			rc = rc2;
 		fs->sb->state = ff_cpu_to_le32(rc == 0 ? FFS_CLEAN : FFS_DIRTY);
 		rc2 = ffs_journal_checkpoint(fs); /* nothing to replay after a clean unmount */
 		if (rc2 == 0)

@@ -97,15 +97,8 @@ int rcache_init(struct ffs *fs)
 
 static void rc_verify(struct rentry *e)
 {
-	struct ffs *fs = e->fs;
-	uint32_t C = fs->g->chunk_bytes;
-
-	e->bad_chunks = 0;
-	if (!e->verify)
-		return;
-	for (uint32_t i = 0; i < fs->g->ndata; i++)
-		if (ff_crc32c(0, e->data + (size_t)i * C, C) != e->crc[i])
-			e->bad_chunks |= 1u << i;
+	/* reads only the geometry: no lock taken (an engine thread) */
+	e->bad_chunks = e->verify ? ffs_repair_bad_chunks(e->fs, e->data, e->crc, e->vlen) : 0;
 }
 
 /* Runs on an engine thread: no fs->lock here, ever. */
@@ -124,8 +117,9 @@ static void rc_read_done(struct ff_raid_io *io)
 	pthread_mutex_unlock(&c->lock);
 }
 
-/* Expected checksums of a stripe; fs->lock must not be held by the caller. */
-static int stripe_crcs(struct ffs *fs, uint64_t p, uint32_t *crc)
+/* Expected checksums of a stripe, and the bytes of each chunk they cover;
+ * fs->lock must not be held by the caller. */
+static int stripe_crcs(struct ffs *fs, uint64_t p, uint32_t *crc, uint32_t *vlen)
 {
 	uint32_t ino, fstripe;
 	int rc;
@@ -133,6 +127,7 @@ static int stripe_crcs(struct ffs *fs, uint64_t p, uint32_t *crc)
 	pthread_mutex_lock(&fs->lock);
 	rc = ffs_csum_get(fs, p, &ino, &fstripe, crc);
 	pthread_mutex_unlock(&fs->lock);
+	*vlen = ffs_csum_vlen(fs, ino, fstripe);
 	return rc;
 }
 
@@ -163,7 +158,8 @@ static struct rentry *rc_hold(struct rcache *c, struct rentry *e)
  * a reader that holds entries never waits for another one (RC_WAIT_LOAD), so
  * every holder lets go after a copy.
  */
-static struct rentry *rc_get(struct ffs *fs, uint64_t p, int mode, const uint32_t *crc)
+static struct rentry *rc_get(struct ffs *fs, uint64_t p, int mode, const uint32_t *crc,
+			     uint32_t vlen)
 {
 	bool wait = mode != RC_AHEAD;
 	struct rcache *c = fs->rcache;
@@ -201,6 +197,7 @@ static struct rentry *rc_get(struct ffs *fs, uint64_t p, int mode, const uint32_
 		e->refs++; /* the read holds it */
 		e->stale = false;
 		e->verify = crc != NULL;
+		e->vlen = vlen;
 		if (crc)
 			memcpy(e->crc, crc, fs->g->ndata * sizeof(uint32_t));
 		memset(&e->io, 0, sizeof(e->io));
@@ -291,7 +288,7 @@ static int rc_repair(struct ffs *fs, struct rentry *e)
 
 	atomic_fetch_add(&fs->stats.crc_errors, (uint64_t)__builtin_popcount(bad));
 	ff_raid_note_cksum_errors(fs->raid, e->pstripe, bad); /* per member: status shows it */
-	rc = ffs_repair_reconstruct(fs, e->pstripe, bad, e->crc, e->data);
+	rc = ffs_repair_reconstruct(fs, e->pstripe, bad, e->crc, e->vlen, e->data);
 	rc_verify(e);
 	if (rc < 0 || e->bad_chunks) {
 		ff_log(FF_LOG_ERR, "data stripe %llu: chunks fail their checksum even rebuilt from parity",
@@ -300,6 +297,11 @@ static int rc_repair(struct ffs *fs, struct rentry *e)
 	}
 	if (fs->ro)
 		return 0; /* served from parity; the repair waits for a read-write mount */
+	pthread_mutex_lock(&fs->lock);
+	rc = ffs_tail_hold(fs, e->pstripe) ? 0 : -EBUSY; /* a tail stripe takes no more rows */
+	pthread_mutex_unlock(&fs->lock);
+	if (rc < 0)
+		return 0; /* a tail is being written to it: served from parity, rewritten next time */
 	rc = ffs_repair_rewrite(fs, e->pstripe, e->data, bad);
 	ff_log(FF_LOG_WARN, "data stripe %llu: %d chunk(s) failed their checksum (mask 0x%x), %s",
 	       (unsigned long long)e->pstripe, __builtin_popcount(bad), bad,
@@ -314,16 +316,16 @@ static int rc_repair(struct ffs *fs, struct rentry *e)
  * passes RC_WAIT_LOAD and gets -EAGAIN rather than wait for a free one. */
 int stripe_get(struct ffs *fs, uint64_t p, int mode, struct rentry **out)
 {
-	uint32_t crc[FF_MEMBERS_MAX];
+	uint32_t crc[FF_MEMBERS_MAX], vlen;
 	struct rentry *e = rc_get_cached(fs, p); /* a hit needs no checksums */
 	int rc = 0;
 
 	for (unsigned tries = 0;; tries++) {
 		if (!e) {
-			rc = stripe_crcs(fs, p, crc);
+			rc = stripe_crcs(fs, p, crc, &vlen);
 			if (rc < 0)
 				return rc;
-			e = rc_get(fs, p, mode, crc);
+			e = rc_get(fs, p, mode, crc, vlen);
 			if (!e)
 				return -EAGAIN;
 		}
@@ -435,6 +437,6 @@ void read_ahead(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t size)
 		/* a stripe reused a moment later is dropped from the cache when
 		 * its new contents are mapped (stripe_done) */
 		if (rc == 0 && ino && !(fstripe & FFS_CSUM_UNWRITTEN) && ffs_stripe_in_use(fs, ps[i]))
-			rc_get(fs, ps[i], RC_AHEAD, crc);
+			rc_get(fs, ps[i], RC_AHEAD, crc, ffs_csum_vlen(fs, ino, fstripe));
 	}
 }

@@ -18,18 +18,23 @@
  * Rewriting the good chunks too costs a stripe's worth of writes, once per
  * damaged stripe; the bytes are those already on disk, so a crash half-way
  * leaves them as they were (the write-intent record covers the parity).
+ *
+ * A tail stripe (tail.c) is checked over the rows its entry says are
+ * written (vlen); the daemon appends to it, so a repair while mounted
+ * holds it first (ffs_tail_hold): no rows are written to it after that,
+ * and the whole-stripe write is as safe as for any other stripe.
  */
 #include <errno.h>
 #include <string.h>
 
 #include "fs/fs_i.h"
 
-uint32_t ffs_repair_bad_chunks(struct ffs *fs, const void *buf, const uint32_t *crc)
+uint32_t ffs_repair_bad_chunks(struct ffs *fs, const void *buf, const uint32_t *crc, uint32_t vlen)
 {
 	uint32_t C = fs->g->chunk_bytes, bad = 0;
 
 	for (uint32_t i = 0; i < fs->g->ndata; i++)
-		if (ff_crc32c(0, (const uint8_t *)buf + (size_t)i * C, C) != crc[i])
+		if (ff_crc32c(0, (const uint8_t *)buf + (size_t)i * C, vlen) != crc[i])
 			bad |= 1u << i;
 	return bad;
 }
@@ -57,13 +62,14 @@ int ffs_repair_read_around(struct ffs *fs, uint64_t p, uint32_t avoid, void *buf
 }
 
 static bool rebuilt_around(struct ffs *fs, uint64_t p, uint32_t avoid, const uint32_t *crc,
-			   void *buf)
+			   uint32_t vlen, void *buf)
 {
 	return (unsigned)__builtin_popcount(avoid) <= fs->g->nparity &&
-	       ffs_repair_read_around(fs, p, avoid, buf) == 0 && ffs_repair_bad_chunks(fs, buf, crc) == 0;
+	       ffs_repair_read_around(fs, p, avoid, buf) == 0 && ffs_repair_bad_chunks(fs, buf, crc, vlen) == 0;
 }
 
-int ffs_repair_reconstruct(struct ffs *fs, uint64_t p, uint32_t bad, const uint32_t *crc, void *buf)
+int ffs_repair_reconstruct(struct ffs *fs, uint64_t p, uint32_t bad, const uint32_t *crc,
+			   uint32_t vlen, void *buf)
 {
 	const struct ff_geom *g = fs->g;
 	uint32_t avoid = 0, parity = (uint32_t)((1ull << g->nmembers) - 1); /* up to 32 */
@@ -75,7 +81,7 @@ int ffs_repair_reconstruct(struct ffs *fs, uint64_t p, uint32_t bad, const uint3
 		if (bad & (1u << i))
 			avoid |= m;
 	}
-	if (rebuilt_around(fs, p, avoid, crc, buf))
+	if (rebuilt_around(fs, p, avoid, crc, vlen, buf))
 		return 0;
 	/*
 	 * The rebuilt chunks are still wrong: on RAID6 a parity chunk may be
@@ -83,7 +89,7 @@ int ffs_repair_reconstruct(struct ffs *fs, uint64_t p, uint32_t bad, const uint3
 	 * each parity member out in turn while the budget allows.
 	 */
 	for (uint32_t m = 0; m < g->nmembers; m++)
-		if ((parity & (1u << m)) && rebuilt_around(fs, p, avoid | 1u << m, crc, buf))
+		if ((parity & (1u << m)) && rebuilt_around(fs, p, avoid | 1u << m, crc, vlen, buf))
 			return 0;
 	return -EIO;
 }

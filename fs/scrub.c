@@ -245,11 +245,12 @@ static bool still_mapped(struct ffs *fs, uint64_t p, uint32_t ino, uint32_t fstr
  * verified stripe, never from the bad chunks still on disk (repair.c).
  * fs->lock held.
  */
-static bool repair_chunks(struct ffs *fs, uint64_t p, uint32_t bad, const uint32_t *crc)
+static bool repair_chunks(struct ffs *fs, uint64_t p, uint32_t bad, const uint32_t *crc,
+			  uint32_t vlen)
 {
 	uint8_t *buf = fs->scrub->buf;
 
-	if (ffs_repair_reconstruct(fs, p, bad, crc, buf) < 0) {
+	if (ffs_repair_reconstruct(fs, p, bad, crc, vlen, buf) < 0) {
 		ff_log(FF_LOG_ERR, "scrub: data stripe %llu: chunks 0x%x fail their checksum even "
 		       "rebuilt from parity", (unsigned long long)p, bad);
 		return false;
@@ -292,7 +293,7 @@ static void scrub_stripe(struct ffs *fs, struct scrub *s, uint64_t p)
 	}
 	mismatch = atomic_load(&io.check_mismatch);
 	if (!(fstripe & FFS_CSUM_UNWRITTEN))
-		bad = ffs_repair_bad_chunks(fs, s->buf, crc);
+		bad = ffs_repair_bad_chunks(fs, s->buf, crc, ffs_csum_vlen(fs, ino, fstripe));
 	if (!bad && !mismatch)
 		return;
 	s->st.chunks_bad += (uint64_t)__builtin_popcount(bad);
@@ -305,7 +306,7 @@ static void scrub_stripe(struct ffs *fs, struct scrub *s, uint64_t p)
 		return;
 	pthread_mutex_lock(&fs->lock);
 	if (still_mapped(fs, p, ino, fstripe)) {
-		if (bad && repair_chunks(fs, p, bad, crc)) {
+		if (bad && repair_chunks(fs, p, bad, crc, ffs_csum_vlen(fs, ino, fstripe))) {
 			s->st.chunks_repaired += (uint64_t)__builtin_popcount(bad);
 			note_file(s, ino, fstripe & ~FFS_CSUM_UNWRITTEN, true);
 		} else if (bad) {

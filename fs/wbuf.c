@@ -343,8 +343,6 @@ void release_reservation(struct ffs *fs, struct finode *fi)
  * writing, so reads are served from it and rewrites of that stripe wait.
  * Called with the buffer marked writing and no locks held.
  */
-static void stripe_write_done(struct ff_raid_io *io);
-
 static int stripe_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 {
 	const struct ff_geom *g = fs->g;
@@ -357,6 +355,7 @@ static int stripe_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 		wb->crc[i] = ff_crc32c(0, wb->data + (size_t)i * g->chunk_bytes, g->chunk_bytes);
 	wb->fs = fs;
 	wb->fi = fi;
+	wb->tslot = -1;
 	memset(&wb->io, 0, sizeof(wb->io));
 	wb->io.op = FF_RAID_WRITE;
 	wb->io.space = FF_SPACE_DATA;
@@ -364,20 +363,20 @@ static int stripe_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 	wb->io.off = wb->pstripe * fs->stripe_bytes;
 	wb->io.len = fs->stripe_bytes;
 	wb->io.buf = wb->data;
-	wb->io.done = stripe_write_done;
+	wb->io.done = wb_write_done;
 	wb->io.priv = wb;
 	atomic_fetch_add(&fs->stats.stripe_writes, 1);
 	rc = ff_raid_submit(fs->raid, &wb->io);
 	if (rc < 0) {
 		wb->io.result = rc;
-		stripe_write_done(&wb->io);
+		wb_write_done(&wb->io);
 	}
 	return 0;
 }
 
 /* Engine thread: hand the buffer to the completion thread (never take
  * fs->lock on an engine thread). */
-static void stripe_write_done(struct ff_raid_io *io)
+void wb_write_done(struct ff_raid_io *io)
 {
 	struct wbuf *wb = io->priv;
 	struct wpool *p = wb->fs->wpool;
@@ -402,6 +401,11 @@ static void stripe_done(struct ffs *fs, struct wbuf *wb)
 	int rc = wb->io.result;
 
 	pthread_mutex_lock(&fs->lock);
+	if (wb->tslot >= 0) { /* a tail (tail.c) */
+		rc = tail_done(fs, fi, wb);
+		pthread_mutex_unlock(&fs->lock);
+		goto done;
+	}
 	if (rc == 0 && ffs_is_small(fi) && wb->fstripe != 0) {
 		/* promote_small (data.c) moves stripe 0 first: this cannot happen */
 		ff_log(FF_LOG_ERR, "inode %llu: stripe %llu of a small file; run fsck.framefs",
@@ -429,6 +433,7 @@ static void stripe_done(struct ffs *fs, struct wbuf *wb)
 	ff_log(FF_LOG_DEBUG, "inode %llu: file stripe %llu -> data stripe %llu%s",
 	       (unsigned long long)fi->ino, (unsigned long long)wb->fstripe, (unsigned long long)p,
 	       wb->in_place ? " (in place)" : "");
+done:
 	if (rc < 0)
 		ff_log(FF_LOG_ERR, "inode %llu: stripe %llu could not be written: %s",
 		       (unsigned long long)fi->ino, (unsigned long long)wb->fstripe, strerror(-rc));
@@ -476,17 +481,22 @@ static void *done_main(void *arg)
  * (its stripe, or zeros for a hole or a preallocated stripe). */
 int wb_fill(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 {
-	uint64_t p, run, prev = 0;
-	uint32_t flags;
+	struct ffs_extent x;
+	uint64_t p, prev = 0;
+	uint32_t flags, row0 = 0, rows = 0;
 	bool mapped, small;
 	int rc;
 
 	pthread_mutex_lock(&fs->lock);
-	rc = ffs_extent_lookup(fs, fi, wb->fstripe, &p, &run, &flags);
+	rc = ffs_extent_find(fs, fi, wb->fstripe, &x);
 	small = wb->fstripe == 0 && ffs_is_small(fi);
 	pthread_mutex_unlock(&fs->lock);
 	if (rc < 0 && rc != -ENOENT)
 		return rc;
+	flags = rc == 0 ? ff_le32(x.flags) : 0;
+	p = rc == 0 ? ff_le64(x.pstripe) + (wb->fstripe - ff_le64(x.fstripe)) : 0;
+	if (flags & FFS_X_TAIL)
+		ffs_tail_rows_of(&x, &row0, &rows);
 	mapped = rc == 0 && !(flags & FFS_X_UNWRITTEN);
 	rc = 0;
 	for (unsigned i = 0; i <= wb->nival; i++) {
@@ -500,6 +510,8 @@ int wb_fill(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 				else /* truncated to 0 meanwhile (nothing else ends it with dlock held) */
 					memset(wb->data + a, 0, b - a);
 				pthread_mutex_unlock(&fs->lock);
+			} else if (mapped && (flags & FFS_X_TAIL)) {
+				rc = tail_read(fs, p, row0, rows, a, b - a, wb->data + a);
 			} else if (mapped) {
 				rc = read_stripe_bytes(fs, p, a, b - a, wb->data + a);
 			} else {
@@ -577,6 +589,7 @@ static int small_writeout(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 
 int wb_writeout(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 {
+	uint32_t rows;
 	int rc = 0;
 
 	FF_ASSERT(!wb->writing && wb->fi == fi);
@@ -600,9 +613,10 @@ int wb_writeout(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 		wb_drop(fs, fi, wb, rc);
 		return rc;
 	}
+	rows = tail_rows(fs, fi, wb);
 	wpool_mark_writing(fs, wb);
 	pthread_mutex_unlock(&fi->dlock);
-	rc = stripe_submit(fs, fi, wb);
+	rc = rows && tail_submit(fs, fi, wb, rows) == 0 ? 0 : stripe_submit(fs, fi, wb);
 	pthread_mutex_lock(&fi->dlock);
 	return rc;
 }

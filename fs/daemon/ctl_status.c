@@ -332,6 +332,10 @@ static json_object *stats_json(struct ffs_ctl *c)
 		ctl_jadd_u64(f, "small_stores", atomic_load(&fst->small_stores));
 		ctl_jadd_u64(f, "small_promotions", atomic_load(&fst->small_promotions));
 		ctl_jadd_u64(f, "small_nospc", atomic_load(&fst->small_nospc));
+		ctl_jadd_u64(f, "tail_writes", atomic_load(&fst->tail_writes));
+		ctl_jadd_u64(f, "tail_packed", atomic_load(&fst->tail_packed));
+		ctl_jadd_u64(f, "tail_stripes", atomic_load(&fst->tail_stripes));
+		ctl_jadd_u64(f, "tail_busy", atomic_load(&fst->tail_busy));
 		json_object_object_add(o, "fs", f);
 	} else {
 		json_object_object_add(o, "fs", NULL);

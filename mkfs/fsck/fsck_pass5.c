@@ -189,7 +189,7 @@ static void judge_stripe(struct fsck *c, uint64_t p, uint32_t bad, const uint32_
 {
 	const struct ff_geom *g = ffs_tools_geom(c->fs);
 
-	if (ffs_repair_reconstruct(c->fs, p, bad, crc, c->rbuf) == 0) {
+	if (ffs_repair_reconstruct(c->fs, p, bad, crc, c->vlen, c->rbuf) == 0) {
 		memcpy(c->sbuf, c->rbuf, g->stripe_bytes);
 		for (uint32_t i = 0; i < g->ndata; i++)
 			v[i] = REBUILT;
@@ -257,7 +257,8 @@ static void stripe_verify(struct fsck *c, uint64_t p)
 	    ff_raid_rw(ffs_raid(c->fs), FF_RAID_READ, FF_SPACE_DATA, p * g->stripe_bytes, c->sbuf,
 		       g->stripe_bytes) < 0)
 		return; /* an unreadable table block was pass 2's; an unreadable stripe the array's */
-	bad = ffs_repair_bad_chunks(c->fs, c->sbuf, crc);
+	c->vlen = ffs_csum_vlen(c->fs, ino, f);
+	bad = ffs_repair_bad_chunks(c->fs, c->sbuf, crc, c->vlen);
 	if (!bad)
 		return;
 	judge_stripe(c, p, bad, crc, v);

@@ -1148,6 +1148,119 @@ START_TEST(small_file_fits_a_full_volume)
 }
 END_TEST
 
+/* ---- packed tails (fs/tail.c) ---------------------------------------------------- */
+
+/* Whole stripes free (statfs counts in f_frsize units). */
+static uint64_t whole_stripes_free(struct ffs *fs)
+{
+	struct statvfs sv;
+
+	ck_assert_int_eq(ffs_statfs(fs, &sv), 0);
+	return sv.f_bfree * sv.f_frsize / ffs_tools_geom(fs)->stripe_bytes;
+}
+
+/* Write a file of len bytes (pattern seed), closed: its inode. */
+static uint64_t put_file(struct ffs *fs, const char *name, uint8_t *b, size_t len, unsigned seed)
+{
+	uint64_t fh, ino = create(fs, FFS_ROOT_INO, name, &fh);
+
+	fill_pattern(b, len, seed);
+	ck_assert_int_eq(ffs_write(fs, fh, b, len, 0), (ssize_t)len);
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	return ino;
+}
+
+/* Files whose last stripe is partial: their tails share tail stripes
+ * (fewer stripes than files), every byte reads back before and after a
+ * remount, and deleting them all gives every stripe back.  RAID5 x 4 at
+ * 64 KiB chunks: a stripe is 192 KiB, a row 12 KiB, 16 rows a stripe. */
+START_TEST(tails_share_stripes)
+{
+	static uint8_t b[8][1 << 20];
+	static const size_t tail[] = { 1, 5000, 12288, 12289, 40000, 70000, 100000, 130000 };
+	struct ffs *fs = mkfs_mount_params(64, (struct ffs_mkfs_params){ .version = FFS_VERSION_TAILS });
+	uint64_t S = ffs_tools_geom(fs)->stripe_bytes, free0 = whole_stripes_free(fs), ino[8], used;
+	char name[16];
+
+	ck_assert(ffs_tails_on(fs));
+	for (unsigned i = 0; i < 8; i++) {
+		snprintf(name, sizeof(name), "f%u", i);
+		ino[i] = put_file(fs, name, b[i], 2 * S + tail[i], i + 1);
+	}
+	used = free0 - whole_stripes_free(fs);
+	ck_assert_uint_eq(ffs_stats(fs)->tail_packed, 8);
+	/* 16 full stripes, and the 8 tails (1+1+1+2+4+7+9+12 = 37 rows) in 3
+	 * tail stripes of 16 rows, or 4 as the two open ones fill unevenly */
+	ck_assert_uint_le(used, 16 + 4);
+	ck_assert_uint_ge(used, 16 + 3);
+	for (unsigned i = 0; i < 8; i++)
+		check_content(fs, ino[i], b[i], 2 * S + tail[i]);
+	fs = remount(fs);
+	for (unsigned i = 0; i < 8; i++)
+		check_content(fs, ino[i], b[i], 2 * S + tail[i]);
+	for (unsigned i = 0; i < 8; i++) {
+		snprintf(name, sizeof(name), "f%u", i);
+		ck_assert_int_eq(ffs_unlink(fs, FFS_ROOT_INO, name), 0);
+		ffs_forget(fs, ino[i], 1);
+	}
+	fs = remount(fs);
+	ck_assert_uint_eq(whole_stripes_free(fs), free0);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	ut_remove_members(NM);
+}
+END_TEST
+
+/* A tail is rewritten, grown, shrunk and cut off like any last stripe:
+ * writes into it, truncate within it (the bytes past the new size read as
+ * zeros when the file grows again), truncate to a stripe boundary (the
+ * tail goes), append past it; and a file of one partial stripe above
+ * small_max is a tail too. */
+START_TEST(tails_rewrite_and_truncate)
+{
+	static uint8_t want[1 << 20], b[1 << 20];
+	struct ffs *fs = mkfs_mount_params(64, (struct ffs_mkfs_params){ .version = FFS_VERSION_TAILS });
+	uint64_t S = ffs_tools_geom(fs)->stripe_bytes, free0 = whole_stripes_free(fs), fh, ino;
+	size_t len = S + 50000;
+
+	ino = put_file(fs, "t", want, len, 3);
+	ck_assert_uint_eq(ffs_stats(fs)->tail_packed, 1);
+	ck_assert_int_eq(ffs_open(fs, ino, O_RDWR, &fh), 0);
+	/* a write into the tail: the new tail replaces it */
+	fill_pattern(b, 1000, 77);
+	ck_assert_int_eq(ffs_write(fs, fh, b, 1000, S + 20000), 1000);
+	memcpy(want + S + 20000, b, 1000);
+	ck_assert_int_eq(ffs_flush(fs, fh), 0);
+	ck_assert_uint_eq(ffs_stats(fs)->tail_packed, 2);
+	check_content(fs, ino, want, len);
+	/* shrink within the tail, then grow: zeros past the cut */
+	set_size(fs, ino, S + 30000);
+	set_size(fs, ino, len);
+	memset(want + S + 30000, 0, len - (S + 30000));
+	check_content(fs, ino, want, len);
+	/* append past the tail: the old last stripe becomes whole */
+	fill_pattern(b, S, 78);
+	ck_assert_int_eq(ffs_write(fs, fh, b, S, len), (ssize_t)S);
+	memcpy(want + len, b, S);
+	ck_assert_int_eq(ffs_flush(fs, fh), 0);
+	check_content(fs, ino, want, len + S);
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	fs = remount(fs);
+	check_content(fs, ino, want, len + S);
+	/* cut at a stripe boundary: no tail left */
+	set_size(fs, ino, 2 * S);
+	check_content(fs, ino, want, 2 * S);
+	/* one partial stripe above small_max: a tail */
+	ino = put_file(fs, "one", b, 100000, 5);
+	check_content(fs, ino, b, 100000);
+	ck_assert_int_eq(ffs_unlink(fs, FFS_ROOT_INO, "t"), 0);
+	ck_assert_int_eq(ffs_unlink(fs, FFS_ROOT_INO, "one"), 0);
+	fs = remount(fs);
+	ck_assert_uint_eq(whole_stripes_free(fs), free0);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	ut_remove_members(NM);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("fs");
@@ -1176,6 +1289,8 @@ int main(void)
 	tcase_add_test(tc, small_class_off);
 	tcase_add_test(tc, small_file_fits_a_full_volume);
 	tcase_add_test(tc, small_class_absent_on_version_2);
+	tcase_add_test(tc, tails_share_stripes);
+	tcase_add_test(tc, tails_rewrite_and_truncate);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

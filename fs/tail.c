@@ -1,0 +1,420 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Packed tails (format version 4): the last, partial stripe of a file in
+ * rows of a shared tail stripe instead of a stripe of its own.
+ *
+ * Why.  Every file's data starts a whole stripe, so the last stripe of a
+ * frame is on average half empty: 0.75 MiB of a 1.5 MiB stripe on RAID5 x 4
+ * at 512 KiB chunks, more on wider arrays — 2 % of a volume of compressed
+ * EXR frames of 3-60 MB.  Packing tails into shared stripes gets that back,
+ * but a shared stripe is written more than once, and writing part of a
+ * stripe whose other part holds live data is the write hole: a crash
+ * between the data and the parity writes leaves parity that no longer
+ * matches the live chunks, and the next member lost takes them with it.
+ *
+ * How.  A stripe is cut into rows: row r is bytes [r * 4 KiB, (r+1) * 4 KiB)
+ * of every chunk, data and parity.  Parity is computed position by
+ * position, so a row's parity depends on that row alone: writing rows
+ * [a, b) of every data chunk together with their parity (the engine's
+ * FF_RAID_IO_ROWS write, which reads nothing) changes no other row, and a
+ * crash half-way tears only rows that no extent points to yet.  Tails are
+ * appended to a tail stripe in row order; a tail of m rows holds the file
+ * stripe's bytes [0, m * ndata * 4 KiB), m rows of each data chunk (the
+ * layout is in format.h).  Granularity is ndata * 4 KiB (12 KiB on RAID5
+ * x 4), so a tail wastes a few KiB, not half a stripe.  A tail is written
+ * when the file's last buffer is written (close, fsync, eviction), at once:
+ * close's promise (a closed file survives a crash) is kept without waiting
+ * for other files' tails.
+ *
+ * The checksum entry of a tail stripe (FFS_CSUM_TAILS) holds the rows
+ * written (hwm), the chunk crcs over rows [0, hwm) — appending rows in
+ * order continues them — and how many extents point into it.  It is
+ * updated in the transaction that maps the tail, after the rows are on the
+ * members, so a committed entry never covers rows not written.
+ *
+ * The daemon keeps TAIL_SLOTS tail stripes open, each with an image of the
+ * stripe (the rows written so far: the crcs continue from it) and at most
+ * one write in flight — so rows land, and are mapped, in order.  A tail
+ * finding every open stripe busy or too full goes to a stripe of its own
+ * as before (tail_busy), never waits.  The first tail of a stripe opens it
+ * with a full-stripe write (the rest zeros): every row's parity is then
+ * consistent, and scrub's parity check holds for rows not used yet.  The
+ * stripe it opens is the one the tail's buffer had reserved; an appended
+ * tail gives its reservation back.  A tail stripe is freed when its last
+ * extent goes and it is not open.
+ *
+ * Locking: t->lock is a leaf, taken after fs->lock (the release of a tail
+ * asks whether its stripe is open) and never held across I/O.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "fs/data_i.h"
+
+#define TAIL_SLOTS 2
+#define NO_STRIPE UINT64_MAX
+
+struct tslot {
+	uint64_t p;                   /* the tail stripe, NO_STRIPE: the slot is empty */
+	uint32_t hwm;                 /* rows written and mapped */
+	uint32_t crc[FF_MEMBERS_MAX]; /* each data chunk's crc32c over rows [0, hwm) */
+	bool busy;                    /* a write to it is in flight */
+	bool held;                    /* a repair wants it: no more appends (ffs_tail_hold) */
+	uint8_t *img;                 /* the stripe as written (rows [0, hwm) and the one in flight) */
+};
+
+struct tails {
+	pthread_mutex_t lock;
+	uint32_t rows_per_chunk;
+	struct tslot slot[TAIL_SLOTS];
+};
+
+bool ffs_tails_on(const struct ffs *fs)
+{
+	return ff_le32(fs->sb->version) >= FFS_VERSION_TAILS && fs->tails;
+}
+
+int tails_init(struct ffs *fs)
+{
+	struct tails *t;
+
+	if (ff_le32(fs->sb->version) < FFS_VERSION_TAILS || fs->ro)
+		return 0;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	pthread_mutex_init(&t->lock, NULL);
+	t->rows_per_chunk = fs->g->chunk_bytes / FFS_TAIL_ROW;
+	for (unsigned i = 0; i < TAIL_SLOTS; i++) {
+		t->slot[i].p = NO_STRIPE;
+		t->slot[i].img = ff_alloc_aligned(fs->stripe_bytes);
+		if (!t->slot[i].img) {
+			fs->tails = t;
+			tails_free(fs);
+			return -ENOMEM;
+		}
+		memset(t->slot[i].img, 0, fs->stripe_bytes); /* faulted in now, not on the data path */
+	}
+	fs->tails = t;
+	return 0;
+}
+
+void tails_free(struct ffs *fs)
+{
+	struct tails *t = fs->tails;
+
+	if (!t)
+		return;
+	for (unsigned i = 0; i < TAIL_SLOTS; i++)
+		free(t->slot[i].img);
+	pthread_mutex_destroy(&t->lock);
+	free(t);
+	fs->tails = NULL;
+}
+
+/* Is p a tail stripe the daemon may still append to?  fs->lock held. */
+static bool tail_open(struct ffs *fs, uint64_t p)
+{
+	struct tails *t = fs->tails;
+	bool open = false;
+
+	if (!t)
+		return false;
+	pthread_mutex_lock(&t->lock);
+	for (unsigned i = 0; i < TAIL_SLOTS; i++)
+		open |= t->slot[i].p == p;
+	pthread_mutex_unlock(&t->lock);
+	return open;
+}
+
+/* A tail stripe no longer open: freed if nothing points into it.  fs->lock held. */
+static int tail_closed(struct ffs *fs, uint64_t p)
+{
+	uint32_t ino, f, crc[FF_MEMBERS_MAX];
+	int rc = ffs_csum_get(fs, p, &ino, &f, crc);
+
+	if (rc == 0 && ino == FFS_CSUM_TAILS && FFS_CSUM_TAIL_LIVE(f) == 0 && !tail_open(fs, p))
+		rc = ffs_free_stripes(fs, p, 1);
+	return rc;
+}
+
+int ffs_tail_release(struct ffs *fs, uint64_t p)
+{
+	uint32_t ino, f, crc[FF_MEMBERS_MAX], live;
+	int rc = ffs_csum_get(fs, p, &ino, &f, crc);
+
+	if (rc < 0)
+		return rc;
+	live = FFS_CSUM_TAIL_LIVE(f);
+	if (ino != FFS_CSUM_TAILS || live == 0) {
+		ff_log(FF_LOG_ERR, "data stripe %llu: a tail points into it, but it holds no tails; "
+		       "run fsck.framefs", (unsigned long long)p);
+		return -EUCLEAN;
+	}
+	rc = ffs_csum_set(fs, p, FFS_CSUM_TAILS, FFS_CSUM_TAIL_PACK(FFS_CSUM_TAIL_HWM(f), live - 1),
+			  crc);
+	if (rc == 0 && live == 1)
+		rc = tail_closed(fs, p);
+	return rc;
+}
+
+uint32_t ffs_csum_vlen(const struct ffs *fs, uint32_t ino, uint32_t fstripe)
+{
+	if (ino == FFS_CSUM_TAILS)
+		return FF_MIN(FFS_CSUM_TAIL_HWM(fstripe) * FFS_TAIL_ROW, fs->g->chunk_bytes);
+	return fs->g->chunk_bytes;
+}
+
+/*
+ * How many rows buffer wb would take as a tail, 0 when it goes to a stripe
+ * of its own: tails are off, it is preallocated (written in place), a small
+ * file moving to stripes, or its bytes fill every row.  What it holds ends
+ * at the file's size or the highest byte written into it (hi), whichever is
+ * further (a write lands in the buffer before the size catches up).  dlock
+ * held; takes fs->lock.
+ */
+uint32_t tail_rows(struct ffs *fs, struct finode *fi, struct wbuf *wb)
+{
+	const struct ff_geom *g = fs->g;
+	uint64_t base = wb->fstripe * fs->stripe_bytes, size, len;
+	uint32_t rows;
+
+	if (!ffs_tails_on(fs) || wb->in_place || wb->force_stripe)
+		return 0;
+	pthread_mutex_lock(&fs->lock);
+	size = ff_le64(fi->d.size);
+	pthread_mutex_unlock(&fs->lock);
+	len = FF_MIN(FF_MAX(size > base ? size - base : 0, wb->hi), fs->stripe_bytes);
+	if (len == 0)
+		return 0;
+	rows = (uint32_t)FF_DIV_ROUND_UP(len, (uint64_t)g->ndata * FFS_TAIL_ROW);
+	if (rows >= fs->tails->rows_per_chunk)
+		return 0;
+	/* past its content the buffer must read as zeros, whatever a fill
+	 * brought in: the tail keeps [0, rows * ndata * 4 KiB) */
+	memset(wb->data + len, 0, (size_t)rows * g->ndata * FFS_TAIL_ROW - len);
+	return rows;
+}
+
+/*
+ * Send buffer wb (marked writing, no lock held) as a tail of `rows` rows:
+ * 0 when it went, 1 when every open tail stripe is busy or too full (the
+ * caller writes a stripe instead).  The best fit among the idle open
+ * stripes takes it; else an idle slot opens a new tail stripe on the
+ * buffer's reserved one, retiring the stripe it held.
+ */
+int tail_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb, uint32_t rows)
+{
+	struct tails *t = fs->tails;
+	const struct ff_geom *g = fs->g;
+	struct tslot *s = NULL, *reopen = NULL;
+	uint64_t retired = NO_STRIPE;
+	uint32_t C = g->chunk_bytes, row0;
+	int rc;
+
+	pthread_mutex_lock(&t->lock);
+	for (unsigned i = 0; i < TAIL_SLOTS; i++) { /* idle slots: the best fit, and one to reopen */
+		struct tslot *x = &t->slot[i];
+
+		if (x->busy)
+			continue;
+		if (x->p != NO_STRIPE && !x->held && x->hwm + rows <= t->rows_per_chunk &&
+		    (!s || x->hwm > s->hwm))
+			s = x;
+		if (!reopen || x->p == NO_STRIPE || (reopen->p != NO_STRIPE && x->hwm > reopen->hwm))
+			reopen = x; /* an empty slot, else the fullest stripe */
+	}
+	if (!s && !reopen) {
+		pthread_mutex_unlock(&t->lock);
+		atomic_fetch_add(&fs->stats.tail_busy, 1);
+		return 1;
+	}
+	if (!s) { /* open a tail stripe on the buffer's own: rows [0, rows) */
+		s = reopen;
+		retired = s->p;
+		s->p = wb->pstripe;
+		s->hwm = 0;
+		s->held = false;
+		memset(s->crc, 0, sizeof(s->crc));
+		memset(s->img, 0, fs->stripe_bytes);
+	}
+	s->busy = true;
+	row0 = s->hwm;
+	pthread_mutex_unlock(&t->lock);
+
+	/* the slot is ours until the write is mapped: its image too */
+	for (uint32_t i = 0; i < g->ndata; i++)
+		memcpy(s->img + (size_t)i * C + (size_t)row0 * FFS_TAIL_ROW,
+		       wb->data + (size_t)i * rows * FFS_TAIL_ROW, (size_t)rows * FFS_TAIL_ROW);
+	if (retired != NO_STRIPE) {
+		pthread_mutex_lock(&fs->lock);
+		rc = tail_closed(fs, retired);
+		pthread_mutex_unlock(&fs->lock);
+		if (rc < 0)
+			ff_log(FF_LOG_ERR, "tail stripe %llu could not be let go: %s",
+			       (unsigned long long)retired, strerror(-rc));
+	}
+	pthread_mutex_lock(&fs->lock);
+	fi->refs++; /* held until the completion thread is done with it */
+	pthread_mutex_unlock(&fs->lock);
+	wb->fs = fs;
+	wb->fi = fi;
+	wb->tslot = (int)(s - t->slot);
+	wb->trow0 = row0;
+	wb->trows = rows;
+	memset(&wb->io, 0, sizeof(wb->io));
+	wb->io.op = FF_RAID_WRITE;
+	wb->io.space = FF_SPACE_DATA;
+	wb->io.buf = s->img;
+	wb->io.done = wb_write_done;
+	wb->io.priv = wb;
+	if (row0 == 0) { /* opening: the whole stripe, so every row's parity holds */
+		wb->io.flags = FF_RAID_IO_NO_INTENT; /* a reserved stripe: nothing live in it */
+		wb->io.off = s->p * fs->stripe_bytes;
+		wb->io.len = fs->stripe_bytes;
+		atomic_fetch_add(&fs->stats.tail_stripes, 1);
+	} else { /* rows [row0, row0 + rows) of every chunk, parity from them alone */
+		wb->io.flags = FF_RAID_IO_NO_INTENT | FF_RAID_IO_ROWS; /* rows no extent points to */
+		wb->io.off = s->p * fs->stripe_bytes + (uint64_t)row0 * FFS_TAIL_ROW;
+		wb->io.len = (uint64_t)rows * FFS_TAIL_ROW;
+	}
+	atomic_fetch_add(&fs->stats.tail_writes, 1);
+	rc = ff_raid_submit(fs->raid, &wb->io);
+	if (rc < 0) {
+		wb->io.result = rc;
+		wb_write_done(&wb->io);
+	}
+	return 0;
+}
+
+/*
+ * Completion thread: a tail's rows are on the members (or failed).  Maps
+ * the file stripe to them with the tail stripe's new checksum entry, in
+ * one transaction, then lets the slot take the next tail.  fs->lock held.
+ */
+int tail_done(struct ffs *fs, struct finode *fi, struct wbuf *wb)
+{
+	struct tails *t = fs->tails;
+	struct tslot *s = &t->slot[wb->tslot];
+	const struct ff_geom *g = fs->g;
+	uint32_t crc[FF_MEMBERS_MAX], old[FF_MEMBERS_MAX], C = g->chunk_bytes, ino, f, live = 0;
+	uint32_t row0 = wb->trow0, rows = wb->trows;
+	bool opening = row0 == 0;
+	uint64_t p = s->p;
+	int rc = wb->io.result;
+
+	FF_ASSERT(s->busy);
+	for (uint32_t i = 0; i < g->ndata; i++)
+		crc[i] = ff_crc32c(s->crc[i], s->img + (size_t)i * C + (size_t)row0 * FFS_TAIL_ROW,
+				   (size_t)rows * FFS_TAIL_ROW);
+	if (rc == 0 && ffs_is_small(fi)) /* its bytes move from pool blocks to the tail */
+		rc = ffs_small_release(fs, fi);
+	if (rc == 0 && opening)
+		rc = ffs_commit_stripes(fs, p, 1);
+	if (rc == 0 && !opening && (rc = ffs_csum_get(fs, p, &ino, &f, old)) == 0)
+		live = FFS_CSUM_TAIL_LIVE(f);
+	if (rc == 0)
+		rc = ffs_csum_set(fs, p, FFS_CSUM_TAILS, FFS_CSUM_TAIL_PACK(row0 + rows, live + 1), crc);
+	if (rc == 0) /* may let an older tail of this file go, in this stripe too */
+		rc = ffs_extent_map_tail(fs, fi, wb->fstripe, p, row0, rows);
+	if (rc == 0)
+		ffs_rcache_invalidate(fs, p, 1);
+	if (!opening && wb->pstripe != WB_NO_STRIPE)
+		ffs_unreserve_stripes(fs, wb->pstripe, 1); /* appended: its own stripe goes back */
+	pthread_mutex_lock(&t->lock);
+	if (rc == 0) {
+		s->hwm = row0 + rows;
+		memcpy(s->crc, crc, sizeof(crc));
+	} else if (opening) {
+		s->p = NO_STRIPE; /* never mapped: the reservation goes back below */
+	}
+	s->busy = false;
+	if (s->p != NO_STRIPE && (s->held || s->hwm == t->rows_per_chunk))
+		s->p = NO_STRIPE; /* full, or a repair waits for it: retired */
+	pthread_mutex_unlock(&t->lock);
+	if (rc < 0 && opening)
+		ffs_unreserve_stripes(fs, p, 1);
+	else if (rc == 0 && !tail_open(fs, p))
+		rc = tail_closed(fs, p);
+	if (rc == 0)
+		atomic_fetch_add(&fs->stats.tail_packed, 1);
+	return rc;
+}
+
+/*
+ * Bytes [o, o + n) of a file stripe that is a tail of `rows` rows at row0
+ * of stripe p: piece by piece, each data chunk's rows in turn; zeros past
+ * them.
+ */
+int tail_read(struct ffs *fs, uint64_t p, uint32_t row0, uint32_t rows, uint64_t o, size_t n,
+	      uint8_t *dst)
+{
+	uint64_t part = (uint64_t)rows * FFS_TAIL_ROW, end = part * fs->g->ndata;
+
+	while (n > 0) {
+		uint64_t i = o / part, y = o % part;
+		size_t m = (size_t)FF_MIN((uint64_t)n, o < end ? part - y : (uint64_t)n);
+		int rc = 0;
+
+		if (o >= end)
+			memset(dst, 0, m);
+		else
+			rc = read_stripe_bytes(fs, p, i * fs->g->chunk_bytes + row0 * FFS_TAIL_ROW + y, m,
+					       dst);
+		if (rc < 0)
+			return rc;
+		o += m;
+		dst += m;
+		n -= m;
+	}
+	return 0;
+}
+
+/* Unmount: every open tail stripe is retired (freed if empty).  fs->lock held. */
+int ffs_tails_retire_all(struct ffs *fs)
+{
+	struct tails *t = fs->tails;
+	uint64_t ps[TAIL_SLOTS];
+	int rc = 0;
+
+	if (!t)
+		return 0;
+	pthread_mutex_lock(&t->lock);
+	for (unsigned i = 0; i < TAIL_SLOTS; i++) {
+		FF_ASSERT(!t->slot[i].busy); /* the files were flushed: nothing in flight */
+		ps[i] = t->slot[i].p;
+		t->slot[i].p = NO_STRIPE;
+	}
+	pthread_mutex_unlock(&t->lock);
+	for (unsigned i = 0; i < TAIL_SLOTS && rc == 0; i++)
+		if (ps[i] != NO_STRIPE)
+			rc = tail_closed(fs, ps[i]);
+	return rc;
+}
+
+bool ffs_tail_hold(struct ffs *fs, uint64_t p)
+{
+	struct tails *t = fs->tails;
+	bool busy = false, retired = false;
+
+	if (!t)
+		return true;
+	pthread_mutex_lock(&t->lock);
+	for (unsigned i = 0; i < TAIL_SLOTS; i++) {
+		struct tslot *s = &t->slot[i];
+
+		if (s->p != p)
+			continue;
+		if (s->busy) {
+			s->held = true; /* retired when its write is mapped */
+			busy = true;
+		} else {
+			s->p = NO_STRIPE;
+			retired = true;
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+	if (retired && tail_closed(fs, p) < 0)
+		ff_log(FF_LOG_ERR, "tail stripe %llu could not be let go", (unsigned long long)p);
+	return !busy;
+}

@@ -221,7 +221,11 @@ static void scrub_meta(struct ffs *fs, struct scrub *s)
 
 /* ---- data ---------------------------------------------------------------- */
 
-/* Does the owner still map this stripe?  fs->lock held. */
+/* Does the owner still map this stripe?  fs->lock held.  A tail stripe
+ * (tail.c): it still holds the rows scrub checked, and takes no more from
+ * now on (ffs_tail_hold), so that the repair's whole-stripe write cannot
+ * overwrite rows appended meanwhile; with a tail write in flight to it,
+ * it is left for the next scrub. */
 static bool still_mapped(struct ffs *fs, uint64_t p, uint32_t ino, uint32_t fstripe)
 {
 	uint32_t cino, cf, crc[FF_MEMBERS_MAX];
@@ -230,6 +234,10 @@ static bool still_mapped(struct ffs *fs, uint64_t p, uint32_t ino, uint32_t fstr
 	struct finode *fi;
 	bool yes;
 
+	if (ino == FFS_CSUM_TAILS)
+		return ffs_csum_get(fs, p, &cino, &cf, crc) == 0 && cino == ino &&
+		       FFS_CSUM_TAIL_HWM(cf) == FFS_CSUM_TAIL_HWM(fstripe) && FFS_CSUM_TAIL_LIVE(cf) &&
+		       ffs_tail_hold(fs, p);
 	if (ffs_csum_get(fs, p, &cino, &cf, crc) < 0 || cino != ino || cf != fstripe)
 		return false;
 	if (ffs_iget(fs, ino, &fi) < 0)
@@ -300,7 +308,7 @@ static void scrub_stripe(struct ffs *fs, struct scrub *s, uint64_t p)
 	s->st.parity_bad += !bad && mismatch;
 	/* per member: a bad chunk's, or with the data right, the parity's */
 	ff_raid_note_cksum_errors(fs->raid, p, bad ? bad : mismatch << g->ndata);
-	if (bad)
+	if (bad && ino != FFS_CSUM_TAILS) /* a tail stripe's chunk holds several files' tails */
 		note_file(s, ino, fstripe & ~FFS_CSUM_UNWRITTEN, false);
 	if (!s->st.repair)
 		return;
@@ -308,7 +316,8 @@ static void scrub_stripe(struct ffs *fs, struct scrub *s, uint64_t p)
 	if (still_mapped(fs, p, ino, fstripe)) {
 		if (bad && repair_chunks(fs, p, bad, crc, ffs_csum_vlen(fs, ino, fstripe))) {
 			s->st.chunks_repaired += (uint64_t)__builtin_popcount(bad);
-			note_file(s, ino, fstripe & ~FFS_CSUM_UNWRITTEN, true);
+			if (ino != FFS_CSUM_TAILS)
+				note_file(s, ino, fstripe & ~FFS_CSUM_UNWRITTEN, true);
 		} else if (bad) {
 			s->st.chunks_unrepairable += (uint64_t)__builtin_popcount(bad);
 		}

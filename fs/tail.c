@@ -127,6 +127,22 @@ static bool tail_open(struct ffs *fs, uint64_t p)
 	return open;
 }
 
+/* An open tail stripe that lost its last tail is retired at once when no
+ * write to it is in flight, so that an empty one is freed in the same
+ * transaction (a crash cannot leave it allocated).  fs->lock held. */
+static void tail_retire_idle(struct ffs *fs, uint64_t p)
+{
+	struct tails *t = fs->tails;
+
+	if (!t)
+		return;
+	pthread_mutex_lock(&t->lock);
+	for (unsigned i = 0; i < TAIL_SLOTS; i++)
+		if (t->slot[i].p == p && !t->slot[i].busy)
+			t->slot[i].p = NO_STRIPE;
+	pthread_mutex_unlock(&t->lock);
+}
+
 /* A tail stripe no longer open: freed if nothing points into it.  fs->lock held. */
 static int tail_closed(struct ffs *fs, uint64_t p)
 {
@@ -153,8 +169,10 @@ int ffs_tail_release(struct ffs *fs, uint64_t p)
 	}
 	rc = ffs_csum_set(fs, p, FFS_CSUM_TAILS, FFS_CSUM_TAIL_PACK(FFS_CSUM_TAIL_HWM(f), live - 1),
 			  crc);
-	if (rc == 0 && live == 1)
+	if (rc == 0 && live == 1) {
+		tail_retire_idle(fs, p);
 		rc = tail_closed(fs, p);
+	}
 	return rc;
 }
 

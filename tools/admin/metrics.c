@@ -436,6 +436,10 @@ static const struct counter fs_counters[] = {
 	  "Small files moved to stripes (grown past the small-file threshold)" },
 	{ "small_nospc", "framefs_small_nospc_total",
 	  "Small files sent to a stripe because the metadata pool was at its reserve" },
+	{ "tail_packed", "framefs_tail_packed_total", "File tails written into shared tail stripes" },
+	{ "tail_stripes", "framefs_tail_stripes_total", "Tail stripes opened" },
+	{ "tail_busy", "framefs_tail_busy_total",
+	  "File tails sent to a stripe of their own because every tail stripe was busy" },
 };
 
 static void counters(struct mx *m, json_object *stats, const struct counter *c, size_t n)

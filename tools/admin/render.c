@@ -333,6 +333,13 @@ static void render_small(json_object *fs, json_object *fst, FILE *f)
 			"stripes, %.0f sent to stripes (pool at its reserve) since the mount\n",
 			fmt_bytes(jnum(fs, "small_max"), a, sizeof(a)), jnum(fst, "small_stores"),
 			jnum(fst, "small_promotions"), jnum(fst, "small_nospc"));
+	if (jnum(fs, "version") < FFS_VERSION_TAILS)
+		fprintf(f, "  tails    each in a stripe of its own (format version %.0f volume)\n",
+			jnum(fs, "version"));
+	else
+		fprintf(f, "  tails    packed in shared tail stripes: %.0f written, %.0f tail stripes "
+			"opened, %.0f to stripes of their own (tail stripes busy) since the mount\n",
+			jnum(fst, "tail_packed"), jnum(fst, "tail_stripes"), jnum(fst, "tail_busy"));
 }
 
 /* The daemon's requests in flight: the oldest, and how many went stuck. */

@@ -4,7 +4,8 @@
  *
  *   DATA  RAID5 (left-symmetric) or RAID6 (rotating P+Q, md-compatible Q),
  *         addressed in bytes; a stripe is ndata chunks of data.  Full-stripe
- *         writes compute parity and go straight out; partial writes choose
+ *         writes compute parity and go straight out, and so do rows writes
+ *         (FF_RAID_IO_ROWS: some rows of every chunk); partial writes choose
  *         read-modify-write or reconstruct-write, whichever reads less.
  *   META  a mirrored area (2 copies on RAID5, 3 on RAID6, so it survives
  *         what the parity survives) for the filesystem's small metadata

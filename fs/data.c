@@ -384,6 +384,49 @@ int ffs_data_truncate(struct ffs *fs, struct finode *fi, uint64_t size)
 
 static int fallocate_map(struct ffs *fs, struct finode *fi, int mode, uint64_t off, uint64_t len);
 
+/*
+ * Preallocation promises whole stripes: a tail (tail.c) in file stripes
+ * [k0, k1) moves to a stripe of its own first, written whole as before
+ * tails, so that the mapped stripe fallocate then skips holds the space it
+ * promised.  dlock held, let go while waiting; the wait ends as in
+ * promote_small: every write ends in stripe_done, which wakes dcond.
+ */
+static int untail_range(struct ffs *fs, struct finode *fi, uint64_t k0, uint64_t k1)
+{
+	for (uint64_t k = k0; k < k1;) {
+		uint64_t p, run;
+		uint32_t flags;
+		struct wbuf *wb;
+		int rc;
+
+		pthread_mutex_lock(&fs->lock);
+		rc = ffs_extent_lookup(fs, fi, k, &p, &run, &flags);
+		pthread_mutex_unlock(&fs->lock);
+		if (rc < 0 && rc != -ENOENT)
+			return rc;
+		if (rc == -ENOENT || !(flags & FFS_X_TAIL)) {
+			k += FF_MAX(1ull, FF_MIN(run, k1 - k));
+			continue;
+		}
+		wb = wb_find(fi, k);
+		if (wb && wb->writing) {
+			wait_noted(&fi->dcond, &fi->dlock, "a tail moving to a stripe of its own");
+			continue;
+		}
+		if (fi->write_error)
+			return fi->write_error;
+		if (!wb && !(wb = wb_for(fs, fi, k, &rc)))
+			return rc;
+		if (wb->writing)
+			continue; /* wb_for may wait: another writer sent it meanwhile */
+		wb->force_stripe = true;
+		rc = wb_writeout(fs, fi, wb);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
 int ffs_data_fallocate(struct ffs *fs, struct finode *fi, int mode, uint64_t off, uint64_t len)
 {
 	int rc;
@@ -397,6 +440,9 @@ int ffs_data_fallocate(struct ffs *fs, struct finode *fi, int mode, uint64_t off
 	pthread_mutex_lock(&fi->dlock);
 	fi->beyond_small++;
 	rc = promote_small(fs, fi);
+	if (rc == 0)
+		rc = untail_range(fs, fi, off / fs->stripe_bytes,
+				  FF_DIV_ROUND_UP(off + len, fs->stripe_bytes));
 	pthread_mutex_unlock(&fi->dlock);
 	if (rc == 0)
 		rc = fallocate_map(fs, fi, mode, off, len);

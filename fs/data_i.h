@@ -28,7 +28,7 @@ struct wbuf {
 	unsigned nival;
 	struct { uint64_t a, b; } ival[WB_IVALS]; /* filled byte ranges, sorted, disjoint */
 	bool writing;
-	bool force_stripe;          /* to a stripe even if small (a small file moving to stripes) */
+	bool force_stripe;          /* to a stripe of its own: neither small nor a tail (moving to stripes) */
 	uint64_t hi;                /* end of the highest byte a write put here (not a fill) */
 	uint64_t born_ns;
 	struct finode *fi;          /* owner, from attach until the buffer is free again */

@@ -34,6 +34,17 @@ static uint64_t xcount(const struct ffs_extent *x)
 	return ff_le32(x->flags) & FFS_X_TAIL ? 1 : ff_le32(x->count);
 }
 
+/* The inode's count of tail blocks (st_blocks) with tail x added or taken away. */
+static void tail_blocks_add(struct ffs *fs, struct finode *fi, const struct ffs_extent *x, int sign)
+{
+	uint32_t row0, rows, n = ff_le32(fi->d.tail_blocks), b;
+
+	ffs_tail_rows_of(x, &row0, &rows);
+	b = rows * fs->g->ndata;
+	n = sign > 0 ? n + b : n > b ? n - b : 0;
+	fi->d.tail_blocks = ff_cpu_to_le32(n);
+}
+
 static bool is_tree(const struct finode *fi)
 {
 	return ff_le32(fi->d.flags) & FFS_I_BTREE;
@@ -195,6 +206,7 @@ static int punch(struct ffs *fs, struct finode *fi, uint64_t f, uint64_t end, ui
 		b = FF_MIN(end, xf + xn);
 		rc = ext_remove(fs, fi, xf);
 		if (rc == 0 && (ff_le32(x.flags) & FFS_X_TAIL)) { /* its rows go back (tail.c) */
+			tail_blocks_add(fs, fi, &x, -1);
 			rc = ffs_tail_release(fs, xp);
 			if (rc < 0)
 				return rc;
@@ -310,6 +322,8 @@ int ffs_extent_map_tail(struct ffs *fs, struct finode *fi, uint64_t fstripe, uin
 
 	if (rc == 0)
 		rc = ext_add(fs, fi, &x);
+	if (rc == 0)
+		tail_blocks_add(fs, fi, &x, 1);
 	return rc < 0 ? rc : ffs_istore(fs, fi);
 }
 

@@ -67,7 +67,7 @@
 #define FFS_VERSION_XVALUE 2u
 #define FFS_VERSION_SMALL 3u
 #define FFS_VERSION_TAILS 4u
-#define FFS_VERSION FFS_VERSION_SMALL   /* FFS_VERSION_TAILS once fs/tail.c lands */
+#define FFS_VERSION FFS_VERSION_SMALL   /* FFS_VERSION_TAILS once fsck checks tails */
 #define FFS_VERSION_MAX FFS_VERSION_TAILS
 #define FFS_SB_MAGIC 0x3153465a454d4152ull /* "RAMEZFS1" */
 /*
@@ -389,7 +389,7 @@ struct ffs_inode {
 	le64 rdev;
 	le64 root;              /* B+tree root block: directory entries, or extents with FFS_I_BTREE */
 	le32 nextents;          /* inline extents in use */
-	le32 reserved;
+	le32 tail_blocks;       /* version 4: 4 KiB blocks of its tails (FFS_X_TAIL rows * ndata) */
 	union {
 		struct ffs_extent extents[FFS_INLINE_EXTENTS];
 		char symlink[FFS_INLINE_EXTENTS * sizeof(struct ffs_extent)]; /* short targets */

@@ -246,7 +246,8 @@ void ffs_inode_stat(const struct ffs *fs, const struct finode *fi, struct stat *
 	st->st_rdev = ff_le64(d->rdev);
 	st->st_size = (off_t)ff_le64(d->size);
 	st->st_blksize = (blksize_t)FF_MIN(fs->stripe_bytes, 1ull << 20);
-	st->st_blocks = (blkcnt_t)(ff_le64(d->nstripes) * (fs->stripe_bytes / 512));
+	st->st_blocks = (blkcnt_t)(ff_le64(d->nstripes) * (fs->stripe_bytes / 512) +
+				   (uint64_t)ff_le32(d->tail_blocks) * (FFS_TAIL_ROW / 512));
 	if (ff_le32(d->flags) & FFS_I_SMALL) /* one copy's blocks, as for a stripe's data */
 		st->st_blocks = (blkcnt_t)ff_le32(d->u.small.count) * (FFS_BLOCK / 512);
 	st->st_atim.tv_sec = (time_t)(ff_le64(d->atime_ns) / 1000000000ull);

@@ -325,8 +325,11 @@ int tail_done(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 	for (uint32_t i = 0; i < g->ndata; i++)
 		crc[i] = ff_crc32c(s->crc[i], s->img + (size_t)i * C + (size_t)row0 * FFS_TAIL_ROW,
 				   (size_t)rows * FFS_TAIL_ROW);
-	if (rc == 0 && ffs_is_small(fi)) /* its bytes move from pool blocks to the tail */
+	if (rc == 0 && ffs_is_small(fi)) { /* its bytes move from pool blocks to the tail */
 		rc = ffs_small_release(fs, fi);
+		if (rc == 0)
+			atomic_fetch_add(&fs->stats.small_promotions, 1);
+	}
 	if (rc == 0 && opening)
 		rc = ffs_commit_stripes(fs, p, 1);
 	if (rc == 0 && !opening && (rc = ffs_csum_get(fs, p, &ino, &f, old)) == 0)

@@ -303,7 +303,9 @@ int ffs_data_flush(struct ffs *fs, struct finode *fi)
 		struct finode *dir;
 
 		if (ffs_iget(fs, ff_le64(fi->d.parent), &dir) == 0) {
-			dir->last_file_stripes = ff_le64(fi->d.nstripes);
+			/* and its tail's stripe: the next frame's last buffer
+			 * takes one from the reservation too */
+			dir->last_file_stripes = ff_le64(fi->d.nstripes) + !!ff_le32(fi->d.tail_blocks);
 			dir->alloc_hint = fi->alloc_hint;
 			ffs_iput(fs, dir);
 		}

@@ -418,6 +418,12 @@ void read_ahead(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t size)
 		if (s > last) { /* past the end: the stripes after the file's last one */
 			if (!beyond && ffs_extent_lookup(fs, fi, last, &p, &run, &flags) == 0)
 				beyond = p + 1;
+			/* a tail sits in a shared stripe: the next frame follows the
+			 * stripe before it (its tail stripe is opened there, or later) */
+			if (beyond && (flags & FFS_X_TAIL) && last > 0 &&
+			    ffs_extent_lookup(fs, fi, last - 1, &p, &run, &flags) == 0 &&
+			    !(flags & FFS_X_TAIL))
+				beyond = p + 1;
 			if (!beyond || beyond >= ff_le64(fs->sb->nstripes))
 				break;
 			ps[n++] = beyond++;

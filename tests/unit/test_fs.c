@@ -1262,6 +1262,80 @@ START_TEST(tails_rewrite_and_truncate)
 }
 END_TEST
 
+/* File stripe k of inode ino is a tail: its tail stripe and first row. */
+static uint64_t tail_of(struct ffs *fs, uint64_t ino, uint64_t k, uint32_t *row0)
+{
+	struct ffs_extent x;
+	struct finode *fi;
+	uint32_t rows;
+
+	pthread_mutex_lock(&fs->lock);
+	ck_assert_int_eq(ffs_iget(fs, ino, &fi), 0);
+	ck_assert_int_eq(ffs_extent_find(fs, fi, k, &x), 0);
+	ffs_iput(fs, fi);
+	pthread_mutex_unlock(&fs->lock);
+	ck_assert(ff_le32(x.flags) & FFS_X_TAIL);
+	ffs_tail_rows_of(&x, row0, &rows);
+	return ff_le64(x.pstripe);
+}
+
+/* Silent corruption in a tail stripe: a read of the damaged tail is served
+ * rebuilt from parity and repairs the stripe (the other tails in it read
+ * right throughout), and scrub finds and repairs another damaged tail's
+ * chunk.  Fault: junk over one data chunk's rows of a tail, on its member. */
+START_TEST(tails_bad_chunk_repaired)
+{
+	static uint8_t b[3][1 << 20];
+	struct ffs *fs = mkfs_mount_params(64, (struct ffs_mkfs_params){ .version = FFS_VERSION_TAILS });
+	const struct ff_geom *g = ffs_tools_geom(fs);
+	uint64_t S = g->stripe_bytes, ino[3], p[3], fh;
+	struct ffs_scrub_status st;
+	uint32_t row0[3];
+	char name[8];
+
+	for (unsigned i = 0; i < 3; i++) {
+		snprintf(name, sizeof(name), "c%u", i);
+		ino[i] = put_file(fs, name, b[i], S + 30000 + 10000 * i, 20 + i);
+	}
+	fs = remount(fs);
+	g = ffs_tools_geom(fs); /* the mount's own */
+	for (unsigned i = 0; i < 3; i++)
+		p[i] = tail_of(fs, ino[i], 1, &row0[i]);
+	ck_assert_uint_eq(p[0], p[1]); /* packed together */
+	ck_assert_uint_eq(p[1], p[2]);
+	/* fault: junk over data chunk 1's rows of tail 1 */
+	corrupt(ut_paths[ff_raid_chunk_member(ffs_raid(fs), p[1], 1)],
+		g->data_offset + p[1] * g->chunk_bytes + row0[1] * FFS_TAIL_ROW, FFS_TAIL_ROW);
+	ck_assert_int_eq(ffs_open(fs, ino[1], O_RDONLY, &fh), 0);
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	for (unsigned i = 0; i < 3; i++)
+		check_content(fs, ino[i], b[i], S + 30000 + 10000 * i);
+	ck_assert_uint_ge(atomic_load(&ffs_stats(fs)->crc_errors), 1);
+	ck_assert_uint_ge(atomic_load(&ffs_stats(fs)->crc_repaired), 1);
+	fs = remount(fs); /* no cached copy: the stripe on the members is right again */
+	g = ffs_tools_geom(fs);
+	for (unsigned i = 0; i < 3; i++)
+		check_content(fs, ino[i], b[i], S + 30000 + 10000 * i);
+	ck_assert_uint_eq(atomic_load(&ffs_stats(fs)->crc_errors), 0);
+	/* fault: junk over data chunk 0's rows of tail 2; scrub repairs it */
+	corrupt(ut_paths[ff_raid_chunk_member(ffs_raid(fs), p[2], 0)],
+		g->data_offset + p[2] * g->chunk_bytes + row0[2] * FFS_TAIL_ROW, FFS_TAIL_ROW);
+	ck_assert_int_eq(ffs_scrub_start(fs, true), 0);
+	ffs_scrub_wait(fs, &st);
+	ck_assert_uint_eq(st.chunks_bad, 1);
+	ck_assert_uint_eq(st.chunks_repaired, 1);
+	ck_assert_uint_eq(st.parity_bad, 0);
+	ck_assert_int_eq(ffs_scrub_start(fs, true), 0);
+	ffs_scrub_wait(fs, &st);
+	ck_assert_uint_eq(st.chunks_bad, 0);
+	fs = remount(fs);
+	for (unsigned i = 0; i < 3; i++)
+		check_content(fs, ino[i], b[i], S + 30000 + 10000 * i);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	ut_remove_members(NM);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("fs");
@@ -1292,6 +1366,7 @@ int main(void)
 	tcase_add_test(tc, small_class_absent_on_version_2);
 	tcase_add_test(tc, tails_share_stripes);
 	tcase_add_test(tc, tails_rewrite_and_truncate);
+	tcase_add_test(tc, tails_bad_chunk_repaired);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -297,8 +297,10 @@ fs_mkfs() { # FS [MKFS OPTIONS...]
 		run mkfs.btrfs -q -f -K -d raid5 -m raid1 "${LOOPS[@]}" || { warn "mkfs.btrfs: $(lasterr)"; return 1; }
 	else
 		read -r -a opts <<<"$FF_MKFS_OPTS"
-		run "$MKFS_FRAMEFS" -q -f -K -l 5 -c "${CHUNK_KB}K" -L capbench "${opts[@]}" "$@" "${LOOPS[@]}" ||
+		run "$MKFS_FRAMEFS" -f -K -l 5 -c "${CHUNK_KB}K" -L capbench "${opts[@]}" "$@" "${LOOPS[@]}" ||
 			{ warn "mkfs.framefs: $(lasterr)"; return 1; }
+		# packed tails (format version 4): the summary says so
+		if grep -q '^  tails ' "$OUTF"; then FF_TAILS=1; else FF_TAILS=0; fi
 	fi
 }
 statfs_bytes() { # DIR -> "total free" bytes as statfs says
@@ -383,13 +385,16 @@ mix_row() { # FS RUN SEED
 		# where framefs's (n-1)/n went: the metadata area (and each member's reserved MiBs), the
 		# unused tails of the last stripe of every file that took stripes (above small_max,
 		# 64 KiB), the stripes of the file cut short, what was free at ENOSPC
+		# with packed tails a last stripe takes whole rows (4 KiB of each of the 3 data chunks) of
+		# a shared tail stripe: its waste is the rest of its last row; the rows of tail stripes
+		# never filled are in "rest"
 		awk -v st="$STRIPE" -v raw5="$RAW5" -v tot="$tot" -v cutw="$(field "$W/$fs.$run.mix" stopped_written)" \
-			-v free="$(field "$W/$fs.$run.mix" free_after)" -v stored="$vb" '
-			$2 > 65536 { n++; big += $2; t += (st - $2 % st) % st }
+			-v free="$(field "$W/$fs.$run.mix" free_after)" -v stored="$vb" -v tails="${FF_TAILS:-0}" '
+			$2 > 65536 { n++; big += $2; u = tails ? 3 * 4096 : st; t += (u - ($2 % st) % u) % u }
 			END { cut = int((cutw + st - 1) / st) * st
-			      printf "           framefs: of (n-1)/n raw %.1f MiB: metadata area and reserves %.1f MiB (%.2f %%); of the %.1f MiB of stripes: files above 64 KiB %.1f MiB, their last stripes'"'"' unused tails %.1f MiB (%d files, %.2f MiB a file: %.2f %% of (n-1)/n raw), the file cut short %.1f MiB, free %.1f MiB, rest %.1f MiB; files of 64 KiB or less (pool) %.1f KiB\n",
+			      printf "           framefs: of (n-1)/n raw %.1f MiB: metadata area and reserves %.1f MiB (%.2f %%); of the %.1f MiB of stripes: files above 64 KiB %.1f MiB, their last stripes'"'"' unused %s %.1f MiB (%d files, %.2f MiB a file: %.2f %% of (n-1)/n raw), the file cut short %.1f MiB, free %.1f MiB, rest %.1f MiB; files of 64 KiB or less (pool) %.1f KiB\n",
 				raw5 / 1048576, (raw5 - tot) / 1048576, 100 * (raw5 - tot) / raw5, tot / 1048576, big / 1048576,
-				t / 1048576, n, n ? t / n / 1048576 : 0, 100 * t / raw5, cut / 1048576, free / 1048576,
+				tails ? "rows (packed tails)" : "tails", t / 1048576, n, n ? t / n / 1048576 : 0, 100 * t / raw5, cut / 1048576, free / 1048576,
 				(tot - big - t - cut - free) / 1048576, (stored - big) / 1024 }' "$man"
 	else
 		awk '/Device size:|Device allocated:|Device unallocated:|Data ratio:|Free \(statfs/ { gsub(/\t+/, " "); sub(/^ +/, ""); printf "%s%s", sep, $0; sep = "; " }

@@ -97,6 +97,7 @@ struct ff_raid_discard; /* raid/raid.h */
 struct ffs_mkfs_layout {
 	uint32_t small_max;           /* bytes (capped to the stripe width), 0: the class is off */
 	uint64_t pool_blocks;         /* 4 KiB blocks of the mirrored pool */
+	uint32_t version;             /* the format version made */
 };
 
 struct ffs_mkfs_params {

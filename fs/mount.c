@@ -241,6 +241,7 @@ int ffs_mkfs(const char *const *paths, unsigned n, const struct ffs_mkfs_params 
 	if (rc == 0 && p->layout_out) {
 		p->layout_out->small_max = ff_le32(sb->small_max);
 		p->layout_out->pool_blocks = ff_le64(sb->pool_blocks);
+		p->layout_out->version = ff_le32(sb->version);
 	}
 	if (ff_raid_close(r) < 0 && rc == 0)
 		rc = -EIO;

@@ -197,8 +197,8 @@ uint32_t tail_rows(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 	uint64_t base = wb->fstripe * fs->stripe_bytes, size, len;
 	uint32_t rows;
 
-	if (!ffs_tails_on(fs) || wb->in_place || wb->force_stripe)
-		return 0;
+	if (!ffs_tails_on(fs) || wb->in_place || wb->force_stripe || wb->hi >= fs->stripe_bytes)
+		return 0; /* (a frame's full stripes: written to the end, no lock taken) */
 	pthread_mutex_lock(&fs->lock);
 	size = ff_le64(fi->d.size);
 	pthread_mutex_unlock(&fs->lock);
@@ -260,10 +260,14 @@ int tail_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb, uint32_t row
 	row0 = s->hwm;
 	pthread_mutex_unlock(&t->lock);
 
-	/* the slot is ours until the write is mapped: its image too */
-	for (uint32_t i = 0; i < g->ndata; i++)
-		memcpy(s->img + (size_t)i * C + (size_t)row0 * FFS_TAIL_ROW,
-		       wb->data + (size_t)i * rows * FFS_TAIL_ROW, (size_t)rows * FFS_TAIL_ROW);
+	/* the slot is ours until the write is mapped: its image and crcs too;
+	 * the chunk crcs continue over the new rows (mapped by tail_done) */
+	for (uint32_t i = 0; i < g->ndata; i++) {
+		uint8_t *rows_i = s->img + (size_t)i * C + (size_t)row0 * FFS_TAIL_ROW;
+
+		memcpy(rows_i, wb->data + (size_t)i * rows * FFS_TAIL_ROW, (size_t)rows * FFS_TAIL_ROW);
+		wb->crc[i] = ff_crc32c(s->crc[i], rows_i, (size_t)rows * FFS_TAIL_ROW);
+	}
 	if (retired != NO_STRIPE) {
 		pthread_mutex_lock(&fs->lock);
 		rc = tail_closed(fs, retired);
@@ -315,16 +319,13 @@ int tail_done(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 	struct tails *t = fs->tails;
 	struct tslot *s = &t->slot[wb->tslot];
 	const struct ff_geom *g = fs->g;
-	uint32_t crc[FF_MEMBERS_MAX], old[FF_MEMBERS_MAX], C = g->chunk_bytes, ino, f, live = 0;
+	uint32_t old[FF_MEMBERS_MAX], ino, f, live = 0, *crc = wb->crc; /* tail_submit's */
 	uint32_t row0 = wb->trow0, rows = wb->trows;
 	bool opening = row0 == 0;
 	uint64_t p = s->p;
 	int rc = wb->io.result;
 
 	FF_ASSERT(s->busy);
-	for (uint32_t i = 0; i < g->ndata; i++)
-		crc[i] = ff_crc32c(s->crc[i], s->img + (size_t)i * C + (size_t)row0 * FFS_TAIL_ROW,
-				   (size_t)rows * FFS_TAIL_ROW);
 	if (rc == 0 && ffs_is_small(fi)) { /* its bytes move from pool blocks to the tail */
 		rc = ffs_small_release(fs, fi);
 		if (rc == 0)
@@ -345,7 +346,7 @@ int tail_done(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 	pthread_mutex_lock(&t->lock);
 	if (rc == 0) {
 		s->hwm = row0 + rows;
-		memcpy(s->crc, crc, sizeof(crc));
+		memcpy(s->crc, crc, g->ndata * sizeof(*crc));
 	} else if (opening) {
 		s->p = NO_STRIPE; /* never mapped: the reservation goes back below */
 	}

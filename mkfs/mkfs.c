@@ -220,6 +220,10 @@ static int print_geometry(const char *const *paths, unsigned n, const struct ffs
 		       lay->small_max < asked ? " (capped to the stripe width)" : "");
 	else
 		printf("  small files  off (-S 0): every file takes stripes\n");
+	if (lay->version >= FFS_VERSION_TAILS)
+		printf("  tails        a frame's last partial stripe packed in rows of a shared tail "
+		       "stripe (%s a row: 4 KiB of each data chunk)\n",
+		       ff_fmt_bytes((uint64_t)g->ndata * FFS_TAIL_ROW, a, sizeof(a)));
 	for (unsigned i = 0; i < g->nmembers; i++) {
 		struct ff_member *m = ff_raid_member(r, i);
 		char id[160];

@@ -195,6 +195,12 @@ int ffs_inode_new(struct ffs *fs, uint32_t mode, uint32_t uid, uint32_t gid, uin
  * (freeing the old stripes after commit). */
 int ffs_extent_map(struct ffs *fs, struct finode *fi, uint64_t fstripe, uint64_t pstripe,
 	       uint64_t count, uint32_t flags);
+/* Map file stripe fstripe to a tail: rows [row0, row0+rows) of tail stripe p
+ * (format.h), replacing what was there (a tail replaced gives its rows back,
+ * tail.c).  p's checksum entry and live count are the caller's to set; the
+ * inode's nstripes does not count tails. */
+int ffs_extent_map_tail(struct ffs *fs, struct finode *fi, uint64_t fstripe, uint64_t p,
+			uint32_t row0, uint32_t rows);
 
 /* Pin fi once more (tools.c), also one whose pins were all released but
  * that ffs_tools_ikeep keeps cached; ffs_iput releases it. */

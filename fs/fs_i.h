@@ -122,9 +122,7 @@ int ffs_extent_lookup(struct ffs *fs, struct finode *fi, uint64_t fstripe, uint6
 		  uint64_t *run, uint32_t *flags);
 /* The extent covering fstripe (0), or -ENOENT. */
 int ffs_extent_find(struct ffs *fs, struct finode *fi, uint64_t fstripe, struct ffs_extent *x);
-/* Map file stripe fstripe to a tail: rows [row0, row0+rows) of tail stripe p. */
-int ffs_extent_map_tail(struct ffs *fs, struct finode *fi, uint64_t fstripe, uint64_t p,
-			uint32_t row0, uint32_t rows);
+/* ffs_extent_map_tail: ffs_tools.h */
 /* Unmap and free every stripe at or after fstripe. */
 int ffs_extent_truncate(struct ffs *fs, struct finode *fi, uint64_t fstripe);
 /* Iterate extents in order: cb returns <0 to stop. */

@@ -4,7 +4,8 @@
  *
  *   Pass 1  superblocks and the journal              fsck_pass1.c, fs/check.c
  *   Pass 2  inodes, extent maps, B+trees, checksum   fsck_pass2.c, fsck_extent.c,
- *           table owners, small files                fsck_tree.c, fsck_small.c
+ *           table owners, small files, packed tails  fsck_tree.c, fsck_small.c,
+ *                                                    fsck_tail.c
  *   Pass 3  directories and connectivity             fsck_pass3.c, fsck_connect.c
  *   Pass 4  link counts, orphan list, bitmaps        fsck_pass4.c
  *   Pass 5  metadata copies and data checksums       fsck_pass5.c
@@ -77,6 +78,12 @@ enum problem {
 	PR_2_PCSUM_OWNER,
 	PR_2_PCSUM_BLOCK,
 	PR_2_PCSUM_STRAY,
+	PR_2_TAIL_BAD,
+	PR_2_TAIL_DUP,
+	PR_2_TAIL_STRIPE,
+	PR_2_TAIL_CSUM,
+	PR_2_TAIL_LIVE,
+	PR_2_TAIL_LEAKED,
 	PR_3_ROOT_BAD,
 	PR_3_ENTRY_BAD,
 	PR_3_ENTRY_NAME,
@@ -162,6 +169,16 @@ struct stripe_claim {
 	uint32_t fstripe;
 };
 
+/* A tail extent's claim on rows [row0, row0 + rows) of tail stripe p
+ * (fsck_tail.c): a tail stripe has many, so they are kept apart from
+ * c->stripe, which marks the stripe FFS_CSUM_TAILS once they are settled. */
+struct tail_claim {
+	uint64_t p;
+	uint32_t ino, fstripe;
+	uint16_t row0, rows;
+	bool dead;                /* lost (overlap, rows never written) or its inode cleared */
+};
+
 struct dup {
 	uint64_t pstripe;
 	uint32_t ino, fstripe;
@@ -200,6 +217,10 @@ struct fsck {
 	uint8_t *pool_type;       /* POOL_* of each used pool block */
 	struct dup *dups;
 	size_t ndups, cap_dups;
+	struct tail_claim *tails; /* sorted by stripe, then row, once settled */
+	size_t ntails, cap_tails;
+	bool tails_settled;       /* the tail stripes' entries were checked: a claim lost now
+				   * takes its count off the entry (fsck_tail_forget) */
 	struct edge *edges;
 	size_t nedges, cap_edges;
 	uint64_t lpf;             /* /lost+found, 0 = none (yet) */
@@ -293,6 +314,31 @@ int fsck_small_check(struct fsck *c);
 /* Inode ino (image d) is being cleared: the blocks it holds go back, their
  * checksum entries cleared. */
 void fsck_small_forget(struct fsck *c, uint64_t ino, const struct ffs_inode *d);
+
+/* fsck_tail.c: packed tails (format version 4) and their tail stripes */
+/* Does the volume have packed tails (FFS_X_TAIL a valid extent flag)? */
+bool fsck_tails_allowed(const struct fsck *c);
+/* Rows in a chunk: a tail's rows end at or before this. */
+uint32_t fsck_tail_rows_max(const struct fsck *c);
+int fsck_tail_claim(struct fsck *c, uint64_t p, uint64_t ino, uint64_t fstripe, uint32_t row0,
+		    uint32_t rows);
+/* Does ino still own its tail at fstripe in stripe p (a map rebuild keeps it)? */
+bool fsck_tail_owned(const struct fsck *c, uint64_t p, uint64_t ino, uint64_t fstripe);
+/* After the ordinary duplicates: who keeps each tail stripe, which tails. */
+int fsck_tail_resolve(struct fsck *c);
+/* The checksum entry of stripe p against its tails (c->stripe[p] says it
+ * holds some), or an unclaimed stripe's entry that says it holds tails. */
+int fsck_tail_entry_check(struct fsck *c, uint64_t p, uint32_t ino, uint32_t f,
+			  const uint32_t *crc);
+/* The entry a rebuilt checksum-table block gets for tail stripe p. */
+void fsck_tail_entry_make(struct fsck *c, uint64_t p, uint32_t *f, uint32_t *crc);
+/* The live tails in p: how many, and the first one's owner and file stripe. */
+uint32_t fsck_tail_first(const struct fsck *c, uint64_t p, uint32_t *ino, uint32_t *fstripe);
+/* Inode ino is being cleared: its tails go, the entries' counts with them. */
+void fsck_tail_forget(struct fsck *c, uint64_t ino);
+/* Chunk checksums of stripe p as on disk, over vlen bytes of each chunk
+ * (fsck_stripes.c); false when the data cannot be read. */
+bool fsck_data_crcs(struct fsck *c, uint64_t p, uint32_t vlen, uint32_t *crc);
 
 /* fsck_connect.c */
 int fsck_connect_check(struct fsck *c);

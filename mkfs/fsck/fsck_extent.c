@@ -11,9 +11,16 @@
  * last), the others lose it.  A map with bad extents, a damaged tree or a
  * lost stripe is rebuilt: its valid extents are read again, keeping only
  * stripes the file still owns, and mapped afresh through the library.
+ *
+ * A tail extent (FFS_X_TAIL, version 4) maps one file stripe to rows of a
+ * shared tail stripe: valid with no other flag, rows inside the chunk, on
+ * a volume that has tails; it counts as one file stripe but not in
+ * nstripes, and its claim goes to the tail list (fsck_tail.c), which
+ * settles the tail stripes after the whole-stripe duplicates.
  */
 #include <dirent.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +33,7 @@
 struct run {
 	uint64_t f, p, n;
 	uint32_t flags;
+	uint32_t row0, rows;   /* a tail's (n is 1) */
 };
 
 struct xcol {
@@ -37,6 +45,7 @@ struct xcol {
 	uint64_t nstripes;
 	unsigned bad;
 	bool remove;           /* a bad extent is to be removed */
+	char why[96];          /* a problem's words with a number in them */
 	struct run *runs;
 	size_t nruns, cap;
 };
@@ -53,7 +62,7 @@ static int push_run(struct xcol *x, uint64_t f, uint64_t p, uint64_t n, uint32_t
 	struct run *last = x->nruns ? &x->runs[x->nruns - 1] : NULL;
 
 	if (last && last->f + last->n == f && last->p + last->n == p && last->flags == flags &&
-	    last->n + n <= UINT32_MAX) {
+	    !(flags & FFS_X_TAIL) && last->n + n <= UINT32_MAX) {
 		last->n += n;
 		return 0;
 	}
@@ -66,7 +75,7 @@ static int push_run(struct xcol *x, uint64_t f, uint64_t p, uint64_t n, uint32_t
 		x->runs = r;
 		x->cap = cap;
 	}
-	x->runs[x->nruns++] = (struct run){ f, p, n, flags };
+	x->runs[x->nruns++] = (struct run){ f, p, n, flags, 0, 0 };
 	return 0;
 }
 
@@ -111,9 +120,71 @@ static const char *extent_problem(const struct xcol *x, uint64_t f, uint64_t p, 
 	return NULL;
 }
 
+static const char *tail_problem(struct xcol *x, uint64_t f, uint64_t p, uint32_t row0,
+				uint32_t rows, uint32_t flags)
+{
+	uint32_t max = fsck_tail_rows_max(x->c);
+
+	if (!fsck_tails_allowed(x->c)) {
+		snprintf(x->why, sizeof(x->why), "is a packed tail, which a version %u volume cannot hold",
+			 ff_le32(x->c->sb->version));
+		return x->why;
+	}
+	if (flags & ~(uint32_t)FFS_X_TAIL)
+		return "has flags a tail may not have";
+	if (rows == 0 || row0 + rows > max) {
+		snprintf(x->why, sizeof(x->why), "has rows outside the %u of a chunk", max);
+		return x->why;
+	}
+	if (p >= x->c->nstripes)
+		return "lies outside the data area";
+	if (f >= FSTRIPE_LIMIT)
+		return "lies beyond the largest file";
+	if (f < x->next_f)
+		return "overlaps the one before it";
+	if (f >= x->eof)
+		return "lies beyond the end of the file";
+	return NULL;
+}
+
+/* A tail extent: checked, then claimed (or, rebuilding, kept if still owned). */
+static int tail_one(struct xcol *x, uint64_t f, uint64_t p, uint32_t count, uint32_t flags)
+{
+	struct ffs_extent e = { ff_cpu_to_le64(f), ff_cpu_to_le64(p), ff_cpu_to_le32(count),
+				ff_cpu_to_le32(flags) };
+	uint32_t row0, rows;
+	const char *why;
+	int rc;
+
+	ffs_tail_rows_of(&e, &row0, &rows);
+	why = tail_problem(x, f, p, row0, rows, flags);
+	if (why) {
+		x->bad++;
+		if (!x->rebuild && x->bad <= BAD_EXTENTS_MAX &&
+		    fsck_fix_problem(x->c, PR_2_TAIL_BAD, &(struct pctx){ .ino = x->ino, .num = f, .blk = p,
+								       .num2 = rows, .num3 = row0,
+								       .str = why }))
+			x->remove = true;
+		return 0;
+	}
+	x->next_f = f + 1;
+	if (!x->rebuild)
+		return fsck_tail_claim(x->c, p, x->ino, f, row0, rows);
+	if (!fsck_tail_owned(x->c, p, x->ino, f))
+		return 0;
+	rc = push_run(x, f, p, 1, flags);
+	if (rc == 0) {
+		x->runs[x->nruns - 1].row0 = row0;
+		x->runs[x->nruns - 1].rows = rows;
+	}
+	return rc;
+}
+
 static int extent_one(struct xcol *x, uint64_t f, uint64_t p, uint64_t n, uint32_t flags,
 		      const char *why)
 {
+	if (!why && (flags & FFS_X_TAIL))
+		return tail_one(x, f, p, (uint32_t)n, flags);
 	if (!why)
 		why = extent_problem(x, f, p, n, flags);
 	if (why) {
@@ -236,7 +307,12 @@ static int rebuild_one(struct fsck *c, uint64_t ino)
 		return rc;
 	}
 	for (size_t i = 0; i < x.nruns && rc == 0; i++) {
-		rc = ffs_extent_map(c->fs, fi, x.runs[i].f, x.runs[i].p, x.runs[i].n, x.runs[i].flags);
+		const struct run *r = &x.runs[i];
+
+		if (r->flags & FFS_X_TAIL) /* its stripe's entry already counts it */
+			rc = ffs_extent_map_tail(c->fs, fi, r->f, r->p, r->row0, r->rows);
+		else
+			rc = ffs_extent_map(c->fs, fi, r->f, r->p, r->n, r->flags);
 		if (rc == 0)
 			rc = fsck_commit(c, false);
 	}

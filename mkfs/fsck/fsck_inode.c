@@ -98,6 +98,7 @@ int fsck_inode_clear(struct fsck *c, uint64_t ino)
 		gen = ff_le32(d.generation);
 		fsck_small_forget(c, ino, &d);
 	}
+	fsck_tail_forget(c, ino);
 	memset(&d, 0, sizeof(d));
 	d.generation = ff_cpu_to_le32(gen);
 	c->ino[ino].flags = (uint16_t)((c->ino[ino].flags & ~IS_USED) | IS_CLEARED);

@@ -6,7 +6,7 @@
  * shape here, their entries in pass 3), symlink and xattr blocks.  A slot is
  * in use when it holds its own number and a mode; the inode bitmap is only
  * compared with that in pass 4.  Ends with the stripes claimed twice, the
- * checksum table's owners, the small files' blocks (fsck_small.c), the map
+ * tail stripes (fsck_tail.c), the checksum table's owners, the small files' blocks (fsck_small.c), the map
  * rebuilds, and the orphan list as found.
  */
 #include <dirent.h>
@@ -372,7 +372,10 @@ int fsck_pass2(struct fsck *c)
 	if (!c->operr && !c->stop)
 		fsck_extent_dups_resolve(c);
 	if (!c->operr && !c->stop)
+		fsck_tail_resolve(c);
+	if (!c->operr && !c->stop)
 		fsck_extent_csum_check(c);
+	c->tails_settled = true;
 	if (!c->operr && !c->stop)
 		fsck_small_check(c);
 	fsck_reserve_counted(c);

@@ -12,6 +12,7 @@
  * the read path and scrub do.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "mkfs/fsck/fsck.h"
@@ -140,11 +141,13 @@ static void metadata_copies(struct fsck *c)
 	}
 }
 
+/* Chunk i's checksum over the bytes its entry's crc covers (c->vlen: a tail
+ * stripe's rows written, else the whole chunk). */
 static uint32_t chunk_crc(const struct fsck *c, const void *stripe, uint32_t i)
 {
 	uint32_t cb = ffs_tools_geom(c->fs)->chunk_bytes;
 
-	return ff_crc32c(0, (const uint8_t *)stripe + (size_t)i * cb, cb);
+	return ff_crc32c(0, (const uint8_t *)stripe + (size_t)i * cb, c->vlen);
 }
 
 /* Stripe p again, chunk i rebuilt from the other members and parity. */
@@ -161,7 +164,9 @@ enum verdict { REBUILT, CSUM_WRONG, LOST };
  * A chunk that fails its checksum, judged alone: rebuilt from parity it
  * may pass (the data was bad), or come out the same as read (data and
  * parity agree: the checksum is what is wrong), or neither (more damage
- * than parity covers).  A rebuilt chunk goes into sbuf.
+ * than parity covers).  A rebuilt chunk goes into sbuf.  Only the bytes the
+ * checksum covers are compared: a tail stripe's rows past its hwm hold no
+ * data.
  */
 static enum verdict judge_chunk(struct fsck *c, uint64_t p, uint32_t i, uint32_t crc)
 {
@@ -175,7 +180,7 @@ static enum verdict judge_chunk(struct fsck *c, uint64_t p, uint32_t i, uint32_t
 		memcpy(disk, got, cb);
 		return REBUILT;
 	}
-	return memcmp(got, disk, cb) == 0 ? CSUM_WRONG : LOST;
+	return memcmp(got, disk, c->vlen) == 0 ? CSUM_WRONG : LOST;
 }
 
 /*
@@ -204,11 +209,15 @@ static void judge_stripe(struct fsck *c, uint64_t p, uint32_t bad, const uint32_
 static uint32_t ask_chunks(struct fsck *c, uint64_t p, uint32_t bad, uint32_t *crc,
 			   const enum verdict *v, bool *crc_changed, bool *left)
 {
-	uint32_t write = 0;
+	uint32_t write = 0, ino = c->stripe[p].ino, f = c->stripe[p].fstripe, ntails;
+	char also[64] = "";
 
+	if (ino == FFS_CSUM_TAILS) { /* named by its first tail */
+		ntails = fsck_tail_first(c, p, &ino, &f);
+		snprintf(also, sizeof(also), ", in a tail stripe holding %u tail(s)", ntails);
+	}
 	for (uint32_t i = 0; i < ffs_tools_geom(c->fs)->ndata; i++) {
-		struct pctx px = { .blk = p, .num = i, .ino = c->stripe[p].ino,
-				   .num2 = c->stripe[p].fstripe };
+		struct pctx px = { .blk = p, .num = i, .ino = ino, .num2 = f, .str = also };
 
 		if (!(bad & (1u << i)))
 			continue;

@@ -87,6 +87,25 @@ const struct problem_def fsck_problems[PR_COUNT] = {
 	P(PR_2_PCSUM_STRAY, 0x216, SEV_MINOR,
 	  "The small-data checksum table names an owner for {num} block(s) no small file holds "
 	  "(metadata block {blk}: inode {num2})", "Clear those entries"),
+	P(PR_2_TAIL_BAD, 0x217, SEV_MAJOR,
+	  "Inode {ino}: the tail at file stripe {num} (data stripe {blk}, {num2} rows from row "
+	  "{num3}) {str}", "Remove it"),
+	P(PR_2_TAIL_DUP, 0x218, SEV_MAJOR,
+	  "Inode {ino}: the tail at file stripe {num} ({num2} rows from row {num3} of data stripe "
+	  "{blk}) {str} inode {ino2}", "Unmap it"),
+	P(PR_2_TAIL_STRIPE, 0x219, SEV_MAJOR,
+	  "Inode {ino} maps data stripe {blk} whole (file stripe {num}), but it is a tail stripe "
+	  "holding the tails of {num2} file(s), inode {ino2} among them", "Unmap it"),
+	P(PR_2_TAIL_CSUM, 0x21a, SEV_MAJOR,
+	  "The checksum entry of data stripe {blk} {str}, but {num} file(s) have tails there, "
+	  "inode {ino} among them", "Rebuild the entry from the tails and the data"),
+	P(PR_2_TAIL_LIVE, 0x21b, SEV_MINOR,
+	  "The checksum entry of tail stripe {blk} counts {num} tail(s) in it, {num2} point there",
+	  "Fix the count"),
+	P(PR_2_TAIL_LEAKED, 0x21c, SEV_MINOR,
+	  "Tail stripe {blk} ({num} rows written) holds no tail any more: the daemon keeps an "
+	  "emptied tail stripe while it may append to it, so this is the normal aftermath of a "
+	  "crash", "Free it"),
 	P(PR_3_ROOT_BAD, 0x301, SEV_MAJOR, "The root inode {str}", "Recreate the root directory"),
 	P(PR_3_ENTRY_BAD, 0x302, SEV_MAJOR, "Directory {ino} has a malformed entry at position {num}",
 	  "Remove it"),
@@ -125,14 +144,14 @@ const struct problem_def fsck_problems[PR_COUNT] = {
 	  "Metadata block {blk} ({str}): {num} of {num2} copies fail their checksum",
 	  "Rewrite them from a good copy"),
 	P(PR_5_DATA_BAD, 0x502, SEV_MINOR,
-	  "Data stripe {blk} chunk {num} (inode {ino}, file stripe {num2}) fails its checksum",
+	  "Data stripe {blk} chunk {num} (inode {ino}, file stripe {num2}{str}) fails its checksum",
 	  "Rebuild it from parity"),
 	P(PR_5_DATA_LOST, 0x503, SEV_MAJOR,
-	  "Data stripe {blk} chunk {num} (inode {ino}, file stripe {num2}) fails its checksum and "
-	  "cannot be rebuilt from parity", NULL),
+	  "Data stripe {blk} chunk {num} (inode {ino}, file stripe {num2}{str}) fails its checksum "
+	  "and cannot be rebuilt from parity", NULL),
 	P(PR_5_CSUM_WRONG, 0x504, SEV_MAJOR,
-	  "Data stripe {blk} chunk {num} (inode {ino}, file stripe {num2}) agrees with parity but "
-	  "not with its checksum", "Fix the checksum"),
+	  "Data stripe {blk} chunk {num} (inode {ino}, file stripe {num2}{str}) agrees with parity "
+	  "but not with its checksum", "Fix the checksum"),
 };
 
 /* Names print with anything unprintable escaped, so output stays one line. */

@@ -48,6 +48,8 @@ void fsck_state_reset(struct fsck *c)
 	memset(c->pool_owner, 0, c->pool_blocks * sizeof(*c->pool_owner));
 	memset(c->pool_type, 0, c->pool_blocks);
 	c->ndups = 0;
+	c->ntails = 0;
+	c->tails_settled = false;
 	c->xvalue_seen = false;
 	edges_free(c);
 	free(c->orphans);
@@ -69,6 +71,7 @@ void fsck_state_free(struct fsck *c)
 	free(c->pool_owner);
 	free(c->pool_type);
 	free(c->dups);
+	free(c->tails);
 	free(c->orphans);
 	free(c->buf);
 	free(c->sbuf);

@@ -115,9 +115,10 @@ int fsck_extent_dups_resolve(struct fsck *c)
 	return 0;
 }
 
-/* The chunk checksums of stripe p as its data is now (zeros if unwritten);
- * false when the data cannot be read. */
-static bool data_crcs(struct fsck *c, uint64_t p, uint32_t *crc)
+/* The chunk checksums of stripe p as its data is now (zeros if unwritten),
+ * each over the first vlen bytes of its chunk; false when the data cannot
+ * be read. */
+bool fsck_data_crcs(struct fsck *c, uint64_t p, uint32_t vlen, uint32_t *crc)
 {
 	const struct ff_geom *g = ffs_tools_geom(c->fs);
 
@@ -128,8 +129,13 @@ static bool data_crcs(struct fsck *c, uint64_t p, uint32_t *crc)
 		       g->stripe_bytes) < 0)
 		return false;
 	for (uint32_t i = 0; i < g->ndata; i++)
-		crc[i] = ff_crc32c(0, (uint8_t *)c->sbuf + (size_t)i * g->chunk_bytes, g->chunk_bytes);
+		crc[i] = ff_crc32c(0, (uint8_t *)c->sbuf + (size_t)i * g->chunk_bytes, vlen);
 	return true;
+}
+
+static bool data_crcs(struct fsck *c, uint64_t p, uint32_t *crc)
+{
+	return fsck_data_crcs(c, p, ffs_tools_geom(c->fs)->chunk_bytes, crc);
 }
 
 /* A checksum-table block nothing can read: write it again from the claims. */
@@ -149,10 +155,18 @@ static int csum_block_rebuild(struct fsck *c, uint64_t b)
 
 		if (!c->stripe[p].ino)
 			continue;
-		data_crcs(c, p, crc);
-		e->ino = ff_cpu_to_le32(c->stripe[p].ino);
-		e->fstripe = ff_cpu_to_le32(c->stripe[p].fstripe |
-					    (ff_bit_test(c->unwritten, p) ? FFS_CSUM_UNWRITTEN : 0));
+		if (c->stripe[p].ino == FFS_CSUM_TAILS) {
+			uint32_t f;
+
+			fsck_tail_entry_make(c, p, &f, crc);
+			e->ino = ff_cpu_to_le32(FFS_CSUM_TAILS);
+			e->fstripe = ff_cpu_to_le32(f);
+		} else {
+			data_crcs(c, p, crc);
+			e->ino = ff_cpu_to_le32(c->stripe[p].ino);
+			e->fstripe = ff_cpu_to_le32(c->stripe[p].fstripe |
+						    (ff_bit_test(c->unwritten, p) ? FFS_CSUM_UNWRITTEN : 0));
+		}
 		for (uint32_t k = 0; k < ffs_tools_geom(c->fs)->ndata; k++)
 			e->crc[k] = ff_cpu_to_le32(crc[k]);
 	}
@@ -186,6 +200,12 @@ static int csum_block_check(struct fsck *c, uint64_t b, const uint8_t *blk)
 		const struct ffs_csum_entry *e = (const void *)(blk + sizeof(struct ffs_bhdr) + i * entry);
 		uint32_t ino = ff_le32(e->ino), f = ff_le32(e->fstripe), want;
 
+		for (uint32_t k = 0; k < ffs_tools_geom(c->fs)->ndata; k++)
+			crc[k] = ff_le32(e->crc[k]);
+		if (sc->ino == FFS_CSUM_TAILS || (!sc->ino && ino == FFS_CSUM_TAILS)) {
+			rc = fsck_tail_entry_check(c, p, ino, f, crc);
+			continue;
+		}
 		if (!sc->ino)
 			continue; /* a free stripe's entry is whatever its last owner left */
 		want = sc->fstripe | (ff_bit_test(c->unwritten, p) ? FFS_CSUM_UNWRITTEN : 0);
@@ -194,11 +214,8 @@ static int csum_block_check(struct fsck *c, uint64_t b, const uint8_t *blk)
 					.blk = p, .num = ino, .num2 = f & ~FFS_CSUM_UNWRITTEN,
 					.str = f & FFS_CSUM_UNWRITTEN ? " (unwritten)" : "",
 					.ino = sc->ino, .num3 = sc->fstripe,
-					.str2 = ff_bit_test(c->unwritten, p) ? " (unwritten)" : "" })) {
-			for (uint32_t k = 0; k < ffs_tools_geom(c->fs)->ndata; k++)
-				crc[k] = ff_le32(e->crc[k]);
+					.str2 = ff_bit_test(c->unwritten, p) ? " (unwritten)" : "" }))
 			rc = owner_fix(c, p, crc);
-		}
 	}
 	return rc;
 }

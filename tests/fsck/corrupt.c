@@ -126,6 +126,15 @@ static uint64_t free_ino(struct tool *t)
 	return (end ? end - 1 : 0) + 10;
 }
 
+static le32 first_extent_flags(struct tool *t, const char *path)
+{
+	struct finode *fi = inode(t, path);
+
+	if (ff_le32(fi->d.flags) & (FFS_I_BTREE | FFS_I_SMALL) || !fi->d.nextents)
+		die("not a file with an inline extent map", -EINVAL);
+	return fi->d.u.extents[0].flags;
+}
+
 static uint64_t first_stripe(struct tool *t, const char *path)
 {
 	struct finode *fi = inode(t, path);
@@ -646,6 +655,131 @@ static void do_sdata_lost(struct tool *t, char **arg)
 	t->raw_flip = true;
 }
 
+/* ---- packed tails (format version 4) ---------------------------------------- */
+
+/* File fi's tail extent (in its inline map). */
+static struct ffs_extent *tail_of(struct finode *fi)
+{
+	if (ff_le32(fi->d.flags) & (FFS_I_BTREE | FFS_I_SMALL))
+		die("not a file with an inline extent map", -EINVAL);
+	for (unsigned i = 0; i < FF_MIN(ff_le32(fi->d.nextents), FFS_INLINE_EXTENTS); i++)
+		if (ff_le32(fi->d.u.extents[i].flags) & FFS_X_TAIL)
+			return &fi->d.u.extents[i];
+	die("the file has no tail", -ENOENT);
+	return NULL;
+}
+
+static uint64_t tail_stripe(struct tool *t, const char *path)
+{
+	return ff_le64(tail_of(inode(t, path))->pstripe);
+}
+
+/* tail-rows PATH N, tail-row0 PATH N: the tail's row count or first row. */
+static void tail_field(struct tool *t, char **arg, bool first)
+{
+	struct finode *fi = inode(t, arg[0]);
+	struct ffs_extent *x = tail_of(fi);
+	uint32_t row0, rows;
+
+	ffs_tail_rows_of(x, &row0, &rows);
+	*x = ffs_tail_extent_make(ff_le64(x->fstripe), ff_le64(x->pstripe),
+				  first ? (uint32_t)num(arg[1]) : row0, first ? rows : (uint32_t)num(arg[1]));
+	commit(t, fi);
+}
+
+static void do_tail_rows(struct tool *t, char **arg) { tail_field(t, arg, false); }
+static void do_tail_row0(struct tool *t, char **arg) { tail_field(t, arg, true); }
+
+/* tail-flags PATH: the tail marked preallocated as well. */
+static void do_tail_flags(struct tool *t, char **arg)
+{
+	struct finode *fi = inode(t, arg[0]);
+	struct ffs_extent *x = tail_of(fi);
+
+	x->flags = ff_cpu_to_le32(FFS_X_TAIL | FFS_X_UNWRITTEN);
+	commit(t, fi);
+}
+
+/* The checksum entry of PATH's tail stripe: live + dlive, hwm (if not 0),
+ * ino (if not 0) changed.  A new hwm gets crcs over its rows, read from the
+ * stripe (a consistent entry that says fewer rows were written); else the
+ * crcs stay as they are. */
+static void tail_entry(struct tool *t, const char *path, uint32_t dlive, uint32_t hwm, uint32_t ino2)
+{
+	uint64_t p = tail_stripe(t, path);
+	uint32_t crc[FF_MEMBERS_MAX], ino, f;
+	int rc = ffs_csum_get(t->fs, p, &ino, &f, crc);
+
+	if (rc == 0 && ino != FFS_CSUM_TAILS)
+		rc = -EINVAL;
+	f = FFS_CSUM_TAIL_PACK(hwm ? hwm : FFS_CSUM_TAIL_HWM(f), FFS_CSUM_TAIL_LIVE(f) + dlive);
+	if (rc == 0 && hwm) {
+		const struct ff_geom *g = ffs_tools_geom(t->fs);
+		uint8_t *s = ff_alloc_aligned(g->stripe_bytes);
+
+		rc = s ? ff_raid_rw(ffs_raid(t->fs), FF_RAID_READ, FF_SPACE_DATA, p * g->stripe_bytes, s,
+				    g->stripe_bytes) : -ENOMEM;
+		for (uint32_t i = 0; i < g->ndata && rc == 0; i++)
+			crc[i] = ff_crc32c(0, s + (size_t)i * g->chunk_bytes, (size_t)hwm * FFS_TAIL_ROW);
+		free(s);
+	}
+	if (rc == 0)
+		rc = ffs_csum_set(t->fs, p, ino2 ? ino2 : ino, f, crc);
+	if (rc < 0)
+		die("tail stripe entry", rc);
+	commit(t, NULL);
+}
+
+static void do_tail_live(struct tool *t, char **arg) { tail_entry(t, arg[0], (uint32_t)num(arg[1]), 0, 0); }
+static void do_tail_hwm(struct tool *t, char **arg) { tail_entry(t, arg[0], 0, (uint32_t)num(arg[1]), 0); }
+
+/* tail-csum-ino PATH: the entry names PATH's inode instead of the tails. */
+static void do_tail_csum_ino(struct tool *t, char **arg)
+{
+	tail_entry(t, arg[0], 0, 0, (uint32_t)lookup(t, arg[0]));
+}
+
+/* tail-whole A B: A's first extent (one stripe) points at B's tail stripe. */
+static void do_tail_whole(struct tool *t, char **arg)
+{
+	struct finode *fi = inode(t, arg[0]);
+
+	if (ff_le32(first_extent_flags(t, arg[0])) || ff_le32(fi->d.u.extents[0].count) != 1)
+		die("the first extent is not one written stripe", -EINVAL);
+	fi->d.u.extents[0].pstripe = ff_cpu_to_le64(tail_stripe(t, arg[1]));
+	commit(t, fi);
+}
+
+/* tail-leaked: the last stripe taken as a tail stripe whose tails are all
+ * gone (2 rows written, live 0), as a crash leaves one the daemon kept open. */
+static void do_tail_leaked(struct tool *t, char **arg)
+{
+	const struct ff_geom *g = ffs_tools_geom(t->fs);
+	uint64_t p = ff_le64(ffs_tools_super(t->fs)->nstripes) - 1;
+	uint32_t crc[FF_MEMBERS_MAX];
+	uint8_t *zero = calloc(1, 2 * FFS_TAIL_ROW);
+	int rc = zero ? ffs_take_stripes(t->fs, p, 1) : -ENOMEM;
+
+	(void)arg;
+	for (uint32_t i = 0; i < g->ndata && zero; i++)
+		crc[i] = ff_crc32c(0, zero, 2 * FFS_TAIL_ROW); /* the members are sparse: zeros */
+	if (rc == 0)
+		rc = ffs_csum_set(t->fs, p, FFS_CSUM_TAILS, FFS_CSUM_TAIL_PACK(2, 0), crc);
+	free(zero);
+	if (rc < 0)
+		die("tail-leaked", rc);
+	commit(t, NULL);
+}
+
+/* tail-data PATH: garbage over the first 4 KiB (row 0) of chunk 0 of PATH's tail stripe. */
+static void do_tail_data(struct tool *t, char **arg) { raw_data_chunk(t, tail_stripe(t, arg[0]), 0); }
+
+/* version N: the superblock says format version N (written at the end). */
+static void do_version(struct tool *t, char **arg)
+{
+	ffs_tools_set_version(t->fs, (uint32_t)num(arg[0]));
+}
+
 static void do_ibit_clear(struct tool *t, char **arg)
 {
 	int rc = ffs_free_inode_bit(t->fs, lookup(t, arg[0]));
@@ -866,6 +1000,11 @@ static const struct action {
 	{ "pcsum-owner", 2, do_pcsum_owner },     { "pcsum-stray", 1, do_pcsum_stray },
 	{ "pcsum-bad", 1, do_pcsum_bad },         { "sdata-copy", 2, do_sdata_copy },
 	{ "sdata-lost", 2, do_sdata_lost },       { "unlinked", 2, do_unlinked },
+	{ "tail-rows", 2, do_tail_rows },         { "tail-row0", 2, do_tail_row0 },
+	{ "tail-flags", 1, do_tail_flags },       { "tail-live", 2, do_tail_live },
+	{ "tail-hwm", 2, do_tail_hwm },           { "tail-csum-ino", 1, do_tail_csum_ino },
+	{ "tail-whole", 2, do_tail_whole },       { "tail-leaked", 0, do_tail_leaked },
+	{ "tail-data", 1, do_tail_data },         { "version", 1, do_version },
 };
 
 static bool act(struct tool *t, const char *a, char **arg, unsigned nargs)

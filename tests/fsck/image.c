@@ -29,6 +29,18 @@
  *   /fifo        a fifo
  *   /prealloc    2 preallocated (unwritten) stripes
  *   /many/       400 empty files (a directory tree of several leaves)
+ *
+ * With FFSCK_IMAGE_TAILS set the volume is format version 4 (packed tails,
+ * fs/tail.c), whatever mkfs's default, and holds three more files whose last
+ * stripes are tails (a tail stripe has 16 rows here; a row of a tail holds
+ * 12 KiB of the file):
+ *   /t/t1        1 stripe + 24 KiB: a tail of 2 rows
+ *   /t/t2        1 stripe + 36 KiB: 3 rows
+ *   /t/t3        100 KiB, one partial stripe above small_max: 9 rows
+ * /a/f1's second half is a tail too (8 rows, the first in a tail stripe:
+ * rows 0-7), t1 and t2 follow it in the same stripe (rows 8-9, 10-12); t3
+ * does not fit there and opens the second tail stripe.  On a version 4
+ * volume without FFSCK_IMAGE_TAILS, /a/f1's tail is the only one.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -82,6 +94,23 @@ static int write_file(struct ffs *fs, uint64_t parent, const char *name, uint64_
 	return rc;
 }
 
+/* The files of /t and their lengths and seeds (see the top). */
+static const struct { const char *name; uint64_t len; unsigned seed; } tails[] = {
+	{ "t1", 3ull * CHUNK + 24 * 1024, 11 },
+	{ "t2", 3ull * CHUNK + 36 * 1024, 12 },
+	{ "t3", 100 * 1024, 13 },
+};
+
+static int build_tails(struct ffs *fs)
+{
+	struct stat t;
+	int rc = ffs_mkdir(fs, 1, "t", 0755, 0, 0, &t);
+
+	for (unsigned i = 0; i < FF_ARRAY_SIZE(tails) && rc == 0; i++)
+		rc = write_file(fs, t.st_ino, tails[i].name, tails[i].len, 0, tails[i].seed, NULL);
+	return rc;
+}
+
 static int build_tree(struct ffs *fs)
 {
 	uint64_t stripe = 3ull * CHUNK, f1, f2, s2, fh;
@@ -123,7 +152,7 @@ static int build_tree(struct ffs *fs)
 		snprintf(name, sizeof(name), "frame_%05u.dpx", i);
 		rc = write_file(fs, st.st_ino, name, 0, 0, 0, NULL);
 	}
-	return rc;
+	return rc == 0 && getenv("FFSCK_IMAGE_TAILS") ? build_tails(fs) : rc;
 }
 
 static int build(void)
@@ -142,6 +171,8 @@ static int build(void)
 		p.ninodes = strtoull(getenv("FFSCK_IMAGE_INODES"), NULL, 0);
 	if (getenv("FFSCK_IMAGE_JOURNAL"))
 		p.journal_blocks = strtoull(getenv("FFSCK_IMAGE_JOURNAL"), NULL, 0);
+	if (getenv("FFSCK_IMAGE_TAILS"))
+		p.version = FFS_VERSION_TAILS;
 	rc = ffs_mkfs(members, nmembers, &p, &err);
 
 	if (rc == 0)
@@ -446,6 +477,17 @@ static int data_tree(struct ffs *fs)
 	if (ffs_lookup(fs, 1, "prealloc", &st) < 0 || !S_ISREG(st.st_mode) ||
 	    (uint64_t)st.st_size != stripe * 2 || (uint64_t)st.st_blocks * 512 < stripe * 2)
 		return differs("/prealloc", "not a file of 2 preallocated stripes");
+	if (getenv("FFSCK_IMAGE_TAILS")) {
+		if (ffs_lookup(fs, 1, "t", &st) < 0 || !S_ISDIR(st.st_mode))
+			return differs("/t", "missing or not a directory");
+		for (unsigned i = 0; i < FF_ARRAY_SIZE(tails); i++) {
+			snprintf(name, sizeof(name), "/t/%s", tails[i].name);
+			rc = check_file(fs, st.st_ino, tails[i].name, name, tails[i].len, UINT64_MAX, 0,
+					tails[i].seed, NULL);
+			if (rc)
+				return rc;
+		}
+	}
 	if (ffs_lookup(fs, 1, "many", &st) < 0)
 		return differs("/many", "missing");
 	for (unsigned i = 0; i < 400; i++) {

@@ -11,6 +11,8 @@
 # OPTIONS, space-separated:
 #   inodes=N journal=N  build the volume with mkfs -N N / -J N
 #   xvalue        /a/f2 gets a 64 KiB xattr (user.stream), held in value blocks
+#   tails         a version 4 volume with packed tails: /t/t1, /t/t2, /t/t3 and
+#                 /a/f1's last stripe (image.c says which rows of which stripe)
 #   mount-first   before fsck, the damaged volume must mount and hold the
 #                 tree exactly as built (ffsck-image data)
 #   data          after the repairs, before verify: the tree exactly as built
@@ -26,6 +28,7 @@ for o in $options; do
 	inodes=*) export FFSCK_IMAGE_INODES=${o#inodes=} ;;
 	journal=*) export FFSCK_IMAGE_JOURNAL=${o#journal=} ;;
 	xvalue) export FFSCK_IMAGE_XVALUE=1 ;;
+	tails) export FFSCK_IMAGE_TAILS=1 ;;
 	esac
 done
 dir=$(mktemp -d /dev/shm/ffsck-case.XXXXXX) || exit 1

@@ -26,7 +26,10 @@
  * The blocks in use include the small files' data blocks (format version 3:
  * the corpus tree has three small files), which have no header to reseal:
  * changed, they fail the checksum their entry in the small-data checksum
- * table gives (whose blocks are damaged like any other).
+ * table gives (whose blocks are damaged like any other).  The volume is
+ * format version 4 with packed tails (FFSCK_IMAGE_TAILS: image.c), so the
+ * inode-table and checksum-table blocks damaged hold tail extents and tail
+ * stripes' entries too.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -62,9 +65,19 @@ struct mblock {
 
 /* What the clean volume looks like: the metadata blocks in use, and where
  * each mirror copy of a META block lies on which member. */
+/* A packed tail's fields: bytes [off, off + len) of META block no (a tail
+ * extent in an inode, or a tail stripe's checksum entry), of block type type. */
+struct tspot {
+	uint64_t no;
+	uint32_t type, off, len;
+};
+#define TSPOTS_MAX 64
+
 static struct {
 	struct mblock *blocks;
 	size_t n;
+	struct tspot tails[TSPOTS_MAX];
+	unsigned ntails;
 	struct ff_geom g;
 	uint64_t ninodes, nstripes, pool_start, pool_blocks;
 } base;
@@ -339,6 +352,48 @@ static unsigned add_pool(struct ffs *fs, void *buf)
 	return small;
 }
 
+static void add_tspot(uint64_t no, uint32_t type, size_t off, size_t len)
+{
+	if (base.ntails < TSPOTS_MAX)
+		base.tails[base.ntails++] = (struct tspot){ no, type, (uint32_t)off, (uint32_t)len };
+}
+
+/* Where the clean volume's tails are: the tail stripes' checksum entries
+ * (in use, ino FFS_CSUM_TAILS) and the inline tail extents; how many stripes. */
+static unsigned learn_tails(struct ffs *fs, const struct ffs_super *sb, void *buf)
+{
+	uint32_t crc[FF_MEMBERS_MAX], ino, f, per = ff_le32(sb->csum_per_block);
+	unsigned n = 0;
+
+	for (uint64_t p = 0; p < base.nstripes; p++)
+		if (ffs_tools_bit(fs, FFS_TOOLS_STRIPES, p) && ffs_csum_get(fs, p, &ino, &f, crc) == 0 &&
+		    ino == FFS_CSUM_TAILS) {
+			add_tspot(ff_le64(sb->csum_start) + p / per, FFS_B_CSUM,
+				  sizeof(struct ffs_bhdr) + (p % per) * ff_le32(sb->csum_entry_bytes),
+				  ff_le32(sb->csum_entry_bytes));
+			n++;
+		}
+	for (uint64_t b = 0; b < ff_le64(sb->itable_hwm); b++) {
+		uint64_t no = ff_le64(sb->itable_start) + b;
+		const struct ffs_itable_block *it = buf;
+
+		if (ffs_meta_read_check(fs, no, FFS_B_ITABLE, buf, true) < 0)
+			continue;
+		for (unsigned i = 0; i < FFS_INODES_PER_BLOCK; i++) {
+			const struct ffs_inode *d = &it->inodes[i];
+
+			if (!d->ino || (ff_le32(d->flags) & (FFS_I_BTREE | FFS_I_SMALL)))
+				continue;
+			for (unsigned k = 0; k < FF_MIN(ff_le32(d->nextents), FFS_INLINE_EXTENTS); k++)
+				if (ff_le32(d->u.extents[k].flags) & FFS_X_TAIL)
+					add_tspot(no, FFS_B_ITABLE,
+						  (size_t)((const uint8_t *)&d->u.extents[k] - (const uint8_t *)buf),
+						  sizeof(struct ffs_extent));
+		}
+	}
+	return n;
+}
+
 static void learn_base(void)
 {
 	char paths[NM][128];
@@ -375,7 +430,9 @@ static void learn_base(void)
 	add_region(ff_le64(sb->mbitmap_start), ff_le64(sb->mbitmap_blocks), FFS_B_BITMAP);
 	add_region(ff_le64(sb->csum_start), ff_le64(sb->csum_blocks), FFS_B_CSUM);
 	add_region(ff_le64(sb->pcsum_start), ff_le64(sb->pcsum_blocks), FFS_B_PCSUM);
-	if (!add_pool(fs, sb))
+	if (!learn_tails(fs, ffs_tools_super(fs), sb) || base.ntails < 2)
+		die("%s", "the clean volume has no packed tails (format version 4, FFSCK_IMAGE_TAILS)");
+	if (!add_pool(fs, sb)) /* sb is its scratch block from here on */
 		die("%s", "the clean volume has no small files (format version 3)");
 	free(sb);
 	ffs_check_close(fs);
@@ -571,6 +628,38 @@ static void reseal_block(struct rng *r, struct fcase *fc)
 	free(buf);
 }
 
+/* A packed tail's fields changed (a tail extent's rows, stripe, flags; a
+ * tail stripe's entry: owner, hwm and live count, crcs), the block sealed
+ * again: fsck must read what they say. */
+static void tail_fields(struct rng *r, struct fcase *fc)
+{
+	const struct tspot *t = &base.tails[below(r, base.ntails)];
+	uint8_t *buf = ff_alloc_aligned(FFS_BLOCK);
+	unsigned role;
+	uint64_t at;
+
+	copy_at(t->no, 0, &role, &at);
+	if (!pread_at(fc->m[role], buf, FFS_BLOCK, at))
+		die("cannot read %s", fc->m[role]);
+	if (t->type == FFS_B_CSUM && below(r, 2)) { /* the head: ino, hwm and live */
+		uint32_t v = htole32(below(r, 2) ? FFS_CSUM_TAILS : (uint32_t)interesting(r));
+		uint32_t f = htole32(FFS_CSUM_TAIL_PACK(below(r, 20), below(r, 6)));
+
+		memcpy(buf + t->off, &v, 4);
+		if (below(r, 3))
+			memcpy(buf + t->off + 4, &f, 4);
+	} else if (t->type == FFS_B_ITABLE && below(r, 2)) { /* row0 and rows: small numbers */
+		uint16_t v = htole16((uint16_t)below(r, 20));
+
+		memcpy(buf + t->off + 16 + 2 * below(r, 2), &v, 2);
+	} else {
+		mutate(r, buf, t->off, t->off + t->len);
+	}
+	ffs_block_seal(buf, t->type, t->no);
+	write_copies(fc, t->no, buf, 0, FFS_BLOCK, UINT32_MAX);
+	free(buf);
+}
+
 static void member_sb(struct rng *r, struct fcase *fc)
 {
 	unsigned i = (unsigned)below(r, fc->nm);
@@ -660,9 +749,12 @@ static void make_case(struct rng *r, struct fcase *fc)
 	if (k < 20) {
 		snprintf(fc->kind, sizeof(fc->kind), "garbage block");
 		garbage_block(r, fc, false);
-	} else if (k < 45) {
+	} else if (k < 40) {
 		snprintf(fc->kind, sizeof(fc->kind), "resealed block");
 		reseal_block(r, fc);
+	} else if (k < 45) {
+		snprintf(fc->kind, sizeof(fc->kind), "tail fields");
+		tail_fields(r, fc);
 	} else if (k < 50) {
 		snprintf(fc->kind, sizeof(fc->kind), "data chunk");
 		data_chunk(r, fc);

@@ -139,7 +139,7 @@ def test():
             f.flush()
             os.fsync(f.fileno())
         s = v.status()
-        check(s["fs"]["version"] == 3 and s["fs"]["small_max"] == 64 << 10,
+        check(s["fs"]["version"] == 4 and s["fs"]["small_max"] == 64 << 10,
               "small-data class: %r" % s["fs"])
         check(s["stats"]["fs"]["small_stores"] == 1 and s["stats"]["fs"]["small_promotions"] == 0
               and s["stats"]["fs"]["small_nospc"] == 0, "small counters %r" % s["stats"]["fs"])

@@ -805,7 +805,7 @@ static uint64_t pool_used(struct ffs *fs)
 }
 
 /* fs/xattr.c: values up to FFS_XATTR_INLINE_MAX stay inline; a larger one
- * goes to value blocks (a version 3 volume reads them: its version stays);
+ * goes to value blocks (a version 4 volume reads them: its version stays);
  * replacing or removing a value gives its blocks back; 65537 bytes is
  * E2BIG. */
 START_TEST(xattr_value_blocks)
@@ -822,7 +822,7 @@ START_TEST(xattr_value_blocks)
 	base = pool_used(fs);
 	ck_assert_int_eq(ffs_setxattr(fs, ino, "user.big", v, FFS_XATTR_VALUE_MAX + 1, 0), -E2BIG);
 	ck_assert_int_eq(ffs_setxattr(fs, ino, "user.big", v, FFS_XATTR_VALUE_MAX, 0), 0);
-	/* mkfs writes version 3, which reads chains: not raised, never lowered */
+	/* mkfs writes version 4, which reads chains: not raised, never lowered */
 	ck_assert_uint_eq(ff_le32(ffs_tools_super(fs)->version), FFS_VERSION);
 	ck_assert_uint_ge(FFS_VERSION, FFS_VERSION_XVALUE);
 	ck_assert_uint_eq(pool_used(fs), base + FFS_XVALUE_BLOCKS_MAX);
@@ -921,7 +921,8 @@ END_TEST
 
 /* A small file that grows by appends, each closed, moves to stripes once:
  * when it passes small_max; a sparse write past stripe 0 moves one at once;
- * fallocate does too.  Every byte survives each move and a remount. */
+ * fallocate does too.  Every byte survives each move and a remount.  (On
+ * version 4 the growing file leaves the pool for a packed tail: a move too.) */
 START_TEST(small_file_moves_to_stripes_once)
 {
 	static uint8_t want[1 << 20];
@@ -1043,6 +1044,7 @@ START_TEST(small_files_leave_the_pool_reserve)
 		ck_assert_int_eq(ffs_release(fs, fh), 0);
 	}
 	ck_assert_uint_gt(ffs_stats(fs)->small_nospc, 0);
+	/* to the data area: stripes, or tails in shared stripes (version 4) */
 	ck_assert_uint_gt(ffs_stats(fs)->stripe_writes + ffs_stats(fs)->tail_writes, 0);
 	ck_assert_uint_ge(pool - pool_used(fs), pool / 16 - 16);
 	fs = remount(fs);
@@ -1056,7 +1058,7 @@ START_TEST(small_files_leave_the_pool_reserve)
 END_TEST
 
 /* A sidecar of len bytes written to a volume without the class takes a
- * stripe and reads back: its inode. */
+ * stripe, or on version 4 a tail in a tail stripe, and reads back: its inode. */
 static uint64_t sidecar_takes_a_stripe(struct ffs *fs, const char *data, size_t len)
 {
 	uint64_t fh, ino;

@@ -366,12 +366,20 @@ int tail_done(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 /*
  * Bytes [o, o + n) of a file stripe that is a tail of `rows` rows at row0
  * of stripe p: piece by piece, each data chunk's rows in turn; zeros past
- * them.
+ * them.  A tail extent from a damaged inode (rows outside the chunk, none,
+ * or a tail on a volume without them) is refused, never read.
  */
 int tail_read(struct ffs *fs, uint64_t p, uint32_t row0, uint32_t rows, uint64_t o, size_t n,
 	      uint8_t *dst)
 {
 	uint64_t part = (uint64_t)rows * FFS_TAIL_ROW, end = part * fs->g->ndata;
+
+	if (rows == 0 || row0 + rows > fs->g->chunk_bytes / FFS_TAIL_ROW ||
+	    ff_le32(fs->sb->version) < FFS_VERSION_TAILS) {
+		ff_log(FF_LOG_ERR, "data stripe %llu: a tail at rows %u..%u is not one this volume "
+		       "can hold; run fsck.framefs", (unsigned long long)p, row0, row0 + rows);
+		return -EUCLEAN;
+	}
 
 	while (n > 0) {
 		uint64_t i = o / part, y = o % part;

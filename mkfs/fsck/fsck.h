@@ -299,7 +299,8 @@ void fsck_tree_why(const struct fsck_tree_walk *w, char *buf, size_t len);
 int fsck_tree_free_old(struct fsck *c, uint64_t ino, uint64_t root);
 
 /* fsck_extent.c: regular files' extent maps */
-int fsck_extent_check(struct fsck *c, uint64_t ino, const struct ffs_inode *d, uint64_t *nstripes);
+int fsck_extent_check(struct fsck *c, uint64_t ino, const struct ffs_inode *d, uint64_t *nstripes,
+		      uint64_t *tail_blocks);
 int fsck_extent_dups_resolve(struct fsck *c);
 int fsck_extent_csum_check(struct fsck *c);
 int fsck_extent_rebuild_all(struct fsck *c);

@@ -43,6 +43,7 @@ struct xcol {
 	uint64_t next_f;       /* end of the last accepted extent */
 	uint64_t eof;          /* file stripes the size covers */
 	uint64_t nstripes;
+	uint64_t tail_blocks;  /* the valid tails' 4 KiB blocks (the inode's tail_blocks) */
 	unsigned bad;
 	bool remove;           /* a bad extent is to be removed */
 	char why[96];          /* a problem's words with a number in them */
@@ -168,6 +169,7 @@ static int tail_one(struct xcol *x, uint64_t f, uint64_t p, uint32_t count, uint
 		return 0;
 	}
 	x->next_f = f + 1;
+	x->tail_blocks += (uint64_t)rows * ffs_tools_geom(x->c->fs)->ndata;
 	if (!x->rebuild)
 		return fsck_tail_claim(x->c, p, x->ino, f, row0, rows);
 	if (!fsck_tail_owned(x->c, p, x->ino, f))
@@ -264,7 +266,8 @@ static int judge(struct fsck *c, struct xcol *x, const struct fsck_tree_walk *w,
 	return 0;
 }
 
-int fsck_extent_check(struct fsck *c, uint64_t ino, const struct ffs_inode *d, uint64_t *nstripes)
+int fsck_extent_check(struct fsck *c, uint64_t ino, const struct ffs_inode *d, uint64_t *nstripes,
+		      uint64_t *tail_blocks)
 {
 	struct xcol x = { .c = c, .ino = ino };
 	struct fsck_tree_walk w;
@@ -275,6 +278,7 @@ int fsck_extent_check(struct fsck *c, uint64_t ino, const struct ffs_inode *d, u
 		return rc;
 	}
 	*nstripes = x.nstripes;
+	*tail_blocks = x.tail_blocks;
 	return judge(c, &x, &w, d);
 }
 
@@ -297,6 +301,7 @@ static int rebuild_one(struct fsck *c, uint64_t ino)
 	d.root = 0;
 	d.nextents = 0;
 	d.nstripes = 0;
+	d.tail_blocks = 0; /* ffs_extent_map_tail counts the tails kept again */
 	memset(&d.u, 0, sizeof(d.u));
 	if (rc == 0)
 		rc = fsck_slot_write(c, ino, &d);

@@ -152,13 +152,14 @@ static void dir_shape(struct fsck *c, uint64_t ino, const struct ffs_inode *d)
 static enum verdict contents(struct fsck *c, uint64_t ino, struct ffs_inode *d, bool *dirty)
 {
 	uint8_t t = c->ino[ino].dtype;
-	uint64_t nstripes = 0;
+	uint64_t nstripes = 0, tail_blocks = 0;
 	const char *why;
 
 	if (t == DT_REG && (ff_le32(d->flags) & FFS_I_SMALL)) {
 		/* no extents: its blocks are checked after the scan (fsck_small.c) */
 	} else if (t == DT_REG) {
-		if (fsck_extent_check(c, ino, d, &nstripes) < 0 || !(c->ino[ino].flags & IS_USED))
+		if (fsck_extent_check(c, ino, d, &nstripes, &tail_blocks) < 0 ||
+		    !(c->ino[ino].flags & IS_USED))
 			return CLEARED;
 	} else if (t == DT_DIR) {
 		dir_shape(c, ino, d);
@@ -180,6 +181,12 @@ static enum verdict contents(struct fsck *c, uint64_t ino, struct ffs_inode *d, 
 	if (!(c->ino[ino].flags & IS_REBUILD) && ff_le64(d->nstripes) != nstripes &&
 	    field(c, ino, "a stripe count of", ff_le64(d->nstripes), nstripes)) {
 		d->nstripes = ff_cpu_to_le64(nstripes);
+		*dirty = true;
+	}
+	/* its tails' blocks (version 4; 0 on older volumes and for small files) */
+	if (!(c->ino[ino].flags & IS_REBUILD) && ff_le32(d->tail_blocks) != tail_blocks &&
+	    field(c, ino, "a tail block count of", ff_le32(d->tail_blocks), tail_blocks)) {
+		d->tail_blocks = ff_cpu_to_le32((uint32_t)tail_blocks);
 		*dirty = true;
 	}
 	return KEEP;

@@ -690,6 +690,15 @@ static void tail_field(struct tool *t, char **arg, bool first)
 static void do_tail_rows(struct tool *t, char **arg) { tail_field(t, arg, false); }
 static void do_tail_row0(struct tool *t, char **arg) { tail_field(t, arg, true); }
 
+/* tail-blocks PATH N: the inode's count of tail blocks (st_blocks) set to N. */
+static void do_tail_blocks(struct tool *t, char **arg)
+{
+	struct finode *fi = inode(t, arg[0]);
+
+	fi->d.tail_blocks = ff_cpu_to_le32((uint32_t)num(arg[1]));
+	commit(t, fi);
+}
+
 /* tail-flags PATH: the tail marked preallocated as well. */
 static void do_tail_flags(struct tool *t, char **arg)
 {
@@ -1002,6 +1011,7 @@ static const struct action {
 	{ "sdata-lost", 2, do_sdata_lost },       { "unlinked", 2, do_unlinked },
 	{ "tail-rows", 2, do_tail_rows },         { "tail-row0", 2, do_tail_row0 },
 	{ "tail-flags", 1, do_tail_flags },       { "tail-live", 2, do_tail_live },
+	{ "tail-blocks", 2, do_tail_blocks },
 	{ "tail-hwm", 2, do_tail_hwm },           { "tail-csum-ino", 1, do_tail_csum_ino },
 	{ "tail-whole", 2, do_tail_whole },       { "tail-leaked", 0, do_tail_leaked },
 	{ "tail-data", 1, do_tail_data },         { "version", 1, do_version },

@@ -429,14 +429,78 @@ static int untail_range(struct ffs *fs, struct finode *fi, uint64_t k0, uint64_t
 	return 0;
 }
 
+/*
+ * A hole punched in [off, off + len) (FALLOC_FL_PUNCH_HOLE, with KEEP_SIZE:
+ * the kernel refuses it otherwise): the whole file stripes inside it are
+ * unmapped and their stripes (or tails' rows) freed; the bytes of the
+ * partial stripes at its ends are written as zeros, like any write (a
+ * stripe, a tail or a small file's blocks: copy-on-write, so parity is
+ * never updated in place); past the end of the file there is nothing to
+ * punch.  Reads of the range return zeros afterwards.
+ */
+static int punch_hole(struct ffs *fs, struct finode *fi, uint64_t off, uint64_t len)
+{
+	static const uint8_t zeros[64 * 1024];
+	uint64_t S = fs->stripe_bytes, end = FF_MIN(off + len, file_size(fs, fi)), k0, k1;
+	struct wbuf *wb;
+	int rc = 0;
+
+	if (off >= end)
+		return 0;
+	k0 = FF_DIV_ROUND_UP(off, S); /* the whole stripes: [k0, k1) */
+	k1 = end / S;
+	if (k0 >= k1 || is_small(fs, fi)) /* no whole stripe (a small file has none): zeros only */
+		k0 = k1 = end / S;
+	for (uint64_t pos = off; pos < end && rc >= 0;) {
+		uint64_t stop = pos < k0 * S ? FF_MIN(end, k0 * S) : end;
+		size_t n = (size_t)FF_MIN((uint64_t)sizeof(zeros), stop - pos);
+
+		if (pos >= k0 * S && pos < k1 * S) { /* the whole stripes are unmapped below */
+			pos = k1 * S;
+			continue;
+		}
+		rc = (int)ffs_data_write(fs, fi, zeros, n, pos);
+		pos += n;
+	}
+	if (rc < 0 || k0 >= k1)
+		return rc < 0 ? rc : 0;
+	pthread_mutex_lock(&fi->dlock);
+	/* let writes in flight land, then drop the buffers of the whole stripes */
+	for (;;) {
+		for (wb = fi->wbufs; wb && !wb->writing; wb = wb->next)
+			;
+		if (!wb)
+			break;
+		wait_noted(&fi->dcond, &fi->dlock, "a stripe write of this file in flight");
+	}
+	for (wb = fi->wbufs; wb;) {
+		struct wbuf *next = wb->next;
+
+		if (wb->fstripe >= k0 && wb->fstripe < k1)
+			wb_drop(fs, fi, wb, 0);
+		wb = next;
+	}
+	pthread_mutex_lock(&fs->lock);
+	rc = ffs_extent_punch(fs, fi, k0, k1);
+	if (rc == 0) {
+		ffs_inode_touch(fi, true, true);
+		rc = ffs_istore(fs, fi);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	pthread_mutex_unlock(&fi->dlock);
+	return rc;
+}
+
 int ffs_data_fallocate(struct ffs *fs, struct finode *fi, int mode, uint64_t off, uint64_t len)
 {
 	int rc;
 
-	if (mode & ~FALLOC_FL_KEEP_SIZE)
-		return -EOPNOTSUPP;
 	if (len == 0)
 		return -EINVAL;
+	if (mode == (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE))
+		return punch_hole(fs, fi, off, len);
+	if (mode & ~FALLOC_FL_KEEP_SIZE)
+		return -EOPNOTSUPP;
 	/* preallocated stripes are extents: a small file moves to stripes
 	 * first, and stays out of the class while they are mapped */
 	pthread_mutex_lock(&fi->dlock);

@@ -327,6 +327,13 @@ int ffs_extent_map_tail(struct ffs *fs, struct finode *fi, uint64_t fstripe, uin
 	return rc < 0 ? rc : ffs_istore(fs, fi);
 }
 
+int ffs_extent_punch(struct ffs *fs, struct finode *fi, uint64_t fstripe, uint64_t end)
+{
+	int rc = end > fstripe ? punch(fs, fi, fstripe, end, 0, 0) : 0;
+
+	return rc < 0 ? rc : ffs_istore(fs, fi);
+}
+
 int ffs_extent_truncate(struct ffs *fs, struct finode *fi, uint64_t fstripe)
 {
 	int rc = fstripe == 0 ? ffs_small_release(fs, fi) : 0; /* a small file's blocks */

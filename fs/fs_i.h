@@ -123,6 +123,8 @@ int ffs_extent_lookup(struct ffs *fs, struct finode *fi, uint64_t fstripe, uint6
 /* The extent covering fstripe (0), or -ENOENT. */
 int ffs_extent_find(struct ffs *fs, struct finode *fi, uint64_t fstripe, struct ffs_extent *x);
 /* ffs_extent_map_tail: ffs_tools.h */
+/* Unmap and free file stripes [fstripe, end) (a hole punched). */
+int ffs_extent_punch(struct ffs *fs, struct finode *fi, uint64_t fstripe, uint64_t end);
 /* Unmap and free every stripe at or after fstripe. */
 int ffs_extent_truncate(struct ffs *fs, struct finode *fi, uint64_t fstripe);
 /* Iterate extents in order: cb returns <0 to stop. */

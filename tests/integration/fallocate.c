@@ -5,8 +5,10 @@
  * counted in st_blocks and statfs, and takes partial and full-stripe writes
  * (which read back, with zeros around them, also after a remount); data
  * already in the range is untouched; more than the free space fails with
- * ENOSPC and leaves the volume usable; modes framefs does not implement
- * (punch hole, zero range, collapse) fail with EOPNOTSUPP.
+ * ENOSPC and leaves the volume usable; a punched hole reads as zeros with
+ * the bytes around it kept and frees the whole stripes inside it (a large
+ * file with a packed tail, and a small file); modes framefs does not
+ * implement (zero range, collapse) fail with EOPNOTSUPP.
  */
 #include <linux/falloc.h>
 #include <sys/statvfs.h>
@@ -21,6 +23,72 @@ static int all_zero(const uint8_t *b, size_t n)
 		if (b[i])
 			return 0;
 	return 1;
+}
+
+/* File path of len bytes (pattern seed) reads as zeros in [a, b), as the
+ * pattern elsewhere. */
+static void check_punched(const char *path, size_t len, uint64_t seed, size_t a, size_t b)
+{
+	uint8_t *buf = malloc(len + 1);
+	int fd = open(path, O_RDONLY);
+
+	IT_MUST(fd);
+	EXPECT_EQ(it_read_all(fd, buf, len + 1, 0), (ssize_t)len);
+	EXPECT(it_mismatch(buf, a, seed, 0) < 0, "%s: the bytes before the hole", path);
+	EXPECT(all_zero(buf + a, b - a), "%s: the hole reads as zeros", path);
+	EXPECT(it_mismatch(buf + b, len - b, seed, b) < 0, "%s: the bytes after the hole", path);
+	close(fd);
+	free(buf);
+}
+
+/* Holes punched (FALLOC_FL_PUNCH_HOLE | KEEP_SIZE): in a file of 8 MiB and
+ * 1000 bytes (several stripes and a tail) across stripes, its size kept and
+ * its whole stripes freed; in its tail; in a small file; past the end. */
+static void punch_holes(void)
+{
+	const size_t big = 8 * MiB + 1000, a = MiB + 123, b = 6 * MiB + 4567;
+	struct stat st0, st1;
+	int fd;
+
+	IT_MUST(it_make_file(P("holes"), big, 130));
+	IT_MUST(fd = open(P("holes"), O_RDWR));
+	EXPECT_OK(fstat(fd, &st0));
+	EXPECT_OK(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)a, (off_t)(b - a)));
+	EXPECT_OK(fstat(fd, &st1));
+	EXPECT_EQ(st1.st_size, (off_t)big);
+	/* 5 MiB punched holds at least two whole stripes of at most 1.5 MiB */
+	EXPECT((uint64_t)(st0.st_blocks - st1.st_blocks) * 512 >= 2 * (uint64_t)st0.st_blksize,
+	       "the whole stripes of the hole are freed (%lld -> %lld blocks)",
+	       (long long)st0.st_blocks, (long long)st1.st_blocks);
+	EXPECT_OK(fsync(fd));
+	close(fd);
+	check_punched(P("holes"), big, 130, a, b);
+	/* the last 1000 bytes, the file's tail, punched but for 10 */
+	IT_MUST(fd = open(P("holes"), O_RDWR));
+	EXPECT_OK(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 8 * MiB, 990));
+	/* past the end: nothing to punch, the size stays */
+	EXPECT_OK(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)big, MiB));
+	EXPECT_OK(fstat(fd, &st1));
+	EXPECT_EQ(st1.st_size, (off_t)big);
+	close(fd);
+	{
+		uint8_t *buf = malloc(big);
+
+		IT_MUST(fd = open(P("holes"), O_RDONLY));
+		EXPECT_EQ(it_read_all(fd, buf, big, 0), (ssize_t)big);
+		EXPECT(all_zero(buf + 8 * MiB, 990), "the tail's hole reads as zeros");
+		EXPECT(it_mismatch(buf + 8 * MiB + 990, 10, 130, 8 * MiB + 990) < 0,
+		       "the tail's last bytes are kept");
+		EXPECT(all_zero(buf + a, b - a), "the first hole still reads as zeros");
+		close(fd);
+		free(buf);
+	}
+	/* a small file (pool blocks) */
+	IT_MUST(it_make_file(P("small-holes"), 10000, 131));
+	IT_MUST(fd = open(P("small-holes"), O_RDWR));
+	EXPECT_OK(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 100, 4900));
+	close(fd);
+	check_punched(P("small-holes"), 10000, 131, 100, 5000);
 }
 
 /* the final content of "pre": zeros, with two written regions */
@@ -87,9 +155,9 @@ static void it_run(void)
 	EXPECT_EQ(st.st_size, 7 * MiB + 4096);
 	close(fd);
 
+	punch_holes();
 	/* modes that are not implemented */
 	IT_MUST(fd = open(P("keep"), O_RDWR));
-	EXPECT_ERR(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 4096), EOPNOTSUPP);
 	EXPECT_ERR(fallocate(fd, FALLOC_FL_ZERO_RANGE, 0, 4096), EOPNOTSUPP);
 	EXPECT_ERR(fallocate(fd, FALLOC_FL_COLLAPSE_RANGE, 0, 3 * MiB), EOPNOTSUPP);
 	EXPECT_ERR(fallocate(fd, 0, 0, 0), EINVAL);
@@ -135,4 +203,19 @@ static void it_verify(void)
 	EXPECT(it_mismatch(b, 4096, 122, 0) < 0, "data before the preallocation kept");
 	close(fd);
 	it_check_file(P("after"), 2 * MiB, 124);
+	check_punched(P("small-holes"), 10000, 131, 100, 5000);
+	{
+		const size_t big = 8 * MiB + 1000;
+		uint8_t *buf = malloc(big);
+
+		IT_MUST(fd = open(P("holes"), O_RDONLY));
+		EXPECT_EQ(it_read_all(fd, buf, big, 0), (ssize_t)big);
+		EXPECT(it_mismatch(buf, MiB + 123, 130, 0) < 0, "holes: before the hole after remount");
+		EXPECT(all_zero(buf + MiB + 123, 5 * MiB + 4444), "holes: the hole after remount");
+		EXPECT(it_mismatch(buf + 6 * MiB + 4567, 2 * MiB - 4567, 130, 6 * MiB + 4567) < 0,
+		       "holes: after the hole after remount");
+		EXPECT(all_zero(buf + 8 * MiB, 990), "holes: the tail's hole after remount");
+		close(fd);
+		free(buf);
+	}
 }

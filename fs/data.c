@@ -314,16 +314,13 @@ int ffs_data_flush(struct ffs *fs, struct finode *fi)
 	return rc < 0 ? rc : err;
 }
 
-int ffs_data_truncate(struct ffs *fs, struct finode *fi, uint64_t size)
+/* Let the file's writes in flight land (each ends in stripe_done, which
+ * wakes dcond), then drop its buffers of file stripes [k0, k1) unwritten.
+ * dlock held, let go while waiting. */
+static void drop_buffers(struct ffs *fs, struct finode *fi, uint64_t k0, uint64_t k1)
 {
-	uint64_t keep = FF_DIV_ROUND_UP(size, fs->stripe_bytes), eof_k = size / fs->stripe_bytes;
-	uint64_t eof_off = size % fs->stripe_bytes, p, run;
-	uint32_t flags;
 	struct wbuf *wb;
-	int rc = 0;
 
-	pthread_mutex_lock(&fi->dlock);
-	/* let writes in flight land, then drop the buffers wholly past the end */
 	for (;;) {
 		for (wb = fi->wbufs; wb && !wb->writing; wb = wb->next)
 			;
@@ -334,10 +331,22 @@ int ffs_data_truncate(struct ffs *fs, struct finode *fi, uint64_t size)
 	for (wb = fi->wbufs; wb;) {
 		struct wbuf *next = wb->next;
 
-		if (wb->fstripe >= keep)
+		if (wb->fstripe >= k0 && wb->fstripe < k1)
 			wb_drop(fs, fi, wb, 0);
 		wb = next;
 	}
+}
+
+int ffs_data_truncate(struct ffs *fs, struct finode *fi, uint64_t size)
+{
+	uint64_t keep = FF_DIV_ROUND_UP(size, fs->stripe_bytes), eof_k = size / fs->stripe_bytes;
+	uint64_t eof_off = size % fs->stripe_bytes, p, run;
+	uint32_t flags;
+	struct wbuf *wb;
+	int rc = 0;
+
+	pthread_mutex_lock(&fi->dlock);
+	drop_buffers(fs, fi, keep, UINT64_MAX); /* those wholly past the end */
 	if (eof_off) {
 		bool small;
 
@@ -442,7 +451,6 @@ static int punch_hole(struct ffs *fs, struct finode *fi, uint64_t off, uint64_t 
 {
 	static const uint8_t zeros[64 * 1024];
 	uint64_t S = fs->stripe_bytes, end = FF_MIN(off + len, file_size(fs, fi)), k0, k1;
-	struct wbuf *wb;
 	int rc = 0;
 
 	if (off >= end)
@@ -465,21 +473,7 @@ static int punch_hole(struct ffs *fs, struct finode *fi, uint64_t off, uint64_t 
 	if (rc < 0 || k0 >= k1)
 		return rc < 0 ? rc : 0;
 	pthread_mutex_lock(&fi->dlock);
-	/* let writes in flight land, then drop the buffers of the whole stripes */
-	for (;;) {
-		for (wb = fi->wbufs; wb && !wb->writing; wb = wb->next)
-			;
-		if (!wb)
-			break;
-		wait_noted(&fi->dcond, &fi->dlock, "a stripe write of this file in flight");
-	}
-	for (wb = fi->wbufs; wb;) {
-		struct wbuf *next = wb->next;
-
-		if (wb->fstripe >= k0 && wb->fstripe < k1)
-			wb_drop(fs, fi, wb, 0);
-		wb = next;
-	}
+	drop_buffers(fs, fi, k0, k1); /* those of the whole stripes */
 	pthread_mutex_lock(&fs->lock);
 	rc = ffs_extent_punch(fs, fi, k0, k1);
 	if (rc == 0) {

@@ -124,7 +124,10 @@
  *             wbuf_evictions, small_stores (small files written to pool
  *             blocks), small_promotions (small files moved to stripes, having
  *             grown past small_max), small_nospc (small files sent to a
- *             stripe: the pool was at its reserve)} | null}
+ *             stripe: the pool was at its reserve), tail_writes, tail_packed
+ *             (tails sent to, and written and mapped in, tail stripes),
+ *             tail_stripes (tail stripes opened), tail_busy (tails sent to a
+ *             stripe of their own: every tail stripe busy)} | null}
  * Other answers: fail/remove/add/replace/rebuild/set/fault return
  * {"ok": true, "message": "..."} plus, for rebuild, "rebuild": {...};
  * scrub returns {"ok": true, "scrub": {...}}.

@@ -58,14 +58,17 @@ def slot_members(level, n, stripe):
 
 
 def full_stripes(v, start, nstripes):
-    """Stripes whose every chunk, on every member, holds non-zero bytes: all
-    their data chunks carry file data (the files are random bytes)."""
-    zero = bytes(CHUNK)
+    """Stripes whose every chunk, on every member, holds non-zero bytes to its
+    end: all their data chunks carry file data (the files are random bytes).
+    The end too, since a tail stripe (packed tails, format version 4) holds
+    data in its first rows only, and a byte flipped in a row no tail uses is
+    no damage to data — only to that row's parity."""
+    zero = bytes(4096)
     used = None
     for path in v.members:
         with open(path, "rb") as f:
             f.seek(start)
-            mine = {s for s in range(nstripes) if f.read(CHUNK) != zero}
+            mine = {s for s in range(nstripes) if f.read(CHUNK)[-4096:] != zero}
         used = mine if used is None else used & mine
     return sorted(used)
 

@@ -385,12 +385,12 @@ mix_row() { # FS RUN SEED
 		# where framefs's (n-1)/n went: the metadata area (and each member's reserved MiBs), the
 		# unused tails of the last stripe of every file that took stripes (above small_max,
 		# 64 KiB), the stripes of the file cut short, what was free at ENOSPC
-		# with packed tails a last stripe takes whole rows (4 KiB of each of the 3 data chunks) of
-		# a shared tail stripe: its waste is the rest of its last row; the rows of tail stripes
-		# never filled are in "rest"
-		awk -v st="$STRIPE" -v raw5="$RAW5" -v tot="$tot" -v cutw="$(field "$W/$fs.$run.mix" stopped_written)" \
+		# with packed tails a last stripe takes whole rows (4 KiB of each data chunk) of a shared
+		# tail stripe: its waste is the rest of its last row; the rows of tail stripes never
+		# filled are in "rest"
+		awk -v st="$STRIPE" -v row="$((STRIPE / (CHUNK_KB * 1024) * 4096))" -v raw5="$RAW5" -v tot="$tot" -v cutw="$(field "$W/$fs.$run.mix" stopped_written)" \
 			-v free="$(field "$W/$fs.$run.mix" free_after)" -v stored="$vb" -v tails="${FF_TAILS:-0}" '
-			$2 > 65536 { n++; big += $2; u = tails ? 3 * 4096 : st; t += (u - ($2 % st) % u) % u }
+			$2 > 65536 { n++; big += $2; u = tails ? row : st; t += (u - ($2 % st) % u) % u }
 			END { cut = int((cutw + st - 1) / st) * st
 			      printf "           framefs: of (n-1)/n raw %.1f MiB: metadata area and reserves %.1f MiB (%.2f %%); of the %.1f MiB of stripes: files above 64 KiB %.1f MiB, their last stripes'"'"' unused %s %.1f MiB (%d files, %.2f MiB a file: %.2f %% of (n-1)/n raw), the file cut short %.1f MiB, free %.1f MiB, rest %.1f MiB; files of 64 KiB or less (pool) %.1f KiB\n",
 				raw5 / 1048576, (raw5 - tot) / 1048576, 100 * (raw5 - tot) / raw5, tot / 1048576, big / 1048576,

@@ -57,29 +57,40 @@ static bool is_small(struct ffs *fs, struct finode *fi)
  * every stripe write ends in stripe_done, which wakes dcond; a write that
  * failed leaves the file small and its error in write_error, returned here.
  */
-static int promote_small(struct ffs *fs, struct finode *fi)
+/*
+ * One step of sending file stripe k out whole to a stripe of its own
+ * (neither small nor a tail): wait while its buffer is being written, else
+ * write it out (made from what the file holds there if there is none).
+ * The caller repeats until the stripe is mapped as it wants.  dlock held,
+ * let go while waiting.
+ */
+static int force_stripe_step(struct ffs *fs, struct finode *fi, uint64_t k, const char *what)
 {
+	struct wbuf *wb = wb_find(fi, k);
 	int rc;
 
-	while (is_small(fs, fi)) {
-		struct wbuf *wb = wb_find(fi, 0);
-
-		if (wb && wb->writing) {
-			wait_noted(&fi->dcond, &fi->dlock, "a small file's first stripe being written");
-			continue;
-		}
-		if (fi->write_error)
-			return fi->write_error;
-		if (!wb && !(wb = wb_for(fs, fi, 0, &rc)))
-			return rc;
-		if (wb->writing)
-			continue; /* wb_for may wait: another writer sent it meanwhile */
-		wb->force_stripe = true;
-		rc = wb_writeout(fs, fi, wb);
-		if (rc < 0)
-			return rc;
+	if (wb && wb->writing) {
+		wait_noted(&fi->dcond, &fi->dlock, what);
+		return 0;
 	}
-	return 0;
+	if (fi->write_error)
+		return fi->write_error;
+	if (!wb && !(wb = wb_for(fs, fi, k, &rc)))
+		return rc;
+	if (wb->writing)
+		return 0; /* wb_for may wait: another writer sent it meanwhile */
+	wb->force_stripe = true;
+	rc = wb_writeout(fs, fi, wb);
+	return rc < 0 ? rc : 0;
+}
+
+static int promote_small(struct ffs *fs, struct finode *fi)
+{
+	int rc = 0;
+
+	while (rc == 0 && is_small(fs, fi))
+		rc = force_stripe_step(fs, fi, 0, "a small file's first stripe being written");
+	return rc;
 }
 
 ssize_t ffs_data_write(struct ffs *fs, struct finode *fi, const void *buf, size_t len, uint64_t off)
@@ -407,7 +418,6 @@ static int untail_range(struct ffs *fs, struct finode *fi, uint64_t k0, uint64_t
 	for (uint64_t k = k0; k < k1;) {
 		uint64_t p, run;
 		uint32_t flags;
-		struct wbuf *wb;
 		int rc;
 
 		pthread_mutex_lock(&fs->lock);
@@ -419,19 +429,7 @@ static int untail_range(struct ffs *fs, struct finode *fi, uint64_t k0, uint64_t
 			k += FF_MAX(1ull, FF_MIN(run, k1 - k));
 			continue;
 		}
-		wb = wb_find(fi, k);
-		if (wb && wb->writing) {
-			wait_noted(&fi->dcond, &fi->dlock, "a tail moving to a stripe of its own");
-			continue;
-		}
-		if (fi->write_error)
-			return fi->write_error;
-		if (!wb && !(wb = wb_for(fs, fi, k, &rc)))
-			return rc;
-		if (wb->writing)
-			continue; /* wb_for may wait: another writer sent it meanwhile */
-		wb->force_stripe = true;
-		rc = wb_writeout(fs, fi, wb);
+		rc = force_stripe_step(fs, fi, k, "a tail moving to a stripe of its own");
 		if (rc < 0)
 			return rc;
 	}

@@ -71,7 +71,7 @@ struct tails {
 
 bool ffs_tails_on(const struct ffs *fs)
 {
-	return ff_le32(fs->sb->version) >= FFS_VERSION_TAILS && fs->tails;
+	return fs->tails != NULL; /* made at mount for read-write version 4 volumes only */
 }
 
 int tails_init(struct ffs *fs)

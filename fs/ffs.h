@@ -129,6 +129,20 @@ struct ffs_mkfs_params {
 #define FFS_SMALL_PER_INODE 2560u
 #define FFS_SMALL_DEFAULT_SHARE 512u
 
+/*
+ * The metadata area mkfs makes (fs/mount.c meta_member_bytes): what the
+ * layout needs, and at least 1/512 of each member.  What it needs: the
+ * inode table (-N, or by default FFS_INODES_MIN inodes: the layout gives
+ * more, one per 256 KiB of data, where a quarter of the area holds them),
+ * FFS_TREES_PER_INODE bytes of pool for each of those inodes' directory
+ * entries, extent trees and xattr blocks, the small-file room, and the
+ * journal.  On small members this is what decides the area (16 MiB a
+ * member at 4 x 1 GiB instead of the engine's 32 MiB default: bench/NOTES.md
+ * of 2026-12-02); above about 8 GiB a member the 1/512 floor does.
+ */
+#define FFS_INODES_MIN 16384u
+#define FFS_TREES_PER_INODE 1024u
+
 int ffs_mkfs(const char *const *paths, unsigned n, const struct ffs_mkfs_params *p,
 	     struct ff_err *err);
 int ffs_mount(const char *const *paths, unsigned n, const struct ffs_opts *o, struct ffs **out,

@@ -132,8 +132,8 @@ int ffs_layout(struct ffs_super *sb, const struct ff_geom *g, uint64_t ninodes,
 
 	if (!journal_blocks)
 		journal_blocks = FF_MIN(FF_MAX(meta_blocks / 16, 1024ull), 65536ull);
-	if (!ninodes) /* one inode per 256 KiB of data, at least 65536, at most a quarter of META */
-		ninodes = FF_MIN(FF_MAX(g->data_bytes / (256 * FF_KiB), 65536ull),
+	if (!ninodes) /* one inode per 256 KiB of data, at least FFS_INODES_MIN, at most a quarter of META */
+		ninodes = FF_MIN(FF_MAX(g->data_bytes / (256 * FF_KiB), (uint64_t)FFS_INODES_MIN),
 				 meta_blocks / 4 * FFS_INODES_PER_BLOCK);
 	sb->meta_blocks = ff_cpu_to_le64(meta_blocks);
 	sb->journal_start = ff_cpu_to_le64(FFS_JOURNAL_START);

@@ -113,24 +113,20 @@ static int mkfs_write(struct ff_raid *r, struct ffs_super *sb, bool quiet)
 	return rc;
 }
 
-/*
- * The metadata area each member gives (ff_raid_create_params): the default
- * (ff_geom_compute), or more when the layout asked for needs it: the inode
- * table for -N, and room in the pool for the small-data class (ffs.h).
- * 0 keeps the default.
- */
-/* Blocks of META that ffs_layout lays out with `small` bytes of small-file
- * room in the pool (ffs_mkfs_params, geometry g). */
+/* Blocks of META that ffs_layout lays out for `ninodes` inodes with `small`
+ * bytes of small-file room in the pool (ffs_mkfs_params, geometry g). */
 static uint64_t meta_blocks_for(const struct ffs_mkfs_params *p, const struct ff_geom *g,
-				uint64_t small)
+				uint64_t ninodes, uint64_t small)
 {
-	/* the pool: the small data, the default area's quarter for trees and
-	 * xattrs, and the sixteenth of the pool small data leaves to them
-	 * (small.c pool_reserve), on top */
-	uint64_t pool = (small / FFS_BLOCK + g->meta_bytes / FFS_BLOCK / 4) * 16 / 15;
+	/* the pool: the small data, the trees and xattrs of the inodes, and
+	 * the sixteenth of the pool small data leaves to them (small.c
+	 * pool_reserve), on top */
+	uint64_t pool = (small + ninodes * FFS_TREES_PER_INODE) / FFS_BLOCK * 16 / 15;
+	/* and never less than twice the 1024 blocks ffs_layout asks for */
+	pool = FF_MAX(pool, 2048ull);
 	/* what ffs_layout places around it */
-	uint64_t blocks = FF_DIV_ROUND_UP(p->ninodes, FFS_INODES_PER_BLOCK) +
-			  FF_DIV_ROUND_UP(p->ninodes, FFS_BITS_PER_BLOCK) +
+	uint64_t blocks = FF_DIV_ROUND_UP(ninodes, FFS_INODES_PER_BLOCK) +
+			  FF_DIV_ROUND_UP(ninodes, FFS_BITS_PER_BLOCK) +
 			  FF_DIV_ROUND_UP(g->nstripes, FFS_BITS_PER_BLOCK) +
 			  FF_DIV_ROUND_UP(g->nstripes, (FFS_BLOCK - 16) / (8 + 4 * g->ndata)) +
 			  pool + FF_DIV_ROUND_UP(pool, FFS_PCSUM_PER_BLOCK) +
@@ -149,10 +145,16 @@ static uint64_t member_share(const struct ff_geom *g, uint64_t blocks)
 			   FF_META_CHUNK);
 }
 
+/*
+ * The metadata area each member gives (ff_raid_create_params): what the
+ * layout asked for needs, and at least 1/512 of the member (ffs.h
+ * FFS_INODES_MIN says why both).  The geometry it is sized on has the
+ * smallest area, so its stripe count bounds the real one's from above.
+ */
 static int meta_member_bytes(const char *const *paths, unsigned n, const struct ffs_mkfs_params *p,
 			     uint32_t small_max, uint64_t *out, struct ff_err *err)
 {
-	uint64_t smallest = UINT64_MAX, want, small, bare;
+	uint64_t smallest = UINT64_MAX, want, small, bare, ninodes;
 	struct ff_geom g;
 	int rc;
 
@@ -166,18 +168,18 @@ static int meta_member_bytes(const char *const *paths, unsigned n, const struct 
 		ff_member_close(&m);
 	}
 	rc = ff_geom_compute(&g, p->level, n, p->chunk_bytes ? p->chunk_bytes : 512 * 1024,
-			     smallest, 0, 4096, err);
+			     smallest, FF_META_CHUNK, 4096, err);
 	if (rc < 0)
 		return 0; /* the same: ff_raid_create says what is wrong */
+	ninodes = p->ninodes ? p->ninodes : FFS_INODES_MIN;
 	small = !small_max ? 0 : p->ninodes ? p->ninodes * FFS_SMALL_PER_INODE
 					    : g.data_bytes / FFS_SMALL_DEFAULT_SHARE;
 	/* the small-file room takes at most a third of each member: the rest
 	 * stays for frames, and small files past the room take stripes */
-	want = member_share(&g, meta_blocks_for(p, &g, small));
-	bare = member_share(&g, meta_blocks_for(p, &g, 0));
+	want = member_share(&g, meta_blocks_for(p, &g, ninodes, small));
+	bare = member_share(&g, meta_blocks_for(p, &g, ninodes, 0));
 	want = FF_MAX(bare, FF_MIN(want, g.member_bytes / 3 / FF_META_CHUNK * FF_META_CHUNK));
-	if (want > g.meta_member_bytes)
-		*out = want;
+	*out = FF_MAX(want, FF_ROUND_UP(g.member_bytes / 512, FF_META_CHUNK));
 	return 0;
 }
 

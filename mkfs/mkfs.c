@@ -30,10 +30,10 @@ static void usage(FILE *f)
 		   "  -l LEVEL    RAID level, 5 (default) or 6\n"
 		   "  -c CHUNK    chunk size per member, power of two 16K..1M (default 512K)\n"
 		   "  -L LABEL    volume label\n"
-		   "  -N INODES   number of inodes (default: one per 256 KiB of capacity, at least 65536\n"
-		   "              where a quarter of the metadata area holds them; a small volume\n"
-		   "              gets fewer); with -N the metadata area also grows to keep 2.5 KiB\n"
-		   "              of small-file room for each inode, up to a third of each member\n"
+		   "  -N INODES   number of inodes (default: one per 256 KiB of capacity, at least\n"
+		   "              %u, as many as a quarter of the metadata area holds); the metadata\n"
+		   "              area is sized for them: with -N it keeps 2.5 KiB of small-file\n"
+		   "              room for each inode, up to a third of each member\n"
 		   "  -J BLOCKS   journal size in 4 KiB blocks (default: 1/16 of the metadata area)\n"
 		   "  -S BYTES    small-file threshold (default 64K; 0 = off; at most %uK and the\n"
 		   "              stripe width): a file no larger lives in the mirrored metadata pool,\n"
@@ -46,7 +46,7 @@ static void usage(FILE *f)
 		   "              for sustained writes (files are never punched)\n"
 		   "  -f          overwrite members that carry a filesystem or framefs signature\n"
 		   "  -q          quiet\n"
-		   "  -h, --help  this help\n", FFS_SMALL_BYTES_MAX / 1024);
+		   "  -h, --help  this help\n", FFS_INODES_MIN, FFS_SMALL_BYTES_MAX / 1024);
 }
 
 /*

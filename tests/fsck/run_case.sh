@@ -67,11 +67,17 @@ if opt mount-first; then
 	# that read-only mount changed nothing: the runs below see the damage
 fi
 
-before=$(sha256sum "${members[@]}" | cut -d' ' -f1)
+# A sparse copy of each member, compared byte for byte after the run: the
+# members are mostly holes, and hashing their 256 MiB before and after took
+# most of a case's time (about 2.5 of 3 s); the copy and cmp take 0.1-0.3 s.
+mkdir "$dir/before" || exit 1
+cp --sparse=always "${members[@]}" "$dir/before/" || fail "cannot copy the damaged members"
 # shellcheck disable=SC2086
 run 0 -n ${flags//-[yp]/}
-after=$(sha256sum "${members[@]}" | cut -d' ' -f1)
-[ "$before" = "$after" ] || fail "fsck.framefs -n changed a member"
+for m in "${members[@]}"; do
+	cmp -s "$dir/before/${m##*/}" "$m" || fail "fsck.framefs -n changed a member (${m##*/})"
+done
+rm -rf "$dir/before"
 # shellcheck disable=SC2086
 run 1 $flags
 # shellcheck disable=SC2086

@@ -161,7 +161,10 @@ struct ff_raid_stats {
 	_Atomic uint64_t member_reads;
 	_Atomic uint64_t member_writes;
 	_Atomic uint64_t read_bytes;
-	_Atomic uint64_t write_bytes;
+	_Atomic uint64_t write_bytes;      /* bytes written to members through the rings: data,
+					    * parity, META copies, rebuild (not the superblocks,
+					    * roster and bitmaps, written with pwrite) */
+	_Atomic uint64_t meta_write_bytes; /* the META-space part of write_bytes (every copy) */
 	_Atomic uint64_t member_errors;
 	_Atomic uint64_t member_timeouts;
 	_Atomic uint64_t hedged_reads;   /* reads served around a slow member */

@@ -298,6 +298,8 @@ void ff_op_issue(struct stripe_op *op, unsigned op_code, unsigned member, uint64
 	} else if (op_code == FF_IO_WRITE) {
 		atomic_fetch_add(&w->r->stats.member_writes, 1);
 		atomic_fetch_add(&w->r->stats.write_bytes, len);
+		if (op->io->space == FF_SPACE_META)
+			atomic_fetch_add(&w->r->stats.meta_write_bytes, len);
 	}
 	ff_ring_queue(&w->ring, req);
 }

@@ -115,9 +115,13 @@
  *             oldest_ino, oldest_wait: string|null (what it waits for),
  *             stuck_ms (the watchdog's threshold), stuck_seen (requests
  *             logged as older), untracked} | null (offline),
- *   stats:   {raid: {fg_bytes, full_stripe_writes, rmw_segments,
+ *   stats:   {raid: {fg_bytes, full_stripe_writes, rows_writes (tail rows
+ *             written without their stripe's other rows), rmw_segments,
  *             rcw_segments, degraded_segments, member_reads, member_writes,
- *             read_bytes, write_bytes, member_errors},
+ *             read_bytes, write_bytes (bytes written to members: data,
+ *             parity, every META copy, rebuild; not the superblocks and
+ *             bitmaps), meta_write_bytes (the META part of write_bytes),
+ *             member_errors},
  *             fs: {stripe_writes, stripe_fills, stripe_reads, readahead,
  *             rcache_hits, crc_errors, crc_repaired, meta_repaired,
  *             commits, wbuf_wait_pool, wbuf_wait_inode, wbuf_wait_rewrite,

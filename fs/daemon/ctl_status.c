@@ -303,6 +303,7 @@ static json_object *stats_json(struct ffs_ctl *c)
 
 	ctl_jadd_u64(r, "fg_bytes", atomic_load(&rs->fg_bytes));
 	ctl_jadd_u64(r, "full_stripe_writes", atomic_load(&rs->full_stripe_writes));
+	ctl_jadd_u64(r, "rows_writes", atomic_load(&rs->rows_writes));
 	ctl_jadd_u64(r, "rmw_segments", atomic_load(&rs->rmw_segments));
 	ctl_jadd_u64(r, "rcw_segments", atomic_load(&rs->rcw_segments));
 	ctl_jadd_u64(r, "degraded_segments", atomic_load(&rs->degraded_segments));
@@ -310,6 +311,7 @@ static json_object *stats_json(struct ffs_ctl *c)
 	ctl_jadd_u64(r, "member_writes", atomic_load(&rs->member_writes));
 	ctl_jadd_u64(r, "read_bytes", atomic_load(&rs->read_bytes));
 	ctl_jadd_u64(r, "write_bytes", atomic_load(&rs->write_bytes));
+	ctl_jadd_u64(r, "meta_write_bytes", atomic_load(&rs->meta_write_bytes));
 	ctl_jadd_u64(r, "member_errors", atomic_load(&rs->member_errors));
 	json_object_object_add(o, "raid", r);
 	if (c->fs) {

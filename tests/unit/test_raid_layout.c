@@ -30,7 +30,18 @@ START_TEST(full_stripe_write_reads_back)
 	ut_make_members(cfg[_i][1], UT_MEMBER_MB);
 	ut_create(cfg[_i][0], cfg[_i][1]);
 	r = ut_assemble(ut_pp, cfg[_i][1]);
-	ut_write_all(r);
+	{
+		/* whole stripes: every member gets its chunk of each, data and
+		 * parity, and nothing of it is counted as META */
+		const struct ff_geom *g = ff_raid_geom(r);
+		struct ff_raid_stats *st = ff_raid_stats(r);
+		uint64_t wb = atomic_load(&st->write_bytes), mb = atomic_load(&st->meta_write_bytes);
+
+		ut_write_all(r);
+		ck_assert_uint_eq(atomic_load(&st->write_bytes) - wb,
+				  g->data_bytes / g->ndata * g->nmembers);
+		ck_assert_uint_eq(atomic_load(&st->meta_write_bytes), mb);
+	}
 	ck_assert_uint_eq(atomic_load(&ff_raid_stats(r)->rmw_segments), 0);
 	ck_assert_uint_eq(atomic_load(&ff_raid_stats(r)->rcw_segments), 0);
 	ck_assert_uint_gt(atomic_load(&ff_raid_stats(r)->full_stripe_writes), 0);
@@ -94,7 +105,8 @@ START_TEST(partial_writes_match_shadow)
 }
 END_TEST
 
-/* The mirrored metadata space: written on every copy, read from any. */
+/* The mirrored metadata space: written on every copy (counted as META
+ * member bytes), read from any. */
 START_TEST(meta_space_mirrors)
 {
 	unsigned level = _i == 0 ? 5 : 6, n = _i == 0 ? 4 : 6;
@@ -112,7 +124,15 @@ START_TEST(meta_space_mirrors)
 	a = ff_alloc_aligned(len);
 	b = ff_alloc_aligned(len);
 	ut_fill(a, len);
-	ck_assert_int_eq(ff_raid_rw(r, FF_RAID_WRITE, FF_SPACE_META, 0, a, len), 0);
+	{
+		/* every copy is member bytes written, and all of it META */
+		struct ff_raid_stats *st = ff_raid_stats(r);
+		uint64_t wb = atomic_load(&st->write_bytes), mb = atomic_load(&st->meta_write_bytes);
+
+		ck_assert_int_eq(ff_raid_rw(r, FF_RAID_WRITE, FF_SPACE_META, 0, a, len), 0);
+		ck_assert_uint_eq(atomic_load(&st->meta_write_bytes) - mb, g->meta_copies * len);
+		ck_assert_uint_eq(atomic_load(&st->write_bytes) - wb, g->meta_copies * len);
+	}
 	for (unsigned c = 1; c <= g->meta_copies; c++) {
 		struct ff_raid_io io = { .op = FF_RAID_READ, .space = FF_SPACE_META, .off = 0,
 					 .len = len, .buf = b, .meta_copy = (uint8_t)c };

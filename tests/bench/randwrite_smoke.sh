@@ -1,0 +1,68 @@
+#!/bin/bash
+# bench/randwrite.sh end to end, small (members of 192 MiB, 2 files of 2 MiB, the 4 KiB fsync
+# case, one run): it exits 0 and cleans up (no loop device, mount or scratch directory of its own is
+# left), its RESULT line carries the keys with numbers, framefs's 4 KiB fsync case writes
+# more to its members than fio wrote (every overwrite today is a stripe copy-on-write), and the
+# engine's member-bytes counter agrees with the loop devices under it (what the engine does not
+# count, superblocks and bitmaps, is at most 1 MiB here).  The peers are btrfs and ext4 when the
+# machine has them.  Not a timing test: no figure is compared to a bar.  Skips (77) without root,
+# fio, python3 or /dev/fuse.
+# Usage: randwrite_smoke.sh PATH-TO-bench/randwrite.sh BUILD-DIR
+set -u
+SCRIPT=$1
+BUILD=$2
+[ "$(id -u)" = 0 ] || { echo "SKIP: needs root"; exit 77; }
+for t in fio python3 losetup; do command -v "$t" >/dev/null || { echo "SKIP: no $t"; exit 77; }; done
+[ -c /dev/fuse ] || { echo "SKIP: no /dev/fuse"; exit 77; }
+peers=ff5
+if command -v mkfs.btrfs >/dev/null && { grep -qw btrfs /proc/filesystems || modprobe btrfs 2>/dev/null; }; then
+	peers+=" btrfs5"
+fi
+command -v mkfs.ext4 >/dev/null && peers+=" ext4"
+out=$(mktemp /tmp/randwrite-smoke.XXXXXX)
+trap 'rm -f "$out"' EXIT
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+
+loops_before=$(losetup -l -n -O BACK-FILE | grep -c 'framefs-randwrite\.' || true)
+dirs_before=$(find /dev/shm -maxdepth 1 -name 'framefs-randwrite.*' | wc -l)
+FRAMEFS_BUILD=$BUILD RUNS=1 SIZE=2M JOBS=2 SIZE_MB=192 RUNTIME=20 CASES=4k/fsync \
+	PEERS="$peers" "$SCRIPT" >"$out" 2>&1
+rc=$?
+[ "$rc" = 0 ] || { fail "randwrite.sh exit $rc"; cat "$out" >&2; }
+line=$(grep '^RESULT ' "$out")
+for k in randwrite_4k_amplification randwrite_4k_vs_btrfs5 randwrite_64k_vs_btrfs5; do
+	if [[ " $line " =~ \ $k=([0-9.]+|n/a)\  ]]; then
+		v=${BASH_REMATCH[1]}
+		if [ "$v" = n/a ] && { [ "$k" = randwrite_4k_amplification ] || [[ " $peers " == *" btrfs5 "* && $k = randwrite_4k_vs_btrfs5 ]]; }; then
+			fail "$k=n/a in '$line'"
+		fi
+	else
+		fail "no $k in '$line'"
+	fi
+done
+# the 64k case did not run: its figures are n/a
+[[ " $line " =~ \ randwrite_64k_vs_btrfs5=n/a\  ]] || fail "randwrite_64k_vs_btrfs5 is not n/a in '$line'"
+if [[ " $line " =~ \ randwrite_4k_amplification=([0-9.]+)\  ]]; then
+	awk -v a="${BASH_REMATCH[1]}" 'BEGIN { exit !(a > 1) }' || fail "4k fsync amplification ${BASH_REMATCH[1]} is not above 1"
+fi
+# "loop devices xA written (+N B beside the engine)": 0 <= N <= 1 MiB on every framefs row
+n=0
+while read -r extra; do
+	n=$((n + 1))
+	if [ "$extra" -lt 0 ] || [ "$extra" -gt 1048576 ]; then
+		fail "the loop devices saw $extra bytes the engine did not count"
+	fi
+done < <(sed -n 's/.*(+\(-\{0,1\}[0-9]*\) B beside the engine).*/\1/p' "$out")
+[ "$n" = 1 ] || fail "expected 1 framefs row with the loop-device cross-check, found $n"
+grep -q 'full stripes (' "$out" || fail "no framefs breakdown line"
+loops_after=$(losetup -l -n -O BACK-FILE | grep -c 'framefs-randwrite\.' || true)
+[ "$loops_after" = "$loops_before" ] || fail "loop devices left attached: $(losetup -l -n -O NAME,BACK-FILE | grep 'framefs-randwrite\.')"
+findmnt -rn -o TARGET | grep -q 'framefs-randwrite-mnt\.' && fail "a mount left behind"
+[ "$(find /dev/shm -maxdepth 1 -name 'framefs-randwrite.*' | wc -l)" = "$dirs_before" ] ||
+	fail "a scratch directory left in /dev/shm"
+if [ "$fails" = 0 ]; then
+	echo "ok: peers $peers: $line"
+	echo PASS
+fi
+exit "$fails"

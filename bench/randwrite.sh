@@ -522,12 +522,24 @@ done
 echo "(framefs: its engine's write_bytes and read_bytes; btrfs and ext4: their loop devices' sectors)"
 echo
 
-# where framefs's member bytes went, per case (medians)
+median_run() { # KEY -> the position (1..) of the run whose value is the median (the lower of
+	# the middle two when their number is even)
+	# shellcheck disable=SC2086
+	printf '%s\n' ${R[$1]} | awk '{ print $1, NR }' | sort -g | awk '{ v[NR] = $2 } END { print v[int((NR + 1) / 2)] }'
+}
+nth() { # KEY N -> the value of run N
+	# shellcheck disable=SC2086
+	printf '%s\n' ${R[$1]} | sed -n "${2}p"
+}
+
+# where framefs's member bytes went, per case: the counts of one run, the median one (by its
+# amplification), so that they add up
 if has_peer ff5; then
-	echo "framefs, where the member bytes went (medians of the per-run counts):"
+	echo "framefs, where the member bytes went (the run with the median amplification of each case):"
 	for c in "${CASE_LIST[@]}"; do
 		[ -n "${R[ff5.$c.write_bytes]:-}" ] || continue
-		m() { stat3 "ff5.$c.$1" | cut -d' ' -f1; }
+		mr=$(median_run "ff5.$c.amp")
+		m() { nth "ff5.$c.$1" "$mr"; }
 		awk -v c="$c" -v wb="$(m write_bytes)" -v mb="$(m meta_write_bytes)" -v rb="$(m read_bytes)" -v fsw="$(m full_stripe_writes)" \
 			-v rows="$(m rows_writes)" -v rmw="$(m rmw_segments)" -v rcw="$(m rcw_segments)" -v sw="$(m stripe_writes)" \
 			-v fills="$(m stripe_fills)" -v tails="$(m tail_writes)" -v ev="$(m wbuf_evictions)" -v cm="$(m commits)" \

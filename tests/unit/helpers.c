@@ -45,12 +45,22 @@ void ut_sized_file(const char *path, unsigned mb)
 	close(fd);
 }
 
+/* The process that runs the tests (ut_run): Check forks each test from it,
+ * and the scratch directories carry its pid, so that ut_sweep finds the
+ * ones a failed test left (a failed assertion ends the test before its
+ * ut_remove_members). */
+static pid_t runner_pid;
+
+static const char *scratch_base(void)
+{
+	return getenv("FF_TEST_DIR") ? getenv("FF_TEST_DIR") : "/dev/shm";
+}
+
 void ut_make_members(unsigned n, unsigned mb)
 {
-	const char *base = getenv("FF_TEST_DIR") ? getenv("FF_TEST_DIR") : "/dev/shm";
-
 	ut_member_mb = mb;
-	snprintf(ut_dir, sizeof(ut_dir), "%s/ffraid.XXXXXX", base);
+	snprintf(ut_dir, sizeof(ut_dir), "%s/ffraid.%ld.XXXXXX", scratch_base(),
+		 (long)(runner_pid ? runner_pid : getpid()));
 	ck_assert_ptr_nonnull(mkdtemp(ut_dir));
 	for (unsigned i = 0; i < n; i++) {
 		snprintf(ut_paths[i], sizeof(ut_paths[i]), "%s/m%u.img", ut_dir, i);
@@ -212,6 +222,47 @@ int ut_count_wait(struct ut_count *c, uint64_t timeout_ms)
 	return rc;
 }
 
+void ut_sweep(void)
+{
+	char prefix[64];
+	DIR *d = opendir(scratch_base());
+	struct dirent *e;
+
+	if (!d || getenv("FF_TEST_KEEP"))
+		goto out;
+	snprintf(prefix, sizeof(prefix), "ffraid.%ld.", (long)(runner_pid ? runner_pid : getpid()));
+	while ((e = readdir(d)) != NULL) {
+		char dir[512];
+		DIR *sub;
+		struct dirent *f;
+
+		if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
+			continue;
+		snprintf(dir, sizeof(dir), "%s/%s", scratch_base(), e->d_name);
+		if (!(sub = opendir(dir)))
+			continue;
+		while ((f = readdir(sub)) != NULL) {
+			char p[sizeof(dir) + 256];
+
+			if (f->d_name[0] == '.')
+				continue;
+			snprintf(p, sizeof(p), "%s/%s", dir, f->d_name);
+			unlink(p);
+		}
+		closedir(sub);
+		if (rmdir(dir) == 0)
+			fprintf(stderr, "removed %s: a failed test left it (FF_TEST_KEEP=1 keeps it)\n", dir);
+	}
+out:
+	if (d)
+		closedir(d);
+}
+
+void ut_runner_begin(void)
+{
+	runner_pid = getpid();
+}
+
 int ut_run(const char *name, void (*add)(TCase *tc))
 {
 	Suite *s = suite_create(name);
@@ -224,8 +275,10 @@ int ut_run(const char *name, void (*add)(TCase *tc))
 	add(tc);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
+	ut_runner_begin();
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
+	ut_sweep();
 	return failed ? 1 : 0;
 }

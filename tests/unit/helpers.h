@@ -37,6 +37,11 @@ extern unsigned ut_member_mb;
 void ut_make_members(unsigned n, unsigned mb);
 /* Remove every file in ut_dir, then ut_dir; fails if anything is left. */
 void ut_remove_members(unsigned n);
+/* A test runner (ut_run does both): ut_runner_begin before the tests run,
+ * ut_sweep after them removes the scratch directories failed tests left
+ * (unless FF_TEST_KEEP is set). */
+void ut_runner_begin(void);
+void ut_sweep(void);
 
 /* ---- arrays ---- */
 void ut_create(unsigned level, unsigned n);           /* over ut_pp[0..n), UT_CHUNK */

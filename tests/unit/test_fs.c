@@ -1371,8 +1371,10 @@ int main(void)
 	tcase_add_test(tc, tails_bad_chunk_repaired);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
+	ut_runner_begin();
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
+	ut_sweep();
 	return failed ? 1 : 0;
 }

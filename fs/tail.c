@@ -32,11 +32,20 @@
  * updated in the transaction that maps the tail, after the rows are on the
  * members, so a committed entry never covers rows not written.
  *
- * The daemon keeps TAIL_SLOTS tail stripes open, each with an image of the
- * stripe (the rows written so far: the crcs continue from it) and at most
- * one write in flight — so rows land, and are mapped, in order.  A tail
- * finding every open stripe busy or too full goes to a stripe of its own
- * as before (tail_busy), never waits.  The first tail of a stripe opens it
+ * The daemon has up to TAIL_SLOTS_MAX slots for open tail stripes, each
+ * with an image of the stripe (the rows written so far: the crcs continue
+ * from it) and at most one write in flight — so rows land, and are mapped,
+ * in order.  A tail finding every slot busy goes to a stripe of its own as
+ * before (tail_busy), never waits.  How many slots: an eighth of the
+ * write-buffer pool's stripes, 2 to TAIL_SLOTS_MAX (8 at the default
+ * 160 MiB pool and 1.5 MiB stripes), so that 8 writers closing frames at
+ * once find an idle one: with 2 slots, 4 writers sent 38 % of their tails
+ * to stripes of their own and 8 writers half (bench/NOTES.md, 2026-12-02).
+ * A tail that fits no idle open stripe opens a new one in an empty slot
+ * while fewer than TAIL_OPEN_IDLE idle stripes are open, else in the slot
+ * of the fullest idle one, which it retires: one writer keeps two stripes
+ * open as before (two bins for the best fit), and more slots are used
+ * only by tails written at the same time.  The first tail of a stripe opens it
  * with a full-stripe write (the rest zeros): every row's parity is then
  * consistent, and scrub's parity check holds for rows not used yet.  The
  * stripe it opens is the one the tail's buffer had reserved; an appended
@@ -51,7 +60,8 @@
 
 #include "fs/data_i.h"
 
-#define TAIL_SLOTS 2
+#define TAIL_SLOTS_MAX 8
+#define TAIL_OPEN_IDLE 2
 #define NO_STRIPE UINT64_MAX
 
 struct tslot {
@@ -66,7 +76,8 @@ struct tslot {
 struct tails {
 	pthread_mutex_t lock;
 	uint32_t rows_per_chunk;
-	struct tslot slot[TAIL_SLOTS];
+	unsigned nslots; /* slots in use, 2..TAIL_SLOTS_MAX (tails_init) */
+	struct tslot slot[TAIL_SLOTS_MAX];
 };
 
 bool ffs_tails_on(const struct ffs *fs)
@@ -85,7 +96,11 @@ int tails_init(struct ffs *fs)
 		return -ENOMEM;
 	pthread_mutex_init(&t->lock, NULL);
 	t->rows_per_chunk = fs->g->chunk_bytes / FFS_TAIL_ROW;
-	for (unsigned i = 0; i < TAIL_SLOTS; i++) {
+	/* an eighth of the write-buffer pool's stripes (wpool_init's count) */
+	t->nslots = (unsigned)FF_MIN(FF_MAX(FF_MAX(8ull, fs->opts.write_buffer_bytes / fs->stripe_bytes) / 8,
+					    2ull),
+				     (unsigned long long)TAIL_SLOTS_MAX);
+	for (unsigned i = 0; i < t->nslots; i++) {
 		t->slot[i].p = NO_STRIPE;
 		t->slot[i].img = ff_alloc_aligned(fs->stripe_bytes);
 		if (!t->slot[i].img) {
@@ -105,7 +120,7 @@ void tails_free(struct ffs *fs)
 
 	if (!t)
 		return;
-	for (unsigned i = 0; i < TAIL_SLOTS; i++)
+	for (unsigned i = 0; i < t->nslots; i++)
 		free(t->slot[i].img);
 	pthread_mutex_destroy(&t->lock);
 	free(t);
@@ -121,7 +136,7 @@ static bool tail_open(struct ffs *fs, uint64_t p)
 	if (!t)
 		return false;
 	pthread_mutex_lock(&t->lock);
-	for (unsigned i = 0; i < TAIL_SLOTS; i++)
+	for (unsigned i = 0; i < t->nslots; i++)
 		open |= t->slot[i].p == p;
 	pthread_mutex_unlock(&t->lock);
 	return open;
@@ -137,7 +152,7 @@ static void tail_retire_idle(struct ffs *fs, uint64_t p)
 	if (!t)
 		return;
 	pthread_mutex_lock(&t->lock);
-	for (unsigned i = 0; i < TAIL_SLOTS; i++)
+	for (unsigned i = 0; i < t->nslots; i++)
 		if (t->slot[i].p == p && !t->slot[i].busy)
 			t->slot[i].p = NO_STRIPE;
 	pthread_mutex_unlock(&t->lock);
@@ -225,23 +240,31 @@ int tail_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb, uint32_t row
 {
 	struct tails *t = fs->tails;
 	const struct ff_geom *g = fs->g;
-	struct tslot *s = NULL, *reopen = NULL;
+	struct tslot *s = NULL, *empty = NULL, *fullest = NULL, *reopen;
 	uint64_t retired = NO_STRIPE;
 	uint32_t C = g->chunk_bytes, row0;
+	unsigned idle_open = 0;
 	int rc;
 
 	pthread_mutex_lock(&t->lock);
-	for (unsigned i = 0; i < TAIL_SLOTS; i++) { /* idle slots: the best fit, and one to reopen */
+	for (unsigned i = 0; i < t->nslots; i++) { /* idle slots: the best fit, and one to reopen */
 		struct tslot *x = &t->slot[i];
 
 		if (x->busy)
 			continue;
-		if (x->p != NO_STRIPE && !x->held && x->hwm + rows <= t->rows_per_chunk &&
-		    (!s || x->hwm > s->hwm))
+		if (x->p == NO_STRIPE) {
+			empty = empty ? empty : x;
+			continue;
+		}
+		idle_open++;
+		if (!x->held && x->hwm + rows <= t->rows_per_chunk && (!s || x->hwm > s->hwm))
 			s = x;
-		if (!reopen || x->p == NO_STRIPE || (reopen->p != NO_STRIPE && x->hwm > reopen->hwm))
-			reopen = x; /* an empty slot, else the fullest stripe */
+		if (!fullest || x->hwm > fullest->hwm)
+			fullest = x;
 	}
+	/* a new stripe: in an empty slot while few idle stripes are open, else
+	 * in place of the fullest idle one (the comment at the top says why) */
+	reopen = empty && idle_open < TAIL_OPEN_IDLE ? empty : fullest ? fullest : empty;
 	if (!s && !reopen) {
 		pthread_mutex_unlock(&t->lock);
 		atomic_fetch_add(&fs->stats.tail_busy, 1);
@@ -404,19 +427,19 @@ int tail_read(struct ffs *fs, uint64_t p, uint32_t row0, uint32_t rows, uint64_t
 int ffs_tails_retire_all(struct ffs *fs)
 {
 	struct tails *t = fs->tails;
-	uint64_t ps[TAIL_SLOTS];
+	uint64_t ps[TAIL_SLOTS_MAX];
 	int rc = 0;
 
 	if (!t)
 		return 0;
 	pthread_mutex_lock(&t->lock);
-	for (unsigned i = 0; i < TAIL_SLOTS; i++) {
+	for (unsigned i = 0; i < t->nslots; i++) {
 		FF_ASSERT(!t->slot[i].busy); /* the files were flushed: nothing in flight */
 		ps[i] = t->slot[i].p;
 		t->slot[i].p = NO_STRIPE;
 	}
 	pthread_mutex_unlock(&t->lock);
-	for (unsigned i = 0; i < TAIL_SLOTS && rc == 0; i++)
+	for (unsigned i = 0; i < t->nslots && rc == 0; i++)
 		if (ps[i] != NO_STRIPE)
 			rc = tail_closed(fs, ps[i]);
 	return rc;
@@ -430,7 +453,7 @@ bool ffs_tail_hold(struct ffs *fs, uint64_t p)
 	if (!t)
 		return true;
 	pthread_mutex_lock(&t->lock);
-	for (unsigned i = 0; i < TAIL_SLOTS; i++) {
+	for (unsigned i = 0; i < t->nslots; i++) {
 		struct tslot *s = &t->slot[i];
 
 		if (s->p != p)

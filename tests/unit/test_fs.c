@@ -1213,6 +1213,75 @@ START_TEST(tails_share_stripes)
 }
 END_TEST
 
+/* Writers closing files at the same time: each has at most one tail in
+ * flight, so with fewer writers than tail-stripe slots (8 at this write
+ * pool: tail.c) every tail finds an idle slot and none takes a stripe of
+ * its own (tail_busy 0); every byte reads back after a remount, and
+ * deleting the files gives every stripe back. */
+#define TW_WRITERS 6
+#define TW_FILES 8
+
+struct tail_writer {
+	struct ffs *fs;
+	unsigned id;
+	size_t len[TW_FILES];
+	uint64_t ino[TW_FILES];
+	uint8_t *b[TW_FILES];
+};
+
+static void *tail_writer_main(void *arg)
+{
+	struct tail_writer *w = arg;
+	char name[32];
+
+	for (unsigned k = 0; k < TW_FILES; k++) {
+		snprintf(name, sizeof(name), "w%u.%u", w->id, k);
+		w->ino[k] = put_file(w->fs, name, w->b[k], w->len[k], 100 * w->id + k + 1);
+	}
+	return NULL;
+}
+
+START_TEST(tails_many_writers_find_a_slot)
+{
+	struct ffs *fs = mkfs_mount_params(64, (struct ffs_mkfs_params){ .version = FFS_VERSION_TAILS });
+	uint64_t S = ffs_tools_geom(fs)->stripe_bytes, free0 = whole_stripes_free(fs);
+	static struct tail_writer w[TW_WRITERS];
+	pthread_t t[TW_WRITERS];
+	char name[32];
+
+	ut_rng = 4242;
+	for (unsigned i = 0; i < TW_WRITERS; i++) {
+		w[i] = (struct tail_writer){ .fs = fs, .id = i };
+		for (unsigned k = 0; k < TW_FILES; k++) {
+			w[i].len[k] = S + 1 + ut_rnd() % (S - 1); /* one stripe and a tail */
+			w[i].b[k] = malloc(w[i].len[k]);
+			ck_assert_ptr_nonnull(w[i].b[k]);
+		}
+	}
+	for (unsigned i = 0; i < TW_WRITERS; i++)
+		ck_assert_int_eq(pthread_create(&t[i], NULL, tail_writer_main, &w[i]), 0);
+	for (unsigned i = 0; i < TW_WRITERS; i++)
+		ck_assert_int_eq(pthread_join(t[i], NULL), 0);
+	ck_assert_uint_eq(ffs_stats(fs)->tail_packed, TW_WRITERS * TW_FILES);
+	ck_assert_uint_eq(ffs_stats(fs)->tail_busy, 0);
+	fs = remount(fs);
+	for (unsigned i = 0; i < TW_WRITERS; i++)
+		for (unsigned k = 0; k < TW_FILES; k++)
+			check_content(fs, w[i].ino[k], w[i].b[k], w[i].len[k]);
+	for (unsigned i = 0; i < TW_WRITERS; i++)
+		for (unsigned k = 0; k < TW_FILES; k++) {
+			snprintf(name, sizeof(name), "w%u.%u", i, k);
+			ck_assert_int_eq(ffs_unlink(fs, FFS_ROOT_INO, name), 0);
+			ffs_forget(fs, w[i].ino[k], 1);
+			free(w[i].b[k]);
+		}
+	fs = remount(fs);
+	ck_assert_uint_eq(whole_stripes_free(fs), free0);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	ut_remove_members(NM);
+}
+END_TEST
+
 /* A tail is rewritten, grown, shrunk and cut off like any last stripe:
  * writes into it, truncate within it (the bytes past the new size read as
  * zeros when the file grows again), truncate to a stripe boundary (the
@@ -1368,6 +1437,7 @@ int main(void)
 	tcase_add_test(tc, small_class_absent_on_version_2);
 	tcase_add_test(tc, tails_share_stripes);
 	tcase_add_test(tc, tails_rewrite_and_truncate);
+	tcase_add_test(tc, tails_many_writers_find_a_slot);
 	tcase_add_test(tc, tails_bad_chunk_repaired);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

@@ -57,11 +57,9 @@ set -euo pipefail
 
 PROG=capacity.sh
 HERE=$(cd "$(dirname "$(readlink -f "$0")")" && pwd)
+# shellcheck source=bench/lib.sh
+. "$HERE/lib.sh"
 CAPMIX=$HERE/capmix.py
-
-die() { echo "$PROG: $*" >&2; exit 1; }
-warn() { echo "$PROG: $*" >&2; }
-usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 
 case "${1:-}" in
 "") ;;
@@ -156,30 +154,6 @@ MPID="" # pid of the framefs daemon serving $MNT
 ERRF=/dev/null
 OUTF=/dev/null
 
-mounted() { findmnt -rn --mountpoint "$1" >/dev/null 2>&1; }
-kill_daemon() { # PID: TERM, then KILL, while that pid is a framefs
-	local i
-	for i in $(seq 1 25); do
-		[ "$(cat "/proc/$1/comm" 2>/dev/null)" = framefs ] || return 0
-		[ "$i" = 1 ] && kill "$1" 2>/dev/null
-		[ "$i" = 10 ] && kill -9 "$1" 2>/dev/null
-		sleep 0.2
-	done
-}
-unmount() { # MOUNTPOINT: unmount; kills the framefs daemon that does not let go, lazily at last
-	local m=$1
-	mounted "$m" || return 0
-	timeout 60 fusermount3 -u "$m" 2>/dev/null || timeout 60 umount "$m" 2>/dev/null || true
-	mounted "$m" || return 0
-	warn "$m does not unmount; killing its daemon"
-	[ -n "$MPID" ] && kill_daemon "$MPID"
-	timeout 10 fusermount3 -u -z "$m" 2>/dev/null || timeout 10 umount -l "$m" 2>/dev/null || true
-	! mounted "$m"
-}
-descendants() { # PID -> every process below it
-	ps -eo pid=,ppid= | awk -v root="$1" '{ up[$1] = $2 }
-		END { for (p in up) { q = p; while ((q in up) && q != root && q > 1) q = up[q]; if (q == root && p != root) print p } }'
-}
 detach_loops() {
 	local l
 	for l in "${LOOPS[@]}"; do
@@ -196,7 +170,7 @@ cleanup() {
 	# shellcheck disable=SC2086 # a list of pids (frames.sh, TERMed, cleans up after itself)
 	[ -n "$kids" ] && kill -TERM $kids 2>/dev/null && sleep 1
 	if [ -n "$MNT" ]; then
-		unmount "$MNT/fs" || { warn "cannot unmount $MNT/fs"; busy=1; }
+		unmount "$MNT/fs" "$MPID" || { warn "cannot unmount $MNT/fs"; busy=1; }
 	fi
 	[ -n "$MPID" ] && kill_daemon "$MPID"
 	# frames.sh (the write phase) cleans up after itself on TERM; wait for it
@@ -270,7 +244,7 @@ ff_mount() { # MEMBER,... : mount framefs on $MNT/fs; sets MPID
 }
 ff_unmount() {
 	local i
-	unmount "$MNT/fs" || return 1
+	unmount "$MNT/fs" "$MPID" || return 1
 	for i in $(seq 1 100); do # wait for the daemon to let go of the members
 		if [ -z "$MPID" ] || ! kill -0 "$MPID" 2>/dev/null; then MPID=""; return 0; fi
 		sleep 0.2
@@ -288,7 +262,7 @@ fs_mount() { # FS(btrfs|framefs): mount the volume on the loop devices
 		ff_mount "$list"
 	fi
 }
-fs_unmount() { if [ "$1" = btrfs ]; then unmount "$MNT/fs"; else ff_unmount; fi; }
+fs_unmount() { if [ "$1" = btrfs ]; then unmount "$MNT/fs" "$MPID"; else ff_unmount; fi; }
 fs_mkfs() { # FS [MKFS OPTIONS...]
 	local fs=$1 opts=()
 	shift
@@ -414,7 +388,7 @@ if has_phase mix; then
 		order="btrfs framefs"
 		[ $((run % 2)) = 0 ] && order="framefs btrfs"
 		for fs in $order; do
-			mix_row "$fs" "$run" "$seed" || { warn "$fs run $run failed"; FAILS=$((FAILS + 1)); unmount "$MNT/fs" || true; }
+			mix_row "$fs" "$run" "$seed" || { warn "$fs run $run failed"; FAILS=$((FAILS + 1)); unmount "$MNT/fs" "$MPID" || true; }
 		done
 	done
 	echo

@@ -67,12 +67,10 @@ set -euo pipefail
 
 PROG=frames.sh
 HERE=$(cd "$(dirname "$(readlink -f "$0")")" && pwd)
+# shellcheck source=bench/lib.sh
+. "$HERE/lib.sh"
 FSZ=51052544 # frametest "4k" preset: 4096x3112x4 + 64 KiB header, 4 KiB aligned
 EXAMPLES=/usr/share/doc/libfuse3-dev/examples
-
-die() { echo "$PROG: $*" >&2; exit 1; }
-warn() { echo "$PROG: $*" >&2; }
-usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 
 case "${1:-ram}" in
 ram | disk) MODE=${1:-ram} ;;
@@ -149,35 +147,6 @@ K_URING_OLD="" # what we found in URING_PARAM, when we changed it (put back on e
 K_URING_SET=""
 K_PAGES_OLD="" # likewise fs.fuse.max_pages_limit
 
-mounted() { findmnt -rn --mountpoint "$1" >/dev/null 2>&1; }
-
-kill_daemon() { # pid:comm: TERM, then KILL, if that pid still is that daemon (a KILLed FUSE
-	# daemon aborts its connection, which frees a hung mount and the processes stuck on it)
-	local p=${1%%:*} c=${1#*:} i
-	for i in $(seq 1 25); do
-		[ "$(cat "/proc/$p/comm" 2>/dev/null)" = "$c" ] || return 0
-		[ "$i" = 1 ] && kill "$p" 2>/dev/null
-		[ "$i" = 10 ] && kill -9 "$p" 2>/dev/null
-		sleep 0.2
-	done
-}
-
-unmount() { # MOUNTPOINT: unmount; kills the FUSE daemon that does not let go, lazily at last
-	local m=$1
-	mounted "$m" || return 0
-	timeout 60 fusermount3 -u "$m" 2>/dev/null || timeout 60 umount "$m" 2>/dev/null || true
-	mounted "$m" || return 0
-	warn "$m does not unmount; killing its daemon"
-	[ -n "${MPID[$m]:-}" ] && kill_daemon "${MPID[$m]}"
-	timeout 10 fusermount3 -u -z "$m" 2>/dev/null || timeout 10 umount -l "$m" 2>/dev/null || true
-	! mounted "$m"
-}
-
-descendants() { # PID -> every process below it
-	ps -eo pid=,ppid= | awk -v root="$1" '{ up[$1] = $2 }
-		END { for (p in up) { q = p; while ((q in up) && q != root && q > 1) q = up[q]; if (q == root && p != root) print p } }'
-}
-
 restore_kernel() { # put back the kernel settings we changed, unless someone changed them since
 	local cur
 	if [ -n "$K_URING_OLD" ]; then
@@ -213,7 +182,7 @@ cleanup() {
 	[ -n "$kids" ] && kill $kids 2>/dev/null
 	if [ -n "$MNT" ]; then
 		for m in "$MNT/fs" "$MNT/nullfile"; do
-			unmount "$m" || { warn "cannot unmount $m"; busy=1; }
+			unmount "$m" "${MPID[$m]:-}" || { warn "cannot unmount $m"; busy=1; }
 		done
 	fi
 	for p in "${DAEMONS[@]}"; do kill_daemon "$p"; done
@@ -604,7 +573,7 @@ row_null() { # KEY BINARY LABEL [OPTION...]
 	add "$k.rss" "$(hwm_mb "$p")"
 	add_transport "$k" "$p"
 	echo
-	unmount "$MNT/nullfile" || die "cannot unmount $label"
+	unmount "$MNT/nullfile" "${MPID[$MNT/nullfile]:-}" || die "cannot unmount $label"
 	wait_gone "$p" || true
 }
 
@@ -623,7 +592,7 @@ row_pt() { # KEY COMM LABEL COMMAND...: a passthrough example over $S/ptsrc, mou
 	add "$k.rss" "$PT_HWM"
 	add_transport "$k" "$PT_PID"
 	echo "  RSS ${PT_HWM} MiB"
-	unmount "$m" || die "cannot unmount $label"
+	unmount "$m" "${MPID[$m]:-}" || die "cannot unmount $label"
 	wait_gone "$PT_PID" || true
 	find "$S/ptsrc" -mindepth 1 -delete
 }
@@ -638,7 +607,7 @@ row_btrfs() { # LEVEL N
 	say "btrfs RAID$lvl, $n members"
 	fs_suite "$m" "btrfs$lvl" : || die "btrfs RAID$lvl row failed"
 	echo
-	unmount "$m" || die "cannot unmount btrfs"
+	unmount "$m" "${MPID[$m]:-}" || die "cannot unmount btrfs"
 	for l in "${LOOPS[@]:0:$n}"; do btrfs device scan --forget "$l" >/dev/null 2>&1 || true; done
 }
 
@@ -671,14 +640,14 @@ ff_mount() { # N SKIP(-1: none) [OPTIONS]: mount members 0..N-1 but SKIP with FR
 }
 ff_unmount() {
 	ff_hook # the phase's last RSS sample, before the unmount
-	unmount "$MNT/fs" || { warn "cannot unmount framefs"; return 1; }
+	unmount "$MNT/fs" "${MPID[$MNT/fs]:-}" || { warn "cannot unmount framefs"; return 1; }
 	wait_gone "$FF_PID" || return 1
 }
 ff_fail() { # MESSAGE: a framefs row failed; the run goes on without it
 	echo
 	warn "framefs: $*"
 	FF_FAILS=$((FF_FAILS + 1))
-	unmount "$MNT/fs" || true
+	unmount "$MNT/fs" "${MPID[$MNT/fs]:-}" || true
 }
 declare -A FF_SHOWN=() # row key -> 1 once its daemon's fuse status line was printed
 ff_fuse_status() { # KEY: the daemon's own account of its FUSE side (framefs-admin status), once

@@ -59,10 +59,9 @@
 set -euo pipefail
 
 PROG=randwrite.sh
-
-die() { echo "$PROG: $*" >&2; exit 1; }
-warn() { echo "$PROG: $*" >&2; }
-usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
+HERE=$(cd "$(dirname "$(readlink -f "$0")")" && pwd)
+# shellcheck source=bench/lib.sh
+. "$HERE/lib.sh"
 
 case "${1:-}" in
 "") ;;
@@ -168,30 +167,6 @@ MPID="" # pid of the framefs daemon serving $MNT/fs
 ERRF=/dev/null
 OUTF=/dev/null
 
-mounted() { findmnt -rn --mountpoint "$1" >/dev/null 2>&1; }
-kill_daemon() { # PID: TERM, then KILL, while that pid is a framefs
-	local i
-	for i in $(seq 1 25); do
-		[ "$(cat "/proc/$1/comm" 2>/dev/null)" = framefs ] || return 0
-		[ "$i" = 1 ] && kill "$1" 2>/dev/null
-		[ "$i" = 10 ] && kill -9 "$1" 2>/dev/null
-		sleep 0.2
-	done
-}
-unmount() { # MOUNTPOINT: unmount; kills the framefs daemon that does not let go, lazily at last
-	local m=$1
-	mounted "$m" || return 0
-	timeout 60 umount "$m" 2>/dev/null || timeout 60 fusermount3 -u "$m" 2>/dev/null || true
-	mounted "$m" || return 0
-	warn "$m does not unmount; killing its daemon"
-	[ -n "$MPID" ] && kill_daemon "$MPID"
-	timeout 10 fusermount3 -u -z "$m" 2>/dev/null || timeout 10 umount -l "$m" 2>/dev/null || true
-	! mounted "$m"
-}
-descendants() { # PID -> every process below it
-	ps -eo pid=,ppid= | awk -v root="$1" '{ up[$1] = $2 }
-		END { for (p in up) { q = p; while ((q in up) && q != root && q > 1) q = up[q]; if (q == root && p != root) print p } }'
-}
 cleanup() {
 	local rc=$? kids busy=0 l
 	trap - EXIT INT TERM HUP
@@ -200,7 +175,7 @@ cleanup() {
 	# shellcheck disable=SC2086 # a list of pids (fio, a mkfs)
 	[ -n "$kids" ] && kill -TERM $kids 2>/dev/null && sleep 1
 	if [ -n "$MNT" ]; then
-		unmount "$MNT/fs" || { warn "cannot unmount $MNT/fs"; busy=1; }
+		unmount "$MNT/fs" "$MPID" || { warn "cannot unmount $MNT/fs"; busy=1; }
 	fi
 	[ -n "$MPID" ] && kill_daemon "$MPID"
 	for l in "${LOOPS[@]}"; do
@@ -316,7 +291,7 @@ fs_make() { # PEER: a fresh filesystem, mounted on $MNT/fs
 }
 fs_drop() { # PEER: unmount (and wait for framefs's daemon to let go of the members)
 	local i
-	unmount "$MNT/fs" || { warn "cannot unmount $1"; return 1; }
+	unmount "$MNT/fs" "$MPID" || { warn "cannot unmount $1"; return 1; }
 	if [ "$1" = ff5 ]; then
 		for i in $(seq 1 100); do
 			if [ -z "$MPID" ] || ! kill -0 "$MPID" 2>/dev/null; then MPID=""; return 0; fi
@@ -477,7 +452,7 @@ for run in $(seq 1 "$RUNS"); do
 		np=${#PEER_LIST[@]}
 		for j in $(seq 0 $((np - 1))); do
 			p=${PEER_LIST[$(((j + run - 1 + ci) % np))]}
-			case_row "$c" "$p" "$run" || { warn "$p $c run $run failed"; FAILS=$((FAILS + 1)); unmount "$MNT/fs" || true; }
+			case_row "$c" "$p" "$run" || { warn "$p $c run $run failed"; FAILS=$((FAILS + 1)); unmount "$MNT/fs" "$MPID" || true; }
 		done
 		ci=$((ci + 1))
 	done

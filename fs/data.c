@@ -442,9 +442,27 @@ static int untail_range(struct ffs *fs, struct finode *fi, uint64_t k0, uint64_t
  * unmapped and their stripes (or tails' rows) freed; the bytes of the
  * partial stripes at its ends are written as zeros, like any write (a
  * stripe, a tail or a small file's blocks: copy-on-write, so parity is
- * never updated in place); past the end of the file there is nothing to
- * punch.  Reads of the range return zeros afterwards.
+ * never updated in place), unless that stripe is a hole already (unmapped,
+ * no buffer: zeros are what it reads, and writing them would allocate it);
+ * past the end of the file there is nothing to punch.  Reads of the range
+ * return zeros afterwards.
  */
+static bool stripe_is_hole(struct ffs *fs, struct finode *fi, uint64_t k)
+{
+	uint64_t p, run;
+	uint32_t flags;
+	bool hole;
+	int rc;
+
+	pthread_mutex_lock(&fi->dlock);
+	pthread_mutex_lock(&fs->lock);
+	rc = ffs_is_small(fi) ? 0 : ffs_extent_lookup(fs, fi, k, &p, &run, &flags);
+	hole = rc == -ENOENT && !wb_find(fi, k);
+	pthread_mutex_unlock(&fs->lock);
+	pthread_mutex_unlock(&fi->dlock);
+	return hole;
+}
+
 static int punch_hole(struct ffs *fs, struct finode *fi, uint64_t off, uint64_t len)
 {
 	static const uint8_t zeros[64 * 1024];
@@ -458,12 +476,18 @@ static int punch_hole(struct ffs *fs, struct finode *fi, uint64_t off, uint64_t 
 	if (k0 >= k1 || is_small(fs, fi)) /* no whole stripe (a small file has none): zeros only */
 		k0 = k1 = end / S;
 	for (uint64_t pos = off; pos < end && rc >= 0;) {
-		uint64_t stop = pos < k0 * S ? FF_MIN(end, k0 * S) : end;
+		uint64_t stop = FF_MIN(pos < k0 * S ? FF_MIN(end, k0 * S) : end, (pos / S + 1) * S);
 		size_t n = (size_t)FF_MIN((uint64_t)sizeof(zeros), stop - pos);
 
 		if (pos >= k0 * S && pos < k1 * S) { /* the whole stripes are unmapped below */
 			pos = k1 * S;
 			continue;
+		}
+		if (pos % S == 0 || pos == off) { /* a partial stripe starts: a hole already? */
+			if (stripe_is_hole(fs, fi, pos / S)) {
+				pos = stop;
+				continue;
+			}
 		}
 		rc = (int)ffs_data_write(fs, fi, zeros, n, pos);
 		pos += n;

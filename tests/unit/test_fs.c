@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1282,6 +1283,47 @@ START_TEST(tails_many_writers_find_a_slot)
 }
 END_TEST
 
+/* A hole punched where the file has holes already allocates nothing: its
+ * partial stripes at both ends are unmapped, so no zeros are written there
+ * (they would take a stripe or a tail each); the whole stripe inside that
+ * holds data is freed; everything reads as zeros, before and after a
+ * remount.  Then a punch whose ends are in written stripes does write
+ * their zeros. */
+START_TEST(punch_in_holes_allocates_nothing)
+{
+	static uint8_t want[6 * 192 * 1024], b[192 * 1024];
+	struct ffs *fs = mkfs_mount_params(64, (struct ffs_mkfs_params){ .version = FFS_VERSION_TAILS });
+	uint64_t S = ffs_tools_geom(fs)->stripe_bytes, free0, fh, ino, tails;
+
+	ck_assert_uint_eq(S, 192 * 1024);
+	ino = create(fs, FFS_ROOT_INO, "sparse", &fh);
+	set_size(fs, ino, 6 * S);
+	fill_pattern(b, S, 9);
+	ck_assert_int_eq(ffs_write(fs, fh, b, S, 2 * S), (ssize_t)S); /* stripe 2 only */
+	ck_assert_int_eq(ffs_flush(fs, fh), 0);
+	free0 = whole_stripes_free(fs);
+	tails = ffs_stats(fs)->tail_writes;
+	ck_assert_int_eq(ffs_fallocate(fs, fh, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, S / 2, 5 * S), 0);
+	ck_assert_int_eq(ffs_flush(fs, fh), 0);
+	ck_assert_uint_eq(whole_stripes_free(fs), free0 + 1);
+	ck_assert_uint_eq(ffs_stats(fs)->tail_writes, tails);
+	memset(want, 0, sizeof(want));
+	check_content(fs, ino, want, 6 * S);
+	/* ends in written stripes: their zeros are written */
+	ck_assert_int_eq(ffs_write(fs, fh, b, S, 0), (ssize_t)S);
+	ck_assert_int_eq(ffs_write(fs, fh, b, S, 5 * S), (ssize_t)S);
+	ck_assert_int_eq(ffs_fallocate(fs, fh, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, S / 2, 5 * S), 0);
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	memcpy(want, b, S / 2);
+	memcpy(want + 5 * S + S / 2, b + S / 2, S / 2);
+	check_content(fs, ino, want, 6 * S);
+	fs = remount(fs);
+	check_content(fs, ino, want, 6 * S);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	ut_remove_members(NM);
+}
+END_TEST
+
 /* A tail is rewritten, grown, shrunk and cut off like any last stripe:
  * writes into it, truncate within it (the bytes past the new size read as
  * zeros when the file grows again), truncate to a stripe boundary (the
@@ -1438,6 +1480,7 @@ int main(void)
 	tcase_add_test(tc, tails_share_stripes);
 	tcase_add_test(tc, tails_rewrite_and_truncate);
 	tcase_add_test(tc, tails_many_writers_find_a_slot);
+	tcase_add_test(tc, punch_in_holes_allocates_nothing);
 	tcase_add_test(tc, tails_bad_chunk_repaired);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

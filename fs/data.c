@@ -515,6 +515,17 @@ int ffs_data_fallocate(struct ffs *fs, struct finode *fi, int mode, uint64_t off
 		return -EINVAL;
 	if (mode == (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE))
 		return punch_hole(fs, fi, off, len);
+	if (mode & FALLOC_FL_ZERO_RANGE) {
+		/* zeros in the range, and its space preallocated: the hole
+		 * punched (whole stripes freed, the partial ends written with
+		 * zeros), then preallocated as below (mode 0 extends the size) */
+		if (mode & ~(FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE))
+			return -EOPNOTSUPP;
+		rc = punch_hole(fs, fi, off, len);
+		if (rc < 0)
+			return rc;
+		mode &= ~FALLOC_FL_ZERO_RANGE;
+	}
 	if (mode & ~FALLOC_FL_KEEP_SIZE)
 		return -EOPNOTSUPP;
 	/* preallocated stripes are extents: a small file moves to stripes

@@ -7,8 +7,10 @@
  * already in the range is untouched; more than the free space fails with
  * ENOSPC and leaves the volume usable; a punched hole reads as zeros with
  * the bytes around it kept and frees the whole stripes inside it (a large
- * file with a packed tail, and a small file); modes framefs does not
- * implement (zero range, collapse) fail with EOPNOTSUPP.
+ * file with a packed tail, and a small file); a zeroed range
+ * (FALLOC_FL_ZERO_RANGE) reads as zeros with the bytes around it kept, its
+ * space preallocated, the size kept with KEEP_SIZE and extended without;
+ * modes framefs does not implement (collapse, insert) fail with EOPNOTSUPP.
  */
 #include <linux/falloc.h>
 #include <sys/statvfs.h>
@@ -39,6 +41,39 @@ static void check_punched(const char *path, size_t len, uint64_t seed, size_t a,
 	EXPECT(it_mismatch(buf + b, len - b, seed, b) < 0, "%s: the bytes after the hole", path);
 	close(fd);
 	free(buf);
+}
+
+/* FALLOC_FL_ZERO_RANGE: across stripes of a 5 MiB + 777 file with KEEP_SIZE
+ * (its size kept; the stripes inside it preallocated again, so st_blocks
+ * does not fall below what whole stripes take), then without KEEP_SIZE
+ * from inside the file to past its end (the size extended, the new space
+ * counted); zeros where zeroed, the pattern elsewhere; again after the
+ * remount (it_verify). */
+static void zero_ranges(void)
+{
+	const size_t len = 5 * MiB + 777, a = MiB / 2 + 5, b = 4 * MiB + 99;
+	struct stat st0, st1;
+	int fd;
+
+	IT_MUST(it_make_file(P("zeroed"), len, 140));
+	IT_MUST(fd = open(P("zeroed"), O_RDWR));
+	EXPECT_OK(fstat(fd, &st0));
+	EXPECT_OK(fallocate(fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, (off_t)a, (off_t)(b - a)));
+	EXPECT_OK(fstat(fd, &st1));
+	EXPECT_EQ(st1.st_size, (off_t)len);
+	EXPECT(st1.st_blocks >= st0.st_blocks, "zero range keeps its space allocated (%lld < %lld blocks)",
+	       (long long)st1.st_blocks, (long long)st0.st_blocks);
+	close(fd);
+	check_punched(P("zeroed"), len, 140, a, b);
+
+	IT_MUST(it_make_file(P("zeroed2"), 2 * MiB, 141));
+	IT_MUST(fd = open(P("zeroed2"), O_RDWR));
+	EXPECT_OK(fallocate(fd, FALLOC_FL_ZERO_RANGE, MiB, 3 * MiB));
+	EXPECT_OK(fstat(fd, &st1));
+	EXPECT_EQ(st1.st_size, 4 * MiB);
+	EXPECT((uint64_t)st1.st_blocks * 512 >= 4 * MiB, "zero range past the end: its space counted");
+	close(fd);
+	check_punched(P("zeroed2"), 4 * MiB, 141, MiB, 4 * MiB);
 }
 
 /* Holes punched (FALLOC_FL_PUNCH_HOLE | KEEP_SIZE): in a file of 8 MiB and
@@ -156,10 +191,11 @@ static void it_run(void)
 	close(fd);
 
 	punch_holes();
+	zero_ranges();
 	/* modes that are not implemented */
 	IT_MUST(fd = open(P("keep"), O_RDWR));
-	EXPECT_ERR(fallocate(fd, FALLOC_FL_ZERO_RANGE, 0, 4096), EOPNOTSUPP);
 	EXPECT_ERR(fallocate(fd, FALLOC_FL_COLLAPSE_RANGE, 0, 3 * MiB), EOPNOTSUPP);
+	EXPECT_ERR(fallocate(fd, FALLOC_FL_INSERT_RANGE, 0, 3 * MiB), EOPNOTSUPP);
 	EXPECT_ERR(fallocate(fd, 0, 0, 0), EINVAL);
 	close(fd);
 	/* posix_fallocate goes through fallocate */
@@ -204,6 +240,8 @@ static void it_verify(void)
 	close(fd);
 	it_check_file(P("after"), 2 * MiB, 124);
 	check_punched(P("small-holes"), 10000, 131, 100, 5000);
+	check_punched(P("zeroed"), 5 * MiB + 777, 140, MiB / 2 + 5, 4 * MiB + 99);
+	check_punched(P("zeroed2"), 4 * MiB, 141, MiB, 4 * MiB);
 	{
 		const size_t big = 8 * MiB + 1000;
 		uint8_t *buf = malloc(big);

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # Proves: under a seeded random mix of operations — create, write at random
 # offsets and sizes (bytes to several stripes, sparse), read (buffered and
-# O_DIRECT, which always reaches the daemon), truncate, fallocate, punched holes, rename
+# O_DIRECT, which always reaches the daemon), truncate, fallocate, punched holes, zeroed ranges, rename
 # (plain, over a file, RENAME_NOREPLACE, RENAME_EXCHANGE), link, unlink
 # (also of open files), mkdir, rmdir, fsync, fdatasync, syncfs, cache drops
 # and remounts — every read returns exactly what an in-memory model of every
@@ -37,6 +37,7 @@ MAX_OPEN = 8
 RENAME_NOREPLACE, RENAME_EXCHANGE = 1, 2
 FALLOC_FL_KEEP_SIZE = 1
 FALLOC_FL_PUNCH_HOLE = 2
+FALLOC_FL_ZERO_RANGE = 16
 
 libc = ctypes.CDLL(None, use_errno=True)
 libc.renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
@@ -368,6 +369,28 @@ class RandomOps:
             if close:
                 os.close(fd)
 
+    def op_zero_range(self):
+        fid, fd, close = self.pick_file()
+        if fid is None:
+            return
+        try:
+            cur = self.m.data[fid]
+            off = self.rng.randint(0, len(cur) + MiB)
+            n = self.rng.randint(1, 4 * MiB)
+            if off + n > MAX_FILE or self.m.total_bytes() > self.max_model_bytes:
+                return
+            keep = self.rng.random() < 0.5
+            self.note("zero-range id%d off %d len %d%s" % (fid, off, n, " keep" if keep else ""))
+            fallocate(fd, FALLOC_FL_ZERO_RANGE | (FALLOC_FL_KEEP_SIZE if keep else 0), off, n)
+            end = min(off + n, len(cur)) if keep else off + n
+            if end > len(cur):
+                cur.extend(bytes(end - len(cur)))
+            if off < end:
+                cur[off:end] = bytes(end - off)
+        finally:
+            if close:
+                os.close(fd)
+
     def op_rename(self):
         src = self.rand_path()
         if src is None:
@@ -495,7 +518,7 @@ class RandomOps:
 
     OPS = [
         ("create", 14), ("write", 30), ("read", 18), ("read_direct", 6), ("truncate", 6),
-        ("fallocate", 2), ("punch", 2), ("rename", 7), ("unlink", 5), ("link", 2), ("mkdir", 2), ("rmdir", 2),
+        ("fallocate", 2), ("punch", 2), ("zero_range", 2), ("rename", 7), ("unlink", 5), ("link", 2), ("mkdir", 2), ("rmdir", 2),
         ("fsync", 4), ("syncfs", 1), ("close", 6), ("stat", 5), ("listdir", 2), ("drop_caches", 1),
     ]
 

@@ -474,26 +474,20 @@ for c in "${CASE_LIST[@]}"; do
 	echo
 done
 echo
-printf '%-34s' "written to members / by fio"
-for p in "${PEER_LIST[@]}"; do printf ' %-28s' "$(label "$p")"; done
-echo
-for c in "${CASE_LIST[@]}"; do
-	printf '%-34s' "$c"
-	for p in "${PEER_LIST[@]}"; do
-		if [ "$p" = ff5 ]; then printf ' %-28s' "$(cell "$p.$c.amp" 1)"; else printf ' %-28s' "$(cell "$p.$c.lamp" 1)"; fi
-	done
+ratio_table() { # TITLE FRAMEFS-KEY PEER-KEY: a row per case, framefs's figure from its engine
+	printf '%-34s' "$1"
+	for p in "${PEER_LIST[@]}"; do printf ' %-28s' "$(label "$p")"; done
 	echo
-done
-printf '%-34s' "read from members / by fio written"
-for p in "${PEER_LIST[@]}"; do printf ' %-28s' "$(label "$p")"; done
-echo
-for c in "${CASE_LIST[@]}"; do
-	printf '%-34s' "$c"
-	for p in "${PEER_LIST[@]}"; do
-		if [ "$p" = ff5 ]; then printf ' %-28s' "$(cell "$p.$c.eramp" 1)"; else printf ' %-28s' "$(cell "$p.$c.ramp" 1)"; fi
+	for c in "${CASE_LIST[@]}"; do
+		printf '%-34s' "$c"
+		for p in "${PEER_LIST[@]}"; do
+			if [ "$p" = ff5 ]; then printf ' %-28s' "$(cell "$p.$c.$2" 1)"; else printf ' %-28s' "$(cell "$p.$c.$3" 1)"; fi
+		done
+		echo
 	done
-	echo
-done
+}
+ratio_table "written to members / by fio" amp lamp
+ratio_table "read from members / by fio written" eramp ramp
 echo "(framefs: its engine's write_bytes and read_bytes; btrfs and ext4: their loop devices' sectors)"
 echo
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # Proves: under a seeded random mix of operations — create, write at random
 # offsets and sizes (bytes to several stripes, sparse), read (buffered and
-# O_DIRECT, which always reaches the daemon), truncate, fallocate, punched holes, zeroed ranges, rename
+# O_DIRECT, which always reaches the daemon), truncate, fallocate, punched
+# holes, zeroed ranges, rename
 # (plain, over a file, RENAME_NOREPLACE, RENAME_EXCHANGE), link, unlink
 # (also of open files), mkdir, rmdir, fsync, fdatasync, syncfs, cache drops
 # and remounts — every read returns exactly what an in-memory model of every
@@ -16,6 +17,8 @@
 #   IT_SEED=N          the seed (printed; default from the clock)
 #   IT_RANDOM_OPS=N    operations, in all (default 4000)
 #   IT_RANDOM_LEVEL=5|6  RAID level (default: from the seed)
+#   IT_RANDOM_MEMBERS=N  members, 3..8 on RAID5, 4..10 on RAID6 (default: from
+#                      the seed, so that CI runs cover every width in turn)
 import ctypes
 import errno
 import mmap
@@ -161,7 +164,7 @@ class RandomOps:
 
     def rand_offset(self, size):
         r = self.rng.random()
-        stripe = 3 * 512 * 1024 if self.vol.level == 5 else 4 * 512 * 1024
+        stripe = self.vol.ndata * 512 * 1024  # mkfs's default chunk
         if r < 0.25:
             return size  # append
         if r < 0.5:
@@ -631,9 +634,15 @@ def main():
     nops = int(os.environ.get("IT_RANDOM_OPS", "4000"))
     nthreads = int(sys.argv[sys.argv.index("--threads") + 1]) if "--threads" in sys.argv else 1
     level = int(os.environ.get("IT_RANDOM_LEVEL", str(5 if seed % 2 else 6)))
-    log("random-ops-model: seed %d (IT_SEED=%d to repeat), %d operations, %d thread(s), RAID%d"
-        % (seed, seed, nops, nthreads, level))
-    vol = Volume(level, 4 if level == 5 else 6, 256 * MiB)
+    lo, hi = (3, 8) if level == 5 else (4, 10)
+    nmembers = int(os.environ.get("IT_RANDOM_MEMBERS", str(lo + (seed // 2) % (hi - lo + 1))))
+    if not lo <= nmembers <= hi:
+        log("IT_RANDOM_MEMBERS=%d: RAID%d takes %d to %d members here" % (nmembers, level, lo, hi))
+        return 2
+    log("random-ops-model: seed %d (IT_SEED=%d to repeat), %d operations, %d thread(s), RAID%d x %d"
+        % (seed, seed, nops, nthreads, level, nmembers))
+    vol = Volume(level, nmembers, 256 * MiB)
+    vol.ndata = nmembers - (1 if level == 5 else 2)
     t0 = time.monotonic()
     try:
         vol.mount()

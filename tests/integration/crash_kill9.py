@@ -34,6 +34,8 @@
 #   IT_CRASH_ITERS=N   crash iterations (default 25)
 #   IT_POWERLOSS_ITERS=N  with --powerloss (default 12)
 #   IT_CRASH_LEVEL=5|6 RAID level (default: from the seed)
+#   IT_CRASH_MEMBERS=N members, 3..8 on RAID5, 4..10 on RAID6 (default: from
+#                      the seed, so that CI runs cover every width in turn)
 import ctypes
 import fcntl
 import hashlib
@@ -648,10 +650,16 @@ def main():
     seed = seed_from_env()
     iters = int(os.environ.get("IT_POWERLOSS_ITERS", "12") if powerloss else os.environ.get("IT_CRASH_ITERS", "25"))
     level = int(os.environ.get("IT_CRASH_LEVEL", str(5 if seed % 2 else 6)))
-    log("crash-kill9: seed %d (IT_SEED=%d to repeat), %d iterations, RAID%d%s"
-        % (seed, seed, iters, level, ", each kill a power cut" if powerloss else ""))
-    vol = Volume(level, 4 if level == 5 else 6, 256 * MiB)
-    os.environ["IT_CRASH_STRIPE"] = str((3 if level == 5 else 4) * 512 * 1024)  # for the workload
+    lo, hi = (3, 8) if level == 5 else (4, 10)
+    nmembers = int(os.environ.get("IT_CRASH_MEMBERS", str(lo + (seed // 2) % (hi - lo + 1))))
+    if not lo <= nmembers <= hi:
+        log("IT_CRASH_MEMBERS=%d: RAID%d takes %d to %d members here" % (nmembers, level, lo, hi))
+        return 2
+    log("crash-kill9: seed %d (IT_SEED=%d to repeat), %d iterations, RAID%d x %d%s"
+        % (seed, seed, iters, level, nmembers, ", each kill a power cut" if powerloss else ""))
+    vol = Volume(level, nmembers, 256 * MiB)
+    # for the workload: the data bytes of a stripe at mkfs's default chunk
+    os.environ["IT_CRASH_STRIPE"] = str((nmembers - (1 if level == 5 else 2)) * 512 * 1024)
     undo_dir = None
     if powerloss:  # after mkfs: only the daemons keep undo logs
         undo_dir = os.path.join(vol.tmp, "undo")

@@ -50,7 +50,7 @@ import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from itlib import TestFailure, Volume, log, seed_from_env  # noqa: E402
+from itlib import TestFailure, Volume, log, seed_from_env, width_from_seed  # noqa: E402
 
 MiB = 1 << 20
 DIRS = ["seq", "tmp", "misc"]
@@ -650,11 +650,7 @@ def main():
     seed = seed_from_env()
     iters = int(os.environ.get("IT_POWERLOSS_ITERS", "12") if powerloss else os.environ.get("IT_CRASH_ITERS", "25"))
     level = int(os.environ.get("IT_CRASH_LEVEL", str(5 if seed % 2 else 6)))
-    lo, hi = (3, 8) if level == 5 else (4, 10)
-    nmembers = int(os.environ.get("IT_CRASH_MEMBERS", str(lo + (seed // 2) % (hi - lo + 1))))
-    if not lo <= nmembers <= hi:
-        log("IT_CRASH_MEMBERS=%d: RAID%d takes %d to %d members here" % (nmembers, level, lo, hi))
-        return 2
+    nmembers = width_from_seed(level, seed, "IT_CRASH_MEMBERS")
     log("crash-kill9: seed %d (IT_SEED=%d to repeat), %d iterations, RAID%d x %d%s"
         % (seed, seed, iters, level, nmembers, ", each kill a power cut" if powerloss else ""))
     vol = Volume(level, nmembers, 256 * MiB)

@@ -136,6 +136,17 @@ def seed_from_env():
     return int(s) if s else int(time.time() * 1000) % 1000000007
 
 
+def width_from_seed(level, seed, knob):
+    """Members for a RAID level: the environment's `knob`, else one from the
+    seed (RAID5 x 3..8, RAID6 x 4..10), so that runs cover every width in
+    turn.  A knob outside that range is refused."""
+    lo, hi = (3, 8) if level == 5 else (4, 10)
+    n = int(os.environ.get(knob, str(lo + (seed // 2) % (hi - lo + 1))))
+    if not lo <= n <= hi:
+        raise TestFailure("%s=%d: RAID%d takes %d to %d members here" % (knob, n, level, lo, hi))
+    return n
+
+
 def drop_caches():
     """Forget unused dentries and inodes (and with them their cached pages):
     the next lookups and reads go to the daemon.  ("2", not "3": dropping the

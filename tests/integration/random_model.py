@@ -30,7 +30,7 @@ import time
 from collections import Counter, deque
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from itlib import TestFailure, Volume, drop_caches, log, seed_from_env  # noqa: E402
+from itlib import TestFailure, Volume, drop_caches, log, seed_from_env, width_from_seed  # noqa: E402
 
 MiB = 1 << 20
 MAX_FILE = 12 * MiB
@@ -336,17 +336,25 @@ class RandomOps:
             if close:
                 os.close(fd)
 
+    def alloc_range(self, cur):
+        """A range for fallocate or zero range: (off, n, keep), or None when
+        it would take the file past MAX_FILE or the model past its size."""
+        off = self.rng.randint(0, len(cur) + MiB)
+        n = self.rng.randint(1, 4 * MiB)
+        if off + n > MAX_FILE or self.m.total_bytes() > self.max_model_bytes:
+            return None
+        return off, n, self.rng.random() < 0.5
+
     def op_fallocate(self):
         fid, fd, close = self.pick_file()
         if fid is None:
             return
         try:
             cur = self.m.data[fid]
-            off = self.rng.randint(0, len(cur) + MiB)
-            n = self.rng.randint(1, 4 * MiB)
-            if off + n > MAX_FILE or self.m.total_bytes() > self.max_model_bytes:
+            r = self.alloc_range(cur)
+            if r is None:
                 return
-            keep = self.rng.random() < 0.5
+            off, n, keep = r
             self.note("fallocate id%d off %d len %d%s" % (fid, off, n, " keep" if keep else ""))
             fallocate(fd, FALLOC_FL_KEEP_SIZE if keep else 0, off, n)
             if not keep and off + n > len(cur):
@@ -378,11 +386,10 @@ class RandomOps:
             return
         try:
             cur = self.m.data[fid]
-            off = self.rng.randint(0, len(cur) + MiB)
-            n = self.rng.randint(1, 4 * MiB)
-            if off + n > MAX_FILE or self.m.total_bytes() > self.max_model_bytes:
+            r = self.alloc_range(cur)
+            if r is None:
                 return
-            keep = self.rng.random() < 0.5
+            off, n, keep = r
             self.note("zero-range id%d off %d len %d%s" % (fid, off, n, " keep" if keep else ""))
             fallocate(fd, FALLOC_FL_ZERO_RANGE | (FALLOC_FL_KEEP_SIZE if keep else 0), off, n)
             end = min(off + n, len(cur)) if keep else off + n
@@ -634,11 +641,7 @@ def main():
     nops = int(os.environ.get("IT_RANDOM_OPS", "4000"))
     nthreads = int(sys.argv[sys.argv.index("--threads") + 1]) if "--threads" in sys.argv else 1
     level = int(os.environ.get("IT_RANDOM_LEVEL", str(5 if seed % 2 else 6)))
-    lo, hi = (3, 8) if level == 5 else (4, 10)
-    nmembers = int(os.environ.get("IT_RANDOM_MEMBERS", str(lo + (seed // 2) % (hi - lo + 1))))
-    if not lo <= nmembers <= hi:
-        log("IT_RANDOM_MEMBERS=%d: RAID%d takes %d to %d members here" % (nmembers, level, lo, hi))
-        return 2
+    nmembers = width_from_seed(level, seed, "IT_RANDOM_MEMBERS")
     log("random-ops-model: seed %d (IT_SEED=%d to repeat), %d operations, %d thread(s), RAID%d x %d"
         % (seed, seed, nops, nthreads, level, nmembers))
     vol = Volume(level, nmembers, 256 * MiB)

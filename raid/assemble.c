@@ -338,7 +338,18 @@ static void assign_roles(struct ff_raid *r, struct ff_member *m, struct candidat
 			note_left_out(r, role, &m[i], c[i].sb, fresh, true);
 			continue;
 		}
-		if (ff_le64(c[i].sb->events) < events) {
+		/* One behind, with the freshest superblock still counting it in:
+		 * the array stopped (a crash, a power cut) while it wrote a
+		 * superblock update member after member (sb_write_locked), and
+		 * this one had not got it yet.  A member that really missed
+		 * writes is marked failed in that update (above); so is one the
+		 * array assembled without.  mdadm allows the same margin of one. */
+		if (ff_le64(c[i].sb->events) + 1 == events) {
+			ff_log(FF_LOG_INFO, "%s (role %u) missed the last superblock update (events "
+			       "%llu, the array's %llu: the array stopped while writing it); using it",
+			       m[i].path, role, (unsigned long long)ff_le64(c[i].sb->events),
+			       (unsigned long long)events);
+		} else if (ff_le64(c[i].sb->events) < events) {
 			ff_log(FF_LOG_WARN, "%s (role %u) is stale: events %llu < %llu; ignoring it",
 			       m[i].path, role, (unsigned long long)ff_le64(c[i].sb->events),
 			       (unsigned long long)events);

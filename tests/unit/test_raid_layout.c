@@ -305,6 +305,55 @@ START_TEST(superblock_copies_and_stale_members)
 }
 END_TEST
 
+/* Member 0 gets a superblock update the others do not (events one ahead,
+ * as when the array stops half-way through writing it member after
+ * member): the others are current, every member is assembled.  Two ahead
+ * is not a half-written update: the others are stale and, three of four
+ * on RAID5, the assembly is refused. */
+static void bump_events(const char *path, uint64_t by)
+{
+	struct ff_err err = { "" };
+	struct ff_member_sb *sb = ff_alloc_aligned(sizeof(*sb));
+	struct ff_member m;
+
+	ck_assert_ptr_nonnull(sb);
+	ck_assert_msg(ff_member_open(&m, path, false, &err) == 0, "open: %s", err.msg);
+	ck_assert_int_eq(ff_sb_read(&m, sb), 0);
+	sb->events = ff_cpu_to_le64(ff_le64(sb->events) + by);
+	ck_assert_int_eq(ff_sb_write(&m, sb), 0);
+	ff_member_close(&m);
+	free(sb);
+}
+
+START_TEST(superblock_update_cut_half_way)
+{
+	struct ff_raid_opts o = { .workers = 2 };
+	struct ff_err err = { "" };
+	struct ff_raid *r;
+
+	ut_rng = 37;
+	ut_make_members(4, UT_MEMBER_MB);
+	ut_create(5, 4);
+	r = ut_assemble(ut_pp, 4);
+	ut_write_all(r);
+	ff_raid_close(r);
+	bump_events(ut_pp[0], 1);
+	r = ut_assemble(ut_pp, 4);
+	ck_assert_uint_eq(ff_raid_failed_count(r), 0);
+	for (unsigned i = 0; i < 4; i++)
+		ck_assert_int_eq(ff_raid_member_state(r, i), FF_MEMBER_ACTIVE);
+	ut_verify_all(r, "after a superblock update cut half-way");
+	ff_raid_close(r);
+	bump_events(ut_pp[0], 2);
+	r = NULL;
+	ck_assert_int_lt(ff_raid_assemble(ut_pp, 4, &o, &r, &err), 0);
+	ck_assert_ptr_null(r);
+	ck_assert_msg(strstr(err.msg, "stale") != NULL, "the refusal names the stale members: %s", err.msg);
+	free(ut_shadow);
+	ut_remove_members(4);
+}
+END_TEST
+
 static void add_tests(TCase *tc)
 {
 	tcase_add_loop_test(tc, full_stripe_write_reads_back, 0, 5);
@@ -312,6 +361,7 @@ static void add_tests(TCase *tc)
 	tcase_add_loop_test(tc, meta_space_mirrors, 0, 2);
 	tcase_add_test(tc, bad_input_is_refused_without_writing);
 	tcase_add_test(tc, superblock_copies_and_stale_members);
+	tcase_add_test(tc, superblock_update_cut_half_way);
 }
 
 int main(void)

@@ -67,6 +67,10 @@
 #define FFS_VERSION_XVALUE 2u
 #define FFS_VERSION_SMALL 3u
 #define FFS_VERSION_TAILS 4u
+/* FFS_VERSION_PATCH adds patches (FFS_PATCH_KEY below, fs/patch.c says
+ * why): a regular file's rdev field is the root of its patch tree.  The
+ * layout is version 4's; older volumes mount with patches off. */
+#define FFS_VERSION_PATCH 5u
 #define FFS_VERSION FFS_VERSION_TAILS
 #define FFS_VERSION_MAX FFS_VERSION_TAILS
 #define FFS_SB_MAGIC 0x3153465a454d4152ull /* "RAMEZFS1" */
@@ -314,8 +318,9 @@ _Static_assert(sizeof(struct ffs_extent) == 24, "extent");
  * FFS_CSUM_TAIL_PACK(hwm, live): rows [0, hwm) of every chunk are written
  * (tails are appended in row order), crc[i] is the crc32c of chunk i's
  * rows [0, hwm) (so appending rows continues the crc), and live is the
- * number of FFS_X_TAIL extents pointing into it.  A tail stripe is freed
- * when live drops to 0 (and the daemon no longer appends to it).
+ * number of FFS_X_TAIL extents and patches (below) pointing into it.  A
+ * tail stripe is freed when live drops to 0 (and the daemon no longer
+ * appends to it).
  */
 #define FFS_TAIL_ROW 4096u
 struct ffs_tail_extent { /* the view of a struct ffs_extent with FFS_X_TAIL */
@@ -348,6 +353,36 @@ static inline struct ffs_extent ffs_tail_extent_make(uint64_t fstripe, uint64_t 
 	memcpy(&x, &t, sizeof(x));
 	return x;
 }
+/*
+ * Patches (version 5).  A small overwrite of a file stripe that is mapped
+ * to a stripe of its own is not a copy-on-write of the whole stripe: the
+ * 4 KiB blocks it changes are appended to rows of a tail stripe (as tails
+ * are, above, so no live row is ever rewritten) and a patch record says
+ * where they are.  Block b of file stripe f (bytes [b * 4 KiB, (b + 1) *
+ * 4 KiB) of it) reads from a patch when one covers it, else from the
+ * stripe its extent maps.
+ *
+ * A tail stripe's blocks are numbered row by row: slot s is row s / ndata
+ * of data chunk s % ndata.  A patch covers blocks [b0, b0 + nblocks) of one
+ * file stripe, held in slots [slot0, slot0 + nblocks) of tail stripe
+ * pstripe, all in rows below that stripe's hwm.  Patches of a file do not
+ * overlap, cover only file stripes mapped by a plain extent (neither a tail
+ * nor preallocated), and live in the file's patch tree (the inode's
+ * patch_root; node owner: the inode), keyed FFS_PATCH_KEY(f, b0).  Each
+ * patch counts as one in its tail stripe's live count, as a tail extent
+ * does.  Rewriting, punching or truncating a file stripe drops its patches.
+ */
+#define FFS_PATCH_KEY(f, b) (((uint64_t)(f) << 16) | (uint64_t)(b))
+#define FFS_PATCH_KEY_STRIPE(k) ((k) >> 16)
+#define FFS_PATCH_KEY_BLOCK(k) ((uint32_t)((k) & 0xffffu))
+#define FFS_PATCH_BLOCKS_MAX 256u /* blocks one patch record covers */
+struct ffs_patch {
+	le64 pstripe;           /* the tail stripe */
+	le16 slot0;
+	le16 nblocks;           /* 1..FFS_PATCH_BLOCKS_MAX */
+	le32 reserved;          /* 0 */
+};
+_Static_assert(sizeof(struct ffs_patch) == 16, "patch record");
 #define FFS_CSUM_TAILS 0xffffffffu
 #define FFS_CSUM_TAIL_PACK(hwm, live) (((uint32_t)(hwm) << 16) | (uint32_t)(live))
 #define FFS_CSUM_TAIL_HWM(f) (((f) >> 16) & 0x7fffu)
@@ -386,7 +421,10 @@ struct ffs_inode {
 	le64 xattr_block;       /* pool block, 0 = none */
 	le64 parent;            /* directory it was created in (allocation locality; '..' for dirs) */
 	le64 orphan_next;
-	le64 rdev;
+	union {
+		le64 rdev;      /* character and block devices */
+		le64 patch_root; /* regular files, version 5: patch tree root block, 0 = none */
+	} u2;
 	le64 root;              /* B+tree root block: directory entries, or extents with FFS_I_BTREE */
 	le32 nextents;          /* inline extents in use */
 	le32 tail_blocks;       /* version 4: 4 KiB blocks of its tails (FFS_X_TAIL rows * ndata) */

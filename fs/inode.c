@@ -243,7 +243,7 @@ void ffs_inode_stat(const struct ffs *fs, const struct finode *fi, struct stat *
 	st->st_nlink = ff_le32(d->nlink);
 	st->st_uid = ff_le32(d->uid);
 	st->st_gid = ff_le32(d->gid);
-	st->st_rdev = ff_le64(d->rdev);
+	st->st_rdev = S_ISCHR(ff_le32(d->mode)) || S_ISBLK(ff_le32(d->mode)) ? ff_le64(d->u2.rdev) : 0;
 	st->st_size = (off_t)ff_le64(d->size);
 	st->st_blksize = (blksize_t)FF_MIN(fs->stripe_bytes, 1ull << 20);
 	st->st_blocks = (blkcnt_t)(ff_le64(d->nstripes) * (fs->stripe_bytes / 512) +

@@ -241,7 +241,10 @@ int ffs_mknod(struct ffs *fs, uint64_t parent, const char *name, mode_t mode, de
 	pthread_mutex_lock(&fs->lock);
 	rc = make_node(fs, parent, name, mode, uid, gid, &fi);
 	if (rc == 0) {
-		fi->d.rdev = ff_cpu_to_le64(rdev);
+		/* a regular file's field is its patch root (format.h): only
+		 * devices keep the number mknod(2) was given */
+		if (S_ISCHR(mode) || S_ISBLK(mode))
+			fi->d.u2.rdev = ff_cpu_to_le64(rdev);
 		rc = ffs_istore(fs, fi);
 		ffs_inode_stat(fs, fi, st);
 		ffs_iput(fs, fi);

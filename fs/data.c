@@ -158,11 +158,15 @@ static int read_source(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t o
 	struct ffs_extent x;
 	uint32_t flags, row0, rows;
 	struct wbuf *wb;
+	bool patched;
 	int rc = 0;
 
 	pthread_mutex_lock(&fi->dlock);
-	wb = wb_find(fi, k);
-	if (wb && dst && !ival_covers(wb, o, o + n) && !wb->writing)
+	/* patches being written hold only their blocks: read once they are
+	 * mapped (stripe_done wakes dcond; every write ends there) */
+	while ((wb = wb_find(fi, k)) && wb->writing && !ival_covers(wb, o, o + n))
+		wait_noted(&fi->dcond, &fi->dlock, "patches of this stripe being written");
+	if (wb && dst && !ival_covers(wb, o, o + n))
 		rc = wb_fill(fs, fi, wb);
 	if (wb && rc == 0 && dst)
 		memcpy(dst, wb->data + o, n);
@@ -176,6 +180,7 @@ static int read_source(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t o
 		return rc < 0 ? rc : SRC_DONE;
 	}
 	rc = ffs_extent_find(fs, fi, k, &x);
+	patched = ffs_patch_any(fi);
 	pthread_mutex_unlock(&fs->lock);
 	flags = rc == 0 ? ff_le32(x.flags) : 0;
 	if (rc == -ENOENT || (rc == 0 && (flags & FFS_X_UNWRITTEN)))
@@ -183,6 +188,14 @@ static int read_source(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t o
 	if (rc < 0)
 		return rc;
 	*p = ff_le64(x.pstripe) + (k - ff_le64(x.fstripe));
+	if (patched && !(flags & FFS_X_TAIL)) { /* the stripe with its patches laid over (patch.c) */
+		if (!dst)
+			return -EAGAIN;
+		rc = read_stripe_bytes(fs, *p, o, n, dst);
+		if (rc == 0)
+			rc = patch_overlay(fs, fi, k, o, n, dst);
+		return rc < 0 ? rc : SRC_DONE;
+	}
 	if (flags & FFS_X_TAIL) { /* not one piece of a stripe: copied, never referenced */
 		if (!dst)
 			return -EAGAIN;

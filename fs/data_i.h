@@ -16,6 +16,7 @@
 #include "fs/fs_i.h"
 
 #define WB_IVALS 16
+#define WB_PATCHES 32 /* patch records one buffer may make (patch.c) */
 #define WB_PER_INODE 64 /* bounds the linear wb_find, not the pool's use */
 #define WB_NO_STRIPE UINT64_MAX /* pstripe of a stripe-0 buffer made when none was free */
 
@@ -38,6 +39,9 @@ struct wbuf {
 	bool in_place;
 	int tslot;                  /* a tail (tail.c): its slot, rows [trow0, trow0 + trows); -1: a stripe */
 	uint32_t trow0, trows;
+	uint64_t tretired;          /* the tail stripe its slot held before (patch_take) */
+	unsigned npatch;            /* > 0: the buffer goes as these patches (patch.c), not a tail */
+	struct { uint16_t b0, n, slot0; } patch[WB_PATCHES];
 	uint32_t crc[FF_MEMBERS_MAX];
 	struct ff_raid_io io;
 	struct wbuf *done_next;
@@ -114,6 +118,26 @@ int tail_done(struct ffs *fs, struct finode *fi, struct wbuf *wb);
 /* Bytes [o, o+n) of a file stripe held as a tail at rows [row0, row0+rows) of p. */
 int tail_read(struct ffs *fs, uint64_t p, uint32_t row0, uint32_t rows, uint64_t o, size_t n,
 	      uint8_t *dst);
+
+/* Patches planned in wb: a slot for them (dlock held; 1: none free), then
+ * sent (marked writing, no lock held). */
+int patch_take(struct ffs *fs, struct wbuf *wb);
+void patch_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb);
+
+/* ---- patches (patch.c) ----------------------------------------------------- */
+/* Byte offset in a stripe of slot s (format.h: row s / ndata of chunk s % ndata). */
+static inline uint64_t patch_slot_offset(const struct ffs *fs, uint32_t s)
+{
+	return (uint64_t)(s % fs->g->ndata) * fs->g->chunk_bytes + (uint64_t)(s / fs->g->ndata) * FFS_BLOCK;
+}
+/* Whether wb goes as patches: plans them in wb->patch (filling the partial
+ * blocks at their edges), or 0: it is rewritten whole.  dlock held. */
+int patch_plan(struct ffs *fs, struct finode *fi, struct wbuf *wb);
+/* Bytes [o, o + n) of file stripe k, read into dst from its base stripe,
+ * get what its patches hold instead (no lock held). */
+int patch_overlay(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t o, size_t n, uint8_t *dst);
+/* Fill the gaps of wb within [a, b) (wb_fill is the whole stripe). */
+int wb_fill_span(struct ffs *fs, struct finode *fi, struct wbuf *wb, uint64_t a, uint64_t b);
 
 /* ---- the stripe read cache (rcache.c) ------------------------------------ */
 

@@ -188,6 +188,10 @@ static struct ffs_extent mkext(uint64_t f, uint64_t p, uint64_t n, uint32_t flag
 static int punch(struct ffs *fs, struct finode *fi, uint64_t f, uint64_t end, uint64_t keep,
 		 uint64_t nkeep)
 {
+	int prc = ffs_patch_drop(fs, fi, f, end); /* their content changes hands here (patch.c) */
+
+	if (prc < 0)
+		return prc;
 	for (;;) {
 		struct ffs_extent x;
 		uint64_t xf, xp, xn, a, b;

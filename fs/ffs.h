@@ -70,6 +70,9 @@ struct ffs_stats {
 	_Atomic uint64_t tail_packed;       /* tails written and mapped */
 	_Atomic uint64_t tail_stripes;      /* tail stripes opened */
 	_Atomic uint64_t tail_busy;         /* tails sent to a stripe of their own: every tail stripe busy */
+	_Atomic uint64_t patch_writes;      /* small overwrites sent as patches (patch.c) */
+	_Atomic uint64_t patch_blocks;      /* 4 KiB blocks they held */
+	_Atomic uint64_t patch_merges;      /* patched stripes rewritten whole */
 };
 
 /* Requests in flight (fs/watch.c).  The daemon brackets each request it

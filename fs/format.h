@@ -72,7 +72,7 @@
  * layout is version 4's; older volumes mount with patches off. */
 #define FFS_VERSION_PATCH 5u
 #define FFS_VERSION FFS_VERSION_TAILS
-#define FFS_VERSION_MAX FFS_VERSION_TAILS
+#define FFS_VERSION_MAX FFS_VERSION_PATCH
 #define FFS_SB_MAGIC 0x3153465a454d4152ull /* "RAMEZFS1" */
 /*
  * Superblock copies.  META is mirrored in 64 KiB chunks (16 blocks), chunk c

@@ -191,6 +191,23 @@ int ffs_tail_release(struct ffs *fs, uint64_t p)
 	return rc;
 }
 
+int ffs_tail_grab(struct ffs *fs, uint64_t p)
+{
+	uint32_t ino, f, crc[FF_MEMBERS_MAX], live;
+	int rc = ffs_csum_get(fs, p, &ino, &f, crc);
+
+	if (rc < 0)
+		return rc;
+	live = FFS_CSUM_TAIL_LIVE(f);
+	if (ino != FFS_CSUM_TAILS || live == 0 || live == 0xffffu) {
+		ff_log(FF_LOG_ERR, "data stripe %llu: a patch points into it, but it holds no tails; "
+		       "run fsck.framefs", (unsigned long long)p);
+		return -EUCLEAN;
+	}
+	return ffs_csum_set(fs, p, FFS_CSUM_TAILS, FFS_CSUM_TAIL_PACK(FFS_CSUM_TAIL_HWM(f), live + 1),
+			    crc);
+}
+
 uint32_t ffs_csum_vlen(const struct ffs *fs, uint32_t ino, uint32_t fstripe)
 {
 	if (ino == FFS_CSUM_TAILS)
@@ -230,22 +247,19 @@ uint32_t tail_rows(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 }
 
 /*
- * Send buffer wb (marked writing, no lock held) as a tail of `rows` rows:
- * 0 when it went, 1 when every open tail stripe is busy or too full (the
- * caller writes a stripe instead).  The best fit among the idle open
- * stripes takes it; else an idle slot opens a new tail stripe on the
- * buffer's reserved one, retiring the stripe it held.
+ * Take an idle slot for `rows` rows (no lock held): the best fit among the
+ * idle open stripes; else an idle slot opens a new tail stripe on stripe
+ * `own` (the buffer's reservation), retiring the stripe it held (*retired).
+ * NULL when every slot is busy or too full.  The slot is ours (busy) until
+ * the write is mapped (tail_done); its hwm is where the rows go.
  */
-int tail_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb, uint32_t rows)
+static struct tslot *slot_take(struct ffs *fs, uint32_t rows, uint64_t own, uint64_t *retired)
 {
 	struct tails *t = fs->tails;
-	const struct ff_geom *g = fs->g;
 	struct tslot *s = NULL, *empty = NULL, *fullest = NULL, *reopen;
-	uint64_t retired = NO_STRIPE;
-	uint32_t C = g->chunk_bytes, row0;
 	unsigned idle_open = 0;
-	int rc;
 
+	*retired = NO_STRIPE;
 	pthread_mutex_lock(&t->lock);
 	for (unsigned i = 0; i < t->nslots; i++) { /* idle slots: the best fit, and one to reopen */
 		struct tslot *x = &t->slot[i];
@@ -265,32 +279,37 @@ int tail_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb, uint32_t row
 	/* a new stripe: in an empty slot while few idle stripes are open, else
 	 * in place of the fullest idle one (the comment at the top says why) */
 	reopen = empty && idle_open < TAIL_OPEN_IDLE ? empty : fullest ? fullest : empty;
-	if (!s && !reopen) {
+	if (!s && (!reopen || own == WB_NO_STRIPE)) {
 		pthread_mutex_unlock(&t->lock);
 		atomic_fetch_add(&fs->stats.tail_busy, 1);
-		return 1;
+		return NULL;
 	}
 	if (!s) { /* open a tail stripe on the buffer's own: rows [0, rows) */
 		s = reopen;
-		retired = s->p;
-		s->p = wb->pstripe;
+		*retired = s->p;
+		s->p = own;
 		s->hwm = 0;
 		s->held = false;
 		memset(s->crc, 0, sizeof(s->crc));
 		memset(s->img, 0, fs->stripe_bytes);
 	}
 	s->busy = true;
-	row0 = s->hwm;
 	pthread_mutex_unlock(&t->lock);
+	return s;
+}
 
-	/* the slot is ours until the write is mapped: its image and crcs too;
-	 * the chunk crcs continue over the new rows (mapped by tail_done) */
-	for (uint32_t i = 0; i < g->ndata; i++) {
-		uint8_t *rows_i = s->img + (size_t)i * C + (size_t)row0 * FFS_TAIL_ROW;
+/* Write rows [row0, row0 + rows) of slot s's image, which the caller has
+ * filled (no lock held): the chunk crcs continue over them into wb->crc,
+ * and the completion thread maps them (tail_done). */
+static void rows_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb, struct tslot *s,
+			uint32_t row0, uint32_t rows, uint64_t retired)
+{
+	const struct ff_geom *g = fs->g;
+	int rc;
 
-		memcpy(rows_i, wb->data + (size_t)i * rows * FFS_TAIL_ROW, (size_t)rows * FFS_TAIL_ROW);
-		wb->crc[i] = ff_crc32c(s->crc[i], rows_i, (size_t)rows * FFS_TAIL_ROW);
-	}
+	for (uint32_t i = 0; i < g->ndata; i++)
+		wb->crc[i] = ff_crc32c(s->crc[i], s->img + (size_t)i * g->chunk_bytes +
+				       (size_t)row0 * FFS_TAIL_ROW, (size_t)rows * FFS_TAIL_ROW);
 	if (retired != NO_STRIPE) {
 		pthread_mutex_lock(&fs->lock);
 		rc = tail_closed(fs, retired);
@@ -304,7 +323,7 @@ int tail_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb, uint32_t row
 	pthread_mutex_unlock(&fs->lock);
 	wb->fs = fs;
 	wb->fi = fi;
-	wb->tslot = (int)(s - t->slot);
+	wb->tslot = (int)(s - fs->tails->slot);
 	wb->trow0 = row0;
 	wb->trows = rows;
 	memset(&wb->io, 0, sizeof(wb->io));
@@ -323,13 +342,82 @@ int tail_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb, uint32_t row
 		wb->io.off = s->p * fs->stripe_bytes + (uint64_t)row0 * FFS_TAIL_ROW;
 		wb->io.len = (uint64_t)rows * FFS_TAIL_ROW;
 	}
-	atomic_fetch_add(&fs->stats.tail_writes, 1);
 	rc = ff_raid_submit(fs->raid, &wb->io);
 	if (rc < 0) {
 		wb->io.result = rc;
 		wb_write_done(&wb->io);
 	}
+}
+
+/*
+ * Send buffer wb (marked writing, no lock held) as a tail of `rows` rows:
+ * 0 when it went, 1 when every open tail stripe is busy or too full (the
+ * caller writes a stripe instead).
+ */
+int tail_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb, uint32_t rows)
+{
+	const struct ff_geom *g = fs->g;
+	uint64_t retired;
+	struct tslot *s = slot_take(fs, rows, wb->pstripe, &retired);
+	uint32_t row0;
+
+	if (!s)
+		return 1;
+	row0 = s->hwm;
+	/* the slot is ours until the write is mapped: its image and crcs too */
+	for (uint32_t i = 0; i < g->ndata; i++)
+		memcpy(s->img + (size_t)i * g->chunk_bytes + (size_t)row0 * FFS_TAIL_ROW,
+		       wb->data + (size_t)i * rows * FFS_TAIL_ROW, (size_t)rows * FFS_TAIL_ROW);
+	wb->npatch = 0;
+	atomic_fetch_add(&fs->stats.tail_writes, 1);
+	rows_submit(fs, fi, wb, s, row0, rows, retired);
 	return 0;
+}
+
+/*
+ * Patches (patch.c plans them: wb->patch[], runs of blocks of the file
+ * stripe).  patch_take, with the owner's dlock held, takes a slot with room
+ * for them without waiting: 1 when none is free (the caller rewrites the
+ * stripe instead).  patch_submit then sends them (the buffer marked
+ * writing, no lock held), slot after slot in row order; slots of the last
+ * row that no patch takes are zeros.
+ */
+static uint32_t patch_rows(const struct ffs *fs, const struct wbuf *wb)
+{
+	uint32_t nblocks = 0;
+
+	for (unsigned i = 0; i < wb->npatch; i++)
+		nblocks += wb->patch[i].n;
+	return (uint32_t)FF_DIV_ROUND_UP(nblocks, fs->g->ndata);
+}
+
+int patch_take(struct ffs *fs, struct wbuf *wb)
+{
+	struct tslot *s = slot_take(fs, patch_rows(fs, wb), wb->pstripe, &wb->tretired);
+
+	if (!s)
+		return 1;
+	wb->tslot = (int)(s - fs->tails->slot);
+	return 0;
+}
+
+void patch_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb)
+{
+	const struct ff_geom *g = fs->g;
+	struct tslot *s = &fs->tails->slot[wb->tslot];
+	uint32_t rows = patch_rows(fs, wb), row0 = s->hwm, slot = row0 * g->ndata;
+
+	for (unsigned i = 0; i < wb->npatch; i++) {
+		wb->patch[i].slot0 = (uint16_t)slot;
+		for (uint32_t j = 0; j < wb->patch[i].n; j++, slot++)
+			memcpy(s->img + patch_slot_offset(fs, slot),
+			       wb->data + (size_t)(wb->patch[i].b0 + j) * FFS_BLOCK, FFS_BLOCK);
+		atomic_fetch_add(&fs->stats.patch_blocks, wb->patch[i].n);
+	}
+	for (; slot < (row0 + rows) * g->ndata; slot++)
+		memset(s->img + patch_slot_offset(fs, slot), 0, FFS_BLOCK);
+	atomic_fetch_add(&fs->stats.patch_writes, 1);
+	rows_submit(fs, fi, wb, s, row0, rows, wb->tretired);
 }
 
 /*
@@ -358,9 +446,14 @@ int tail_done(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 		rc = ffs_commit_stripes(fs, p, 1);
 	if (rc == 0 && !opening && (rc = ffs_csum_get(fs, p, &ino, &f, old)) == 0)
 		live = FFS_CSUM_TAIL_LIVE(f);
-	if (rc == 0)
-		rc = ffs_csum_set(fs, p, FFS_CSUM_TAILS, FFS_CSUM_TAIL_PACK(row0 + rows, live + 1), crc);
-	if (rc == 0) /* may let an older tail of this file go, in this stripe too */
+	if (rc == 0) /* each patch counts one, as a tail does */
+		rc = ffs_csum_set(fs, p, FFS_CSUM_TAILS,
+				  FFS_CSUM_TAIL_PACK(row0 + rows, live + (wb->npatch ? wb->npatch : 1)), crc);
+	/* may let an older tail or patch of this file go, in this stripe too */
+	for (unsigned i = 0; rc == 0 && i < wb->npatch; i++)
+		rc = ffs_patch_add(fs, fi, wb->fstripe, wb->patch[i].b0, wb->patch[i].n, p,
+				   wb->patch[i].slot0);
+	if (rc == 0 && !wb->npatch)
 		rc = ffs_extent_map_tail(fs, fi, wb->fstripe, p, row0, rows);
 	if (rc == 0)
 		ffs_rcache_invalidate(fs, p, 1);
@@ -381,8 +474,9 @@ int tail_done(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 		ffs_unreserve_stripes(fs, p, 1);
 	else if (rc == 0 && !tail_open(fs, p))
 		rc = tail_closed(fs, p);
-	if (rc == 0)
+	if (rc == 0 && !wb->npatch)
 		atomic_fetch_add(&fs->stats.tail_packed, 1);
+	wb->npatch = 0;
 	return rc;
 }
 

@@ -356,6 +356,7 @@ static int stripe_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 	wb->fs = fs;
 	wb->fi = fi;
 	wb->tslot = -1;
+	wb->npatch = 0;
 	memset(&wb->io, 0, sizeof(wb->io));
 	wb->io.op = FF_RAID_WRITE;
 	wb->io.space = FF_SPACE_DATA;
@@ -477,12 +478,13 @@ static void *done_main(void *arg)
 	return NULL;
 }
 
-/* Fill the gaps of a partial buffer from what the file holds there now
- * (its stripe, or zeros for a hole or a preallocated stripe). */
-int wb_fill(struct ffs *fs, struct finode *fi, struct wbuf *wb)
+/* Fill the gaps of a partial buffer within bytes [lo, hi) from what the
+ * file holds there now (its stripe with its patches laid over, a tail, or
+ * zeros for a hole or a preallocated stripe). */
+int wb_fill_span(struct ffs *fs, struct finode *fi, struct wbuf *wb, uint64_t lo, uint64_t hi)
 {
 	struct ffs_extent x;
-	uint64_t p, prev = 0;
+	uint64_t p, prev = lo;
 	uint32_t flags, row0 = 0, rows = 0;
 	bool mapped, small;
 	int rc;
@@ -500,8 +502,10 @@ int wb_fill(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 	mapped = rc == 0 && !(flags & FFS_X_UNWRITTEN);
 	rc = 0;
 	for (unsigned i = 0; i <= wb->nival; i++) {
-		uint64_t a = prev, b = i < wb->nival ? wb->ival[i].a : fs->stripe_bytes;
+		uint64_t a = prev, b = i < wb->nival ? wb->ival[i].a : hi;
 
+		a = FF_MAX(a, lo);
+		b = FF_MIN(b, hi);
 		if (b > a) {
 			if (small) { /* its stripe 0 is in pool blocks (small.c) */
 				pthread_mutex_lock(&fs->lock);
@@ -514,6 +518,8 @@ int wb_fill(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 				rc = tail_read(fs, p, row0, rows, a, b - a, wb->data + a);
 			} else if (mapped) {
 				rc = read_stripe_bytes(fs, p, a, b - a, wb->data + a);
+				if (rc == 0)
+					rc = patch_overlay(fs, fi, wb->fstripe, a, b - a, wb->data + a);
 			} else {
 				memset(wb->data + a, 0, b - a);
 			}
@@ -522,12 +528,17 @@ int wb_fill(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 		}
 		if (i < wb->nival)
 			prev = wb->ival[i].b;
+		if (prev >= hi)
+			break;
 	}
-	wb->nival = 1;
-	wb->ival[0].a = 0;
-	wb->ival[0].b = fs->stripe_bytes;
+	ival_add(wb, lo, hi);
 	atomic_fetch_add(&fs->stats.stripe_fills, 1);
 	return 0;
+}
+
+int wb_fill(struct ffs *fs, struct finode *fi, struct wbuf *wb)
+{
+	return wb_fill_span(fs, fi, wb, 0, fs->stripe_bytes);
 }
 
 /* Let a partial buffer go without writing it: its reserved stripe returns
@@ -607,6 +618,15 @@ int wb_writeout(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 			return rc;
 		}
 	}
+	if (!ival_covers(wb, 0, fs->stripe_bytes) && patch_plan(fs, fi, wb) > 0 &&
+	    patch_take(fs, wb) == 0) { /* a few blocks of a mapped stripe (patch.c) */
+		wpool_mark_writing(fs, wb);
+		pthread_mutex_unlock(&fi->dlock);
+		patch_submit(fs, fi, wb);
+		pthread_mutex_lock(&fi->dlock);
+		return 0;
+	}
+	wb->npatch = 0;
 	if (!ival_covers(wb, 0, fs->stripe_bytes))
 		rc = wb_fill(fs, fi, wb);
 	if (rc < 0) {

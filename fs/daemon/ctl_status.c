@@ -338,6 +338,9 @@ static json_object *stats_json(struct ffs_ctl *c)
 		ctl_jadd_u64(f, "tail_packed", atomic_load(&fst->tail_packed));
 		ctl_jadd_u64(f, "tail_stripes", atomic_load(&fst->tail_stripes));
 		ctl_jadd_u64(f, "tail_busy", atomic_load(&fst->tail_busy));
+		ctl_jadd_u64(f, "patch_writes", atomic_load(&fst->patch_writes));
+		ctl_jadd_u64(f, "patch_blocks", atomic_load(&fst->patch_blocks));
+		ctl_jadd_u64(f, "patch_merges", atomic_load(&fst->patch_merges));
 		json_object_object_add(o, "fs", f);
 	} else {
 		json_object_object_add(o, "fs", NULL);

@@ -1375,6 +1375,85 @@ START_TEST(tails_rewrite_and_truncate)
 }
 END_TEST
 
+/* Write n bytes of pattern seed at off into the file and the model, then
+ * flush (the buffer goes out as patches or a whole stripe). */
+static void overwrite(struct ffs *fs, uint64_t fh, uint8_t *want, uint64_t off, size_t n,
+		      unsigned seed)
+{
+	static uint8_t b[1 << 20];
+
+	fill_pattern(b, n, seed);
+	ck_assert_int_eq(ffs_write(fs, fh, b, n, off), (ssize_t)n);
+	memcpy(want + off, b, n);
+	ck_assert_int_eq(ffs_flush(fs, fh), 0);
+}
+
+/* Small overwrites of a file's stripes go as patches (patch.c): a 4 KiB
+ * write costs one patch and no stripe rewrite; patches that overlap older
+ * ones (inside, across both ends, unaligned) read back exactly, before and
+ * after a remount; a stripe whose patches would pass half of it is
+ * rewritten whole, with them laid over; truncating inside a patched stripe
+ * and growing again reads zeros; and deleting the file gives every stripe
+ * back (the tail stripes the patches took too).  RAID5 x 4 at 64 KiB
+ * chunks: 192 KiB stripes of 48 blocks, 3 slots a row. */
+START_TEST(patches_small_overwrites)
+{
+	static uint8_t want[4 * 192 * 1024];
+	struct ffs *fs = mkfs_mount_params(64, (struct ffs_mkfs_params){ .version = FFS_VERSION_PATCH });
+	uint64_t S = ffs_tools_geom(fs)->stripe_bytes, free0 = whole_stripes_free(fs), fh, ino, sw;
+	const struct ffs_stats *st = ffs_stats(fs);
+
+	ck_assert_uint_eq(S, 192 * 1024);
+	ino = put_file(fs, "db", want, 4 * S, 11);
+	ck_assert_int_eq(ffs_open(fs, ino, O_RDWR, &fh), 0);
+	sw = st->stripe_writes;
+	overwrite(fs, fh, want, S + 3 * 4096, 4096, 21); /* one block of stripe 1 */
+	ck_assert_uint_eq(st->patch_writes, 1);
+	ck_assert_uint_eq(st->patch_blocks, 1);
+	check_content(fs, ino, want, 4 * S);
+	/* stripe 2: blocks 10..19, then inside it, then across its start, then
+	 * 100 bytes in the middle of a patched block */
+	overwrite(fs, fh, want, 2 * S + 10 * 4096, 10 * 4096, 22);
+	overwrite(fs, fh, want, 2 * S + 12 * 4096, 2 * 4096, 23);
+	check_content(fs, ino, want, 4 * S);
+	overwrite(fs, fh, want, 2 * S + 8 * 4096, 3 * 4096, 24);
+	overwrite(fs, fh, want, 2 * S + 15 * 4096 + 50, 100, 25);
+	overwrite(fs, fh, want, 2 * S + 19 * 4096 + 4000, 200, 26); /* across a block edge */
+	ck_assert_uint_eq(st->patch_writes, 6);
+	ck_assert_uint_eq(st->stripe_writes, sw); /* no stripe rewritten */
+	ck_assert_uint_eq(st->tail_stripes, 1);   /* one tail stripe holds them all */
+	check_content(fs, ino, want, 4 * S);
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	fs = remount(fs);
+	st = ffs_stats(fs);
+	check_content(fs, ino, want, 4 * S);
+	ck_assert_int_eq(ffs_open(fs, ino, O_RDWR, &fh), 0);
+	/* 14 more blocks of stripe 2 pass half of it (13 patched): rewritten whole */
+	sw = st->stripe_writes;
+	overwrite(fs, fh, want, 2 * S + 30 * 4096, 14 * 4096, 27);
+	ck_assert_uint_eq(st->patch_merges, 1);
+	ck_assert_uint_eq(st->stripe_writes, sw + 1);
+	check_content(fs, ino, want, 4 * S);
+	/* patches again on the rewritten stripe, then a cut inside it and growth */
+	overwrite(fs, fh, want, 2 * S + 40 * 4096, 4096, 28);
+	overwrite(fs, fh, want, 2 * S + 5 * 4096, 4096, 29);
+	ck_assert_uint_eq(st->patch_writes, 2);
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	set_size(fs, ino, 2 * S + 20 * 4096 + 7);
+	set_size(fs, ino, 4 * S);
+	memset(want + 2 * S + 20 * 4096 + 7, 0, 2 * S - 20 * 4096 - 7);
+	check_content(fs, ino, want, 4 * S);
+	fs = remount(fs);
+	check_content(fs, ino, want, 4 * S);
+	ck_assert_int_eq(ffs_unlink(fs, FFS_ROOT_INO, "db"), 0);
+	ffs_forget(fs, ino, 1);
+	fs = remount(fs);
+	ck_assert_uint_eq(whole_stripes_free(fs), free0);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	ut_remove_members(NM);
+}
+END_TEST
+
 /* File stripe k of inode ino is a tail: its tail stripe and first row. */
 static uint64_t tail_of(struct ffs *fs, uint64_t ino, uint64_t k, uint32_t *row0)
 {
@@ -1482,6 +1561,7 @@ int main(void)
 	tcase_add_test(tc, tails_many_writers_find_a_slot);
 	tcase_add_test(tc, punch_in_holes_allocates_nothing);
 	tcase_add_test(tc, tails_bad_chunk_repaired);
+	tcase_add_test(tc, patches_small_overwrites);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	ut_runner_begin();

@@ -444,6 +444,11 @@ static const struct counter fs_counters[] = {
 	{ "tail_stripes", "framefs_tail_stripes_total", "Tail stripes opened" },
 	{ "tail_busy", "framefs_tail_busy_total",
 	  "File tails sent to a stripe of their own because every tail stripe was busy" },
+	{ "patch_writes", "framefs_patch_writes_total",
+	  "Small overwrites written as patches instead of a rewrite of their stripe" },
+	{ "patch_blocks", "framefs_patch_blocks_total", "4 KiB blocks written as patches" },
+	{ "patch_merges", "framefs_patch_merges_total",
+	  "Patched stripes rewritten whole (their patches had grown past half the stripe)" },
 };
 
 static void counters(struct mx *m, json_object *stats, const struct counter *c, size_t n)

@@ -340,6 +340,13 @@ static void render_small(json_object *fs, json_object *fst, FILE *f)
 		fprintf(f, "  tails    packed in shared tail stripes: %.0f written, %.0f tail stripes "
 			"opened, %.0f to stripes of their own (tail stripes busy) since the mount\n",
 			jnum(fst, "tail_packed"), jnum(fst, "tail_stripes"), jnum(fst, "tail_busy"));
+	if (jnum(fs, "version") < FFS_VERSION_PATCH)
+		fprintf(f, "  overwrites  a small one rewrites its stripe (format version %.0f volume)\n",
+			jnum(fs, "version"));
+	else
+		fprintf(f, "  overwrites  small ones go as patches: %.0f written (%.0f blocks), %.0f "
+			"patched stripes rewritten whole since the mount\n",
+			jnum(fst, "patch_writes"), jnum(fst, "patch_blocks"), jnum(fst, "patch_merges"));
 }
 
 /* The daemon's requests in flight: the oldest, and how many went stuck. */

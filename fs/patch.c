@@ -1,0 +1,373 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Patches (format version 5): small overwrites of a file's stripes kept as
+ * 4 KiB blocks in rows of a tail stripe, instead of a rewrite of the whole
+ * stripe.
+ *
+ * Why.  Data stripes are copy-on-write, whole: that is what keeps the write
+ * hole shut.  For frames it costs nothing, but an editing application's
+ * project database or cache writes 4 KiB here and there, and each such
+ * write read the old stripe and wrote a new one — 1.5 MiB of data and
+ * 0.5 MiB of parity on RAID5 x 4 at 512 KiB chunks, 269 times the bytes the
+ * application wrote (bench/NOTES.md, 2026-12-02 03:56), and as many times
+ * the drives' wear.
+ *
+ * How.  A buffer that holds a few blocks of a file stripe mapped to a
+ * stripe of its own (patch_plan says when) sends just those blocks,
+ * packed slot after slot, to the next rows of an open tail stripe (tail.c:
+ * rows are written once, whole, with their parity, to rows nothing points
+ * to yet, so no live data is torn), and once they are on the members the
+ * completion thread records them in the file's patch tree (format.h) in
+ * the running transaction, replacing whatever older patches of those
+ * blocks said.  A 4 KiB write then costs a row — ndata data blocks and the
+ * parity — shared with the other blocks written at the same time, and
+ * fsync's promise is kept as for any write: the rows are on the members
+ * before the transaction that points to them commits.
+ *
+ * Reads take the stripe and lay the patched blocks over it (patch_overlay);
+ * so does a buffer filling its gaps.  When a stripe's patches would cover
+ * more than PATCH_SHARE of it, the next write rewrites it whole (with the
+ * patches laid over) and its patches go: reading a stripe then costs at
+ * most that share in extra blocks, and a patch stripe's rows are given
+ * back as their patches go (its live count, tail.c).  Rewriting, punching
+ * or truncating a file stripe drops its patches (ffs_patch_drop, from the
+ * extent map's punch): there is one place where a stripe's content
+ * changes hands.
+ *
+ * Locking: the tree is metadata, under fs->lock; the data path's buffers
+ * under the owner's dlock, as everywhere in the data path.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "fs/data_i.h"
+
+/* A stripe is rewritten whole rather than patched past this share of its
+ * blocks (numerator over 8): 4 of 8, half. */
+#define PATCH_SHARE_EIGHTHS 4u
+
+static uint32_t blocks_per_stripe(const struct ffs *fs)
+{
+	return (uint32_t)(fs->stripe_bytes / FFS_BLOCK);
+}
+
+bool ffs_patches_on(const struct ffs *fs)
+{
+	/* slot numbers are 16 bits (format.h); tails give the rows */
+	return ffs_tails_on(fs) && ff_le32(fs->sb->version) >= FFS_VERSION_PATCH &&
+	       blocks_per_stripe(fs) <= UINT16_MAX;
+}
+
+struct prec { /* one patch, decoded */
+	uint64_t f;
+	uint32_t b0, n, slot0;
+	uint64_t p;
+};
+
+static struct bt_root ptree(const struct finode *fi)
+{
+	return (struct bt_root){ ff_le64(fi->d.u2.patch_root), fi->ino };
+}
+
+static bool has_patches(const struct finode *fi)
+{
+	return S_ISREG(ff_le32(fi->d.mode)) && fi->d.u2.patch_root != 0;
+}
+
+/* The patch found by `find` at key, as long as it is one of stripe f's:
+ * 0, -ENOENT, or an error (a record that is no patch: -EUCLEAN). */
+static int pfind(struct ffs *fs, struct finode *fi, uint64_t f, uint64_t key, bool ge,
+		 struct prec *r)
+{
+	struct bt_root t = ptree(fi);
+	uint8_t rec[FFS_BT_RECORD_MAX];
+	struct ffs_patch x;
+	uint64_t found;
+	uint16_t len;
+	int rc;
+
+	if (!t.root)
+		return -ENOENT;
+	rc = ge ? ffs_bt_find_ge(fs, &t, key, &found, rec, &len)
+		: ffs_bt_find_le(fs, &t, key, &found, rec, &len);
+	if (rc < 0)
+		return rc;
+	if (FFS_PATCH_KEY_STRIPE(found) != f)
+		return -ENOENT;
+	memcpy(&x, rec, sizeof(x));
+	r->f = f;
+	r->b0 = FFS_PATCH_KEY_BLOCK(found);
+	r->n = ff_le16(x.nblocks);
+	r->slot0 = ff_le16(x.slot0);
+	r->p = ff_le64(x.pstripe);
+	if (len != sizeof(x) || r->n == 0 || r->b0 + r->n > blocks_per_stripe(fs)) {
+		ff_log(FF_LOG_ERR, "inode %llu: a damaged patch record at stripe %llu block %u; "
+		       "run fsck.framefs", (unsigned long long)fi->ino, (unsigned long long)f, r->b0);
+		return -EUCLEAN;
+	}
+	return 0;
+}
+
+static int pinsert(struct ffs *fs, struct finode *fi, const struct prec *r)
+{
+	struct bt_root t = ptree(fi);
+	struct ffs_patch x = { ff_cpu_to_le64(r->p), ff_cpu_to_le16((uint16_t)r->slot0),
+			       ff_cpu_to_le16((uint16_t)r->n), 0 };
+	int rc = ffs_bt_insert(fs, &t, FFS_PATCH_KEY(r->f, r->b0), &x, sizeof(x));
+
+	fi->d.u2.patch_root = ff_cpu_to_le64(t.root);
+	return rc;
+}
+
+static int pdelete(struct ffs *fs, struct finode *fi, const struct prec *r)
+{
+	struct bt_root t = ptree(fi);
+	int rc = ffs_bt_delete(fs, &t, FFS_PATCH_KEY(r->f, r->b0));
+
+	fi->d.u2.patch_root = ff_cpu_to_le64(t.root);
+	return rc;
+}
+
+/* Blocks of file stripe f that patches cover (fs->lock held). */
+static int patched_blocks(struct ffs *fs, struct finode *fi, uint64_t f, uint32_t *count)
+{
+	uint64_t key = FFS_PATCH_KEY(f, 0);
+	struct prec r;
+	int rc;
+
+	*count = 0;
+	while ((rc = pfind(fs, fi, f, key, true, &r)) == 0) {
+		*count += r.n;
+		key = FFS_PATCH_KEY(f, r.b0 + r.n);
+	}
+	return rc == -ENOENT ? 0 : rc;
+}
+
+/*
+ * Blocks [b0, b0 + n) of file stripe f are now in slots [slot0, slot0 + n)
+ * of tail stripe p (whose live count the caller has raised for it).  Older
+ * patches of those blocks are cut back or dropped: a patch split in two
+ * counts twice in its stripe, one dropped gives its count back.  fs->lock
+ * held, in the running transaction.
+ */
+int ffs_patch_add(struct ffs *fs, struct finode *fi, uint64_t f, uint32_t b0, uint32_t n,
+		  uint64_t p, uint32_t slot0)
+{
+	uint32_t e = b0 + n;
+	struct prec r, nw = { f, b0, n, slot0, p };
+	int rc;
+
+	FF_ASSERT(n >= 1 && n <= FFS_PATCH_BLOCKS_MAX && e <= blocks_per_stripe(fs));
+	for (;;) {
+		unsigned parts = 0;
+
+		rc = pfind(fs, fi, f, FFS_PATCH_KEY(f, e - 1), false, &r);
+		if (rc == -ENOENT || (rc == 0 && r.b0 + r.n <= b0))
+			break; /* nothing older reaches into [b0, e) */
+		if (rc < 0)
+			return rc;
+		rc = pdelete(fs, fi, &r);
+		if (rc == 0 && r.b0 < b0) { /* its blocks before ours stay */
+			struct prec l = { f, r.b0, b0 - r.b0, r.slot0, r.p };
+
+			rc = pinsert(fs, fi, &l);
+			parts++;
+		}
+		if (rc == 0 && r.b0 + r.n > e) { /* and those after */
+			struct prec h = { f, e, r.b0 + r.n - e, r.slot0 + (e - r.b0), r.p };
+
+			rc = pinsert(fs, fi, &h);
+			parts++;
+		}
+		if (rc == 0 && parts == 0)
+			rc = ffs_tail_release(fs, r.p);
+		if (rc == 0 && parts == 2)
+			rc = ffs_tail_grab(fs, r.p);
+		if (rc < 0)
+			return rc;
+		if (r.b0 <= b0)
+			break; /* patches do not overlap: none below it reaches here */
+	}
+	rc = pinsert(fs, fi, &nw);
+	return rc < 0 ? rc : ffs_istore(fs, fi);
+}
+
+/* Drop the patches of file stripes [f0, f1) (fs->lock held). */
+int ffs_patch_drop(struct ffs *fs, struct finode *fi, uint64_t f0, uint64_t f1)
+{
+	struct bt_root t;
+	int rc = 0;
+
+	if (!has_patches(fi))
+		return 0;
+	for (uint64_t key = FFS_PATCH_KEY(f0, 0);;) {
+		uint8_t rec[FFS_BT_RECORD_MAX];
+		uint64_t found;
+		uint16_t len;
+		struct prec r;
+
+		t = ptree(fi);
+		if (!t.root)
+			break;
+		rc = ffs_bt_find_ge(fs, &t, key, &found, rec, &len);
+		if (rc == -ENOENT || (rc == 0 && FFS_PATCH_KEY_STRIPE(found) >= f1)) {
+			rc = 0;
+			break;
+		}
+		if (rc == 0)
+			rc = pfind(fs, fi, FFS_PATCH_KEY_STRIPE(found), found, true, &r);
+		if (rc == 0)
+			rc = pdelete(fs, fi, &r);
+		if (rc == 0)
+			rc = ffs_tail_release(fs, r.p);
+		if (rc < 0)
+			return rc;
+		key = found + 1;
+	}
+	t = ptree(fi);
+	if (t.root && f0 == 0 && f1 == UINT64_MAX) { /* every patch gone: so is the tree */
+		rc = ffs_bt_destroy(fs, &t);
+		fi->d.u2.patch_root = 0;
+	}
+	return rc < 0 ? rc : ffs_istore(fs, fi);
+}
+
+/*
+ * Plan wb's write as patches: its byte ranges widened to whole blocks (the
+ * partial blocks at their edges filled from what the file holds), each run
+ * at most FFS_PATCH_BLOCKS_MAX blocks.  0 (rewrite it whole) unless the
+ * file stripe is mapped to a stripe of its own, the buffer is not
+ * preallocated space or a small file's, and its blocks and the stripe's
+ * patches stay within PATCH_SHARE_EIGHTHS of it.  dlock held.
+ */
+int patch_plan(struct ffs *fs, struct finode *fi, struct wbuf *wb)
+{
+	uint32_t bps = blocks_per_stripe(fs), have = 0, want = 0;
+	struct ffs_extent x;
+	unsigned n = 0;
+	int rc;
+
+	wb->npatch = 0;
+	if (!ffs_patches_on(fs) || wb->in_place || wb->force_stripe || wb->pstripe == WB_NO_STRIPE)
+		return 0;
+	for (unsigned i = 0; i < wb->nival; i++) /* a first estimate, before the lock */
+		want += (uint32_t)(FF_DIV_ROUND_UP(wb->ival[i].b, FFS_BLOCK) - wb->ival[i].a / FFS_BLOCK);
+	if (want * 8 > bps * PATCH_SHARE_EIGHTHS)
+		return 0;
+	pthread_mutex_lock(&fs->lock);
+	rc = ffs_is_small(fi) ? -ENOENT : ffs_extent_find(fs, fi, wb->fstripe, &x);
+	if (rc == 0 && (ff_le32(x.flags) & (FFS_X_TAIL | FFS_X_UNWRITTEN)))
+		rc = -ENOENT;
+	if (rc == 0)
+		rc = patched_blocks(fs, fi, wb->fstripe, &have);
+	pthread_mutex_unlock(&fs->lock);
+	if (rc < 0 || (have + want) * 8 > bps * PATCH_SHARE_EIGHTHS) {
+		if (rc == 0 && have)
+			atomic_fetch_add(&fs->stats.patch_merges, 1);
+		return 0; /* -ENOENT: not mapped plainly; an error: the rewrite meets it too */
+	}
+	/* runs of whole blocks, the ranges' neighbours in one block joined */
+	for (unsigned i = 0; i < wb->nival; i++) {
+		uint32_t a = (uint32_t)(wb->ival[i].a / FFS_BLOCK);
+		uint32_t b = (uint32_t)FF_DIV_ROUND_UP(wb->ival[i].b, FFS_BLOCK);
+
+		if (n && wb->patch[n - 1].b0 + wb->patch[n - 1].n >= a) {
+			uint32_t end = FF_MAX(b, (uint32_t)wb->patch[n - 1].b0 + wb->patch[n - 1].n);
+
+			a = wb->patch[n - 1].b0;
+			b = end;
+			n--;
+		}
+		while (a < b) {
+			uint32_t m = FF_MIN(b - a, FFS_PATCH_BLOCKS_MAX);
+
+			if (n == WB_PATCHES)
+				return 0; /* too scattered for one buffer: rewritten whole */
+			wb->patch[n].b0 = (uint16_t)a;
+			wb->patch[n].n = (uint16_t)m;
+			n++;
+			a += m;
+		}
+	}
+	for (unsigned i = 0; i < n; i++) { /* the edges of each run: what the file holds there */
+		uint64_t a = (uint64_t)wb->patch[i].b0 * FFS_BLOCK;
+		uint64_t b = a + (uint64_t)wb->patch[i].n * FFS_BLOCK;
+
+		rc = wb_fill_span(fs, fi, wb, a, b);
+		if (rc < 0)
+			return 0; /* the whole rewrite will read and report it */
+	}
+	wb->npatch = n;
+	return (int)n;
+}
+
+/*
+ * Lay file stripe k's patches over dst, which holds its bytes [o, o + n)
+ * from the base stripe.  The patches are looked up a few at a time under
+ * fs->lock and read without it, through the read cache like tails (the
+ * tail stripe's chunk checksums vouch for them).
+ */
+int patch_overlay(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t o, size_t n, uint8_t *dst)
+{
+	uint32_t first = (uint32_t)(o / FFS_BLOCK), last = (uint32_t)((o + n - 1) / FFS_BLOCK);
+	uint32_t next = first;
+
+	if (n == 0)
+		return 0;
+	while (next <= last) {
+		struct prec got[8];
+		unsigned ng = 0;
+		int rc = 0;
+
+		pthread_mutex_lock(&fs->lock);
+		if (!has_patches(fi))
+			rc = -ENOENT;
+		if (rc == 0) { /* a patch starting before `next` may reach it */
+			rc = pfind(fs, fi, k, FFS_PATCH_KEY(k, next), false, &got[0]);
+			if (rc == 0 && got[0].b0 + got[0].n > next)
+				ng = 1;
+			rc = rc == -ENOENT ? 0 : rc;
+		}
+		while (rc == 0 && ng < 8) {
+			uint32_t from = ng ? got[ng - 1].b0 + got[ng - 1].n : next;
+
+			if (from > last)
+				break;
+			rc = pfind(fs, fi, k, FFS_PATCH_KEY(k, from), true, &got[ng]);
+			if (rc == 0 && got[ng].b0 <= last)
+				ng++;
+			else if (rc == 0)
+				break;
+		}
+		pthread_mutex_unlock(&fs->lock);
+		if (rc == -ENOENT)
+			rc = 0;
+		if (rc < 0)
+			return rc;
+		if (ng == 0)
+			return 0;
+		for (unsigned i = 0; i < ng; i++) {
+			uint32_t b = FF_MAX(got[i].b0, first), e = FF_MIN(got[i].b0 + got[i].n - 1, last);
+
+			for (; b <= e; b++) {
+				uint64_t lo = FF_MAX((uint64_t)b * FFS_BLOCK, o);
+				uint64_t hi = FF_MIN((uint64_t)(b + 1) * FFS_BLOCK, o + n);
+				uint64_t at = patch_slot_offset(fs, got[i].slot0 + (b - got[i].b0)) +
+					      lo % FFS_BLOCK;
+
+				rc = read_stripe_bytes(fs, got[i].p, at, (size_t)(hi - lo), dst + (lo - o));
+				if (rc < 0)
+					return rc;
+			}
+			next = got[i].b0 + got[i].n;
+		}
+	}
+	return 0;
+}
+
+/* Whether file stripe k may have patches: reads that cannot lay them over
+ * a stripe in the cache (ffs_data_read_ref) copy instead (fs->lock held). */
+bool ffs_patch_any(const struct finode *fi)
+{
+	return has_patches(fi);
+}

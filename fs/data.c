@@ -314,7 +314,7 @@ int ffs_data_flush(struct ffs *fs, struct finode *fi)
 			wait_noted(&fi->dcond, &fi->dlock, "a stripe write of this file in flight"); /* others' writes in flight */
 			continue;
 		}
-		err = wb_writeout(fs, fi, wb);
+		err = wb_writeout_flush(fs, fi, wb);
 		if (err < 0 && !rc)
 			rc = err;
 	}

@@ -42,6 +42,7 @@ struct wbuf {
 	uint64_t tretired;          /* the tail stripe its slot held before (patch_take) */
 	unsigned npatch;            /* > 0: the buffer goes as these patches (patch.c), not a tail */
 	struct { uint16_t b0, n, slot0; } patch[WB_PATCHES];
+	struct wbuf *gnext;         /* patches: the file's other buffers sent in the same rows */
 	uint32_t crc[FF_MEMBERS_MAX];
 	struct ff_raid_io io;
 	struct wbuf *done_next;
@@ -96,6 +97,9 @@ bool ival_covers(const struct wbuf *wb, uint64_t a, uint64_t b);
 int wb_fill(struct ffs *fs, struct finode *fi, struct wbuf *wb);
 void wb_drop(struct ffs *fs, struct finode *fi, struct wbuf *wb, int err);
 int wb_writeout(struct ffs *fs, struct finode *fi, struct wbuf *wb);
+/* The same for fsync and close: buffers that go as patches take the file's
+ * other partial buffers that can along, in the same rows (patch_gather). */
+int wb_writeout_flush(struct ffs *fs, struct finode *fi, struct wbuf *wb);
 uint64_t reserve_want(struct ffs *fs, struct finode *fi, uint64_t *hint);
 int reserve_stripes(struct ffs *fs, uint64_t hint, uint64_t want, uint64_t *first,
 		    uint64_t *got);
@@ -119,9 +123,8 @@ int tail_done(struct ffs *fs, struct finode *fi, struct wbuf *wb);
 int tail_read(struct ffs *fs, uint64_t p, uint32_t row0, uint32_t rows, uint64_t o, size_t n,
 	      uint8_t *dst);
 
-/* Patches planned in wb: a slot for them (dlock held; 1: none free), then
- * sent (marked writing, no lock held). */
-int patch_take(struct ffs *fs, struct wbuf *wb);
+/* Send the patches planned in wb and the buffers gathered behind it, all
+ * marked writing, no lock held: waits for a slot when every one is busy. */
 void patch_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb);
 
 /* ---- patches (patch.c) ----------------------------------------------------- */
@@ -133,6 +136,11 @@ static inline uint64_t patch_slot_offset(const struct ffs *fs, uint32_t s)
 /* Whether wb goes as patches: plans them in wb->patch (filling the partial
  * blocks at their edges), or 0: it is rewritten whole.  dlock held. */
 int patch_plan(struct ffs *fs, struct finode *fi, struct wbuf *wb);
+/* Gather the file's other partial buffers that go as patches behind wb (on
+ * wb->gnext), as many as one tail stripe's rows hold.  dlock held. */
+void patch_gather(struct ffs *fs, struct finode *fi, struct wbuf *wb);
+/* Rows the patches of wb and its gathered buffers take. */
+uint32_t patch_rows(const struct ffs *fs, const struct wbuf *wb);
 /* Bytes [o, o + n) of file stripe k, read into dst from its base stripe,
  * get what its patches hold instead (no lock held). */
 int patch_overlay(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t o, size_t n, uint8_t *dst);

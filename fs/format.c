@@ -103,6 +103,13 @@ static uint64_t blocks_for_bits(uint64_t bits)
 	return FF_DIV_ROUND_UP(bits, FFS_BITS_PER_BLOCK);
 }
 
+uint32_t ffs_patch_crc(uint64_t p, uint32_t slot, const void *data)
+{
+	uint64_t seed[2] = { ff_cpu_to_le64(p), ff_cpu_to_le64(slot) };
+
+	return ff_crc32c(ff_crc32c(0, seed, sizeof(seed)), data, FFS_BLOCK);
+}
+
 uint32_t ffs_sdata_crc(uint64_t no, const void *data)
 {
 	uint64_t seed = ff_cpu_to_le64(no);

@@ -365,24 +365,33 @@ static inline struct ffs_extent ffs_tail_extent_make(uint64_t fstripe, uint64_t 
  * A tail stripe's blocks are numbered row by row: slot s is row s / ndata
  * of data chunk s % ndata.  A patch covers blocks [b0, b0 + nblocks) of one
  * file stripe, held in slots [slot0, slot0 + nblocks) of tail stripe
- * pstripe, all in rows below that stripe's hwm.  Patches of a file do not
+ * pstripe, all in rows below that stripe's hwm, each with its checksum.  Patches of a file do not
  * overlap, cover only file stripes mapped by a plain extent (neither a tail
  * nor preallocated), and live in the file's patch tree (the inode's
  * patch_root; node owner: the inode), keyed FFS_PATCH_KEY(f, b0).  Each
  * patch counts as one in its tail stripe's live count, as a tail extent
  * does.  Rewriting, punching or truncating a file stripe drops its patches.
  */
+#define FFS_BT_RECORD_MAX_FOR_PATCH 400u /* FFS_BT_RECORD_MAX, defined below */
 #define FFS_PATCH_KEY(f, b) (((uint64_t)(f) << 16) | (uint64_t)(b))
 #define FFS_PATCH_KEY_STRIPE(k) ((k) >> 16)
 #define FFS_PATCH_KEY_BLOCK(k) ((uint32_t)((k) & 0xffffu))
-#define FFS_PATCH_BLOCKS_MAX 256u /* blocks one patch record covers */
+#define FFS_PATCH_BLOCKS_MAX 64u /* blocks one patch record covers */
 struct ffs_patch {
 	le64 pstripe;           /* the tail stripe */
 	le16 slot0;
-	le16 nblocks;           /* 1..FFS_PATCH_BLOCKS_MAX */
+	le16 nblocks;           /* 1..FFS_PATCH_BLOCKS_MAX; the record is 16 + 4 * nblocks bytes */
 	le32 reserved;          /* 0 */
+	le32 crc[];             /* ffs_patch_crc of each block */
 };
-_Static_assert(sizeof(struct ffs_patch) == 16, "patch record");
+_Static_assert(sizeof(struct ffs_patch) == 16, "patch record head");
+_Static_assert(sizeof(struct ffs_patch) + 4 * FFS_PATCH_BLOCKS_MAX <= FFS_BT_RECORD_MAX_FOR_PATCH,
+	       "the largest patch record fits a B+tree record");
+/* The checksum of the block in slot `slot` of tail stripe p: crc32c seeded
+ * with where it is, so a block read from the wrong place fails too.  A
+ * patched block is read alone and checked against it (the tail stripe's
+ * chunk checksums cover whole chunks). */
+uint32_t ffs_patch_crc(uint64_t p, uint32_t slot, const void *data);
 #define FFS_CSUM_TAILS 0xffffffffu
 #define FFS_CSUM_TAIL_PACK(hwm, live) (((uint32_t)(hwm) << 16) | (uint32_t)(live))
 #define FFS_CSUM_TAIL_HWM(f) (((f) >> 16) & 0x7fffu)
@@ -516,6 +525,7 @@ _Static_assert(sizeof(struct ffs_bt_slot) == 16, "btree slot");
 
 #define FFS_BT_PTRS_MAX ((FFS_BLOCK - sizeof(struct ffs_bt_node)) / sizeof(struct ffs_bt_ptr))
 #define FFS_BT_RECORD_MAX 400u
+_Static_assert(FFS_BT_RECORD_MAX == FFS_BT_RECORD_MAX_FOR_PATCH, "one record limit");
 
 /* Directory entry record (key = name hash); records are byte-packed. */
 struct __attribute__((packed)) ffs_dirent {

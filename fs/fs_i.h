@@ -204,10 +204,10 @@ int ffs_tail_grab(struct ffs *fs, uint64_t p);
 /* Small overwrites go as patches on this volume (version 5, read-write). */
 bool ffs_patches_on(const struct ffs *fs);
 /* Blocks [b0, b0+n) of file stripe f are in slots [slot0, slot0+n) of tail
- * stripe p, replacing older patches of them (fs->lock held, in the running
+ * stripe p (crc: each one's ffs_patch_crc), replacing older patches of them (fs->lock held, in the running
  * transaction; p's live count is the caller's). */
 int ffs_patch_add(struct ffs *fs, struct finode *fi, uint64_t f, uint32_t b0, uint32_t n,
-		  uint64_t p, uint32_t slot0);
+		  uint64_t p, uint32_t slot0, const uint32_t *crc);
 /* File stripes [f0, f1) lose their patches; [0, UINT64_MAX) the tree too. */
 int ffs_patch_drop(struct ffs *fs, struct finode *fi, uint64_t f0, uint64_t f1);
 /* Whether the file may have patches (fs->lock held). */

@@ -62,6 +62,7 @@ struct prec { /* one patch, decoded */
 	uint64_t f;
 	uint32_t b0, n, slot0;
 	uint64_t p;
+	uint32_t crc[FFS_PATCH_BLOCKS_MAX];
 };
 
 static struct bt_root ptree(const struct finode *fi)
@@ -100,7 +101,15 @@ static int pfind(struct ffs *fs, struct finode *fi, uint64_t f, uint64_t key, bo
 	r->n = ff_le16(x.nblocks);
 	r->slot0 = ff_le16(x.slot0);
 	r->p = ff_le64(x.pstripe);
-	if (len != sizeof(x) || r->n == 0 || r->b0 + r->n > blocks_per_stripe(fs)) {
+	if (r->n >= 1 && r->n <= FFS_PATCH_BLOCKS_MAX && len == sizeof(x) + 4 * r->n)
+		for (uint32_t i = 0; i < r->n; i++) {
+			le32 c;
+
+			memcpy(&c, rec + sizeof(x) + 4 * i, sizeof(c));
+			r->crc[i] = ff_le32(c);
+		}
+	if (len != sizeof(x) + 4 * r->n || r->n == 0 || r->n > FFS_PATCH_BLOCKS_MAX ||
+	    r->b0 + r->n > blocks_per_stripe(fs)) {
 		ff_log(FF_LOG_ERR, "inode %llu: a damaged patch record at stripe %llu block %u; "
 		       "run fsck.framefs", (unsigned long long)fi->ino, (unsigned long long)f, r->b0);
 		return -EUCLEAN;
@@ -111,9 +120,17 @@ static int pfind(struct ffs *fs, struct finode *fi, uint64_t f, uint64_t key, bo
 static int pinsert(struct ffs *fs, struct finode *fi, const struct prec *r)
 {
 	struct bt_root t = ptree(fi);
-	struct ffs_patch x = { ff_cpu_to_le64(r->p), ff_cpu_to_le16((uint16_t)r->slot0),
-			       ff_cpu_to_le16((uint16_t)r->n), 0 };
-	int rc = ffs_bt_insert(fs, &t, FFS_PATCH_KEY(r->f, r->b0), &x, sizeof(x));
+	union {
+		struct ffs_patch x;
+		uint8_t b[sizeof(struct ffs_patch) + 4 * FFS_PATCH_BLOCKS_MAX];
+	} u = { .x = { ff_cpu_to_le64(r->p), ff_cpu_to_le16((uint16_t)r->slot0),
+		       ff_cpu_to_le16((uint16_t)r->n), 0 } };
+	int rc;
+
+	for (uint32_t i = 0; i < r->n; i++)
+		u.x.crc[i] = ff_cpu_to_le32(r->crc[i]);
+	rc = ffs_bt_insert(fs, &t, FFS_PATCH_KEY(r->f, r->b0), &u,
+			   (uint16_t)(sizeof(u.x) + 4 * r->n));
 
 	fi->d.u2.patch_root = ff_cpu_to_le64(t.root);
 	return rc;
@@ -151,13 +168,14 @@ static int patched_blocks(struct ffs *fs, struct finode *fi, uint64_t f, uint32_
  * held, in the running transaction.
  */
 int ffs_patch_add(struct ffs *fs, struct finode *fi, uint64_t f, uint32_t b0, uint32_t n,
-		  uint64_t p, uint32_t slot0)
+		  uint64_t p, uint32_t slot0, const uint32_t *crc)
 {
 	uint32_t e = b0 + n;
-	struct prec r, nw = { f, b0, n, slot0, p };
+	struct prec r, nw = { f, b0, n, slot0, p, { 0 } };
 	int rc;
 
 	FF_ASSERT(n >= 1 && n <= FFS_PATCH_BLOCKS_MAX && e <= blocks_per_stripe(fs));
+	memcpy(nw.crc, crc, n * sizeof(*crc));
 	for (;;) {
 		unsigned parts = 0;
 
@@ -168,14 +186,16 @@ int ffs_patch_add(struct ffs *fs, struct finode *fi, uint64_t f, uint32_t b0, ui
 			return rc;
 		rc = pdelete(fs, fi, &r);
 		if (rc == 0 && r.b0 < b0) { /* its blocks before ours stay */
-			struct prec l = { f, r.b0, b0 - r.b0, r.slot0, r.p };
+			struct prec l = { f, r.b0, b0 - r.b0, r.slot0, r.p, { 0 } };
 
+			memcpy(l.crc, r.crc, l.n * sizeof(*r.crc));
 			rc = pinsert(fs, fi, &l);
 			parts++;
 		}
 		if (rc == 0 && r.b0 + r.n > e) { /* and those after */
-			struct prec h = { f, e, r.b0 + r.n - e, r.slot0 + (e - r.b0), r.p };
+			struct prec h = { f, e, r.b0 + r.n - e, r.slot0 + (e - r.b0), r.p, { 0 } };
 
+			memcpy(h.crc, r.crc + (e - r.b0), h.n * sizeof(*r.crc));
 			rc = pinsert(fs, fi, &h);
 			parts++;
 		}
@@ -302,20 +322,44 @@ int patch_plan(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 }
 
 /*
+ * Block `slot` of tail stripe p into blk, checked against crc: read alone
+ * (4 KiB, not the stripe: the stripe is being appended to while patches
+ * are read); when it fails its checksum, once more through the read cache,
+ * which checks the chunks and rebuilds a bad one from parity.
+ */
+static int read_slot(struct ffs *fs, uint64_t p, uint32_t slot, uint32_t crc, uint8_t *blk)
+{
+	uint64_t at = p * fs->stripe_bytes + patch_slot_offset(fs, slot);
+	int rc = ff_raid_rw(fs->raid, FF_RAID_READ, FF_SPACE_DATA, at, blk, FFS_BLOCK);
+
+	if (rc == 0 && ffs_patch_crc(p, slot, blk) == crc)
+		return 0;
+	atomic_fetch_add(&fs->stats.crc_errors, rc == 0);
+	rc = read_stripe_bytes(fs, p, patch_slot_offset(fs, slot), FFS_BLOCK, blk);
+	if (rc == 0 && ffs_patch_crc(p, slot, blk) != crc) {
+		ff_log(FF_LOG_ERR, "data stripe %llu: patched block in slot %u fails its checksum; "
+		       "run a scrub", (unsigned long long)p, slot);
+		rc = -EIO;
+	}
+	return rc;
+}
+
+/*
  * Lay file stripe k's patches over dst, which holds its bytes [o, o + n)
  * from the base stripe.  The patches are looked up a few at a time under
- * fs->lock and read without it, through the read cache like tails (the
- * tail stripe's chunk checksums vouch for them).
+ * fs->lock and read without it, block by block, each checked against its
+ * record's checksum.
  */
 int patch_overlay(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t o, size_t n, uint8_t *dst)
 {
 	uint32_t first = (uint32_t)(o / FFS_BLOCK), last = (uint32_t)((o + n - 1) / FFS_BLOCK);
 	uint32_t next = first;
+	_Alignas(4096) uint8_t blk[FFS_BLOCK];
 
 	if (n == 0)
 		return 0;
 	while (next <= last) {
-		struct prec got[8];
+		struct prec got[4];
 		unsigned ng = 0;
 		int rc = 0;
 
@@ -328,7 +372,7 @@ int patch_overlay(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t o, siz
 				ng = 1;
 			rc = rc == -ENOENT ? 0 : rc;
 		}
-		while (rc == 0 && ng < 8) {
+		while (rc == 0 && ng < 4) {
 			uint32_t from = ng ? got[ng - 1].b0 + got[ng - 1].n : next;
 
 			if (from > last)
@@ -352,12 +396,12 @@ int patch_overlay(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t o, siz
 			for (; b <= e; b++) {
 				uint64_t lo = FF_MAX((uint64_t)b * FFS_BLOCK, o);
 				uint64_t hi = FF_MIN((uint64_t)(b + 1) * FFS_BLOCK, o + n);
-				uint64_t at = patch_slot_offset(fs, got[i].slot0 + (b - got[i].b0)) +
-					      lo % FFS_BLOCK;
+				uint32_t j = b - got[i].b0;
 
-				rc = read_stripe_bytes(fs, got[i].p, at, (size_t)(hi - lo), dst + (lo - o));
+				rc = read_slot(fs, got[i].p, got[i].slot0 + j, got[i].crc[j], blk);
 				if (rc < 0)
 					return rc;
+				memcpy(dst + (lo - o), blk + lo % FFS_BLOCK, (size_t)(hi - lo));
 			}
 			next = got[i].b0 + got[i].n;
 		}
@@ -370,4 +414,33 @@ int patch_overlay(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t o, siz
 bool ffs_patch_any(const struct finode *fi)
 {
 	return has_patches(fi);
+}
+
+/*
+ * fsync and close write every partial buffer of the file: those that go
+ * as patches go in the rows of one tail stripe together (batching: a row
+ * is ndata blocks, so a buffer with one block alone would pay for a row;
+ * together they fill rows and pay one write), as many as one stripe's rows
+ * hold.  dlock held.
+ */
+void patch_gather(struct ffs *fs, struct finode *fi, struct wbuf *wb)
+{
+	uint32_t cap = (uint32_t)(fs->g->chunk_bytes / FFS_TAIL_ROW), rows = patch_rows(fs, wb);
+	struct wbuf *tail = wb;
+
+	wb->gnext = NULL;
+	for (struct wbuf *w = fi->wbufs; w && rows < cap; w = w->next) {
+		if (w == wb || w->writing || ival_covers(w, 0, fs->stripe_bytes) ||
+		    patch_plan(fs, fi, w) <= 0)
+			continue;
+		tail->gnext = w;
+		w->gnext = NULL;
+		if (patch_rows(fs, wb) > cap) { /* not this one: the next flush step takes it */
+			tail->gnext = NULL;
+			w->npatch = 0;
+			continue;
+		}
+		tail = w;
+		rows = patch_rows(fs, wb);
+	}
 }

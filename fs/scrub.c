@@ -289,9 +289,14 @@ static void scrub_stripe(struct ffs *fs, struct scrub *s, uint64_t p)
 	io.off = p * fs->stripe_bytes;
 	io.len = fs->stripe_bytes;
 	io.buf = s->buf;
+	if (ino == FFS_CSUM_TAILS) { /* the rows written: those past hold old bytes (tail.c) */
+		io.flags |= FF_RAID_IO_ROWS;
+		io.len = FF_MAX(1u, FF_MIN(FFS_CSUM_TAIL_HWM(fstripe), g->chunk_bytes / FFS_TAIL_ROW)) *
+			 FFS_TAIL_ROW;
+	}
 	rc = ff_raid_submit_wait(fs->raid, &io);
 	if (rc == -EAGAIN) /* degraded: no parity to compare, the data still is checked */
-		rc = ff_raid_rw(fs->raid, FF_RAID_READ, FF_SPACE_DATA, io.off, s->buf, io.len);
+		rc = ff_raid_rw(fs->raid, FF_RAID_READ, FF_SPACE_DATA, io.off, s->buf, fs->stripe_bytes);
 	s->bytes += fs->stripe_bytes;
 	s->own_bytes += (uint64_t)g->nmembers * g->chunk_bytes;
 	s->st.stripes_checked++;

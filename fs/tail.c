@@ -46,8 +46,11 @@
  * of the fullest idle one, which it retires: one writer keeps two stripes
  * open as before (two bins for the best fit), and more slots are used
  * only by tails written at the same time.  The first tail of a stripe opens it
- * with a full-stripe write (the rest zeros): every row's parity is then
- * consistent, and scrub's parity check holds for rows not used yet.  The
+ * with a rows write like any other: the rows past the hwm hold whatever the
+ * stripe held before, parity included, and nothing reads them — scrub
+ * checks a tail stripe's rows below its hwm only (FF_RAID_IO_ROWS check).
+ * (It was a full-stripe write of zeros past the tail: as many bytes again
+ * as the rows it would ever hold.)  The
  * stripe it opens is the one the tail's buffer had reserved; an appended
  * tail gives its reservation back.  A tail stripe is freed when its last
  * extent goes and it is not open.
@@ -75,6 +78,7 @@ struct tslot {
 
 struct tails {
 	pthread_mutex_t lock;
+	pthread_cond_t cond;     /* a slot's write was mapped (busy cleared): patch_take waits on it */
 	uint32_t rows_per_chunk;
 	unsigned nslots; /* slots in use, 2..TAIL_SLOTS_MAX (tails_init) */
 	struct tslot slot[TAIL_SLOTS_MAX];
@@ -95,6 +99,7 @@ int tails_init(struct ffs *fs)
 	if (!t)
 		return -ENOMEM;
 	pthread_mutex_init(&t->lock, NULL);
+	pthread_cond_init(&t->cond, NULL);
 	t->rows_per_chunk = fs->g->chunk_bytes / FFS_TAIL_ROW;
 	/* an eighth of the write-buffer pool's stripes (wpool_init's count) */
 	t->nslots = (unsigned)FF_MIN(FF_MAX(FF_MAX(8ull, fs->opts.write_buffer_bytes / fs->stripe_bytes) / 8,
@@ -123,6 +128,7 @@ void tails_free(struct ffs *fs)
 	for (unsigned i = 0; i < t->nslots; i++)
 		free(t->slot[i].img);
 	pthread_mutex_destroy(&t->lock);
+	pthread_cond_destroy(&t->cond);
 	free(t);
 	fs->tails = NULL;
 }
@@ -253,14 +259,18 @@ uint32_t tail_rows(struct ffs *fs, struct finode *fi, struct wbuf *wb)
  * NULL when every slot is busy or too full.  The slot is ours (busy) until
  * the write is mapped (tail_done); its hwm is where the rows go.
  */
-static struct tslot *slot_take(struct ffs *fs, uint32_t rows, uint64_t own, uint64_t *retired)
+static struct tslot *slot_take(struct ffs *fs, uint32_t rows, uint64_t own, uint64_t *retired,
+			       bool wait)
 {
 	struct tails *t = fs->tails;
-	struct tslot *s = NULL, *empty = NULL, *fullest = NULL, *reopen;
-	unsigned idle_open = 0;
+	struct tslot *s, *empty, *fullest, *reopen;
+	unsigned idle_open;
 
 	*retired = NO_STRIPE;
 	pthread_mutex_lock(&t->lock);
+again:
+	s = empty = fullest = NULL;
+	idle_open = 0;
 	for (unsigned i = 0; i < t->nslots; i++) { /* idle slots: the best fit, and one to reopen */
 		struct tslot *x = &t->slot[i];
 
@@ -279,6 +289,17 @@ static struct tslot *slot_take(struct ffs *fs, uint32_t rows, uint64_t own, uint
 	/* a new stripe: in an empty slot while few idle stripes are open, else
 	 * in place of the fullest idle one (the comment at the top says why) */
 	reopen = empty && idle_open < TAIL_OPEN_IDLE ? empty : fullest ? fullest : empty;
+	if (!s && !reopen && wait && own != WB_NO_STRIPE) {
+		/* every slot has a write in flight: the engine completes each
+		 * (member deadlines), and tail_done clears busy and signals;
+		 * the waiter holds no lock tail_done needs (no dlock either:
+		 * the completion thread takes dlocks after a slot's write) */
+		const char *prev = ffs_watch_wait_begin("a tail stripe slot for patches");
+
+		pthread_cond_wait(&t->cond, &t->lock);
+		ffs_watch_wait_end(prev);
+		goto again;
+	}
 	if (!s && (!reopen || own == WB_NO_STRIPE)) {
 		pthread_mutex_unlock(&t->lock);
 		atomic_fetch_add(&fs->stats.tail_busy, 1);
@@ -332,16 +353,13 @@ static void rows_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb, stru
 	wb->io.buf = s->img;
 	wb->io.done = wb_write_done;
 	wb->io.priv = wb;
-	if (row0 == 0) { /* opening: the whole stripe, so every row's parity holds */
-		wb->io.flags = FF_RAID_IO_NO_INTENT; /* a reserved stripe: nothing live in it */
-		wb->io.off = s->p * fs->stripe_bytes;
-		wb->io.len = fs->stripe_bytes;
+	/* rows [row0, row0 + rows) of every chunk, parity from them alone: rows
+	 * no extent points to (opening, a reserved stripe: nothing live in it) */
+	if (row0 == 0)
 		atomic_fetch_add(&fs->stats.tail_stripes, 1);
-	} else { /* rows [row0, row0 + rows) of every chunk, parity from them alone */
-		wb->io.flags = FF_RAID_IO_NO_INTENT | FF_RAID_IO_ROWS; /* rows no extent points to */
-		wb->io.off = s->p * fs->stripe_bytes + (uint64_t)row0 * FFS_TAIL_ROW;
-		wb->io.len = (uint64_t)rows * FFS_TAIL_ROW;
-	}
+	wb->io.flags = FF_RAID_IO_NO_INTENT | FF_RAID_IO_ROWS;
+	wb->io.off = s->p * fs->stripe_bytes + (uint64_t)row0 * FFS_TAIL_ROW;
+	wb->io.len = (uint64_t)rows * FFS_TAIL_ROW;
 	rc = ff_raid_submit(fs->raid, &wb->io);
 	if (rc < 0) {
 		wb->io.result = rc;
@@ -358,7 +376,7 @@ int tail_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb, uint32_t row
 {
 	const struct ff_geom *g = fs->g;
 	uint64_t retired;
-	struct tslot *s = slot_take(fs, rows, wb->pstripe, &retired);
+	struct tslot *s = slot_take(fs, rows, wb->pstripe, &retired, false);
 	uint32_t row0;
 
 	if (!s)
@@ -376,44 +394,41 @@ int tail_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb, uint32_t row
 
 /*
  * Patches (patch.c plans them: wb->patch[], runs of blocks of the file
- * stripe).  patch_take, with the owner's dlock held, takes a slot with room
- * for them without waiting: 1 when none is free (the caller rewrites the
- * stripe instead).  patch_submit then sends them (the buffer marked
- * writing, no lock held), slot after slot in row order; slots of the last
- * row that no patch takes are zeros.
+ * stripe, and the buffers gathered behind wb on gnext, all marked
+ * writing; no lock held).  They go slot after slot in row order to one
+ * tail stripe; slots of the last row that no patch takes are zeros.  With
+ * every slot busy this waits for one (slot_take says why that ends):
+ * cheaper than the stripe rewrite a tail falls back to, and the buffers
+ * are already out of everyone's way.
  */
-static uint32_t patch_rows(const struct ffs *fs, const struct wbuf *wb)
+uint32_t patch_rows(const struct ffs *fs, const struct wbuf *wb)
 {
 	uint32_t nblocks = 0;
 
-	for (unsigned i = 0; i < wb->npatch; i++)
-		nblocks += wb->patch[i].n;
+	for (; wb; wb = wb->gnext)
+		for (unsigned i = 0; i < wb->npatch; i++)
+			nblocks += wb->patch[i].n;
 	return (uint32_t)FF_DIV_ROUND_UP(nblocks, fs->g->ndata);
-}
-
-int patch_take(struct ffs *fs, struct wbuf *wb)
-{
-	struct tslot *s = slot_take(fs, patch_rows(fs, wb), wb->pstripe, &wb->tretired);
-
-	if (!s)
-		return 1;
-	wb->tslot = (int)(s - fs->tails->slot);
-	return 0;
 }
 
 void patch_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 {
 	const struct ff_geom *g = fs->g;
-	struct tslot *s = &fs->tails->slot[wb->tslot];
-	uint32_t rows = patch_rows(fs, wb), row0 = s->hwm, slot = row0 * g->ndata;
+	uint32_t rows = patch_rows(fs, wb), row0, slot;
+	struct tslot *s = slot_take(fs, rows, wb->pstripe, &wb->tretired, true);
 
-	for (unsigned i = 0; i < wb->npatch; i++) {
-		wb->patch[i].slot0 = (uint16_t)slot;
-		for (uint32_t j = 0; j < wb->patch[i].n; j++, slot++)
-			memcpy(s->img + patch_slot_offset(fs, slot),
-			       wb->data + (size_t)(wb->patch[i].b0 + j) * FFS_BLOCK, FFS_BLOCK);
-		atomic_fetch_add(&fs->stats.patch_blocks, wb->patch[i].n);
-	}
+	FF_ASSERT(s); /* patch_plan took only buffers with a reserved stripe */
+	row0 = s->hwm;
+	slot = row0 * g->ndata;
+
+	for (struct wbuf *w = wb; w; w = w->gnext)
+		for (unsigned i = 0; i < w->npatch; i++) {
+			w->patch[i].slot0 = (uint16_t)slot;
+			for (uint32_t j = 0; j < w->patch[i].n; j++, slot++)
+				memcpy(s->img + patch_slot_offset(fs, slot),
+				       w->data + (size_t)(w->patch[i].b0 + j) * FFS_BLOCK, FFS_BLOCK);
+			atomic_fetch_add(&fs->stats.patch_blocks, w->patch[i].n);
+		}
 	for (; slot < (row0 + rows) * g->ndata; slot++)
 		memset(s->img + patch_slot_offset(fs, slot), 0, FFS_BLOCK);
 	atomic_fetch_add(&fs->stats.patch_writes, 1);
@@ -431,7 +446,7 @@ int tail_done(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 	struct tslot *s = &t->slot[wb->tslot];
 	const struct ff_geom *g = fs->g;
 	uint32_t old[FF_MEMBERS_MAX], ino, f, live = 0, *crc = wb->crc; /* tail_submit's */
-	uint32_t row0 = wb->trow0, rows = wb->trows;
+	uint32_t row0 = wb->trow0, rows = wb->trows, npatch = 0;
 	bool opening = row0 == 0;
 	uint64_t p = s->p;
 	int rc = wb->io.result;
@@ -446,14 +461,24 @@ int tail_done(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 		rc = ffs_commit_stripes(fs, p, 1);
 	if (rc == 0 && !opening && (rc = ffs_csum_get(fs, p, &ino, &f, old)) == 0)
 		live = FFS_CSUM_TAIL_LIVE(f);
+	for (struct wbuf *w = wb; w; w = w->gnext)
+		npatch += w->npatch;
 	if (rc == 0) /* each patch counts one, as a tail does */
 		rc = ffs_csum_set(fs, p, FFS_CSUM_TAILS,
-				  FFS_CSUM_TAIL_PACK(row0 + rows, live + (wb->npatch ? wb->npatch : 1)), crc);
+				  FFS_CSUM_TAIL_PACK(row0 + rows, live + (npatch ? npatch : 1)), crc);
 	/* may let an older tail or patch of this file go, in this stripe too */
-	for (unsigned i = 0; rc == 0 && i < wb->npatch; i++)
-		rc = ffs_patch_add(fs, fi, wb->fstripe, wb->patch[i].b0, wb->patch[i].n, p,
-				   wb->patch[i].slot0);
-	if (rc == 0 && !wb->npatch)
+	for (struct wbuf *w = wb; w && rc == 0; w = w->gnext)
+		for (unsigned i = 0; rc == 0 && i < w->npatch; i++) {
+			uint32_t pcrc[FFS_PATCH_BLOCKS_MAX], s0 = w->patch[i].slot0;
+
+			for (uint32_t j = 0; j < w->patch[i].n; j++) /* the slot's image is ours until done */
+				pcrc[j] = ffs_patch_crc(p, s0 + j, s->img + patch_slot_offset(fs, s0 + j));
+			rc = ffs_patch_add(fs, fi, w->fstripe, w->patch[i].b0, w->patch[i].n, p, s0, pcrc);
+		}
+	for (struct wbuf *w = wb->gnext; w; w = w->gnext) /* gathered: their reservations go back */
+		if (w->pstripe != WB_NO_STRIPE)
+			ffs_unreserve_stripes(fs, w->pstripe, 1);
+	if (rc == 0 && !npatch)
 		rc = ffs_extent_map_tail(fs, fi, wb->fstripe, p, row0, rows);
 	if (rc == 0)
 		ffs_rcache_invalidate(fs, p, 1);
@@ -469,14 +494,16 @@ int tail_done(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 	s->busy = false;
 	if (s->p != NO_STRIPE && (s->held || s->hwm == t->rows_per_chunk))
 		s->p = NO_STRIPE; /* full, or a repair waits for it: retired */
+	pthread_cond_broadcast(&t->cond);
 	pthread_mutex_unlock(&t->lock);
 	if (rc < 0 && opening)
 		ffs_unreserve_stripes(fs, p, 1);
 	else if (rc == 0 && !tail_open(fs, p))
 		rc = tail_closed(fs, p);
-	if (rc == 0 && !wb->npatch)
+	if (rc == 0 && !npatch)
 		atomic_fetch_add(&fs->stats.tail_packed, 1);
-	wb->npatch = 0;
+	for (struct wbuf *w = wb; w; w = w->gnext)
+		w->npatch = 0;
 	return rc;
 }
 

@@ -402,7 +402,7 @@ static void stripe_done(struct ffs *fs, struct wbuf *wb)
 	int rc = wb->io.result;
 
 	pthread_mutex_lock(&fs->lock);
-	if (wb->tslot >= 0) { /* a tail (tail.c) */
+	if (wb->tslot >= 0) { /* a tail or patches (tail.c) */
 		rc = tail_done(fs, fi, wb);
 		pthread_mutex_unlock(&fs->lock);
 		goto done;
@@ -439,8 +439,14 @@ done:
 		ff_log(FF_LOG_ERR, "inode %llu: stripe %llu could not be written: %s",
 		       (unsigned long long)fi->ino, (unsigned long long)wb->fstripe, strerror(-rc));
 	pthread_mutex_lock(&fi->dlock);
-	wb_unlink(fi, wb);
-	wpool_put(fs, wb);
+	while (wb) { /* with the buffers gathered behind it (patch.c) */
+		struct wbuf *g = wb->gnext;
+
+		wb->gnext = NULL;
+		wb_unlink(fi, wb);
+		wpool_put(fs, wb);
+		wb = g;
+	}
 	if (rc < 0 && !fi->write_error)
 		fi->write_error = rc;
 	pthread_cond_broadcast(&fi->dcond);
@@ -598,7 +604,7 @@ static int small_writeout(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 	return rc;
 }
 
-int wb_writeout(struct ffs *fs, struct finode *fi, struct wbuf *wb)
+static int writeout(struct ffs *fs, struct finode *fi, struct wbuf *wb, bool gather)
 {
 	uint32_t rows;
 	int rc = 0;
@@ -618,11 +624,14 @@ int wb_writeout(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 			return rc;
 		}
 	}
-	if (!ival_covers(wb, 0, fs->stripe_bytes) && patch_plan(fs, fi, wb) > 0 &&
-	    patch_take(fs, wb) == 0) { /* a few blocks of a mapped stripe (patch.c) */
-		wpool_mark_writing(fs, wb);
+	if (!ival_covers(wb, 0, fs->stripe_bytes) && patch_plan(fs, fi, wb) > 0) {
+		/* a few blocks of a mapped stripe (patch.c) */
+		if (gather)
+			patch_gather(fs, fi, wb);
+		for (struct wbuf *g = wb; g; g = g->gnext)
+			wpool_mark_writing(fs, g);
 		pthread_mutex_unlock(&fi->dlock);
-		patch_submit(fs, fi, wb);
+		patch_submit(fs, fi, wb); /* may wait for a slot: no lock held */
 		pthread_mutex_lock(&fi->dlock);
 		return 0;
 	}
@@ -639,6 +648,16 @@ int wb_writeout(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 	rc = rows && tail_submit(fs, fi, wb, rows) == 0 ? 0 : stripe_submit(fs, fi, wb);
 	pthread_mutex_lock(&fi->dlock);
 	return rc;
+}
+
+int wb_writeout(struct ffs *fs, struct finode *fi, struct wbuf *wb)
+{
+	return writeout(fs, fi, wb, false);
+}
+
+int wb_writeout_flush(struct ffs *fs, struct finode *fi, struct wbuf *wb)
+{
+	return writeout(fs, fi, wb, true);
 }
 
 /* The oldest buffer of fi that is not being written, or NULL (dlock held). */

@@ -78,6 +78,10 @@ enum ff_raid_op {
  *     P (and Q) those rows' parity computed from those bytes alone;
  *   - nothing is read from the members, degraded too: a dead member's slot
  *     is not written, as in a full-stripe write;
+ *   - op FF_RAID_CHECK with this flag: the same rows read into buf (data
+ *     chunk i's at buf[i*C + a, ...)) and their parity compared, the other
+ *     rows neither read nor compared (a tail stripe's rows not written yet
+ *     hold whatever the stripe held before: scrub checks those written);
  *   - anything else with this flag: -EINVAL from ff_raid_submit.
  * Like any write it holds the stripe lock and takes a write-intent record
  * unless FF_RAID_IO_NO_INTENT is also set; it never counts as a write of the

@@ -29,12 +29,13 @@ static void push(struct raid_worker *w, struct ff_raid_io *io)
 		ff_worker_wake(w);
 }
 
-/* FF_RAID_IO_ROWS (raid.h): a DATA write of rows [a, a + len) within one chunk. */
+/* FF_RAID_IO_ROWS (raid.h): a DATA write or check of rows [a, a + len) within one chunk. */
 static bool rows_valid(const struct ff_raid *r, const struct ff_raid_io *io)
 {
 	uint64_t a = io->off % r->g.stripe_bytes;
 
-	return io->op == FF_RAID_WRITE && io->space == FF_SPACE_DATA && io->len > 0 &&
+	return (io->op == FF_RAID_WRITE || io->op == FF_RAID_CHECK) && io->space == FF_SPACE_DATA &&
+	       io->len > 0 &&
 	       a < r->g.chunk_bytes && io->len <= r->g.chunk_bytes - a;
 }
 
@@ -51,8 +52,8 @@ static int validate(const struct ff_raid *r, const struct ff_raid_io *io)
 	if (io->op == FF_RAID_REBUILD && (!io->rebuild_members || (io->space == FF_SPACE_DATA &&
 	    (io->off % r->g.stripe_bytes || io->len != r->g.stripe_bytes))))
 		return -EINVAL;
-	if (io->op == FF_RAID_CHECK && (io->space != FF_SPACE_DATA ||
-	    io->off % r->g.stripe_bytes || io->len != r->g.stripe_bytes))
+	if (io->op == FF_RAID_CHECK && !(io->flags & FF_RAID_IO_ROWS) &&
+	    (io->space != FF_SPACE_DATA || io->off % r->g.stripe_bytes || io->len != r->g.stripe_bytes))
 		return -EINVAL;
 	if ((io->op != FF_RAID_READ && io->op != FF_RAID_WRITE && io->op != FF_RAID_REBUILD &&
 	     io->op != FF_RAID_CHECK) ||

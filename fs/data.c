@@ -188,23 +188,24 @@ static int read_source(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t o
 	if (rc < 0)
 		return rc;
 	*p = ff_le64(x.pstripe) + (k - ff_le64(x.fstripe));
-	if (patched && !(flags & FFS_X_TAIL)) { /* the stripe with its patches laid over (patch.c) */
-		if (!dst)
-			return -EAGAIN;
-		rc = read_stripe_bytes(fs, *p, o, n, dst);
-		if (rc == 0)
-			rc = patch_overlay(fs, fi, k, o, n, dst);
-		return rc < 0 ? rc : SRC_DONE;
-	}
 	if (flags & FFS_X_TAIL) { /* not one piece of a stripe: copied, never referenced */
 		if (!dst)
 			return -EAGAIN;
 		ffs_tail_rows_of(&x, &row0, &rows);
 		rc = tail_read(fs, *p, row0, rows, o, n, dst);
-		return rc < 0 ? rc : SRC_DONE;
+	} else if (patched) { /* the stripe with its patches laid over (patch.c) */
+		if (!dst)
+			return -EAGAIN;
+		rc = read_stripe_bytes(fs, *p, o, n, dst);
+	} else {
+		return SRC_STRIPE;
 	}
-	return SRC_STRIPE;
+	if (rc == 0 && patched)
+		rc = patch_overlay(fs, fi, k, o, n, dst);
+	return rc < 0 ? rc : SRC_DONE;
 }
+
+
 
 static uint64_t file_size(struct ffs *fs, struct finode *fi)
 {

@@ -366,8 +366,9 @@ static inline struct ffs_extent ffs_tail_extent_make(uint64_t fstripe, uint64_t 
  * of data chunk s % ndata.  A patch covers blocks [b0, b0 + nblocks) of one
  * file stripe, held in slots [slot0, slot0 + nblocks) of tail stripe
  * pstripe, all in rows below that stripe's hwm, each with its checksum.  Patches of a file do not
- * overlap, cover only file stripes mapped by a plain extent (neither a tail
- * nor preallocated), and live in the file's patch tree (the inode's
+ * overlap, cover only file stripes mapped by an extent that is not
+ * preallocated (a plain one, or a tail: past the tail's rows the file
+ * stripe reads zeros, and a patch may cover those blocks too), and live in the file's patch tree (the inode's
  * patch_root; node owner: the inode), keyed FFS_PATCH_KEY(f, b0).  Each
  * patch counts as one in its tail stripe's live count, as a tail extent
  * does.  Rewriting, punching or truncating a file stripe drops its patches.

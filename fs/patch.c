@@ -256,7 +256,8 @@ int ffs_patch_drop(struct ffs *fs, struct finode *fi, uint64_t f0, uint64_t f1)
  * Plan wb's write as patches: its byte ranges widened to whole blocks (the
  * partial blocks at their edges filled from what the file holds), each run
  * at most FFS_PATCH_BLOCKS_MAX blocks.  0 (rewrite it whole) unless the
- * file stripe is mapped to a stripe of its own, the buffer is not
+ * file stripe is mapped, to a stripe of its own or as a tail (a file's
+ * last stripe: rewriting a tail costs all its rows), the buffer is not
  * preallocated space or a small file's, and its blocks and the stripe's
  * patches stay within PATCH_SHARE_EIGHTHS of it.  dlock held.
  */
@@ -276,7 +277,7 @@ int patch_plan(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 		return 0;
 	pthread_mutex_lock(&fs->lock);
 	rc = ffs_is_small(fi) ? -ENOENT : ffs_extent_find(fs, fi, wb->fstripe, &x);
-	if (rc == 0 && (ff_le32(x.flags) & (FFS_X_TAIL | FFS_X_UNWRITTEN)))
+	if (rc == 0 && (ff_le32(x.flags) & FFS_X_UNWRITTEN))
 		rc = -ENOENT;
 	if (rc == 0)
 		rc = patched_blocks(fs, fi, wb->fstripe, &have);

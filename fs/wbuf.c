@@ -520,10 +520,9 @@ int wb_fill_span(struct ffs *fs, struct finode *fi, struct wbuf *wb, uint64_t lo
 				else /* truncated to 0 meanwhile (nothing else ends it with dlock held) */
 					memset(wb->data + a, 0, b - a);
 				pthread_mutex_unlock(&fs->lock);
-			} else if (mapped && (flags & FFS_X_TAIL)) {
-				rc = tail_read(fs, p, row0, rows, a, b - a, wb->data + a);
 			} else if (mapped) {
-				rc = read_stripe_bytes(fs, p, a, b - a, wb->data + a);
+				rc = flags & FFS_X_TAIL ? tail_read(fs, p, row0, rows, a, b - a, wb->data + a)
+							: read_stripe_bytes(fs, p, a, b - a, wb->data + a);
 				if (rc == 0)
 					rc = patch_overlay(fs, fi, wb->fstripe, a, b - a, wb->data + a);
 			} else {

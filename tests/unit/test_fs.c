@@ -1445,6 +1445,25 @@ START_TEST(patches_small_overwrites)
 	check_content(fs, ino, want, 4 * S);
 	fs = remount(fs);
 	check_content(fs, ino, want, 4 * S);
+	/* a file's last stripe kept as a tail takes patches too: no tail rewrite */
+	{
+		static uint8_t t[192 * 1024 + 50000];
+		uint64_t tino = put_file(fs, "tailed", t, sizeof(t), 12), tfh, packed;
+
+		st = ffs_stats(fs);
+		packed = st->tail_packed;
+		ck_assert_int_eq(ffs_open(fs, tino, O_RDWR, &tfh), 0);
+		overwrite(fs, tfh, t, S + 4096, 4096, 30);
+		overwrite(fs, tfh, t, S + 2 * 4096 + 10, 30, 31);
+		ck_assert_uint_eq(st->tail_packed, packed);
+		ck_assert_uint_eq(st->patch_writes, 2);
+		ck_assert_int_eq(ffs_release(fs, tfh), 0);
+		check_content(fs, tino, t, sizeof(t));
+		fs = remount(fs);
+		check_content(fs, tino, t, sizeof(t));
+		ck_assert_int_eq(ffs_unlink(fs, FFS_ROOT_INO, "tailed"), 0);
+		ffs_forget(fs, tino, 1);
+	}
 	ck_assert_int_eq(ffs_unlink(fs, FFS_ROOT_INO, "db"), 0);
 	ffs_forget(fs, ino, 1);
 	fs = remount(fs);

@@ -101,7 +101,8 @@ ssize_t ffs_data_write(struct ffs *fs, struct finode *fi, const void *buf, size_
 
 	/* small_max is fixed at mkfs: without the class no file is ever small,
 	 * and a frame's writes take no fs->lock for it */
-	bool beyond = off + len > fs->stripe_bytes && ffs_small_max(fs);
+	bool beyond = off + len > fs->stripe_bytes && ffs_small_max(fs), grew;
+	uint64_t before;
 
 	pthread_mutex_lock(&fi->dlock);
 	/* a write past stripe 0: the file leaves the small class first, and
@@ -139,10 +140,17 @@ ssize_t ffs_data_write(struct ffs *fs, struct finode *fi, const void *buf, size_
 	if (done == 0 && rc < 0)
 		return rc;
 	pthread_mutex_lock(&fs->lock);
-	if (off + done > ff_le64(fi->d.size))
+	grew = off + done > ff_le64(fi->d.size);
+	if (grew)
 		fi->d.size = ff_cpu_to_le64(off + done);
 	ffs_inode_touch(fi, true, true);
+	before = fi->tx_seq;
 	rc = ffs_istore(fs, fi);
+	/* times alone: whatever writes the data (a stripe's mapping, or a
+	 * patch batch, which carries them for replay) decides what fsync
+	 * commits (patch.c) */
+	if (!grew && ffs_patches_on(fs))
+		fi->tx_seq = before;
 	pthread_mutex_unlock(&fs->lock);
 	return rc < 0 ? rc : (ssize_t)done;
 }

@@ -39,7 +39,7 @@ struct wbuf {
 	bool in_place;
 	int tslot;                  /* a tail (tail.c): its slot, rows [trow0, trow0 + trows); -1: a stripe */
 	uint32_t trow0, trows;
-	uint64_t tretired;          /* the tail stripe its slot held before (patch_take) */
+	uint64_t tretired;          /* the tail stripe its slot held before (patch_submit) */
 	unsigned npatch;            /* > 0: the buffer goes as these patches (patch.c), not a tail */
 	struct { uint16_t b0, n, slot0; } patch[WB_PATCHES];
 	struct wbuf *gnext;         /* patches: the file's other buffers sent in the same rows */

@@ -167,6 +167,7 @@ struct finode {
 	unsigned refs;            /* pins by code */
 	bool deleted;             /* freed on disk: ignore */
 	uint64_t tx_seq;          /* transaction that last changed it (fs->lock) */
+	bool patch_unflushed;     /* patch batches written since its last flush (fs->lock) */
 	struct finode *hnext;
 	/* data path (guarded by dlock) */
 	pthread_mutex_t dlock;

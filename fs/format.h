@@ -130,6 +130,7 @@ enum ffs_btype {
 	/* Small-file data: 4096 bytes of the file, no header (a 4 KiB file is
 	 * one block); checked against its entry in the pcsum table instead. */
 	FFS_B_SDATA = 0x41445346,   /* "FSDA" */
+	FFS_B_PBATCH = 0x54425046,  /* "FPBT": a patch batch's header (version 5) */
 };
 
 struct ffs_bhdr {
@@ -184,6 +185,21 @@ struct ffs_scrub_history {
 	struct ffs_scrub_record rec[FFS_SB_SCRUB_RECORDS];
 };
 _Static_assert(sizeof(struct ffs_scrub_history) == 1152, "scrub history");
+
+/*
+ * Version 5: the tail stripes patch batches may be appended to after a
+ * commit (fs/patch.c), and the sequence number the first such batch takes:
+ * in every commit block, and in the superblock for a journal with no
+ * transaction after its tail.  Replay looks for batches there only.
+ */
+#define FFS_PATCH_OPEN_MAX 8u
+struct ffs_patch_open {
+	le64 next_seq;          /* batches with a lower seq were written before */
+	le32 count;             /* stripes in use below */
+	le32 reserved;
+	le64 stripe[FFS_PATCH_OPEN_MAX];
+};
+_Static_assert(sizeof(struct ffs_patch_open) == 80, "open patch stripes");
 
 struct ffs_super {
 	struct ffs_bhdr h;
@@ -240,13 +256,15 @@ struct ffs_super {
 	le32 small_reserved;
 	le64 pcsum_start;       /* small-data checksum table: one entry per pool block */
 	le64 pcsum_blocks;
-	uint8_t reserved[2560];
+	struct ffs_patch_open popen; /* version 5 (journal: which commit's list counts) */
+	uint8_t reserved[2480];
 };
 _Static_assert(sizeof(struct ffs_super) == FFS_BLOCK, "superblock is one block");
 _Static_assert(offsetof(struct ffs_super, small_max) == 1512, "small-data fields where reserved began");
 _Static_assert(offsetof(struct ffs_super, scrub_history) == 360, "history where reserved began");
 
 /* ---- journal --------------------------------------------------------- */
+
 
 #define FFS_JDESC_MAX ((FFS_BLOCK - 48) / 8)
 #define FFS_JDESC_MORE 1u /* another descriptor follows in this transaction */
@@ -268,7 +286,10 @@ struct ffs_jcommit {
 	le32 nblocks;           /* images in the whole transaction */
 	le32 images_crc;        /* crc32c chained over every image, in order */
 	le64 commit_time_ns;
-	uint8_t reserved[FFS_BLOCK - 56];
+	/* version 5: where patch batches written after this commit may lie
+	 * (fs/patch.c: replayed at mount); zeros before */
+	struct ffs_patch_open popen;
+	uint8_t reserved[FFS_BLOCK - 56 - 80];
 };
 _Static_assert(sizeof(struct ffs_jcommit) == FFS_BLOCK, "journal commit is one block");
 
@@ -393,6 +414,42 @@ _Static_assert(sizeof(struct ffs_patch) + 4 * FFS_PATCH_BLOCKS_MAX <= FFS_BT_REC
  * patched block is read alone and checked against it (the tail stripe's
  * chunk checksums cover whole chunks). */
 uint32_t ffs_patch_crc(uint64_t p, uint32_t slot, const void *data);
+
+/*
+ * A patch batch: the patches one write put in rows of a tail stripe, and
+ * this block first, in the first slot of its first row.  It makes the
+ * batch replayable (fs/patch.c): an fsync that wrote only patches to
+ * tail stripes the last commit listed (struct ffs_patch_open) waits for
+ * the rows, not for a commit; mount lays such batches, past their stripe's
+ * hwm, over the files again.  data: nrec records, then the ffs_patch_crc
+ * of each patched block, records in order; the blocks follow this one,
+ * slot after slot.
+ */
+struct ffs_pbatch_rec {
+	le64 fstripe;
+	le16 b0;
+	le16 nblocks;
+	le32 reserved;
+};
+_Static_assert(sizeof(struct ffs_pbatch_rec) == 16, "batch record");
+struct ffs_pbatch {
+	struct ffs_bhdr h;      /* h.blockno: FFS_PBATCH_BLOCKNO(stripe, slot) */
+	uint8_t uuid[16];       /* the filesystem's */
+	le64 seq;               /* the volume's batches in the order they were written */
+	le64 ino;
+	le32 igen;              /* the inode's generation */
+	le32 nrec;
+	le32 slot0;             /* this block's slot: row0 * ndata */
+	le32 rows;              /* rows the batch takes, this block's included */
+	le64 mtime_ns;          /* the file's times when it was written */
+	le64 ctime_ns;
+	uint8_t data[FFS_BLOCK - 80];
+};
+_Static_assert(sizeof(struct ffs_pbatch) == FFS_BLOCK, "patch batch header is one block");
+#define FFS_PBATCH_BLOCKNO(p, slot) (((uint64_t)(p) << 16) | (uint64_t)(slot))
+/* Whether nrec records holding nblocks blocks fit one header. */
+#define FFS_PBATCH_FITS(nrec, nblocks) \
+	((size_t)(nrec) * sizeof(struct ffs_pbatch_rec) + (size_t)(nblocks) * 4u <= FFS_BLOCK - 80u)
 #define FFS_CSUM_TAILS 0xffffffffu
 #define FFS_CSUM_TAIL_PACK(hwm, live) (((uint32_t)(hwm) << 16) | (uint32_t)(live))
 #define FFS_CSUM_TAIL_HWM(f) (((f) >> 16) & 0x7fffu)

@@ -196,6 +196,13 @@ int ffs_tails_retire_all(struct ffs *fs);
 /* A repair is about to rewrite stripe p: no more tails go to it.  false:
  * a tail write to it is in flight, try again later.  fs->lock held. */
 bool ffs_tail_hold(struct ffs *fs, uint64_t p);
+/* The open tail stripes a commit of transaction seq lists for patch
+ * replay, and the first batch seq it does not hold (fs->lock held). */
+void ffs_tails_listing(struct ffs *fs, uint64_t seq, struct ffs_patch_open *po);
+/* Mount: lay the patch batches written after the last commit over their
+ * files again (fs->lock held): how many; -EROFS when some are due and the
+ * volume is read-only. */
+int ffs_patch_replay(struct ffs *fs, unsigned *replayed);
 /* One more tail or patch points into tail stripe p (fs->lock held). */
 int ffs_tail_grab(struct ffs *fs, uint64_t p);
 
@@ -248,6 +255,7 @@ struct ffs {
 	uint64_t tx_stripes_freed;
 	/* journal */
 	uint64_t j_seq;             /* sequence of the next transaction */
+	_Atomic uint64_t pbatch_seq; /* the next patch batch's seq (tail.c, patch.c) */
 	uint64_t evicted_tx_seq;    /* newest transaction that changed an inode since evicted */
 	uint64_t j_head;            /* next journal block to write (relative) */
 	uint64_t j_used;            /* journal blocks since the tail */

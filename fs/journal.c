@@ -239,6 +239,11 @@ static unsigned stage_records(struct ffs *fs, struct mbuf **list, unsigned n, ui
 	commit->nblocks = ff_cpu_to_le32(n);
 	commit->images_crc = ff_cpu_to_le32(crc);
 	commit->commit_time_ns = ff_cpu_to_le64(ff_wall_ns());
+	/* where patch batches after this commit may be (patch.c); the
+	 * superblock keeps the last commit's list for a journal checkpointed
+	 * to its head */
+	ffs_tails_listing(fs, fs->j_seq, &commit->popen);
+	fs->sb->popen = commit->popen;
 	ffs_block_seal(commit, FFS_B_JCOMMIT, jblock(fs, fs->j_head + at));
 	rng[0] = (struct jrange){ jblock(fs, fs->j_head), run, stage };
 	if (run == need)
@@ -610,7 +615,7 @@ void ffs_journal_thread_stop(struct ffs *fs)
 /* Read one transaction at *pos with sequence seq; on success its images
  * are in *images (homes in *homes) and *pos is past its commit block. */
 static int read_tx(struct ffs *fs, uint64_t *pos, uint64_t seq, uint8_t **images,
-		   uint64_t **homes, unsigned *count)
+		   uint64_t **homes, unsigned *count, struct ffs_patch_open *popen)
 {
 	uint8_t *blk = ff_alloc_aligned(FFS_BLOCK);
 	uint64_t p = *pos;
@@ -668,6 +673,8 @@ static int read_tx(struct ffs *fs, uint64_t *pos, uint64_t seq, uint8_t **images
 		    memcmp(c->uuid, fs->sb->uuid, 16) || ff_le64(c->seq) != seq ||
 		    ff_le32(c->nblocks) != n || ff_le32(c->images_crc) != crc)
 			goto out;
+		if (popen)
+			*popen = c->popen;
 	}
 	*pos = p + 1;
 	*count = n;
@@ -692,9 +699,10 @@ int ffs_journal_replay(struct ffs *fs, unsigned *replayed)
 	for (;;) {
 		uint8_t *images;
 		uint64_t *homes;
+		struct ffs_patch_open popen;
 		unsigned n;
 
-		rc = read_tx(fs, &pos, seq, &images, &homes, &n);
+		rc = read_tx(fs, &pos, seq, &images, &homes, &n, &popen);
 		if (rc == -ENOENT) {
 			rc = 0;
 			break;
@@ -720,6 +728,7 @@ int ffs_journal_replay(struct ffs *fs, unsigned *replayed)
 		free(homes);
 		if (rc < 0)
 			break;
+		fs->sb->popen = popen; /* the newest commit's says where patch batches are */
 		ntx++;
 		seq++;
 	}
@@ -920,7 +929,7 @@ int ffs_journal_find_tail(struct ffs *fs, uint64_t *tail_pos, uint64_t *tail_seq
 		uint64_t *homes, p = v[i].start;
 		unsigned cnt;
 
-		if (read_tx(fs, &p, v[i].seq, &images, &homes, &cnt) < 0)
+		if (read_tx(fs, &p, v[i].seq, &images, &homes, &cnt, NULL) < 0)
 			continue; /* a later descriptor of a transaction, or a torn one */
 		free(images);
 		free(homes);

@@ -445,7 +445,7 @@ static void fs_free(struct ffs *fs)
 
 static int mount_meta(struct ffs *fs, const char *const *paths, unsigned n, struct ff_err *err)
 {
-	unsigned replayed = 0, orphans = 0;
+	unsigned replayed = 0, orphans = 0, batches = 0;
 	struct finode *root;
 	int rc;
 
@@ -480,6 +480,13 @@ static int mount_meta(struct ffs *fs, const char *const *paths, unsigned n, stru
 		return rc < 0 ? rc : -EUCLEAN;
 	}
 	ffs_iput(fs, root);
+	rc = ffs_patch_replay(fs, &batches);
+	if (rc < 0) {
+		ff_err_set(err, "patch replay failed: %s", strerror(-rc));
+		return rc;
+	}
+	if (batches)
+		ff_log(FF_LOG_INFO, "replayed %u patch batch(es)", batches);
 	if (!fs->ro) {
 		rc = ffs_orphans_process(fs, &orphans);
 		if (rc == 0)

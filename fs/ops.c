@@ -797,6 +797,13 @@ static int flush_file(struct ffs *fs, struct finode *fi)
 		rc = ffs_data_flush(fs, fi);
 	pthread_mutex_lock(&fs->lock);
 	rc2 = ffs_commit_wait(fs, fi->tx_seq);
+	/* patch batches that no commit of its own needs (patch.c): their rows */
+	if (rc2 == 0 && fi->patch_unflushed) {
+		fi->patch_unflushed = false;
+		rc2 = ff_raid_flush(fs->raid);
+		if (rc2 < 0)
+			fi->patch_unflushed = true;
+	}
 	pthread_mutex_unlock(&fs->lock);
 	return rc < 0 ? rc : rc2;
 }
@@ -821,8 +828,13 @@ int ffs_fsync(struct ffs *fs, uint64_t fh, bool datasync)
 	if (fs->ro)
 		return rc;
 	pthread_mutex_lock(&fs->lock);
-	/* ffs_flush committed; the data of stripes written since needs a flush */
-	rc2 = fs->tx_count ? ffs_commit_wait(fs, fs->j_seq) : ff_raid_flush(fs->raid);
+	/* ffs_flush committed; the data of stripes written since needs a flush.
+	 * With patches (version 5) what the file needs is what flush_file
+	 * made durable: its own transactions and its batches' rows */
+	if (ffs_patches_on(fs))
+		rc2 = 0;
+	else
+		rc2 = fs->tx_count ? ffs_commit_wait(fs, fs->j_seq) : ff_raid_flush(fs->raid);
 	pthread_mutex_unlock(&fs->lock);
 	return rc < 0 ? rc : rc2;
 }

@@ -310,6 +310,8 @@ int patch_plan(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 			a += m;
 		}
 	}
+	if (!FFS_PBATCH_FITS(n, want))
+		return 0; /* more than one batch header describes (huge stripes) */
 	for (unsigned i = 0; i < n; i++) { /* the edges of each run: what the file holds there */
 		uint64_t a = (uint64_t)wb->patch[i].b0 * FFS_BLOCK;
 		uint64_t b = a + (uint64_t)wb->patch[i].n * FFS_BLOCK;
@@ -424,6 +426,16 @@ bool ffs_patch_any(const struct finode *fi)
  * together they fill rows and pay one write), as many as one stripe's rows
  * hold.  dlock held.
  */
+static bool batch_fits(const struct wbuf *wb)
+{
+	uint32_t nrec = 0, nblocks = 0;
+
+	for (; wb; wb = wb->gnext)
+		for (unsigned i = 0; i < wb->npatch; i++, nrec++)
+			nblocks += wb->patch[i].n;
+	return FFS_PBATCH_FITS(nrec, nblocks);
+}
+
 void patch_gather(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 {
 	uint32_t cap = (uint32_t)(fs->g->chunk_bytes / FFS_TAIL_ROW), rows = patch_rows(fs, wb);
@@ -436,7 +448,7 @@ void patch_gather(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 			continue;
 		tail->gnext = w;
 		w->gnext = NULL;
-		if (patch_rows(fs, wb) > cap) { /* not this one: the next flush step takes it */
+		if (patch_rows(fs, wb) > cap || !batch_fits(wb)) { /* not this one: the next step's */
 			tail->gnext = NULL;
 			w->npatch = 0;
 			continue;
@@ -444,4 +456,219 @@ void patch_gather(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 		tail = w;
 		rows = patch_rows(fs, wb);
 	}
+}
+
+/* ---- replay (mount) --------------------------------------------------------- */
+
+/*
+ * An fsync that wrote only patches, to tail stripes the last commit listed,
+ * does not wait for a commit (tail_done, ops.c flush_file): each batch's
+ * header (format.h) describes it.  After the journal, mount reads the
+ * listed stripes past their committed hwm, batch after batch, takes those
+ * written after that commit (seq >= its next_seq: rows past the hwm may
+ * hold batches of an earlier life of the stripe), and lays them over their
+ * files in the order they were written, with the same ffs_patch_add the
+ * daemon used, after checking every block against its checksum.  A batch
+ * that fails (a write torn by the crash, never acknowledged) ends its
+ * stripe's replay: nothing after it in that stripe was written.
+ */
+struct found_batch {
+	uint64_t p, seq;
+	uint32_t row0, rows;
+	struct ffs_pbatch *h;
+};
+
+static int found_cmp(const void *a, const void *b)
+{
+	const struct found_batch *x = a, *y = b;
+
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Collect the batches past stripe p's hwm (fs->lock held). */
+static int scan_stripe(struct ffs *fs, uint64_t p, uint64_t next, struct found_batch **v,
+		       unsigned *nv, unsigned *cap, uint64_t *maxseq)
+{
+	const struct ff_geom *g = fs->g;
+	uint32_t ino, f, crc[FF_MEMBERS_MAX], R = g->chunk_bytes / FFS_TAIL_ROW, row;
+	uint64_t prev = 0;
+	struct ffs_pbatch *h = NULL;
+	int rc = ffs_csum_get(fs, p, &ino, &f, crc);
+
+	if (rc < 0 || ino != FFS_CSUM_TAILS)
+		return rc < 0 ? rc : 0; /* not a tail stripe any more: nothing of it to replay */
+	for (row = FFS_CSUM_TAIL_HWM(f); row < R;) {
+		uint32_t slot = row * g->ndata;
+
+		if (!h && !(h = ff_alloc_aligned(FFS_BLOCK)))
+			return -ENOMEM;
+		if (ff_raid_rw(fs->raid, FF_RAID_READ, FF_SPACE_DATA,
+			       p * fs->stripe_bytes + patch_slot_offset(fs, slot), h, FFS_BLOCK) < 0 ||
+		    ffs_block_check(h, FFS_B_PBATCH, FFS_PBATCH_BLOCKNO(p, slot)) < 0 ||
+		    memcmp(h->uuid, fs->sb->uuid, sizeof(h->uuid)) || ff_le64(h->seq) < next ||
+		    ff_le64(h->seq) <= prev || ff_le32(h->slot0) != slot || ff_le32(h->rows) == 0 ||
+		    ff_le32(h->rows) > R - row || ff_le32(h->nrec) == 0)
+			break;
+		if (*nv == *cap) {
+			unsigned c = *cap ? 2 * *cap : 16;
+			struct found_batch *w = realloc(*v, c * sizeof(*w));
+
+			if (!w) {
+				free(h);
+				return -ENOMEM;
+			}
+			*v = w;
+			*cap = c;
+		}
+		(*v)[(*nv)++] = (struct found_batch){ p, ff_le64(h->seq), row, ff_le32(h->rows), h };
+		prev = ff_le64(h->seq);
+		*maxseq = FF_MAX(*maxseq, prev);
+		row += ff_le32(h->rows);
+		h = NULL;
+	}
+	free(h);
+	return 0;
+}
+
+/* Whether record r still fits the file: its stripe mapped, not preallocated. */
+static bool rec_applies(struct ffs *fs, struct finode *fi, const struct ffs_pbatch_rec *r)
+{
+	uint32_t n = ff_le16(r->nblocks);
+	struct ffs_extent x;
+
+	return n >= 1 && n <= FFS_PATCH_BLOCKS_MAX && ff_le16(r->b0) + n <= blocks_per_stripe(fs) &&
+	       ffs_extent_find(fs, fi, ff_le64(r->fstripe), &x) == 0 &&
+	       !(ff_le32(x.flags) & FFS_X_UNWRITTEN);
+}
+
+/* Lay batch b over its file: 1 done, 0 skipped (torn, or its file or
+ * stripes gone), or an error.  buf: a stripe's worth.  fs->lock held. */
+static int apply_batch(struct ffs *fs, const struct found_batch *b, uint8_t *buf)
+{
+	const struct ff_geom *g = fs->g;
+	const struct ffs_pbatch *h = b->h;
+	uint32_t ino, f, crc[FF_MEMBERS_MAX], nrec = ff_le32(h->nrec), nblocks = 0, ok = 0;
+	uint32_t slot = b->row0 * g->ndata + 1, len = b->rows * FFS_TAIL_ROW;
+	const uint8_t *crcs;
+	struct finode *fi;
+	int rc = ffs_csum_get(fs, b->p, &ino, &f, crc);
+
+	if (rc < 0 || ino != FFS_CSUM_TAILS || FFS_CSUM_TAIL_HWM(f) != b->row0)
+		return rc < 0 ? rc : 0; /* an earlier batch of this stripe failed */
+	for (uint32_t i = 0; i < nrec; i++) {
+		struct ffs_pbatch_rec r;
+
+		memcpy(&r, h->data + i * sizeof(r), sizeof(r));
+		nblocks += ff_le16(r.nblocks);
+	}
+	if (!FFS_PBATCH_FITS(nrec, nblocks) || 1 + nblocks > b->rows * g->ndata)
+		return 0;
+	crcs = h->data + nrec * sizeof(struct ffs_pbatch_rec);
+	/* the rows of every chunk: the blocks' checksums, and the chunk
+	 * checksums continued over them */
+	for (uint32_t i = 0; i < g->ndata; i++) {
+		uint8_t *at = buf + (uint64_t)i * g->chunk_bytes + (uint64_t)b->row0 * FFS_TAIL_ROW;
+
+		rc = ff_raid_rw(fs->raid, FF_RAID_READ, FF_SPACE_DATA,
+				b->p * fs->stripe_bytes + (uint64_t)i * g->chunk_bytes +
+				(uint64_t)b->row0 * FFS_TAIL_ROW, at, len);
+		if (rc < 0)
+			return 0;
+		crc[i] = ff_crc32c(crc[i], at, len);
+	}
+	for (uint32_t k = 0; k < nblocks; k++) {
+		le32 c;
+
+		memcpy(&c, crcs + 4 * k, 4);
+		if (ffs_patch_crc(b->p, slot + k, buf + patch_slot_offset(fs, slot + k)) != ff_le32(c))
+			return 0; /* torn: never acknowledged */
+	}
+	if (ffs_iget(fs, ff_le64(h->ino), &fi) < 0)
+		return 0;
+	if (fi->d.generation != h->igen || !S_ISREG(ff_le32(fi->d.mode)) || ffs_is_small(fi)) {
+		ffs_iput(fs, fi);
+		return 0;
+	}
+	/* which records still fit the file: counted in the stripe first, as
+	 * the daemon does (ffs_patch_add may let older patches there go) */
+	for (uint32_t i = 0; i < nrec; i++) {
+		struct ffs_pbatch_rec r;
+
+		memcpy(&r, h->data + i * sizeof(r), sizeof(r));
+		ok += rec_applies(fs, fi, &r);
+	}
+	rc = ffs_csum_set(fs, b->p, FFS_CSUM_TAILS,
+			  FFS_CSUM_TAIL_PACK(b->row0 + b->rows, FFS_CSUM_TAIL_LIVE(f) + ok), crc);
+	for (uint32_t i = 0, k = 0; i < nrec && rc == 0; i++) {
+		struct ffs_pbatch_rec r;
+		uint32_t pc[FFS_PATCH_BLOCKS_MAX], n;
+
+		memcpy(&r, h->data + i * sizeof(r), sizeof(r));
+		n = ff_le16(r.nblocks);
+		if (rec_applies(fs, fi, &r)) {
+			for (uint32_t j = 0; j < n; j++) {
+				le32 c;
+
+				memcpy(&c, crcs + 4 * (k + j), 4);
+				pc[j] = ff_le32(c);
+			}
+			rc = ffs_patch_add(fs, fi, ff_le64(r.fstripe), ff_le16(r.b0), n, b->p,
+					   slot + k, pc);
+		}
+		k += n;
+	}
+	if (rc == 0) {
+		if (ff_le64(h->mtime_ns) > ff_le64(fi->d.mtime_ns))
+			fi->d.mtime_ns = h->mtime_ns;
+		if (ff_le64(h->ctime_ns) > ff_le64(fi->d.ctime_ns))
+			fi->d.ctime_ns = h->ctime_ns;
+		rc = ffs_istore(fs, fi);
+	}
+	ffs_iput(fs, fi);
+	return rc < 0 ? rc : 1;
+}
+
+int ffs_patch_replay(struct ffs *fs, unsigned *replayed)
+{
+	struct ffs_patch_open po = fs->sb->popen;
+	uint64_t next = ff_le64(po.next_seq), maxseq = 0;
+	unsigned n = ff_le32(po.count), nv = 0, cap = 0;
+	struct found_batch *v = NULL;
+	uint8_t *buf = NULL;
+	int rc = 0;
+
+	*replayed = 0;
+	if (ff_le32(fs->sb->version) < FFS_VERSION_PATCH)
+		return 0;
+	if (n > FFS_PATCH_OPEN_MAX) {
+		ff_log(FF_LOG_ERR, "the superblock lists %u open tail stripes (at most %u); run "
+		       "fsck.framefs", n, FFS_PATCH_OPEN_MAX);
+		return -EUCLEAN;
+	}
+	for (unsigned i = 0; i < n && rc == 0; i++) {
+		uint64_t p = ff_le64(po.stripe[i]);
+
+		if (p < fs->g->nstripes)
+			rc = scan_stripe(fs, p, next, &v, &nv, &cap, &maxseq);
+	}
+	if (rc == 0 && nv && fs->ro) {
+		if (!fs->checking)
+			ff_log(FF_LOG_ERR, "%u patch batch(es) written after the last commit need "
+			       "recovery: mount read-write once", nv);
+		rc = fs->checking ? 0 : -EROFS;
+		nv = 0;
+	}
+	if (rc == 0 && nv && !(buf = ff_alloc_aligned(fs->stripe_bytes)))
+		rc = -ENOMEM;
+	qsort(v, nv, sizeof(*v), found_cmp);
+	for (unsigned i = 0; i < nv && rc >= 0; i++) {
+		rc = apply_batch(fs, &v[i], buf);
+		*replayed += rc == 1;
+	}
+	for (unsigned i = 0; i < nv; i++)
+		free(v[i].h);
+	free(v);
+	free(buf);
+	atomic_store(&fs->pbatch_seq, FF_MAX(FF_MAX(next, maxseq + 1), 1ull));
+	return rc < 0 ? rc : 0;
 }

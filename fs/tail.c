@@ -73,6 +73,8 @@ struct tslot {
 	uint32_t crc[FF_MEMBERS_MAX]; /* each data chunk's crc32c over rows [0, hwm) */
 	bool busy;                    /* a write to it is in flight */
 	bool held;                    /* a repair wants it: no more appends (ffs_tail_hold) */
+	uint64_t listed_seq;          /* the last commit that listed p (ffs_tails_listing), 0: none */
+	uint64_t batch_seq;           /* the seq of the patch batch in flight (busy) */
 	uint8_t *img;                 /* the stripe as written (rows [0, hwm) and the one in flight) */
 };
 
@@ -311,10 +313,12 @@ again:
 		s->p = own;
 		s->hwm = 0;
 		s->held = false;
+		s->listed_seq = 0;
 		memset(s->crc, 0, sizeof(s->crc));
 		memset(s->img, 0, fs->stripe_bytes);
 	}
 	s->busy = true;
+	s->batch_seq = atomic_fetch_add(&fs->pbatch_seq, 1); /* under t->lock: see ffs_tails_listing */
 	pthread_mutex_unlock(&t->lock);
 	return s;
 }
@@ -403,12 +407,54 @@ int tail_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb, uint32_t row
  */
 uint32_t patch_rows(const struct ffs *fs, const struct wbuf *wb)
 {
-	uint32_t nblocks = 0;
+	uint32_t nblocks = 1; /* the batch's header (format.h) */
 
 	for (; wb; wb = wb->gnext)
 		for (unsigned i = 0; i < wb->npatch; i++)
 			nblocks += wb->patch[i].n;
 	return (uint32_t)FF_DIV_ROUND_UP(nblocks, fs->g->ndata);
+}
+
+/* The batch's header in slot `slot` of s's image: the file, its times,
+ * each patch and each block's checksum (replay needs nothing else). */
+static void batch_header(struct ffs *fs, struct finode *fi, struct wbuf *wb, struct tslot *s,
+			 uint32_t slot, uint32_t rows)
+{
+	struct ffs_pbatch *h = (struct ffs_pbatch *)(void *)(s->img + patch_slot_offset(fs, slot));
+	uint32_t nrec = 0, nblocks = 0;
+	uint8_t *crcs;
+
+	memset(h, 0, sizeof(*h));
+	for (struct wbuf *w = wb; w; w = w->gnext)
+		for (unsigned i = 0; i < w->npatch; i++, nrec++) {
+			struct ffs_pbatch_rec r = { ff_cpu_to_le64(w->fstripe),
+						    ff_cpu_to_le16(w->patch[i].b0),
+						    ff_cpu_to_le16(w->patch[i].n), 0 };
+
+			memcpy(h->data + nrec * sizeof(r), &r, sizeof(r));
+		}
+	crcs = h->data + nrec * sizeof(struct ffs_pbatch_rec);
+	for (struct wbuf *w = wb; w; w = w->gnext)
+		for (unsigned i = 0; i < w->npatch; i++)
+			for (uint32_t j = 0; j < w->patch[i].n; j++, nblocks++) {
+				uint32_t at = w->patch[i].slot0 + j;
+				le32 c = ff_cpu_to_le32(ffs_patch_crc(s->p, at, s->img + patch_slot_offset(fs, at)));
+
+				memcpy(crcs + nblocks * 4, &c, 4);
+			}
+	FF_ASSERT(FFS_PBATCH_FITS(nrec, nblocks));
+	memcpy(h->uuid, fs->sb->uuid, sizeof(h->uuid));
+	h->seq = ff_cpu_to_le64(s->batch_seq);
+	h->ino = ff_cpu_to_le64(fi->ino);
+	pthread_mutex_lock(&fs->lock);
+	h->igen = fi->d.generation;
+	h->mtime_ns = fi->d.mtime_ns;
+	h->ctime_ns = fi->d.ctime_ns;
+	pthread_mutex_unlock(&fs->lock);
+	h->nrec = ff_cpu_to_le32(nrec);
+	h->slot0 = ff_cpu_to_le32(slot);
+	h->rows = ff_cpu_to_le32(rows);
+	ffs_block_seal(h, FFS_B_PBATCH, FFS_PBATCH_BLOCKNO(s->p, slot));
 }
 
 void patch_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb)
@@ -419,7 +465,7 @@ void patch_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 
 	FF_ASSERT(s); /* patch_plan took only buffers with a reserved stripe */
 	row0 = s->hwm;
-	slot = row0 * g->ndata;
+	slot = row0 * g->ndata + 1; /* after the header */
 
 	for (struct wbuf *w = wb; w; w = w->gnext)
 		for (unsigned i = 0; i < w->npatch; i++) {
@@ -431,6 +477,7 @@ void patch_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 		}
 	for (; slot < (row0 + rows) * g->ndata; slot++)
 		memset(s->img + patch_slot_offset(fs, slot), 0, FFS_BLOCK);
+	batch_header(fs, fi, wb, s, row0 * g->ndata, rows);
 	atomic_fetch_add(&fs->stats.patch_writes, 1);
 	rows_submit(fs, fi, wb, s, row0, rows, wb->tretired);
 }
@@ -447,6 +494,7 @@ int tail_done(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 	const struct ff_geom *g = fs->g;
 	uint32_t old[FF_MEMBERS_MAX], ino, f, live = 0, *crc = wb->crc; /* tail_submit's */
 	uint32_t row0 = wb->trow0, rows = wb->trows, npatch = 0;
+	uint64_t before;
 	bool opening = row0 == 0;
 	uint64_t p = s->p;
 	int rc = wb->io.result;
@@ -467,6 +515,7 @@ int tail_done(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 		rc = ffs_csum_set(fs, p, FFS_CSUM_TAILS,
 				  FFS_CSUM_TAIL_PACK(row0 + rows, live + (npatch ? npatch : 1)), crc);
 	/* may let an older tail or patch of this file go, in this stripe too */
+	before = fi->tx_seq;
 	for (struct wbuf *w = wb; w && rc == 0; w = w->gnext)
 		for (unsigned i = 0; rc == 0 && i < w->npatch; i++) {
 			uint32_t pcrc[FFS_PATCH_BLOCKS_MAX], s0 = w->patch[i].slot0;
@@ -475,6 +524,15 @@ int tail_done(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 				pcrc[j] = ffs_patch_crc(p, s0 + j, s->img + patch_slot_offset(fs, s0 + j));
 			rc = ffs_patch_add(fs, fi, w->fstripe, w->patch[i].b0, w->patch[i].n, p, s0, pcrc);
 		}
+	if (rc == 0 && npatch) {
+		/* a batch in a stripe the last commit listed is replayable
+		 * (patch.c): the file's fsync waits for that commit and the
+		 * rows, not for one of its own */
+		pthread_mutex_lock(&t->lock);
+		fi->tx_seq = s->listed_seq ? FF_MAX(before, s->listed_seq) : fs->j_seq;
+		pthread_mutex_unlock(&t->lock);
+		fi->patch_unflushed = true;
+	}
 	for (struct wbuf *w = wb->gnext; w; w = w->gnext) /* gathered: their reservations go back */
 		if (w->pstripe != WB_NO_STRIPE)
 			ffs_unreserve_stripes(fs, w->pstripe, 1);
@@ -542,6 +600,38 @@ int tail_read(struct ffs *fs, uint64_t p, uint32_t row0, uint32_t rows, uint64_t
 		n -= m;
 	}
 	return 0;
+}
+
+void ffs_tails_listing(struct ffs *fs, uint64_t seq, struct ffs_patch_open *po)
+{
+	struct tails *t = fs->tails;
+	unsigned n = 0;
+
+	uint64_t next;
+
+	memset(po, 0, sizeof(*po)); /* zeros below version 5 */
+	if (!t || !ffs_patches_on(fs))
+		return;
+	pthread_mutex_lock(&t->lock);
+	/* batches this commit does not hold: those not yet numbered, and those
+	 * in flight (numbered under t->lock, so none is missed) */
+	next = atomic_load(&fs->pbatch_seq);
+	for (unsigned i = 0; i < t->nslots; i++)
+		if (t->slot[i].busy && t->slot[i].batch_seq < next)
+			next = t->slot[i].batch_seq;
+	po->next_seq = ff_cpu_to_le64(next);
+	for (unsigned i = 0; i < t->nslots; i++) {
+		struct tslot *s = &t->slot[i];
+
+		/* an opening still in flight is not in this commit: its batch
+		 * makes the file's next fsync commit (tail_done) */
+		if (s->p == NO_STRIPE || s->hwm == 0)
+			continue;
+		po->stripe[n++] = ff_cpu_to_le64(s->p);
+		s->listed_seq = seq;
+	}
+	pthread_mutex_unlock(&t->lock);
+	po->count = ff_cpu_to_le32(n);
 }
 
 /* Unmount: every open tail stripe is retired (freed if empty).  fs->lock held. */

@@ -188,7 +188,7 @@ static int read_source(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t o
 		return rc < 0 ? rc : SRC_DONE;
 	}
 	rc = ffs_extent_find(fs, fi, k, &x);
-	patched = ffs_patch_any(fi);
+	patched = ffs_patch_any(fs, fi);
 	pthread_mutex_unlock(&fs->lock);
 	flags = rc == 0 ? ff_le32(x.flags) : 0;
 	if (rc == -ENOENT || (rc == 0 && (flags & FFS_X_UNWRITTEN)))

@@ -218,7 +218,7 @@ int ffs_patch_add(struct ffs *fs, struct finode *fi, uint64_t f, uint32_t b0, ui
 /* File stripes [f0, f1) lose their patches; [0, UINT64_MAX) the tree too. */
 int ffs_patch_drop(struct ffs *fs, struct finode *fi, uint64_t f0, uint64_t f1);
 /* Whether the file may have patches (fs->lock held). */
-bool ffs_patch_any(const struct finode *fi);
+bool ffs_patch_any(const struct ffs *fs, const struct finode *fi);
 
 /* ---- repair of damaged data stripes (repair.c): ffs_tools.h ---------------- */
 

@@ -70,9 +70,12 @@ static struct bt_root ptree(const struct finode *fi)
 	return (struct bt_root){ ff_le64(fi->d.u2.patch_root), fi->ino };
 }
 
-static bool has_patches(const struct finode *fi)
+/* Below version 5 the field is rdev, whatever a regular file holds there
+ * (mknod(2) of a regular file with a device number, before ops.c dropped it). */
+static bool has_patches(const struct ffs *fs, const struct finode *fi)
 {
-	return S_ISREG(ff_le32(fi->d.mode)) && fi->d.u2.patch_root != 0;
+	return ff_le32(fs->sb->version) >= FFS_VERSION_PATCH && S_ISREG(ff_le32(fi->d.mode)) &&
+	       fi->d.u2.patch_root != 0;
 }
 
 /* The patch found by `find` at key, as long as it is one of stripe f's:
@@ -218,7 +221,7 @@ int ffs_patch_drop(struct ffs *fs, struct finode *fi, uint64_t f0, uint64_t f1)
 	struct bt_root t;
 	int rc = 0;
 
-	if (!has_patches(fi))
+	if (!has_patches(fs, fi))
 		return 0;
 	for (uint64_t key = FFS_PATCH_KEY(f0, 0);;) {
 		uint8_t rec[FFS_BT_RECORD_MAX];
@@ -367,7 +370,7 @@ int patch_overlay(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t o, siz
 		int rc = 0;
 
 		pthread_mutex_lock(&fs->lock);
-		if (!has_patches(fi))
+		if (!has_patches(fs, fi))
 			rc = -ENOENT;
 		if (rc == 0) { /* a patch starting before `next` may reach it */
 			rc = pfind(fs, fi, k, FFS_PATCH_KEY(k, next), false, &got[0]);
@@ -414,9 +417,9 @@ int patch_overlay(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t o, siz
 
 /* Whether file stripe k may have patches: reads that cannot lay them over
  * a stripe in the cache (ffs_data_read_ref) copy instead (fs->lock held). */
-bool ffs_patch_any(const struct finode *fi)
+bool ffs_patch_any(const struct ffs *fs, const struct finode *fi)
 {
-	return has_patches(fi);
+	return has_patches(fs, fi);
 }
 
 /*

@@ -41,7 +41,8 @@ need() { command -v "$1" >/dev/null || fail "$1 not found ($2): ./setup.sh insta
 need qemu-system-x86_64 "package qemu-system-x86"
 need apt-get "apt"
 need dpkg-deb "dpkg"
-if ! [ -x /bin/busybox ] || ! /bin/busybox --list | grep -qx cpio; then
+# grep without -q reads the whole list: with pipefail, -q exiting first would SIGPIPE busybox
+if ! [ -x /bin/busybox ] || ! /bin/busybox --list | grep -x cpio >/dev/null; then
 	fail "/bin/busybox (package busybox-static) with its cpio applet is needed"
 fi
 file_static() { ! ldd "$1" >/dev/null 2>&1; }

@@ -147,6 +147,29 @@ def width_from_seed(level, seed, knob):
     return n
 
 
+def small_write_range(rng, size, stripe, prev, aligned=False):
+    """(off, n) of one small overwrite inside a file of size bytes (at least
+    two stripes), as an editor's project database writes: again a range of
+    prev (written just before); 4 KiB or 64 KiB at a 4 KiB-aligned offset;
+    unless aligned (O_DIRECT), also 1 B to 64 KiB anywhere, or across a
+    4 KiB or a stripe boundary."""
+    r = rng.random()
+    if prev and r < 0.12:
+        return rng.choice(prev)
+    if r < 0.55 or (aligned and r < 0.8):
+        return rng.randrange(size // 4096) * 4096, 4096
+    if r < 0.7 or aligned:
+        return rng.randrange((size - 65536) // 4096 + 1) * 4096, 65536
+    if r < 0.82:
+        n = rng.choice([rng.randint(1, 512), rng.randint(1, 65536)])
+        return rng.randint(0, size - n), n
+    unit = 4096 if r < 0.92 else stripe
+    edge = rng.randint(1, (size - 1) // unit) * unit
+    n = rng.randint(2, 8192 if unit == 4096 else 65536)
+    off = max(0, edge - rng.randint(1, n - 1))
+    return off, min(n, size - off)
+
+
 def drop_caches():
     """Forget unused dentries and inodes (and with them their cached pages):
     the next lookups and reads go to the daemon.  ("2", not "3": dropping the

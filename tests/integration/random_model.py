@@ -1,8 +1,13 @@
 #!/usr/bin/env python3
 # Proves: under a seeded random mix of operations — create, write at random
 # offsets and sizes (bytes to several stripes, sparse), read (buffered and
-# O_DIRECT, which always reaches the daemon), truncate, fallocate, punched
-# holes, zeroed ranges, rename
+# O_DIRECT, which always reaches the daemon), small in-place overwrites of
+# large files (an editor's project database: 4 to 64 writes of 1 B to 64 KiB
+# into a file of 3 or more stripes, mostly 4 KiB and 64 KiB at 4 KiB-aligned
+# offsets, some unaligned or across a 4 KiB or a stripe boundary, some
+# rewriting a block written just before, with fsync or fdatasync between
+# them and the ranges read back at once, buffered and O_DIRECT), truncate,
+# fallocate, punched holes, zeroed ranges, rename
 # (plain, over a file, RENAME_NOREPLACE, RENAME_EXCHANGE), link, unlink
 # (also of open files), mkdir, rmdir, fsync, fdatasync, syncfs, cache drops
 # and remounts — every read returns exactly what an in-memory model of every
@@ -30,7 +35,8 @@ import time
 from collections import Counter, deque
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from itlib import TestFailure, Volume, drop_caches, log, seed_from_env, width_from_seed  # noqa: E402
+from itlib import (TestFailure, Volume, drop_caches, log, seed_from_env, small_write_range,  # noqa: E402
+                   width_from_seed)
 
 MiB = 1 << 20
 MAX_FILE = 12 * MiB
@@ -102,14 +108,16 @@ class RandomOps:
         self.m = Model()
         self.counts = Counter()
         self.op_time = Counter()
-        self.history = deque(maxlen=25)
+        self.history = deque(maxlen=80)  # a small-overwrites op notes each of its writes
         self.opno = 0
         self.reads_checked = 0
+        self.small_writes = 0  # small overwrites into large files
         self.bytes_checked = 0
         self.remounts = 0
         self.fsck_runs = 0
         self.name_seq = 0
         self.free_at_start = None
+        self.stripe = vol.ndata * 512 * 1024  # data bytes of a stripe at mkfs's default chunk
 
     # ---- helpers -------------------------------------------------------
     def p(self, rel):
@@ -164,7 +172,7 @@ class RandomOps:
 
     def rand_offset(self, size):
         r = self.rng.random()
-        stripe = self.vol.ndata * 512 * 1024  # mkfs's default chunk
+        stripe = self.stripe
         if r < 0.25:
             return size  # append
         if r < 0.5:
@@ -193,6 +201,11 @@ class RandomOps:
                       % (how, off, len(got), len(want), first))
         self.reads_checked += 1
         self.bytes_checked += len(got)
+
+    def write_all_fd(self, fd, buf, off):
+        done = 0
+        while done < len(buf):
+            done += os.pwrite(fd, buf[done:], off + done)
 
     def read_all_fd(self, fd, off, n):
         out = bytearray()
@@ -268,9 +281,7 @@ class RandomOps:
             n = min(self.rand_size(), MAX_FILE - off) if off < MAX_FILE else 1
             buf = self.gen(n)
             self.note("write id%d off %d len %d" % (fid, off, n))
-            done = 0
-            while done < n:
-                done += os.pwrite(fd, buf[done:], off + done)
+            self.write_all_fd(fd, buf, off)
             if off > len(cur):
                 cur.extend(bytes(off - len(cur)))
             cur[off:off + n] = buf
@@ -295,8 +306,19 @@ class RandomOps:
             if close:
                 os.close(fd)
 
+    def read_direct(self, rel, fid, off, n, how="O_DIRECT read of "):
+        """Read [off, off + n) of rel (off and n 4 KiB multiples) with
+        O_DIRECT, which bypasses the page cache: the daemon answers."""
+        buf = mmap.mmap(-1, n)
+        fd = os.open(self.p(rel), os.O_RDONLY | os.O_DIRECT)
+        try:
+            got = os.preadv(fd, [buf], off)
+            self.check_range(fid, off, bytes(buf[:got]), how + rel)
+        finally:
+            os.close(fd)
+            buf.close()
+
     def op_read_direct(self):
-        """O_DIRECT: the page cache is bypassed, the daemon answers."""
         rel = self.rand_path()
         if rel is None:
             return
@@ -304,15 +326,89 @@ class RandomOps:
         size = len(self.m.data[fid])
         off = self.rng.randint(0, (size + 4095) // 4096) * 4096
         n = self.rng.choice([4096, 65536, MiB, 2 * MiB + 8192])
-        buf = mmap.mmap(-1, n)
-        fd = os.open(self.p(rel), os.O_RDONLY | os.O_DIRECT)
+        self.note("read O_DIRECT %s off %d len %d" % (rel, off, n))
+        self.read_direct(rel, fid, off, n)
+
+    def large_file(self):
+        """The path of a file of 3 or more stripes (at most MAX_FILE) for
+        small overwrites: one there is, or sometimes a new one written from
+        the start in 1 MiB writes; None when there is none and the model is
+        too full for one."""
+        need = min(3 * self.stripe, MAX_FILE)
+        big = sorted(p for p, fid in self.m.paths.items() if len(self.m.data[fid]) >= need)
+        if big and (self.rng.random() < 0.85 or len(self.m.data) >= self.max_files):
+            return big[self.rng.randrange(len(big))]
+        size = self.rng.randint(need, MAX_FILE)
+        if size % 4096 and self.rng.random() < 0.5:
+            size -= size % 4096
+        if self.m.total_bytes() + size > self.max_model_bytes or len(self.m.data) >= self.max_files:
+            return self.rng.choice(big) if big else None
+        rel = self.new_name(self.rand_dir())
+        self.note("create %s of %d bytes for small overwrites" % (rel, size))
+        buf = self.gen(size)
+        fd = os.open(self.p(rel), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
         try:
-            self.note("read O_DIRECT %s off %d len %d" % (rel, off, n))
-            got = os.preadv(fd, [buf], off)
-            self.check_range(fid, off, bytes(buf[:got]), "O_DIRECT read of " + rel)
+            for off in range(0, size, MiB):
+                self.write_all_fd(fd, buf[off:off + MiB], off)
         finally:
             os.close(fd)
-            buf.close()
+        fid = self.m.next_id
+        self.m.next_id += 1
+        self.m.data[fid] = bytearray(buf)
+        self.m.paths[rel] = fid
+        return rel
+
+    def op_small_overwrites(self):
+        rel = self.large_file()
+        if rel is None:
+            return self.op_truncate(shrink=True)
+        fid = self.m.paths[rel]
+        cur = self.m.data[fid]
+        size = len(cur)
+        fd = self.fd_for(fid)
+        close = fd is None
+        if close:
+            fd = self.open_path(rel)
+        nwrites = self.rng.randint(4, 64)
+        self.small_writes += nwrites
+        self.note("small overwrites of %s (%d bytes, id%d): %d writes" % (rel, size, fid, nwrites))
+        prev = []
+        try:
+            for _ in range(nwrites):
+                off, n = small_write_range(self.rng, size, self.stripe, prev)
+                prev.append((off, n))
+                buf = self.gen(n)
+                self.note("  pwrite off %d len %d" % (off, n))
+                self.write_all_fd(fd, buf, off)
+                cur[off:off + n] = buf
+                r = self.rng.random()
+                if r < 0.08:
+                    sync = os.fdatasync if self.rng.random() < 0.4 else os.fsync
+                    self.note("  " + sync.__name__)
+                    sync(fd)
+                elif r < 0.2:
+                    self.check_range(fid, off, self.read_all_fd(fd, off, n), "read after a small overwrite")
+                elif r < 0.28:
+                    a, e = off // 4096 * 4096, (off + n + 4095) // 4096 * 4096
+                    self.read_direct(rel, fid, a, e - a, "O_DIRECT read after a small overwrite of ")
+            if self.rng.random() < 0.5:
+                self.note("  fsync")
+                os.fsync(fd)
+            # the ranges again, now that others were written around them: from
+            # the daemon (the file's cached pages dropped) or with O_DIRECT
+            if self.rng.random() < 0.5:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            for off, n in self.rng.sample(prev, min(len(prev), 8)):
+                if self.rng.random() < 0.7:
+                    self.check_range(fid, off, self.read_all_fd(fd, off, n), "read back after small overwrites")
+                else:
+                    a, e = off // 4096 * 4096, (off + n + 4095) // 4096 * 4096
+                    self.read_direct(rel, fid, a, e - a, "O_DIRECT read back after small overwrites of ")
+            if self.rng.random() < 0.1:
+                self.check_file_full(rel, fid)
+        finally:
+            if close:
+                os.close(fd)
 
     def op_truncate(self, shrink=False):
         fid, fd, close = self.pick_file()
@@ -527,7 +623,7 @@ class RandomOps:
             self.m.gc(fid)
 
     OPS = [
-        ("create", 14), ("write", 30), ("read", 18), ("read_direct", 6), ("truncate", 6),
+        ("create", 14), ("write", 30), ("read", 18), ("read_direct", 6), ("small_overwrites", 4), ("truncate", 6),
         ("fallocate", 2), ("punch", 2), ("zero_range", 2), ("rename", 7), ("unlink", 5), ("link", 2), ("mkdir", 2), ("rmdir", 2),
         ("fsync", 4), ("syncfs", 1), ("close", 6), ("stat", 5), ("listdir", 2), ("drop_caches", 1),
     ]
@@ -662,11 +758,11 @@ def main():
     for w in workers:
         counts.update(w.counts)
     log("operations: " + ", ".join("%s %d" % kv for kv in sorted(counts.items())))
-    log("PASS: seed %d, %d random operations (%d thread(s)), %d reads compared (%d MiB), %d remounts, "
-        "%d fsck runs, %.1f s"
-        % (seed, sum(counts.values()), nthreads, sum(w.reads_checked for w in workers),
-           sum(w.bytes_checked for w in workers) // MiB, workers[0].remounts, workers[0].fsck_runs,
-           time.monotonic() - t0))
+    log("PASS: seed %d, %d random operations (%d thread(s)), %d small overwrites of large files, "
+        "%d reads compared (%d MiB), %d remounts, %d fsck runs, %.1f s"
+        % (seed, sum(counts.values()), nthreads, sum(w.small_writes for w in workers),
+           sum(w.reads_checked for w in workers), sum(w.bytes_checked for w in workers) // MiB,
+           workers[0].remounts, workers[0].fsck_runs, time.monotonic() - t0))
     return 0
 
 

@@ -17,7 +17,12 @@
 # The workload (this script with --workload) creates frame files (2-12 MiB,
 # 1 MiB writes, some O_DIRECT) and small files, patches them at random
 # offsets, truncates, renames (to new names and over old ones, the
-# atomic-save pattern), unlinks, and logs each step before it starts ("T")
+# atomic-save pattern), unlinks, overwrites files of 3 or more stripes in
+# place the way an editor's project database does (8 to 64 writes of 1 B to
+# 64 KiB, mostly 4 KiB-aligned 4 KiB and 64 KiB, some across a 4 KiB or a
+# stripe boundary, some rewriting a block just written, buffered or
+# O_DIRECT, with fsync or fdatasync acknowledging them part of the way and at
+# the end), and logs each step before it starts ("T")
 # and each acknowledgement after it returned ("A") to a log on /tmp, not on
 # the volume.  Some kills land while the daemon writes everything out at
 # unmount instead.  Some files are unlinked while held open (orphans at the
@@ -50,7 +55,7 @@ import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from itlib import TestFailure, Volume, log, seed_from_env, width_from_seed  # noqa: E402
+from itlib import TestFailure, Volume, log, seed_from_env, small_write_range, width_from_seed  # noqa: E402
 
 MiB = 1 << 20
 DIRS = ["seq", "tmp", "misc"]
@@ -58,6 +63,14 @@ MAX_LIVE_BYTES = 180 * MiB  # counted in whole stripes: a 1-byte file takes one
 STRIPE = int(os.environ.get("IT_CRASH_STRIPE", 3 * 512 * 1024))  # data bytes of a stripe
 FRAME_2K = 12812288
 libc = ctypes.CDLL(None, use_errno=True)
+
+
+def spec_size(spec):
+    """The size of the file a spec describes (content() without the bytes)."""
+    size = 0
+    for op in spec:
+        size = max(size, op[1] + op[2]) if op[0] == "w" else op[1]
+    return size
 
 
 def content(spec):
@@ -168,15 +181,17 @@ class Workload:
     def use_fsync(self):
         return self.mode == "fsync" or (self.mode == "mixed" and self.rng.random() < 0.5)
 
-    def op_frame(self):
+    def op_frame(self, size=None):
         path = self.new_path()
-        size = self.rng.choice([2 * MiB + self.rng.randint(1, 100000), 4 * MiB, 6 * MiB + 4096, FRAME_2K])
+        if size is None:
+            size = self.rng.choice([2 * MiB + self.rng.randint(1, 100000), 4 * MiB, 6 * MiB + 4096, FRAME_2K])
         direct = size % 4096 == 0 and self.rng.random() < 0.5
         self.T(path, ["new"])
         fd = os.open(self.p(path), os.O_CREAT | os.O_EXCL | os.O_WRONLY | (os.O_DIRECT if direct else 0), 0o644)
         spec = []
         self.write_ops(fd, path, spec, [(o, min(MiB, size - o)) for o in range(0, size, MiB)], direct)
         self.ack_file(path, fd, spec)
+        return path
 
     def op_small(self):
         path = self.new_path()
@@ -225,6 +240,49 @@ class Workload:
             self.syncfs()
         self.files[path] = spec
         self.A(path, spec)
+
+    def op_small_overwrites(self):
+        """Many small writes in place into a file of 3 or more stripes (one
+        made, written from the start and acknowledged, if there is none),
+        acknowledged by fsync or fdatasync part of the way and at the end
+        (close + syncfs where the mode says so)."""
+        big = [q for q, spec in sorted(self.files.items())
+               if spec_size(spec) >= 3 * STRIPE and len(spec) < 1500]  # the log lines stay short
+        if big and self.rng.random() < 0.85:
+            path = self.rng.choice(big)
+        else:
+            path = self.op_frame(self.rng.choice([0, self.rng.randint(1, 4095)]) +
+                                 4096 * self.rng.randint(max(3 * STRIPE, 8 * MiB) // 4096, 20 * MiB // 4096))
+        spec = list(self.files[path])
+        size = spec_size(spec)
+        direct = self.rng.random() < 0.25
+        flags = os.O_WRONLY | (os.O_DIRECT if direct else 0)
+        fd = os.open(self.p(path), flags)
+        prev = []
+        for _ in range(self.rng.randint(8, 64)):
+            off, n = small_write_range(self.rng, size, STRIPE, prev, direct)
+            prev.append((off, n))
+            self.write_ops(fd, path, spec, [(off, n)], direct)
+            if self.rng.random() < 0.08:
+                fd = self.ack_in_place(path, fd, spec, flags, len(prev))
+                prev = []
+        os.close(self.ack_in_place(path, fd, spec, flags, len(prev)))
+
+    def ack_in_place(self, path, fd, spec, flags, nwrites):
+        """Acknowledge the writes so far into an existing name, which needs
+        no directory fsync: fsync or fdatasync (the size has not changed),
+        or close + syncfs and open again.  Returns the descriptor to go on."""
+        if self.use_fsync():
+            (os.fdatasync if self.rng.random() < 0.4 else os.fsync)(fd)
+        else:
+            os.close(fd)
+            self.syncfs()
+            fd = os.open(self.p(path), flags)
+        self.files[path] = list(spec)
+        self.A(path, spec)
+        self.logf.write("S %s %d\n" % (path, nwrites))  # for the runner's count
+        self.logf.flush()
+        return fd
 
     def op_rename(self):
         src = self.pick()
@@ -298,10 +356,10 @@ class Workload:
             os.fsync(fd)
 
     def run(self):
-        ops = [(self.op_frame, 20), (self.op_small, 15), (self.op_patch, 20), (self.op_rename, 10),
-               (self.op_atomic_save, 8), (self.op_unlink, 10), (self.op_unlink_open, 3)]
+        ops = [(self.op_frame, 20), (self.op_small, 15), (self.op_patch, 20), (self.op_small_overwrites, 12),
+               (self.op_rename, 10), (self.op_atomic_save, 8), (self.op_unlink, 10), (self.op_unlink_open, 3)]
         if self.mode == "syncfs":  # nothing but close + syncfs: no fsync commits in between
-            ops = ops[:3]
+            ops = ops[:4]
         fns, weights = zip(*ops)
         while True:
             if self.live_bytes() > MAX_LIVE_BYTES:
@@ -345,7 +403,8 @@ class Crash:
         self.rng = random.Random(seed)
         self.base = {}         # path -> spec: acknowledged, untouched, on the volume
         self.stats = {"acks": 0, "exact": 0, "partial": 0, "weak": 0, "fsck": 0, "killed_mounts": 0,
-                      "replayed": 0, "touched_removed": 0, "unflushed": 0, "lost": 0}
+                      "replayed": 0, "touched_removed": 0, "unflushed": 0, "lost": 0,
+                      "small_acked": 0}
         self.clean_mount_s = None
         self.digests = {}      # spec (json) -> (size, sha256) of its content, made once
 
@@ -380,6 +439,9 @@ class Crash:
                 kind, rest = line[0], line[2:-1]
                 if kind == "X":
                     workload_err = rest
+                    continue
+                if kind == "S":  # small overwrites into a large file, just acknowledged
+                    self.stats["small_acked"] += int(rest.split(" ")[-1])
                     continue
                 path, js = rest.split(" ", 1)
                 st = state.setdefault(path, PathState(None))
@@ -678,10 +740,10 @@ def main():
     s = c.stats
     log("PASS: seed %d, %d crash iterations (%d of them during an unmount, %d recovery mounts also killed, "
         "%d mounts replayed the journal), "
-        "%d acknowledgements logged, %d acknowledged files checked byte-identical, %d touched files checked "
-        "for what survives, %d fsck -n -c runs clean%s, %.1f s"
-        % (seed, iters, s.get("killed_unmounts", 0), s["killed_mounts"], s["replayed"], s["acks"], s["exact"],
-           s["partial"] + s["weak"], s["fsck"],
+        "%d acknowledgements logged (%d small overwrites of large files among them), %d acknowledged files "
+        "checked byte-identical, %d touched files checked for what survives, %d fsck -n -c runs clean%s, %.1f s"
+        % (seed, iters, s.get("killed_unmounts", 0), s["killed_mounts"], s["replayed"], s["acks"],
+           s["small_acked"], s["exact"], s["partial"] + s["weak"], s["fsck"],
            ("; power cuts lost %d of %d unflushed member writes" % (s["lost"], s["unflushed"])) if powerloss else "",
            time.monotonic() - t0))
     return 0

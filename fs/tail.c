@@ -177,7 +177,9 @@ static int tail_closed(struct ffs *fs, uint64_t p)
 	return rc;
 }
 
-int ffs_tail_release(struct ffs *fs, uint64_t p)
+/* Tail stripe p's live count moved by delta (+1 or -1): its new count, or
+ * an error when p holds none to move (fs->lock held). */
+static int live_add(struct ffs *fs, uint64_t p, int delta)
 {
 	uint32_t ino, f, crc[FF_MEMBERS_MAX], live;
 	int rc = ffs_csum_get(fs, p, &ino, &f, crc);
@@ -185,35 +187,31 @@ int ffs_tail_release(struct ffs *fs, uint64_t p)
 	if (rc < 0)
 		return rc;
 	live = FFS_CSUM_TAIL_LIVE(f);
-	if (ino != FFS_CSUM_TAILS || live == 0) {
-		ff_log(FF_LOG_ERR, "data stripe %llu: a tail points into it, but it holds no tails; "
-		       "run fsck.framefs", (unsigned long long)p);
+	if (ino != FFS_CSUM_TAILS || live == 0 || (delta > 0 && live == 0xffffu)) {
+		ff_log(FF_LOG_ERR, "data stripe %llu: a tail or patch points into it, but it holds "
+		       "none; run fsck.framefs", (unsigned long long)p);
 		return -EUCLEAN;
 	}
-	rc = ffs_csum_set(fs, p, FFS_CSUM_TAILS, FFS_CSUM_TAIL_PACK(FFS_CSUM_TAIL_HWM(f), live - 1),
-			  crc);
-	if (rc == 0 && live == 1) {
-		tail_retire_idle(fs, p);
-		rc = tail_closed(fs, p);
-	}
-	return rc;
+	live = (uint32_t)((int)live + delta);
+	rc = ffs_csum_set(fs, p, FFS_CSUM_TAILS, FFS_CSUM_TAIL_PACK(FFS_CSUM_TAIL_HWM(f), live), crc);
+	return rc < 0 ? rc : (int)live;
+}
+
+int ffs_tail_release(struct ffs *fs, uint64_t p)
+{
+	int live = live_add(fs, p, -1);
+
+	if (live != 0)
+		return live < 0 ? live : 0;
+	tail_retire_idle(fs, p);
+	return tail_closed(fs, p);
 }
 
 int ffs_tail_grab(struct ffs *fs, uint64_t p)
 {
-	uint32_t ino, f, crc[FF_MEMBERS_MAX], live;
-	int rc = ffs_csum_get(fs, p, &ino, &f, crc);
+	int live = live_add(fs, p, +1);
 
-	if (rc < 0)
-		return rc;
-	live = FFS_CSUM_TAIL_LIVE(f);
-	if (ino != FFS_CSUM_TAILS || live == 0 || live == 0xffffu) {
-		ff_log(FF_LOG_ERR, "data stripe %llu: a patch points into it, but it holds no tails; "
-		       "run fsck.framefs", (unsigned long long)p);
-		return -EUCLEAN;
-	}
-	return ffs_csum_set(fs, p, FFS_CSUM_TAILS, FFS_CSUM_TAIL_PACK(FFS_CSUM_TAIL_HWM(f), live + 1),
-			    crc);
+	return live < 0 ? live : 0;
 }
 
 uint32_t ffs_csum_vlen(const struct ffs *fs, uint32_t ino, uint32_t fstripe)

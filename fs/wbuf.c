@@ -537,12 +537,13 @@ int wb_fill_span(struct ffs *fs, struct finode *fi, struct wbuf *wb, uint64_t lo
 			break;
 	}
 	ival_add(wb, lo, hi);
-	atomic_fetch_add(&fs->stats.stripe_fills, 1);
 	return 0;
 }
 
 int wb_fill(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 {
+	/* counts whole-stripe fills, as before patches: a patch's edge blocks are not one */
+	atomic_fetch_add(&fs->stats.stripe_fills, 1);
 	return wb_fill_span(fs, fi, wb, 0, fs->stripe_bytes);
 }
 

@@ -663,7 +663,8 @@ int ffs_patch_replay(struct ffs *fs, unsigned *replayed)
 	}
 	if (rc == 0 && nv && !(buf = ff_alloc_aligned(fs->stripe_bytes)))
 		rc = -ENOMEM;
-	qsort(v, nv, sizeof(*v), found_cmp);
+	if (nv)		/* v is NULL when no stripe held a batch */
+		qsort(v, nv, sizeof(*v), found_cmp);
 	for (unsigned i = 0; i < nv && rc >= 0; i++) {
 		rc = apply_batch(fs, &v[i], buf);
 		*replayed += rc == 1;

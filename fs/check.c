@@ -173,6 +173,17 @@ int ffs_check_journal_discard(struct ffs *fs)
 	return ffs_super_write(fs);
 }
 
+int ffs_check_patch_pending(struct ffs *fs, unsigned *count)
+{
+	return ffs_patch_replay(fs, false, count);
+}
+
+int ffs_check_patch_replay(struct ffs *fs, unsigned *replayed)
+{
+	FF_ASSERT(!fs->ro);
+	return ffs_patch_replay(fs, true, replayed);
+}
+
 static int load_one(struct ffs *fs, uint64_t start, uint64_t nblocks, uint64_t nbits,
 		    uint64_t **out, uint64_t *nfree)
 {

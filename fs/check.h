@@ -63,6 +63,15 @@ int ffs_check_journal_discard(struct ffs *fs);
  * all in use, so that nothing is allocated from it before it is rebuilt. */
 int ffs_check_load_bitmaps(struct ffs *fs);
 
+/* Patch batches (format version 5, fs/patch.c) written after the last
+ * commit, past the hwm of the tail stripes it lists: how many there are
+ * (writes nothing), or, read-write only, lay them over their files as a
+ * mount does (after the journal and the bitmaps: the batches' own blocks
+ * and checksums are checked, the patch trees grow in the pool).  A commit
+ * made before they are laid over would forget where they are. */
+int ffs_check_patch_pending(struct ffs *fs, unsigned *count);
+int ffs_check_patch_replay(struct ffs *fs, unsigned *replayed);
+
 /* Commit, move the journal tail to its head and write both groups of
  * superblock copies, marked clean: the end of a run that changed
  * something. */

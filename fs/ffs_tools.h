@@ -151,6 +151,10 @@ struct bt_root {
 	uint64_t owner;
 };
 
+/* Copy out the record with the smallest key >= key: 0, -ENOENT at end. */
+int ffs_bt_find_ge(struct ffs *fs, struct bt_root *t, uint64_t key, uint64_t *found,
+	       void *val, uint16_t *len);
+int ffs_bt_insert(struct ffs *fs, struct bt_root *t, uint64_t key, const void *val, uint16_t len);
 int ffs_bt_delete(struct ffs *fs, struct bt_root *t, uint64_t key);
 /* Replace a record's value in place (same or any length). */
 int ffs_bt_update(struct ffs *fs, struct bt_root *t, uint64_t key, const void *val, uint16_t len);

@@ -87,15 +87,11 @@ bool ffs_pool_block_free(const struct ffs *fs, uint64_t no);
 
 /* ---- B+tree (btree.c) ---------------------------------------------------- */
 
-/* struct bt_root, ffs_bt_delete, ffs_bt_update: ffs_tools.h */
+/* struct bt_root, ffs_bt_find_ge, ffs_bt_insert, ffs_bt_delete, ffs_bt_update: ffs_tools.h */
 
-/* Copy out the record with the smallest key >= key: 0, -ENOENT at end. */
-int ffs_bt_find_ge(struct ffs *fs, struct bt_root *t, uint64_t key, uint64_t *found,
-	       void *val, uint16_t *len);
 /* Largest key <= key. */
 int ffs_bt_find_le(struct ffs *fs, struct bt_root *t, uint64_t key, uint64_t *found,
 	       void *val, uint16_t *len);
-int ffs_bt_insert(struct ffs *fs, struct bt_root *t, uint64_t key, const void *val, uint16_t len);
 /* Free every node. */
 int ffs_bt_destroy(struct ffs *fs, struct bt_root *t);
 /* Visit every node block (fsck, statistics): cb returns <0 to stop. */
@@ -200,9 +196,8 @@ bool ffs_tail_hold(struct ffs *fs, uint64_t p);
  * replay, and the first batch seq it does not hold (fs->lock held). */
 void ffs_tails_listing(struct ffs *fs, uint64_t seq, struct ffs_patch_open *po);
 /* Mount: lay the patch batches written after the last commit over their
- * files again (fs->lock held): how many; -EROFS when some are due and the
- * volume is read-only. */
-int ffs_patch_replay(struct ffs *fs, unsigned *replayed);
+ * files again (apply), or only count them (fs->lock held): how many. */
+int ffs_patch_replay(struct ffs *fs, bool apply, unsigned *count);
 /* One more tail or patch points into tail stripe p (fs->lock held). */
 int ffs_tail_grab(struct ffs *fs, uint64_t p);
 

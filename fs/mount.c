@@ -480,10 +480,15 @@ static int mount_meta(struct ffs *fs, const char *const *paths, unsigned n, stru
 		return rc < 0 ? rc : -EUCLEAN;
 	}
 	ffs_iput(fs, root);
-	rc = ffs_patch_replay(fs, &batches);
+	rc = ffs_patch_replay(fs, !fs->ro, &batches);
 	if (rc < 0) {
 		ff_err_set(err, "patch replay failed: %s", strerror(-rc));
 		return rc;
+	}
+	if (fs->ro && batches) { /* read-only, their data would be missing from the files */
+		ff_err_set(err, "%u patch batch(es) written after the last commit wait for recovery: "
+			   "mount read-write once (or run fsck.framefs -y)", batches);
+		return -EROFS;
 	}
 	if (batches)
 		ff_log(FF_LOG_INFO, "replayed %u patch batch(es)", batches);

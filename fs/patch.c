@@ -631,7 +631,7 @@ static int apply_batch(struct ffs *fs, const struct found_batch *b, uint8_t *buf
 	return rc < 0 ? rc : 1;
 }
 
-int ffs_patch_replay(struct ffs *fs, unsigned *replayed)
+int ffs_patch_replay(struct ffs *fs, bool apply, unsigned *count)
 {
 	struct ffs_patch_open po = fs->sb->popen;
 	uint64_t next = ff_le64(po.next_seq), maxseq = 0;
@@ -640,7 +640,7 @@ int ffs_patch_replay(struct ffs *fs, unsigned *replayed)
 	uint8_t *buf = NULL;
 	int rc = 0;
 
-	*replayed = 0;
+	*count = 0;
 	if (ff_le32(fs->sb->version) < FFS_VERSION_PATCH)
 		return 0;
 	if (n > FFS_PATCH_OPEN_MAX) {
@@ -654,11 +654,8 @@ int ffs_patch_replay(struct ffs *fs, unsigned *replayed)
 		if (p < fs->g->nstripes)
 			rc = scan_stripe(fs, p, next, &v, &nv, &cap, &maxseq);
 	}
-	if (rc == 0 && nv && fs->ro) {
-		if (!fs->checking)
-			ff_log(FF_LOG_ERR, "%u patch batch(es) written after the last commit need "
-			       "recovery: mount read-write once", nv);
-		rc = fs->checking ? 0 : -EROFS;
+	if (!apply) {
+		*count = rc == 0 ? nv : 0;
 		nv = 0;
 	}
 	if (rc == 0 && nv && !(buf = ff_alloc_aligned(fs->stripe_bytes)))
@@ -667,7 +664,7 @@ int ffs_patch_replay(struct ffs *fs, unsigned *replayed)
 		qsort(v, nv, sizeof(*v), found_cmp);
 	for (unsigned i = 0; i < nv && rc >= 0; i++) {
 		rc = apply_batch(fs, &v[i], buf);
-		*replayed += rc == 1;
+		*count += rc == 1;
 	}
 	for (unsigned i = 0; i < nv; i++)
 		free(v[i].h);

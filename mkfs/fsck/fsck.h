@@ -4,8 +4,8 @@
  *
  *   Pass 1  superblocks and the journal              fsck_pass1.c, fs/check.c
  *   Pass 2  inodes, extent maps, B+trees, checksum   fsck_pass2.c, fsck_extent.c,
- *           table owners, small files, packed tails  fsck_tree.c, fsck_small.c,
- *                                                    fsck_tail.c
+ *           table owners, small files, packed tails, fsck_tree.c, fsck_small.c,
+ *           patches                                  fsck_tail.c, fsck_patch.c
  *   Pass 3  directories and connectivity             fsck_pass3.c, fsck_connect.c
  *   Pass 4  link counts, orphan list, bitmaps        fsck_pass4.c
  *   Pass 5  metadata copies and data checksums       fsck_pass5.c
@@ -56,6 +56,7 @@ enum problem {
 	PR_1_JOURNAL_PENDING,
 	PR_1_JOURNAL_BAD,
 	PR_1_SCRUB_RECORD,
+	PR_1_PATCH_PENDING,
 	PR_2_HWM,
 	PR_2_ITABLE_BAD,
 	PR_2_SLOT_INO,
@@ -84,6 +85,9 @@ enum problem {
 	PR_2_TAIL_CSUM,
 	PR_2_TAIL_LIVE,
 	PR_2_TAIL_LEAKED,
+	PR_2_PATCH_BAD,
+	PR_2_PATCH_DUP,
+	PR_2_PATCH_ROOT,
 	PR_3_ROOT_BAD,
 	PR_3_ENTRY_BAD,
 	PR_3_ENTRY_NAME,
@@ -150,6 +154,7 @@ enum ino_flags {
 	IS_ORPHAN_OK = 1u << 7,   /* a valid orphan: unlinked, waiting for the next mount */
 	IS_TREE_BAD = 1u << 8,    /* damaged B+tree, rebuild declined */
 	IS_VISIT = 1u << 9,       /* scratch mark while following entries upwards */
+	IS_PREBUILD = 1u << 10,   /* regular files: patch tree to rebuild (fsck_patch.c) */
 };
 
 struct ino_info {
@@ -169,14 +174,22 @@ struct stripe_claim {
 	uint32_t fstripe;
 };
 
-/* A tail extent's claim on rows [row0, row0 + rows) of tail stripe p
- * (fsck_tail.c): a tail stripe has many, so they are kept apart from
- * c->stripe, which marks the stripe FFS_CSUM_TAILS once they are settled. */
+/* A claim on part of tail stripe p (fsck_tail.c): a tail extent's rows
+ * [row0, row0 + rows), or a patch's slots [slot0, slot0 + nslots) (format.h:
+ * slot s is row s / ndata of chunk s % ndata; a tail's slots are its rows').
+ * A tail stripe has many, so they are kept apart from c->stripe, which
+ * marks the stripe FFS_CSUM_TAILS once they are settled. */
 struct tail_claim {
 	uint64_t p;
 	uint32_t ino, fstripe;
-	uint16_t row0, rows;
+	uint16_t row0, rows;      /* a patch: the rows its slots are in */
+	uint32_t slot0, nslots;
 	bool dead;                /* lost (overlap, rows never written) or its inode cleared */
+	bool patch;               /* patch (fsck_patch.c) of blocks [b0, b0 + nslots) of fstripe */
+	bool mtail;               /* a patch whose file stripe is a tail in data stripe mp; */
+	uint16_t b0;
+	uint64_t mp;              /* else mapped to data stripe mp whole */
+	uint32_t crcsum;          /* a patch: crc32c over its blocks' checksums (in the record) */
 };
 
 struct dup {
@@ -241,8 +254,11 @@ struct fsck {
 	struct path_cache *paths; /* directories' entries kept for fsck_path */
 };
 
-/* POOL_SDATA: a small file's data (fsck_small.c), claimed after every other kind */
-enum { POOL_BTREE = 1, POOL_XATTR = 2, POOL_SYMLINK = 3, POOL_XVALUE = 4, POOL_SDATA = 5 };
+/* POOL_SDATA: a small file's data (fsck_small.c), claimed after every other kind;
+ * POOL_PTREE: a node of a patch tree (fsck_patch.c), kept apart from the
+ * extent map's nodes of the same inode */
+enum { POOL_BTREE = 1, POOL_XATTR = 2, POOL_SYMLINK = 3, POOL_XVALUE = 4, POOL_SDATA = 5,
+       POOL_PTREE = 6 };
 
 /* ---- passes ---------------------------------------------------------------- */
 
@@ -278,6 +294,7 @@ struct fsck_tree_walk {
 	struct fsck *c;
 	uint64_t ino, root;
 	bool claim;               /* take each node in the pool map (else: only nodes it owns) */
+	uint8_t pool_type;        /* the nodes' POOL_* (0: POOL_BTREE) */
 	bool peek;                /* neither: read any node inside the pool that names ino as
 				   * owner, at most budget of them (fsck_path.c) */
 	unsigned budget;
@@ -296,11 +313,24 @@ int fsck_tree_walk(struct fsck_tree_walk *w);
 /* What the walk found wrong, in words (for PR_2_TREE_BAD). */
 void fsck_tree_why(const struct fsck_tree_walk *w, char *buf, size_t len);
 /* Give back the nodes of ino's tree at root that it owns (after a rebuild). */
-int fsck_tree_free_old(struct fsck *c, uint64_t ino, uint64_t root);
+int fsck_tree_free_old(struct fsck *c, uint64_t ino, uint64_t root, uint8_t pool_type);
 
 /* fsck_extent.c: regular files' extent maps */
+/* A run of a file's valid extents: file stripes [f, f + n) at data stripes
+ * [p, p + n), or (FFS_X_TAIL; n is 1) a tail's rows in tail stripe p. */
+struct fsck_run {
+	uint64_t f, p, n;
+	uint32_t flags;
+	uint32_t row0, rows;
+};
+struct fsck_map {           /* in file order; the caller frees runs */
+	struct fsck_run *runs;
+	size_t n;
+};
 int fsck_extent_check(struct fsck *c, uint64_t ino, const struct ffs_inode *d, uint64_t *nstripes,
-		      uint64_t *tail_blocks);
+		      uint64_t *tail_blocks, struct fsck_map *map);
+/* The run that maps file stripe f, or NULL. */
+const struct fsck_run *fsck_map_find(const struct fsck_map *m, uint64_t f);
 int fsck_extent_dups_resolve(struct fsck *c);
 int fsck_extent_csum_check(struct fsck *c);
 int fsck_extent_rebuild_all(struct fsck *c);
@@ -335,8 +365,28 @@ int fsck_tail_entry_check(struct fsck *c, uint64_t p, uint32_t ino, uint32_t f,
 void fsck_tail_entry_make(struct fsck *c, uint64_t p, uint32_t *f, uint32_t *crc);
 /* The live tails in p: how many, and the first one's owner and file stripe. */
 uint32_t fsck_tail_first(const struct fsck *c, uint64_t p, uint32_t *ino, uint32_t *fstripe);
-/* Inode ino is being cleared: its tails go, the entries' counts with them. */
+/* Inode ino is being cleared: its tails and patches go, the entries' counts with them. */
 void fsck_tail_forget(struct fsck *c, uint64_t ino);
+/* A claim for the list (fsck_tail_claim and fsck_patch.c). */
+int fsck_tail_claim_add(struct fsck *c, const struct tail_claim *t);
+
+/* fsck_patch.c: patches (format version 5) and the files' patch trees */
+bool fsck_patches_allowed(const struct fsck *c);
+/* Pass 2: regular file ino's patch tree (d's u2.patch_root, d corrected in
+ * place), against the file's valid extents m; each valid patch claimed. */
+void fsck_patch_check(struct fsck *c, uint64_t ino, struct ffs_inode *d, const struct fsck_map *m,
+		      bool *dirty);
+/* Settling a tail stripe without a valid entry: do patch t's blocks match
+ * their checksums (false also when they cannot be read)? */
+bool fsck_patch_blocks_match(struct fsck *c, const struct tail_claim *t);
+/* After the tail stripes are settled: a patch whose file stripe its file no
+ * longer maps (a duplicate lost, a tail dropped) goes, its count with it. */
+void fsck_patch_unmapped(struct fsck *c);
+/* Does ino still own its patch of blocks from b0 of fstripe in stripe p
+ * (fsck_tail.c: a rebuilt tree keeps it)? */
+bool fsck_patch_owned(const struct fsck *c, uint64_t p, uint64_t ino, uint64_t fstripe, uint32_t b0);
+/* Rebuild the patch trees that lost records (IS_PREBUILD). */
+int fsck_patch_rebuild_all(struct fsck *c);
 /* Chunk checksums of stripe p as on disk, over vlen bytes of each chunk
  * (fsck_stripes.c); false when the data cannot be read. */
 bool fsck_data_crcs(struct fsck *c, uint64_t p, uint32_t vlen, uint32_t *crc);

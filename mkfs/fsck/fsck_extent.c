@@ -30,16 +30,11 @@
 /* the checksum table keeps file stripes in 31 bits (the top one: unwritten) */
 #define FSTRIPE_LIMIT ((uint64_t)FFS_CSUM_UNWRITTEN)
 
-struct run {
-	uint64_t f, p, n;
-	uint32_t flags;
-	uint32_t row0, rows;   /* a tail's (n is 1) */
-};
-
 struct xcol {
 	struct fsck *c;
 	uint64_t ino;
-	bool rebuild;          /* second walk: collect what the file still owns */
+	bool rebuild;          /* second walk: collect what the file still owns (the
+				* first collects every valid extent: fsck_map) */
 	uint64_t next_f;       /* end of the last accepted extent */
 	uint64_t eof;          /* file stripes the size covers */
 	uint64_t nstripes;
@@ -47,7 +42,7 @@ struct xcol {
 	unsigned bad;
 	bool remove;           /* a bad extent is to be removed */
 	char why[96];          /* a problem's words with a number in them */
-	struct run *runs;
+	struct fsck_run *runs;
 	size_t nruns, cap;
 };
 
@@ -60,7 +55,7 @@ _Static_assert(sizeof(struct xrec) == 16, "extent record");
 
 static int push_run(struct xcol *x, uint64_t f, uint64_t p, uint64_t n, uint32_t flags)
 {
-	struct run *last = x->nruns ? &x->runs[x->nruns - 1] : NULL;
+	struct fsck_run *last = x->nruns ? &x->runs[x->nruns - 1] : NULL;
 
 	if (last && last->f + last->n == f && last->p + last->n == p && last->flags == flags &&
 	    !(flags & FFS_X_TAIL) && last->n + n <= UINT32_MAX) {
@@ -69,14 +64,14 @@ static int push_run(struct xcol *x, uint64_t f, uint64_t p, uint64_t n, uint32_t
 	}
 	if (x->nruns == x->cap) {
 		size_t cap = x->cap ? x->cap * 2 : 16;
-		struct run *r = realloc(x->runs, cap * sizeof(*r));
+		struct fsck_run *r = realloc(x->runs, cap * sizeof(*r));
 
 		if (!r)
 			return -ENOMEM;
 		x->runs = r;
 		x->cap = cap;
 	}
-	x->runs[x->nruns++] = (struct run){ f, p, n, flags, 0, 0 };
+	x->runs[x->nruns++] = (struct fsck_run){ f, p, n, flags, 0, 0 };
 	return 0;
 }
 
@@ -99,7 +94,7 @@ static int claim(struct xcol *x, uint64_t f, uint64_t p, uint64_t n, uint32_t fl
 			rc = fsck_dup_add(c, p + s, x->ino, f + s, flags & FFS_X_UNWRITTEN);
 		}
 	}
-	return rc;
+	return rc == 0 && !x->rebuild ? push_run(x, f, p, n, flags) : rc;
 }
 
 static const char *extent_problem(const struct xcol *x, uint64_t f, uint64_t p, uint64_t n,
@@ -171,9 +166,11 @@ static int tail_one(struct xcol *x, uint64_t f, uint64_t p, uint32_t count, uint
 	x->next_f = f + 1;
 	x->tail_blocks += (uint64_t)rows * ffs_tools_geom(x->c->fs)->ndata;
 	if (!x->rebuild)
-		return fsck_tail_claim(x->c, p, x->ino, f, row0, rows);
-	if (!fsck_tail_owned(x->c, p, x->ino, f))
-		return 0;
+		rc = fsck_tail_claim(x->c, p, x->ino, f, row0, rows);
+	else
+		rc = fsck_tail_owned(x->c, p, x->ino, f) ? 0 : 1;
+	if (rc != 0)
+		return rc < 0 ? rc : 0;
 	rc = push_run(x, f, p, 1, flags);
 	if (rc == 0) {
 		x->runs[x->nruns - 1].row0 = row0;
@@ -267,12 +264,13 @@ static int judge(struct fsck *c, struct xcol *x, const struct fsck_tree_walk *w,
 }
 
 int fsck_extent_check(struct fsck *c, uint64_t ino, const struct ffs_inode *d, uint64_t *nstripes,
-		      uint64_t *tail_blocks)
+		      uint64_t *tail_blocks, struct fsck_map *map)
 {
 	struct xcol x = { .c = c, .ino = ino };
 	struct fsck_tree_walk w;
 	int rc = collect(&x, d, &w);
 
+	*map = (struct fsck_map){ x.runs, x.nruns };
 	if (rc < 0) {
 		fsck_operr(c, rc, "cannot walk an extent map");
 		return rc;
@@ -282,6 +280,21 @@ int fsck_extent_check(struct fsck *c, uint64_t ino, const struct ffs_inode *d, u
 	return judge(c, &x, &w, d);
 }
 
+const struct fsck_run *fsck_map_find(const struct fsck_map *m, uint64_t f)
+{
+	size_t lo = 0, hi = m->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (m->runs[mid].f + m->runs[mid].n <= f)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < m->n && m->runs[lo].f <= f ? &m->runs[lo] : NULL;
+}
+
 /* Map afresh what the file still owns; the old tree's nodes go back. */
 static int rebuild_one(struct fsck *c, uint64_t ino)
 {
@@ -289,7 +302,7 @@ static int rebuild_one(struct fsck *c, uint64_t ino)
 	struct fsck_tree_walk w;
 	struct ffs_inode d;
 	struct finode *fi;
-	uint64_t old_root;
+	uint64_t old_root, patch_root;
 	int rc = fsck_slot_read(c, ino, &d);
 
 	if (rc == 0)
@@ -297,6 +310,11 @@ static int rebuild_one(struct fsck *c, uint64_t ino)
 	/* an empty inline map first, in the slot itself: the library refuses
 	 * to load an inode whose map is corrupt */
 	old_root = ff_le32(d.flags) & FFS_I_BTREE ? ff_le64(d.root) : 0;
+	/* the patch tree is set aside meanwhile: mapping a stripe drops its
+	 * patches (fs/patch.c), and these stripes keep theirs */
+	patch_root = fsck_patches_allowed(c) ? ff_le64(d.u2.patch_root) : 0;
+	if (patch_root)
+		d.u2.patch_root = 0;
 	d.flags = ff_cpu_to_le32(ff_le32(d.flags) & ~(uint32_t)FFS_I_BTREE);
 	d.root = 0;
 	d.nextents = 0;
@@ -312,7 +330,7 @@ static int rebuild_one(struct fsck *c, uint64_t ino)
 		return rc;
 	}
 	for (size_t i = 0; i < x.nruns && rc == 0; i++) {
-		const struct run *r = &x.runs[i];
+		const struct fsck_run *r = &x.runs[i];
 
 		if (r->flags & FFS_X_TAIL) /* its stripe's entry already counts it */
 			rc = ffs_extent_map_tail(c->fs, fi, r->f, r->p, r->row0, r->rows);
@@ -321,10 +339,14 @@ static int rebuild_one(struct fsck *c, uint64_t ino)
 		if (rc == 0)
 			rc = fsck_commit(c, false);
 	}
+	if (rc == 0 && patch_root) {
+		fi->d.u2.patch_root = ff_cpu_to_le64(patch_root);
+		rc = ffs_istore(c->fs, fi);
+	}
 	fsck_finode_put(c, fi);
 	free(x.runs);
 	if (rc == 0 && old_root)
-		rc = fsck_tree_free_old(c, ino, old_root);
+		rc = fsck_tree_free_old(c, ino, old_root, POOL_BTREE);
 	if (rc < 0)
 		fsck_operr(c, rc, "cannot rebuild an extent map");
 	return rc;

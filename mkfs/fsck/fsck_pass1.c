@@ -21,7 +21,8 @@
  * then the array may be what is wrong, and the check stops.
  *
  * Then, as e2fsck does, committed journal transactions are replayed before
- * anything else is looked at.
+ * anything else is looked at, and after them (format version 5) the patch
+ * batches fsync wrote after the last commit (patches() below).
  *
  * Last, the scrub history the superblock keeps (fs/format.h): a record with
  * impossible times or counts is cleared.  It never makes a copy invalid —
@@ -219,6 +220,29 @@ static int journal(struct fsck *c)
 	return rc;
 }
 
+/* Patch batches a commit listed but no commit holds (fs/patch.c): laid
+ * over their files before anything else is checked, as a mount would, or
+ * the next commit (any repair's) would forget them and fsync'd data with
+ * them; pass 2 then finds them in the files' patch trees. */
+static int patches(struct fsck *c)
+{
+	unsigned n = 0, replayed = 0;
+	int rc = ffs_check_patch_pending(c->fs, &n);
+
+	if (rc < 0) {
+		fsck_operr(c, rc, "cannot read the patch batches");
+		return rc;
+	}
+	if (!n || !fsck_fix_problem(c, PR_1_PATCH_PENDING, &(struct pctx){ .num = n }))
+		return 0;
+	rc = ffs_check_patch_replay(c->fs, &replayed);
+	if (rc == 0)
+		rc = fsck_commit(c, true);
+	if (rc < 0)
+		fsck_operr(c, rc, "cannot lay the patch batches over their files");
+	return rc;
+}
+
 /* Judge every record first, then clear: clearing one changes which are the
  * eight newest, and the second run must find what the first left sane. */
 static void scrub_history(struct fsck *c)
@@ -249,6 +273,8 @@ int fsck_pass1(struct fsck *c)
 		scrub_history(c);
 	if (rc == 0 && (rc = ffs_check_load_bitmaps(c->fs)) < 0)
 		fsck_operr(c, rc, "cannot load the allocation bitmaps");
+	if (rc == 0)
+		rc = patches(c);
 	if (rc == 0 && c->sb_rebuilt) /* the table is initialised at least as far as it is used */
 		ffs_check_hwm_from_bitmap(c->fs);
 	if (rc == 0 && (rc = fsck_state_alloc(c)) < 0)

@@ -5,12 +5,15 @@
  * each type points at — extent maps (fsck_extent.c), directory trees (their
  * shape here, their entries in pass 3), symlink and xattr blocks.  A slot is
  * in use when it holds its own number and a mode; the inode bitmap is only
- * compared with that in pass 4.  Ends with the stripes claimed twice, the
- * tail stripes (fsck_tail.c), the checksum table's owners, the small files' blocks (fsck_small.c), the map
- * rebuilds, and the orphan list as found.
+ * compared with that in pass 4.  A regular file's patch tree is checked
+ * against its extents (fsck_patch.c).  Ends with the orphan list as found,
+ * the stripes claimed twice, the tail stripes with their tails and patches
+ * (fsck_tail.c), the checksum table's owners, the small files' blocks
+ * (fsck_small.c), and the rebuilds of extent maps and patch trees.
  */
 #include <dirent.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "mkfs/fsck/fsck.h"
@@ -157,9 +160,15 @@ static enum verdict contents(struct fsck *c, uint64_t ino, struct ffs_inode *d, 
 
 	if (t == DT_REG && (ff_le32(d->flags) & FFS_I_SMALL)) {
 		/* no extents: its blocks are checked after the scan (fsck_small.c) */
+		fsck_patch_check(c, ino, d, &(struct fsck_map){ NULL, 0 }, dirty);
 	} else if (t == DT_REG) {
-		if (fsck_extent_check(c, ino, d, &nstripes, &tail_blocks) < 0 ||
-		    !(c->ino[ino].flags & IS_USED))
+		struct fsck_map map;
+		int rc = fsck_extent_check(c, ino, d, &nstripes, &tail_blocks, &map);
+
+		if (rc == 0 && (c->ino[ino].flags & IS_USED))
+			fsck_patch_check(c, ino, d, &map, dirty);
+		free(map.runs);
+		if (rc < 0 || !(c->ino[ino].flags & IS_USED))
 			return CLEARED;
 	} else if (t == DT_DIR) {
 		dir_shape(c, ino, d);
@@ -388,6 +397,8 @@ int fsck_pass2(struct fsck *c)
 	fsck_reserve_counted(c);
 	if (!c->operr && !c->stop)
 		fsck_extent_rebuild_all(c);
+	if (!c->operr && !c->stop)
+		fsck_patch_rebuild_all(c);
 	fsck_commit(c, true);
 	return c->operr;
 }

@@ -205,7 +205,7 @@ static int rebuild(struct dwalk *w, struct finode *fi)
 	for (size_t i = 0; i < w->n && rc == 0; i++)
 		rc = add_again(w, fi, &w->list[i]);
 	if (rc == 0 && old_root)
-		rc = fsck_tree_free_old(w->c, w->dir, old_root);
+		rc = fsck_tree_free_old(w->c, w->dir, old_root, POOL_BTREE);
 	return rc;
 }
 

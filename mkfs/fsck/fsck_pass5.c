@@ -98,6 +98,7 @@ static const char *pool_name(uint8_t t, uint32_t *type)
 {
 	static const struct { uint32_t type; const char *name; } k[] = {
 		[POOL_BTREE] = { FFS_B_BTREE, "B+tree node" },
+		[POOL_PTREE] = { FFS_B_BTREE, "patch tree node" },
 		[POOL_XATTR] = { FFS_B_XATTR, "extended attributes" },
 		[POOL_SYMLINK] = { FFS_B_SYMLINK, "symbolic link target" },
 		[POOL_XVALUE] = { FFS_B_XVALUE, "extended attribute value" },
@@ -214,7 +215,7 @@ static uint32_t ask_chunks(struct fsck *c, uint64_t p, uint32_t bad, uint32_t *c
 
 	if (ino == FFS_CSUM_TAILS) { /* named by its first tail */
 		ntails = fsck_tail_first(c, p, &ino, &f);
-		snprintf(also, sizeof(also), ", in a tail stripe holding %u tail(s)", ntails);
+		snprintf(also, sizeof(also), ", in a tail stripe holding %u tail(s) and patch(es)", ntails);
 	}
 	for (uint32_t i = 0; i < ffs_tools_geom(c->fs)->ndata; i++) {
 		struct pctx px = { .blk = p, .num = i, .ino = ino, .num2 = f, .str = also };

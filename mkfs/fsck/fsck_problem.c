@@ -32,6 +32,9 @@ const struct problem_def fsck_problems[PR_COUNT] = {
 	  "The journal holds committed transactions that are not yet in place", "Replay the journal"),
 	P(PR_1_JOURNAL_BAD, 0x104, SEV_MAJOR, "The journal cannot be replayed ({str})",
 	  "Discard the journal"),
+	P(PR_1_PATCH_PENDING, 0x108, SEV_MINOR,
+	  "{num} patch batch(es) written after the last commit are not yet laid over their files "
+	  "(a mount lays them over)", "Lay them over now"),
 	P(PR_1_SCRUB_RECORD, 0x107, SEV_MINOR,
 	  "Scrub history record {num} (superblock slot {num2}) is nonsense: {str}", "Clear it"),
 	P(PR_2_HWM, 0x201, SEV_MINOR, "The inode table high-water mark is {num}, should be {num2}",
@@ -95,17 +98,26 @@ const struct problem_def fsck_problems[PR_COUNT] = {
 	  "{blk}) {str} inode {ino2}", "Unmap it"),
 	P(PR_2_TAIL_STRIPE, 0x219, SEV_MAJOR,
 	  "Inode {ino} maps data stripe {blk} whole (file stripe {num}), but it is a tail stripe "
-	  "holding the tails of {num2} file(s), inode {ino2} among them", "Unmap it"),
+	  "holding {num2} tail(s) and patch(es) of files, one of inode {ino2}", "Unmap it"),
 	P(PR_2_TAIL_CSUM, 0x21a, SEV_MAJOR,
-	  "The checksum entry of data stripe {blk} {str}, but {num} file(s) have tails there, "
-	  "inode {ino} among them", "Rebuild the entry from the tails and the data"),
+	  "The checksum entry of data stripe {blk} {str}, but {num} tail(s) and patch(es) of "
+	  "files lie there, one of inode {ino}", "Rebuild the entry from the tails and the data"),
 	P(PR_2_TAIL_LIVE, 0x21b, SEV_MINOR,
-	  "The checksum entry of tail stripe {blk} counts {num} tail(s) in it, {num2} point there",
+	  "The checksum entry of tail stripe {blk} counts {num} tail(s) and patch(es) in it, {num2} "
+	  "point there",
 	  "Fix the count"),
 	P(PR_2_TAIL_LEAKED, 0x21c, SEV_MINOR,
-	  "Tail stripe {blk} ({num} rows written) holds no tail any more: the daemon keeps an "
+	  "Tail stripe {blk} ({num} rows written) holds no tail or patch any more: the daemon keeps an "
 	  "emptied tail stripe while it may append to it, so this is the normal aftermath of a "
 	  "crash", "Free it"),
+	P(PR_2_PATCH_BAD, 0x21d, SEV_MAJOR,
+	  "Inode {ino}: the patch of {num2} block(s) from block {num3} of file stripe {num} (tail "
+	  "stripe {blk}) {str}", "Remove it"),
+	P(PR_2_PATCH_DUP, 0x21e, SEV_MAJOR,
+	  "Inode {ino}: the patch of {num2} block(s) from block {num3} of file stripe {num} (tail "
+	  "stripe {blk}) {str} inode {ino2}", "Remove it"),
+	P(PR_2_PATCH_ROOT, 0x21f, SEV_MAJOR, "Inode {ino} ({str}) has a patch tree root of {blk}, {str2}",
+	  "Drop the patch tree"),
 	P(PR_3_ROOT_BAD, 0x301, SEV_MAJOR, "The root inode {str}", "Recreate the root directory"),
 	P(PR_3_ENTRY_BAD, 0x302, SEV_MAJOR, "Directory {ino} has a malformed entry at position {num}",
 	  "Remove it"),

@@ -45,22 +45,30 @@ uint32_t fsck_tail_rows_max(const struct fsck *c)
 	return ffs_tools_geom(c->fs)->chunk_bytes / FFS_TAIL_ROW;
 }
 
+int fsck_tail_claim_add(struct fsck *c, const struct tail_claim *t)
+{
+	if (c->ntails == c->cap_tails) {
+		size_t cap = c->cap_tails ? c->cap_tails * 2 : 64;
+		struct tail_claim *v = realloc(c->tails, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		c->tails = v;
+		c->cap_tails = cap;
+	}
+	c->tails[c->ntails++] = *t;
+	return 0;
+}
+
 int fsck_tail_claim(struct fsck *c, uint64_t p, uint64_t ino, uint64_t fstripe, uint32_t row0,
 		    uint32_t rows)
 {
-	FF_ASSERT(rows >= 1 && row0 + rows <= fsck_tail_rows_max(c) && p < c->nstripes);
-	if (c->ntails == c->cap_tails) {
-		size_t cap = c->cap_tails ? c->cap_tails * 2 : 64;
-		struct tail_claim *t = realloc(c->tails, cap * sizeof(*t));
+	uint32_t ndata = ffs_tools_geom(c->fs)->ndata;
 
-		if (!t)
-			return -ENOMEM;
-		c->tails = t;
-		c->cap_tails = cap;
-	}
-	c->tails[c->ntails++] = (struct tail_claim){ p, (uint32_t)ino, (uint32_t)fstripe,
-						     (uint16_t)row0, (uint16_t)rows, false };
-	return 0;
+	FF_ASSERT(rows >= 1 && row0 + rows <= fsck_tail_rows_max(c) && p < c->nstripes);
+	return fsck_tail_claim_add(c, &(struct tail_claim){
+		.p = p, .ino = (uint32_t)ino, .fstripe = (uint32_t)fstripe, .row0 = (uint16_t)row0,
+		.rows = (uint16_t)rows, .slot0 = row0 * ndata, .nslots = rows * ndata });
 }
 
 static bool claim_live(const struct fsck *c, const struct tail_claim *t)
@@ -87,7 +95,17 @@ static size_t first_of(const struct fsck *c, uint64_t p)
 bool fsck_tail_owned(const struct fsck *c, uint64_t p, uint64_t ino, uint64_t fstripe)
 {
 	for (size_t i = first_of(c, p); i < c->ntails && c->tails[i].p == p; i++)
-		if (c->tails[i].ino == ino && c->tails[i].fstripe == fstripe && claim_live(c, &c->tails[i]))
+		if (c->tails[i].ino == ino && c->tails[i].fstripe == fstripe && !c->tails[i].patch &&
+		    claim_live(c, &c->tails[i]))
+			return true;
+	return false;
+}
+
+bool fsck_patch_owned(const struct fsck *c, uint64_t p, uint64_t ino, uint64_t fstripe, uint32_t b0)
+{
+	for (size_t i = first_of(c, p); i < c->ntails && c->tails[i].p == p; i++)
+		if (c->tails[i].ino == ino && c->tails[i].fstripe == fstripe && c->tails[i].patch &&
+		    c->tails[i].b0 == b0 && claim_live(c, &c->tails[i]))
 			return true;
 	return false;
 }
@@ -112,27 +130,37 @@ static bool entry_is_tails(const struct fsck *c, uint32_t ino, uint32_t f)
 	       FFS_CSUM_TAIL_HWM(f) <= fsck_tail_rows_max(c);
 }
 
-static int by_row(const void *a, const void *b)
+static int by_slot(const void *a, const void *b)
 {
 	const struct tail_claim *x = a, *y = b;
 
 	if (x->p != y->p)
 		return x->p < y->p ? -1 : 1;
-	if (x->row0 != y->row0)
-		return x->row0 < y->row0 ? -1 : 1;
+	if (x->slot0 != y->slot0)
+		return x->slot0 < y->slot0 ? -1 : 1;
 	if (x->ino != y->ino)
 		return x->ino < y->ino ? -1 : 1;
-	return x->fstripe < y->fstripe ? -1 : x->fstripe > y->fstripe;
+	if (x->fstripe != y->fstripe)
+		return x->fstripe < y->fstripe ? -1 : 1;
+	return x->b0 < y->b0 ? -1 : x->b0 > y->b0;
 }
 
-/* Tail t loses its rows (code says why): its map is rebuilt without it. */
+/* Claim t loses its place (code says why): a tail's file gets its map
+ * rebuilt without it, a patch's its patch tree. */
 static void lose(struct fsck *c, struct tail_claim *t, enum problem code, const char *why,
 		 uint64_t other)
 {
-	if (fsck_fix_problem(c, code, &(struct pctx){ .ino = t->ino, .num = t->fstripe, .blk = t->p,
-						   .num2 = t->rows, .num3 = t->row0, .str = why,
-						   .ino2 = other }))
+	if (t->patch) {
+		if (fsck_fix_problem(c, code == PR_2_TAIL_DUP ? PR_2_PATCH_DUP : PR_2_PATCH_BAD,
+				     &(struct pctx){ .ino = t->ino, .num = t->fstripe, .blk = t->p,
+						     .num2 = t->nslots, .num3 = t->b0, .str = why,
+						     .ino2 = other }))
+			c->ino[t->ino].flags |= IS_PREBUILD;
+	} else if (fsck_fix_problem(c, code, &(struct pctx){ .ino = t->ino, .num = t->fstripe,
+							   .blk = t->p, .num2 = t->rows,
+							   .num3 = t->row0, .str = why, .ino2 = other })) {
 		c->ino[t->ino].flags |= IS_REBUILD;
+	}
 	t->dead = true;
 }
 
@@ -179,19 +207,26 @@ static void settle(struct fsck *c, struct tail_claim *t, size_t n)
 	if (ffs_csum_get(c->fs, t[0].p, &ino, &f, crc) == 0 && entry_is_tails(c, ino, f))
 		hwm = FFS_CSUM_TAIL_HWM(f);
 	snprintf(why, sizeof(why), "ends past the %u rows written in its tail stripe", hwm);
-	for (size_t i = 0; i < n && hwm; i++)
-		if (claim_live(c, &t[i]) && t[i].row0 + t[i].rows > hwm)
+	for (size_t i = 0; i < n; i++) {
+		if (!claim_live(c, &t[i]))
+			continue;
+		if (hwm && t[i].row0 + t[i].rows > hwm)
 			lose(c, &t[i], PR_2_TAIL_BAD, why, 0);
+		/* nothing says what the stripe holds: a patch's own checksums do */
+		else if (!hwm && t[i].patch && !fsck_patch_blocks_match(c, &t[i]))
+			lose(c, &t[i], PR_2_TAIL_BAD, "does not hold the blocks its record describes", 0);
+	}
 	nlive = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (!claim_live(c, &t[i]))
 			continue;
-		if (prev && t[i].row0 < end) {
-			lose(c, &t[i], PR_2_TAIL_DUP, "overlaps the tail of", prev->ino);
+		if (prev && t[i].slot0 < end) {
+			lose(c, &t[i], PR_2_TAIL_DUP,
+			     prev->patch ? "overlaps a patch of" : "overlaps the tail of", prev->ino);
 			continue;
 		}
-		if (t[i].row0 + t[i].rows > end) {
-			end = t[i].row0 + t[i].rows;
+		if (t[i].slot0 + t[i].nslots > end) {
+			end = t[i].slot0 + t[i].nslots;
 			prev = &t[i];
 		}
 		nlive++;
@@ -203,12 +238,14 @@ static void settle(struct fsck *c, struct tail_claim *t, size_t n)
 int fsck_tail_resolve(struct fsck *c)
 {
 	if (c->ntails)
-		qsort(c->tails, c->ntails, sizeof(*c->tails), by_row);
+		qsort(c->tails, c->ntails, sizeof(*c->tails), by_slot);
 	for (size_t i = 0, j; i < c->ntails && !c->stop; i = j) {
 		for (j = i; j < c->ntails && c->tails[j].p == c->tails[i].p; j++)
 			;
 		settle(c, &c->tails[i], j - i);
 	}
+	if (!c->stop)
+		fsck_patch_unmapped(c);
 	return 0;
 }
 

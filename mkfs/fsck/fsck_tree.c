@@ -97,6 +97,11 @@ static int walk_leaf(struct fsck_tree_walk *w, const struct ffs_bt_node *n)
 	return rc;
 }
 
+static uint8_t tree_type(const struct fsck_tree_walk *w)
+{
+	return w->pool_type ? w->pool_type : POOL_BTREE;
+}
+
 /* Take the node for this walk: false when it must be skipped. */
 static bool take(struct fsck_tree_walk *w, uint64_t blk, unsigned depth)
 {
@@ -118,8 +123,9 @@ static bool take(struct fsck_tree_walk *w, uint64_t blk, unsigned depth)
 		return true;
 	}
 	if (!w->claim) /* a later walk: only what the counting walk gave this tree */
-		return c->pool_owner[blk - c->pool_start] == w->ino;
-	if (!fsck_pool_claim(c, blk, w->ino, POOL_BTREE, &other)) {
+		return c->pool_owner[blk - c->pool_start] == w->ino &&
+		       c->pool_type[blk - c->pool_start] == tree_type(w);
+	if (!fsck_pool_claim(c, blk, w->ino, tree_type(w), &other)) {
 		damage(w, blk, other == w->ino ? "is used twice in the tree" : "is also used by inode",
 		       other == w->ino ? 0 : other);
 		return false;
@@ -200,10 +206,11 @@ static int collect(struct fsck_tree_walk *w, uint64_t blk)
 	return 0;
 }
 
-int fsck_tree_free_old(struct fsck *c, uint64_t ino, uint64_t root)
+int fsck_tree_free_old(struct fsck *c, uint64_t ino, uint64_t root, uint8_t pool_type)
 {
 	struct old_nodes o = { NULL, 0, 0 };
-	struct fsck_tree_walk w = { .c = c, .ino = ino, .root = root, .node = collect, .arg = &o };
+	struct fsck_tree_walk w = { .c = c, .ino = ino, .root = root, .pool_type = pool_type,
+				    .node = collect, .arg = &o };
 	int rc = fsck_tree_walk(&w);
 
 	for (size_t i = 0; i < o.n && rc == 0; i++) {

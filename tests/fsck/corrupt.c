@@ -783,6 +783,59 @@ static void do_tail_leaked(struct tool *t, char **arg)
 /* tail-data PATH: garbage over the first 4 KiB (row 0) of chunk 0 of PATH's tail stripe. */
 static void do_tail_data(struct tool *t, char **arg) { raw_data_chunk(t, tail_stripe(t, arg[0]), 0); }
 
+/* ---- patches (format version 5) ------------------------------------------------ */
+
+/* patch-field PATH N FIELD VALUE: record N (in key order) of PATH's patch
+ * tree gets VALUE in FIELD: slot0, nblocks, pstripe or reserved (the
+ * record's length stays), or fstripe (its key: the record moves). */
+static void do_patch_field(struct tool *t, char **arg)
+{
+	struct finode *fi = inode(t, arg[0]);
+	struct bt_root r = { ff_le64(fi->d.u2.patch_root), fi->ino };
+	uint8_t rec[FFS_BT_RECORD_MAX];
+	uint64_t key = 0, v = num(arg[3]);
+	struct ffs_patch x;
+	uint16_t len = 0;
+	int rc = 0;
+
+	for (uint64_t i = 0, at = 0; i <= num(arg[1]) && rc == 0; i++, at = key + 1)
+		rc = ffs_bt_find_ge(t->fs, &r, at, &key, rec, &len);
+	if (rc < 0)
+		die("no such patch record", rc);
+	memcpy(&x, rec, sizeof(x));
+	if (!strcmp(arg[2], "slot0"))
+		x.slot0 = ff_cpu_to_le16((uint16_t)v);
+	else if (!strcmp(arg[2], "nblocks"))
+		x.nblocks = ff_cpu_to_le16((uint16_t)v);
+	else if (!strcmp(arg[2], "pstripe"))
+		x.pstripe = ff_cpu_to_le64(v);
+	else if (!strcmp(arg[2], "reserved"))
+		x.reserved = ff_cpu_to_le32((uint32_t)v);
+	else if (strcmp(arg[2], "fstripe"))
+		die(arg[2], -EINVAL);
+	memcpy(rec, &x, sizeof(x));
+	if (!strcmp(arg[2], "fstripe")) {
+		rc = ffs_bt_delete(t->fs, &r, key);
+		if (rc == 0)
+			rc = ffs_bt_insert(t->fs, &r, FFS_PATCH_KEY(v, FFS_PATCH_KEY_BLOCK(key)), rec, len);
+	} else {
+		rc = ffs_bt_update(t->fs, &r, key, rec, len);
+	}
+	if (rc < 0)
+		die("patch record", rc);
+	fi->d.u2.patch_root = ff_cpu_to_le64(r.root);
+	commit(t, fi);
+}
+
+/* patch-root PATH V: PATH's patch tree root block set to V. */
+static void do_patch_root(struct tool *t, char **arg)
+{
+	struct finode *fi = inode(t, arg[0]);
+
+	fi->d.u2.patch_root = ff_cpu_to_le64(num(arg[1]));
+	commit(t, fi);
+}
+
 /* version N: the superblock says format version N (written at the end). */
 static void do_version(struct tool *t, char **arg)
 {
@@ -979,6 +1032,14 @@ static void do_nothing(struct tool *t, char **arg)
 	(void)arg;
 }
 
+/* nothing: the volume as built, not even the superblock rewritten (finishing
+ * would move the journal's tail past transactions a crash left to replay). */
+static void do_untouched(struct tool *t, char **arg)
+{
+	(void)arg;
+	t->finish = false;
+}
+
 static const struct action {
 	const char *name;
 	unsigned nargs;
@@ -1015,6 +1076,8 @@ static const struct action {
 	{ "tail-hwm", 2, do_tail_hwm },           { "tail-csum-ino", 1, do_tail_csum_ino },
 	{ "tail-whole", 2, do_tail_whole },       { "tail-leaked", 0, do_tail_leaked },
 	{ "tail-data", 1, do_tail_data },         { "version", 1, do_version },
+	{ "patch-field", 4, do_patch_field },     { "patch-root", 2, do_patch_root },
+	{ "nothing", 0, do_untouched },
 };
 
 static bool act(struct tool *t, const char *a, char **arg, unsigned nargs)

@@ -27,9 +27,10 @@
  * the corpus tree has three small files), which have no header to reseal:
  * changed, they fail the checksum their entry in the small-data checksum
  * table gives (whose blocks are damaged like any other).  The volume is
- * format version 4 with packed tails (FFSCK_IMAGE_TAILS: image.c), so the
- * inode-table and checksum-table blocks damaged hold tail extents and tail
- * stripes' entries too.
+ * format version 5 with packed tails and patches (FFSCK_IMAGE_TAILS and
+ * FFSCK_IMAGE_PATCHES: image.c), so the inode-table, checksum-table and
+ * B+tree blocks damaged hold tail extents, tail stripes' entries and patch
+ * records too.
  */
 #include <dirent.h>
 #include <errno.h>

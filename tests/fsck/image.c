@@ -41,6 +41,15 @@
  * rows 0-7), t1 and t2 follow it in the same stripe (rows 8-9, 10-12); t3
  * does not fit there and opens the second tail stripe.  On a version 4
  * volume without FFSCK_IMAGE_TAILS, /a/f1's tail is the only one.
+ *
+ * With FFSCK_IMAGE_PATCHES set as well the volume is format version 5
+ * (patches, fs/patch.c) and holds /p/db: 3 stripes and a 2-row tail, then
+ * small overwrites, each round fsync'd (db_writes below): blocks of its
+ * whole stripes and of its tail kept as patches in tail stripes, one of
+ * them written over again.  With FFSCK_IMAGE_PENDING too, the volume is
+ * mounted once more and two more rounds are written, the last fsync'd
+ * without a commit (its tail stripe was listed by the one before: a patch
+ * batch, fs/patch.c), and the process ends there, as a crash would end it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -48,6 +57,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "fs/ffs.h"
 #include "fs/format.h"
@@ -111,6 +121,95 @@ static int build_tails(struct ffs *fs)
 	return rc;
 }
 
+/* /p/db: its length and seed, then the overwrites, round by round (a round
+ * ends with an fsync); the rounds from DB_PENDING on are written only with
+ * FFSCK_IMAGE_PENDING, in a second mount (see the top). */
+#define DB_LEN (3ull * 3 * CHUNK + 20 * 1024)
+#define DB_SEED 21u
+#define DB_PENDING 3u
+static const struct { uint64_t off, len; unsigned round; } db_writes[] = {
+	{ 5 * 4096, 4096, 0 },                         /* stripe 0, block 5 */
+	{ 3 * CHUNK * 1 + 10 * 4096, 8192, 0 },        /* stripe 1, blocks 10-11 */
+	{ 5 * 4096 + 100, 3000, 1 },                   /* stripe 0, block 5 again */
+	{ 3 * CHUNK * 2 + 47 * 4096, 4096, 1 },        /* stripe 2, its last block */
+	{ 3 * CHUNK * 3 + 4096, 4096, 2 },             /* the tail, block 1 */
+	{ 3 * CHUNK * 1 + 30 * 4096, 4096, 3 },        /* commits: a new tail stripe opens */
+	{ 3 * CHUNK * 2 + 3 * 4096, 8192, 4 },         /* the batch no commit holds */
+};
+
+static bool db_round_on(unsigned round)
+{
+	return round < DB_PENDING || getenv("FFSCK_IMAGE_PENDING");
+}
+
+/* The rounds [r0, r1) of db_writes into file fh. */
+static int db_rounds(struct ffs *fs, uint64_t fh, unsigned r0, unsigned r1)
+{
+	static uint8_t buf[16384];
+	int rc = 0;
+
+	for (unsigned r = r0; r < r1 && rc == 0; r++) {
+		for (unsigned i = 0; i < FF_ARRAY_SIZE(db_writes) && rc == 0; i++) {
+			ssize_t w;
+
+			if (db_writes[i].round != r)
+				continue;
+			pattern(buf, db_writes[i].len, db_writes[i].off, 30 + i);
+			w = ffs_write(fs, fh, buf, db_writes[i].len, db_writes[i].off);
+			rc = w == (ssize_t)db_writes[i].len ? 0 : (w < 0 ? (int)w : -EIO);
+		}
+		if (rc == 0)
+			rc = ffs_fsync(fs, fh, false);
+	}
+	return rc;
+}
+
+static int build_patches(struct ffs *fs)
+{
+	struct stat p;
+	uint64_t db, fh;
+	int rc = ffs_mkdir(fs, 1, "p", 0755, 0, 0, &p);
+
+	if (rc == 0)
+		rc = write_file(fs, p.st_ino, "db", DB_LEN, 0, DB_SEED, &db);
+	if (rc == 0)
+		rc = ffs_open(fs, db, O_RDWR, &fh);
+	if (rc == 0) {
+		rc = db_rounds(fs, fh, 0, DB_PENDING);
+		if (ffs_release(fs, fh) < 0 && rc == 0)
+			rc = -EIO;
+	}
+	return rc;
+}
+
+/* FFSCK_IMAGE_PENDING: the rounds a second mount writes, then the end. */
+static int build_pending(const struct ffs_opts *o0)
+{
+	struct ffs_opts o = *o0;
+	struct ff_err err = { "" };
+	struct stat p, st;
+	struct ffs *fs;
+	uint64_t fh;
+	int rc;
+
+	o.commit_interval_ms = 24u * 3600 * 1000; /* no commit but the ones fsync makes */
+	rc = ffs_mount(members, nmembers, &o, &fs, &err);
+	if (rc < 0) {
+		fprintf(stderr, "ffsck-image: %s\n", err.msg);
+		return 1;
+	}
+	rc = ffs_lookup(fs, 1, "p", &p);
+	if (rc == 0)
+		rc = ffs_lookup(fs, p.st_ino, "db", &st);
+	if (rc == 0)
+		rc = ffs_open(fs, st.st_ino, O_RDWR, &fh);
+	if (rc == 0)
+		rc = db_rounds(fs, fh, DB_PENDING, DB_PENDING + 2);
+	if (rc < 0)
+		return fail("writing the pending rounds", rc);
+	_exit(0); /* as a crash would: no unmount, no commit */
+}
+
 static int build_tree(struct ffs *fs)
 {
 	uint64_t stripe = 3ull * CHUNK, f1, f2, s2, fh;
@@ -152,7 +251,9 @@ static int build_tree(struct ffs *fs)
 		snprintf(name, sizeof(name), "frame_%05u.dpx", i);
 		rc = write_file(fs, st.st_ino, name, 0, 0, 0, NULL);
 	}
-	return rc == 0 && getenv("FFSCK_IMAGE_TAILS") ? build_tails(fs) : rc;
+	if (rc == 0 && getenv("FFSCK_IMAGE_TAILS"))
+		rc = build_tails(fs);
+	return rc == 0 && getenv("FFSCK_IMAGE_PATCHES") ? build_patches(fs) : rc;
 }
 
 static int build(void)
@@ -173,6 +274,8 @@ static int build(void)
 		p.journal_blocks = strtoull(getenv("FFSCK_IMAGE_JOURNAL"), NULL, 0);
 	if (getenv("FFSCK_IMAGE_TAILS"))
 		p.version = FFS_VERSION_TAILS;
+	if (getenv("FFSCK_IMAGE_PATCHES"))
+		p.version = FFS_VERSION_PATCH;
 	rc = ffs_mkfs(members, nmembers, &p, &err);
 
 	if (rc == 0)
@@ -187,7 +290,9 @@ static int build(void)
 		return fail("building the tree", rc);
 	}
 	rc = ffs_unmount(fs);
-	return rc < 0 ? fail("unmount", rc) : 0;
+	if (rc < 0)
+		return fail("unmount", rc);
+	return getenv("FFSCK_IMAGE_PATCHES") && getenv("FFSCK_IMAGE_PENDING") ? build_pending(&o) : 0;
 }
 
 struct names {
@@ -434,6 +539,35 @@ static int check_file(struct ffs *fs, uint64_t dir, const char *name, const char
 	return rc;
 }
 
+/* /p/db: its pattern with the overwrites over it (db_writes). */
+static int check_db(struct ffs *fs)
+{
+	uint8_t *want = malloc(DB_LEN), *got = malloc(DB_LEN);
+	struct stat p, st;
+	uint64_t fh;
+	ssize_t r = -ENOMEM;
+	int rc = want && got ? 0 : -ENOMEM;
+
+	if (rc == 0 && (ffs_lookup(fs, 1, "p", &p) < 0 || ffs_lookup(fs, p.st_ino, "db", &st) < 0 ||
+			(uint64_t)st.st_size != DB_LEN))
+		rc = differs("/p/db", "missing, or not the size it was built with");
+	if (rc == 0 && (rc = ffs_open(fs, st.st_ino, O_RDONLY, &fh)) == 0) {
+		r = ffs_read(fs, fh, got, DB_LEN, 0);
+		ffs_release(fs, fh);
+	}
+	if (rc == 0) {
+		pattern(want, DB_LEN, 0, DB_SEED);
+		for (unsigned i = 0; i < FF_ARRAY_SIZE(db_writes); i++)
+			if (db_round_on(db_writes[i].round))
+				pattern(want + db_writes[i].off, db_writes[i].len, db_writes[i].off, 30 + i);
+		if (r != (ssize_t)DB_LEN || memcmp(got, want, DB_LEN))
+			rc = differs("/p/db", r < 0 ? strerror((int)-r) : "bytes differ");
+	}
+	free(want);
+	free(got);
+	return rc < 0 ? differs("/p/db", strerror(-rc)) : rc;
+}
+
 static int data_tree(struct ffs *fs)
 {
 	uint64_t stripe = 3ull * CHUNK, f1, f2;
@@ -488,6 +622,8 @@ static int data_tree(struct ffs *fs)
 				return rc;
 		}
 	}
+	if (getenv("FFSCK_IMAGE_PATCHES") && (rc = check_db(fs)) != 0)
+		return rc;
 	if (ffs_lookup(fs, 1, "many", &st) < 0)
 		return differs("/many", "missing");
 	for (unsigned i = 0; i < 400; i++) {

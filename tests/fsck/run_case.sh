@@ -13,6 +13,10 @@
 #   xvalue        /a/f2 gets a 64 KiB xattr (user.stream), held in value blocks
 #   tails         a version 4 volume with packed tails: /t/t1, /t/t2, /t/t3 and
 #                 /a/f1's last stripe (image.c says which rows of which stripe)
+#   patches       a version 5 volume with the tails and /p/db, whose small
+#                 overwrites are patches (image.c says which)
+#   pending       patches, and a last round of them fsync'd without a commit
+#                 by a mount that then ended as in a crash (a patch batch)
 #   mount-first   before fsck, the damaged volume must mount and hold the
 #                 tree exactly as built (ffsck-image data)
 #   data          after the repairs, before verify: the tree exactly as built
@@ -29,6 +33,8 @@ for o in $options; do
 	journal=*) export FFSCK_IMAGE_JOURNAL=${o#journal=} ;;
 	xvalue) export FFSCK_IMAGE_XVALUE=1 ;;
 	tails) export FFSCK_IMAGE_TAILS=1 ;;
+	patches) export FFSCK_IMAGE_TAILS=1 FFSCK_IMAGE_PATCHES=1 ;;
+	pending) export FFSCK_IMAGE_TAILS=1 FFSCK_IMAGE_PATCHES=1 FFSCK_IMAGE_PENDING=1 ;;
 	esac
 done
 dir=$(mktemp -d /dev/shm/ffsck-case.XXXXXX) || exit 1

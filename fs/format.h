@@ -69,9 +69,10 @@
 #define FFS_VERSION_TAILS 4u
 /* FFS_VERSION_PATCH adds patches (FFS_PATCH_KEY below, fs/patch.c says
  * why): a regular file's rdev field is the root of its patch tree.  The
- * layout is version 4's; older volumes mount with patches off. */
+ * layout is version 4's; older volumes mount with patches off.  mkfs makes
+ * FFS_VERSION unless told otherwise. */
 #define FFS_VERSION_PATCH 5u
-#define FFS_VERSION FFS_VERSION_TAILS
+#define FFS_VERSION FFS_VERSION_PATCH
 #define FFS_VERSION_MAX FFS_VERSION_PATCH
 #define FFS_SB_MAGIC 0x3153465a454d4152ull /* "RAMEZFS1" */
 /*

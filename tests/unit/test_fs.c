@@ -823,7 +823,7 @@ START_TEST(xattr_value_blocks)
 	base = pool_used(fs);
 	ck_assert_int_eq(ffs_setxattr(fs, ino, "user.big", v, FFS_XATTR_VALUE_MAX + 1, 0), -E2BIG);
 	ck_assert_int_eq(ffs_setxattr(fs, ino, "user.big", v, FFS_XATTR_VALUE_MAX, 0), 0);
-	/* mkfs writes version 4, which reads chains: not raised, never lowered */
+	/* mkfs writes a version that reads chains: not raised, never lowered */
 	ck_assert_uint_eq(ff_le32(ffs_tools_super(fs)->version), FFS_VERSION);
 	ck_assert_uint_ge(FFS_VERSION, FFS_VERSION_XVALUE);
 	ck_assert_uint_eq(pool_used(fs), base + FFS_XVALUE_BLOCKS_MAX);

@@ -48,6 +48,7 @@ import json
 import mmap
 import os
 import random
+import re
 import struct
 import subprocess
 import sys
@@ -403,7 +404,7 @@ class Crash:
         self.rng = random.Random(seed)
         self.base = {}         # path -> spec: acknowledged, untouched, on the volume
         self.stats = {"acks": 0, "exact": 0, "partial": 0, "weak": 0, "fsck": 0, "killed_mounts": 0,
-                      "replayed": 0, "touched_removed": 0, "unflushed": 0, "lost": 0,
+                      "replayed": 0, "batch_mounts": 0, "batches": 0, "touched_removed": 0, "unflushed": 0, "lost": 0,
                       "small_acked": 0}
         self.clean_mount_s = None
         self.digests = {}      # spec (json) -> (size, sha256) of its content, made once
@@ -613,8 +614,12 @@ class Crash:
             self.stats["killed_mounts"] += 1
         t = self.vol.mount()
         log_text = self.vol.daemon_log()
-        if "replayed" in log_text:
+        if "journal transaction" in log_text:
             self.stats["replayed"] += 1
+        m = re.search(r"replayed (\d+) patch batch", log_text)
+        if m:  # fsync'd patches no commit held (format version 5: fs/patch.c)
+            self.stats["batch_mounts"] += 1
+            self.stats["batches"] += int(m.group(1))
         # no full scan: a recovery mount costs about what a clean one does
         bound = 5 * self.clean_mount_s + 1.0
         if t > bound:
@@ -739,10 +744,11 @@ def main():
         vol.cleanup()
     s = c.stats
     log("PASS: seed %d, %d crash iterations (%d of them during an unmount, %d recovery mounts also killed, "
-        "%d mounts replayed the journal), "
+        "%d mounts replayed the journal, %d laid %d patch batches over their files), "
         "%d acknowledgements logged (%d small overwrites of large files among them), %d acknowledged files "
         "checked byte-identical, %d touched files checked for what survives, %d fsck -n -c runs clean%s, %.1f s"
-        % (seed, iters, s.get("killed_unmounts", 0), s["killed_mounts"], s["replayed"], s["acks"],
+        % (seed, iters, s.get("killed_unmounts", 0), s["killed_mounts"], s["replayed"],
+           s["batch_mounts"], s["batches"], s["acks"],
            s["small_acked"], s["exact"], s["partial"] + s["weak"], s["fsck"],
            ("; power cuts lost %d of %d unflushed member writes" % (s["lost"], s["unflushed"])) if powerloss else "",
            time.monotonic() - t0))

@@ -17,6 +17,9 @@
 #                 overwrites are patches (image.c says which)
 #   pending       patches, and a last round of them fsync'd without a commit
 #                 by a mount that then ended as in a crash (a patch batch)
+#   ro-refused    before fsck, a read-only mount must refuse the volume (a
+#                 crash left the journal or patch batches to recover) and say
+#                 what to do
 #   mount-first   before fsck, the damaged volume must mount and hold the
 #                 tree exactly as built (ffsck-image data)
 #   data          after the repairs, before verify: the tree exactly as built
@@ -67,6 +70,14 @@ run() {
 	last_status=$status
 }
 
+if opt ro-refused; then
+	if "$IMAGE" data "${members[@]}" 2>"$dir/ro.err"; then
+		fail "a read-only mount took a volume a crash left to recover"
+	fi
+	grep -q "mount read-write once" "$dir/ro.err" ||
+		fail "the refused read-only mount did not say why: $(cat "$dir/ro.err")"
+	echo "$name: a read-only mount refuses it, saying why"
+fi
 if opt mount-first; then
 	"$IMAGE" data "${members[@]}" || fail "the damaged volume does not mount with its tree intact"
 	echo "$name: the damaged volume mounts, the tree intact"

@@ -132,7 +132,8 @@ static int tree_rec(struct fsck_tree_walk *tw, uint64_t key, const uint8_t *val,
 	const char *why;
 	uint64_t f = FFS_PATCH_KEY_STRIPE(key), p;
 
-	if (w->rebuild) {
+	if (w->rebuild) { /* only records pass 2 claimed can be kept: those are whole */
+		memset(&x, 0, sizeof(x));
 		memcpy(&x, val, FF_MIN(len, sizeof(x)));
 		return fsck_patch_owned(c, ff_le64(x.pstripe), w->ino, f, FFS_PATCH_KEY_BLOCK(key))
 			       ? keep_rec(w, key, val, len) : 0;

@@ -334,6 +334,8 @@ const struct fsck_run *fsck_map_find(const struct fsck_map *m, uint64_t f);
 int fsck_extent_dups_resolve(struct fsck *c);
 int fsck_extent_csum_check(struct fsck *c);
 int fsck_extent_rebuild_all(struct fsck *c);
+/* rebuild(c, ino) for every regular file in use whose flags hold flag, then a commit. */
+int fsck_rebuild_files(struct fsck *c, uint16_t flag, int (*rebuild)(struct fsck *c, uint64_t ino));
 
 /* fsck_small.c: small files (format version 3) and the small-data checksum table */
 /* Does the volume have the small-data class (FFS_I_SMALL a valid flag)? */

@@ -354,11 +354,16 @@ static int rebuild_one(struct fsck *c, uint64_t ino)
 
 int fsck_extent_rebuild_all(struct fsck *c)
 {
+	return fsck_rebuild_files(c, IS_REBUILD, rebuild_one);
+}
+
+int fsck_rebuild_files(struct fsck *c, uint16_t flag, int (*rebuild)(struct fsck *c, uint64_t ino))
+{
 	int rc = 0;
 
 	for (uint64_t ino = 1; ino < c->ninodes && rc == 0; ino++)
-		if ((c->ino[ino].flags & (IS_USED | IS_REBUILD)) == (IS_USED | IS_REBUILD) &&
+		if ((c->ino[ino].flags & (IS_USED | flag)) == (IS_USED | flag) &&
 		    c->ino[ino].dtype == DT_REG)
-			rc = rebuild_one(c, ino);
+			rc = rebuild(c, ino);
 	return rc == 0 ? fsck_commit(c, true) : rc;
 }

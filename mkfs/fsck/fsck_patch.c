@@ -23,7 +23,6 @@
  * (fsck_patch_rebuild_all), after the extent maps are: the old nodes go
  * back to the pool.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -274,11 +273,5 @@ static int rebuild_one(struct fsck *c, uint64_t ino)
 
 int fsck_patch_rebuild_all(struct fsck *c)
 {
-	int rc = 0;
-
-	for (uint64_t ino = 1; ino < c->ninodes && rc == 0; ino++)
-		if ((c->ino[ino].flags & (IS_USED | IS_PREBUILD)) == (IS_USED | IS_PREBUILD) &&
-		    c->ino[ino].dtype == DT_REG)
-			rc = rebuild_one(c, ino);
-	return rc == 0 ? fsck_commit(c, true) : rc;
+	return fsck_rebuild_files(c, IS_PREBUILD, rebuild_one);
 }

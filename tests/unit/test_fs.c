@@ -1547,6 +1547,299 @@ START_TEST(tails_bad_chunk_repaired)
 }
 END_TEST
 
+/* ---- a silently corrupted patched block (fs/patch.c read_slot) ----------------- */
+
+/* mkfs at RAID level on NM members of 64 MiB, 64 KiB chunks, patches on;
+ * then mount. */
+static struct ffs *mkfs_mount_level(unsigned level)
+{
+	struct ffs_mkfs_params p = { .level = level, .chunk_bytes = 64 * 1024,
+				     .version = FFS_VERSION_PATCH, .quiet = true };
+	struct ffs_opts o = { .write_buffer_bytes = 16 << 20, .read_cache_bytes = 16 << 20 };
+	struct ff_err err = { "" };
+	struct ffs *fs;
+
+	ut_make_members(NM, 64);
+	ck_assert_msg(ffs_mkfs(ut_pp, NM, &p, &err) == 0, "mkfs: %s", err.msg);
+	ck_assert_msg(ffs_mount(ut_pp, NM, &o, &fs, &err) == 0, "mount: %s", err.msg);
+	return fs;
+}
+
+/* The flags of the extent mapping file stripe k of ino (fs->lock: internals). */
+static uint32_t extent_flags(struct ffs *fs, uint64_t ino, uint64_t k)
+{
+	struct ffs_extent x;
+	struct finode *fi;
+
+	pthread_mutex_lock(&fs->lock);
+	ck_assert_int_eq(ffs_iget(fs, ino, &fi), 0);
+	ck_assert_int_eq(ffs_extent_find(fs, fi, k, &x), 0);
+	ffs_iput(fs, fi);
+	pthread_mutex_unlock(&fs->lock);
+	return ff_le32(x.flags);
+}
+
+/* Where a one-block patch lives: its record, and the member and byte
+ * offset on it of the block (slot s of tail stripe p is row s / ndata of
+ * data chunk s % ndata: format.h). */
+struct patch_loc {
+	uint64_t p;
+	uint32_t slot, crc;
+	unsigned member;
+	uint64_t off;
+};
+
+/* The patch of block b of file stripe k of ino, which must start there
+ * and cover that block alone (the patch tree: internals, fs->lock). */
+static void patch_at(struct ffs *fs, uint64_t ino, uint64_t k, uint32_t b, struct patch_loc *l)
+{
+	const struct ff_geom *g = ffs_tools_geom(fs);
+	uint8_t rec[FFS_BT_RECORD_MAX];
+	struct ffs_patch x;
+	struct finode *fi;
+	struct bt_root t;
+	uint64_t found;
+	uint16_t len;
+	le32 c;
+
+	pthread_mutex_lock(&fs->lock);
+	ck_assert_int_eq(ffs_iget(fs, ino, &fi), 0);
+	t = (struct bt_root){ ff_le64(fi->d.u2.patch_root), ino };
+	ck_assert_uint_ne(t.root, 0);
+	ck_assert_int_eq(ffs_bt_find_ge(fs, &t, FFS_PATCH_KEY(k, b), &found, rec, &len), 0);
+	ffs_iput(fs, fi);
+	pthread_mutex_unlock(&fs->lock);
+	ck_assert_uint_eq(found, FFS_PATCH_KEY(k, b));
+	ck_assert_uint_eq(len, sizeof(x) + 4);
+	memcpy(&x, rec, sizeof(x));
+	memcpy(&c, rec + sizeof(x), sizeof(c));
+	ck_assert_uint_eq(ff_le16(x.nblocks), 1);
+	l->p = ff_le64(x.pstripe);
+	l->slot = ff_le16(x.slot0);
+	l->crc = ff_le32(c);
+	ck_assert_uint_lt(l->p, g->nstripes);
+	l->member = ff_raid_chunk_member(ffs_raid(fs), l->p, l->slot % g->ndata);
+	l->off = g->data_offset + l->p * g->chunk_bytes + (uint64_t)(l->slot / g->ndata) * FFS_BLOCK;
+}
+
+/* Whether the member holds exactly `want` where the patched block lives. */
+static bool member_holds(const struct patch_loc *l, const uint8_t *want)
+{
+	uint8_t b[FFS_BLOCK];
+	int fd = open(ut_paths[l->member], O_RDONLY);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pread(fd, b, sizeof(b), (off_t)l->off), (ssize_t)sizeof(b));
+	close(fd);
+	return memcmp(b, want, sizeof(b)) == 0;
+}
+
+/* Fault: 16 bytes of the patched block flipped on its member.  Silent: the
+ * array reads the block back, flipped, without an error — only the
+ * patch's crc can tell. */
+static void flip_patch(struct ffs *fs, const struct patch_loc *l, const uint8_t *good)
+{
+	const struct ff_geom *g = ffs_tools_geom(fs);
+	uint64_t at = l->p * g->stripe_bytes + (uint64_t)(l->slot % g->ndata) * g->chunk_bytes +
+		      (uint64_t)(l->slot / g->ndata) * FFS_BLOCK;
+	_Alignas(4096) uint8_t b[FFS_BLOCK];
+	int fd = open(ut_paths[l->member], O_RDWR);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pread(fd, b, sizeof(b), (off_t)l->off), (ssize_t)sizeof(b));
+	ck_assert_int_eq(memcmp(b, good, sizeof(b)), 0); /* it is the block, and good, before */
+	for (unsigned i = 2000; i < 2016; i++)
+		b[i] ^= 0xff;
+	ck_assert_int_eq(pwrite(fd, b, sizeof(b), (off_t)l->off), (ssize_t)sizeof(b));
+	close(fd);
+	ck_assert(!member_holds(l, good));
+	ck_assert_int_eq(ff_raid_rw(ffs_raid(fs), FF_RAID_READ, FF_SPACE_DATA, at, b, FFS_BLOCK), 0);
+	ck_assert_int_ne(memcmp(b, good, sizeof(b)), 0);
+}
+
+/*
+ * A 4 KiB overwrite in the middle of file stripe 1 goes as a patch; then
+ * the patched block is corrupted on its member, silently, four times over:
+ *  1. still mounted, right after the fsync (its tail stripe open, idle, not
+ *     in the read cache): the read checks the block alone against its
+ *     record's crc, falls back to the tail stripe through the read cache,
+ *     which finds the bad chunk, rebuilds it from parity and rewrites the
+ *     stripe (holding it first: it takes no more rows, so the next patch
+ *     goes elsewhere);
+ *  2. after a remount, scrub finds and repairs the chunk;
+ *  3. after another remount (caches empty, nothing open): the read heals it
+ *     as in 1;
+ *  4. with the tail stripe now in the read cache (verified, good): reads
+ *     are served right from the cache's copy, and a 100-byte write inside
+ *     the patched block has its edges filled through the same check, so
+ *     the new patch carries the good bytes, never the junk.
+ * Every read returns exactly what was written; the array itself reads the
+ * flipped block back without an error each time (flip_patch).  tailed:
+ * the file is a stripe and a tail, the patch inside the tail; it lands in
+ * the tail's own tail stripe (asserted), whose read through the cache
+ * then meets the bad chunk first.
+ */
+static void patch_bad_block(unsigned level, bool tailed)
+{
+	static uint8_t want[3 * 192 * 1024];
+	struct ffs *fs = mkfs_mount_level(level);
+	const struct ff_geom *g = ffs_tools_geom(fs);
+	const struct ffs_stats *st = ffs_stats(fs);
+	uint64_t S = g->stripe_bytes, len = tailed ? S + 50000 : 3 * S, fh, ino;
+	uint32_t b = tailed ? 5 : (uint32_t)(S / FFS_BLOCK / 2); /* in the tail / mid-stripe */
+	uint64_t at = S + (uint64_t)b * FFS_BLOCK;
+	uint64_t pw, pb, sw, tp, e0, r0;
+	struct ffs_scrub_status ss;
+	struct patch_loc l, l2;
+	uint8_t good[FFS_BLOCK];
+	uint32_t row0;
+
+	ck_assert_uint_eq(g->level, level);
+	ck_assert_uint_le(len, sizeof(want));
+	ck_assert(ffs_patches_on(fs));
+	ino = put_file(fs, "db", want, len, 41);
+	/* on stripes of its own; with tailed, its stripe 1 a tail */
+	ck_assert(!(extent_flags(fs, ino, 0) & FFS_X_TAIL));
+	ck_assert(!!(extent_flags(fs, ino, 1) & FFS_X_TAIL) == tailed);
+	ck_assert_int_eq(ffs_open(fs, ino, O_RDWR, &fh), 0);
+	pw = st->patch_writes;
+	pb = st->patch_blocks;
+	sw = st->stripe_writes;
+	tp = st->tail_packed;
+	overwrite(fs, fh, want, at, FFS_BLOCK, 42);
+	ck_assert_int_eq(ffs_fsync(fs, fh, false), 0);
+	ck_assert_uint_eq(st->patch_writes, pw + 1); /* a patch ... */
+	ck_assert_uint_eq(st->patch_blocks, pb + 1);
+	ck_assert_uint_eq(st->stripe_writes, sw);    /* ... not a stripe rewrite */
+	ck_assert_uint_eq(st->tail_packed, tp);      /* nor a tail rewrite */
+	memcpy(good, want + at, FFS_BLOCK);
+	patch_at(fs, ino, 1, b, &l);
+	ck_assert_uint_eq(ffs_patch_crc(l.p, l.slot, good), l.crc);
+	ck_assert(member_holds(&l, good)); /* the block is where the layout says */
+	if (tailed) /* in the tail's own stripe, still open */
+		ck_assert_uint_eq(l.p, tail_of(fs, ino, 1, &row0));
+	/* (no read before the fault: a tail's read would put its stripe in
+	 * the read cache, which is case 4) */
+
+	/* 1: mounted, the tail stripe open; the read heals it */
+	e0 = st->crc_errors;
+	r0 = st->crc_repaired;
+	flip_patch(fs, &l, good);
+	check_content(fs, ino, want, len);
+	ck_assert_uint_ge(st->crc_errors, e0 + 1);
+	ck_assert_uint_le(st->crc_errors, e0 + 2); /* the block alone, and its chunk */
+	ck_assert_uint_eq(st->crc_repaired, r0 + 1);
+	ck_assert(member_holds(&l, good));
+	/* the repair held the stripe: the next patch goes to another one */
+	overwrite(fs, fh, want, at + 2 * FFS_BLOCK, FFS_BLOCK, 43);
+	ck_assert_int_eq(ffs_fsync(fs, fh, false), 0);
+	ck_assert_uint_eq(st->patch_writes, pw + 2);
+	ck_assert_uint_eq(st->stripe_writes, sw);
+	patch_at(fs, ino, 1, b + 2, &l2);
+	ck_assert_uint_ne(l2.p, l.p);
+	ck_assert(member_holds(&l2, want + at + 2 * FFS_BLOCK));
+	check_content(fs, ino, want, len);
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+
+	/* 2: after a remount (the rewrite held on disk), scrub repairs it */
+	fs = remount(fs);
+	st = ffs_stats(fs);
+	check_content(fs, ino, want, len);
+	ck_assert_uint_eq(st->crc_errors, 0);
+	ck_assert_int_eq(ffs_scrub_start(fs, true), 0);
+	ffs_scrub_wait(fs, &ss);
+	ck_assert_uint_eq(ss.chunks_bad + ss.parity_bad, 0);
+	fs = remount(fs);
+	st = ffs_stats(fs);
+	flip_patch(fs, &l, good);
+	ck_assert_int_eq(ffs_scrub_start(fs, true), 0);
+	ffs_scrub_wait(fs, &ss);
+	ck_assert_uint_eq(ss.chunks_bad, 1);
+	ck_assert_uint_eq(ss.chunks_repaired, 1);
+	ck_assert_uint_eq(ss.parity_bad, 0);
+	ck_assert(member_holds(&l, good));
+	ck_assert_int_eq(ffs_scrub_start(fs, true), 0);
+	ffs_scrub_wait(fs, &ss);
+	ck_assert_uint_eq(ss.chunks_bad + ss.parity_bad, 0);
+	check_content(fs, ino, want, len);
+	ck_assert_uint_eq(st->crc_errors, 0);
+
+	/* 3: after a remount, caches empty and no tail stripe open: the read heals it */
+	fs = remount(fs);
+	st = ffs_stats(fs);
+	flip_patch(fs, &l, good);
+	check_content(fs, ino, want, len);
+	ck_assert_uint_ge(st->crc_errors, 1);
+	ck_assert_uint_le(st->crc_errors, 2);
+	ck_assert_uint_eq(st->crc_repaired, 1);
+	ck_assert(member_holds(&l, good));
+
+	/* 4: the tail stripe is in the read cache now (that read put it
+	 * there, repaired).  The block read alone fails its crc and the
+	 * fallback gets the cache's verified copy: served right, but on this
+	 * path nothing rewrites the member (read_slot's fallback finds no bad
+	 * chunk in a good cache entry; crc_errors counts each read again), so
+	 * the member is not asserted here: the second read is asserted right
+	 * all the same, and the fill of a write inside the block too.  The new
+	 * patch leaves the bad block dead; see after the remount. */
+	flip_patch(fs, &l, good);
+	e0 = st->crc_errors;
+	check_content(fs, ino, want, len); /* served right, from the cache */
+	ck_assert_uint_ge(st->crc_errors, e0 + 1);
+	check_content(fs, ino, want, len); /* and again, the member not rewritten */
+	e0 = st->crc_errors;
+	ck_assert_int_eq(ffs_open(fs, ino, O_RDWR, &fh), 0);
+	pw = st->patch_writes;
+	overwrite(fs, fh, want, at + 1000, 100, 44);
+	ck_assert_int_eq(ffs_fsync(fs, fh, false), 0);
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	ck_assert_uint_eq(st->patch_writes, pw + 1);
+	ck_assert_uint_ge(st->crc_errors, e0 + 1); /* the fill met the bad block */
+	check_content(fs, ino, want, len);
+	patch_at(fs, ino, 1, b, &l2);
+	ck_assert(l2.p != l.p || l2.slot != l.slot);
+	ck_assert(member_holds(&l2, want + at));
+	ck_assert_uint_eq(ffs_patch_crc(l2.p, l2.slot, want + at), l2.crc);
+	/* the dead bad block: in the tail's stripe (tailed), the tail's read
+	 * verifies the whole stripe, meets its chunk and repairs it; alone in
+	 * its stripe, the stripe was freed with its last patch; either way
+	 * scrub then finds nothing */
+	fs = remount(fs);
+	st = ffs_stats(fs);
+	check_content(fs, ino, want, len);
+	if (tailed) {
+		ck_assert_uint_eq(st->crc_errors, 1);
+		ck_assert_uint_eq(st->crc_repaired, 1);
+		ck_assert(member_holds(&l, good));
+	} else {
+		ck_assert_uint_eq(st->crc_errors, 0);
+		ck_assert(!ffs_stripe_in_use(fs, l.p));
+	}
+	ck_assert_int_eq(ffs_scrub_start(fs, true), 0);
+	ffs_scrub_wait(fs, &ss);
+	ck_assert_uint_eq(ss.chunks_bad + ss.parity_bad, 0);
+	fs = remount(fs);
+	st = ffs_stats(fs);
+	check_content(fs, ino, want, len);
+	ck_assert_uint_eq(st->crc_errors, 0);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	ut_remove_members(NM);
+}
+
+/* A file of three whole stripes; _i 0: RAID5 x 4, 1: RAID6 x 4. */
+START_TEST(patches_bad_block_healed)
+{
+	patch_bad_block(5 + (unsigned)_i, false);
+}
+END_TEST
+
+/* A file of a stripe and a tail, the patch inside the tail; RAID5, RAID6. */
+START_TEST(patches_bad_block_in_tail_healed)
+{
+	patch_bad_block(5 + (unsigned)_i, true);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("fs");
@@ -1581,6 +1874,8 @@ int main(void)
 	tcase_add_test(tc, punch_in_holes_allocates_nothing);
 	tcase_add_test(tc, tails_bad_chunk_repaired);
 	tcase_add_test(tc, patches_small_overwrites);
+	tcase_add_loop_test(tc, patches_bad_block_healed, 0, 2);
+	tcase_add_loop_test(tc, patches_bad_block_in_tail_healed, 0, 2);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	ut_runner_begin();

@@ -331,7 +331,11 @@ int patch_plan(struct ffs *fs, struct finode *fi, struct wbuf *wb)
  * Block `slot` of tail stripe p into blk, checked against crc: read alone
  * (4 KiB, not the stripe: the stripe is being appended to while patches
  * are read); when it fails its checksum, once more through the read cache,
- * which checks the chunks and rebuilds a bad one from parity.
+ * which checks the chunks and rebuilds a bad one from parity (counting it
+ * in crc_errors and crc_repaired, and rewriting it on its member).  The
+ * cache's copy of p goes first: a copy read before the block went bad on
+ * the member would serve the reader but leave the member bad, failing
+ * every later read of the block alone.
  */
 static int read_slot(struct ffs *fs, uint64_t p, uint32_t slot, uint32_t crc, uint8_t *blk)
 {
@@ -340,9 +344,11 @@ static int read_slot(struct ffs *fs, uint64_t p, uint32_t slot, uint32_t crc, ui
 
 	if (rc == 0 && ffs_patch_crc(p, slot, blk) == crc)
 		return 0;
-	atomic_fetch_add(&fs->stats.crc_errors, rc == 0);
+	ffs_rcache_invalidate(fs, p, 1);
 	rc = read_stripe_bytes(fs, p, patch_slot_offset(fs, slot), FFS_BLOCK, blk);
 	if (rc == 0 && ffs_patch_crc(p, slot, blk) != crc) {
+		/* the chunk passed its checksum, the block not its own: counted here */
+		atomic_fetch_add(&fs->stats.crc_errors, 1);
 		ff_log(FF_LOG_ERR, "data stripe %llu: patched block in slot %u fails its checksum; "
 		       "run a scrub", (unsigned long long)p, slot);
 		rc = -EIO;

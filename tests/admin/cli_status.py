@@ -8,7 +8,8 @@
 # the rate limits; mkfs.framefs -s makes a hot spare that `remove` and `add`
 # manage; requests are checked (unknown words, bad escapes, bad usage); the
 # small-data class shows (threshold, pool use, files stored in the pool and
-# moved to stripes), as text and as --json.
+# moved to stripes), and so does a small overwrite written as a patch (format
+# version 5), as text and as --json.
 # Fault injected: none (the control path itself is under test).
 import os
 import shutil
@@ -139,7 +140,7 @@ def test():
             f.flush()
             os.fsync(f.fileno())
         s = v.status()
-        check(s["fs"]["version"] == 4 and s["fs"]["small_max"] == 64 << 10,
+        check(s["fs"]["version"] == 5 and s["fs"]["small_max"] == 64 << 10,
               "small-data class: %r" % s["fs"])
         check(s["stats"]["fs"]["small_stores"] == 1 and s["stats"]["fs"]["small_promotions"] == 0
               and s["stats"]["fs"]["small_nospc"] == 0, "small counters %r" % s["stats"]["fs"])
@@ -162,6 +163,23 @@ def test():
         _, out, _ = v.admin("status", v.mnt)
         check("1 stored, 1 moved to stripes, 0 sent to stripes" in out, "status text:\n%s" % out)
         log("ok: status shows the small-file threshold, the pool and the small-file counters")
+
+        # a small overwrite of a file of two stripes goes as a patch (format version 5)
+        clip = os.path.join(v.mnt, "clip.mov")
+        with open(clip, "wb") as f:
+            f.write(os.urandom(2 * s["fs"]["stripe_bytes"]))
+        with open(clip, "r+b") as f:
+            f.seek(s["fs"]["stripe_bytes"] + 8192)
+            f.write(os.urandom(4096))
+            f.flush()
+            os.fsync(f.fileno())
+        s = v.status()
+        check(s["stats"]["fs"]["patch_writes"] == 1 and s["stats"]["fs"]["patch_blocks"] == 1
+              and s["stats"]["fs"]["patch_merges"] == 0, "patch counters %r" % s["stats"]["fs"])
+        _, out, _ = v.admin("status", v.mnt)
+        want = "overwrites  small ones go as patches: 1 written (1 blocks), 0 patched stripes"
+        check(want in out, "status text lacks %r:\n%s" % (want, out))
+        log("ok: status counts a small overwrite written as a patch")
 
         # rates
         v.admin("set", v.mnt, "rebuild_min=32M", "rebuild_max=1G", "scrub_min=8M", "scrub_max=0")

@@ -4,7 +4,13 @@
  * kept in rows of a shared tail stripe and mapped by an FFS_X_TAIL extent,
  * whose fields fsck_extent.c checks before it claims the rows here.  The
  * tail stripe's checksum entry (ino FFS_CSUM_TAILS) says how many rows were
- * written (hwm) and how many tails point into it (live).
+ * written (hwm) and how many tails and patches point into it (live).
+ * Patches (version 5, fsck_patch.c) claim slots of those rows, 4 KiB blocks
+ * (a tail's slots are its whole rows'), and are settled with the tails:
+ * below, "tail" stands for either, with these differences: they overlap by
+ * slots, a patch in a stripe without a valid entry must match its own
+ * checksums (step 2), and a patch whose file stripe is gone goes after the
+ * settling (fsck_patch_unmapped).
  *
  * Once every inode has been seen and the whole-stripe duplicates settled
  * (fsck_stripes.c), each tail stripe is settled (fsck_tail_resolve):
@@ -14,7 +20,7 @@
  *  2. With a valid tail entry, a tail whose rows end past its hwm points at
  *     rows never written: it is dropped.  Without one nothing says what was
  *     written, and the entry is rebuilt from the tails (4).
- *  3. Tails whose rows overlap: the first in row order keeps them.
+ *  3. Tails whose slots overlap: the first in slot order keeps them.
  *  4. The entry, from the checksum-table walk (fsck_tail_entry_check): its
  *     live count must be the number of tails left; an entry that is no
  *     valid tail entry is rebuilt as a damaged ordinary entry is: hwm the

@@ -707,7 +707,8 @@ static void wpool_evict(struct ffs *fs)
 	wb = wb_oldest_partial(fi);
 	if (wb) {
 		atomic_fetch_add(&fs->stats.wbuf_evictions, 1);
-		wb_writeout(fs, fi, wb); /* an error is the owner's, for its fsync or close */
+		/* with the owner's other patchable buffers: one batch (patch.c) */
+		wb_writeout_flush(fs, fi, wb); /* an error is the owner's, for its fsync or close */
 	}
 	pthread_mutex_unlock(&fi->dlock);
 	pthread_mutex_lock(&fs->lock);
@@ -776,7 +777,7 @@ struct wbuf *wb_for(struct ffs *fs, struct finode *fi, uint64_t k, int *err)
 		}
 		if (fi->nwbufs >= WB_PER_INODE) { /* all partial: nothing else would free one */
 			atomic_fetch_add(&fs->stats.wbuf_evictions, 1);
-			*err = wb_writeout(fs, fi, wb_oldest_partial(fi));
+			*err = wb_writeout_flush(fs, fi, wb_oldest_partial(fi));
 			if (*err < 0)
 				break;
 			continue;

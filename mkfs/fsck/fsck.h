@@ -276,6 +276,10 @@ bool fsck_pool_claim(struct fsck *c, uint64_t blk, uint64_t ino, uint8_t type, u
 bool fsck_pool_contains(const struct fsck *c, uint64_t blk);
 int fsck_dup_add(struct fsck *c, uint64_t pstripe, uint64_t ino, uint64_t fstripe, bool unwritten);
 int fsck_edge_add(struct fsck *c, uint64_t parent, uint64_t child, const char *name);
+/* Array v (elements of elem bytes, *cap of them) with room for element n:
+ * v itself, or moved, doubled (from first elements); NULL when out of
+ * memory, v untouched. */
+void *fsck_grow(void *v, size_t *cap, size_t n, size_t elem, size_t first);
 /* Make everything counted so far taken in the library's allocators. */
 void fsck_reserve_counted(struct fsck *c);
 const char *fsck_type_name(uint8_t dtype);

@@ -56,21 +56,17 @@ _Static_assert(sizeof(struct xrec) == 16, "extent record");
 static int push_run(struct xcol *x, uint64_t f, uint64_t p, uint64_t n, uint32_t flags)
 {
 	struct fsck_run *last = x->nruns ? &x->runs[x->nruns - 1] : NULL;
+	void *grown;
 
 	if (last && last->f + last->n == f && last->p + last->n == p && last->flags == flags &&
 	    !(flags & FFS_X_TAIL) && last->n + n <= UINT32_MAX) {
 		last->n += n;
 		return 0;
 	}
-	if (x->nruns == x->cap) {
-		size_t cap = x->cap ? x->cap * 2 : 16;
-		struct fsck_run *r = realloc(x->runs, cap * sizeof(*r));
-
-		if (!r)
-			return -ENOMEM;
-		x->runs = r;
-		x->cap = cap;
-	}
+	grown = fsck_grow(x->runs, &x->cap, x->nruns, sizeof(*x->runs), 16);
+	if (!grown)
+		return -ENOMEM;
+	x->runs = grown;
 	x->runs[x->nruns++] = (struct fsck_run){ f, p, n, flags, 0, 0 };
 	return 0;
 }

@@ -39,15 +39,11 @@ struct dwalk {
 
 static int push(struct dwalk *w, const struct dent *e)
 {
-	if (w->n == w->cap) {
-		size_t cap = w->cap ? w->cap * 2 : 16;
-		struct dent *l = realloc(w->list, cap * sizeof(*l));
+	void *grown = fsck_grow(w->list, &w->cap, w->n, sizeof(*w->list), 16);
 
-		if (!l)
-			return -ENOMEM;
-		w->list = l;
-		w->cap = cap;
-	}
+	if (!grown)
+		return -ENOMEM;
+	w->list = grown;
 	w->list[w->n++] = *e;
 	return 0;
 }

@@ -105,15 +105,11 @@ static const char *rec_problem(struct pwalk *w, uint64_t key, const uint8_t *val
 
 static int keep_rec(struct pwalk *w, uint64_t key, const uint8_t *val, uint16_t len)
 {
-	if (w->nkeep == w->cap) {
-		size_t cap = w->cap ? w->cap * 2 : 16;
-		struct krec *k = realloc(w->keep, cap * sizeof(*k));
+	void *grown = fsck_grow(w->keep, &w->cap, w->nkeep, sizeof(*w->keep), 16);
 
-		if (!k)
-			return -ENOMEM;
-		w->keep = k;
-		w->cap = cap;
-	}
+	if (!grown)
+		return -ENOMEM;
+	w->keep = grown;
 	w->keep[w->nkeep].key = key;
 	w->keep[w->nkeep].len = len;
 	memcpy(w->keep[w->nkeep].val, val, len);

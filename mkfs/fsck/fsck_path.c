@@ -66,19 +66,15 @@ static int collect(struct fsck_tree_walk *w, uint64_t key, const uint8_t *val, u
 	const struct ffs_dirent *de = (const struct ffs_dirent *)val;
 	struct pdir *d = w->arg;
 	char *name;
+	void *grown;
 
 	(void)key;
 	if (len < sizeof(*de) || len != sizeof(*de) + de->name_len || de->name_len == 0)
 		return 0;
-	if (d->n == d->cap) {
-		size_t cap = d->cap ? d->cap * 2 : 32;
-		struct pname *v = realloc(d->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		d->v = v;
-		d->cap = cap;
-	}
+	grown = fsck_grow(d->v, &d->cap, d->n, sizeof(*d->v), 32);
+	if (!grown)
+		return -ENOMEM;
+	d->v = grown;
 	name = strndup(de->name, de->name_len);
 	if (!name)
 		return -ENOMEM;

@@ -98,32 +98,37 @@ bool fsck_pool_claim(struct fsck *c, uint64_t blk, uint64_t ino, uint8_t type, u
 	return true;
 }
 
+void *fsck_grow(void *v, size_t *cap, size_t n, size_t elem, size_t first)
+{
+	size_t want = *cap ? *cap * 2 : first;
+	void *w;
+
+	if (n < *cap)
+		return v;
+	w = realloc(v, want * elem);
+	if (w)
+		*cap = want;
+	return w;
+}
+
 int fsck_dup_add(struct fsck *c, uint64_t pstripe, uint64_t ino, uint64_t fstripe, bool unwritten)
 {
-	if (c->ndups == c->cap_dups) {
-		size_t cap = c->cap_dups ? c->cap_dups * 2 : 64;
-		struct dup *d = realloc(c->dups, cap * sizeof(*d));
+	void *grown = fsck_grow(c->dups, &c->cap_dups, c->ndups, sizeof(*c->dups), 64);
 
-		if (!d)
-			return -ENOMEM;
-		c->dups = d;
-		c->cap_dups = cap;
-	}
+	if (!grown)
+		return -ENOMEM;
+	c->dups = grown;
 	c->dups[c->ndups++] = (struct dup){ pstripe, (uint32_t)ino, (uint32_t)fstripe, unwritten };
 	return 0;
 }
 
 int fsck_edge_add(struct fsck *c, uint64_t parent, uint64_t child, const char *name)
 {
-	if (c->nedges == c->cap_edges) {
-		size_t cap = c->cap_edges ? c->cap_edges * 2 : 64;
-		struct edge *e = realloc(c->edges, cap * sizeof(*e));
+	void *grown = fsck_grow(c->edges, &c->cap_edges, c->nedges, sizeof(*c->edges), 64);
 
-		if (!e)
-			return -ENOMEM;
-		c->edges = e;
-		c->cap_edges = cap;
-	}
+	if (!grown)
+		return -ENOMEM;
+	c->edges = grown;
 	c->edges[c->nedges].name = strdup(name);
 	if (!c->edges[c->nedges].name)
 		return -ENOMEM;

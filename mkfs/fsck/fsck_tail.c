@@ -53,15 +53,11 @@ uint32_t fsck_tail_rows_max(const struct fsck *c)
 
 int fsck_tail_claim_add(struct fsck *c, const struct tail_claim *t)
 {
-	if (c->ntails == c->cap_tails) {
-		size_t cap = c->cap_tails ? c->cap_tails * 2 : 64;
-		struct tail_claim *v = realloc(c->tails, cap * sizeof(*v));
+	void *grown = fsck_grow(c->tails, &c->cap_tails, c->ntails, sizeof(*c->tails), 64);
 
-		if (!v)
-			return -ENOMEM;
-		c->tails = v;
-		c->cap_tails = cap;
-	}
+	if (!grown)
+		return -ENOMEM;
+	c->tails = grown;
 	c->tails[c->ntails++] = *t;
 	return 0;
 }

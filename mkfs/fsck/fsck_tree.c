@@ -192,16 +192,11 @@ struct old_nodes {
 static int collect(struct fsck_tree_walk *w, uint64_t blk)
 {
 	struct old_nodes *o = w->arg;
+	void *grown = fsck_grow(o->blk, &o->cap, o->n, sizeof(*o->blk), 16);
 
-	if (o->n == o->cap) {
-		size_t cap = o->cap ? o->cap * 2 : 16;
-		uint64_t *b = realloc(o->blk, cap * sizeof(*b));
-
-		if (!b)
-			return -ENOMEM;
-		o->blk = b;
-		o->cap = cap;
-	}
+	if (!grown)
+		return -ENOMEM;
+	o->blk = grown;
 	o->blk[o->n++] = blk;
 	return 0;
 }

@@ -134,7 +134,10 @@ static inline uint64_t patch_slot_offset(const struct ffs *fs, uint32_t s)
 	return (uint64_t)(s % fs->g->ndata) * fs->g->chunk_bytes + (uint64_t)(s / fs->g->ndata) * FFS_BLOCK;
 }
 /* Whether wb goes as patches: plans them in wb->patch (filling the partial
- * blocks at their edges), or 0: it is rewritten whole.  dlock held. */
+ * blocks at their edges) and says how many, or 0: it is rewritten whole,
+ * or PATCH_MERGE: rewritten whole with the stripe's patches laid over
+ * (counted where the rewrite is decided, wbuf.c).  dlock held. */
+#define PATCH_MERGE (-1)
 int patch_plan(struct ffs *fs, struct finode *fi, struct wbuf *wb);
 /* Gather the file's other partial buffers that go as patches behind wb (on
  * wb->gnext), as many as one tail stripe's rows hold.  dlock held. */

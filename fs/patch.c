@@ -262,7 +262,9 @@ int ffs_patch_drop(struct ffs *fs, struct finode *fi, uint64_t f0, uint64_t f1)
  * file stripe is mapped, to a stripe of its own or as a tail (a file's
  * last stripe: rewriting a tail costs all its rows), the buffer is not
  * preallocated space or a small file's, and its blocks and the stripe's
- * patches stay within PATCH_SHARE_EIGHTHS of it.  dlock held.
+ * patches stay within PATCH_SHARE_EIGHTHS of it; PATCH_MERGE (negative)
+ * when they would not and the stripe has patches: the rewrite merges them.
+ * dlock held.
  */
 int patch_plan(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 {
@@ -285,11 +287,9 @@ int patch_plan(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 	if (rc == 0)
 		rc = patched_blocks(fs, fi, wb->fstripe, &have);
 	pthread_mutex_unlock(&fs->lock);
-	if (rc < 0 || (have + want) * 8 > bps * PATCH_SHARE_EIGHTHS) {
-		if (rc == 0 && have)
-			atomic_fetch_add(&fs->stats.patch_merges, 1);
-		return 0; /* -ENOENT: not mapped plainly; an error: the rewrite meets it too */
-	}
+	if (rc < 0 || (have + want) * 8 > bps * PATCH_SHARE_EIGHTHS)
+		/* -ENOENT: not mapped plainly; an error: the rewrite meets it too */
+		return rc == 0 && have ? PATCH_MERGE : 0;
 	/* runs of whole blocks, the ranges' neighbours in one block joined */
 	for (unsigned i = 0; i < wb->nival; i++) {
 		uint32_t a = (uint32_t)(wb->ival[i].a / FFS_BLOCK);

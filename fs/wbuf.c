@@ -607,7 +607,7 @@ static int small_writeout(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 static int writeout(struct ffs *fs, struct finode *fi, struct wbuf *wb, bool gather)
 {
 	uint32_t rows;
-	int rc = 0;
+	int rc = 0, plan;
 
 	FF_ASSERT(!wb->writing && wb->fi == fi);
 	rc = small_writeout(fs, fi, wb);
@@ -624,7 +624,10 @@ static int writeout(struct ffs *fs, struct finode *fi, struct wbuf *wb, bool gat
 			return rc;
 		}
 	}
-	if (!ival_covers(wb, 0, fs->stripe_bytes) && patch_plan(fs, fi, wb) > 0) {
+	plan = ival_covers(wb, 0, fs->stripe_bytes) ? 0 : patch_plan(fs, fi, wb);
+	if (plan == PATCH_MERGE)
+		atomic_fetch_add(&fs->stats.patch_merges, 1);
+	if (plan > 0) {
 		/* a few blocks of a mapped stripe (patch.c) */
 		if (gather)
 			patch_gather(fs, fi, wb);

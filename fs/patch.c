@@ -662,17 +662,16 @@ int ffs_patch_replay(struct ffs *fs, bool apply, unsigned *count)
 	}
 	if (!apply) {
 		*count = rc == 0 ? nv : 0;
-		nv = 0;
-	}
-	if (rc == 0 && nv && !(buf = ff_alloc_aligned(fs->stripe_bytes)))
-		rc = -ENOMEM;
-	if (nv)		/* v is NULL when no stripe held a batch */
+	} else if (rc == 0 && nv) { /* (v is NULL when no stripe held a batch) */
+		buf = ff_alloc_aligned(fs->stripe_bytes);
+		rc = buf ? 0 : -ENOMEM;
 		qsort(v, nv, sizeof(*v), found_cmp);
-	for (unsigned i = 0; i < nv && rc >= 0; i++) {
-		rc = apply_batch(fs, &v[i], buf);
-		*count += rc == 1;
+		for (unsigned i = 0; i < nv && rc >= 0; i++) {
+			rc = apply_batch(fs, &v[i], buf);
+			*count += rc == 1;
+		}
 	}
-	for (unsigned i = 0; i < nv; i++)
+	for (unsigned i = 0; i < nv; i++) /* found, applied or not */
 		free(v[i].h);
 	free(v);
 	free(buf);

@@ -231,6 +231,7 @@ static uint64_t run_length(const uint64_t *bits, uint64_t nbits, uint64_t i, uin
  */
 static void reclaim_reservations(struct ffs *fs)
 {
+	ffs_tails_drop_spares(fs); /* the tail slots' spares too (tail.c) */
 	for (unsigned h = 0; h < fs->ihash_size; h++)
 		for (struct finode *f = fs->ihash[h]; f; f = f->hnext)
 			if (f->reserve_count) {

@@ -191,16 +191,20 @@ _Static_assert(sizeof(struct ffs_scrub_history) == 1152, "scrub history");
  * Version 5: the tail stripes patch batches may be appended to after a
  * commit (fs/patch.c), and the sequence number the first such batch takes:
  * in every commit block, and in the superblock for a journal with no
- * transaction after its tail.  Replay looks for batches there only.
+ * transaction after its tail.  Replay looks for batches there only.  A
+ * stripe listed here may be free in the commit: a slot's spare, which the
+ * next opening takes (fs/tail.c), so that its batch is replayable at once.
+ * Up to two stripes for each of the daemon's 8 slots; the last 8 entries
+ * were reserved (zero) in the first version-5 volumes, read as unused.
  */
-#define FFS_PATCH_OPEN_MAX 8u
+#define FFS_PATCH_OPEN_MAX 16u
 struct ffs_patch_open {
 	le64 next_seq;          /* batches with a lower seq were written before */
 	le32 count;             /* stripes in use below */
 	le32 reserved;
 	le64 stripe[FFS_PATCH_OPEN_MAX];
 };
-_Static_assert(sizeof(struct ffs_patch_open) == 80, "open patch stripes");
+_Static_assert(sizeof(struct ffs_patch_open) == 144, "open patch stripes");
 
 struct ffs_super {
 	struct ffs_bhdr h;
@@ -258,7 +262,7 @@ struct ffs_super {
 	le64 pcsum_start;       /* small-data checksum table: one entry per pool block */
 	le64 pcsum_blocks;
 	struct ffs_patch_open popen; /* version 5 (journal: which commit's list counts) */
-	uint8_t reserved[2480];
+	uint8_t reserved[2416];
 };
 _Static_assert(sizeof(struct ffs_super) == FFS_BLOCK, "superblock is one block");
 _Static_assert(offsetof(struct ffs_super, small_max) == 1512, "small-data fields where reserved began");
@@ -290,7 +294,7 @@ struct ffs_jcommit {
 	/* version 5: where patch batches written after this commit may lie
 	 * (fs/patch.c: replayed at mount); zeros before */
 	struct ffs_patch_open popen;
-	uint8_t reserved[FFS_BLOCK - 56 - 80];
+	uint8_t reserved[FFS_BLOCK - 56 - sizeof(struct ffs_patch_open)];
 };
 _Static_assert(sizeof(struct ffs_jcommit) == FFS_BLOCK, "journal commit is one block");
 

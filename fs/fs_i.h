@@ -189,6 +189,10 @@ bool ffs_tails_on(const struct ffs *fs);
 int ffs_tail_release(struct ffs *fs, uint64_t p);
 /* Unmount: the open tail stripes retired (fs->lock held). */
 int ffs_tails_retire_all(struct ffs *fs);
+/* The slots' spare stripes back to the allocator; how many there are
+ * (free space: given back on demand).  fs->lock held. */
+void ffs_tails_drop_spares(struct ffs *fs);
+unsigned ffs_tails_spare_count(struct ffs *fs);
 /* A repair is about to rewrite stripe p: no more tails go to it.  false:
  * a tail write to it is in flight, try again later.  fs->lock held. */
 bool ffs_tail_hold(struct ffs *fs, uint64_t p);

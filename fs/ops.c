@@ -932,9 +932,9 @@ int ffs_statfs(struct ffs *fs, struct statvfs *st)
 	st->f_blocks = ff_le64(fs->sb->nstripes) * (fs->stripe_bytes / 4096);
 	/* stripes freed in the running transaction are free in a moment, and
 	 * those reserved ahead by files being written but not used yet are
-	 * handed back to whoever needs them */
+	 * handed back to whoever needs them, as are the tail slots' spares */
 	{
-		uint64_t free = fs->free_stripes + fs->npending;
+		uint64_t free = fs->free_stripes + fs->npending + ffs_tails_spare_count(fs);
 
 		for (unsigned h = 0; h < fs->ihash_size; h++)
 			for (struct finode *f = fs->ihash[h]; f; f = f->hnext)

@@ -479,8 +479,17 @@ void patch_gather(struct ffs *fs, struct finode *fi, struct wbuf *wb)
  * files in the order they were written, with the same ffs_patch_add the
  * daemon used, after checking every block against its checksum.  A batch
  * that fails (a write torn by the crash, never acknowledged) ends its
- * stripe's replay: nothing after it in that stripe was written.
+ * stripe's replay: nothing after it in that stripe was written.  A batch
+ * whose file is gone still counts its rows, as the daemon's mapping did.
+ * A listed stripe free in the commit (a slot's spare, or an opening in
+ * flight: tail.c) is read from row 0 and taken when a batch is found
+ * there.  Then every listed tail stripe nothing points into is freed: no
+ * slot is open at mount.
  */
+/* A mount numbers its batches from (its mount count << this) up: 2^40
+ * batches a mount, 2^24 mounts. */
+#define PATCH_SEQ_MOUNT_SHIFT 40
+
 struct found_batch {
 	uint64_t p, seq;
 	uint32_t row0, rows;
@@ -494,6 +503,25 @@ static int found_cmp(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+/*
+ * Stripe p's checksum entry as replay sees it: a listed stripe that is free
+ * in the commit is a slot's spare or an opening that was in flight
+ * (tail.c), opened at row 0 with nothing in it yet (*fresh).
+ */
+static int replay_entry(struct ffs *fs, uint64_t p, uint32_t *ino, uint32_t *f, uint32_t *crc,
+			bool *fresh)
+{
+	int rc = ffs_csum_get(fs, p, ino, f, crc);
+
+	*fresh = rc == 0 && !ffs_stripe_in_use(fs, p); /* (at mount: what the commit says) */
+	if (*fresh) {
+		*ino = FFS_CSUM_TAILS;
+		*f = FFS_CSUM_TAIL_PACK(0, 0);
+		memset(crc, 0, FF_MEMBERS_MAX * sizeof(*crc));
+	}
+	return rc;
+}
+
 /* Collect the batches past stripe p's hwm (fs->lock held). */
 static int scan_stripe(struct ffs *fs, uint64_t p, uint64_t next, struct found_batch **v,
 		       unsigned *nv, unsigned *cap, uint64_t *maxseq)
@@ -502,7 +530,8 @@ static int scan_stripe(struct ffs *fs, uint64_t p, uint64_t next, struct found_b
 	uint32_t ino, f, crc[FF_MEMBERS_MAX], R = g->chunk_bytes / FFS_TAIL_ROW, row;
 	uint64_t prev = 0;
 	struct ffs_pbatch *h = NULL;
-	int rc = ffs_csum_get(fs, p, &ino, &f, crc);
+	bool fresh;
+	int rc = replay_entry(fs, p, &ino, &f, crc, &fresh);
 
 	if (rc < 0 || ino != FFS_CSUM_TAILS)
 		return rc < 0 ? rc : 0; /* not a tail stripe any more: nothing of it to replay */
@@ -550,8 +579,12 @@ static bool rec_applies(struct ffs *fs, struct finode *fi, const struct ffs_pbat
 	       !(ff_le32(x.flags) & FFS_X_UNWRITTEN);
 }
 
-/* Lay batch b over its file: 1 done, 0 skipped (torn, or its file or
- * stripes gone), or an error.  buf: a stripe's worth.  fs->lock held. */
+/*
+ * Lay batch b over its file: 1 done, 0 skipped (torn, or its file or
+ * stripes gone), or an error.  buf: a stripe's worth.  fs->lock held.
+ * Whole rows advance the stripe's hwm whatever became of the file, as the
+ * daemon's mapping did, so that the batches after it in the stripe replay.
+ */
 static int apply_batch(struct ffs *fs, const struct found_batch *b, uint8_t *buf)
 {
 	const struct ff_geom *g = fs->g;
@@ -559,8 +592,9 @@ static int apply_batch(struct ffs *fs, const struct found_batch *b, uint8_t *buf
 	uint32_t ino, f, crc[FF_MEMBERS_MAX], nrec = ff_le32(h->nrec), nblocks = 0, ok = 0;
 	uint32_t slot = b->row0 * g->ndata + 1, len = b->rows * FFS_TAIL_ROW;
 	const uint8_t *crcs;
-	struct finode *fi;
-	int rc = ffs_csum_get(fs, b->p, &ino, &f, crc);
+	struct finode *fi = NULL, *x;
+	bool fresh;
+	int rc = replay_entry(fs, b->p, &ino, &f, crc, &fresh);
 
 	if (rc < 0 || ino != FFS_CSUM_TAILS || FFS_CSUM_TAIL_HWM(f) != b->row0)
 		return rc < 0 ? rc : 0; /* an earlier batch of this stripe failed */
@@ -592,15 +626,17 @@ static int apply_batch(struct ffs *fs, const struct found_batch *b, uint8_t *buf
 		if (ffs_patch_crc(b->p, slot + k, buf + patch_slot_offset(fs, slot + k)) != ff_le32(c))
 			return 0; /* torn: never acknowledged */
 	}
-	if (ffs_iget(fs, ff_le64(h->ino), &fi) < 0)
-		return 0;
-	if (fi->d.generation != h->igen || !S_ISREG(ff_le32(fi->d.mode)) || ffs_is_small(fi)) {
-		ffs_iput(fs, fi);
-		return 0;
+	if (fresh && (rc = ffs_take_stripes(fs, b->p, 1)) < 0)
+		return rc;
+	if (ffs_iget(fs, ff_le64(h->ino), &x) == 0) { /* else the file is gone */
+		if (x->d.generation == h->igen && S_ISREG(ff_le32(x->d.mode)) && !ffs_is_small(x))
+			fi = x;
+		else
+			ffs_iput(fs, x);
 	}
 	/* which records still fit the file: counted in the stripe first, as
 	 * the daemon does (ffs_patch_add may let older patches there go) */
-	for (uint32_t i = 0; i < nrec; i++) {
+	for (uint32_t i = 0; fi && i < nrec; i++) {
 		struct ffs_pbatch_rec r;
 
 		memcpy(&r, h->data + i * sizeof(r), sizeof(r));
@@ -608,6 +644,8 @@ static int apply_batch(struct ffs *fs, const struct found_batch *b, uint8_t *buf
 	}
 	rc = ffs_csum_set(fs, b->p, FFS_CSUM_TAILS,
 			  FFS_CSUM_TAIL_PACK(b->row0 + b->rows, FFS_CSUM_TAIL_LIVE(f) + ok), crc);
+	if (!fi)
+		return rc < 0 ? rc : 0;
 	for (uint32_t i = 0, k = 0; i < nrec && rc == 0; i++) {
 		struct ffs_pbatch_rec r;
 		uint32_t pc[FFS_PATCH_BLOCKS_MAX], n;
@@ -635,6 +673,19 @@ static int apply_batch(struct ffs *fs, const struct found_batch *b, uint8_t *buf
 	}
 	ffs_iput(fs, fi);
 	return rc < 0 ? rc : 1;
+}
+
+static int free_if_empty(struct ffs *fs, uint64_t p)
+{
+	uint32_t ino, f, crc[FF_MEMBERS_MAX];
+	int rc;
+
+	if (p >= fs->g->nstripes || !ffs_stripe_in_use(fs, p))
+		return 0;
+	rc = ffs_csum_get(fs, p, &ino, &f, crc);
+	if (rc == 0 && ino == FFS_CSUM_TAILS && FFS_CSUM_TAIL_LIVE(f) == 0)
+		rc = ffs_free_stripes(fs, p, 1);
+	return rc;
 }
 
 int ffs_patch_replay(struct ffs *fs, bool apply, unsigned *count)
@@ -671,10 +722,19 @@ int ffs_patch_replay(struct ffs *fs, bool apply, unsigned *count)
 			*count += rc == 1;
 		}
 	}
+	/* no slot is open now: a listed tail stripe nothing points into is
+	 * what a crash left (a slot keeps an emptied stripe open), freed */
+	for (unsigned i = 0; apply && rc >= 0 && i < n; i++)
+		rc = free_if_empty(fs, ff_le64(po.stripe[i]));
 	for (unsigned i = 0; i < nv; i++) /* found, applied or not */
 		free(v[i].h);
 	free(v);
 	free(buf);
-	atomic_store(&fs->pbatch_seq, FF_MAX(FF_MAX(next, maxseq + 1), 1ull));
+	/* this mount's batches (mount.c counts it next) number above any an
+	 * earlier life of the volume wrote, found or not: one lost with a
+	 * crash in a stripe no commit listed may lie at row 0 of a stripe a
+	 * later commit lists free (a spare), and must not pass its next_seq */
+	atomic_store(&fs->pbatch_seq, FF_MAX(FF_MAX(next, maxseq + 1),
+					     (ff_le64(fs->sb->mount_count) + 1) << PATCH_SEQ_MOUNT_SHIFT));
 	return rc < 0 ? rc : 0;
 }

@@ -700,7 +700,7 @@ void ffs_info(struct ffs *fs, struct ffs_info *info)
 	memcpy(info->uuid, fs->sb->uuid, 16);
 	info->stripe_bytes = fs->stripe_bytes;
 	info->nstripes = ff_le64(fs->sb->nstripes);
-	info->free_stripes = fs->free_stripes + fs->npending;
+	info->free_stripes = fs->free_stripes + fs->npending + ffs_tails_spare_count(fs);
 	info->ninodes = ff_le64(fs->sb->ninodes);
 	info->free_inodes = fs->free_inodes;
 	info->commits = fs->commits;

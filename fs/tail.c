@@ -55,6 +55,19 @@
  * tail gives its reservation back.  A tail stripe is freed when its last
  * extent goes and it is not open.
  *
+ * Spares.  A patch batch is replayable once the last commit lists its
+ * stripe (patch.c), so a batch that opens a stripe no commit has listed
+ * makes its file's fsync commit — about 200 commits, a third of the
+ * member bytes, in 4 KiB random writes with fsync every 64 (bench/NOTES.md,
+ * 2026-12-02).  So each slot keeps a spare: a stripe reserved in memory
+ * (an appended tail's own reservation, which went back before) that every
+ * commit lists although it is free on disk, and an opening takes the
+ * spare a commit has listed, leaving its own reservation as the next
+ * spare.  Replay treats a listed stripe that is free in the commit as
+ * opened at row 0; nothing is allocated on disk until a batch there is
+ * mapped, so a crash leaks nothing.  Spares go back at unmount and when
+ * the allocator runs dry (ffs_tails_drop_spares).
+ *
  * Locking: t->lock is a leaf, taken after fs->lock (the release of a tail
  * asks whether its stripe is open) and never held across I/O.
  */
@@ -72,8 +85,11 @@ struct tslot {
 	uint32_t hwm;                 /* rows written and mapped */
 	uint32_t crc[FF_MEMBERS_MAX]; /* each data chunk's crc32c over rows [0, hwm) */
 	bool busy;                    /* a write to it is in flight */
+	bool busy_batch;              /* that write is a patch batch, not a tail */
 	bool held;                    /* a repair wants it: no more appends (ffs_tail_hold) */
 	uint64_t listed_seq;          /* the last commit that listed p (ffs_tails_listing), 0: none */
+	uint64_t spare;               /* reserved for the slot's next opening, NO_STRIPE: none */
+	uint64_t spare_listed;        /* the last commit that listed spare, 0: none */
 	uint64_t batch_seq;           /* the seq of the patch batch in flight (busy) */
 	uint8_t *img;                 /* the stripe as written (rows [0, hwm) and the one in flight) */
 };
@@ -109,6 +125,7 @@ int tails_init(struct ffs *fs)
 				     (unsigned long long)TAIL_SLOTS_MAX);
 	for (unsigned i = 0; i < t->nslots; i++) {
 		t->slot[i].p = NO_STRIPE;
+		t->slot[i].spare = NO_STRIPE;
 		t->slot[i].img = ff_alloc_aligned(fs->stripe_bytes);
 		if (!t->slot[i].img) {
 			fs->tails = t;
@@ -135,7 +152,8 @@ void tails_free(struct ffs *fs)
 	fs->tails = NULL;
 }
 
-/* Is p a tail stripe the daemon may still append to?  fs->lock held. */
+/* Is p a tail stripe the daemon may still append to (or a slot's spare)?
+ * fs->lock held. */
 static bool tail_open(struct ffs *fs, uint64_t p)
 {
 	struct tails *t = fs->tails;
@@ -145,7 +163,7 @@ static bool tail_open(struct ffs *fs, uint64_t p)
 		return false;
 	pthread_mutex_lock(&t->lock);
 	for (unsigned i = 0; i < t->nslots; i++)
-		open |= t->slot[i].p == p;
+		open |= t->slot[i].p == p || t->slot[i].spare == p;
 	pthread_mutex_unlock(&t->lock);
 	return open;
 }
@@ -254,16 +272,21 @@ uint32_t tail_rows(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 
 /*
  * Take an idle slot for `rows` rows (no lock held): the best fit among the
- * idle open stripes; else an idle slot opens a new tail stripe on stripe
- * `own` (the buffer's reservation), retiring the stripe it held (*retired).
- * NULL when every slot is busy or too full.  The slot is ours (busy) until
- * the write is mapped (tail_done); its hwm is where the rows go.
+ * idle open stripes; else an idle slot opens a new tail stripe, retiring
+ * the stripe it held (*retired): on its spare when a commit has listed it,
+ * *own (the buffer's reservation) becoming the spare and *own
+ * WB_NO_STRIPE; else on *own.  NULL when every slot is busy or too full.
+ * The slot is ours (busy) until the write is mapped (tail_done); its hwm
+ * is where the rows go.  A patch batch waits for a slot; a tail never does,
+ * and it breaks the chain of batches replay follows from the listed rows
+ * (patch.c), so the stripe counts as unlisted until a commit maps it.
  */
-static struct tslot *slot_take(struct ffs *fs, uint32_t rows, uint64_t own, uint64_t *retired,
-			       bool wait)
+static struct tslot *slot_take(struct ffs *fs, uint32_t rows, uint64_t *ownp, uint64_t *retired,
+			       bool batch)
 {
 	struct tails *t = fs->tails;
 	struct tslot *s, *empty, *fullest, *reopen;
+	uint64_t own = *ownp;
 	unsigned idle_open;
 
 	*retired = NO_STRIPE;
@@ -276,8 +299,9 @@ again:
 
 		if (x->busy)
 			continue;
-		if (x->p == NO_STRIPE) {
-			empty = empty ? empty : x;
+		if (x->p == NO_STRIPE) { /* one with a listed spare first */
+			if (!empty || (x->spare_listed && !empty->spare_listed))
+				empty = x;
 			continue;
 		}
 		idle_open++;
@@ -289,7 +313,7 @@ again:
 	/* a new stripe: in an empty slot while few idle stripes are open, else
 	 * in place of the fullest idle one (the comment at the top says why) */
 	reopen = empty && idle_open < TAIL_OPEN_IDLE ? empty : fullest ? fullest : empty;
-	if (!s && !reopen && wait && own != WB_NO_STRIPE) {
+	if (!s && !reopen && batch && own != WB_NO_STRIPE) {
 		/* every slot has a write in flight: the engine completes each
 		 * (member deadlines), and tail_done clears busy and signals;
 		 * the waiter holds no lock tail_done needs (no dlock either:
@@ -305,17 +329,28 @@ again:
 		atomic_fetch_add(&fs->stats.tail_busy, 1);
 		return NULL;
 	}
-	if (!s) { /* open a tail stripe on the buffer's own: rows [0, rows) */
+	if (!s) { /* open a tail stripe: rows [0, rows) */
 		s = reopen;
 		*retired = s->p;
-		s->p = own;
+		if (s->spare != NO_STRIPE && s->spare_listed) {
+			s->p = s->spare;
+			s->listed_seq = s->spare_listed;
+			s->spare = own;
+			s->spare_listed = 0;
+			*ownp = WB_NO_STRIPE; /* the slot's now */
+		} else {
+			s->p = own;
+			s->listed_seq = 0;
+		}
 		s->hwm = 0;
 		s->held = false;
-		s->listed_seq = 0;
 		memset(s->crc, 0, sizeof(s->crc));
 		memset(s->img, 0, fs->stripe_bytes);
 	}
 	s->busy = true;
+	s->busy_batch = batch;
+	if (!batch)
+		s->listed_seq = 0;
 	s->batch_seq = atomic_fetch_add(&fs->pbatch_seq, 1); /* under t->lock: see ffs_tails_listing */
 	pthread_mutex_unlock(&t->lock);
 	return s;
@@ -378,7 +413,7 @@ int tail_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb, uint32_t row
 {
 	const struct ff_geom *g = fs->g;
 	uint64_t retired;
-	struct tslot *s = slot_take(fs, rows, wb->pstripe, &retired, false);
+	struct tslot *s = slot_take(fs, rows, &wb->pstripe, &retired, false);
 	uint32_t row0;
 
 	if (!s)
@@ -459,7 +494,7 @@ void patch_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 {
 	const struct ff_geom *g = fs->g;
 	uint32_t rows = patch_rows(fs, wb), row0, slot;
-	struct tslot *s = slot_take(fs, rows, wb->pstripe, &wb->tretired, true);
+	struct tslot *s = slot_take(fs, rows, &wb->pstripe, &wb->tretired, true);
 
 	FF_ASSERT(s); /* patch_plan took only buffers with a reserved stripe */
 	row0 = s->hwm;
@@ -538,9 +573,15 @@ int tail_done(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 		rc = ffs_extent_map_tail(fs, fi, wb->fstripe, p, row0, rows);
 	if (rc == 0)
 		ffs_rcache_invalidate(fs, p, 1);
-	if (!opening && wb->pstripe != WB_NO_STRIPE)
-		ffs_unreserve_stripes(fs, wb->pstripe, 1); /* appended: its own stripe goes back */
 	pthread_mutex_lock(&t->lock);
+	if (!opening && wb->pstripe != WB_NO_STRIPE) { /* appended: its own stripe is not needed */
+		if (s->spare == NO_STRIPE) {
+			s->spare = wb->pstripe; /* listed by the next commit */
+			s->spare_listed = 0;
+		} else {
+			ffs_unreserve_stripes(fs, wb->pstripe, 1);
+		}
+	}
 	if (rc == 0) {
 		s->hwm = row0 + rows;
 		memcpy(s->crc, crc, g->ndata * sizeof(*crc));
@@ -618,21 +659,59 @@ void ffs_tails_listing(struct ffs *fs, uint64_t seq, struct ffs_patch_open *po)
 		if (t->slot[i].busy && t->slot[i].batch_seq < next)
 			next = t->slot[i].batch_seq;
 	po->next_seq = ff_cpu_to_le64(next);
+	_Static_assert(2 * TAIL_SLOTS_MAX <= FFS_PATCH_OPEN_MAX, "every slot's stripe and spare listed");
 	for (unsigned i = 0; i < t->nslots; i++) {
 		struct tslot *s = &t->slot[i];
 
-		/* an opening still in flight is not in this commit: its batch
-		 * makes the file's next fsync commit (tail_done) */
-		if (s->p == NO_STRIPE || s->hwm == 0)
-			continue;
-		po->stripe[n++] = ff_cpu_to_le64(s->p);
-		s->listed_seq = seq;
+		/* an opening still in flight too: free in this commit, its
+		 * stripe replays as opened at row 0, as a spare does */
+		if (s->p != NO_STRIPE) {
+			po->stripe[n++] = ff_cpu_to_le64(s->p);
+			/* not while a tail is in flight: this commit's hwm is
+			 * before it, and replay stops at its rows */
+			s->listed_seq = s->busy && !s->busy_batch ? 0 : seq;
+		}
+		if (s->spare != NO_STRIPE) {
+			po->stripe[n++] = ff_cpu_to_le64(s->spare);
+			s->spare_listed = seq;
+		}
 	}
 	pthread_mutex_unlock(&t->lock);
 	po->count = ff_cpu_to_le32(n);
 }
 
-/* Unmount: every open tail stripe is retired (freed if empty).  fs->lock held. */
+unsigned ffs_tails_spare_count(struct ffs *fs)
+{
+	struct tails *t = fs->tails;
+	unsigned n = 0;
+
+	if (!t)
+		return 0;
+	pthread_mutex_lock(&t->lock);
+	for (unsigned i = 0; i < t->nslots; i++)
+		n += t->slot[i].spare != NO_STRIPE;
+	pthread_mutex_unlock(&t->lock);
+	return n;
+}
+
+void ffs_tails_drop_spares(struct ffs *fs)
+{
+	struct tails *t = fs->tails;
+
+	if (!t)
+		return;
+	pthread_mutex_lock(&t->lock);
+	for (unsigned i = 0; i < t->nslots; i++)
+		if (t->slot[i].spare != NO_STRIPE) {
+			ffs_unreserve_stripes(fs, t->slot[i].spare, 1);
+			t->slot[i].spare = NO_STRIPE;
+			t->slot[i].spare_listed = 0;
+		}
+	pthread_mutex_unlock(&t->lock);
+}
+
+/* Unmount: every open tail stripe is retired (freed if empty), the spares
+ * given back.  fs->lock held. */
 int ffs_tails_retire_all(struct ffs *fs)
 {
 	struct tails *t = fs->tails;
@@ -641,6 +720,7 @@ int ffs_tails_retire_all(struct ffs *fs)
 
 	if (!t)
 		return 0;
+	ffs_tails_drop_spares(fs);
 	pthread_mutex_lock(&t->lock);
 	for (unsigned i = 0; i < t->nslots; i++) {
 		FF_ASSERT(!t->slot[i].busy); /* the files were flushed: nothing in flight */

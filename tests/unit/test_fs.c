@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/wait.h>
 #include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
@@ -1826,6 +1827,94 @@ static void patch_bad_block(unsigned level, bool tailed)
 }
 
 /* A file of three whole stripes; _i 0: RAID5 x 4, 1: RAID6 x 4. */
+/* ---- a tail slot's spare stripe (fs/tail.c): openings without a commit ---- */
+
+#define SPARE_BATCHES 20 /* one block each: one row; 16 rows fill a tail stripe */
+
+/* Batch i of the spare test: one block of the db file, in a stripe of its
+ * own blocks (at most 20 of 48 per stripe: none is merged whole). */
+static uint64_t spare_off(uint64_t S, unsigned i)
+{
+	return (i % 8) * S + (2 + 2 * (i / 8)) * 4096;
+}
+
+/* What the spare test's child does, mounted; 0 or the step that failed.
+ * Every overwrite is fsync'd (flush); the last ones no commit holds. */
+static int spare_child(uint64_t ino, uint8_t *want, uint64_t S)
+{
+	struct ffs_opts o = { .write_buffer_bytes = 16 << 20, .read_cache_bytes = 16 << 20,
+			      .commit_interval_ms = 600000 };
+	static uint8_t b[4096];
+	struct ff_err err = { "" };
+	_Atomic uint64_t *commits;
+	struct ffs *fs;
+	uint64_t fh, ofh, c;
+	struct stat st;
+
+	if (ffs_mount(ut_pp, NM, &o, &fs, &err) || ffs_open(fs, ino, O_RDWR, &fh))
+		return 1;
+	commits = &ffs_stats(fs)->commits;
+	for (unsigned i = 0; i < SPARE_BATCHES; i++) {
+		c = atomic_load(commits);
+		fill_pattern(b, sizeof(b), 100 + i);
+		memcpy(want + spare_off(S, i), b, sizeof(b));
+		if (ffs_write(fs, fh, b, sizeof(b), spare_off(S, i)) != (ssize_t)sizeof(b) ||
+		    ffs_flush(fs, fh))
+			return 2;
+		/* batch 0 opens a tail stripe no commit listed: its fsync
+		 * commits; batch 1's reservation is the slot's spare, which
+		 * the commit of a file's close lists */
+		if (i == 1 && (ffs_create(fs, FFS_ROOT_INO, "other", 0644, 0, 0, O_RDWR, &st, &ofh) ||
+			       ffs_write(fs, ofh, b, 100, 0) != 100 || ffs_flush(fs, ofh) ||
+			       ffs_release(fs, ofh) || atomic_load(commits) == c))
+			return 3;
+		/* batch 16 opens the listed spare: no fsync commits after 1 */
+		if (i >= 2 && atomic_load(commits) != c)
+			return 10 + (int)i;
+	}
+	if (ffs_stats(fs)->tail_stripes != 2 || ffs_stats(fs)->patch_writes != SPARE_BATCHES)
+		return 4;
+	_exit(0); /* as a crash ends it: batches 2..19 are in no commit */
+}
+
+/* The slot's spare: a batch that opens it is replayable at once, so its
+ * fsync commits nothing; after a crash, mount lays it over its file
+ * although the spare is free in the last commit, and the volume gives
+ * every stripe back once the files go.  Fails before spares: batch 16's
+ * fsync committed. */
+START_TEST(patches_spare_opens_without_commit)
+{
+	static uint8_t want[8 * 192 * 1024];
+	struct ffs *fs = mkfs_mount_params(64, (struct ffs_mkfs_params){ .version = FFS_VERSION_PATCH });
+	uint64_t S = ffs_tools_geom(fs)->stripe_bytes, free0 = whole_stripes_free(fs), ino;
+	int status;
+	pid_t pid;
+
+	ino = put_file(fs, "db", want, 8 * S, 11);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		_exit(spare_child(ino, want, S));
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child: step %d",
+		      WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	for (unsigned i = 0; i < SPARE_BATCHES; i++) /* the child's writes, in the model */
+		fill_pattern(want + spare_off(S, i), 4096, 100 + i);
+	fs = remount(NULL);
+	check_content(fs, ino, want, 8 * S);
+	fs = remount(fs);
+	check_content(fs, ino, want, 8 * S);
+	ck_assert_int_eq(ffs_unlink(fs, FFS_ROOT_INO, "db"), 0);
+	ffs_forget(fs, ino, 1);
+	ck_assert_int_eq(ffs_unlink(fs, FFS_ROOT_INO, "other"), 0);
+	fs = remount(fs);
+	ck_assert_uint_eq(whole_stripes_free(fs), free0);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	ut_remove_members(NM);
+}
+END_TEST
+
 START_TEST(patches_bad_block_healed)
 {
 	patch_bad_block(5 + (unsigned)_i, false);
@@ -1873,6 +1962,7 @@ int main(void)
 	tcase_add_test(tc, punch_in_holes_allocates_nothing);
 	tcase_add_test(tc, tails_bad_chunk_repaired);
 	tcase_add_test(tc, patches_small_overwrites);
+	tcase_add_test(tc, patches_spare_opens_without_commit);
 	tcase_add_loop_test(tc, patches_bad_block_healed, 0, 2);
 	tcase_add_loop_test(tc, patches_bad_block_in_tail_healed, 0, 2);
 	suite_add_tcase(s, tc);

@@ -166,6 +166,8 @@ enum {
 	FFS_SET_ATIME_NOW = 1 << 7,
 	FFS_SET_MTIME_NOW = 1 << 8,
 	FFS_SET_CTIME = 1 << 10,
+	/* what a write, truncate or chown takes from a file (ffs_kill_priv) */
+	FFS_SET_KILL_PRIV = 1 << 11,
 };
 
 /* rename flags (as renameat2) */
@@ -215,6 +217,11 @@ struct ffs_rref {
 ssize_t ffs_read_ref(struct ffs *fs, uint64_t fh, size_t size, uint64_t off, struct ffs_rref *ref);
 void ffs_read_unref(struct ffs *fs, struct ffs_rref *ref);
 ssize_t ffs_write(struct ffs *fs, uint64_t fh, const void *buf, size_t size, uint64_t off);
+/* Take from handle fh's file what a write by a caller without CAP_FSETID
+ * takes (the kernel leaves it to the filesystem with FUSE's killpriv_v2):
+ * set-user-ID, set-group-ID when the group may execute, and the
+ * security.capability xattr.  Cheap when there is none of them. */
+int ffs_kill_priv(struct ffs *fs, uint64_t fh);
 int ffs_flush(struct ffs *fs, uint64_t fh);
 int ffs_fsync(struct ffs *fs, uint64_t fh, bool datasync);
 int ffs_fallocate(struct ffs *fs, uint64_t fh, int mode, uint64_t off, uint64_t len);

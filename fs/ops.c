@@ -136,6 +136,35 @@ static uint64_t ts_ns(const struct timespec *ts)
 	return (uint64_t)ts->tv_sec * 1000000000ull + (uint64_t)ts->tv_nsec;
 }
 
+/*
+ * What writing, truncating or chowning a regular file takes from it, as
+ * the kernel's file_remove_privs and chown do: set-user-ID always,
+ * set-group-ID when the group may execute (without that it marks mandatory
+ * locking, which stays), and file capabilities.  Whether the caller is
+ * exempt (CAP_FSETID) the kernel decided.  fs->lock held.
+ */
+static int kill_priv(struct ffs *fs, struct finode *fi, bool *changed)
+{
+	uint32_t mode = ff_le32(fi->d.mode), keep = mode & ~(uint32_t)S_ISUID;
+	int rc = 0;
+
+	*changed = false;
+	if (!S_ISREG(mode))
+		return 0;
+	if (mode & S_IXGRP)
+		keep &= ~(uint32_t)S_ISGID;
+	if (keep != mode) {
+		fi->d.mode = ff_cpu_to_le32(keep);
+		*changed = true;
+	}
+	if (fi->d.xattr_block) {
+		rc = ffs_xattr_remove(fs, fi, "security.capability");
+		*changed |= rc == 0;
+		rc = rc == -ENODATA ? 0 : rc;
+	}
+	return rc;
+}
+
 int ffs_setattr(struct ffs *fs, uint64_t ino, const struct stat *a, int to_set, struct stat *st)
 {
 	struct finode *fi;
@@ -177,7 +206,16 @@ int ffs_setattr(struct ffs *fs, uint64_t ino, const struct stat *a, int to_set, 
 		if (to_set & FFS_SET_SIZE && !(to_set & (FFS_SET_MTIME | FFS_SET_MTIME_NOW)))
 			fi->d.mtime_ns = ff_cpu_to_le64(now);
 		fi->d.ctime_ns = ff_cpu_to_le64((to_set & FFS_SET_CTIME) ? ts_ns(&a->st_ctim) : now);
-		rc = ffs_istore(fs, fi);
+		if (to_set & FFS_SET_KILL_PRIV) {
+			bool changed;
+			uint32_t mode = ff_le32(fi->d.mode);
+
+			rc = kill_priv(fs, fi, &changed);
+			if (to_set & FFS_SET_MODE) /* a mode given with it stands */
+				fi->d.mode = ff_cpu_to_le32(mode);
+		}
+		if (rc == 0)
+			rc = ffs_istore(fs, fi);
 		ffs_inode_stat(fs, fi, st);
 	}
 	ffs_iput(fs, fi);
@@ -761,6 +799,24 @@ ssize_t ffs_read_ref(struct ffs *fs, uint64_t fh, size_t size, uint64_t off, str
 void ffs_read_unref(struct ffs *fs, struct ffs_rref *ref)
 {
 	ffs_data_read_unref(fs, ref);
+}
+
+int ffs_kill_priv(struct ffs *fs, uint64_t fh)
+{
+	struct finode *fi = fh_inode(fh);
+	bool changed;
+	int rc;
+
+	if (fs->ro)
+		return 0; /* nothing is written either */
+	pthread_mutex_lock(&fs->lock);
+	rc = kill_priv(fs, fi, &changed);
+	if (rc == 0 && changed) {
+		fi->d.ctime_ns = ff_cpu_to_le64(ff_wall_ns());
+		rc = ffs_istore(fs, fi);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
 }
 
 ssize_t ffs_write(struct ffs *fs, uint64_t fh, const void *buf, size_t size, uint64_t off)

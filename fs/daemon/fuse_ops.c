@@ -142,6 +142,22 @@ static void log_transport(struct fuse_conn_info *conn)
 		       io_max / 1024, t->pages_limit);
 }
 
+/*
+ * FUSE's killpriv_v2 (libfuse 3.18's FUSE_CAP_HANDLE_KILLPRIV_V2): the
+ * filesystem drops set-user-ID, set-group-ID and file capabilities on
+ * write, truncate and chown, so the kernel need not ask.  Without it the
+ * kernel sends a GETXATTR of security.capability before every write of a
+ * file (file_remove_privs): one round trip more for each 4 KiB a database
+ * writes.  With it the kernel marks the superblock SB_NOSEC and asks once
+ * per inode.  (libfuse 3.14 cannot negotiate it: the kernel does the work.)
+ */
+#ifdef FUSE_CAP_HANDLE_KILLPRIV_V2
+static bool killpriv;
+#define KILL_SUIDGID(fi) (killpriv && (fi)->kill_suidgid)
+#else
+#define KILL_SUIDGID(fi) ((void)(fi), false)
+#endif
+
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct ffs_info info;
@@ -157,6 +173,11 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_EXPORT_SUPPORT;
 	if (conn->capable & FUSE_CAP_READDIRPLUS)
 		conn->want |= FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO;
+#ifdef FUSE_CAP_HANDLE_KILLPRIV_V2
+	killpriv = conn->capable & FUSE_CAP_HANDLE_KILLPRIV_V2;
+	if (killpriv)
+		conn->want |= FUSE_CAP_HANDLE_KILLPRIV_V2;
+#endif
 	/* the 1% dirty limit of a FUSE bdi throttles writeback caching: stay write-through */
 	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
 	/* Requests are read into memory, not spliced through a pipe: parity
@@ -233,6 +254,12 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	for (size_t i = 0; i < FF_ARRAY_SIZE(map); i++)
 		if (to_set & map[i].fuse)
 			set |= map[i].ffs;
+#ifdef FUSE_CAP_HANDLE_KILLPRIV_V2
+	/* a truncate by a caller without CAP_FSETID (the kernel's
+	 * FATTR_KILL_SUIDGID), and any chown, as the kernel would do itself */
+	if (killpriv && (to_set & (FUSE_SET_ATTR_KILL_SUID | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)))
+		set |= FFS_SET_KILL_PRIV;
+#endif
 	rc = ffs_setattr(FS(req), ino, attr, set, &st);
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
@@ -337,6 +364,11 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	int rc = ffs_open(FS(req), ino, fi->flags, &fh);
 
 	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	if ((fi->flags & O_TRUNC) && KILL_SUIDGID(fi) && (rc = ffs_kill_priv(FS(req), fh)) < 0) {
+		ffs_release(FS(req), fh);
 		fuse_reply_err(req, -rc);
 		return;
 	}
@@ -450,7 +482,9 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *buf
 		size = (size_t)n;
 		src = dst.buf[0].mem;
 	}
-	n = ffs_write(FS(req), fi->fh, src, size, (uint64_t)off);
+	n = KILL_SUIDGID(fi) ? ffs_kill_priv(FS(req), fi->fh) : 0;
+	if (n == 0)
+		n = ffs_write(FS(req), fi->fh, src, size, (uint64_t)off);
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
 	else

@@ -4,7 +4,9 @@
  * alone, which implies default_permissions): a user who is not root
  * gets EACCES where the mode bits deny access and EPERM where only the
  * owner (or root) may act — chmod, chown, explicit times, the sticky bit —
- * while what the modes allow works, and files a user creates are theirs.
+ * while what the modes allow works, and files a user creates are theirs;
+ * and a write, truncate or chown takes set-user-ID, set-group-ID and file
+ * capabilities as Linux does.
  *
  *   permissions MNT setup      as root: the tree
  *   permissions MNT user-a     as uid 54321 (setpriv)
@@ -19,6 +21,89 @@
 
 #define UID_A 54321
 #define UID_B 54322
+
+/* A file capability (struct vfs_cap_data, revision 2: CAP_NET_BIND_SERVICE
+ * permitted), as setcap would write it. */
+static const uint8_t cap_v2[20] = { 0, 0, 0, 2, 0, 4, 0, 0 };
+
+static mode_t mode_of(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 ? st.st_mode : 0;
+}
+
+/* The privileges a write, truncate or chown takes from a file (fs/ops.c
+ * kill_priv with FUSE's killpriv_v2 on libfuse 3.18; the kernel itself on
+ * 3.14): files A writes to, and what root's own chown and write take. */
+static void setup_privileged(void)
+{
+	static const struct { const char *name; mode_t mode; } own[] = {
+		{ "suid-write", 06755 }, { "suid-trunc", 06755 }, { "suid-otrunc", 06755 },
+		{ "sgid-noexec", 02644 }, { "cap-user", 0644 },
+	};
+	char buf[20];
+	int fd;
+
+	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++) {
+		IT_MUST(it_make_file(P(own[i].name), 10, 160));
+		IT_MUST(chown(P(own[i].name), UID_A, UID_A)); /* before the mode: chown takes it */
+		IT_MUST(chmod(P(own[i].name), own[i].mode));
+		EXPECT_EQ(mode_of(P(own[i].name)), S_IFREG | own[i].mode);
+	}
+	IT_MUST(setxattr(P("cap-user"), "security.capability", cap_v2, sizeof(cap_v2), 0));
+	/* root's chown takes set-user-ID too */
+	IT_MUST(it_make_file(P("suid-chown"), 10, 161));
+	IT_MUST(chmod(P("suid-chown"), 04755));
+	IT_MUST(chown(P("suid-chown"), UID_B, -1));
+	EXPECT_EQ(mode_of(P("suid-chown")), S_IFREG | 0755);
+	/* and root's write the file capability (CAP_FSETID keeps only the mode bits) */
+	IT_MUST(it_make_file(P("cap-root"), 10, 162));
+	IT_MUST(chmod(P("cap-root"), 04755));
+	IT_MUST(setxattr(P("cap-root"), "security.capability", cap_v2, sizeof(cap_v2), 0));
+	EXPECT_EQ(getxattr(P("cap-root"), "security.capability", buf, sizeof(buf)), 20);
+	EXPECT_OK(fd = open(P("cap-root"), O_WRONLY));
+	if (fd >= 0) {
+		EXPECT_EQ(pwrite(fd, "R", 1, 0), 1);
+		close(fd);
+	}
+	EXPECT_ERR(getxattr(P("cap-root"), "security.capability", buf, sizeof(buf)), ENODATA);
+	EXPECT_EQ(mode_of(P("cap-root")), S_IFREG | 04755);
+}
+
+/* What A's write, truncate and truncating open take (see setup_privileged). */
+static void user_privileged(void)
+{
+	char buf[20];
+	int fd;
+
+	EXPECT_OK(fd = open(P("suid-write"), O_WRONLY));
+	if (fd >= 0) {
+		EXPECT_EQ(pwrite(fd, "W", 1, 0), 1);
+		close(fd);
+	}
+	EXPECT_EQ(mode_of(P("suid-write")), S_IFREG | 0755);
+	EXPECT_OK(truncate(P("suid-trunc"), 3));
+	EXPECT_EQ(mode_of(P("suid-trunc")), S_IFREG | 0755);
+	EXPECT_OK(fd = open(P("suid-otrunc"), O_WRONLY | O_TRUNC));
+	if (fd >= 0)
+		close(fd);
+	EXPECT_EQ(mode_of(P("suid-otrunc")), S_IFREG | 0755);
+	/* set-group-ID without group execute is no privilege: it stays */
+	EXPECT_OK(fd = open(P("sgid-noexec"), O_WRONLY));
+	if (fd >= 0) {
+		EXPECT_EQ(pwrite(fd, "W", 1, 0), 1);
+		close(fd);
+	}
+	EXPECT_EQ(mode_of(P("sgid-noexec")), S_IFREG | 02644);
+	EXPECT_EQ(getxattr(P("cap-user"), "security.capability", buf, sizeof(buf)), 20);
+	EXPECT_OK(fd = open(P("cap-user"), O_WRONLY));
+	if (fd >= 0) {
+		EXPECT_EQ(pwrite(fd, "W", 1, 0), 1);
+		close(fd);
+	}
+	EXPECT_ERR(getxattr(P("cap-user"), "security.capability", buf, sizeof(buf)), ENODATA);
+}
 
 static void setup(void)
 {
@@ -39,6 +124,7 @@ static void setup(void)
 	IT_MUST(chmod(P("open"), 0777));
 	IT_MUST(it_make_file(P("noexec"), 10, 155));
 	IT_MUST(chmod(P("noexec"), 0644));
+	setup_privileged();
 }
 
 static void user_a(void)
@@ -108,6 +194,7 @@ static void user_a(void)
 	EXPECT_OK(it_make_file(P("open/a-dir/inner"), 5, 156));
 	EXPECT_OK(it_make_file(P("shared/a-open"), 5, 157));
 	EXPECT_OK(chmod(P("shared/a-open"), 0666));
+	user_privileged();
 }
 
 static void user_b(void)

@@ -1827,6 +1827,54 @@ static void patch_bad_block(unsigned level, bool tailed)
 }
 
 /* A file of three whole stripes; _i 0: RAID5 x 4, 1: RAID6 x 4. */
+/* What a write, truncate or chown by a caller without CAP_FSETID takes
+ * (ffs_kill_priv, FFS_SET_KILL_PRIV: FUSE's killpriv_v2 leaves it to the
+ * filesystem): set-user-ID, set-group-ID when the group may execute, and
+ * the file capability; nothing else, and a mode given with it stands. */
+START_TEST(kill_priv_takes_privileges)
+{
+	static const uint8_t cap[20] = { 0, 0, 0, 2, 0, 4 };
+	struct ffs *fs = mkfs_mount(64, 64 * 1024);
+	struct stat a = { 0 }, st;
+	uint64_t fh, ino = create(fs, FFS_ROOT_INO, "tool", &fh);
+	char buf[32];
+
+	a.st_mode = 06755;
+	ck_assert_int_eq(ffs_setattr(fs, ino, &a, FFS_SET_MODE, &st), 0);
+	ck_assert_int_eq(ffs_setxattr(fs, ino, "security.capability", cap, sizeof(cap), 0), 0);
+	ck_assert_int_eq(ffs_setxattr(fs, ino, "user.keep", "k", 1, 0), 0);
+	ck_assert_int_eq(ffs_kill_priv(fs, fh), 0);
+	ck_assert_int_eq(ffs_getattr(fs, ino, &st), 0);
+	ck_assert_uint_eq(st.st_mode, S_IFREG | 0755);
+	ck_assert_int_eq(ffs_getxattr(fs, ino, "security.capability", buf, sizeof(buf)), -ENODATA);
+	ck_assert_int_eq(ffs_getxattr(fs, ino, "user.keep", buf, sizeof(buf)), 1);
+	/* set-group-ID without group execute is no privilege */
+	a.st_mode = 02644;
+	ck_assert_int_eq(ffs_setattr(fs, ino, &a, FFS_SET_MODE, &st), 0);
+	ck_assert_int_eq(ffs_kill_priv(fs, fh), 0);
+	ck_assert_int_eq(ffs_getattr(fs, ino, &st), 0);
+	ck_assert_uint_eq(st.st_mode, S_IFREG | 02644);
+	/* a truncate or chown with it; a mode given in the same call stands */
+	a.st_mode = 04755;
+	ck_assert_int_eq(ffs_setattr(fs, ino, &a, FFS_SET_MODE, &st), 0);
+	a.st_size = 0;
+	ck_assert_int_eq(ffs_setattr(fs, ino, &a, FFS_SET_SIZE | FFS_SET_KILL_PRIV, &st), 0);
+	ck_assert_uint_eq(st.st_mode, S_IFREG | 0755);
+	a.st_mode = 04711;
+	a.st_uid = 7;
+	ck_assert_int_eq(ffs_setattr(fs, ino, &a, FFS_SET_UID | FFS_SET_MODE | FFS_SET_KILL_PRIV, &st),
+			 0);
+	ck_assert_uint_eq(st.st_mode, S_IFREG | 04711);
+	ck_assert_uint_eq(st.st_uid, 7);
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	fs = remount(fs);
+	ck_assert_int_eq(ffs_getattr(fs, ino, &st), 0);
+	ck_assert_uint_eq(st.st_mode, S_IFREG | 04711);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	ut_remove_members(NM);
+}
+END_TEST
+
 /* ---- a tail slot's spare stripe (fs/tail.c): openings without a commit ---- */
 
 #define SPARE_BATCHES 20 /* one block each: one row; 16 rows fill a tail stripe */
@@ -1963,6 +2011,7 @@ int main(void)
 	tcase_add_test(tc, tails_bad_chunk_repaired);
 	tcase_add_test(tc, patches_small_overwrites);
 	tcase_add_test(tc, patches_spare_opens_without_commit);
+	tcase_add_test(tc, kill_priv_takes_privileges);
 	tcase_add_loop_test(tc, patches_bad_block_healed, 0, 2);
 	tcase_add_loop_test(tc, patches_bad_block_in_tail_healed, 0, 2);
 	suite_add_tcase(s, tc);

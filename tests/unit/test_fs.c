@@ -1925,6 +1925,105 @@ static int spare_child(uint64_t ino, uint8_t *want, uint64_t S)
 	_exit(0); /* as a crash ends it: batches 2..19 are in no commit */
 }
 
+/* What the tail-chain test's child does, mounted; 0 or the step that
+ * failed.  Batch 0 opens tail stripe A (its fsync commits), then with no
+ * commit file t's tail goes to A's next rows (gone: a patch batch of a
+ * file no commit holds), then batch 1 goes after it and is fsync'd. */
+/* The file's buffers written out, as an eviction does: no commit. */
+static int flush_no_commit(struct ffs *fs, uint64_t ino)
+{
+	struct finode *fi;
+	int rc;
+
+	pthread_mutex_lock(&fs->lock);
+	rc = ffs_iget(fs, ino, &fi);
+	pthread_mutex_unlock(&fs->lock);
+	if (rc == 0) {
+		rc = ffs_data_flush(fs, fi);
+		pthread_mutex_lock(&fs->lock);
+		ffs_iput(fs, fi);
+		pthread_mutex_unlock(&fs->lock);
+	}
+	return rc;
+}
+
+static int chain_child(uint64_t ino, uint64_t tino, uint8_t *want, uint64_t S, bool gone)
+{
+	struct ffs_opts o = { .write_buffer_bytes = 16 << 20, .read_cache_bytes = 16 << 20,
+			      .commit_interval_ms = 600000 };
+	static uint8_t b[5000];
+	struct ff_err err = { "" };
+	struct ffs *fs;
+	uint64_t fh, tfh, nfh;
+
+	if (ffs_mount(ut_pp, NM, &o, &fs, &err) || ffs_open(fs, ino, O_RDWR, &fh) ||
+	    ffs_open(fs, tino, O_RDWR, &tfh))
+		return 1;
+	for (unsigned i = 0; i < 2; i++) {
+		fill_pattern(b, 4096, 200 + i);
+		memcpy(want + spare_off(S, i), b, 4096);
+		if (ffs_write(fs, fh, b, 4096, spare_off(S, i)) != 4096 || ffs_flush(fs, fh))
+			return 2;
+		if (i == 1)
+			break;
+		if (gone) { /* a new file no commit holds: a stripe, then a patch of it */
+			static uint8_t full[192 * 1024];
+			struct stat st;
+
+			if (ffs_create(fs, FFS_ROOT_INO, "new", 0644, 0, 0, O_RDWR, &st, &nfh) ||
+			    ffs_write(fs, nfh, full, S, 0) != (ssize_t)S)
+				return 3;
+			tino = st.st_ino;
+			if (flush_no_commit(fs, tino) || ffs_write(fs, nfh, b, 4096, 4096) != 4096)
+				return 4;
+		} else { /* t: a stripe and 5000 bytes, its tail one row */
+			fill_pattern(b, sizeof(b), 210);
+			if (ffs_write(fs, tfh, b, sizeof(b), S) != (ssize_t)sizeof(b))
+				return 3;
+		}
+		if (flush_no_commit(fs, tino))
+			return 5;
+	}
+	if (ffs_stats(fs)->tail_stripes != 1 ||
+	    (gone ? ffs_stats(fs)->patch_writes != 3 : ffs_stats(fs)->tail_packed != 1))
+		return 6; /* all three in one tail stripe, as meant */
+	_exit(0); /* as a crash ends it */
+}
+
+/* A tail written into a tail stripe after the commit that listed it
+ * breaks the chain of batches replay follows from that commit's hwm; a
+ * batch after the tail must not count on that listing.  And a batch whose
+ * file the crash took (created after the last commit) still counts its
+ * rows at replay, or the batches after it are lost (loop 1).  Fail before
+ * their fixes: batch 1's fsync committed nothing and the mount after the
+ * crash lost it. */
+START_TEST(patches_after_tail_replayed)
+{
+	static uint8_t want[8 * 192 * 1024], t[192 * 1024];
+	struct ffs *fs = mkfs_mount_params(64, (struct ffs_mkfs_params){ .version = FFS_VERSION_PATCH });
+	uint64_t S = ffs_tools_geom(fs)->stripe_bytes, ino, tino;
+	int status;
+	pid_t pid;
+
+	ino = put_file(fs, "db", want, 8 * S, 11);
+	tino = put_file(fs, "t", t, S, 12);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		_exit(chain_child(ino, tino, want, S, _i == 1));
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child: step %d",
+		      WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	for (unsigned i = 0; i < 2; i++) /* the child's fsync'd writes, in the model */
+		fill_pattern(want + spare_off(S, i), 4096, 200 + i);
+	fs = remount(NULL);
+	check_content(fs, ino, want, 8 * S);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	ut_remove_members(NM);
+}
+END_TEST
+
 /* The slot's spare: a batch that opens it is replayable at once, so its
  * fsync commits nothing; after a crash, mount lays it over its file
  * although the spare is free in the last commit, and the volume gives
@@ -2011,6 +2110,7 @@ int main(void)
 	tcase_add_test(tc, tails_bad_chunk_repaired);
 	tcase_add_test(tc, patches_small_overwrites);
 	tcase_add_test(tc, patches_spare_opens_without_commit);
+	tcase_add_loop_test(tc, patches_after_tail_replayed, 0, 2);
 	tcase_add_test(tc, kill_priv_takes_privileges);
 	tcase_add_loop_test(tc, patches_bad_block_healed, 0, 2);
 	tcase_add_loop_test(tc, patches_bad_block_in_tail_healed, 0, 2);

@@ -1877,6 +1877,17 @@ END_TEST
 
 /* ---- a tail slot's spare stripe (fs/tail.c): openings without a commit ---- */
 
+/* A test's child that mounted the volume and ended as a crash would
+ * (_exit): it must have ended with 0, or says the step that failed. */
+static void child_ok(pid_t pid)
+{
+	int status;
+
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child: step %d",
+		      WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
 #define SPARE_BATCHES 20 /* one block each: one row; 16 rows fill a tail stripe */
 
 /* Batch i of the spare test: one block of the db file, in a stripe of its
@@ -2002,7 +2013,6 @@ START_TEST(patches_after_tail_replayed)
 	static uint8_t want[8 * 192 * 1024], t[192 * 1024];
 	struct ffs *fs = mkfs_mount_params(64, (struct ffs_mkfs_params){ .version = FFS_VERSION_PATCH });
 	uint64_t S = ffs_tools_geom(fs)->stripe_bytes, ino, tino;
-	int status;
 	pid_t pid;
 
 	ino = put_file(fs, "db", want, 8 * S, 11);
@@ -2012,9 +2022,7 @@ START_TEST(patches_after_tail_replayed)
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0)
 		_exit(chain_child(ino, tino, want, S, _i == 1));
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child: step %d",
-		      WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	child_ok(pid);
 	for (unsigned i = 0; i < 2; i++) /* the child's fsync'd writes, in the model */
 		fill_pattern(want + spare_off(S, i), 4096, 200 + i);
 	fs = remount(NULL);
@@ -2034,7 +2042,6 @@ START_TEST(patches_spare_opens_without_commit)
 	static uint8_t want[8 * 192 * 1024];
 	struct ffs *fs = mkfs_mount_params(64, (struct ffs_mkfs_params){ .version = FFS_VERSION_PATCH });
 	uint64_t S = ffs_tools_geom(fs)->stripe_bytes, free0 = whole_stripes_free(fs), ino;
-	int status;
 	pid_t pid;
 
 	ino = put_file(fs, "db", want, 8 * S, 11);
@@ -2043,9 +2050,7 @@ START_TEST(patches_spare_opens_without_commit)
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0)
 		_exit(spare_child(ino, want, S));
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child: step %d",
-		      WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	child_ok(pid);
 	for (unsigned i = 0; i < SPARE_BATCHES; i++) /* the child's writes, in the model */
 		fill_pattern(want + spare_off(S, i), 4096, 100 + i);
 	fs = remount(NULL);

@@ -155,8 +155,21 @@ static void log_transport(struct fuse_conn_info *conn)
 static bool killpriv;
 #define KILL_SUIDGID(fi) (killpriv && (fi)->kill_suidgid)
 #else
+static const bool killpriv = false;
 #define KILL_SUIDGID(fi) ((void)(fi), false)
 #endif
+
+/* A truncating open: the kernel leaves the truncation to us (libfuse's
+ * atomic O_TRUNC) and with it what the truncation takes, on every libfuse.
+ * With killpriv_v2 it says whether the caller lacks CAP_FSETID; without,
+ * nothing does, and root is taken to have it (permissions-nonroot: a
+ * non-root owner's O_TRUNC open clears set-user-ID, as on ext4). */
+static bool open_kills(fuse_req_t req, const struct fuse_file_info *fi)
+{
+	if (!(fi->flags & O_TRUNC))
+		return false;
+	return killpriv ? KILL_SUIDGID(fi) : fuse_req_ctx(req)->uid != 0;
+}
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
@@ -367,7 +380,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	if ((fi->flags & O_TRUNC) && KILL_SUIDGID(fi) && (rc = ffs_kill_priv(FS(req), fh)) < 0) {
+	if (open_kills(req, fi) && (rc = ffs_kill_priv(FS(req), fh)) < 0) {
 		ffs_release(FS(req), fh);
 		fuse_reply_err(req, -rc);
 		return;

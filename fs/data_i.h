@@ -119,6 +119,9 @@ uint32_t tail_rows(struct ffs *fs, struct finode *fi, struct wbuf *wb);
 int tail_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb, uint32_t rows);
 /* Map a tail written (completion thread, fs->lock held). */
 int tail_done(struct ffs *fs, struct finode *fi, struct wbuf *wb);
+/* A tail stripe no longer open: freed if its entry says nothing points
+ * into it.  p must be allocated (its entry is its own).  fs->lock held. */
+int tail_closed(struct ffs *fs, uint64_t p);
 /* Bytes [o, o+n) of a file stripe held as a tail at rows [row0, row0+rows) of p. */
 int tail_read(struct ffs *fs, uint64_t p, uint32_t row0, uint32_t rows, uint64_t o, size_t n,
 	      uint8_t *dst);

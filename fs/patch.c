@@ -675,19 +675,6 @@ static int apply_batch(struct ffs *fs, const struct found_batch *b, uint8_t *buf
 	return rc < 0 ? rc : 1;
 }
 
-static int free_if_empty(struct ffs *fs, uint64_t p)
-{
-	uint32_t ino, f, crc[FF_MEMBERS_MAX];
-	int rc;
-
-	if (p >= fs->g->nstripes || !ffs_stripe_in_use(fs, p))
-		return 0;
-	rc = ffs_csum_get(fs, p, &ino, &f, crc);
-	if (rc == 0 && ino == FFS_CSUM_TAILS && FFS_CSUM_TAIL_LIVE(f) == 0)
-		rc = ffs_free_stripes(fs, p, 1);
-	return rc;
-}
-
 int ffs_patch_replay(struct ffs *fs, bool apply, unsigned *count)
 {
 	struct ffs_patch_open po = fs->sb->popen;
@@ -724,8 +711,12 @@ int ffs_patch_replay(struct ffs *fs, bool apply, unsigned *count)
 	}
 	/* no slot is open now: a listed tail stripe nothing points into is
 	 * what a crash left (a slot keeps an emptied stripe open), freed */
-	for (unsigned i = 0; apply && rc >= 0 && i < n; i++)
-		rc = free_if_empty(fs, ff_le64(po.stripe[i]));
+	for (unsigned i = 0; apply && rc >= 0 && i < n; i++) {
+		uint64_t p = ff_le64(po.stripe[i]);
+
+		if (p < fs->g->nstripes && ffs_stripe_in_use(fs, p)) /* a free one's entry is stale */
+			rc = tail_closed(fs, p);
+	}
 	for (unsigned i = 0; i < nv; i++) /* found, applied or not */
 		free(v[i].h);
 	free(v);

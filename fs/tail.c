@@ -184,8 +184,7 @@ static void tail_retire_idle(struct ffs *fs, uint64_t p)
 	pthread_mutex_unlock(&t->lock);
 }
 
-/* A tail stripe no longer open: freed if nothing points into it.  fs->lock held. */
-static int tail_closed(struct ffs *fs, uint64_t p)
+int tail_closed(struct ffs *fs, uint64_t p)
 {
 	uint32_t ino, f, crc[FF_MEMBERS_MAX];
 	int rc = ffs_csum_get(fs, p, &ino, &f, crc);

@@ -26,6 +26,18 @@
  * permitted), as setcap would write it. */
 static const uint8_t cap_v2[20] = { 0, 0, 0, 2, 0, 4, 0, 0 };
 
+/* One byte written at the start of path, opened write-only. */
+static void write_one(const char *path)
+{
+	int fd;
+
+	EXPECT_OK(fd = open(path, O_WRONLY));
+	if (fd >= 0) {
+		EXPECT_EQ(pwrite(fd, "W", 1, 0), 1);
+		close(fd);
+	}
+}
+
 static mode_t mode_of(const char *path)
 {
 	struct stat st;
@@ -43,7 +55,6 @@ static void setup_privileged(void)
 		{ "sgid-noexec", 02644 }, { "cap-user", 0644 },
 	};
 	char buf[20];
-	int fd;
 
 	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++) {
 		IT_MUST(it_make_file(P(own[i].name), 10, 160));
@@ -62,11 +73,7 @@ static void setup_privileged(void)
 	IT_MUST(chmod(P("cap-root"), 04755));
 	IT_MUST(setxattr(P("cap-root"), "security.capability", cap_v2, sizeof(cap_v2), 0));
 	EXPECT_EQ(getxattr(P("cap-root"), "security.capability", buf, sizeof(buf)), 20);
-	EXPECT_OK(fd = open(P("cap-root"), O_WRONLY));
-	if (fd >= 0) {
-		EXPECT_EQ(pwrite(fd, "R", 1, 0), 1);
-		close(fd);
-	}
+	write_one(P("cap-root"));
 	EXPECT_ERR(getxattr(P("cap-root"), "security.capability", buf, sizeof(buf)), ENODATA);
 	EXPECT_EQ(mode_of(P("cap-root")), S_IFREG | 04755);
 }
@@ -77,11 +84,7 @@ static void user_privileged(void)
 	char buf[20];
 	int fd;
 
-	EXPECT_OK(fd = open(P("suid-write"), O_WRONLY));
-	if (fd >= 0) {
-		EXPECT_EQ(pwrite(fd, "W", 1, 0), 1);
-		close(fd);
-	}
+	write_one(P("suid-write"));
 	EXPECT_EQ(mode_of(P("suid-write")), S_IFREG | 0755);
 	EXPECT_OK(truncate(P("suid-trunc"), 3));
 	EXPECT_EQ(mode_of(P("suid-trunc")), S_IFREG | 0755);
@@ -90,18 +93,10 @@ static void user_privileged(void)
 		close(fd);
 	EXPECT_EQ(mode_of(P("suid-otrunc")), S_IFREG | 0755);
 	/* set-group-ID without group execute is no privilege: it stays */
-	EXPECT_OK(fd = open(P("sgid-noexec"), O_WRONLY));
-	if (fd >= 0) {
-		EXPECT_EQ(pwrite(fd, "W", 1, 0), 1);
-		close(fd);
-	}
+	write_one(P("sgid-noexec"));
 	EXPECT_EQ(mode_of(P("sgid-noexec")), S_IFREG | 02644);
 	EXPECT_EQ(getxattr(P("cap-user"), "security.capability", buf, sizeof(buf)), 20);
-	EXPECT_OK(fd = open(P("cap-user"), O_WRONLY));
-	if (fd >= 0) {
-		EXPECT_EQ(pwrite(fd, "W", 1, 0), 1);
-		close(fd);
-	}
+	write_one(P("cap-user"));
 	EXPECT_ERR(getxattr(P("cap-user"), "security.capability", buf, sizeof(buf)), ENODATA);
 }
 

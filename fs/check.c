@@ -75,6 +75,69 @@ int ffs_check_read_copy(struct ffs *fs, uint64_t no, unsigned copy, void *buf)
 	return ff_raid_submit_wait(fs->raid, &io);
 }
 
+int ffs_check_runs_init(struct ffs *fs, struct ffs_check_runs *runs)
+{
+	FF_ASSERT(fs->g->meta_copies <= FF_META_COPIES_MAX);
+	memset(runs, 0, sizeof(*runs));
+	runs->buf = ff_alloc_aligned((size_t)FF_META_COPIES_MAX * FF_META_CHUNK);
+	return runs->buf ? 0 : -ENOMEM;
+}
+
+void ffs_check_runs_free(struct ffs_check_runs *runs)
+{
+	free(runs->buf);
+	runs->buf = NULL;
+}
+
+int ffs_check_run_read(struct ffs *fs, struct ffs_check_runs *runs, uint64_t no, unsigned copy,
+		       void *buf)
+{
+	uint64_t chunk = no / FFS_CHECK_RUN_BLOCKS, gen;
+	uint8_t *win = runs->buf + (size_t)(copy - 1) * FF_META_CHUNK;
+	struct ff_raid_io io;
+
+	FF_ASSERT(copy >= 1 && copy <= fs->g->meta_copies);
+	if ((chunk + 1) * FF_META_CHUNK > fs->g->meta_bytes)
+		return ffs_check_read_copy(fs, no, copy, buf); /* past the space: its error */
+	gen = atomic_load(&ff_raid_stats(fs->raid)->meta_write_bytes);
+	if (!runs->w[copy - 1].valid || runs->w[copy - 1].chunk != chunk || runs->w[copy - 1].gen != gen) {
+		memset(&io, 0, sizeof(io));
+		io.op = FF_RAID_READ;
+		io.space = FF_SPACE_META;
+		io.meta_copy = (uint8_t)copy;
+		io.off = chunk * FF_META_CHUNK;
+		io.len = FF_META_CHUNK;
+		io.buf = win;
+		runs->w[copy - 1].chunk = chunk;
+		runs->w[copy - 1].gen = gen;
+		runs->w[copy - 1].valid = true;
+		runs->w[copy - 1].failed = ff_raid_submit_wait(fs->raid, &io) < 0;
+	}
+	if (runs->w[copy - 1].failed)
+		return ffs_check_read_copy(fs, no, copy, buf);
+	memcpy(buf, win + (no % FFS_CHECK_RUN_BLOCKS) * FFS_BLOCK, FFS_BLOCK);
+	return 0;
+}
+
+int ffs_check_run_read_sdata(struct ffs *fs, struct ffs_check_runs *runs, uint64_t no,
+			     uint32_t crc, void *buf)
+{
+	int rc = -EIO;
+	bool read = false;
+
+	if (no >= ff_le64(fs->sb->meta_blocks) || ffs_meta_home_stale(fs, no))
+		return ffs_meta_read_sdata(fs, no, crc, buf);
+	for (unsigned k = 1; k <= fs->g->meta_copies; k++) {
+		rc = ffs_check_run_read(fs, runs, no, k, buf); /* fails at once on a missing member */
+		if (rc < 0)
+			continue;
+		if (ffs_sdata_crc(no, buf) == crc)
+			return 0;
+		read = true;
+	}
+	return read ? -EBADMSG : rc;
+}
+
 /* The layout mkfs would compute for this array and the superblock's own
  * inode and journal sizes must be exactly the superblock's. */
 static bool layout_matches(const struct ffs *fs, const struct ffs_super *sb)

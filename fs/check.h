@@ -26,6 +26,37 @@ int ffs_check_close(struct ffs *fs);
 
 /* Read copy `copy` (1..meta_copies) of META block no, unverified. */
 int ffs_check_read_copy(struct ffs *fs, uint64_t no, unsigned copy, void *buf);
+
+/*
+ * fsck's scans over the META space (every copy of every block in pass 5,
+ * the small files' data in pass 2) read one whole 64 KiB chunk of a copy
+ * per request and serve its 16 blocks from there: a copy of one chunk lives
+ * on one member, so the request is one member read.  One block per round
+ * trip made fsck of 100,000 small files take 20 s, nearly all of it
+ * waiting on those round trips.  A window is read again once anything was
+ * written to the META space since (the engine's meta_write_bytes moved),
+ * so it never serves an image older than the disk's; a chunk that cannot
+ * be read whole is read block by block, so an error stays the block's own.
+ */
+#define FFS_CHECK_RUN_BLOCKS (FF_META_CHUNK / FFS_BLOCK)
+struct ffs_check_runs {
+	uint8_t *buf; /* FFS_CHECK_RUN_BLOCKS blocks per copy */
+	struct {
+		uint64_t chunk;     /* META chunk held */
+		uint64_t gen;       /* meta_write_bytes when it was read */
+		bool valid, failed; /* failed: read it block by block */
+	} w[FF_META_COPIES_MAX];
+};
+int ffs_check_runs_init(struct ffs *fs, struct ffs_check_runs *runs);
+void ffs_check_runs_free(struct ffs_check_runs *runs);
+/* ffs_check_read_copy through the windows. */
+int ffs_check_run_read(struct ffs *fs, struct ffs_check_runs *runs, uint64_t no, unsigned copy,
+		       void *buf);
+/* ffs_meta_read_sdata through the windows: the cached image when the cache
+ * holds a newer one than the disk, else the first copy that matches crc;
+ * -EBADMSG when copies were read and none matches. */
+int ffs_check_run_read_sdata(struct ffs *fs, struct ffs_check_runs *runs, uint64_t no,
+			     uint32_t crc, void *buf);
 /* Why a superblock image is unusable on this array: NULL when it is fine. */
 const char *ffs_check_super_problem(const struct ffs *fs, const struct ffs_super *sb);
 

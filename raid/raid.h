@@ -42,6 +42,7 @@
 #define FF_CHUNK_MIN (16u * 1024)
 #define FF_CHUNK_MAX (1024u * 1024)
 #define FF_META_CHUNK (64u * 1024)
+#define FF_META_COPIES_MAX 3 /* nparity + 1, RAID6 */
 #define FF_MEMBER_SB_BYTES 4096u
 #define FF_MEMBER_RESERVED (1024u * 1024) /* head area before the metadata */
 

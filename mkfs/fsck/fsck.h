@@ -250,6 +250,7 @@ struct fsck {
 	void *buf;                /* one aligned block */
 	void *sbuf;               /* one aligned data stripe */
 	void *rbuf;               /* another: the stripe rebuilt from parity */
+	struct ffs_check_runs runs; /* META read a chunk at a time (passes 2 and 5) */
 	uint32_t vlen;            /* bytes of each chunk the stripe's crcs cover (ffs_csum_vlen) */
 	struct path_cache *paths; /* directories' entries kept for fsck_path */
 };

@@ -60,7 +60,7 @@ static void copies_check(struct fsck *c, uint64_t no, uint32_t type, const char 
 	if (type == FFS_B_SDATA && ffs_pcsum_get(fs, no, &owner, &crc) < 0)
 		return; /* no checksum to judge the copies by: pass 2 reported its table block */
 	for (unsigned k = 1; k <= copies; k++) {
-		int rc = ffs_check_read_copy(fs, no, k, c->buf);
+		int rc = ffs_check_run_read(fs, &c->runs, no, k, c->buf);
 
 		if (rc < 0 && degraded)
 			continue; /* a missing member is not a bad copy */

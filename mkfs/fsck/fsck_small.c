@@ -271,7 +271,7 @@ static const char *block_problem(struct fsck *c, uint64_t ino, const struct ffs_
 	}
 	if (ffs_pcsum_get(c->fs, no, &owner, &crc) < 0)
 		return NULL; /* its table block is unreadable, left so: nothing to check with */
-	rc = ffs_meta_read_sdata(c->fs, no, crc, c->buf);
+	rc = ffs_check_run_read_sdata(c->fs, &c->runs, no, crc, c->buf);
 	if (rc == 0) {
 		*err = owner == ino ? 0 : entry_fix(c, ino, no, owner, crc);
 		return NULL;

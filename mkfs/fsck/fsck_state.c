@@ -29,7 +29,7 @@ int fsck_state_alloc(struct fsck *c)
 	if (!c->ino || !c->fin || !c->stripe || !c->unwritten || !c->pool_owner || !c->pool_type || !c->buf ||
 	    !c->sbuf || !c->rbuf)
 		return -ENOMEM;
-	return 0;
+	return ffs_check_runs_init(c->fs, &c->runs);
 }
 
 static void edges_free(struct fsck *c)
@@ -76,6 +76,7 @@ void fsck_state_free(struct fsck *c)
 	free(c->buf);
 	free(c->sbuf);
 	free(c->rbuf);
+	ffs_check_runs_free(&c->runs);
 }
 
 bool fsck_pool_contains(const struct fsck *c, uint64_t blk)

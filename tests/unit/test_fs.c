@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fs/check.h"
 #include "fs/ffs.h"
 #include "fs/ffs_tools.h"
 #include "fs/format.h"
@@ -372,6 +373,67 @@ static void corrupt(const char *path, uint64_t off, size_t len)
 	ck_assert_int_eq(pwrite(fd, junk, FF_MIN(len, sizeof(junk)), (off_t)off), (ssize_t)FF_MIN(len, sizeof(junk)));
 	close(fd);
 }
+
+/*
+ * fsck's chunk windows (fs/check.c): every copy of four raw-written META
+ * blocks reads back through them; a block written after its window was
+ * read reads back new; and when one block of a chunk cannot be read (fault:
+ * EIO on reads of that block's copy 1 only), the chunk's other blocks still
+ * read from copy 1 and the bad one gives its error, while copy 2 has it.
+ */
+START_TEST(check_runs_follow_writes)
+{
+	struct ffs *fs = mkfs_mount(64, 64 * 1024);
+	const struct ff_geom *g = ff_raid_geom(ffs_raid(fs));
+	const struct ffs_super *sb = ffs_tools_super(fs);
+	/* the pool's last whole chunk: free, nothing of the mount reads it */
+	uint64_t x = (ff_le64(sb->pool_start) + ff_le64(sb->pool_blocks)) / FFS_CHECK_RUN_BLOCKS *
+		     FFS_CHECK_RUN_BLOCKS - FFS_CHECK_RUN_BLOCKS;
+	uint64_t chunk = x / FFS_CHECK_RUN_BLOCKS, idx = chunk * g->meta_copies; /* copy 1 (raid/meta.c) */
+	struct ff_fault_rule eio = { .ops = FF_FAULT_READ, .error = EIO };
+	uint8_t *a = ff_alloc_aligned(4 * FFS_BLOCK), *b = ff_alloc_aligned(FFS_BLOCK);
+	uint8_t *got = ff_alloc_aligned(FFS_BLOCK);
+	struct ffs_check_runs runs;
+	unsigned m = (unsigned)(idx % g->nmembers);
+
+	ck_assert_uint_ge(x, ff_le64(sb->pool_start));
+	ck_assert_int_eq(ffs_check_runs_init(fs, &runs), 0);
+	for (unsigned i = 0; i < 4; i++)
+		memset(a + i * FFS_BLOCK, 0x11 * (int)(i + 1), FFS_BLOCK);
+	memset(b, 0xb5, FFS_BLOCK);
+	ck_assert_int_eq(ffs_meta_write_raw(fs, x, a, 4), 0);
+	for (unsigned k = 1; k <= g->meta_copies; k++)
+		for (unsigned i = 0; i < 4; i++) {
+			ck_assert_int_eq(ffs_check_run_read(fs, &runs, x + i, k, got), 0);
+			ck_assert_msg(memcmp(got, a + i * FFS_BLOCK, FFS_BLOCK) == 0, "copy %u block %u", k, i);
+		}
+	/* every copy's window holds the chunk now: a write must not be hidden by it */
+	ck_assert_int_eq(ffs_meta_write_raw(fs, x + 1, b, 1), 0);
+	for (unsigned k = 1; k <= g->meta_copies; k++) {
+		ck_assert_int_eq(ffs_check_run_read(fs, &runs, x + 1, k, got), 0);
+		ck_assert_msg(memcmp(got, b, FFS_BLOCK) == 0, "copy %u kept the old image", k);
+	}
+	/* fault: EIO on reads of block x + 2 of copy 1, on the member holding that copy */
+	eio.off_start = g->meta_offset + idx / g->nmembers * FF_META_CHUNK + 2 * FFS_BLOCK;
+	eio.off_end = eio.off_start + FFS_BLOCK;
+	ck_assert_int_eq(ff_fault_add(member(fs, m), &eio), 0);
+	ck_assert_int_eq(ffs_meta_write_raw(fs, x + 3, b, 1), 0); /* the windows are read again */
+	ck_assert_int_lt(ffs_check_run_read(fs, &runs, x + 2, 1, got), 0);
+	ck_assert_int_eq(ffs_check_run_read(fs, &runs, x + 3, 1, got), 0);
+	ck_assert(memcmp(got, b, FFS_BLOCK) == 0);
+	ck_assert_int_eq(ffs_check_run_read(fs, &runs, x, 1, got), 0);
+	ck_assert(memcmp(got, a, FFS_BLOCK) == 0);
+	ck_assert_int_eq(ffs_check_run_read(fs, &runs, x + 2, 2, got), 0);
+	ck_assert(memcmp(got, a + 2 * FFS_BLOCK, FFS_BLOCK) == 0);
+	ck_assert_uint_ge(atomic_load(&member(fs, m)->fault->fired), 2); /* the chunk, then the block */
+	ff_fault_clear(member(fs, m));
+	ffs_check_runs_free(&runs);
+	free(a);
+	free(b);
+	free(got);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+}
+END_TEST
 
 /* Silent corruption on the members — a data chunk, a parity chunk, one
  * mirror copy of a metadata block — is found by scrub, repaired, and the
@@ -2117,6 +2179,7 @@ int main(void)
 	tcase_add_test(tc, patches_spare_opens_without_commit);
 	tcase_add_loop_test(tc, patches_after_tail_replayed, 0, 2);
 	tcase_add_test(tc, kill_priv_takes_privileges);
+	tcase_add_test(tc, check_runs_follow_writes);
 	tcase_add_loop_test(tc, patches_bad_block_healed, 0, 2);
 	tcase_add_loop_test(tc, patches_bad_block_in_tail_healed, 0, 2);
 	suite_add_tcase(s, tc);

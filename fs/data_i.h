@@ -64,6 +64,8 @@ struct rentry {
 	uint32_t vlen;             /* bytes of each chunk crc covers (ffs_csum_vlen) */
 	bool verify;
 	bool stale;                /* invalidated while loading: discard on arrival */
+	bool superseded;           /* the stripe changed while this copy was held or loading:
+				    * good for its holders, never written back (rc_repair) */
 };
 
 /* How rc_get waits. */

@@ -161,6 +161,9 @@ int ffs_data_truncate(struct ffs *fs, struct finode *fi, uint64_t size);
 int ffs_data_fallocate(struct ffs *fs, struct finode *fi, int mode, uint64_t off, uint64_t len);
 /* Forget cached stripes (they were freed). */
 void ffs_rcache_invalidate(struct ffs *fs, uint64_t pstripe, uint64_t count);
+/* Rows were added to tail stripe p and the rows already there are as they
+ * were (fs/tail.c; fs->lock held, as for the map and checksum change). */
+void ffs_rcache_extended(struct ffs *fs, uint64_t p);
 
 /* ---- the small-data class (small.c; fs->lock held) -------------------------- */
 

@@ -571,7 +571,7 @@ int tail_done(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 	if (rc == 0 && !npatch)
 		rc = ffs_extent_map_tail(fs, fi, wb->fstripe, p, row0, rows);
 	if (rc == 0)
-		ffs_rcache_invalidate(fs, p, 1);
+		ffs_rcache_extended(fs, p);
 	pthread_mutex_lock(&t->lock);
 	if (!opening && wb->pstripe != WB_NO_STRIPE) { /* appended: its own stripe is not needed */
 		if (s->spare == NO_STRIPE) {

@@ -60,7 +60,8 @@ int ffs_check_close(struct ffs *fs)
 	return rc;
 }
 
-int ffs_check_read_copy(struct ffs *fs, uint64_t no, unsigned copy, void *buf)
+/* len bytes at off of the META space, from copy `copy` only */
+static int read_copy_bytes(struct ffs *fs, uint64_t off, uint32_t len, unsigned copy, void *buf)
 {
 	struct ff_raid_io io;
 
@@ -69,10 +70,15 @@ int ffs_check_read_copy(struct ffs *fs, uint64_t no, unsigned copy, void *buf)
 	io.op = FF_RAID_READ;
 	io.space = FF_SPACE_META;
 	io.meta_copy = (uint8_t)copy;
-	io.off = no * FFS_BLOCK;
-	io.len = FFS_BLOCK;
+	io.off = off;
+	io.len = len;
 	io.buf = buf;
 	return ff_raid_submit_wait(fs->raid, &io);
+}
+
+int ffs_check_read_copy(struct ffs *fs, uint64_t no, unsigned copy, void *buf)
+{
+	return read_copy_bytes(fs, no * FFS_BLOCK, FFS_BLOCK, copy, buf);
 }
 
 int ffs_check_runs_init(struct ffs *fs, struct ffs_check_runs *runs)
@@ -94,24 +100,17 @@ int ffs_check_run_read(struct ffs *fs, struct ffs_check_runs *runs, uint64_t no,
 {
 	uint64_t chunk = no / FFS_CHECK_RUN_BLOCKS, gen;
 	uint8_t *win = runs->buf + (size_t)(copy - 1) * FF_META_CHUNK;
-	struct ff_raid_io io;
 
 	FF_ASSERT(copy >= 1 && copy <= fs->g->meta_copies);
 	if ((chunk + 1) * FF_META_CHUNK > fs->g->meta_bytes)
 		return ffs_check_read_copy(fs, no, copy, buf); /* past the space: its error */
 	gen = atomic_load(&ff_raid_stats(fs->raid)->meta_write_bytes);
 	if (!runs->w[copy - 1].valid || runs->w[copy - 1].chunk != chunk || runs->w[copy - 1].gen != gen) {
-		memset(&io, 0, sizeof(io));
-		io.op = FF_RAID_READ;
-		io.space = FF_SPACE_META;
-		io.meta_copy = (uint8_t)copy;
-		io.off = chunk * FF_META_CHUNK;
-		io.len = FF_META_CHUNK;
-		io.buf = win;
 		runs->w[copy - 1].chunk = chunk;
 		runs->w[copy - 1].gen = gen;
 		runs->w[copy - 1].valid = true;
-		runs->w[copy - 1].failed = ff_raid_submit_wait(fs->raid, &io) < 0;
+		runs->w[copy - 1].failed =
+			read_copy_bytes(fs, chunk * FF_META_CHUNK, FF_META_CHUNK, copy, win) < 0;
 	}
 	if (runs->w[copy - 1].failed)
 		return ffs_check_read_copy(fs, no, copy, buf);

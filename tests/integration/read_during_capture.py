@@ -7,11 +7,17 @@
 # that every read reaches the daemon) and buffered, and every read must give
 # the file's exact bytes: no error (a read that met a tail being appended to
 # the same stripe used to fail with ESTALE, 1.8 % of reads), no short read.
-# Then unmount, fsck, and every file again after a remount.
+# Then an editor's project file is rewritten in place while two readers
+# read it whole: 4 KiB writes (patches, fsync every 64) and whole stripes
+# (O_DIRECT), each block stamped with its writer and generation, and every
+# block a reader gets must be one some writer wrote whole.  Then unmount,
+# fsck, and every file again after a remount.
 #
 #   IT_SEED=N              the seed (printed; default from the clock)
 #   IT_CAPTURE_FILES=N     files in all, shared among the writers (default 480)
 #   IT_CAPTURE_MEMBERS=N   RAID5 members (default from the seed, 3..8)
+#   IT_CAPTURE_REWRITES=N  4 KiB writes to the project file (default 3000; a
+#                          whole stripe per 64 of them)
 import errno
 import mmap
 import os
@@ -142,6 +148,118 @@ class Capture:
             raise TestFailure("%s: %s" % (when, "; ".join(self.errors[:5])))
 
 
+def stamped(gen, b):
+    """Block b of the project file as generation gen writes it."""
+    return (b"%010d:%08d|" % (gen, b) * 205)[:4096]
+
+
+class Rewrite:
+    """A project file of `stripes` stripes rewritten in place while it is read."""
+
+    def __init__(self, vol, seed, stripe, stripes, writes):
+        self.path = os.path.join(vol.mnt, "project.db")
+        self.rng = random.Random(seed)
+        self.stripe = stripe
+        self.nblocks = stripe * stripes // 4096
+        self.writes = writes
+        self.lock = threading.Lock()
+        self.writing = 2
+        self.errors = []
+        self.reads = 0
+
+    def fail(self, msg):
+        with self.lock:
+            if len(self.errors) < 20:
+                self.errors.append(msg)
+
+    def patches(self):
+        buf = mmap.mmap(-1, 4096)
+        fd = os.open(self.path, os.O_WRONLY | os.O_DIRECT)
+        try:
+            for i in range(self.writes):
+                b = self.rng.randrange(self.nblocks)
+                buf[:] = stamped(1000000 + i, b)
+                os.pwritev(fd, [buf], b * 4096)
+                if i % 64 == 63:
+                    os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def stripes(self):
+        per = self.stripe // 4096
+        buf = mmap.mmap(-1, self.stripe)
+        fd = os.open(self.path, os.O_WRONLY | os.O_DIRECT)
+        try:
+            for i in range(self.writes // 64):
+                s = i % (self.nblocks // per)
+                buf[:] = b"".join(stamped(2000000 + i, s * per + j) for j in range(per))
+                os.pwritev(fd, [buf], s * self.stripe)
+        finally:
+            os.close(fd)
+
+    def writer(self, fn):
+        try:
+            fn()
+        except OSError as e:
+            self.fail("%s: %s" % (fn.__name__, e))
+        finally:
+            with self.lock:
+                self.writing -= 1
+
+    def check(self, buf, when):
+        """Every block of the file is one a writer wrote whole."""
+        fd = os.open(self.path, os.O_RDONLY | os.O_DIRECT)
+        try:
+            got = os.preadv(fd, [buf], 0)
+        except OSError as e:
+            self.fail("%s: %s" % (when, errno.errorcode.get(e.errno, e.errno)))
+            return
+        finally:
+            os.close(fd)
+        if got != self.nblocks * 4096:
+            self.fail("%s: read %d bytes of %d" % (when, got, self.nblocks * 4096))
+            return
+        for b in range(self.nblocks):
+            blk = bytes(buf[b * 4096:(b + 1) * 4096])
+            try:
+                gen = int(blk[:10])
+            except ValueError:
+                gen = -1
+            if gen < 0 or blk != stamped(gen, b):
+                self.fail("%s: block %d is no block a writer wrote" % (when, b))
+                return
+        with self.lock:
+            self.reads += 1
+
+    def reader(self):
+        buf = mmap.mmap(-1, self.nblocks * 4096)
+        while True:
+            with self.lock:
+                if not self.writing:
+                    return
+            self.check(buf, "a read during the rewrites")
+
+    def run(self):
+        with open(self.path, "wb") as f:
+            f.write(b"".join(stamped(0, b) for b in range(self.nblocks)))
+        threads = [threading.Thread(target=self.writer, args=(fn,)) for fn in (self.patches, self.stripes)]
+        threads += [threading.Thread(target=self.reader) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if self.errors:
+            raise TestFailure("%d reads of the project file failed, first: %s"
+                              % (len(self.errors), "; ".join(self.errors[:5])))
+        if self.reads < 4:
+            raise TestFailure("only %d whole reads during the rewrites" % self.reads)
+
+    def check_all(self, when):
+        self.check(mmap.mmap(-1, self.nblocks * 4096), when)
+        if self.errors:
+            raise TestFailure("; ".join(self.errors[:5]))
+
+
 def main():
     seed = seed_from_env()
     rng = random.Random(seed)
@@ -159,10 +277,13 @@ def main():
         vol.mount()
         c = Capture(vol, seed, writers, per_writer, stripe)
         c.run()
+        r = Rewrite(vol, seed, stripe, 6, int(os.environ.get("IT_CAPTURE_REWRITES", "3000")))
+        r.run()
         vol.unmount()
         vol.check_fsck()
         vol.mount()
         c.check_all("after a remount")
+        r.check_all("the project file after a remount")
         vol.unmount()
     except TestFailure as e:
         log("FAIL (seed %d): %s" % (seed, e))
@@ -170,8 +291,8 @@ def main():
         return 1
     finally:
         vol.cleanup()
-    log("PASS: seed %d, %d files, %d reads during the capture, %.1f s"
-        % (seed, len(c.done), c.reads, time.monotonic() - t0))
+    log("PASS: seed %d, %d files, %d reads during the capture, %d whole reads of the project "
+        "file during its rewrites, %.1f s" % (seed, len(c.done), c.reads, r.reads, time.monotonic() - t0))
     return 0
 
 

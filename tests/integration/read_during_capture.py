@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 # Proves: frames read back while other writers go on creating frames read
 # back whole and exact — a DIT checking a card's frames as the capture runs.
-# Writers (2-8, from the seed) each create files of seeded sizes from 4 KiB
-# to 2.5 stripes, so that most end in a tail that shares a tail stripe with
-# other writers' tails; readers read the files just finished, O_DIRECT (so
+# On RAID5 or RAID6 of any width (from the seed), writers (2-8) each create
+# files of seeded sizes from 4 KiB to 2.5 stripes, so that most end in a
+# tail that shares a tail stripe with other writers' tails; readers read the files just finished, O_DIRECT (so
 # that every read reaches the daemon) and buffered, and every read must give
 # the file's exact bytes: no error (a read that met a tail being appended to
 # the same stripe used to fail with ESTALE, 1.8 % of reads), no short read.
@@ -15,7 +15,8 @@
 #
 #   IT_SEED=N              the seed (printed; default from the clock)
 #   IT_CAPTURE_FILES=N     files in all, shared among the writers (default 480)
-#   IT_CAPTURE_MEMBERS=N   RAID5 members (default from the seed, 3..8)
+#   IT_CAPTURE_LEVEL=5|6   RAID level (default from the seed)
+#   IT_CAPTURE_MEMBERS=N   members (default from the seed: RAID5 x 3..8, RAID6 x 4..10)
 #   IT_CAPTURE_REWRITES=N  4 KiB writes to the project file (default 3000; a
 #                          whole stripe per 64 of them)
 import errno
@@ -263,15 +264,17 @@ class Rewrite:
 def main():
     seed = seed_from_env()
     rng = random.Random(seed)
-    members = width_from_seed(5, seed, "IT_CAPTURE_MEMBERS")
+    level = int(os.environ.get("IT_CAPTURE_LEVEL", str(5 + seed % 2)))
+    members = width_from_seed(level, seed, "IT_CAPTURE_MEMBERS")
+    ndata = members - (level - 4)
     writers = rng.randint(2, 8)
     per_writer = int(os.environ.get("IT_CAPTURE_FILES", "480")) // writers
-    stripe = (members - 1) * CHUNK
-    log("read-during-capture: seed %d (IT_SEED=%d to repeat), RAID5 x %d, %d writers x %d files"
-        % (seed, seed, members, writers, per_writer))
+    stripe = ndata * CHUNK
+    log("read-during-capture: seed %d (IT_SEED=%d to repeat), RAID%d x %d, %d writers x %d files"
+        % (seed, seed, level, members, writers, per_writer))
     # per member: files average 1.25 stripes at most, with half again for room
-    need = writers * per_writer * stripe * 15 // 8 // (members - 1)
-    vol = Volume(5, members, max(256 * MiB, need // MiB * MiB))
+    need = writers * per_writer * stripe * 15 // 8 // ndata
+    vol = Volume(level, members, max(256 * MiB, need // MiB * MiB))
     t0 = time.monotonic()
     try:
         vol.mount()

@@ -346,17 +346,44 @@ int ffs_free_stripes(struct ffs *fs, uint64_t first, uint64_t count)
 }
 
 /* The first n stripes of pending_free were freed by a transaction now durable. */
-void ffs_alloc_tx_committed(struct ffs *fs, size_t n)
+static void reuse(struct ffs *fs, size_t n)
 {
-	FF_ASSERT(n <= fs->npending);
-	if (n == 0)
-		return;
 	for (size_t i = 0; i < n; i++) {
 		ff_bit_clear(fs->sbits, fs->pending_free[i]);
 		fs->free_stripes++;
 	}
 	memmove(fs->pending_free, fs->pending_free + n, (fs->npending - n) * sizeof(uint64_t));
 	fs->npending -= n;
+	fs->npending_durable = 0;
+}
+
+void ffs_alloc_tx_committed(struct ffs *fs, size_t n)
+{
+	FF_ASSERT(n <= fs->npending);
+	fs->npending_durable = FF_MAX(fs->npending_durable, n);
+	if (!fs->reuse_holds && fs->npending_durable)
+		reuse(fs, fs->npending_durable);
+}
+
+/*
+ * A reader whose file's map moved under it on every try (data.c) reads
+ * once more holding reuse off: stripes whose free becomes durable
+ * meanwhile stay taken until the last hold goes, so the stripe it finds in
+ * its file's map cannot become another file's before it has read it.
+ * Nobody waits for a hold — it only delays reuse by one read — and a
+ * writer that finds no free stripe while one is held gets ENOSPC from it
+ * only if that read outlasts its commit.
+ */
+void ffs_alloc_reuse_hold(struct ffs *fs)
+{
+	fs->reuse_holds++;
+}
+
+void ffs_alloc_reuse_release(struct ffs *fs)
+{
+	FF_ASSERT(fs->reuse_holds > 0);
+	if (!--fs->reuse_holds && fs->npending_durable)
+		reuse(fs, fs->npending_durable);
 }
 
 uint64_t ffs_alloc_free_stripe_count(const struct ffs *fs)

@@ -157,11 +157,27 @@ ssize_t ffs_data_write(struct ffs *fs, struct finode *fi, const void *buf, size_
 
 /* Where file stripe k's bytes come from: a buffer being assembled (copied
  * out under dlock into dst), a hole (zeros), data stripe *p, or a tail
- * (tail.c: copied out into dst, or -EAGAIN without one). */
+ * (tail.c: copied out into dst, or -EAGAIN without one).
+ *
+ * A stripe found in the map is read after fs->lock is let go, so the file
+ * may be rewritten meanwhile and the stripe freed — and once that free is
+ * committed, given to another file and written: the read cache's checksums
+ * would then vouch for the other file's bytes.  *gen is the file's map
+ * generation at the lookup (NO_GEN: nothing was looked up, nothing to
+ * check); a reader that finds it moved reads again (map_moved).  With hold,
+ * the lookup also holds reuse off (alloc.c) and *gen says whether to let
+ * go. */
 enum src { SRC_DONE, SRC_ZERO, SRC_STRIPE };
+#define NO_GEN UINT64_MAX
+#define READ_TRIES 4 /* the last one holds reuse off */
+
+static bool map_moved(struct finode *fi, uint64_t gen)
+{
+	return gen != NO_GEN && atomic_load(&fi->map_gen) != gen;
+}
 
 static int read_source(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t o, size_t n,
-		       uint8_t *dst, uint64_t *p)
+		       uint8_t *dst, uint64_t *p, uint64_t *gen, bool hold)
 {
 	struct ffs_extent x;
 	uint32_t flags, row0, rows;
@@ -169,6 +185,7 @@ static int read_source(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t o
 	bool patched;
 	int rc = 0;
 
+	*gen = NO_GEN;
 	pthread_mutex_lock(&fi->dlock);
 	/* patches being written hold only their blocks: read once they are
 	 * mapped (stripe_done wakes dcond; every write ends there) */
@@ -189,6 +206,9 @@ static int read_source(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t o
 	}
 	rc = ffs_extent_find(fs, fi, k, &x);
 	patched = ffs_patch_any(fs, fi);
+	*gen = atomic_load(&fi->map_gen);
+	if (hold)
+		ffs_alloc_reuse_hold(fs);
 	pthread_mutex_unlock(&fs->lock);
 	flags = rc == 0 ? ff_le32(x.flags) : 0;
 	if (rc == -ENOENT || (rc == 0 && (flags & FFS_X_UNWRITTEN)))
@@ -239,12 +259,27 @@ ssize_t ffs_data_read(struct ffs *fs, struct finode *fi, void *buf, size_t len, 
 		uint64_t k = (off + done) / fs->stripe_bytes, o = (off + done) % fs->stripe_bytes, p;
 		size_t n = (size_t)FF_MIN(len - done, fs->stripe_bytes - o);
 
-		rc = read_source(fs, fi, k, o, n, dst + done, &p);
-		if (rc == SRC_ZERO)
-			memset(dst + done, 0, n);
-		if (rc == SRC_STRIPE) {
-			read_ahead(fs, fi, k, size);
-			rc = read_stripe_bytes(fs, p, o, n, dst + done);
+		/* ends: each try but the last needs the map to move again, the
+		 * last holds reuse off and is not checked */
+		for (unsigned tries = 0;; tries++) {
+			bool hold = tries == READ_TRIES - 1;
+			uint64_t gen;
+
+			rc = read_source(fs, fi, k, o, n, dst + done, &p, &gen, hold);
+			if (rc == SRC_ZERO)
+				memset(dst + done, 0, n);
+			if (rc == SRC_STRIPE) {
+				read_ahead(fs, fi, k, size);
+				rc = read_stripe_bytes(fs, p, o, n, dst + done);
+			}
+			if (hold && gen != NO_GEN) {
+				pthread_mutex_lock(&fs->lock);
+				ffs_alloc_reuse_release(fs);
+				pthread_mutex_unlock(&fs->lock);
+			}
+			if (hold || !map_moved(fi, gen))
+				break;
+			atomic_fetch_add(&fs->stats.reads_again, 1);
 		}
 		if (rc >= 0)
 			done += n;
@@ -263,7 +298,7 @@ ssize_t ffs_data_read(struct ffs *fs, struct finode *fi, void *buf, size_t len, 
 ssize_t ffs_data_read_ref(struct ffs *fs, struct finode *fi, size_t len, uint64_t off,
 		      struct ffs_rref *ref)
 {
-	uint64_t size = file_size(fs, fi), ps[FFS_RREF_MAX];
+	uint64_t size = file_size(fs, fi), ps[FFS_RREF_MAX], gen[FFS_RREF_MAX];
 	size_t done = 0, ns[FFS_RREF_MAX];
 	unsigned n = 0;
 
@@ -273,7 +308,8 @@ ssize_t ffs_data_read_ref(struct ffs *fs, struct finode *fi, size_t len, uint64_
 	len = (size_t)FF_MIN((uint64_t)len, size - off);
 	for (; done < len; n++) {
 		uint64_t k = (off + done) / fs->stripe_bytes, o = (off + done) % fs->stripe_bytes;
-		int rc = n < FFS_RREF_MAX ? read_source(fs, fi, k, o, 0, NULL, &ps[n]) : -EAGAIN;
+		int rc = n < FFS_RREF_MAX ? read_source(fs, fi, k, o, 0, NULL, &ps[n], &gen[n], false)
+					  : -EAGAIN;
 
 		if (rc != SRC_STRIPE)
 			return rc < 0 ? rc : -EAGAIN;
@@ -297,6 +333,12 @@ ssize_t ffs_data_read_ref(struct ffs *fs, struct finode *fi, size_t len, uint64_
 		ref->n = i + 1;
 		done += ns[i];
 	}
+	for (unsigned i = 0; i < n; i++)
+		if (map_moved(fi, gen[i])) { /* the stripe may be another file's now */
+			ffs_data_read_unref(fs, ref);
+			atomic_fetch_add(&fs->stats.reads_again, 1);
+			return -EAGAIN; /* copied instead, with its tries */
+		}
 	return (ssize_t)done;
 }
 

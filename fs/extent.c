@@ -190,6 +190,7 @@ static int punch(struct ffs *fs, struct finode *fi, uint64_t f, uint64_t end, ui
 {
 	int prc = ffs_patch_drop(fs, fi, f, end); /* their content changes hands here (patch.c) */
 
+	atomic_fetch_add(&fi->map_gen, 1); /* readers of what leaves the map read again */
 	if (prc < 0)
 		return prc;
 	for (;;) {

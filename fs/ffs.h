@@ -52,6 +52,7 @@ struct ffs_stats {
 	_Atomic uint64_t stripe_reads;
 	_Atomic uint64_t readahead;
 	_Atomic uint64_t rcache_hits;
+	_Atomic uint64_t reads_again;      /* reads redone: the file's map moved under them (data.c) */
 	_Atomic uint64_t crc_errors;       /* data chunks that failed their checksum */
 	_Atomic uint64_t crc_repaired;
 	_Atomic uint64_t meta_repaired;    /* metadata copies rewritten after a bad read */

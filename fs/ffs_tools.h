@@ -172,6 +172,9 @@ struct finode {
 	bool deleted;             /* freed on disk: ignore */
 	uint64_t tx_seq;          /* transaction that last changed it (fs->lock) */
 	bool patch_unflushed;     /* patch batches written since its last flush (fs->lock) */
+	/* bumped (under fs->lock) whenever stripes or patches leave its map:
+	 * a reader that saw it move while reading reads again (data.c) */
+	_Atomic uint64_t map_gen;
 	struct finode *hnext;
 	/* data path (guarded by dlock) */
 	pthread_mutex_t dlock;

@@ -75,6 +75,9 @@ int ffs_commit_stripes(struct ffs *fs, uint64_t first, uint64_t count);
 /* Free on disk now; reusable only after the transaction commits. */
 int ffs_free_stripes(struct ffs *fs, uint64_t first, uint64_t count);
 void ffs_alloc_tx_committed(struct ffs *fs, size_t n);
+/* Hold off the reuse of freed stripes, and let go (fs->lock held): see alloc.c. */
+void ffs_alloc_reuse_hold(struct ffs *fs);
+void ffs_alloc_reuse_release(struct ffs *fs);
 uint64_t ffs_alloc_free_stripe_count(const struct ffs *fs);
 /* Data stripe p is taken (mapped, reserved, or freed by a transaction not
  * yet durable); for readers without fs->lock: the answer may be a moment
@@ -270,6 +273,9 @@ struct ffs {
 	uint64_t free_inodes, free_stripes, free_mblocks;
 	uint64_t *pending_free;     /* stripes freed in the running transaction */
 	size_t npending, cap_pending;
+	size_t npending_durable;    /* of them, the first ones a commit made durable, held back
+				     * from reuse while reuse_holds > 0 */
+	unsigned reuse_holds;       /* readers holding reuse off (ffs_alloc_reuse_hold) */
 	uint64_t stripe_cursor;
 	/* Called by ffs_free_stripes (fs->lock held) for each run it frees:
 	 * the read cache (rcache.c) registers it to drop its copies.  A hook,

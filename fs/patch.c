@@ -178,6 +178,7 @@ int ffs_patch_add(struct ffs *fs, struct finode *fi, uint64_t f, uint32_t b0, ui
 	int rc;
 
 	FF_ASSERT(n >= 1 && n <= FFS_PATCH_BLOCKS_MAX && e <= blocks_per_stripe(fs));
+	atomic_fetch_add(&fi->map_gen, 1); /* the older patches it covers may go (data.c) */
 	memcpy(nw.crc, crc, n * sizeof(*crc));
 	for (;;) {
 		unsigned parts = 0;

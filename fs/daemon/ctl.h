@@ -123,7 +123,8 @@
  *             bitmaps), meta_write_bytes (the META part of write_bytes),
  *             member_errors},
  *             fs: {stripe_writes, stripe_fills, stripe_reads, readahead,
- *             rcache_hits, crc_errors, crc_repaired, meta_repaired,
+ *             rcache_hits, reads_again (reads redone: the file's map moved
+ *             under them), crc_errors, crc_repaired, meta_repaired,
  *             commits, wbuf_wait_pool, wbuf_wait_inode, wbuf_wait_rewrite,
  *             wbuf_evictions, small_stores (small files written to pool
  *             blocks), small_promotions (small files moved to stripes, having

@@ -435,6 +435,151 @@ START_TEST(check_runs_follow_writes)
 }
 END_TEST
 
+/* Data stripe of file stripe k of inode ino (not a tail). */
+static uint64_t stripe_of(struct ffs *fs, uint64_t ino, uint64_t k)
+{
+	struct ffs_extent x;
+	struct finode *fi;
+
+	pthread_mutex_lock(&fs->lock);
+	ck_assert_int_eq(ffs_iget(fs, ino, &fi), 0);
+	ck_assert_int_eq(ffs_extent_find(fs, fi, k, &x), 0);
+	ffs_iput(fs, fi);
+	pthread_mutex_unlock(&fs->lock);
+	ck_assert(!(ff_le32(x.flags) & FFS_X_TAIL));
+	return ff_le64(x.pstripe) + (k - ff_le64(x.fstripe));
+}
+
+struct reader {
+	struct ffs *fs;
+	uint64_t fh;
+	uint8_t *buf;
+	size_t n;
+	ssize_t rc;
+};
+
+static void *read_main(void *arg)
+{
+	struct reader *r = arg;
+
+	r->rc = ffs_read(r->fs, r->fh, r->buf, r->n, 0);
+	return NULL;
+}
+
+/*
+ * A read racing an overwrite gets the file's bytes, old or new, never
+ * another file's.  The read of file a's stripe is in flight (fault: 1 s of
+ * latency on every data-area read; the test waits until a member holds it)
+ * when a is overwritten whole (copy-on-write: its old stripe is freed and,
+ * once committed, free for anyone) and files b, c, ... are written until
+ * one of them takes that stripe.  The read must then give a's bytes.
+ */
+START_TEST(read_racing_reuse_gets_its_file)
+{
+	struct ffs *fs = mkfs_mount(64, 64 * 1024);
+	const struct ff_geom *g = ff_raid_geom(ffs_raid(fs));
+	struct ff_fault_rule slow = { .ops = FF_FAULT_READ, .latency_us = 1000000,
+				      .off_start = g->data_offset };
+	size_t n = g->stripe_bytes;
+	uint8_t *old = malloc(n), *new = malloc(n), *other = malloc(n);
+	struct reader r = { .fs = fs, .n = n, .buf = malloc(n) };
+	uint64_t a, w, fh, p, taker = 0;
+	pthread_t t;
+
+	ck_assert(old && new && other && r.buf);
+	memset(old, 0xaa, n);
+	memset(new, 0xa2, n);
+	memset(other, 0xbb, n);
+	a = create(fs, FFS_ROOT_INO, "a", &w);
+	ck_assert_int_eq(ffs_write(fs, w, old, n, 0), (ssize_t)n);
+	ck_assert_int_eq(ffs_fsync(fs, w, false), 0);
+	p = stripe_of(fs, a, 0);
+	fs = remount(fs); /* nothing of a in any cache */
+	r.fs = fs;
+	ck_assert_int_eq(ffs_open(fs, a, O_RDWR, &w), 0);
+	ck_assert_int_eq(ffs_open(fs, a, O_RDONLY, &r.fh), 0);
+	for (unsigned m = 0; m < NM; m++)
+		ck_assert_int_eq(ff_fault_add(member(fs, m), &slow), 0);
+	ck_assert_int_eq(pthread_create(&t, NULL, read_main, &r), 0);
+	wait_held_any(fs); /* a's stripe is being read */
+	ck_assert_int_eq(ffs_write(fs, w, new, n, 0), (ssize_t)n);
+	ck_assert_int_eq(ffs_fsync(fs, w, false), 0);
+	ck_assert_uint_ne(stripe_of(fs, a, 0), p);
+	/* the allocator moves on from its last stripe: a's old one comes round
+	 * again once the ones after it are taken (the volume holds < 4096) */
+	for (unsigned i = 0; i < 4096 && !taker; i++) {
+		char name[16];
+		uint64_t ino;
+
+		snprintf(name, sizeof(name), "b%u", i);
+		ino = create(fs, FFS_ROOT_INO, name, &fh);
+		ck_assert_int_eq(ffs_write(fs, fh, other, n, 0), (ssize_t)n);
+		ck_assert_int_eq(ffs_fsync(fs, fh, false), 0);
+		ck_assert_int_eq(ffs_release(fs, fh), 0);
+		if (stripe_of(fs, ino, 0) == p)
+			taker = ino;
+	}
+	ck_assert_msg(taker, "no file took a's old stripe %llu", (unsigned long long)p);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	for (unsigned m = 0; m < NM; m++)
+		ff_fault_clear(member(fs, m));
+	ck_assert_int_eq(r.rc, (ssize_t)n);
+	ck_assert_msg(memcmp(r.buf, old, n) == 0 || memcmp(r.buf, new, n) == 0,
+		      "the read of a gave bytes 0x%02x, not a's (another file's: 0xbb)", r.buf[0]);
+	ck_assert_uint_ge(atomic_load(&ffs_stats(fs)->reads_again), 1); /* it saw the map move */
+	ck_assert_int_eq(ffs_release(fs, r.fh), 0);
+	ck_assert_int_eq(ffs_release(fs, w), 0);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	free(old);
+	free(new);
+	free(other);
+	free(r.buf);
+	ut_remove_members(NM);
+}
+END_TEST
+
+/* While a reader holds reuse off (alloc.c; data.c's last try), a stripe
+ * whose free a commit made durable stays taken; the last hold's release
+ * gives it back. */
+START_TEST(reuse_hold_keeps_freed_stripes)
+{
+	struct ffs *fs = mkfs_mount(64, 64 * 1024);
+	size_t n = ff_raid_geom(ffs_raid(fs))->stripe_bytes;
+	uint8_t *buf = malloc(n);
+	uint64_t a, w, p, nfree;
+
+	ck_assert(buf);
+	memset(buf, 0x3c, n);
+	a = create(fs, FFS_ROOT_INO, "a", &w);
+	ck_assert_int_eq(ffs_write(fs, w, buf, n, 0), (ssize_t)n);
+	ck_assert_int_eq(ffs_fsync(fs, w, false), 0);
+	p = stripe_of(fs, a, 0);
+	pthread_mutex_lock(&fs->lock);
+	ffs_alloc_reuse_hold(fs);
+	ffs_alloc_reuse_hold(fs);
+	nfree = fs->free_stripes;
+	pthread_mutex_unlock(&fs->lock);
+	memset(buf, 0x3d, n);
+	ck_assert_int_eq(ffs_write(fs, w, buf, n, 0), (ssize_t)n); /* a new stripe; p freed */
+	ck_assert_int_eq(ffs_fsync(fs, w, false), 0);
+	ck_assert_int_eq(ffs_fsync(fs, w, false), 0);
+	ck_assert_uint_ne(stripe_of(fs, a, 0), p);
+	pthread_mutex_lock(&fs->lock);
+	ck_assert(ffs_stripe_in_use(fs, p));
+	ck_assert_uint_eq(fs->free_stripes, nfree - 1); /* the new one taken, p not back */
+	ffs_alloc_reuse_release(fs);
+	ck_assert(ffs_stripe_in_use(fs, p)); /* one hold left */
+	ffs_alloc_reuse_release(fs);
+	ck_assert(!ffs_stripe_in_use(fs, p));
+	ck_assert_uint_eq(fs->free_stripes, nfree);
+	pthread_mutex_unlock(&fs->lock);
+	ck_assert_int_eq(ffs_release(fs, w), 0);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	free(buf);
+	ut_remove_members(NM);
+}
+END_TEST
+
 /* Silent corruption on the members — a data chunk, a parity chunk, one
  * mirror copy of a metadata block — is found by scrub, repaired, and the
  * damaged file is reported by name; the file then reads back intact. */
@@ -2180,6 +2325,8 @@ int main(void)
 	tcase_add_loop_test(tc, patches_after_tail_replayed, 0, 2);
 	tcase_add_test(tc, kill_priv_takes_privileges);
 	tcase_add_test(tc, check_runs_follow_writes);
+	tcase_add_test(tc, read_racing_reuse_gets_its_file);
+	tcase_add_test(tc, reuse_hold_keeps_freed_stripes);
 	tcase_add_loop_test(tc, patches_bad_block_healed, 0, 2);
 	tcase_add_loop_test(tc, patches_bad_block_in_tail_healed, 0, 2);
 	suite_add_tcase(s, tc);

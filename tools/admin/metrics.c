@@ -430,6 +430,8 @@ static const struct counter fs_counters[] = {
 	  "Partly written stripes completed from what was on disk" },
 	{ "readahead", "framefs_readahead_total", "Stripes read ahead" },
 	{ "rcache_hits", "framefs_read_cache_hits_total", "Reads served from the stripe cache" },
+	{ "reads_again", "framefs_reads_again_total",
+	  "Reads redone because the file was rewritten under them" },
 	{ "crc_errors", "framefs_crc_errors_total", "Data chunks that failed their checksum" },
 	{ "crc_repaired", "framefs_crc_repaired_total", "Data chunks repaired from parity" },
 	{ "meta_repaired", "framefs_meta_repaired_total", "Metadata copies repaired" },

@@ -435,8 +435,8 @@ START_TEST(check_runs_follow_writes)
 }
 END_TEST
 
-/* Data stripe of file stripe k of inode ino (not a tail). */
-static uint64_t stripe_of(struct ffs *fs, uint64_t ino, uint64_t k)
+/* The extent mapping file stripe k of inode ino (fs->lock: internals). */
+static struct ffs_extent extent_of(struct ffs *fs, uint64_t ino, uint64_t k)
 {
 	struct ffs_extent x;
 	struct finode *fi;
@@ -446,6 +446,14 @@ static uint64_t stripe_of(struct ffs *fs, uint64_t ino, uint64_t k)
 	ck_assert_int_eq(ffs_extent_find(fs, fi, k, &x), 0);
 	ffs_iput(fs, fi);
 	pthread_mutex_unlock(&fs->lock);
+	return x;
+}
+
+/* Data stripe of file stripe k of inode ino (not a tail). */
+static uint64_t stripe_of(struct ffs *fs, uint64_t ino, uint64_t k)
+{
+	struct ffs_extent x = extent_of(fs, ino, k);
+
 	ck_assert(!(ff_le32(x.flags) & FFS_X_TAIL));
 	return ff_le64(x.pstripe) + (k - ff_le64(x.fstripe));
 }
@@ -1684,15 +1692,9 @@ END_TEST
 /* File stripe k of inode ino is a tail: its tail stripe and first row. */
 static uint64_t tail_of(struct ffs *fs, uint64_t ino, uint64_t k, uint32_t *row0)
 {
-	struct ffs_extent x;
-	struct finode *fi;
+	struct ffs_extent x = extent_of(fs, ino, k);
 	uint32_t rows;
 
-	pthread_mutex_lock(&fs->lock);
-	ck_assert_int_eq(ffs_iget(fs, ino, &fi), 0);
-	ck_assert_int_eq(ffs_extent_find(fs, fi, k, &x), 0);
-	ffs_iput(fs, fi);
-	pthread_mutex_unlock(&fs->lock);
 	ck_assert(ff_le32(x.flags) & FFS_X_TAIL);
 	ffs_tail_rows_of(&x, row0, &rows);
 	return ff_le64(x.pstripe);
@@ -1773,18 +1775,10 @@ static struct ffs *mkfs_mount_level(unsigned level)
 	return fs;
 }
 
-/* The flags of the extent mapping file stripe k of ino (fs->lock: internals). */
+/* The flags of the extent mapping file stripe k of ino. */
 static uint32_t extent_flags(struct ffs *fs, uint64_t ino, uint64_t k)
 {
-	struct ffs_extent x;
-	struct finode *fi;
-
-	pthread_mutex_lock(&fs->lock);
-	ck_assert_int_eq(ffs_iget(fs, ino, &fi), 0);
-	ck_assert_int_eq(ffs_extent_find(fs, fi, k, &x), 0);
-	ffs_iput(fs, fi);
-	pthread_mutex_unlock(&fs->lock);
-	return ff_le32(x.flags);
+	return ff_le32(extent_of(fs, ino, k).flags);
 }
 
 /* Where a one-block patch lives: its record, and the member and byte

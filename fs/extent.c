@@ -190,7 +190,6 @@ static int punch(struct ffs *fs, struct finode *fi, uint64_t f, uint64_t end, ui
 {
 	int prc = ffs_patch_drop(fs, fi, f, end); /* their content changes hands here (patch.c) */
 
-	atomic_fetch_add(&fi->map_gen, 1); /* readers of what leaves the map read again */
 	if (prc < 0)
 		return prc;
 	for (;;) {
@@ -210,6 +209,7 @@ static int punch(struct ffs *fs, struct finode *fi, uint64_t f, uint64_t end, ui
 		a = FF_MAX(f, xf);
 		b = FF_MIN(end, xf + xn);
 		rc = ext_remove(fs, fi, xf);
+		atomic_fetch_add(&fi->map_gen, 1); /* its readers read again (data.c) */
 		if (rc == 0 && (ff_le32(x.flags) & FFS_X_TAIL)) { /* its rows go back (tail.c) */
 			tail_blocks_add(fs, fi, &x, -1);
 			rc = ffs_tail_release(fs, xp);

@@ -172,8 +172,9 @@ struct finode {
 	bool deleted;             /* freed on disk: ignore */
 	uint64_t tx_seq;          /* transaction that last changed it (fs->lock) */
 	bool patch_unflushed;     /* patch batches written since its last flush (fs->lock) */
-	/* bumped (under fs->lock) whenever stripes or patches leave its map:
-	 * a reader that saw it move while reading reads again (data.c) */
+	/* bumped (under fs->lock) whenever a stripe, a tail or a patch leaves
+	 * its map (not when a hole is filled: a file growing under its reader
+	 * moves nothing); a reader that saw it move reads again (data.c) */
 	_Atomic uint64_t map_gen;
 	struct finode *hnext;
 	/* data path (guarded by dlock) */

@@ -178,7 +178,6 @@ int ffs_patch_add(struct ffs *fs, struct finode *fi, uint64_t f, uint32_t b0, ui
 	int rc;
 
 	FF_ASSERT(n >= 1 && n <= FFS_PATCH_BLOCKS_MAX && e <= blocks_per_stripe(fs));
-	atomic_fetch_add(&fi->map_gen, 1); /* the older patches it covers may go (data.c) */
 	memcpy(nw.crc, crc, n * sizeof(*crc));
 	for (;;) {
 		unsigned parts = 0;
@@ -189,6 +188,7 @@ int ffs_patch_add(struct ffs *fs, struct finode *fi, uint64_t f, uint32_t b0, ui
 		if (rc < 0)
 			return rc;
 		rc = pdelete(fs, fi, &r);
+		atomic_fetch_add(&fi->map_gen, 1); /* its readers read again (data.c) */
 		if (rc == 0 && r.b0 < b0) { /* its blocks before ours stay */
 			struct prec l = { f, r.b0, b0 - r.b0, r.slot0, r.p, { 0 } };
 
@@ -242,6 +242,7 @@ int ffs_patch_drop(struct ffs *fs, struct finode *fi, uint64_t f0, uint64_t f1)
 			rc = pfind(fs, fi, FFS_PATCH_KEY_STRIPE(found), found, true, &r);
 		if (rc == 0)
 			rc = pdelete(fs, fi, &r);
+		atomic_fetch_add(&fi->map_gen, 1); /* its readers read again (data.c) */
 		if (rc == 0)
 			rc = ffs_tail_release(fs, r.p);
 		if (rc < 0)

@@ -110,6 +110,21 @@ static int disk_bit(struct ffs *fs, uint64_t start, uint64_t i, bool value)
 	return 0;
 }
 
+bool ffs_stripe_freed_in_tx(struct ffs *fs, uint64_t p)
+{
+	struct mbuf *mb;
+	bool clear;
+
+	if (!ffs_stripe_in_use(fs, p))
+		return false; /* free before this transaction, or never taken */
+	if (ffs_mb_get(fs, ff_le64(fs->sb->sbitmap_start) + p / FFS_BITS_PER_BLOCK, FFS_B_BITMAP,
+		       &mb) < 0)
+		return false; /* unreadable: as taken, the free reports it */
+	clear = !ff_bit8_test(((struct ffs_bitmap_block *)mb->data)->bits, p % FFS_BITS_PER_BLOCK);
+	ffs_mb_put(fs, mb);
+	return clear;
+}
+
 /* First clear bit at or after from, wrapping once; UINT64_MAX if none. */
 static uint64_t find_clear(const uint64_t *bits, uint64_t nbits, uint64_t from)
 {

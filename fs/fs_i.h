@@ -75,6 +75,9 @@ int ffs_commit_stripes(struct ffs *fs, uint64_t first, uint64_t count);
 /* Free on disk now; reusable only after the transaction commits. */
 int ffs_free_stripes(struct ffs *fs, uint64_t first, uint64_t count);
 void ffs_alloc_tx_committed(struct ffs *fs, size_t n);
+/* Stripe p was freed in the running transaction: clear on disk, still
+ * taken in memory until the commit (fs->lock held). */
+bool ffs_stripe_freed_in_tx(struct ffs *fs, uint64_t p);
 /* Hold off the reuse of freed stripes, and let go (fs->lock held): see alloc.c. */
 void ffs_alloc_reuse_hold(struct ffs *fs);
 void ffs_alloc_reuse_release(struct ffs *fs);

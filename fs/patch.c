@@ -524,6 +524,59 @@ static int replay_entry(struct ffs *fs, uint64_t p, uint32_t *ino, uint32_t *f, 
 	return rc;
 }
 
+/*
+ * A batch header or a patch block that fails its checksum on disk — a bad
+ * sector, bits flipped on the way — is read again around the member of
+ * its data chunk, rebuilt from parity (the rows of a batch were written
+ * with theirs), before replay takes it for one never written: without
+ * this, one bad chunk lost every fsync'd batch after it in the stripe.
+ * Counted against that member as every read's checksum errors are.
+ */
+static void note_healed(struct ffs *fs, uint64_t p, uint32_t chunk, const char *what)
+{
+	atomic_fetch_add(&fs->stats.crc_errors, 1);
+	atomic_fetch_add(&fs->stats.crc_repaired, 1);
+	ff_raid_note_cksum_errors(fs->raid, p, 1u << chunk);
+	ff_log(FF_LOG_WARN, "data stripe %llu: %s failed its checksum in data chunk %u; "
+	       "replayed from parity", (unsigned long long)p, what, chunk);
+}
+
+/* len bytes at off of stripe p into buf; with around, rebuilt from the
+ * other members as if the member of data chunk off / chunk were missing. */
+static int read_data(struct ffs *fs, uint64_t p, uint64_t off, uint32_t len, bool around,
+		     void *buf)
+{
+	struct ff_raid_io io;
+
+	memset(&io, 0, sizeof(io));
+	io.op = FF_RAID_READ;
+	io.space = FF_SPACE_DATA;
+	io.off = p * fs->stripe_bytes + off;
+	io.len = len;
+	io.buf = buf;
+	if (around)
+		io.avoid_members = 1u << ff_raid_chunk_member(fs->raid, p,
+							      (unsigned)(off / fs->g->chunk_bytes));
+	return ff_raid_submit_wait(fs->raid, &io);
+}
+
+/* Block `slot` of stripe p into h as a batch header, read around its
+ * member when it fails its check (past the last batch it always does:
+ * ndata 4 KiB reads more per stripe scanned). */
+static bool read_header(struct ffs *fs, uint64_t p, uint32_t slot, struct ffs_pbatch *h)
+{
+	uint64_t off = patch_slot_offset(fs, slot), blockno = FFS_PBATCH_BLOCKNO(p, slot);
+
+	if (read_data(fs, p, off, FFS_BLOCK, false, h) == 0 &&
+	    ffs_block_check(h, FFS_B_PBATCH, blockno) == 0)
+		return true;
+	if (read_data(fs, p, off, FFS_BLOCK, true, h) < 0 ||
+	    ffs_block_check(h, FFS_B_PBATCH, blockno) < 0)
+		return false;
+	note_healed(fs, p, (uint32_t)(off / fs->g->chunk_bytes), "a patch batch header");
+	return true;
+}
+
 /* Collect the batches past stripe p's hwm (fs->lock held). */
 static int scan_stripe(struct ffs *fs, uint64_t p, uint64_t next, struct found_batch **v,
 		       unsigned *nv, unsigned *cap, uint64_t *maxseq)
@@ -542,9 +595,7 @@ static int scan_stripe(struct ffs *fs, uint64_t p, uint64_t next, struct found_b
 
 		if (!h && !(h = ff_alloc_aligned(FFS_BLOCK)))
 			return -ENOMEM;
-		if (ff_raid_rw(fs->raid, FF_RAID_READ, FF_SPACE_DATA,
-			       p * fs->stripe_bytes + patch_slot_offset(fs, slot), h, FFS_BLOCK) < 0 ||
-		    ffs_block_check(h, FFS_B_PBATCH, FFS_PBATCH_BLOCKNO(p, slot)) < 0 ||
+		if (!read_header(fs, p, slot, h) ||
 		    memcmp(h->uuid, fs->sb->uuid, sizeof(h->uuid)) || ff_le64(h->seq) < next ||
 		    ff_le64(h->seq) <= prev || ff_le32(h->slot0) != slot || ff_le32(h->rows) == 0 ||
 		    ff_le32(h->rows) > R - row || ff_le32(h->nrec) == 0)
@@ -581,6 +632,30 @@ static bool rec_applies(struct ffs *fs, struct finode *fi, const struct ffs_pbat
 	       !(ff_le32(x.flags) & FFS_X_UNWRITTEN);
 }
 
+/* The rows of batch b of data chunk i into their place in buf, read
+ * around its member or not. */
+static bool batch_rows_read(struct ffs *fs, const struct found_batch *b, uint32_t i, bool around,
+			    uint8_t *buf)
+{
+	uint64_t off = (uint64_t)i * fs->g->chunk_bytes + (uint64_t)b->row0 * FFS_TAIL_ROW;
+
+	return read_data(fs, b->p, off, b->rows * FFS_TAIL_ROW, around, buf + off) == 0;
+}
+
+/* Do the n blocks from `slot` of stripe p, in buf, match their checksums? */
+static bool batch_blocks_match(struct ffs *fs, uint64_t p, uint32_t slot, uint32_t n,
+			       const uint8_t *crcs, const uint8_t *buf)
+{
+	for (uint32_t k = 0; k < n; k++) {
+		le32 c;
+
+		memcpy(&c, crcs + 4 * k, 4);
+		if (ffs_patch_crc(p, slot + k, buf + patch_slot_offset(fs, slot + k)) != ff_le32(c))
+			return false;
+	}
+	return true;
+}
+
 /*
  * Lay batch b over its file: 1 done, 0 skipped (torn, or its file or
  * stripes gone), or an error.  buf: a stripe's worth.  fs->lock held.
@@ -609,25 +684,34 @@ static int apply_batch(struct ffs *fs, const struct found_batch *b, uint8_t *buf
 	if (!FFS_PBATCH_FITS(nrec, nblocks) || 1 + nblocks > b->rows * g->ndata)
 		return 0;
 	crcs = h->data + nrec * sizeof(struct ffs_pbatch_rec);
-	/* the rows of every chunk: the blocks' checksums, and the chunk
-	 * checksums continued over them */
-	for (uint32_t i = 0; i < g->ndata; i++) {
-		uint8_t *at = buf + (uint64_t)i * g->chunk_bytes + (uint64_t)b->row0 * FFS_TAIL_ROW;
-
-		rc = ff_raid_rw(fs->raid, FF_RAID_READ, FF_SPACE_DATA,
-				b->p * fs->stripe_bytes + (uint64_t)i * g->chunk_bytes +
-				(uint64_t)b->row0 * FFS_TAIL_ROW, at, len);
-		if (rc < 0)
+	/* the rows of every chunk, and the blocks' checksums; a block that
+	 * fails its checksum is a torn batch (never acknowledged) or a bad
+	 * chunk, which a read around that chunk's member rebuilds */
+	for (uint32_t i = 0; i < g->ndata; i++)
+		if (!batch_rows_read(fs, b, i, false, buf))
 			return 0;
-		crc[i] = ff_crc32c(crc[i], at, len);
-	}
-	for (uint32_t k = 0; k < nblocks; k++) {
-		le32 c;
+	if (!batch_blocks_match(fs, b->p, slot, nblocks, crcs, buf)) {
+		uint32_t i = 0;
 
-		memcpy(&c, crcs + 4 * k, 4);
-		if (ffs_patch_crc(b->p, slot + k, buf + patch_slot_offset(fs, slot + k)) != ff_le32(c))
+		/* each chunk's rows in turn rebuilt from the others, and put
+		 * back as read when that did not make every block match */
+		for (; i < g->ndata; i++) {
+			if (batch_rows_read(fs, b, i, true, buf) &&
+			    batch_blocks_match(fs, b->p, slot, nblocks, crcs, buf))
+				break;
+			if (!batch_rows_read(fs, b, i, false, buf))
+				return 0;
+		}
+		if (i == g->ndata)
 			return 0; /* torn: never acknowledged */
+		note_healed(fs, b->p, i, "a patch batch's rows");
 	}
+	/* the header as scan_stripe verified it (or rebuilt it), not as read
+	 * again: the checksums must vouch for what the rows should hold */
+	memcpy(buf + patch_slot_offset(fs, b->row0 * g->ndata), h, FFS_BLOCK);
+	for (uint32_t i = 0; i < g->ndata; i++) /* the chunk checksums continued over them */
+		crc[i] = ff_crc32c(crc[i], buf + (uint64_t)i * g->chunk_bytes +
+					   (uint64_t)b->row0 * FFS_TAIL_ROW, len);
 	if (fresh && (rc = ffs_take_stripes(fs, b->p, 1)) < 0)
 		return rc;
 	if (ffs_iget(fs, ff_le64(h->ino), &x) == 0) { /* else the file is gone */

@@ -184,12 +184,18 @@ static void tail_retire_idle(struct ffs *fs, uint64_t p)
 	pthread_mutex_unlock(&t->lock);
 }
 
+/* Free tail stripe p if nothing lives in it and no slot has it; once: its
+ * checksum entry keeps saying live 0 after the free, so a second call in
+ * the same transaction (replay releases the last patch of a listed stripe,
+ * then lets the listed stripes go) finds it freed rather than freeing it
+ * again (a power cut left a volume unmountable so: "bit already clear"). */
 int tail_closed(struct ffs *fs, uint64_t p)
 {
 	uint32_t ino, f, crc[FF_MEMBERS_MAX];
 	int rc = ffs_csum_get(fs, p, &ino, &f, crc);
 
-	if (rc == 0 && ino == FFS_CSUM_TAILS && FFS_CSUM_TAIL_LIVE(f) == 0 && !tail_open(fs, p))
+	if (rc == 0 && ino == FFS_CSUM_TAILS && FFS_CSUM_TAIL_LIVE(f) == 0 && !tail_open(fs, p) &&
+	    !ffs_stripe_freed_in_tx(fs, p))
 		rc = ffs_free_stripes(fs, p, 1);
 	return rc;
 }

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "fs/check.h"
+#include "fs/data_i.h" /* tail_closed */
 #include "fs/ffs.h"
 #include "fs/ffs_tools.h"
 #include "fs/format.h"
@@ -2268,6 +2269,166 @@ START_TEST(patches_spare_opens_without_commit)
 }
 END_TEST
 
+/* Member m's block at data-area offset off, rewritten with its bytes inverted. */
+static void invert_block(unsigned m, uint64_t off)
+{
+	uint8_t blk[4096];
+	int fd = open(ut_paths[m], O_RDWR);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pread(fd, blk, sizeof(blk), (off_t)off), (ssize_t)sizeof(blk));
+	for (size_t i = 0; i < sizeof(blk); i++)
+		blk[i] ^= 0xff;
+	ck_assert_int_eq(pwrite(fd, blk, sizeof(blk), (off_t)off), (ssize_t)sizeof(blk));
+	close(fd);
+}
+
+/* Where on the members a 4 KiB block of the data area passes test(blk):
+ * the first one found, as member and offset; false if none. */
+static bool find_block(uint64_t from, uint64_t to, bool (*test)(const uint8_t *, const void *),
+		       const void *arg, unsigned *m, uint64_t *off)
+{
+	static uint8_t blk[4096];
+
+	for (unsigned i = 0; i < NM; i++) {
+		int fd = open(ut_paths[i], O_RDONLY);
+
+		ck_assert_int_ge(fd, 0);
+		for (uint64_t o = from; o < to; o += sizeof(blk))
+			if (pread(fd, blk, sizeof(blk), (off_t)o) == (ssize_t)sizeof(blk) && test(blk, arg)) {
+				close(fd);
+				*m = i;
+				*off = o;
+				return true;
+			}
+		close(fd);
+	}
+	return false;
+}
+
+/* The patch batch header with the n-th lowest seq on the members (n from 0):
+ * its member and offset. */
+static void nth_header(uint64_t from, uint64_t to, unsigned n, unsigned *m, uint64_t *off)
+{
+	static uint8_t blk[4096];
+	const struct ffs_pbatch *h = (const void *)blk;
+	uint64_t seq[64], at[64];
+	unsigned who[64], k = 0;
+
+	for (unsigned i = 0; i < NM; i++) {
+		int fd = open(ut_paths[i], O_RDONLY);
+
+		ck_assert_int_ge(fd, 0);
+		for (uint64_t o = from; o < to; o += sizeof(blk))
+			if (pread(fd, blk, sizeof(blk), (off_t)o) == (ssize_t)sizeof(blk) &&
+			    ff_le32(h->h.type) == FFS_B_PBATCH && k < 64) {
+				seq[k] = ff_le64(h->seq);
+				who[k] = i;
+				at[k++] = o;
+			}
+		close(fd);
+	}
+	ck_assert_uint_gt(k, n);
+	for (unsigned i = 0; i <= n; i++) /* selection: the i-th lowest into place i */
+		for (unsigned j = i + 1; j < k; j++)
+			if (seq[j] < seq[i]) {
+				uint64_t t = seq[i], a = at[i];
+				unsigned w = who[i];
+
+				seq[i] = seq[j], at[i] = at[j], who[i] = who[j];
+				seq[j] = t, at[j] = a, who[j] = w;
+			}
+	*m = who[n];
+	*off = at[n];
+}
+
+static bool is_pattern(const uint8_t *blk, const void *arg)
+{
+	uint8_t want[4096];
+
+	fill_pattern(want, sizeof(want), *(const unsigned *)arg);
+	return memcmp(blk, want, sizeof(want)) == 0;
+}
+
+/*
+ * A bad chunk does not cost replay the batches it holds or those after
+ * it: after a crash left batches 2..19 in no commit (the spare test's
+ * child), batch 2's header (in the first tail stripe) and batch 17's
+ * patched block (in the second) are damaged on their members (fault: each
+ * 4 KiB inverted in the member file; one chunk per stripe, as parity
+ * allows).  The mount rebuilds both from parity, counts them, and every
+ * batch is laid over the file; reads then repair both chunks.  Before:
+ * batches 2..15, the rest of the first stripe, and 17 lost.
+ */
+START_TEST(patches_replay_heals_bad_chunks)
+{
+	static uint8_t want[8 * 192 * 1024];
+	struct ffs *fs = mkfs_mount_params(64, (struct ffs_mkfs_params){ .version = FFS_VERSION_PATCH });
+	const struct ff_geom *g = ff_raid_geom(ffs_raid(fs));
+	uint64_t S = ffs_tools_geom(fs)->stripe_bytes, ino, from = g->data_offset, off;
+	uint64_t to = g->data_offset + g->nstripes * g->chunk_bytes;
+	unsigned m, pat17 = 117;
+	pid_t pid;
+
+	ino = put_file(fs, "db", want, 8 * S, 11);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		_exit(spare_child(ino, want, S));
+	child_ok(pid);
+	for (unsigned i = 0; i < SPARE_BATCHES; i++)
+		fill_pattern(want + spare_off(S, i), 4096, 100 + i);
+	nth_header(from, to, 2, &m, &off); /* batch 2's: the third lowest seq */
+	invert_block(m, off);
+	ck_assert(find_block(from, to, is_pattern, &pat17, &m, &off)); /* in the second tail stripe */
+	invert_block(m, off);
+	fs = remount(NULL);
+	check_content(fs, ino, want, 8 * S);
+	ck_assert_uint_ge(atomic_load(&ffs_stats(fs)->crc_errors), 2);
+	fs = remount(fs);
+	check_content(fs, ino, want, 8 * S);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	ut_remove_members(NM);
+}
+END_TEST
+
+/* A tail stripe let go twice in one transaction is freed once (tail.c's
+ * tail_closed): replay releases a listed stripe's last patch, which frees
+ * it, then lets every listed stripe go.  Before, the second freed it again
+ * and failed on its bitmap bit ("already clear: run fsck"), and a power
+ * cut so left a volume that would not mount (crash-powerloss in CI). */
+START_TEST(tail_stripe_freed_once)
+{
+	struct ffs *fs = mkfs_mount(64, 64 * 1024);
+	uint32_t crc[FF_MEMBERS_MAX] = { 0 };
+	uint64_t p = ff_le64(fs->sb->nstripes) - 1; /* the last: nothing took it */
+	struct statvfs sv;
+	fsblkcnt_t free0;
+
+	ck_assert_int_eq(ffs_statfs(fs, &sv), 0);
+	free0 = sv.f_bfree;
+	pthread_mutex_lock(&fs->lock);
+	ck_assert(!ffs_stripe_in_use(fs, p));
+	ck_assert_int_eq(ffs_take_stripes(fs, p, 1), 0);
+	ck_assert_int_eq(ffs_csum_set(fs, p, FFS_CSUM_TAILS, FFS_CSUM_TAIL_PACK(1, 0), crc), 0);
+	ck_assert(!ffs_stripe_freed_in_tx(fs, p));
+	ck_assert_int_eq(tail_closed(fs, p), 0);
+	ck_assert(ffs_stripe_freed_in_tx(fs, p));
+	ck_assert_int_eq(tail_closed(fs, p), 0);
+	pthread_mutex_unlock(&fs->lock);
+	ck_assert_int_eq(ffs_journal_commit(fs), 0);
+	ck_assert_int_eq(ffs_statfs(fs, &sv), 0);
+	ck_assert_uint_eq(sv.f_bfree, free0);
+	fs = remount(fs);
+	pthread_mutex_lock(&fs->lock);
+	ck_assert(!ffs_stripe_in_use(fs, p));
+	pthread_mutex_unlock(&fs->lock);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	ut_remove_members(NM);
+}
+END_TEST
+
 START_TEST(patches_bad_block_healed)
 {
 	patch_bad_block(5 + (unsigned)_i, false);
@@ -2316,6 +2477,8 @@ int main(void)
 	tcase_add_test(tc, tails_bad_chunk_repaired);
 	tcase_add_test(tc, patches_small_overwrites);
 	tcase_add_test(tc, patches_spare_opens_without_commit);
+	tcase_add_test(tc, patches_replay_heals_bad_chunks);
+	tcase_add_test(tc, tail_stripe_freed_once);
 	tcase_add_loop_test(tc, patches_after_tail_replayed, 0, 2);
 	tcase_add_test(tc, kill_priv_takes_privileges);
 	tcase_add_test(tc, check_runs_follow_writes);

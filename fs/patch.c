@@ -560,16 +560,24 @@ static int read_data(struct ffs *fs, uint64_t p, uint64_t off, uint32_t len, boo
 	return ff_raid_submit_wait(fs->raid, &io);
 }
 
-/* Block `slot` of stripe p into h as a batch header, read around its
- * member when it fails its check (past the last batch it always does:
- * ndata 4 KiB reads more per stripe scanned). */
+/* Block `slot` of stripe p into h as a batch header.  One that fails its
+ * check but still says it is one — its type, its place or the volume's
+ * uuid — is read around its member.  Past the last batch of a stripe the
+ * check always fails, on a block that says none of that: reading around
+ * there would cost ndata reads at every scan, and treat the scanned
+ * member as missing while it is not.  A header garbled in all three is
+ * taken for the end of the chain. */
 static bool read_header(struct ffs *fs, uint64_t p, uint32_t slot, struct ffs_pbatch *h)
 {
 	uint64_t off = patch_slot_offset(fs, slot), blockno = FFS_PBATCH_BLOCKNO(p, slot);
 
-	if (read_data(fs, p, off, FFS_BLOCK, false, h) == 0 &&
-	    ffs_block_check(h, FFS_B_PBATCH, blockno) == 0)
+	if (read_data(fs, p, off, FFS_BLOCK, false, h) < 0)
+		return false; /* the engine read around an error already */
+	if (ffs_block_check(h, FFS_B_PBATCH, blockno) == 0)
 		return true;
+	if (ff_le32(h->h.type) != FFS_B_PBATCH && ff_le64(h->h.blockno) != blockno &&
+	    memcmp(h->uuid, fs->sb->uuid, sizeof(h->uuid)))
+		return false;
 	if (read_data(fs, p, off, FFS_BLOCK, true, h) < 0 ||
 	    ffs_block_check(h, FFS_B_PBATCH, blockno) < 0)
 		return false;

@@ -2269,15 +2269,15 @@ START_TEST(patches_spare_opens_without_commit)
 }
 END_TEST
 
-/* Member m's block at data-area offset off, rewritten with its bytes inverted. */
-static void invert_block(unsigned m, uint64_t off)
+/* Member m's block at offset off, rewritten with its bytes from `from` on inverted. */
+static void invert_block(unsigned m, uint64_t off, size_t from)
 {
 	uint8_t blk[4096];
 	int fd = open(ut_paths[m], O_RDWR);
 
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(pread(fd, blk, sizeof(blk), (off_t)off), (ssize_t)sizeof(blk));
-	for (size_t i = 0; i < sizeof(blk); i++)
+	for (size_t i = from; i < sizeof(blk); i++)
 		blk[i] ^= 0xff;
 	ck_assert_int_eq(pwrite(fd, blk, sizeof(blk), (off_t)off), (ssize_t)sizeof(blk));
 	close(fd);
@@ -2354,9 +2354,9 @@ static bool is_pattern(const uint8_t *blk, const void *arg)
  * A bad chunk does not cost replay the batches it holds or those after
  * it: after a crash left batches 2..19 in no commit (the spare test's
  * child), batch 2's header (in the first tail stripe) and batch 17's
- * patched block (in the second) are damaged on their members (fault: each
- * 4 KiB inverted in the member file; one chunk per stripe, as parity
- * allows).  The mount rebuilds both from parity, counts them, and every
+ * patched block (in the second) are damaged on their members (fault: the
+ * header's records and the whole block inverted in the member file; one
+ * chunk per stripe, as parity allows).  The mount rebuilds both from parity, counts them, and every
  * batch is laid over the file; reads then repair both chunks.  Before:
  * batches 2..15, the rest of the first stripe, and 17 lost.
  */
@@ -2380,9 +2380,9 @@ START_TEST(patches_replay_heals_bad_chunks)
 	for (unsigned i = 0; i < SPARE_BATCHES; i++)
 		fill_pattern(want + spare_off(S, i), 4096, 100 + i);
 	nth_header(from, to, 2, &m, &off); /* batch 2's: the third lowest seq */
-	invert_block(m, off);
+	invert_block(m, off, 80); /* its records; type, place and uuid still say what it is */
 	ck_assert(find_block(from, to, is_pattern, &pat17, &m, &off)); /* in the second tail stripe */
-	invert_block(m, off);
+	invert_block(m, off, 0);
 	fs = remount(NULL);
 	check_content(fs, ino, want, 8 * S);
 	ck_assert_uint_ge(atomic_load(&ffs_stats(fs)->crc_errors), 2);

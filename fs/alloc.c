@@ -360,7 +360,7 @@ int ffs_free_stripes(struct ffs *fs, uint64_t first, uint64_t count)
 	return 0;
 }
 
-/* The first n stripes of pending_free were freed by a transaction now durable. */
+/* The first n stripes of pending_free become free for anyone. */
 static void reuse(struct ffs *fs, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -372,6 +372,7 @@ static void reuse(struct ffs *fs, size_t n)
 	fs->npending_durable = 0;
 }
 
+/* The first n stripes of pending_free were freed by a transaction now durable. */
 void ffs_alloc_tx_committed(struct ffs *fs, size_t n)
 {
 	FF_ASSERT(n <= fs->npending);

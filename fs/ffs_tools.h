@@ -233,6 +233,9 @@ int ffs_dir_retarget(struct ffs *fs, struct finode *dir, const char *name, uint6
 /* Stripe p into buf with the members in avoid treated as missing (rebuilt
  * from parity): 0 or -errno. */
 int ffs_repair_read_around(struct ffs *fs, uint64_t p, uint32_t avoid, void *buf);
+/* The same for bytes [off, off + len) of stripe p. */
+int ffs_repair_read_bytes_around(struct ffs *fs, uint64_t p, uint64_t off, uint32_t len,
+				 uint32_t avoid, void *buf);
 /* Data chunks of stripe buffer buf that fail their checksums (a mask); each
  * crc covers the first vlen bytes of its chunk (ffs_csum_vlen). */
 uint32_t ffs_repair_bad_chunks(struct ffs *fs, const void *buf, const uint32_t *crc, uint32_t vlen);

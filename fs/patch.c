@@ -546,18 +546,11 @@ static void note_healed(struct ffs *fs, uint64_t p, uint32_t chunk, const char *
 static int read_data(struct ffs *fs, uint64_t p, uint64_t off, uint32_t len, bool around,
 		     void *buf)
 {
-	struct ff_raid_io io;
+	uint32_t avoid = around ? 1u << ff_raid_chunk_member(fs->raid, p,
+							      (unsigned)(off / fs->g->chunk_bytes))
+				: 0;
 
-	memset(&io, 0, sizeof(io));
-	io.op = FF_RAID_READ;
-	io.space = FF_SPACE_DATA;
-	io.off = p * fs->stripe_bytes + off;
-	io.len = len;
-	io.buf = buf;
-	if (around)
-		io.avoid_members = 1u << ff_raid_chunk_member(fs->raid, p,
-							      (unsigned)(off / fs->g->chunk_bytes));
-	return ff_raid_submit_wait(fs->raid, &io);
+	return ffs_repair_read_bytes_around(fs, p, off, len, avoid, buf);
 }
 
 /* Block `slot` of stripe p into h as a batch header.  One that fails its

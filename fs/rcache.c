@@ -53,7 +53,8 @@ static void rc_lru_push(struct rcache *c, struct rentry *e)
 	c->lru.lru_prev = e;
 }
 
-static void rc_unhash(struct rcache *c, struct rentry *e)
+/* e out of the hash (if it is there); its state left as it is. */
+static void rc_unlink(struct rcache *c, struct rentry *e)
 {
 	struct rentry **pp = &c->hash[rhash(c, e->pstripe)];
 
@@ -61,6 +62,11 @@ static void rc_unhash(struct rcache *c, struct rentry *e)
 		pp = &(*pp)->hnext;
 	if (*pp)
 		*pp = e->hnext;
+}
+
+static void rc_unhash(struct rcache *c, struct rentry *e)
+{
+	rc_unlink(c, e);
 	e->state = RC_EMPTY;
 }
 
@@ -294,18 +300,14 @@ void ffs_rcache_invalidate(struct ffs *fs, uint64_t pstripe, uint64_t count)
 void ffs_rcache_extended(struct ffs *fs, uint64_t p)
 {
 	struct rcache *c = fs->rcache;
-	struct rentry **pp;
+	struct rentry *e;
 
 	if (!c)
 		return;
 	pthread_mutex_lock(&c->lock);
-	for (pp = &c->hash[rhash(c, p)]; *pp && (*pp)->pstripe != p; pp = &(*pp)->hnext)
-		;
-	if (*pp) {
-		struct rentry *e = *pp;
-
-		*pp = e->hnext; /* out of the hash; its state is its holders' */
-		e->hnext = NULL;
+	e = rc_find(c, p);
+	if (e) {
+		rc_unlink(c, e); /* its state is its holders' */
 		e->superseded = e->superseded || e->refs;
 		if (!e->refs)
 			e->state = RC_EMPTY;

@@ -41,8 +41,8 @@ uint32_t ffs_repair_bad_chunks(struct ffs *fs, const void *buf, const uint32_t *
 
 /* Stripe p through io: op (a read or a parity-checking read) into buf,
  * with the members in avoid treated as missing. */
-static int stripe_io(struct ffs *fs, struct ff_raid_io *io, int op, uint64_t p, uint32_t avoid,
-		     void *buf)
+static void stripe_io_prep(struct ffs *fs, struct ff_raid_io *io, int op, uint64_t p,
+			   uint32_t avoid, void *buf)
 {
 	memset(io, 0, sizeof(*io));
 	io->op = (uint8_t)op;
@@ -51,6 +51,12 @@ static int stripe_io(struct ffs *fs, struct ff_raid_io *io, int op, uint64_t p, 
 	io->len = fs->stripe_bytes;
 	io->buf = buf;
 	io->avoid_members = avoid;
+}
+
+static int stripe_io(struct ffs *fs, struct ff_raid_io *io, int op, uint64_t p, uint32_t avoid,
+		     void *buf)
+{
+	stripe_io_prep(fs, io, op, p, avoid, buf);
 	return ff_raid_submit_wait(fs->raid, io);
 }
 
@@ -59,6 +65,17 @@ int ffs_repair_read_around(struct ffs *fs, uint64_t p, uint32_t avoid, void *buf
 	struct ff_raid_io io;
 
 	return stripe_io(fs, &io, FF_RAID_READ, p, avoid, buf);
+}
+
+int ffs_repair_read_bytes_around(struct ffs *fs, uint64_t p, uint64_t off, uint32_t len,
+				 uint32_t avoid, void *buf)
+{
+	struct ff_raid_io io;
+
+	stripe_io_prep(fs, &io, FF_RAID_READ, p, avoid, buf);
+	io.off += off;
+	io.len = len;
+	return ff_raid_submit_wait(fs->raid, &io);
 }
 
 static bool rebuilt_around(struct ffs *fs, uint64_t p, uint32_t avoid, const uint32_t *crc,

@@ -12,12 +12,11 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <poll.h>
 #include <pthread.h>
 #include <sys/file.h>
-#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
 
@@ -66,34 +65,69 @@ static int member_probe(struct ff_member *m, struct ff_err *err)
 	return 0;
 }
 
-/* An inotify descriptor that reports every close of the member's file (or
- * device node), or -errno. */
-static int watch_closes(const struct ff_member *m)
-{
-	int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK), e;
+/*
+ * A busy member is waited for in a blocking flock(2): the kernel grants it
+ * the moment the holder's lock goes, whichever way it goes (the holder's
+ * unlock, its close, or the kernel's release of a dead process's open
+ * file).  Nothing else reports that moment: inotify's report of a close
+ * comes before the kernel drops the closed file's locks (__fput), so a
+ * waiter it wakes can find the lock still held, and no report follows.
+ * CI's xattr-crash waited out 60 s so after a kill -9.
+ *
+ * A timer of the waiting thread bounds the sleep: its signal, whose
+ * handler does nothing, ends the flock with EINTR at the deadline.  It
+ * fires again every LOCK_TICK_MS after that, so a signal that lands before
+ * the thread is inside flock (the handler runs, the flock then sleeps)
+ * delays the end by one tick, never for good.
+ */
+#define LOCK_TICK_MS 10
 
-	if (fd < 0)
-		return -errno;
-	if (inotify_add_watch(fd, m->abs_path, IN_CLOSE_WRITE | IN_CLOSE_NOWRITE) < 0) {
-		e = errno;
-		close(fd);
-		return -e;
-	}
-	return fd;
+static void lock_alarm(int sig)
+{
+	(void)sig; /* its only work is to interrupt the flock */
 }
 
-/* Sleep until the watched file is closed by someone or deadline_ns passes;
- * drain what inotify reported. */
-static void wait_close(int wfd, uint64_t deadline_ns)
-{
-	uint64_t now = ff_mono_ns();
-	struct pollfd p = { .fd = wfd, .events = POLLIN };
-	char ev[4096];
+static int lock_signal;
 
-	if (now < deadline_ns &&
-	    poll(&p, 1, (int)((deadline_ns - now + 999999) / 1000000)) > 0)
-		while (read(wfd, ev, sizeof(ev)) > 0)
-			;
+static void lock_signal_install(void)
+{
+	struct sigaction sa = { .sa_handler = lock_alarm }; /* no SA_RESTART: flock returns */
+
+	lock_signal = SIGRTMIN + 3;
+	sigemptyset(&sa.sa_mask);
+	sigaction(lock_signal, &sa, NULL);
+}
+
+/* Take the flock op (without LOCK_NB) on fd, sleeping until it is granted
+ * or deadline_ns: 0, EINTR (the deadline, or another signal), or the errno
+ * of a timer that cannot be set up (then no wait happened). */
+static int flock_until(int fd, int op, uint64_t deadline_ns)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	struct sigevent sev = { .sigev_notify = SIGEV_THREAD_ID };
+	struct itimerspec its = { .it_interval = { 0, LOCK_TICK_MS * 1000000L } };
+	uint64_t now = ff_mono_ns(), left = deadline_ns > now ? deadline_ns - now : 1;
+	sigset_t set, old;
+	timer_t timer;
+	int e;
+
+	pthread_once(&once, lock_signal_install);
+	sev.sigev_signo = lock_signal;
+	sev._sigev_un._tid = gettid();
+	if (timer_create(CLOCK_MONOTONIC, &sev, &timer) < 0)
+		return errno;
+	its.it_value.tv_sec = (time_t)(left / 1000000000u);
+	its.it_value.tv_nsec = (long)(left % 1000000000u);
+	sigemptyset(&set);
+	sigaddset(&set, lock_signal);
+	pthread_sigmask(SIG_UNBLOCK, &set, &old);
+	if (timer_settime(timer, 0, &its, NULL) < 0)
+		e = errno;
+	else
+		e = flock(fd, op & ~LOCK_NB) == 0 ? 0 : errno;
+	timer_delete(timer); /* takes a signal still pending with it */
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return e;
 }
 
 /* ---- who holds a busy member: the mounted daemon's notes -------------------- */
@@ -286,11 +320,8 @@ static bool holder_gone(int64_t pid)
  * once (holder_live).  Any other busy lock is most often a framefs that
  * was just unmounted: umount returns before the daemon has written out its
  * last commit and closed its members.  So it is waited for, up to
- * FF_MEMBER_LOCK_WAIT_MS, and without polling: inotify reports each close
- * of the member (which is when a holder lets go), and each report is one
- * more try.  The wait ends at the holder's close or at the deadline,
- * whichever comes first.  The try right after the watch is set catches a
- * close that came before it.
+ * FF_MEMBER_LOCK_WAIT_MS, in flock_until: the wait ends when the holder
+ * lets go or at the deadline, whichever comes first.
  *
  * A holder whose pid note names a process that has exited (a daemon killed
  * with SIGKILL) is no process at all: its members' files are kept open by
@@ -299,10 +330,8 @@ static bool holder_gone(int64_t pid)
  * I/Os completes: 10-60 ms after kill -9 on RAM-backed members here, but as
  * long as a drive takes to answer or time out (NVMe's I/O timeout is 30 s)
  * when one does not.  It is waited for up to FF_MEMBER_LOCK_DEAD_WAIT_MS,
- * the same way.  (CI's xattr-crash failed a remount after kill -9 within a
- * second, not after 5 s: the try right after the watch is set got the lock,
- * and the loop still answered busy with the previous try's EWOULDBLOCK.  e
- * is now always the last try's answer.)
+ * the same way.  A holder that dies while it is waited for is seen at the
+ * shorter deadline, which then moves to the longer one.
  */
 int ff_member_lock(struct ff_member *m, struct ff_err *err)
 {
@@ -310,49 +339,45 @@ int ff_member_lock(struct ff_member *m, struct ff_err *err)
 	uint64_t t0 = ff_mono_ns(), deadline = t0 + FF_MEMBER_LOCK_WAIT_MS * 1000000ull;
 	char mnt[PATH_MAX];
 	int64_t pid = -1;
-	int wfd = -1, e = 0;
-	bool gone = false;
+	bool gone = false, told = false;
+	int e;
 
 	for (;;) {
-		/* e is the last try's answer: 0 once it has the lock, whichever
-		 * way round the loop got here */
+		/* e is the last try's answer: 0 once it has the lock */
 		e = flock(m->fd, op) == 0 ? 0 : errno;
 		if (e != EWOULDBLOCK)
 			break;
 		if (holder_live(m, &pid, mnt, sizeof(mnt))) {
-			if (wfd >= 0)
-				close(wfd);
 			ff_err_set(err, "%s: in use by another process: the framefs (pid %lld) of the "
 				   "volume mounted on %s; unmount it first", m->path, (long long)pid,
 				   mnt);
 			return -EBUSY;
 		}
 		if (!gone && holder_gone(pid)) {
-			gone = true;
+			gone = told = true;
 			deadline = t0 + FF_MEMBER_LOCK_DEAD_WAIT_MS * 1000000ull;
 			ff_log(FF_LOG_INFO, "%s: held by the open file of framefs pid %lld, which has "
 			       "exited: waiting up to %u ms for the kernel to release it", m->path,
 			       (long long)pid, FF_MEMBER_LOCK_DEAD_WAIT_MS);
 		}
-		if (wfd < 0) {
-			wfd = watch_closes(m);
-			if (wfd < 0) { /* cannot watch: answer busy now rather than poll */
-				ff_log(FF_LOG_WARN, "%s: busy, and its closes cannot be watched "
-				       "(inotify: %s): not waiting", m->path, strerror(-wfd));
-				break;
-			}
-			if (!gone) /* most often a framefs just unmounted: nothing to act on */
-				ff_log(FF_LOG_DEBUG, "%s: in use by another process (a framefs just "
-				       "unmounted may still be writing out), waiting up to %u ms",
-				       m->path, FF_MEMBER_LOCK_WAIT_MS);
-			continue;
+		if (!told) { /* most often a framefs just unmounted: nothing to act on */
+			told = true;
+			ff_log(FF_LOG_DEBUG, "%s: in use by another process (a framefs just "
+			       "unmounted may still be writing out), waiting up to %u ms",
+			       m->path, FF_MEMBER_LOCK_WAIT_MS);
 		}
 		if (ff_mono_ns() >= deadline)
 			break;
-		wait_close(wfd, deadline);
+		e = flock_until(m->fd, op, deadline);
+		if (e == 0)
+			break;
+		if (e != EINTR) { /* no timer: answer busy now rather than poll */
+			ff_log(FF_LOG_WARN, "%s: busy, and a wait for it cannot be timed (%s): not "
+			       "waiting", m->path, strerror(e));
+			e = EWOULDBLOCK;
+			break;
+		}
 	}
-	if (wfd >= 0)
-		close(wfd);
 	if (e == 0) {
 		locked_add(m->fd);
 		return 0;

@@ -72,9 +72,37 @@ class Volume:
                 raise TestFailure("framefs exited (%d) instead of mounting:\n%s"
                                   % (self.daemon.returncode, self.daemon_log()))
             if time.monotonic() - t0 > timeout_s:
-                raise TestFailure("framefs did not mount within %d s" % timeout_s)
+                raise TestFailure("framefs (mount %d) did not mount within %d s; members held by: %s;"
+                                  " its log:\n%s\nits threads:\n%s"
+                                  % (self.nmounts, timeout_s, self.holders(), self.daemon_log(),
+                                     self.stacks()))
             time.sleep(0.02)
         return time.monotonic() - t0
+
+    def holders(self):
+        """The processes with a member open, as "pid (comm)", or "none"
+        (the kernel's own reference, e.g. a dead process's io_uring teardown)."""
+        found = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                fds = os.listdir("/proc/%s/fd" % pid)
+                if any(os.readlink("/proc/%s/fd/%s" % (pid, fd)) in self.members for fd in fds):
+                    with open("/proc/%s/comm" % pid) as f:
+                        found.append("%s (%s)" % (pid, f.read().strip()))
+            except OSError:
+                continue
+        return ", ".join(found) or "none"
+
+    def stacks(self):
+        """Every thread's stack of the running daemon, by gdb (a hung mount's
+        only witness once the test's tmp folder is gone)."""
+        try:
+            r = subprocess.run(["gdb", "-p", str(self.daemon.pid), "-batch", "-nx",
+                                "-ex", "thread apply all bt 20"],
+                               capture_output=True, text=True, timeout=60)
+            return "\n".join(l for l in r.stdout.splitlines() if l.startswith(("#", "Thread")))
+        except (OSError, subprocess.TimeoutExpired) as e:
+            return "(gdb: %s)" % e
 
     def unmount(self):
         """umount(8); the daemon must write everything out and exit 0."""

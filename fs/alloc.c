@@ -256,25 +256,54 @@ static void reclaim_reservations(struct ffs *fs)
 }
 
 /*
+ * The overwrite reserve: the last free stripes, which new data (a stripe
+ * no file maps yet) may not take, so that a volume filled with footage
+ * still takes in-place writes to the files it holds.  Every overwrite is
+ * copy-on-write: a rewritten stripe, a patch batch and the tail stripe it
+ * opens each need a free stripe before the old one is let go, and the
+ * project database of an editing application lives on the same volume as
+ * the frames (without it, the first 4 KiB overwrite of a full volume was
+ * ENOSPC, and most still were after a frame was deleted).  As ZFS keeps
+ * its slop space: 1/32 of the stripes, at least FFS_OVERWRITE_RESERVE_MIN
+ * and at most FFS_OVERWRITE_RESERVE_MAX (6 GiB of 1.5 MiB stripes, well
+ * above what the write-buffer pool holds at once), never more than a
+ * quarter of a tiny volume.  statfs answers it as free but not available
+ * (f_bfree, f_bavail), as ext4 does its root reserve.
+ */
+#define FFS_OVERWRITE_RESERVE_MIN 8u
+#define FFS_OVERWRITE_RESERVE_MAX 4096u
+
+uint64_t ffs_overwrite_reserve(const struct ffs *fs)
+{
+	uint64_t n = ff_le64(fs->sb->nstripes);
+
+	return FF_MIN(FF_MIN(FF_MAX(n / 32, (uint64_t)FFS_OVERWRITE_RESERVE_MIN),
+			     (uint64_t)FFS_OVERWRITE_RESERVE_MAX), n / 4);
+}
+
+/*
  * Reserve stripes in memory only: a file takes a run ahead of its writes so
  * that it lies in one piece, and what it does not use goes back at close.
  * Only ffs_commit_stripes() marks them on disk, when they are mapped, so a
- * crash leaks nothing.  -ENOSPC also when the only free stripes are the
- * ones the running transaction freed: the caller commits and asks again
- * (the allocator sits below the journal and never commits itself).
+ * crash leaks nothing.  New data leaves the overwrite reserve (keep
+ * stripes) free; an overwrite passes keep 0.  -ENOSPC also when the only
+ * free stripes are the ones the running transaction freed: the caller
+ * commits and asks again (the allocator sits below the journal and never
+ * commits itself).
  *
  * Prefer a run of `want` at or after the hint (a frame then lies right
  * after its predecessor); otherwise the longest run met while scanning.
  */
-int ffs_reserve_stripes(struct ffs *fs, uint64_t hint, uint64_t want, uint64_t *first, uint64_t *got)
+int ffs_reserve_stripes(struct ffs *fs, uint64_t hint, uint64_t want, uint64_t keep,
+			uint64_t *first, uint64_t *got)
 {
 	uint64_t n = ff_le64(fs->sb->nstripes), i, best = UINT64_MAX, best_len = 0, visited = 0;
 
-	if (!fs->free_stripes)
+	if (fs->free_stripes <= keep)
 		reclaim_reservations(fs);
-	if (!fs->free_stripes)
+	if (fs->free_stripes <= keep)
 		return -ENOSPC;
-	want = FF_MAX(1ull, FF_MIN(want, fs->free_stripes));
+	want = FF_MAX(1ull, FF_MIN(want, fs->free_stripes - keep));
 	i = find_clear(fs->sbits, n, hint % n);
 	while (i != UINT64_MAX && visited < n) {
 		uint64_t len = run_length(fs->sbits, n, i, want);

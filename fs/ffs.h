@@ -324,6 +324,7 @@ struct ffs_info {
 	char label[64];
 	uint8_t uuid[16];
 	uint64_t stripe_bytes, nstripes, free_stripes;
+	uint64_t reserve_stripes;     /* of the free ones, kept for overwrites (alloc.c) */
 	uint64_t ninodes, free_inodes;
 	uint64_t commits;
 	bool ro;

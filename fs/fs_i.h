@@ -67,8 +67,13 @@ void ffs_alloc_free_all(struct ffs *fs);
  * ffs_csum_set/get: ffs_tools.h */
 int ffs_alloc_mblock(struct ffs *fs, uint64_t *no);
 /* Reserve (in memory only) `want` contiguous stripes near `hint`, fewer
- * if only shorter runs exist, at least 1; *got is the count reserved. */
-int ffs_reserve_stripes(struct ffs *fs, uint64_t hint, uint64_t want, uint64_t *first, uint64_t *got);
+ * if only shorter runs exist, at least 1, leaving `keep` free (new data
+ * keeps ffs_overwrite_reserve, an overwrite 0); *got is the count
+ * reserved. */
+int ffs_reserve_stripes(struct ffs *fs, uint64_t hint, uint64_t want, uint64_t keep,
+			uint64_t *first, uint64_t *got);
+/* The stripes new data leaves free for overwrites (alloc.c). */
+uint64_t ffs_overwrite_reserve(const struct ffs *fs);
 void ffs_unreserve_stripes(struct ffs *fs, uint64_t first, uint64_t count);
 /* Reserved stripes that are now mapped: mark them on disk. */
 int ffs_commit_stripes(struct ffs *fs, uint64_t first, uint64_t count);

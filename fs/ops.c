@@ -996,8 +996,10 @@ int ffs_statfs(struct ffs *fs, struct statvfs *st)
 			for (struct finode *f = fs->ihash[h]; f; f = f->hnext)
 				free += f->reserve_count;
 		st->f_bfree = free * (fs->stripe_bytes / 4096);
+		/* the overwrite reserve (alloc.c) is free, but not for new data */
+		free -= FF_MIN(free, ffs_overwrite_reserve(fs));
+		st->f_bavail = free * (fs->stripe_bytes / 4096);
 	}
-	st->f_bavail = st->f_bfree;
 	st->f_files = ff_le64(fs->sb->ninodes) - 1;
 	st->f_ffree = fs->free_inodes;
 	st->f_favail = fs->free_inodes;

@@ -273,6 +273,7 @@ int patch_plan(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 	uint32_t bps = blocks_per_stripe(fs), have = 0, want = 0;
 	struct ffs_extent x;
 	unsigned n = 0;
+	bool tight;
 	int rc;
 
 	wb->npatch = 0;
@@ -288,8 +289,14 @@ int patch_plan(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 		rc = -ENOENT;
 	if (rc == 0)
 		rc = patched_blocks(fs, fi, wb->fstripe, &have);
+	/* Patches take space the stripe they lie over keeps too, until a merge
+	 * lets both go; a rewrite takes one stripe only while it is written.
+	 * So once overwrites have begun to eat into their reserve (the volume
+	 * is full for new data: alloc.c), a rewrite it is, merging what the
+	 * stripe has: space that patches pin no longer grows. */
+	tight = fs->free_stripes < ffs_overwrite_reserve(fs);
 	pthread_mutex_unlock(&fs->lock);
-	if (rc < 0 || (have + want) * 8 > bps * PATCH_SHARE_EIGHTHS)
+	if (rc < 0 || tight || (have + want) * 8 > bps * PATCH_SHARE_EIGHTHS)
 		/* -ENOENT: not mapped plainly; an error: the rewrite meets it too */
 		return rc == 0 && have ? PATCH_MERGE : 0;
 	/* runs of whole blocks, the ranges' neighbours in one block joined */

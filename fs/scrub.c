@@ -701,6 +701,7 @@ void ffs_info(struct ffs *fs, struct ffs_info *info)
 	info->stripe_bytes = fs->stripe_bytes;
 	info->nstripes = ff_le64(fs->sb->nstripes);
 	info->free_stripes = fs->free_stripes + fs->npending + ffs_tails_spare_count(fs);
+	info->reserve_stripes = ffs_overwrite_reserve(fs);
 	info->ninodes = ff_le64(fs->sb->ninodes);
 	info->free_inodes = fs->free_inodes;
 	info->commits = fs->commits;

@@ -283,32 +283,37 @@ uint64_t reserve_want(struct ffs *fs, struct finode *fi, uint64_t *hint)
 }
 
 /*
- * Reserve stripes for a file (fs->lock held).  When the only free stripes
- * are those the running transaction freed, commit first: they come back
- * once it is durable.  The writer that needs the space commits, not the
- * allocator, which sits below the journal (the journal calls it when a
- * commit frees stripes).
+ * Reserve stripes for a file (fs->lock held): for new data, leaving the
+ * overwrite reserve free (alloc.c); for an overwrite, from every free
+ * stripe.  When the only free stripes are those the running transaction
+ * freed, commit first: they come back once it is durable.  The writer that
+ * needs the space commits, not the allocator, which sits below the journal
+ * (the journal calls it when a commit frees stripes).
  */
-int reserve_stripes(struct ffs *fs, uint64_t hint, uint64_t want, uint64_t *first,
-			   uint64_t *got)
+int reserve_stripes(struct ffs *fs, uint64_t hint, uint64_t want, bool overwrite,
+		    uint64_t *first, uint64_t *got)
 {
-	if (!ffs_alloc_free_stripe_count(fs) && fs->npending) {
+	uint64_t keep = overwrite ? 0 : ffs_overwrite_reserve(fs);
+
+	if (ffs_alloc_free_stripe_count(fs) <= keep && fs->npending) {
 		int rc = ffs_journal_commit(fs);
 
 		if (rc < 0)
 			return rc;
 	}
-	return ffs_reserve_stripes(fs, hint, want, first, got);
+	return ffs_reserve_stripes(fs, hint, want, keep, first, got);
 }
 
 /* Pick the stripe this buffer goes to: in place when the file stripe is
- * preallocated and unwritten, else the next reserved one.  fs->lock held. */
+ * preallocated and unwritten, else the next reserved one; an overwrite of
+ * a mapped stripe may take one of the overwrite reserve.  fs->lock held. */
 static int pick_stripe(struct ffs *fs, struct finode *fi, uint64_t fstripe, uint64_t *p,
 		       bool *in_place)
 {
 	uint64_t run, first, got, hint;
 	uint32_t flags;
 	int rc = ffs_extent_lookup(fs, fi, fstripe, p, &run, &flags);
+	bool mapped = rc == 0;
 
 	*in_place = rc == 0 && (flags & FFS_X_UNWRITTEN);
 	if (*in_place)
@@ -318,7 +323,10 @@ static int pick_stripe(struct ffs *fs, struct finode *fi, uint64_t fstripe, uint
 	if (!fi->reserve_count) {
 		uint64_t want = reserve_want(fs, fi, &hint);
 
-		rc = reserve_stripes(fs, hint, want, &first, &got);
+		rc = reserve_stripes(fs, hint, want, false, &first, &got);
+		if (rc == -ENOSPC && mapped) /* one stripe of the reserve, not a run
+					      * the file's new data could go on to */
+			return reserve_stripes(fs, hint, 1, true, p, &got);
 		if (rc < 0)
 			return rc;
 		fi->reserve_first = first;
@@ -762,7 +770,11 @@ void wpool_free(struct ffs *fs)
 struct wbuf *wb_for(struct ffs *fs, struct finode *fi, uint64_t k, int *err)
 {
 	struct wbuf *wb, *held = NULL;
+	uint64_t p, run;
+	uint32_t flags;
+	bool room;
 
+again:
 	for (;;) {
 		wb = wb_find(fi, k);
 		if (wb && !wb->writing)
@@ -796,6 +808,7 @@ struct wbuf *wb_for(struct ffs *fs, struct finode *fi, uint64_t k, int *err)
 	}
 	if (held) /* another writer made this stripe's buffer while we waited */
 		wpool_put(fs, held);
+	held = NULL;
 	if (!wb || wb->fi == fi)
 		return wb;
 	/* the stripe it will go to is taken now, so a full volume answers this
@@ -810,7 +823,28 @@ struct wbuf *wb_for(struct ffs *fs, struct finode *fi, uint64_t k, int *err)
 		wb->in_place = false;
 		*err = 0;
 	}
+	room = *err == -ENOSPC && fi->nwbufs && ffs_extent_lookup(fs, fi, k, &p, &run, &flags) == 0;
 	pthread_mutex_unlock(&fs->lock);
+	if (room && (wb_oldest_partial(fi) || wb_writing(fi))) {
+		/* An overwrite that found the overwrite reserve taken (alloc.c),
+		 * some of it by this file's own buffers, each of which holds the
+		 * stripe it will go to: send out the oldest, or wait for one in
+		 * flight, and pick again.  A patch gives its stripe back when it
+		 * lands, a rewrite the stripe it replaced at the next commit.
+		 * Each pass sends out or sees complete one of the file's buffers;
+		 * with none left to send or wait for, the answer is ENOSPC. */
+		struct wbuf *old = wb_oldest_partial(fi);
+
+		wpool_put(fs, wb);
+		if (old) {
+			*err = wb_writeout_flush(fs, fi, old);
+			if (*err < 0)
+				return NULL;
+		} else {
+			wait_noted(&fi->dcond, &fi->dlock, "a stripe write of this file in flight");
+		}
+		goto again;
+	}
 	if (*err < 0) {
 		wpool_put(fs, wb);
 		return NULL;

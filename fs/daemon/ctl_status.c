@@ -448,6 +448,7 @@ json_object *ctl_status_json(struct ffs_ctl *c)
 		ctl_jadd_u64(f, "stripe_bytes", info.stripe_bytes);
 		ctl_jadd_u64(f, "nstripes", info.nstripes);
 		ctl_jadd_u64(f, "free_stripes", info.free_stripes);
+		ctl_jadd_u64(f, "reserve_stripes", info.reserve_stripes);
 		ctl_jadd_u64(f, "ninodes", info.ninodes);
 		ctl_jadd_u64(f, "free_inodes", info.free_inodes);
 		ctl_jadd_u64(f, "commits", info.commits);

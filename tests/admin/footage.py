@@ -28,7 +28,9 @@ K4 = up(4096 * 3112 * 4 + 65536, 4096)    # 51,052,544 bytes: 1038.7 stripes -> 
 
 def expect(st, frame_bytes, fps):
     per = math.ceil(frame_bytes / STRIPE)
-    frames = min(st["fs"]["free_stripes"] // per, st["fs"]["free_inodes"])
+    # the overwrite reserve is not for new frames
+    avail = max(0, st["fs"]["free_stripes"] - st["fs"]["reserve_stripes"])
+    frames = min(avail // per, st["fs"]["free_inodes"])
     return per, frames, int(frames / fps // 60)
 
 

@@ -128,8 +128,15 @@ def test():
         check(size - used - 4 * sb <= free <= size - used, "free %d, size %d, file %d"
               % (free, size, used))
         svfs = os.statvfs(v.mnt)
-        check(abs(svfs.f_bavail * svfs.f_frsize - free) <= 0.01 * size,
-              "free %d vs statvfs %d" % (free, svfs.f_bavail * svfs.f_frsize))
+        check(abs(svfs.f_bfree * svfs.f_frsize - free) <= 0.01 * size,
+              "free %d vs statvfs %d" % (free, svfs.f_bfree * svfs.f_frsize))
+        # the overwrite reserve: free, not available for new data
+        reserve = value(fams, "framefs_filesystem_reserve_stripes")
+        check(reserve == st["fs"]["reserve_stripes"] and reserve > 0,
+              "reserve %r vs status %r" % (reserve, st["fs"]["reserve_stripes"]))
+        check((svfs.f_bfree - svfs.f_bavail) * svfs.f_frsize == reserve * sb,
+              "statvfs keeps %d bytes from new data, the reserve is %d"
+              % ((svfs.f_bfree - svfs.f_bavail) * svfs.f_frsize, reserve * sb))
         check(value(fams, "framefs_filesystem_files") == st["fs"]["ninodes"], "inodes")
         check(value(fams, "framefs_filesystem_files_free") == st["fs"]["free_inodes"],
               "free inodes")

@@ -71,7 +71,7 @@ int footage_parse(const char *spec, struct footage *fo)
 json_object *footage_json(const struct footage *fo, json_object *st)
 {
 	json_object *fs = jget(st, "fs"), *o;
-	uint64_t sb, free_stripes, free_inodes, per, by_space, frames;
+	uint64_t sb, free_stripes, reserve, free_inodes, per, by_space, frames;
 	char fps[32], sec[48];
 	double secs;
 
@@ -79,6 +79,8 @@ json_object *footage_json(const struct footage *fo, json_object *st)
 		return NULL;
 	sb = json_object_get_uint64(jget(fs, "stripe_bytes"));
 	free_stripes = json_object_get_uint64(jget(fs, "free_stripes"));
+	reserve = json_object_get_uint64(jget(fs, "reserve_stripes")); /* overwrites only */
+	free_stripes -= free_stripes < reserve ? free_stripes : reserve;
 	free_inodes = json_object_get_uint64(jget(fs, "free_inodes"));
 	per = (fo->frame_bytes + sb - 1) / sb;
 	by_space = free_stripes / per;

@@ -367,6 +367,8 @@ static void space(struct mx *m, json_object *st)
 		jnum(fs, "free_stripes") * jnum(fs, "stripe_bytes"));
 	one(m, fs, "nstripes", "framefs_filesystem_stripes", "gauge", "Data stripes");
 	one(m, fs, "free_stripes", "framefs_filesystem_free_stripes", "gauge", "Free data stripes");
+	one(m, fs, "reserve_stripes", "framefs_filesystem_reserve_stripes", "gauge",
+	    "Free data stripes kept for overwrites of existing files (not for new data)");
 	one(m, fs, "ninodes", "framefs_filesystem_files", "gauge", "Inodes");
 	one(m, fs, "free_inodes", "framefs_filesystem_files_free", "gauge", "Free inodes");
 	one(m, fs, "pool_blocks", "framefs_metadata_pool_blocks", "gauge",

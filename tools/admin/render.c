@@ -403,9 +403,12 @@ void render_status(json_object *st, FILE *f)
 		jstr(st, "state_reason", "")[0] ? ": " : "", jstr(st, "state_reason", ""),
 		jbool(st, "read_only") ? " (read-only)" : "");
 	if (fs)
-		fprintf(f, "  size     %s usable, %s free; %.0f of %.0f inodes free; events %.0f\n",
+		fprintf(f, "  size     %s usable, %s free (%s of it kept for overwrites); %.0f of "
+			"%.0f inodes free; events %.0f\n",
 			fmt_bytes(jnum(fs, "nstripes") * jnum(fs, "stripe_bytes"), a, sizeof(a)),
 			fmt_bytes(jnum(fs, "free_stripes") * jnum(fs, "stripe_bytes"), b, sizeof(b)),
+			fmt_bytes(fmin(jnum(fs, "reserve_stripes"), jnum(fs, "free_stripes")) *
+				  jnum(fs, "stripe_bytes"), c, sizeof(c)),
 			jnum(fs, "free_inodes"), jnum(fs, "ninodes"), jnum(st, "events"));
 	else
 		fprintf(f, "  size     %s usable; events %.0f\n",

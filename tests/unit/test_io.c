@@ -163,6 +163,29 @@ static void wait_asleep_in(struct locker *l, long want)
 		      nr);
 }
 
+/* The holder locks the member; l's thread starts waiting for it. */
+static void hold_and_wait(struct ff_member *holder, struct locker *l, pthread_t *t)
+{
+	struct ff_err err = { "" };
+
+	ck_assert_msg(ff_member_open(holder, file, false, &err) == 0, "%s", err.msg);
+	ck_assert_msg(ff_member_lock(holder, &err) == 0, "%s", err.msg);
+	ck_assert_msg(ff_member_open(&l->m, file, false, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(pthread_create(t, NULL, lock_member, l), 0);
+	wait_asleep_in(l, SYS_flock);
+}
+
+/* l's thread took the lock, long before the deadline. */
+static void took_it_at_once(struct locker *l, pthread_t t)
+{
+	pthread_join(t, NULL);
+	ck_assert_msg(l->rc == 0, "the waiter did not take the released lock (rc %d after %llu ms)",
+		      l->rc, (unsigned long long)(l->ns / 1000000));
+	ck_assert_msg(l->ns < FF_MEMBER_LOCK_WAIT_MS * 1000000ull / 2,
+		      "took the lock after %llu ms", (unsigned long long)(l->ns / 1000000));
+	ff_member_close(&l->m);
+}
+
 /* A member locked by another user (here another open file of this process:
  * flock locks belong to the open file) is waited for without polling: the
  * waiter sleeps in flock(2) and takes the lock as soon as the holder closes
@@ -175,17 +198,9 @@ START_TEST(busy_member_lock_waits_for_the_holders_close)
 	pthread_t t;
 
 	make_file(16);
-	ck_assert_msg(ff_member_open(&holder, file, false, &err) == 0, "%s", err.msg);
-	ck_assert_msg(ff_member_lock(&holder, &err) == 0, "%s", err.msg);
-	ck_assert_msg(ff_member_open(&l.m, file, false, &err) == 0, "%s", err.msg);
-	ck_assert_int_eq(pthread_create(&t, NULL, lock_member, &l), 0);
-	wait_asleep_in(&l, SYS_flock);
+	hold_and_wait(&holder, &l, &t);
 	ff_member_close(&holder);
-	pthread_join(t, NULL);
-	ck_assert_int_eq(l.rc, 0);
-	ck_assert_msg(l.ns < FF_MEMBER_LOCK_WAIT_MS * 1000000ull / 2,
-		      "took the lock after %llu ms", (unsigned long long)(l.ns / 1000000));
-	ff_member_close(&l.m);
+	took_it_at_once(&l, t);
 
 	/* a holder that stays: busy at the deadline, with the message */
 	ck_assert_msg(ff_member_open(&holder, file, false, &err) == 0, "%s", err.msg);
@@ -214,21 +229,12 @@ START_TEST(member_lock_follows_the_lock_not_the_close)
 	pthread_t t;
 
 	make_file(16);
-	ck_assert_msg(ff_member_open(&holder, file, false, &err) == 0, "%s", err.msg);
-	ck_assert_msg(ff_member_lock(&holder, &err) == 0, "%s", err.msg);
 	ck_assert_msg(ff_member_open(&other, file, true, &err) == 0, "%s", err.msg);
-	ck_assert_msg(ff_member_open(&l.m, file, false, &err) == 0, "%s", err.msg);
-	ck_assert_int_eq(pthread_create(&t, NULL, lock_member, &l), 0);
-	wait_asleep_in(&l, SYS_flock);
+	hold_and_wait(&holder, &l, &t);
 	ff_member_close(&other); /* a close while the lock is held */
 	wait_asleep_in(&l, SYS_flock);
 	ck_assert_int_eq(flock(holder.fd, LOCK_UN), 0); /* the lock goes, no close */
-	pthread_join(t, NULL);
-	ck_assert_msg(l.rc == 0, "the waiter did not take the released lock (rc %d after %llu ms)",
-		      l.rc, (unsigned long long)(l.ns / 1000000));
-	ck_assert_msg(l.ns < FF_MEMBER_LOCK_WAIT_MS * 1000000ull / 2,
-		      "took the lock after %llu ms", (unsigned long long)(l.ns / 1000000));
-	ff_member_close(&l.m);
+	took_it_at_once(&l, t);
 	ff_member_close(&holder);
 	remove_file();
 }

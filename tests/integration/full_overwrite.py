@@ -15,7 +15,11 @@
 #      frame rewritten whole in place — every one succeeds;
 #   4. after a remount every file reads back exactly as an in-memory copy
 #      says, and fsck.framefs -n -c finds nothing;
-#   5. frames deleted make room for a new one, as soon as statfs shows it
+#   5. twice, the daemon killed with SIGKILL during 4 KiB O_DIRECT
+#      overwrites with fsync every 16: after the remount each block of the
+#      project holds its last durable value or one written after it, blocks
+#      not written keep theirs, and fsck finds nothing;
+#   6. frames deleted make room for a new one, as soon as statfs shows it
 #      (the reserve the overwrites used fills first).
 # Without the reserve, the truncation of step 2 and the first overwrite of
 # step 3 failed with ENOSPC (and 136 of 200 overwrites after a frame was
@@ -27,7 +31,9 @@ import errno
 import mmap
 import os
 import random
+import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from itlib import TestFailure, Volume, log, seed_from_env  # noqa: E402
@@ -53,7 +59,70 @@ def write_file(path, data):
         os.fsync(f.fileno())
 
 
+def crash_value(seed, i):
+    return random.Random(seed * 1000003 + i).randbytes(4096)
+
+
+def crash_workload(path, log_path, seed):
+    """4 KiB O_DIRECT overwrites at offsets from seed, fsync every 16: log
+    "W i off" before write i and "F i" once every write before i is
+    durable (fsync returned)."""
+    r = random.Random(seed)
+    buf = mmap.mmap(-1, 4096)
+    fd = os.open(path, os.O_RDWR | os.O_DIRECT)
+    with open(log_path, "a", buffering=1) as lg:
+        for i in range(1 << 30):
+            off = r.randrange(PROJECT // 4096) * 4096
+            buf[:] = crash_value(seed, i)
+            lg.write("W %d %d\n" % (i, off))
+            try:
+                os.pwrite(fd, buf, off)
+                if i % 16 == 15:
+                    os.fsync(fd)
+                    lg.write("F %d\n" % (i + 1))
+            except OSError as e:  # the daemon died: ENOTCONN or ECONNABORTED (the mount
+                # aborted); anything else fails the test
+                lg.write("E %d %s\n" % (e.errno, e))
+                return
+
+
+def crash_check(vol, proj, model, seed, log_path):
+    """After the crash: each block holds its last durable value or one
+    written after it; blocks not written keep theirs.  The model takes
+    what survived.  The number of writes logged."""
+    writes, durable = {}, 0
+    with open(log_path) as lg:
+        for line in lg:
+            p = line.split()
+            if p[0] == "W":
+                writes.setdefault(int(p[2]), []).append(int(p[1]))
+            elif p[0] == "F":
+                durable = int(p[1])
+            elif p[0] == "E" and int(p[1]) not in (errno.ENOTCONN, errno.ECONNABORTED):
+                raise TestFailure("an overwrite before the crash failed: %s" % line.strip())
+    with open(proj, "rb") as f:
+        got = f.read()
+    if len(got) != PROJECT:
+        raise TestFailure("project file is %d bytes after the crash, %d due" % (len(got), PROJECT))
+    for off in range(0, PROJECT, 4096):
+        block = got[off:off + 4096]
+        ws = writes.get(off, [])
+        before = [w for w in ws if w < durable]
+        cands = [crash_value(seed, before[-1]) if before else bytes(model[off:off + 4096])]
+        cands += [crash_value(seed, w) for w in ws if w >= durable]
+        if block not in cands:
+            raise TestFailure("block at %d after the crash is none of its %d possible values "
+                              "(%d writes to it, %d of them durable)"
+                              % (off, len(cands), len(ws), len(before)))
+        model[off:off + 4096] = block
+    return sum(len(w) for w in writes.values()), durable
+
+
 def main():
+    if len(sys.argv) == 5 and sys.argv[1] == "--workload":
+        crash_workload(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+        return 0
+
     seed = seed_from_env()
     rng = random.Random(seed)
     level = rng.choice((5, 6))
@@ -188,7 +257,31 @@ def run(rng, level, members, chunk, nover):
                                   % (os.path.basename(path), at, len(got), len(want)))
         log("4. after a remount all %d files read back as written; fsck clean" % len(model))
 
-        # 5. deleted frames make room again: first the reserve the overwrites
+        # 5. a crash while overwrites fill the reserve: kill -9 mid-way
+        for it in range(2):
+            log_path = os.path.join(vol.tmp, "crash.%d.log" % it)
+            open(log_path, "w").close()
+            cseed = rng.randrange(1 << 30)
+            w = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--workload", proj,
+                                  log_path, str(cseed)])
+            delay = rng.uniform(0.3, 1.5)
+            t0 = time.monotonic()
+            while time.monotonic() - t0 < delay:  # the kill point, not a wait for an event
+                if w.poll() is not None:
+                    raise TestFailure("the crash workload stopped before the kill:\n%s"
+                                      % open(log_path).read()[-300:])
+                time.sleep(0.01)
+            vol.kill9()
+            w.wait(timeout=60)
+            vol.mount()
+            nw, durable = crash_check(vol, proj, model[proj], cseed, log_path)
+            vol.unmount()
+            vol.check_fsck()
+            vol.mount()
+            log("5. killed after %.2f s of overwrites (%d written, %d durable): every block "
+                "holds a value it may, fsck clean" % (delay, nw, durable))
+
+        # 6. deleted frames make room again: first the reserve the overwrites
         # used fills up again, then new data fits (statfs says when)
         gone = 0
         while True:
@@ -211,7 +304,7 @@ def run(rng, level, members, chunk, nover):
                               % (gone, st.f_bavail * st.f_frsize, e))
         vol.unmount()
         vol.check_fsck()
-        log("5. %d frame(s) deleted make room for a new one; fsck clean" % gone)
+        log("6. %d frame(s) deleted make room for a new one; fsck clean" % gone)
     finally:
         vol.cleanup()
 

@@ -16,7 +16,9 @@
 #   4. after a remount every file reads back exactly as an in-memory copy
 #      says, and fsck.framefs -n -c finds nothing;
 #   5. twice, the daemon killed with SIGKILL during 4 KiB O_DIRECT
-#      overwrites with fsync every 16: after the remount each block of the
+#      overwrites with fsync every 16, the second time with a power cut (a
+#      random half of the member writes no flush covered rolled back, as in
+#      crash_kill9.py): after the remount each block of the
 #      project holds its last durable value or one written after it, blocks
 #      not written keep theirs, and fsck finds nothing;
 #   6. frames deleted make room for a new one, as soon as statfs shows it
@@ -36,6 +38,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import crash_kill9  # noqa: E402
 from itlib import TestFailure, Volume, log, seed_from_env  # noqa: E402
 
 MiB = 1 << 20
@@ -131,12 +134,12 @@ def main():
     log("seed %d (IT_SEED): RAID%d x %d, %d overwrites" % (seed, level, members, nover))
     for chunk in ("64K", "512K"):
         log("%s chunks:" % chunk)
-        run(rng, level, members, chunk, nover)
+        run(rng, seed, level, members, chunk, nover)
     log("ok: a full volume takes overwrites")
     return 0
 
 
-def run(rng, level, members, chunk, nover):
+def run(rng, seed, level, members, chunk, nover):
     """64 KiB chunks: many small stripes, where patches pin the most tail
     stripes; 512 KiB (the default): few large ones, where the reserve is a
     few stripes and the file's own buffers hold them."""
@@ -257,10 +260,20 @@ def run(rng, level, members, chunk, nover):
                                   % (os.path.basename(path), at, len(got), len(want)))
         log("4. after a remount all %d files read back as written; fsck clean" % len(model))
 
-        # 5. a crash while overwrites fill the reserve: kill -9 mid-way
+        # 5. a crash while overwrites fill the reserve: kill -9 mid-way, the
+        # second time with a power cut (crash_kill9.py's: a random half of
+        # the member writes no flush covered rolled back)
         for it in range(2):
             log_path = os.path.join(vol.tmp, "crash.%d.log" % it)
             open(log_path, "w").close()
+            cut = None
+            if it == 1:
+                undo = os.path.join(vol.tmp, "undo")
+                os.mkdir(undo)
+                vol.unmount()
+                os.environ["FRAMEFS_UNDO_DIR"] = undo  # this mount logs what it overwrites
+                vol.mount()
+                cut = crash_kill9.Crash(vol, seed, 1, undo_dir=undo)
             cseed = rng.randrange(1 << 30)
             w = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--workload", proj,
                                   log_path, str(cseed)])
@@ -273,13 +286,18 @@ def run(rng, level, members, chunk, nover):
                 time.sleep(0.01)
             vol.kill9()
             w.wait(timeout=60)
+            if cut:
+                cut.power_cut()
+                del os.environ["FRAMEFS_UNDO_DIR"]
             vol.mount()
             nw, durable = crash_check(vol, proj, model[proj], cseed, log_path)
             vol.unmount()
             vol.check_fsck()
             vol.mount()
-            log("5. killed after %.2f s of overwrites (%d written, %d durable): every block "
-                "holds a value it may, fsck clean" % (delay, nw, durable))
+            log("5. killed after %.2f s of overwrites (%d written, %d durable)%s: every block "
+                "holds a value it may, fsck clean"
+                % (delay, nw, durable, ", power cut: %d of %d unflushed member writes rolled "
+                   "back" % (cut.stats["lost"], cut.stats["unflushed"]) if cut else ""))
 
         # 6. deleted frames make room again: first the reserve the overwrites
         # used fills up again, then new data fits (statfs says when)

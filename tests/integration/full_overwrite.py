@@ -11,8 +11,9 @@
 #      fallocate of new space — each ENOSPC, the volume unchanged; the
 #      file truncated back to its size (inside a stripe) succeeds;
 #   3. 4 KiB random overwrites of the project (O_DIRECT and buffered, fsync
-#      every 16: what SQLite does), unaligned ones of 1-9000 bytes, and a
-#      frame rewritten whole in place — every one succeeds;
+#      every 16: what SQLite does), unaligned ones of 1-9000 bytes, a frame
+#      rewritten whole in place and a hole punched in it — every one
+#      succeeds;
 #   4. after a remount every file reads back exactly as an in-memory copy
 #      says, and fsck.framefs -n -c finds nothing;
 #   5. twice, the daemon killed with SIGKILL during 4 KiB O_DIRECT
@@ -29,6 +30,7 @@
 #
 #   IT_SEED=N                 the seed (printed; default from the clock)
 #   IT_FULL_OVERWRITES=N      4 KiB overwrites in step 3 (default 1500)
+import ctypes
 import errno
 import mmap
 import os
@@ -43,6 +45,9 @@ from itlib import TestFailure, Volume, log, seed_from_env  # noqa: E402
 
 MiB = 1 << 20
 PROJECT = 24 * MiB
+LIBC = ctypes.CDLL(None, use_errno=True)
+LIBC.fallocate.argtypes = (ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long)
+FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE = 1, 2
 FRAME = 8 * MiB
 
 
@@ -243,8 +248,19 @@ def run(rng, seed, level, members, chunk, nover):
         except OSError as e:
             raise TestFailure("a frame rewritten in place: %s" % e)
         model[frame] = bytearray(data)
-        log("3. %d 4 KiB overwrites, 300 unaligned ones and a frame rewritten whole succeed"
-            % nover)
+        # a hole punched inside a stripe rewrites the stripe: an overwrite too
+        hole_off, hole_len = rng.randrange(FRAME // 2), rng.randrange(1, 3 * MiB)
+        fd = os.open(frame, os.O_RDWR)
+        try:
+            if LIBC.fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                              ctypes.c_long(hole_off), ctypes.c_long(hole_len)) != 0:
+                raise TestFailure("a hole punched in a frame: %s" % os.strerror(ctypes.get_errno()))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        model[frame][hole_off:hole_off + hole_len] = bytes(hole_len)
+        log("3. %d 4 KiB overwrites, 300 unaligned ones, a frame rewritten whole and a hole "
+            "punched in it succeed" % nover)
 
         # 4. everything reads back after a remount, fsck clean
         vol.unmount()

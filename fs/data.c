@@ -324,8 +324,12 @@ ssize_t ffs_data_read_ref(struct ffs *fs, struct finode *fi, size_t len, uint64_
 		int rc = stripe_get(fs, ps[i], i ? RC_WAIT_LOAD : RC_WAIT, &e);
 
 		if (rc < 0) {
+			/* ESTALE: the stripe was freed (and its copy dropped) while
+			 * it loaded, the file rewritten meanwhile: the copying read
+			 * reads the map again, with its tries (CI's read-during-capture
+			 * got ESTALE here, 3 runs in 10 of 20,000 rewrites) */
 			ffs_data_read_unref(fs, ref);
-			return rc;
+			return rc == -ESTALE ? -EAGAIN : rc;
 		}
 		ref->iov[i].iov_base = e->data + o;
 		ref->iov[i].iov_len = ns[i];

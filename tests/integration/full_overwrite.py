@@ -37,11 +37,10 @@ import os
 import random
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import crash_kill9  # noqa: E402
-from itlib import TestFailure, Volume, log, seed_from_env  # noqa: E402
+from itlib import TestFailure, Volume, log, run_to_kill_point, seed_from_env  # noqa: E402
 
 MiB = 1 << 20
 PROJECT = 24 * MiB
@@ -305,12 +304,7 @@ def run(rng, seed, level, members, chunk, nover):
             w = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--workload", proj,
                                   log_path, str(cseed)])
             delay = rng.uniform(0.3, 1.5)
-            t0 = time.monotonic()
-            while time.monotonic() - t0 < delay:  # the kill point, not a wait for an event
-                if w.poll() is not None:
-                    raise TestFailure("the crash workload stopped before the kill:\n%s"
-                                      % open(log_path).read()[-300:])
-                time.sleep(0.01)
+            run_to_kill_point(w, delay, log_path, "the crash workload")
             vol.kill9()
             w.wait(timeout=60)
             if cut:

@@ -159,6 +159,17 @@ class Volume:
             subprocess.run(["rm", "-rf", self.tmp])
 
 
+def run_to_kill_point(w, delay, log_path, what):
+    """Let workload process w run for delay seconds: the kill point, not a
+    wait for an event.  A workload that stops before it fails the test,
+    with the end of its log."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < delay:
+        if w.poll() is not None:
+            raise TestFailure("%s stopped before the kill:\n%s" % (what, open(log_path).read()[-300:]))
+        time.sleep(0.01)
+
+
 def seed_from_env():
     s = os.environ.get("IT_SEED")
     return int(s) if s else int(time.time() * 1000) % 1000000007

@@ -16,11 +16,10 @@ import os
 import random
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import crash_kill9  # noqa: E402
-from itlib import TestFailure, Volume, log, seed_from_env  # noqa: E402
+from itlib import TestFailure, Volume, log, run_to_kill_point, seed_from_env  # noqa: E402
 
 NAMES = 6
 SIZES = [0, 1, 900, 1024, 1025, 4000, 4097, 30000, 65535, 65536]
@@ -98,12 +97,7 @@ def main():
             w = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--workload", vol.mnt,
                                   log_path, str(it)])
             delay = rng.uniform(0.05, 0.8)
-            t0 = time.monotonic()
-            while time.monotonic() - t0 < delay:  # the kill point, not a wait for an event
-                if w.poll() is not None:
-                    raise TestFailure("iteration %d: the workload stopped before the kill:\n%s"
-                                      % (it, open(log_path).read()[-300:]))
-                time.sleep(0.01)
+            run_to_kill_point(w, delay, log_path, "iteration %d: the workload" % it)
             vol.kill9()
             w.wait(timeout=30)
             if cut:

@@ -37,6 +37,7 @@ fetch_fuse() {
 	have=$(sed -n "s/^ *version: *'\([0-9.]*\)'.*/\1/p" subprojects/fuse3/meson.build 2>/dev/null | head -1) || have=
 	if [ -n "$have" ] && dpkg --compare-versions "$have" ge "$FUSE_MIN"; then
 		echo "libfuse: $have from Debian's source package (subprojects/fuse3)"
+		patch_fuse
 		return 0
 	fi
 	# the main archive's address as this machine's apt knows it
@@ -63,6 +64,24 @@ fetch_fuse() {
 	fi
 	rm -rf subprojects/fuse3 && mv "$apt_dir/src/fuse3" subprojects/fuse3 && rm -rf "$apt_dir"
 	echo "libfuse: $ver from Debian's source package (subprojects/fuse3)"
+	patch_fuse
+}
+
+# framefs's one patch to libfuse's io_uring code (the patch's own header
+# says what and why): replies from the daemon's worker threads.  Applied
+# once; a libfuse it does not apply to is used as it is, and framefs then
+# answers every io_uring request on libfuse's queue thread (transport.c).
+patch_fuse() {
+	local p=fs/daemon/fuse3-uring-any-thread.patch
+	if grep -q FUSE_URING_REPLY_FROM_ANY_THREAD subprojects/fuse3/include/fuse_lowlevel.h; then
+		return 0
+	fi
+	if patch -d subprojects/fuse3 -p1 --forward --quiet --dry-run <"$p" >/dev/null &&
+		patch -d subprojects/fuse3 -p1 --forward --quiet <"$p"; then
+		echo "libfuse: $p applied"
+	else
+		echo "libfuse: $p does not apply; io_uring requests are answered on libfuse's queue threads" >&2
+	fi
 }
 
 # The kernel's side of large requests and of FUSE over io_uring: both are

@@ -15,6 +15,7 @@
 
 #include "fs/ffs.h"
 #include "fs/daemon/fuse_ops.h"
+#include "fs/daemon/offload.h"
 #include "fs/daemon/transport.h"
 
 #define TIMEOUT_S 60.0   /* every change goes through this daemon: long caches are safe */
@@ -249,9 +250,14 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		fuse_reply_attr(req, &st, TIMEOUT_S);
 }
 
-static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
-		       struct fuse_file_info *fi)
+/* A truncation may wait for the file's buffers: offload.h */
+static void job_setattr(struct ffs_job *j)
 {
+	fuse_req_t req = j->req;
+	fuse_ino_t ino = j->ino;
+	struct stat *attr = &j->attr;
+	int to_set = j->flag;
+
 	TRACK(req, "setattr", ino);
 	static const struct { int fuse, ffs; } map[] = {
 		{ FUSE_SET_ATTR_MODE, FFS_SET_MODE }, { FUSE_SET_ATTR_UID, FFS_SET_UID },
@@ -263,7 +269,6 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	struct stat st;
 	int set = 0, rc;
 
-	(void)fi;
 	for (size_t i = 0; i < FF_ARRAY_SIZE(map); i++)
 		if (to_set & map[i].fuse)
 			set |= map[i].ffs;
@@ -278,6 +283,16 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		fuse_reply_err(req, -rc);
 	else
 		fuse_reply_attr(req, &st, TIMEOUT_S);
+}
+
+static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+		       struct fuse_file_info *fi)
+{
+	struct ffs_job j = { .run = job_setattr, .req = req, .ino = ino, .attr = *attr,
+			     .flag = to_set };
+
+	(void)fi;
+	ffs_job_run(&j);
 }
 
 static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
@@ -432,16 +447,20 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		ffs_release(FS(req), fh);
 }
 
-static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		    struct fuse_file_info *fi)
+/* A read may wait for its members: offload.h */
+static void job_read(struct ffs_job *j)
 {
-	TRACK(req, "read", ino);
+	fuse_req_t req = j->req;
+	size_t size = j->size;
+	off_t off = j->off;
+	struct fuse_file_info *fi = &j->fi;
+
+	TRACK(req, "read", j->ino);
 	struct ffs *fs = FS(req); /* the request is gone once replied to */
 	struct ffs_rref ref;
 	void *buf;
 	ssize_t n;
 
-	(void)ino;
 	size = FF_MIN(size, (size_t)io_max);
 	/* straight from the stripe cache to the kernel: one copy fewer.  An
 	 * iovec reply is one writev however many pieces; fuse_reply_data would
@@ -468,61 +487,102 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_buf(req, buf, (size_t)n);
 }
 
-static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, off_t off,
-			 struct fuse_file_info *fi)
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
 {
-	TRACK(req, "write", ino);
-	size_t size = fuse_buf_size(bufv);
-	const void *src;
+	struct ffs_job j = { .run = job_read, .req = req, .ino = ino, .size = size, .off = off,
+			     .fi = *fi };
+
+	ffs_job_run(&j);
+}
+
+/* A write may wait for a stripe buffer: offload.h.  j->src is the
+ * request's payload, which stays the request's until its reply. */
+static void job_write(struct ffs_job *j)
+{
+	fuse_req_t req = j->req;
+	struct fuse_file_info *fi = &j->fi;
 	ssize_t n;
 
-	(void)ino;
-	if (bufv->count == 1 && !(bufv->buf[0].flags & FUSE_BUF_IS_FD)) {
-		src = (const char *)bufv->buf[0].mem + bufv->off;
-	} else {
-		struct fuse_bufvec dst = FUSE_BUFVEC_INIT(FF_MIN(size, (size_t)io_max));
-
-		dst.buf[0].mem = thread_buf();
-		if (!dst.buf[0].mem) {
-			fuse_reply_err(req, ENOMEM);
-			return;
-		}
-		n = fuse_buf_copy(&dst, bufv, 0);
-		if (n < 0) {
-			fuse_reply_err(req, (int)-n);
-			return;
-		}
-		size = (size_t)n;
-		src = dst.buf[0].mem;
-	}
+	TRACK(req, "write", j->ino);
 	n = KILL_SUIDGID(fi) ? ffs_kill_priv(FS(req), fi->fh) : 0;
 	if (n == 0)
-		n = ffs_write(FS(req), fi->fh, src, size, (uint64_t)off);
+		n = ffs_write(FS(req), fi->fh, j->src, j->size, (uint64_t)j->off);
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
 	else
 		fuse_reply_write(req, (size_t)n);
 }
 
+static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, off_t off,
+			 struct fuse_file_info *fi)
+{
+	struct ffs_job j = { .run = job_write, .req = req, .ino = ino, .off = off, .fi = *fi,
+			     .size = fuse_buf_size(bufv) };
+
+	if (bufv->count == 1 && !(bufv->buf[0].flags & FUSE_BUF_IS_FD)) {
+		j.src = (const char *)bufv->buf[0].mem + bufv->off;
+		ffs_job_run(&j);
+		return;
+	}
+	/* pieces, or a pipe: /dev/fuse only, on libfuse's own thread */
+	struct fuse_bufvec dst = FUSE_BUFVEC_INIT(FF_MIN(j.size, (size_t)io_max));
+	ssize_t n;
+
+	dst.buf[0].mem = thread_buf();
+	if (!dst.buf[0].mem) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	n = fuse_buf_copy(&dst, bufv, 0);
+	if (n < 0) {
+		fuse_reply_err(req, (int)-n);
+		return;
+	}
+	j.size = (size_t)n;
+	j.src = dst.buf[0].mem;
+	job_write(&j);
+}
+
+/* Flush, release and fsync write out the file's buffers and may wait for
+ * a commit: offload.h */
+static void job_flush(struct ffs_job *j)
+{
+	TRACK(j->req, "flush", j->ino);
+	fuse_reply_err(j->req, -ffs_flush(FS(j->req), j->fi.fh));
+}
+
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	TRACK(req, "flush", ino);
-	(void)ino;
-	fuse_reply_err(req, -ffs_flush(FS(req), fi->fh));
+	struct ffs_job j = { .run = job_flush, .req = req, .ino = ino, .fi = *fi };
+
+	ffs_job_run(&j);
+}
+
+static void job_release(struct ffs_job *j)
+{
+	TRACK(j->req, "release", j->ino);
+	fuse_reply_err(j->req, -ffs_release(FS(j->req), j->fi.fh));
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	TRACK(req, "release", ino);
-	(void)ino;
-	fuse_reply_err(req, -ffs_release(FS(req), fi->fh));
+	struct ffs_job j = { .run = job_release, .req = req, .ino = ino, .fi = *fi };
+
+	ffs_job_run(&j);
+}
+
+static void job_fsync(struct ffs_job *j)
+{
+	TRACK(j->req, "fsync", j->ino);
+	fuse_reply_err(j->req, -ffs_fsync(FS(j->req), j->fi.fh, j->flag != 0));
 }
 
 static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
-	TRACK(req, "fsync", ino);
-	(void)ino;
-	fuse_reply_err(req, -ffs_fsync(FS(req), fi->fh, datasync != 0));
+	struct ffs_job j = { .run = job_fsync, .req = req, .ino = ino, .fi = *fi, .flag = datasync };
+
+	ffs_job_run(&j);
 }
 
 static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -614,13 +674,19 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 	fuse_reply_err(req, 0);
 }
 
+static void job_fsyncdir(struct ffs_job *j)
+{
+	TRACK(j->req, "fsyncdir", j->ino);
+	fuse_reply_err(j->req, -ffs_fsyncdir(FS(j->req)));
+}
+
 static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
-	TRACK(req, "fsyncdir", ino);
-	(void)ino;
+	struct ffs_job j = { .run = job_fsyncdir, .req = req, .ino = ino };
+
 	(void)datasync;
 	(void)fi;
-	fuse_reply_err(req, -ffs_fsyncdir(FS(req)));
+	ffs_job_run(&j);
 }
 
 static void op_statfs(fuse_req_t req, fuse_ino_t ino)
@@ -708,16 +774,24 @@ static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
 	fuse_reply_err(req, -rc);
 }
 
+static void job_fallocate(struct ffs_job *j)
+{
+	TRACK(j->req, "fallocate", j->ino);
+	if (j->off < 0 || j->len <= 0) {
+		fuse_reply_err(j->req, EINVAL);
+		return;
+	}
+	fuse_reply_err(j->req, -ffs_fallocate(FS(j->req), j->fi.fh, j->flag, (uint64_t)j->off,
+					      (uint64_t)j->len));
+}
+
 static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
 			 struct fuse_file_info *fi)
 {
-	TRACK(req, "fallocate", ino);
-	(void)ino;
-	if (off < 0 || len <= 0) {
-		fuse_reply_err(req, EINVAL);
-		return;
-	}
-	fuse_reply_err(req, -ffs_fallocate(FS(req), fi->fh, mode, (uint64_t)off, (uint64_t)len));
+	struct ffs_job j = { .run = job_fallocate, .req = req, .ino = ino, .fi = *fi, .flag = mode,
+			     .off = off, .len = len };
+
+	ffs_job_run(&j);
 }
 
 const struct fuse_lowlevel_ops ffs_fuse_ops = {

@@ -35,6 +35,7 @@
 #include "fs/daemon/ctl.h"
 #include "fs/daemon/events.h"
 #include "fs/daemon/fuse_ops.h"
+#include "fs/daemon/offload.h"
 #include "fs/daemon/transport.h"
 #include "fs/ffs.h"
 #include "raid/raid.h"
@@ -453,6 +454,7 @@ int main(int argc, char **argv)
 		ff_log_use_syslog(1);
 	}
 	ff_log(FF_LOG_INFO, "mounted on %s", fo.mountpoint);
+	ffs_transport_offload_start();
 	if (fo.singlethread) {
 		rc = fuse_session_loop(se);
 	} else {
@@ -468,6 +470,7 @@ int main(int argc, char **argv)
 	 * (SIGTERM from an init system, ^C) is not a failure */
 	if (rc == SIGTERM || rc == SIGINT || rc == SIGHUP)
 		rc = 0;
+	ffs_offload_stop(); /* libfuse has had every reply: the workers are idle or finishing */
 	ffs_ctl_stop(ctl);
 	fuse_session_unmount(se);
 	fuse_remove_signal_handlers(se);

@@ -31,8 +31,10 @@
 #include <json-c/json.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/sysinfo.h>
 #include <unistd.h>
 
+#include "fs/daemon/offload.h"
 #include "fs/daemon/transport.h"
 #include "io/ff_common.h"
 
@@ -136,6 +138,29 @@ unsigned ffs_transport_req_bytes(uint64_t stripe_bytes)
 	return (unsigned)b;
 }
 
+void ffs_transport_offload_start(void)
+{
+	const struct ffs_transport *t = &ffs_transport;
+	/* libfuse makes one queue per configured CPU (get_nprocs_conf) */
+	unsigned queues = (unsigned)get_nprocs_conf();
+	int rc;
+
+	if (!t->uring_asked)
+		return;
+	rc = ffs_offload_start(queues, t->depth);
+	if (rc == -ENOTSUP)
+		ff_log(FF_LOG_INFO, "libfuse %s lacks setup.sh's patch (fs/daemon/fuse3-uring-any-"
+		       "thread.patch): requests that wait hold up their CPU's io_uring queue",
+		       t->libfuse);
+	else if (rc < 0)
+		ff_log(FF_LOG_ERR, "cannot start the io_uring worker threads (%s): requests that "
+		       "wait hold up their CPU's queue", strerror(-rc));
+	else
+		ff_log(FF_LOG_DEBUG, "io_uring: requests that may wait go to %u worker threads "
+		       "(%u queues x depth %u)", FF_MIN(queues * t->depth, FFS_OFFLOAD_WORKERS_MAX),
+		       queues, t->depth);
+}
+
 const char *ffs_transport_name(const struct ffs_transport *t)
 {
 	uint64_t u = atomic_load_explicit(&t->uring_reqs, memory_order_relaxed);
@@ -164,6 +189,8 @@ json_object *ffs_transport_json(void)
 	json_object_object_add(o, "max_pages_limit", json_object_new_uint64(t->pages_limit));
 	json_object_object_add(o, "uring_requests", json_object_new_uint64(
 		atomic_load_explicit(&t->uring_reqs, memory_order_relaxed)));
+	json_object_object_add(o, "offloaded_requests", ffs_offload_active() ?
+		json_object_new_uint64(ffs_offload_jobs()) : NULL);
 	json_object_object_add(o, "dev_requests", json_object_new_uint64(
 		atomic_load_explicit(&t->dev_reqs, memory_order_relaxed)));
 	return o;

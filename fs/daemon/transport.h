@@ -67,6 +67,10 @@ static inline void ffs_transport_count(fuse_req_t req)
  * (starting)" while no request has yet come over the ring it asked for. */
 const char *ffs_transport_name(const struct ffs_transport *t);
 
+/* Over io_uring, start the pool that answers requests which may wait
+ * (offload.h), and say in the log whether it runs and why not. */
+void ffs_transport_offload_start(void);
+
 /* The status's "fuse" object (ffs_ctl_start). */
 struct json_object *ffs_transport_json(void);
 

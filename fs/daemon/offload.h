@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Requests that may wait, answered from the daemon's own threads when they
+ * come over io_uring.
+ *
+ * libfuse 3.18 runs a handler on its CPU's one queue thread: a handler that
+ * waits (an fsync for its commit, a read for a member, a write for a stripe
+ * buffer) holds up every other request of that CPU.  A handler that may wait
+ * fills a job and hands it to ffs_job_run(): over io_uring, on a libfuse
+ * that allows replies from any thread (setup.sh's patch,
+ * FUSE_URING_REPLY_FROM_ANY_THREAD), a worker of this pool runs it and
+ * replies; otherwise (/dev/fuse, whose libfuse threads may wait, or a
+ * libfuse without the patch) it runs at once on the calling thread.
+ */
+#ifndef FFS_OFFLOAD_H
+#define FFS_OFFLOAD_H
+
+#include <fuse_lowlevel.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct ffs_job {
+	void (*run)(struct ffs_job *j); /* ends in the request's one reply */
+	fuse_req_t req;
+	fuse_ino_t ino;
+	struct fuse_file_info fi;
+	off_t off;
+	off_t len;
+	size_t size;
+	const void *src; /* a write's payload: the ring's buffer, ours until the reply */
+	int flag;        /* datasync, fallocate's mode, setattr's to_set */
+	struct stat attr;
+};
+
+/* Run the job: on a worker when its request came over io_uring and the
+ * pool runs, else here.  j is copied. */
+void ffs_job_run(const struct ffs_job *j);
+
+/* Start the pool for io_uring requests: one slot for each request the
+ * kernel may hand over unanswered (queues x depth) and up to
+ * FFS_OFFLOAD_WORKERS_MAX workers.  0, or -errno (the daemon then answers
+ * on the queue threads, as without the patch). */
+int ffs_offload_start(unsigned queues, unsigned depth);
+
+/* After the FUSE session ended (libfuse has waited for every reply): let
+ * the workers finish and join them.  Safe when never started. */
+void ffs_offload_stop(void);
+
+/* Whether io_uring requests go to the pool, and how many it ran. */
+bool ffs_offload_active(void);
+uint64_t ffs_offload_jobs(void);
+
+#define FFS_OFFLOAD_WORKERS_MAX 32u
+
+#endif

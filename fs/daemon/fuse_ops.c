@@ -447,20 +447,16 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		ffs_release(FS(req), fh);
 }
 
-/* A read may wait for its members: offload.h */
-static void job_read(struct ffs_job *j)
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
 {
-	fuse_req_t req = j->req;
-	size_t size = j->size;
-	off_t off = j->off;
-	struct fuse_file_info *fi = &j->fi;
-
-	TRACK(req, "read", j->ino);
+	TRACK(req, "read", ino);
 	struct ffs *fs = FS(req); /* the request is gone once replied to */
 	struct ffs_rref ref;
 	void *buf;
 	ssize_t n;
 
+	(void)ino;
 	size = FF_MIN(size, (size_t)io_max);
 	/* straight from the stripe cache to the kernel: one copy fewer.  An
 	 * iovec reply is one writev however many pieces; fuse_reply_data would
@@ -487,61 +483,40 @@ static void job_read(struct ffs_job *j)
 		fuse_reply_buf(req, buf, (size_t)n);
 }
 
-static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		    struct fuse_file_info *fi)
+static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, off_t off,
+			 struct fuse_file_info *fi)
 {
-	struct ffs_job j = { .run = job_read, .req = req, .ino = ino, .size = size, .off = off,
-			     .fi = *fi };
-
-	ffs_job_run(&j);
-}
-
-/* A write may wait for a stripe buffer: offload.h.  j->src is the
- * request's payload, which stays the request's until its reply. */
-static void job_write(struct ffs_job *j)
-{
-	fuse_req_t req = j->req;
-	struct fuse_file_info *fi = &j->fi;
+	TRACK(req, "write", ino);
+	size_t size = fuse_buf_size(bufv);
+	const void *src;
 	ssize_t n;
 
-	TRACK(req, "write", j->ino);
+	(void)ino;
+	if (bufv->count == 1 && !(bufv->buf[0].flags & FUSE_BUF_IS_FD)) {
+		src = (const char *)bufv->buf[0].mem + bufv->off;
+	} else {
+		struct fuse_bufvec dst = FUSE_BUFVEC_INIT(FF_MIN(size, (size_t)io_max));
+
+		dst.buf[0].mem = thread_buf();
+		if (!dst.buf[0].mem) {
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+		n = fuse_buf_copy(&dst, bufv, 0);
+		if (n < 0) {
+			fuse_reply_err(req, (int)-n);
+			return;
+		}
+		size = (size_t)n;
+		src = dst.buf[0].mem;
+	}
 	n = KILL_SUIDGID(fi) ? ffs_kill_priv(FS(req), fi->fh) : 0;
 	if (n == 0)
-		n = ffs_write(FS(req), fi->fh, j->src, j->size, (uint64_t)j->off);
+		n = ffs_write(FS(req), fi->fh, src, size, (uint64_t)off);
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
 	else
 		fuse_reply_write(req, (size_t)n);
-}
-
-static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, off_t off,
-			 struct fuse_file_info *fi)
-{
-	struct ffs_job j = { .run = job_write, .req = req, .ino = ino, .off = off, .fi = *fi,
-			     .size = fuse_buf_size(bufv) };
-
-	if (bufv->count == 1 && !(bufv->buf[0].flags & FUSE_BUF_IS_FD)) {
-		j.src = (const char *)bufv->buf[0].mem + bufv->off;
-		ffs_job_run(&j);
-		return;
-	}
-	/* pieces, or a pipe: /dev/fuse only, on libfuse's own thread */
-	struct fuse_bufvec dst = FUSE_BUFVEC_INIT(FF_MIN(j.size, (size_t)io_max));
-	ssize_t n;
-
-	dst.buf[0].mem = thread_buf();
-	if (!dst.buf[0].mem) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	n = fuse_buf_copy(&dst, bufv, 0);
-	if (n < 0) {
-		fuse_reply_err(req, (int)-n);
-		return;
-	}
-	j.size = (size_t)n;
-	j.src = dst.buf[0].mem;
-	job_write(&j);
 }
 
 /* Flush, release and fsync write out the file's buffers and may wait for

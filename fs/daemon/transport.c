@@ -3,14 +3,15 @@
  * The FUSE transport (transport.h).
  *
  * /dev/fuse is the default and io_uring is asked for with -o
- * transport=io_uring, because, measured on 2026-12-01 (libfuse 3.18.3,
- * kernel 6.18, 2 cores; bench/NOTES.md), it is not faster for framefs:
- * libfuse serves each CPU's queue from one thread that runs the handler, so
- * a handler that waits or copies a stripe holds up its CPU's queue (one
- * reader: about 2900 MB/s against 3700-4200 over /dev/fuse; creates
- * 15-60 % slower), and a read costs one copy more (from the stripe cache
- * into the ring's buffer, where /dev/fuse's writev copies straight from
- * the cache).
+ * transport=io_uring, because, measured on 2026-12-04 (libfuse 3.18.3 with
+ * setup.sh's patch, kernel 6.18, 2 cores; frames.sh RUNS=3, bench/NOTES.md),
+ * it is not faster for framefs: frames move at the same rate either way
+ * (O_DIRECT write 3208 against 3221 MB/s, read 3997 against 3441), creates
+ * are 21 % slower, and a read costs one copy more (from the stripe cache
+ * into the ring's buffer, where /dev/fuse's writev copies straight from the
+ * cache).  libfuse serves each CPU's queue from one thread that runs the
+ * handler; the handlers that wait for a commit run on offload.c's workers
+ * instead, so they do not hold up their CPU's queue.
  *
  * SIGTERM with requests in flight used to hang the daemon over io_uring
  * (sigterm-busy-clean: 7 times in 10, and 3 more left leaked stripes that

@@ -12,6 +12,22 @@ import tempfile
 import time
 
 
+
+# IT_TRANSPORT=io_uring (or dev) runs a test's mounts over that FUSE transport
+# (-o transport=...) unless the test chose one; over io_uring each clean
+# unmount checks that the daemon served it (lib.sh does the same).
+def with_transport(opts):
+    t = os.environ.get("IT_TRANSPORT")
+    if t and not any(o.startswith("transport=") for o in opts):
+        return tuple(opts) + ("transport=" + t,)
+    return tuple(opts)
+
+
+def check_transport(log):
+    if os.environ.get("IT_TRANSPORT") == "io_uring" and "FUSE over io_uring" not in log:
+        raise TestFailure("IT_TRANSPORT=io_uring, but the daemon did not serve FUSE over io_uring:\n"
+                          + log[-3000:])
+
 class TestFailure(Exception):
     pass
 
@@ -61,6 +77,7 @@ class Volume:
         self.nmounts += 1
         self.log_path = os.path.join(self.tmp, "daemon.%d.log" % self.nmounts)
         args = [self.framefs, "-f"]
+        opts = with_transport(opts)
         if opts:
             args += ["-o", ",".join(opts)]
         t0 = time.monotonic()
@@ -118,6 +135,7 @@ class Volume:
             raise TestFailure("framefs exited %d after unmount:\n%s" % (rc, self.daemon_log()))
         if "unmounted cleanly" not in self.daemon_log(10000):
             raise TestFailure("framefs did not report a clean unmount:\n" + self.daemon_log())
+        check_transport(self.daemon_log(10000))
 
     def kill9(self):
         """SIGKILL the daemon (a crash) and detach the dead mount."""

@@ -78,6 +78,10 @@ it_mount() {
 	NMOUNTS=$((NMOUNTS + 1))
 	DAEMON_LOG=$IT_TMP/daemon.$NMOUNTS.log
 	t0=$(now_ns)
+	# IT_TRANSPORT=io_uring|dev: the suite over that transport (itlib.py too)
+	if [ -n "${IT_TRANSPORT:-}" ] && [[ " $* " != *transport=* ]]; then
+		set -- "$@" -o "transport=$IT_TRANSPORT"
+	fi
 	"$FRAMEFS" -f "$@" "$SPEC" "$MNT" >"$DAEMON_LOG" 2>&1 &
 	DAEMON_PID=$!
 	for ((i = 0; i < MOUNT_MAX_S * 20; i++)); do
@@ -97,6 +101,8 @@ it_wait_daemon() {
 	DAEMON_PID=
 	[ "$st" = 0 ] || fail "framefs exited with status $st after unmount"
 	grep -q "unmounted cleanly" "$DAEMON_LOG" || fail "framefs did not report a clean unmount"
+	[ "${IT_TRANSPORT:-}" != io_uring ] || grep -q "FUSE over io_uring" "$DAEMON_LOG" ||
+		fail "IT_TRANSPORT=io_uring, but the daemon did not serve FUSE over io_uring"
 }
 
 # it_wait_ctl: the control socket of the mount on $MNT (framefs-admin's

@@ -133,6 +133,13 @@ test)
 	# hashing its members (287 s of corpus then, 73 s after) and must stay
 	# under 30 minutes
 	FFS_FUZZ_CASES=80 IT_CRASH_ITERS=12 meson test -C build --print-errorlogs --num-processes 1 --timeout-multiplier 2
+	# The crash, power-loss and concurrent random-operation tests again over
+	# FUSE io_uring (everything above mounts over /dev/fuse, the default, but
+	# for the transport tests): smaller loops, the whole job must stay under
+	# 30 minutes
+	IT_TRANSPORT=io_uring IT_CRASH_ITERS=6 IT_POWERLOSS_ITERS=6 IT_RANDOM_OPS=2000 \
+		meson test -C build --print-errorlogs --num-processes 1 --timeout-multiplier 2 \
+		crash-kill9 crash-powerloss random-ops-concurrent
 	# The same suite under AddressSanitizer and UndefinedBehaviorSanitizer,
 	# optimised (-O2 -g: a quarter faster than -O0 here, with the same
 	# reports), built on the system's libfuse 3.14: this run proves that

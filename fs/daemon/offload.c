@@ -107,13 +107,11 @@ static void pool_free(void)
 
 int ffs_offload_start(unsigned queues, unsigned depth)
 {
-#ifndef FUSE_URING_REPLY_FROM_ANY_THREAD
-	(void)queues;
-	(void)depth;
-	return -ENOTSUP;
-#else
 	unsigned n = queues * depth;
 
+#ifndef FUSE_URING_REPLY_FROM_ANY_THREAD
+	return -ENOTSUP; /* replies must come from libfuse's queue threads */
+#endif
 	FF_ASSERT(!pool.active && queues > 0 && depth > 0);
 	pool.slot = calloc(n, sizeof(*pool.slot));
 	pool.free_idx = calloc(n, sizeof(unsigned));
@@ -136,7 +134,6 @@ int ffs_offload_start(unsigned queues, unsigned depth)
 	}
 	pool.active = true;
 	return 0;
-#endif
 }
 
 void ffs_offload_stop(void)

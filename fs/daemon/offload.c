@@ -159,3 +159,8 @@ uint64_t ffs_offload_jobs(void)
 {
 	return atomic_load_explicit(&pool.jobs, memory_order_relaxed);
 }
+
+uint64_t ffs_offload_no_slot(void)
+{
+	return atomic_load_explicit(&pool.no_slot, memory_order_relaxed);
+}

@@ -54,6 +54,9 @@ void ffs_offload_stop(void);
 /* Whether io_uring requests go to the pool, and how many it ran. */
 bool ffs_offload_active(void);
 uint64_t ffs_offload_jobs(void);
+/* Requests that found no free slot and ran on their queue thread: 0 while
+ * the bound the pool is sized by holds. */
+uint64_t ffs_offload_no_slot(void);
 
 #define FFS_OFFLOAD_WORKERS_MAX 32u
 

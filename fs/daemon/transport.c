@@ -192,6 +192,8 @@ json_object *ffs_transport_json(void)
 		atomic_load_explicit(&t->uring_reqs, memory_order_relaxed)));
 	json_object_object_add(o, "offloaded_requests", ffs_offload_active() ?
 		json_object_new_uint64(ffs_offload_jobs()) : NULL);
+	json_object_object_add(o, "offload_no_slot", ffs_offload_active() ?
+		json_object_new_uint64(ffs_offload_no_slot()) : NULL);
 	json_object_object_add(o, "dev_requests", json_object_new_uint64(
 		atomic_load_explicit(&t->dev_reqs, memory_order_relaxed)));
 	return o;

@@ -101,6 +101,11 @@ os.close(fd)' "$MNT/slow" &
 	"$ADMIN" fault "$MNT" clear >/dev/null || fail "$t: cannot clear the fault"
 	[ "$t" != io_uring ] || [ "$(status_json '["fuse"]["transport"]')" = io_uring ] ||
 		grep -q "older than 3.18" "$DAEMON_LOG" || fail "$t: not served over io_uring, and no reason"
+	# a request that found no slot would have waited on its queue thread
+	case "$(status_json '["fuse"]["offload_no_slot"]')" in
+	0 | None) ;;
+	*) fail "$t: requests found the offload pool full: its bound (queues x depth) is wrong" ;;
+	esac
 	it_unmount
 	it_fsck
 	ok "$t: O_DIRECT read, getxattr and 8 MiB O_DIRECT write from CPU $CPU answered in $ms ms" \

@@ -170,6 +170,7 @@ struct finode {
 	unsigned nopen;
 	unsigned refs;            /* pins by code */
 	bool deleted;             /* freed on disk: ignore */
+	bool data_dropped;        /* unlinked and closed: its bytes are freed (inode.c) */
 	uint64_t tx_seq;          /* transaction that last changed it (fs->lock) */
 	bool patch_unflushed;     /* patch batches written since its last flush (fs->lock) */
 	/* bumped (under fs->lock) whenever a stripe, a tail or a patch leaves

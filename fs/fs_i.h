@@ -118,6 +118,9 @@ int ffs_icache_init(struct ffs *fs);
 void ffs_icache_free(struct ffs *fs);
 /* Free blocks and the inode once it has no links, lookups or opens. */
 int ffs_inode_maybe_free(struct ffs *fs, struct finode *fi);
+/* Free a regular file's blocks once it has no links or opens (lookups may
+ * remain: the inode stays, on the orphan list, and cannot be opened). */
+int ffs_inode_drop_data(struct ffs *fs, struct finode *fi);
 void ffs_inode_touch(struct finode *fi, bool mtime, bool ctime);
 void ffs_inode_stat(const struct ffs *fs, const struct finode *fi, struct stat *st);
 int ffs_orphan_add(struct ffs *fs, struct finode *fi);

@@ -150,16 +150,31 @@ int ffs_iget(struct ffs *fs, uint64_t ino, struct finode **out)
 	return 0;
 }
 
+/*
+ * The last pin of an inode no name reaches: with nothing open it frees the
+ * file's bytes, and once the kernel has forgotten it too, the inode.  The
+ * two come apart because the kernel may hold an inode long after unlink
+ * returned (an O_PATH descriptor, its own cache), and over FUSE io_uring
+ * its FORGET comes on /dev/fuse, after statfs requests sent later on the
+ * ring; a user who deletes frames to make room must see the room at once.
+ */
 void ffs_iput(struct ffs *fs, struct finode *fi)
 {
 	FF_ASSERT(fi->refs > 0);
-	if (--fi->refs || fi->nlookup || fi->nopen || fi->wbufs)
+	if (--fi->refs || fi->nopen || fi->wbufs)
 		return;
 	if (!fi->deleted && ff_le32(fi->d.nlink) == 0 && !fs->ro) {
+		int rc;
+
 		fi->refs++;
-		ffs_inode_maybe_free(fs, fi);
+		rc = fi->nlookup ? ffs_inode_drop_data(fs, fi) : ffs_inode_maybe_free(fs, fi);
 		fi->refs--;
+		if (rc < 0)
+			ff_log(FF_LOG_ERR, "cannot free deleted inode %llu: %s (it stays on the "
+			       "orphan list; the next mount frees it)", (unsigned long long)fi->ino, strerror(-rc));
 	}
+	if (fi->nlookup)
+		return;
 	icache_remove(fs, fi);
 	fs->evicted_tx_seq = FF_MAX(fs->evicted_tx_seq, fi->tx_seq);
 	finode_free(fi);
@@ -360,6 +375,19 @@ int ffs_orphans_process(struct ffs *fs, unsigned *freed)
 	}
 	*freed = n;
 	return 0;
+}
+
+int ffs_inode_drop_data(struct ffs *fs, struct finode *fi)
+{
+	int rc;
+
+	if (fi->data_dropped || fi->deleted || !S_ISREG(ff_le32(fi->d.mode)) ||
+	    ff_le32(fi->d.nlink) || fi->nopen || fi->wbufs)
+		return 0;
+	rc = ffs_extent_truncate(fs, fi, 0);
+	if (rc == 0)
+		fi->data_dropped = true;
+	return rc;
 }
 
 int ffs_inode_maybe_free(struct ffs *fs, struct finode *fi)

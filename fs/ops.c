@@ -724,6 +724,8 @@ int ffs_open(struct ffs *fs, uint64_t ino, int flags, uint64_t *fh)
 	if (rc == 0) {
 		if (S_ISDIR(ff_le32(fi->d.mode)) && (flags & O_ACCMODE) != O_RDONLY)
 			rc = -EISDIR;
+		else if (fi->data_dropped) /* deleted and closed: its bytes are gone (inode.c) */
+			rc = -ESTALE;
 		else
 			fi->nopen++;
 		*fh = (uint64_t)(uintptr_t)fi | ((flags & O_ACCMODE) == O_RDONLY ? FH_RDONLY : 0);

@@ -179,10 +179,10 @@ static inline int it_make_file(const char *path, size_t len, uint64_t seed)
 
 /*
  * statvfs of the mount once its free blocks and inodes are back to bfree and
- * ffree after deletes, or as it is after 2 s.  The daemon frees an unlinked
- * inode and its space when FUSE sends the FORGET, which it does
- * asynchronously after unlink returned, and the space counts once a commit
- * made that durable (sync asks for one).
+ * ffree after deletes, or as it is after 2 s.  The daemon frees a deleted
+ * file's bytes at its unlink or, if it was open, at its RELEASE (which the
+ * kernel sends after close returned), and its inode when FUSE sends the
+ * FORGET, also after unlink returned.
  */
 static inline int it_statvfs_freed(struct statvfs *v, fsblkcnt_t bfree, fsfilcnt_t ffree)
 {

@@ -352,6 +352,84 @@ static void statfs_space(void)
 	EXPECT_EQ(c.f_ffree, a.f_ffree);
 }
 
+/*
+ * A deleted file's space is free when unlink (or the rename over it)
+ * returns, however long the kernel keeps its inode: here an O_PATH
+ * descriptor holds it, so no FORGET comes until it is closed (over FUSE
+ * io_uring a FORGET travels on /dev/fuse, apart from the statfs that
+ * follows the unlink, and came up to 50 deletes late).  The inode number
+ * stays taken until then; the held inode can be looked at but not opened
+ * again (ESTALE/ENOENT: its bytes are gone).  A file still open keeps its
+ * bytes until its last close, and frees them then, held or not.
+ */
+static void unlinked_space_returns_at_once(void)
+{
+	struct statvfs base, a, b;
+	struct stat st;
+	char proc[64], buf[4096];
+	int held, fd;
+
+	IT_MUST(it_make_file(P("deleted-held"), 24 * MiB, 31));
+	IT_MUST(it_make_file(P("replaced-held"), 24 * MiB, 32));
+	IT_MUST(it_make_file(P("replacement"), 4000, 33));
+	sync();
+	EXPECT_OK(statvfs(it_mnt, &a));
+
+	/* unlink: bytes back at once, the inode only when the kernel lets go */
+	held = open(P("deleted-held"), O_PATH);
+	IT_MUST(held);
+	EXPECT_OK(unlink(P("deleted-held")));
+	EXPECT_OK(statvfs(it_mnt, &b));
+	EXPECT((b.f_bfree - a.f_bfree) * b.f_frsize >= 20 * MiB,
+	       "unlink returned and %llu KiB of a 24 MiB file are free",
+	       (unsigned long long)((b.f_bfree - a.f_bfree) * b.f_frsize / 1024));
+	EXPECT_EQ(b.f_ffree, a.f_ffree);
+	EXPECT_OK(fstat(held, &st));
+	EXPECT_EQ(st.st_nlink, 0);
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", held);
+	fd = open(proc, O_RDONLY);
+	EXPECT(fd < 0 && (errno == ESTALE || errno == ENOENT),
+	       "reopening a deleted file nothing had open: expected ESTALE, got %s",
+	       fd < 0 ? strerrorname_np(errno) : "a file");
+	if (fd >= 0)
+		close(fd);
+	close(held);
+
+	/* a rename over a file frees the file it replaced the same way */
+	EXPECT_OK(statvfs(it_mnt, &a));
+	held = open(P("replaced-held"), O_PATH);
+	IT_MUST(held);
+	EXPECT_OK(rename(P("replacement"), P("replaced-held")));
+	EXPECT_OK(statvfs(it_mnt, &b));
+	EXPECT((b.f_bfree - a.f_bfree) * b.f_frsize >= 20 * MiB,
+	       "rename over a file returned and %llu KiB of its 24 MiB are free",
+	       (unsigned long long)((b.f_bfree - a.f_bfree) * b.f_frsize / 1024));
+	close(held);
+	EXPECT_EQ(it_check_file(P("replaced-held"), 4000, 33), 0);
+
+	/* open when unlinked: readable until its last close, which frees it
+	 * (when the RELEASE comes: the kernel sends it after close returned) */
+	sync();
+	EXPECT_OK(statvfs(it_mnt, &base));
+	IT_MUST(it_make_file(P("deleted-open"), 24 * MiB, 34));
+	sync();
+	EXPECT_OK(statvfs(it_mnt, &a));
+	fd = open(P("deleted-open"), O_RDONLY);
+	IT_MUST(fd);
+	held = open(P("deleted-open"), O_PATH);
+	IT_MUST(held);
+	EXPECT_OK(unlink(P("deleted-open")));
+	EXPECT_OK(statvfs(it_mnt, &b));
+	EXPECT(b.f_bfree * b.f_frsize < a.f_bfree * a.f_frsize + 4 * MiB,
+	       "an open file's bytes stay when it is unlinked");
+	EXPECT_EQ(it_read_all(fd, buf, sizeof(buf), 20 * MiB), (ssize_t)sizeof(buf));
+	EXPECT(it_mismatch(buf, sizeof(buf), 34, 20 * MiB) < 0, "the unlinked open file reads its bytes");
+	close(fd);
+	EXPECT_OK(it_statvfs_freed(&b, base.f_bfree, base.f_ffree - 1));
+	EXPECT_EQ(b.f_bfree, base.f_bfree); /* while the O_PATH descriptor holds the inode */
+	close(held);
+}
+
 static void access_ops(void)
 {
 	IT_MUST(it_make_file(P("acc"), 1, 40));
@@ -398,6 +476,7 @@ static void it_run(void)
 	far_offsets();
 	setattr_ops();
 	statfs_space();
+	unlinked_space_returns_at_once();
 	access_ops();
 	fsync_ops();
 }

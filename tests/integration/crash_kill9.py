@@ -341,11 +341,14 @@ class Workload:
     def op_unlink_open(self):
         """Unlink a file while holding it open and keep writing to it: at the
         crash it is an orphan that recovery must free (the leak check at the
-        end and fsck's bitmaps see it if not)."""
+        end and fsck's bitmaps see it if not).  Some are then closed but
+        still held by an O_PATH descriptor: their bytes are freed at the
+        close, their inode stays an orphan until the kernel lets go."""
         path = self.pick()
         if path is None or len(self.held) >= 3:
             return
         fd = os.open(self.p(path), os.O_RDWR)
+        opath = os.open(self.p(path), os.O_PATH)
         self.T(path, ["rm"])
         os.unlink(self.p(path))
         self.fsync_dir(os.path.dirname(path))
@@ -356,6 +359,11 @@ class Workload:
         os.pwrite(fd, data, self.rng.randint(0, 3 * MiB))
         if self.rng.random() < 0.5:
             os.fsync(fd)
+        if self.rng.random() < 0.5:
+            os.close(fd)
+            self.held[-1] = opath
+        else:
+            os.close(opath)
 
     def run(self):
         ops = [(self.op_frame, 20), (self.op_small, 15), (self.op_patch, 20), (self.op_small_overwrites, 12),
@@ -617,6 +625,9 @@ class Crash:
         log_text = self.vol.daemon_log()
         if "journal transaction" in log_text:
             self.stats["replayed"] += 1
+        m = re.search(r"freed (\d+) orphaned inode", log_text)
+        if m:  # files unlinked while open or held (op_unlink_open)
+            self.stats["orphans"] = self.stats.get("orphans", 0) + int(m.group(1))
         m = re.search(r"replayed (\d+) patch batch", log_text)
         if m:  # fsync'd patches no commit held (format version 5: fs/patch.c)
             self.stats["batch_mounts"] += 1
@@ -743,11 +754,11 @@ def main():
         vol.cleanup()
     s = c.stats
     log("PASS: seed %d, %d crash iterations (%d of them during an unmount, %d recovery mounts also killed, "
-        "%d mounts replayed the journal, %d laid %d patch batches over their files), "
+        "%d mounts replayed the journal, %d laid %d patch batches over their files, %d orphans freed), "
         "%d acknowledgements logged (%d small overwrites of large files among them), %d acknowledged files "
         "checked byte-identical, %d touched files checked for what survives, %d fsck -n -c runs clean%s, %.1f s"
         % (seed, iters, s.get("killed_unmounts", 0), s["killed_mounts"], s["replayed"],
-           s["batch_mounts"], s["batches"], s["acks"],
+           s["batch_mounts"], s["batches"], s.get("orphans", 0), s["acks"],
            s["small_acked"], s["exact"], s["partial"] + s["weak"], s["fsck"],
            ("; power cuts lost %d of %d unflushed member writes" % (s["lost"], s["unflushed"])) if powerloss else "",
            time.monotonic() - t0))

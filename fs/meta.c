@@ -48,7 +48,7 @@ int ffs_meta_cache_init(struct ffs *fs, size_t max_bytes)
 		fs->mhash_size <<= 1;
 	fs->mhash = calloc(fs->mhash_size, sizeof(*fs->mhash));
 	fs->mslab = calloc(fs->max_mbufs, sizeof(*fs->mslab));
-	fs->mslab_data = ff_alloc_aligned((size_t)fs->max_mbufs * FFS_BLOCK);
+	fs->mslab_data = ff_alloc_arena((size_t)fs->max_mbufs * FFS_BLOCK);
 	fs->small_buf = ff_alloc_aligned(FFS_BLOCK);
 	if (!fs->mhash || !fs->mslab || !fs->mslab_data || !fs->small_buf)
 		return -ENOMEM;
@@ -121,7 +121,7 @@ void ffs_meta_cache_free(struct ffs *fs)
 	}
 	free(fs->mhash);
 	free(fs->mslab);
-	free(fs->mslab_data);
+	ff_free_arena(fs->mslab_data, (size_t)fs->max_mbufs * FFS_BLOCK);
 	fs->mhash = NULL;
 	fs->mslab = NULL;
 	fs->mslab_data = NULL;

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <isa-l/crc.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <syslog.h>
 #include <time.h>
 
@@ -61,6 +62,20 @@ void *ff_alloc_aligned(size_t len)
 	if (posix_memalign(&p, FF_BUF_ALIGN, FF_ROUND_UP(len, FF_BUF_ALIGN)) != 0)
 		return NULL;
 	return p;
+}
+
+void *ff_alloc_arena(size_t len)
+{
+	void *p = mmap(NULL, FF_ROUND_UP(len, FF_BUF_ALIGN), PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+void ff_free_arena(void *p, size_t len)
+{
+	if (p)
+		munmap(p, FF_ROUND_UP(len, FF_BUF_ALIGN));
 }
 
 int ff_parse_size(const char *s, uint64_t *bytes)

@@ -25,6 +25,8 @@ struct rcache {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	struct rentry *entries;
+	uint8_t *arena;          /* every entry's data */
+	size_t arena_bytes;
 	unsigned n;
 	struct rentry **hash;
 	unsigned hash_size;
@@ -86,13 +88,13 @@ int rcache_init(struct ffs *fs)
 		c->hash_size <<= 1;
 	c->hash = calloc(c->hash_size, sizeof(*c->hash));
 	c->entries = calloc(n, sizeof(*c->entries));
-	if (!c->hash || !c->entries)
+	c->arena_bytes = (size_t)n * fs->stripe_bytes;
+	c->arena = ff_alloc_arena(c->arena_bytes);
+	if (!c->hash || !c->entries || !c->arena)
 		return -ENOMEM;
+	memset(c->arena, 0, c->arena_bytes); /* faulted in at mount */
 	for (unsigned i = 0; i < n; i++) {
-		c->entries[i].data = ff_alloc_aligned(fs->stripe_bytes);
-		if (!c->entries[i].data)
-			return -ENOMEM;
-		memset(c->entries[i].data, 0, fs->stripe_bytes); /* faulted in at mount */
+		c->entries[i].data = c->arena + (size_t)i * fs->stripe_bytes;
 		c->entries[i].fs = fs;
 		rc_lru_push(c, &c->entries[i]);
 	}
@@ -422,8 +424,7 @@ void rcache_free(struct ffs *fs)
 {
 	fs->stripes_freed = NULL;
 	if (fs->rcache) {
-		for (unsigned i = 0; i < fs->rcache->n; i++)
-			free(fs->rcache->entries[i].data);
+		ff_free_arena(fs->rcache->arena, fs->rcache->arena_bytes);
 		free(fs->rcache->entries);
 		free(fs->rcache->hash);
 		free(fs->rcache);

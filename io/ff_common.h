@@ -69,8 +69,9 @@ int ff_csum_verify(const void *block, size_t len, size_t crc_off); /* 0 or -EBAD
 void *ff_alloc_aligned(size_t len);
 
 /*
- * A large arena that lives as long as its cache (the metadata cache's
- * blocks): anonymous pages, zero, taken from the system only as they are
+ * A large arena that lives as long as its cache or pool (the metadata
+ * cache's blocks, the write buffers, the read cache, an engine worker's
+ * stripe buffers): anonymous pages, zero, taken from the system only as they are
  * first touched, given back whole by ff_free_arena(p, the same len).  Not
  * from malloc, so that a cache sized for the largest volume costs a small
  * one nothing: glibc's MALLOC_PERTURB_ (which meson sets for every test)

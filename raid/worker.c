@@ -254,7 +254,7 @@ static int worker_init(struct ff_raid *r, struct raid_worker *w, unsigned id)
 	ff_gf_ctx_init(&w->gf, g->ndata);
 	w->ops = calloc(nops, sizeof(*w->ops));
 	w->slab_bytes = pbytes + sbytes;
-	w->slab = ff_alloc_aligned(w->slab_bytes);
+	w->slab = ff_alloc_arena(w->slab_bytes);
 	if (!w->ops || !w->slab)
 		return -ENOMEM;
 	memset(w->slab, 0, w->slab_bytes); /* touch it now, not on the data path */
@@ -301,7 +301,7 @@ static void worker_free(struct raid_worker *w)
 	}
 	pthread_mutex_destroy(&w->inbox_lock);
 	free(w->ops);
-	free(w->slab);
+	ff_free_arena(w->slab, w->slab_bytes);
 	memset(w, 0, sizeof(*w));
 }
 

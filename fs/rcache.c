@@ -25,8 +25,6 @@ struct rcache {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	struct rentry *entries;
-	uint8_t *arena;          /* every entry's data */
-	size_t arena_bytes;
 	unsigned n;
 	struct rentry **hash;
 	unsigned hash_size;
@@ -88,13 +86,13 @@ int rcache_init(struct ffs *fs)
 		c->hash_size <<= 1;
 	c->hash = calloc(c->hash_size, sizeof(*c->hash));
 	c->entries = calloc(n, sizeof(*c->entries));
-	c->arena_bytes = (size_t)n * fs->stripe_bytes;
-	c->arena = ff_alloc_arena(c->arena_bytes);
-	if (!c->hash || !c->entries || !c->arena)
+	if (!c->hash || !c->entries)
 		return -ENOMEM;
-	memset(c->arena, 0, c->arena_bytes); /* faulted in at mount */
 	for (unsigned i = 0; i < n; i++) {
-		c->entries[i].data = c->arena + (size_t)i * fs->stripe_bytes;
+		c->entries[i].data = ff_alloc_aligned(fs->stripe_bytes);
+		if (!c->entries[i].data)
+			return -ENOMEM;
+		memset(c->entries[i].data, 0, fs->stripe_bytes); /* faulted in at mount */
 		c->entries[i].fs = fs;
 		rc_lru_push(c, &c->entries[i]);
 	}
@@ -424,7 +422,8 @@ void rcache_free(struct ffs *fs)
 {
 	fs->stripes_freed = NULL;
 	if (fs->rcache) {
-		ff_free_arena(fs->rcache->arena, fs->rcache->arena_bytes);
+		for (unsigned i = 0; i < fs->rcache->n; i++)
+			free(fs->rcache->entries[i].data);
 		free(fs->rcache->entries);
 		free(fs->rcache->hash);
 		free(fs->rcache);

@@ -65,8 +65,6 @@ struct wpool {
 	unsigned nwriting, total;
 	uint64_t next_ticket, serving;
 	struct wbuf *all;
-	uint8_t *arena;             /* every buffer's data */
-	size_t arena_bytes;
 	/* completed stripe writes, mapped by the completion thread */
 	pthread_mutex_t dq_lock;
 	pthread_cond_t dq_cond;
@@ -85,21 +83,21 @@ int wpool_init(struct ffs *fs)
 		return -ENOMEM;
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->cond, NULL);
-	fs->wpool = p; /* wpool_free undoes what is done of this */
 	p->all = calloc(n, sizeof(*p->all));
-	p->arena_bytes = (size_t)n * fs->stripe_bytes;
-	p->arena = ff_alloc_arena(p->arena_bytes);
-	if (!p->all || !p->arena)
+	if (!p->all)
 		return -ENOMEM;
-	memset(p->arena, 0, p->arena_bytes); /* fault it in now, not on the data path */
 	for (unsigned i = 0; i < n; i++) {
 		struct wbuf *wb = &p->all[i];
 
-		wb->data = p->arena + (size_t)i * fs->stripe_bytes;
+		wb->data = ff_alloc_aligned(fs->stripe_bytes);
+		if (!wb->data)
+			return -ENOMEM;
+		memset(wb->data, 0, fs->stripe_bytes); /* fault it in now, not on the data path */
 		wb->next = p->free;
 		p->free = wb;
 	}
 	p->total = n;
+	fs->wpool = p;
 	return 0;
 }
 
@@ -755,7 +753,8 @@ void wpool_free(struct ffs *fs)
 		p->done_started = false;
 	}
 	if (fs->wpool) {
-		ff_free_arena(fs->wpool->arena, fs->wpool->arena_bytes);
+		for (unsigned i = 0; i < fs->wpool->total; i++)
+			free(fs->wpool->all[i].data);
 		free(fs->wpool->all);
 		free(fs->wpool);
 		fs->wpool = NULL;

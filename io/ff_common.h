@@ -69,14 +69,16 @@ int ff_csum_verify(const void *block, size_t len, size_t crc_off); /* 0 or -EBAD
 void *ff_alloc_aligned(size_t len);
 
 /*
- * A large arena that lives as long as its cache or pool (the metadata
- * cache's blocks, the write buffers, the read cache, an engine worker's
- * stripe buffers): anonymous pages, zero, taken from the system only as they are
- * first touched, given back whole by ff_free_arena(p, the same len).  Not
- * from malloc, so that a cache sized for the largest volume costs a small
- * one nothing: glibc's MALLOC_PERTURB_ (which meson sets for every test)
- * fills every malloc'ed byte, and fsck.framefs's 256 MiB cache took 1.4 s
- * of each run that way.  NULL when the system has no room.
+ * A large arena that lives as long as its cache (the metadata cache's
+ * blocks, an engine worker's stripe buffers): anonymous pages, zero, taken
+ * from the system only as they are first touched, given back whole by
+ * ff_free_arena(p, the same len).  Not from malloc, so that a cache sized
+ * for the largest volume costs a small one nothing: glibc's MALLOC_PERTURB_
+ * (which meson sets for every test) fills every malloc'ed byte, and
+ * fsck.framefs's 256 MiB cache took 1.4 s of each run that way.  Only for
+ * what was one allocation anyway: AddressSanitizer sees no borders inside
+ * an arena (the write buffers and the read cache keep a malloc a stripe,
+ * so it sees theirs).  NULL when the system has no room.
  */
 void *ff_alloc_arena(size_t len);
 void ff_free_arena(void *p, size_t len);

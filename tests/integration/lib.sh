@@ -17,6 +17,7 @@ MEMBERS=()          # member files of the current array
 SPEC=               # the same, comma-separated (the daemon's first argument)
 DAEMON_PID=         # the framefs of the current mount (-f, our child)
 DAEMON_LOG=
+MOUNT_TRANSPORT=    # the transport IT_TRANSPORT gave the current mount, if it did
 NMOUNTS=0
 CLEANUPS=()         # extra commands run first on exit (eval'd)
 MOUNT_MAX_S=${IT_MOUNT_MAX_S:-60}
@@ -78,9 +79,12 @@ it_mount() {
 	NMOUNTS=$((NMOUNTS + 1))
 	DAEMON_LOG=$IT_TMP/daemon.$NMOUNTS.log
 	t0=$(now_ns)
-	# IT_TRANSPORT=io_uring|dev: the suite over that transport (itlib.py too)
+	# IT_TRANSPORT=io_uring|dev: the suite over that transport (itlib.py
+	# too), for the mounts that did not pick one themselves
+	MOUNT_TRANSPORT=
 	if [ -n "${IT_TRANSPORT:-}" ] && [[ " $* " != *transport=* ]]; then
 		set -- "$@" -o "transport=$IT_TRANSPORT"
+		MOUNT_TRANSPORT=$IT_TRANSPORT
 	fi
 	"$FRAMEFS" -f "$@" "$SPEC" "$MNT" >"$DAEMON_LOG" 2>&1 &
 	DAEMON_PID=$!
@@ -101,7 +105,7 @@ it_wait_daemon() {
 	DAEMON_PID=
 	[ "$st" = 0 ] || fail "framefs exited with status $st after unmount"
 	grep -q "unmounted cleanly" "$DAEMON_LOG" || fail "framefs did not report a clean unmount"
-	[ "${IT_TRANSPORT:-}" != io_uring ] || grep -q "FUSE over io_uring" "$DAEMON_LOG" ||
+	[ "$MOUNT_TRANSPORT" != io_uring ] || grep -q "FUSE over io_uring" "$DAEMON_LOG" ||
 		fail "IT_TRANSPORT=io_uring, but the daemon did not serve FUSE over io_uring"
 }
 

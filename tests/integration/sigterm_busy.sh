@@ -19,7 +19,7 @@
 : "${ADMIN:?ADMIN must name the built framefs-admin}"
 
 case "${1:-dev}" in
-dev) MOUNT_OPTS=() transport=/dev/fuse ;;
+dev) MOUNT_OPTS=(-o transport=dev) transport=/dev/fuse ;; # named: IT_TRANSPORT must not change it
 io_uring) MOUNT_OPTS=(-o transport=io_uring) transport=io_uring ;;
 *) fail "usage: $0 [dev|io_uring]" ;;
 esac
@@ -45,7 +45,9 @@ kill_loops() {
 	local p
 	touch "$IT_TMP/stop"
 	for p in "${LOOPS[@]}"; do pkill -P "$p" 2>/dev/null; kill "$p" 2>/dev/null; done
-	wait 2>/dev/null
+	# the loops only: a bare wait would also wait for a daemon still
+	# mounted, which exits only when the cleanup after this one unmounts
+	[ ${#LOOPS[@]} = 0 ] || wait "${LOOPS[@]}" 2>/dev/null
 }
 CLEANUPS+=(kill_loops)
 

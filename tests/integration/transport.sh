@@ -11,6 +11,7 @@
 # /sys/module/fuse/parameters/enable_uring and fs.fuse.max_pages_limit.
 . "$(dirname "$0")/lib.sh"
 : "${ADMIN:?ADMIN must name the built framefs-admin}"
+unset IT_TRANSPORT # this test picks each mount's transport, the default too
 
 URING_PARAM=/sys/module/fuse/parameters/enable_uring
 PAGES=/proc/sys/fs/fuse/max_pages_limit

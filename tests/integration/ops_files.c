@@ -357,7 +357,7 @@ static void statfs_space(void)
  * returns, however long the kernel keeps its inode: here an O_PATH
  * descriptor holds it, so no FORGET comes until it is closed (over FUSE
  * io_uring a FORGET travels on /dev/fuse, apart from the statfs that
- * follows the unlink, and came up to 50 deletes late).  The inode number
+ * follows the unlink, and came 27 to 52 deletes late).  The inode number
  * stays taken until then; the held inode can be looked at but not opened
  * again (ESTALE/ENOENT: its bytes are gone).  A file still open keeps its
  * bytes until its last close, and frees them then, held or not.

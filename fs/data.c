@@ -229,7 +229,7 @@ static int read_source(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t o
 		return SRC_STRIPE;
 	}
 	if (rc == 0 && patched)
-		rc = patch_overlay(fs, fi, k, o, n, dst);
+		rc = patch_overlay(fs, fi, k, o, n, dst, NULL);
 	return rc < 0 ? rc : SRC_DONE;
 }
 

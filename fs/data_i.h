@@ -150,8 +150,10 @@ void patch_gather(struct ffs *fs, struct finode *fi, struct wbuf *wb);
 /* Rows the patches of wb and its gathered buffers take. */
 uint32_t patch_rows(const struct ffs *fs, const struct wbuf *wb);
 /* Bytes [o, o + n) of file stripe k, read into dst from its base stripe,
- * get what its patches hold instead (no lock held). */
-int patch_overlay(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t o, size_t n, uint8_t *dst);
+ * get what its patches hold instead, but for those `keep` holds (a buffer
+ * of k filling its gaps, or NULL).  No lock held; dlock when keep. */
+int patch_overlay(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t o, size_t n, uint8_t *dst,
+		  const struct wbuf *keep);
 /* Fill the gaps of wb within [a, b) (wb_fill is the whole stripe). */
 int wb_fill_span(struct ffs *fs, struct finode *fi, struct wbuf *wb, uint64_t a, uint64_t b);
 

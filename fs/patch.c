@@ -366,23 +366,171 @@ static int read_slot(struct ffs *fs, uint64_t p, uint32_t slot, uint32_t crc, ui
 }
 
 /*
- * Lay file stripe k's patches over dst, which holds its bytes [o, o + n)
- * from the base stripe.  The patches are looked up a few at a time under
- * fs->lock and read without it, block by block, each checked against its
- * record's checksum.
+ * Patched blocks are read in waves: up to OVERLAY_WAVE slot reads in flight
+ * at once, then one wait for all of them.  A stripe about to be merged has
+ * up to half its blocks patched, scattered over as many batches as fsyncs
+ * wrote them (192 blocks at 512 KiB chunks on RAID5 x 4); read one after
+ * another, each a round trip through the engine's workers, they made a
+ * merge's fill take 10-45 ms, which the fsync behind it waited for
+ * (bench/NOTES.md 2026-12-05).  A block lands in dst itself when dst takes
+ * it whole and aligned; otherwise (the edges of [o, o + n), a block part of
+ * which `keep` holds, an unaligned dst) in one of OVERLAY_BOUNCE blocks of
+ * its own.  The wave lives on the caller's stack (about 25 KiB): the data
+ * path does not allocate.
  */
-int patch_overlay(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t o, size_t n, uint8_t *dst)
+#define OVERLAY_WAVE 32u
+#define OVERLAY_BOUNCE 4u
+
+struct overlay_read {
+	struct ff_raid_io io;
+	uint8_t *into; /* dst's block, or a bounce block */
+	uint64_t p;
+	uint32_t slot, crc, b;
+	bool bounced;
+};
+
+struct overlay_wave {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned pending; /* submitted, not completed: each completion ends one */
+	unsigned n, nbounce;
+	struct overlay_read r[OVERLAY_WAVE];
+	_Alignas(FF_BUF_ALIGN) uint8_t bounce[OVERLAY_BOUNCE][FFS_BLOCK];
+};
+
+static void overlay_read_done(struct ff_raid_io *io)
+{
+	struct overlay_wave *w = io->priv;
+
+	pthread_mutex_lock(&w->lock);
+	if (--w->pending == 0)
+		pthread_cond_signal(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+}
+
+/* Bytes [x, y) of the stripe into dst (which holds [o, o + n)) from src,
+ * but for those keep holds. */
+static void copy_unkept(const struct wbuf *keep, uint64_t x, uint64_t y, const uint8_t *src,
+			uint8_t *dst, uint64_t o)
+{
+	for (unsigned i = 0; keep && i < keep->nival && x < y; i++) {
+		uint64_t a = keep->ival[i].a, b = keep->ival[i].b;
+
+		if (b <= x || a >= y)
+			continue;
+		if (a > x)
+			memcpy(dst + (x - o), src, (size_t)(a - x));
+		src += FF_MIN(b, y) - x;
+		x = FF_MIN(b, y);
+	}
+	if (x < y)
+		memcpy(dst + (x - o), src, (size_t)(y - x));
+}
+
+static bool keeps_any(const struct wbuf *keep, uint64_t x, uint64_t y)
+{
+	for (unsigned i = 0; keep && i < keep->nival; i++)
+		if (keep->ival[i].a < y && keep->ival[i].b > x)
+			return true;
+	return false;
+}
+
+/* Wait for the wave, check every block against its checksum (read_slot
+ * again, through the read cache's repair, for one that fails) and lay the
+ * bounced ones over dst.  Each submitted read completes, whatever its
+ * result (the engine's contract): the wait ends. */
+static int wave_finish(struct ffs *fs, struct overlay_wave *w, const struct wbuf *keep,
+		       uint64_t o, size_t n, uint8_t *dst)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&w->lock);
+	while (w->pending)
+		pthread_cond_wait(&w->cond, &w->lock);
+	pthread_mutex_unlock(&w->lock);
+	for (unsigned i = 0; i < w->n; i++) {
+		struct overlay_read *r = &w->r[i];
+		uint64_t lo = FF_MAX((uint64_t)r->b * FFS_BLOCK, o);
+		uint64_t hi = FF_MIN((uint64_t)(r->b + 1) * FFS_BLOCK, o + n);
+		int err = r->io.result;
+
+		if (err < 0 || ffs_patch_crc(r->p, r->slot, r->into) != r->crc)
+			err = read_slot(fs, r->p, r->slot, r->crc, r->into);
+		if (err == 0 && r->bounced)
+			copy_unkept(keep, lo, hi, r->into + lo % FFS_BLOCK, dst, o);
+		if (err < 0 && rc == 0)
+			rc = err;
+	}
+	w->n = 0;
+	w->nbounce = 0;
+	return rc;
+}
+
+/* Queue block b of the stripe, in slot `slot` of p, for the wave. */
+static int wave_add(struct ffs *fs, struct overlay_wave *w, const struct wbuf *keep, uint64_t o,
+		    size_t n, uint8_t *dst, uint32_t b, uint64_t p, uint32_t slot, uint32_t crc)
+{
+	uint64_t lo = (uint64_t)b * FFS_BLOCK, hi = lo + FFS_BLOCK;
+	bool whole = lo >= o && hi <= o + n && !keeps_any(keep, lo, hi) &&
+		     (uintptr_t)(dst + (lo - o)) % FF_BUF_ALIGN == 0;
+	struct overlay_read *r;
+	int rc = 0;
+
+	if (w->n == OVERLAY_WAVE || (!whole && w->nbounce == OVERLAY_BOUNCE))
+		rc = wave_finish(fs, w, keep, o, n, dst);
+	if (rc < 0)
+		return rc;
+	r = &w->r[w->n++];
+	r->bounced = !whole;
+	r->into = whole ? dst + (lo - o) : w->bounce[w->nbounce++];
+	r->p = p;
+	r->slot = slot;
+	r->crc = crc;
+	r->b = b;
+	memset(&r->io, 0, sizeof(r->io));
+	r->io.op = FF_RAID_READ;
+	r->io.space = FF_SPACE_DATA;
+	r->io.off = p * fs->stripe_bytes + patch_slot_offset(fs, slot);
+	r->io.len = FFS_BLOCK;
+	r->io.buf = r->into;
+	r->io.done = overlay_read_done;
+	r->io.priv = w;
+	pthread_mutex_lock(&w->lock);
+	w->pending++;
+	pthread_mutex_unlock(&w->lock);
+	rc = ff_raid_submit(fs->raid, &r->io);
+	if (rc < 0) { /* never reached the engine: no completion will come */
+		pthread_mutex_lock(&w->lock);
+		w->pending--;
+		pthread_mutex_unlock(&w->lock);
+		r->io.result = rc;
+	}
+	return 0;
+}
+
+/*
+ * Lay file stripe k's patches over dst, which holds its bytes [o, o + n)
+ * from the base stripe, except the bytes `keep` holds (a write buffer of
+ * k filling its gaps: what it holds is newer; NULL: none).  The patches
+ * are looked up a few at a time under fs->lock and read without it, in
+ * waves (above), each block checked against its record's checksum.
+ */
+int patch_overlay(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t o, size_t n, uint8_t *dst,
+		  const struct wbuf *keep)
 {
 	uint32_t first = (uint32_t)(o / FFS_BLOCK), last = (uint32_t)((o + n - 1) / FFS_BLOCK);
 	uint32_t next = first;
-	_Alignas(4096) uint8_t blk[FFS_BLOCK];
+	struct overlay_wave w;
+	int rc = 0, rc2;
 
 	if (n == 0)
 		return 0;
-	while (next <= last) {
+	w.n = w.nbounce = w.pending = 0;
+	pthread_mutex_init(&w.lock, NULL);
+	pthread_cond_init(&w.cond, NULL);
+	while (rc == 0 && next <= last) {
 		struct prec got[4];
 		unsigned ng = 0;
-		int rc = 0;
 
 		pthread_mutex_lock(&fs->lock);
 		if (!has_patches(fs, fi))
@@ -405,29 +553,30 @@ int patch_overlay(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t o, siz
 				break;
 		}
 		pthread_mutex_unlock(&fs->lock);
-		if (rc == -ENOENT)
+		if (rc == -ENOENT) /* no (more) patches: those found are the last */
 			rc = 0;
-		if (rc < 0)
-			return rc;
-		if (ng == 0)
-			return 0;
-		for (unsigned i = 0; i < ng; i++) {
+		if (rc < 0 || ng == 0)
+			break;
+		for (unsigned i = 0; i < ng && rc == 0; i++) {
 			uint32_t b = FF_MAX(got[i].b0, first), e = FF_MIN(got[i].b0 + got[i].n - 1, last);
 
-			for (; b <= e; b++) {
+			for (; b <= e && rc == 0; b++) {
 				uint64_t lo = FF_MAX((uint64_t)b * FFS_BLOCK, o);
 				uint64_t hi = FF_MIN((uint64_t)(b + 1) * FFS_BLOCK, o + n);
 				uint32_t j = b - got[i].b0;
 
-				rc = read_slot(fs, got[i].p, got[i].slot0 + j, got[i].crc[j], blk);
-				if (rc < 0)
-					return rc;
-				memcpy(dst + (lo - o), blk + lo % FFS_BLOCK, (size_t)(hi - lo));
+				if (keep && ival_covers(keep, lo, hi))
+					continue; /* every byte of it is the buffer's own */
+				rc = wave_add(fs, &w, keep, o, n, dst, b, got[i].p, got[i].slot0 + j,
+					      got[i].crc[j]);
 			}
 			next = got[i].b0 + got[i].n;
 		}
 	}
-	return 0;
+	rc2 = wave_finish(fs, &w, keep, o, n, dst); /* what is in flight lands, whatever rc says */
+	pthread_mutex_destroy(&w.lock);
+	pthread_cond_destroy(&w.cond);
+	return rc < 0 ? rc : rc2;
 }
 
 /* Whether file stripe k may have patches: reads that cannot lay them over

@@ -531,8 +531,6 @@ int wb_fill_span(struct ffs *fs, struct finode *fi, struct wbuf *wb, uint64_t lo
 			} else if (mapped) {
 				rc = flags & FFS_X_TAIL ? tail_read(fs, p, row0, rows, a, b - a, wb->data + a)
 							: read_stripe_bytes(fs, p, a, b - a, wb->data + a);
-				if (rc == 0)
-					rc = patch_overlay(fs, fi, wb->fstripe, a, b - a, wb->data + a);
 			} else {
 				memset(wb->data + a, 0, b - a);
 			}
@@ -544,6 +542,10 @@ int wb_fill_span(struct ffs *fs, struct finode *fi, struct wbuf *wb, uint64_t lo
 		if (prev >= hi)
 			break;
 	}
+	/* the patches over every gap at once: their reads go in waves (patch.c) */
+	if (mapped && !small && !ival_covers(wb, lo, hi) &&
+	    (rc = patch_overlay(fs, fi, wb->fstripe, lo, hi - lo, wb->data + lo, wb)) < 0)
+		return rc;
 	ival_add(wb, lo, hi);
 	return 0;
 }

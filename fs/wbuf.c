@@ -494,9 +494,8 @@ static void *done_main(void *arg)
 
 /* Fill the gaps of a partial buffer within bytes [lo, hi) from what the
  * file holds there now (its stripe with its patches laid over, a tail, or
- * zeros for a hole or a preallocated stripe); the caller records [lo, hi)
- * as filled. */
-static int wb_fill_gaps(struct ffs *fs, struct finode *fi, struct wbuf *wb, uint64_t lo, uint64_t hi)
+ * zeros for a hole or a preallocated stripe). */
+int wb_fill_span(struct ffs *fs, struct finode *fi, struct wbuf *wb, uint64_t lo, uint64_t hi)
 {
 	struct ffs_extent x;
 	uint64_t p, prev = lo;
@@ -544,19 +543,11 @@ static int wb_fill_gaps(struct ffs *fs, struct finode *fi, struct wbuf *wb, uint
 			break;
 	}
 	/* the patches over every gap at once: their reads go in waves (patch.c) */
-	if (mapped && !small && !ival_covers(wb, lo, hi))
-		return patch_overlay(fs, fi, wb->fstripe, lo, hi - lo, wb->data + lo, wb);
+	if (mapped && !small && !ival_covers(wb, lo, hi) &&
+	    (rc = patch_overlay(fs, fi, wb->fstripe, lo, hi - lo, wb->data + lo, wb)) < 0)
+		return rc;
+	ival_add(wb, lo, hi);
 	return 0;
-}
-
-/* The same, recorded as filled (dlock held throughout). */
-int wb_fill_span(struct ffs *fs, struct finode *fi, struct wbuf *wb, uint64_t lo, uint64_t hi)
-{
-	int rc = wb_fill_gaps(fs, fi, wb, lo, hi);
-
-	if (rc == 0)
-		ival_add(wb, lo, hi);
-	return rc;
 }
 
 int wb_fill(struct ffs *fs, struct finode *fi, struct wbuf *wb)
@@ -658,38 +649,14 @@ static int writeout(struct ffs *fs, struct finode *fi, struct wbuf *wb, bool gat
 		return 0;
 	}
 	wb->npatch = 0;
-	/*
-	 * Its gaps come from the array (the stripe, and up to half of it in
-	 * patches for a merge): 5-45 ms under load.  The buffer is marked
-	 * writing first and dlock let go meanwhile, as for its write: whoever
-	 * meets the buffer waits on dcond as for any write in flight, and
-	 * nobody else waits on dlock that long — above all the completion
-	 * thread, which maps every file's writes and took this file's dlock
-	 * behind the fill (bench/NOTES.md 2026-12-05).  The fill writes only
-	 * the gaps, which a reader under dlock never copies from (it waits
-	 * for a writing buffer that does not cover what it reads), and the
-	 * ranges it adds are recorded once dlock is back.  Stripe 0 keeps
-	 * dlock: a small file's bytes (small.c) may be what fills it, and
-	 * only dlock keeps those from being truncated meanwhile.
-	 */
-	wpool_mark_writing(fs, wb);
-	if (!ival_covers(wb, 0, fs->stripe_bytes)) {
-		bool let_go = wb->fstripe != 0;
-
-		atomic_fetch_add(&fs->stats.stripe_fills, 1);
-		if (let_go)
-			pthread_mutex_unlock(&fi->dlock);
-		rc = wb_fill_gaps(fs, fi, wb, 0, fs->stripe_bytes);
-		if (let_go)
-			pthread_mutex_lock(&fi->dlock);
-		if (rc == 0)
-			ival_add(wb, 0, fs->stripe_bytes);
-	}
+	if (!ival_covers(wb, 0, fs->stripe_bytes))
+		rc = wb_fill(fs, fi, wb);
 	if (rc < 0) {
 		wb_drop(fs, fi, wb, rc);
 		return rc;
 	}
 	rows = tail_rows(fs, fi, wb);
+	wpool_mark_writing(fs, wb);
 	pthread_mutex_unlock(&fi->dlock);
 	rc = rows && tail_submit(fs, fi, wb, rows) == 0 ? 0 : stripe_submit(fs, fi, wb);
 	pthread_mutex_lock(&fi->dlock);

@@ -152,9 +152,9 @@ static void usage(const char *prog)
 	       "  -o force               mount even if the array was not shut down cleanly\n"
 	       "  -o members=GLOB[:GLOB] where UUID=/LABEL= also look for members that are files\n"
 	       "                         (e.g. members=/srv/media/*.img)\n"
-	       "  -o transport=dev|io_uring  how requests come: over /dev/fuse (the default) or FUSE\n"
-	       "                         over io_uring (needs libfuse >= 3.18 and the kernel's\n"
-	       "                         fuse.enable_uring; see README: not the default yet)\n"
+	       "  -o transport=io_uring|dev  how requests come: FUSE over io_uring (the default\n"
+	       "                         where libfuse >= 3.18 and the kernel's fuse.enable_uring\n"
+	       "                         allow it; else /dev/fuse, and the log says why) or /dev/fuse\n"
 	       "  -o uring_depth=N       io_uring queue depth per CPU (default %u)\n"
 	       "  -o max_read_errors=N   a member read error is healed from parity; more than N\n"
 	       "                         within %u s fail the member (default %u, 0 = the first)\n",

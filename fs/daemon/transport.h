@@ -36,9 +36,9 @@ struct ffs_transport {
 extern struct ffs_transport ffs_transport;
 
 /*
- * Decide the transport: want is NULL or "dev" (the default: /dev/fuse) or
- * "io_uring" (transport.c says why it is not the default).  Adds libfuse's
- * io_uring options to args when io_uring is asked for and possible;
+ * Decide the transport: want is "dev" (/dev/fuse), or NULL or "io_uring"
+ * (FUSE over io_uring where it can serve: the default, transport.c says
+ * why).  Adds libfuse's io_uring options to args when io_uring is possible;
  * otherwise records why not.  Returns 0, or -EINVAL for a bad
  * want or depth (the message is printed).
  */

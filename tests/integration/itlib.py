@@ -14,8 +14,8 @@ import time
 
 
 # IT_TRANSPORT=io_uring (or dev) runs a test's mounts over that FUSE transport
-# (-o transport=...) unless the test chose one; over io_uring each clean
-# unmount checks that the daemon served it (lib.sh does the same).
+# (-o transport=...) unless the test chose one; each clean unmount checks
+# that the daemon served it over that transport (lib.sh does the same).
 def with_transport(opts):
     t = os.environ.get("IT_TRANSPORT")
     if t and not any(o.startswith("transport=") for o in opts):
@@ -23,9 +23,10 @@ def with_transport(opts):
     return tuple(opts)
 
 
-def check_transport(log):
-    if "FUSE over io_uring" not in log:
-        raise TestFailure("IT_TRANSPORT=io_uring, but the daemon did not serve FUSE over io_uring:\n"
+def check_transport(log, t):
+    said = {"io_uring": "FUSE over io_uring", "dev": "FUSE over /dev/fuse"}[t]
+    if said not in log:
+        raise TestFailure("IT_TRANSPORT=%s, but the daemon did not say '%s':\n" % (t, said)
                           + log[-3000:])
 
 class TestFailure(Exception):
@@ -49,7 +50,7 @@ class Volume:
         self.spec = ",".join(self.members)
         self.daemon = None
         self.nmounts = 0
-        self.uring_check = False
+        self.transport_check = None
         self.log_path = None
         self.level = level
         for m in self.members:
@@ -80,7 +81,8 @@ class Volume:
         args = [self.framefs, "-f"]
         opts = with_transport(opts)
         # the unmount checks the daemon served what IT_TRANSPORT asked for
-        self.uring_check = os.environ.get("IT_TRANSPORT") == "io_uring" and "transport=io_uring" in opts
+        t = os.environ.get("IT_TRANSPORT")
+        self.transport_check = t if t in ("io_uring", "dev") and "transport=" + t in opts else None
         if opts:
             args += ["-o", ",".join(opts)]
         t0 = time.monotonic()
@@ -138,8 +140,8 @@ class Volume:
             raise TestFailure("framefs exited %d after unmount:\n%s" % (rc, self.daemon_log()))
         if "unmounted cleanly" not in self.daemon_log(10000):
             raise TestFailure("framefs did not report a clean unmount:\n" + self.daemon_log())
-        if self.uring_check:
-            check_transport(self.daemon_log(10000))
+        if self.transport_check:
+            check_transport(self.daemon_log(10000), self.transport_check)
 
     def kill9(self):
         """SIGKILL the daemon (a crash) and detach the dead mount."""

@@ -42,7 +42,7 @@
 #   BENCH_CAP_SMALL_MAX=          at most this many 4 KiB files (default BENCH_CAP_SMALL_N)
 #   BENCH_CAP_CHECK=1             0: skip the 100,000-file check when the small phase is not it
 #   BENCH_CAP_WRITE_RUNS=3        frames.sh runs of each build (0: skip the phase)
-#   BENCH_CAP_WRITE_ROW=ff5       frames.sh's row: ff5 (framefs's default transport) or ff5uring
+#   BENCH_CAP_WRITE_ROW=ff5       frames.sh's row: ff5 (/dev/fuse) or ff5uring (io_uring, the default)
 #   BENCH_CAP_WRITE_FRAMES=32     frames.sh FRAMES (frames per phase)
 #   BENCH_CAP_WRITE_SIZE_MB=1024  frames.sh SIZE_MB (its 6 members in /dev/shm)
 #   BENCH_CAP_PHASES="mix small check write"   the phases to run

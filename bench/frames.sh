@@ -38,7 +38,9 @@
 #                       framefs-createrate)
 #   FRAMEFS_OPTS        -o options for every framefs mount (default none)
 #   FRAMEFS_URING_OPTS=transport=io_uring  -o options added for the ff5uring row (framefs over
-#                       FUSE io_uring; ff5 is its default, /dev/fuse)
+#                       FUSE io_uring, its default where the kernel allows it)
+#   FRAMEFS_DEV_OPTS=transport=dev  -o options added for the ff5 row (framefs over /dev/fuse,
+#                       the transport ff5uring is compared with)
 #   URING_DEPTH         io_uring queue depth per CPU for the io_uring rows: io_uring_q_depth=N
 #                       for libfuse 3.18's examples, uring_depth=N for framefs (default: each
 #                       one's own default)
@@ -90,6 +92,7 @@ PT_OPTS=${PT_OPTS:-cache=never}
 FRAMETEST=${FRAMETEST:-0}
 PHASE_TIMEOUT=${PHASE_TIMEOUT:-300}
 FRAMEFS_URING_OPTS=${FRAMEFS_URING_OPTS-transport=io_uring}
+FRAMEFS_DEV_OPTS=${FRAMEFS_DEV_OPTS-transport=dev}
 URING_DEPTH=${URING_DEPTH:-}
 URING=${URING:-1}
 FUSE_MAX_PAGES=${FUSE_MAX_PAGES:-1024}
@@ -786,7 +789,7 @@ for run in $(seq 1 "$RUNS"); do
 				"$S/bin318/passthrough_hp" $HP_OPTS -o "$URING_O" "$S/ptsrc" "$MNT/fs" ;;
 		btrfs5) row_btrfs 5 4 ;;
 		btrfs6) row_btrfs 6 6 ;;
-		ff5) row_framefs 5 4 1 "$run" ff5 ;;
+		ff5) row_framefs 5 4 1 "$run" ff5 "$FRAMEFS_DEV_OPTS" ;;
 		ff5uring) row_framefs 5 4 0 "$run" ff5uring "$FRAMEFS_URING_OPTS$FF_MORE" ;;
 		ff6) row_framefs 6 6 0 "$run" ff6 ;;
 		esac
@@ -830,7 +833,7 @@ if [ "$MODE" = ram ]; then
 	trow "btrfs RAID5, 4 members" btrfs5; ftrow "" btrfs5
 	trow "btrfs RAID6, 6 members" btrfs6; ftrow "" btrfs6
 	if [ "$HAVE_FRAMEFS" = 1 ]; then
-		trow "framefs RAID5, 4 members" ff5; ftrow "" ff5
+		trow "framefs RAID5, 4 (-o $FRAMEFS_DEV_OPTS)" ff5; ftrow "" ff5
 		[ -z "${R[ff5.dg]:-}" ] || printf '%-48s %-20s %-20s\n' "framefs RAID5, 1 of 4 missing" "" "$(cell ff5.dg)"
 		trow "framefs RAID5, 4 (-o $FRAMEFS_URING_OPTS)" ff5uring; ftrow "" ff5uring
 		trow "framefs RAID6, 6 members" ff6; ftrow "" ff6
@@ -870,7 +873,7 @@ rrow() {
 	RESULT+=("$name=$1")
 }
 if [ "$MODE" = ram ]; then
-	echo "ratios (median/median, [min..max] of per-run ratios), bar; framefs = RAID5 x 4 over its default transport:"
+	echo "ratios (median/median, [min..max] of per-run ratios), bar; framefs = RAID5 x 4 over /dev/fuse (ff5) against the /dev/fuse peers, over io_uring (ff5uring) against the io_uring ones:"
 	rrow write_vs_passthrough ff5.dw pt314.dw 0.90
 	rrow read_vs_passthrough ff5.dr pt314.dr -
 	rrow buffered_write_vs_passthrough ff5.bw pt314.bw 1.0
@@ -882,12 +885,12 @@ if [ "$MODE" = ram ]; then
 	rrow raid6_write_vs_btrfs6 ff6.dw btrfs6.dw 3.0
 	rrow degraded_read_ratio ff5.dg ff5.dr 0.70
 	rrow create_vs_passthrough ff5.cr pt314.cr 0.5
-	# issue 16: framefs over io_uring (ff5uring) against the io_uring ceiling and its own /dev/fuse (ff5); ff5 against passthrough_hp
+	# issue 16: framefs over io_uring (ff5uring, its default) against the io_uring ceiling, its own /dev/fuse (ff5) and passthrough_hp (over io_uring)
 	rrow write_vs_uring_null ff5uring.dw null318.dw 0.6
 	rrow read_vs_uring_null ff5uring.dr null318.dr 0.6
 	rrow write_vs_devfuse ff5uring.dw ff5.dw 1.2
 	rrow read_vs_devfuse ff5uring.dr ff5.dr -
-	rrow buffered_read_vs_passthrough_hp ff5.br hp318.br 1.0
+	rrow buffered_read_vs_passthrough_hp ff5uring.br hp318.br 1.0
 	NRESULT=${#RESULT[@]}
 	echo "peers (context):"
 	for p in "passthrough_write_vs_null pt314.dw null314.dw" "passthrough_read_vs_null pt314.dr null314.dr" \

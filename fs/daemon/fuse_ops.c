@@ -192,7 +192,9 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	if (killpriv)
 		conn->want |= FUSE_CAP_HANDLE_KILLPRIV_V2;
 #endif
-	/* the 1% dirty limit of a FUSE bdi throttles writeback caching: stay write-through */
+	/* Stay write-through. A FUSE bdi's 1% dirty limit throttles writeback caching,
+	 * and with it on, 4 KiB random writes with fsync ran no faster (bench/NOTES.md,
+	 * 2026-12-05 12:26): framefs's intake of small writes sets their pace, not the round trip */
 	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
 	/* Requests are read into memory, not spliced through a pipe: parity
 	 * and checksums need the bytes in user memory anyway (op_write_buf

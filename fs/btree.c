@@ -212,6 +212,60 @@ int ffs_bt_find_ge(struct ffs *fs, struct bt_root *t, uint64_t key, uint64_t *fo
 	return rc;
 }
 
+/*
+ * The records with keys in [lo, hi], in key order, from one descent: a
+ * range read by find_ge steps descends (and checks every node on the way)
+ * once per record.  cb sees each value in place, valid during the call;
+ * 0 goes on, > 0 stops (the scan returns 0), < 0 stops with that error.
+ */
+int ffs_bt_scan(struct ffs *fs, struct bt_root *t, uint64_t lo, uint64_t hi,
+		int (*cb)(void *arg, uint64_t key, const void *val, uint16_t len), void *arg)
+{
+	struct path p;
+	uint64_t prev = lo;
+	bool first = true;
+	int rc;
+
+	if (!t->root || lo > hi)
+		return 0;
+	rc = descend(fs, t, lo, &p);
+	while (rc == 0) {
+		struct ffs_bt_node *leaf = node(p.mb[p.depth - 1]);
+		unsigned *i = &p.idx[p.depth - 1];
+		int lvl;
+
+		for (; *i < count(leaf); (*i)++) {
+			const struct ffs_bt_slot *sl = &slots(leaf)[*i];
+			uint64_t key = ff_le64(sl->key);
+
+			if (key < prev || (key == prev && !first)) {
+				rc = -EUCLEAN; /* keys out of order */
+				goto out;
+			}
+			if (key > hi)
+				goto out;
+			prev = key;
+			first = false;
+			rc = cb(arg, key, (const uint8_t *)leaf + ff_le16(sl->off), ff_le16(sl->len));
+			if (rc != 0) {
+				rc = rc > 0 ? 0 : rc;
+				goto out;
+			}
+		}
+		/* past this leaf: the next child of the nearest ancestor that has one */
+		for (lvl = (int)p.depth - 2; lvl >= 0; lvl--)
+			if (p.idx[lvl] + 1 < count(node(p.mb[lvl])))
+				break;
+		if (lvl < 0)
+			break;
+		p.idx[lvl]++;
+		rc = descend_edge(fs, t, &p, (unsigned)lvl, true);
+	}
+out:
+	path_release(fs, &p);
+	return rc;
+}
+
 int ffs_bt_find_le(struct ffs *fs, struct bt_root *t, uint64_t key, uint64_t *found, void *val,
 	       uint16_t *len)
 {

@@ -154,6 +154,9 @@ struct bt_root {
 /* Copy out the record with the smallest key >= key: 0, -ENOENT at end. */
 int ffs_bt_find_ge(struct ffs *fs, struct bt_root *t, uint64_t key, uint64_t *found,
 	       void *val, uint16_t *len);
+/* Each record with a key in [lo, hi], in order, to cb (btree.c says how). */
+int ffs_bt_scan(struct ffs *fs, struct bt_root *t, uint64_t lo, uint64_t hi,
+		int (*cb)(void *arg, uint64_t key, const void *val, uint16_t len), void *arg);
 int ffs_bt_insert(struct ffs *fs, struct bt_root *t, uint64_t key, const void *val, uint16_t len);
 int ffs_bt_delete(struct ffs *fs, struct bt_root *t, uint64_t key);
 /* Replace a record's value in place (same or any length). */

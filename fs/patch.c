@@ -78,6 +78,34 @@ static bool has_patches(const struct ffs *fs, const struct finode *fi)
 	       fi->d.u2.patch_root != 0;
 }
 
+/* A patch record of stripe f, decoded and checked: 0, or -EUCLEAN for a
+ * record that is no patch. */
+static int pdecode(struct ffs *fs, struct finode *fi, uint64_t f, uint64_t key, const void *rec,
+		   uint16_t len, struct prec *r)
+{
+	struct ffs_patch x = { 0 };
+
+	memcpy(&x, rec, FF_MIN(sizeof(x), (size_t)len));
+	r->f = f;
+	r->b0 = FFS_PATCH_KEY_BLOCK(key);
+	r->n = len >= sizeof(x) ? ff_le16(x.nblocks) : 0;
+	r->slot0 = ff_le16(x.slot0);
+	r->p = ff_le64(x.pstripe);
+	if (len != sizeof(x) + 4 * r->n || r->n == 0 || r->n > FFS_PATCH_BLOCKS_MAX ||
+	    r->b0 + r->n > blocks_per_stripe(fs)) {
+		ff_log(FF_LOG_ERR, "inode %llu: a damaged patch record at stripe %llu block %u; "
+		       "run fsck.framefs", (unsigned long long)fi->ino, (unsigned long long)f, r->b0);
+		return -EUCLEAN;
+	}
+	for (uint32_t i = 0; i < r->n; i++) {
+		le32 c;
+
+		memcpy(&c, (const uint8_t *)rec + sizeof(x) + 4 * i, sizeof(c));
+		r->crc[i] = ff_le32(c);
+	}
+	return 0;
+}
+
 /* The patch found by `find` at key, as long as it is one of stripe f's:
  * 0, -ENOENT, or an error (a record that is no patch: -EUCLEAN). */
 static int pfind(struct ffs *fs, struct finode *fi, uint64_t f, uint64_t key, bool ge,
@@ -85,7 +113,6 @@ static int pfind(struct ffs *fs, struct finode *fi, uint64_t f, uint64_t key, bo
 {
 	struct bt_root t = ptree(fi);
 	uint8_t rec[FFS_BT_RECORD_MAX];
-	struct ffs_patch x;
 	uint64_t found;
 	uint16_t len;
 	int rc;
@@ -98,26 +125,7 @@ static int pfind(struct ffs *fs, struct finode *fi, uint64_t f, uint64_t key, bo
 		return rc;
 	if (FFS_PATCH_KEY_STRIPE(found) != f)
 		return -ENOENT;
-	memcpy(&x, rec, sizeof(x));
-	r->f = f;
-	r->b0 = FFS_PATCH_KEY_BLOCK(found);
-	r->n = ff_le16(x.nblocks);
-	r->slot0 = ff_le16(x.slot0);
-	r->p = ff_le64(x.pstripe);
-	if (r->n >= 1 && r->n <= FFS_PATCH_BLOCKS_MAX && len == sizeof(x) + 4 * r->n)
-		for (uint32_t i = 0; i < r->n; i++) {
-			le32 c;
-
-			memcpy(&c, rec + sizeof(x) + 4 * i, sizeof(c));
-			r->crc[i] = ff_le32(c);
-		}
-	if (len != sizeof(x) + 4 * r->n || r->n == 0 || r->n > FFS_PATCH_BLOCKS_MAX ||
-	    r->b0 + r->n > blocks_per_stripe(fs)) {
-		ff_log(FF_LOG_ERR, "inode %llu: a damaged patch record at stripe %llu block %u; "
-		       "run fsck.framefs", (unsigned long long)fi->ino, (unsigned long long)f, r->b0);
-		return -EUCLEAN;
-	}
-	return 0;
+	return pdecode(fs, fi, f, found, rec, len, r);
 }
 
 static int pinsert(struct ffs *fs, struct finode *fi, const struct prec *r)
@@ -148,19 +156,36 @@ static int pdelete(struct ffs *fs, struct finode *fi, const struct prec *r)
 	return rc;
 }
 
-/* Blocks of file stripe f that patches cover (fs->lock held). */
+struct pcount {
+	struct ffs *fs;
+	struct finode *fi;
+	uint64_t f;
+	uint32_t count, next; /* blocks patched; the first block not yet counted */
+};
+
+static int pcount_one(void *arg, uint64_t key, const void *val, uint16_t len)
+{
+	struct pcount *c = arg;
+	struct prec r;
+	int rc = pdecode(c->fs, c->fi, c->f, key, val, len, &r);
+
+	if (rc == 0 && r.b0 >= c->next) { /* one that overlaps the last is not counted twice */
+		c->count += r.n;
+		c->next = r.b0 + r.n;
+	}
+	return rc;
+}
+
+/* Blocks of file stripe f that patches cover (fs->lock held): one scan of
+ * its records. */
 static int patched_blocks(struct ffs *fs, struct finode *fi, uint64_t f, uint32_t *count)
 {
-	uint64_t key = FFS_PATCH_KEY(f, 0);
-	struct prec r;
-	int rc;
+	struct bt_root t = ptree(fi);
+	struct pcount c = { fs, fi, f, 0, 0 };
+	int rc = ffs_bt_scan(fs, &t, FFS_PATCH_KEY(f, 0), FFS_PATCH_KEY(f, UINT16_MAX), pcount_one, &c);
 
-	*count = 0;
-	while ((rc = pfind(fs, fi, f, key, true, &r)) == 0) {
-		*count += r.n;
-		key = FFS_PATCH_KEY(f, r.b0 + r.n);
-	}
-	return rc == -ENOENT ? 0 : rc;
+	*count = c.count;
+	return rc;
 }
 
 /*

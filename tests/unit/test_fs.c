@@ -1635,6 +1635,98 @@ static void overwrite(struct ffs *fs, uint64_t fh, uint8_t *want, uint64_t off, 
  * and growing again reads zeros; and deleting the file gives every stripe
  * back (the tail stripes the patches took too).  RAID5 x 4 at 64 KiB
  * chunks: 192 KiB stripes of 48 blocks, 3 slots a row. */
+/* ffs_bt_scan against the records a tree holds: every range a caller asks
+ * (all, across leaves, none, lo > hi), in key order with each value, and
+ * its callback's stop and error.  Keys 3i, values of 1..40 bytes. */
+struct scan_seen {
+	unsigned n, stop_at;
+	int stop_rc;
+	uint64_t keys[2000];
+	bool bad_value;
+};
+
+static int scan_cb(void *arg, uint64_t key, const void *val, uint16_t len)
+{
+	struct scan_seen *s = arg;
+	const uint8_t *v = val;
+
+	if (len != key / 3 % 40 + 1)
+		s->bad_value = true;
+	for (uint16_t j = 0; j < len; j++)
+		if (v[j] != (uint8_t)(key + j))
+			s->bad_value = true;
+	s->keys[s->n++] = key;
+	return s->n == s->stop_at ? s->stop_rc : 0;
+}
+
+static int count_leaf(void *arg, uint64_t block, int level)
+{
+	(void)block;
+	*(unsigned *)arg += level == 0;
+	return 0;
+}
+
+static struct scan_seen scan_range(struct ffs *fs, struct bt_root *t, uint64_t lo, uint64_t hi,
+				   unsigned stop_at, int stop_rc, int want_rc)
+{
+	struct scan_seen s = { .stop_at = stop_at, .stop_rc = stop_rc };
+
+	ck_assert_int_eq(ffs_bt_scan(fs, t, lo, hi, scan_cb, &s), want_rc);
+	ck_assert(!s.bad_value);
+	for (unsigned i = 1; i < s.n; i++)
+		ck_assert_uint_eq(s.keys[i], s.keys[i - 1] + 3);
+	return s;
+}
+
+START_TEST(bt_scan_ranges)
+{
+	struct ffs *fs = mkfs_mount(64, 64 * 1024);
+	struct bt_root t = { 0, 12345 };
+	struct scan_seen s;
+	uint8_t val[40];
+	unsigned leaves = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	for (uint64_t i = 0; i < 2000; i++) {
+		uint64_t key = 3 * i;
+
+		for (unsigned j = 0; j < sizeof(val); j++)
+			val[j] = (uint8_t)(key + j);
+		ck_assert_int_eq(ffs_bt_insert(fs, &t, key, val, (uint16_t)(i % 40 + 1)), 0);
+	}
+	ck_assert_int_eq(ffs_bt_walk(fs, &t, count_leaf, &leaves), 0);
+	ck_assert_uint_ge(leaves, 8); /* the ranges below cross leaves */
+
+	s = scan_range(fs, &t, 0, UINT64_MAX, 0, 0, 0);
+	ck_assert_uint_eq(s.n, 2000);
+	ck_assert_uint_eq(s.keys[0], 0);
+	s = scan_range(fs, &t, 301, 4000, 0, 0, 0); /* 303 .. 3999 */
+	ck_assert_uint_eq(s.n, 1233);
+	ck_assert_uint_eq(s.keys[0], 303);
+	ck_assert_uint_eq(s.keys[s.n - 1], 3999);
+	s = scan_range(fs, &t, 3000, 3000, 0, 0, 0); /* one key exactly */
+	ck_assert_uint_eq(s.n, 1);
+	s = scan_range(fs, &t, 1, 2, 0, 0, 0); /* between two keys */
+	ck_assert_uint_eq(s.n, 0);
+	s = scan_range(fs, &t, 6000, UINT64_MAX, 0, 0, 0); /* past the last */
+	ck_assert_uint_eq(s.n, 0);
+	s = scan_range(fs, &t, 900, 30, 0, 0, 0); /* lo > hi */
+	ck_assert_uint_eq(s.n, 0);
+	s = scan_range(fs, &t, 0, UINT64_MAX, 700, 1, 0); /* the callback stops it */
+	ck_assert_uint_eq(s.n, 700);
+	s = scan_range(fs, &t, 30, UINT64_MAX, 5, -EIO, -EIO); /* and fails it */
+	ck_assert_uint_eq(s.n, 5);
+
+	ck_assert_int_eq(ffs_bt_destroy(fs, &t), 0);
+	ck_assert_int_eq(ffs_journal_commit(fs), 0);
+	pthread_mutex_unlock(&fs->lock);
+	s = scan_range(fs, &t, 0, UINT64_MAX, 0, 0, 0); /* an empty tree */
+	ck_assert_uint_eq(s.n, 0);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	ut_remove_members(NM);
+}
+END_TEST
+
 START_TEST(patches_small_overwrites)
 {
 	static uint8_t want[4 * 192 * 1024];
@@ -2587,6 +2679,7 @@ int main(void)
 	tcase_add_test(tc, tails_many_writers_find_a_slot);
 	tcase_add_test(tc, punch_in_holes_allocates_nothing);
 	tcase_add_test(tc, tails_bad_chunk_repaired);
+	tcase_add_test(tc, bt_scan_ranges);
 	tcase_add_test(tc, patches_small_overwrites);
 	tcase_add_test(tc, patches_read_in_waves);
 	tcase_add_test(tc, patches_spare_opens_without_commit);

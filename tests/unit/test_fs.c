@@ -433,6 +433,7 @@ START_TEST(check_runs_follow_writes)
 	free(b);
 	free(got);
 	ck_assert_int_eq(ffs_unmount(fs), 0);
+	ut_remove_members(NM);
 }
 END_TEST
 

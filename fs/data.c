@@ -284,7 +284,10 @@ ssize_t ffs_data_read(struct ffs *fs, struct finode *fi, void *buf, size_t len, 
 		if (rc >= 0)
 			done += n;
 	}
-	return done ? (ssize_t)done : rc < 0 ? rc : 0;
+	/* an error fails the whole read, not just its rest: to FUSE a short
+	 * reply is the end of the file, and the kernel would cut its size
+	 * there (fuse_short_read) for every later reader */
+	return rc < 0 ? rc : (ssize_t)done;
 }
 
 /*

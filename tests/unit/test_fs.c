@@ -376,6 +376,55 @@ static void corrupt(const char *path, uint64_t off, size_t len)
 }
 
 /*
+ * A read that reaches a stripe it cannot read fails whole; it does not
+ * return the bytes before that stripe.  To FUSE a short reply is the end
+ * of the file: the kernel would cut the file's size there and every later
+ * reader would see it shorter.  Fault: junk in data chunk 0 of file stripe
+ * 1 and in its parity (RAID5 x 4: beyond what parity rebuilds).
+ */
+START_TEST(read_fails_whole_at_an_unreadable_stripe)
+{
+	struct ffs *fs = mkfs_mount(64, 64 * 1024);
+	const uint64_t C = 64 * 1024, S = 3 * C;
+	uint8_t *data = malloc(3 * S), *back = malloc(3 * S);
+	const struct ff_geom *g;
+	uint64_t fh, ino;
+	uint32_t parity = 0xf;
+
+	ck_assert(data && back);
+	for (uint64_t i = 0; i < 3 * S; i++)
+		data[i] = (uint8_t)(i * 29 + 5);
+	ino = create(fs, FFS_ROOT_INO, "clip.mov", &fh);
+	ck_assert_int_eq(ffs_write(fs, fh, data, 3 * S, 0), (ssize_t)(3 * S));
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	fs = remount(fs);
+	g = ff_raid_geom(ffs_raid(fs));
+	/* the first file of a fresh volume takes stripes 0, 1, 2 */
+	ck_assert_int_eq(ffs_open(fs, ino, O_RDONLY, &fh), 0);
+	ck_assert_int_eq(ffs_read(fs, fh, back, 3 * S, 0), (ssize_t)(3 * S));
+	ck_assert_int_eq(memcmp(back, data, 3 * S), 0);
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	fs = remount(fs);
+	for (uint32_t i = 0; i < g->ndata; i++)
+		parity &= ~(1u << ff_raid_chunk_member(ffs_raid(fs), 1, i));
+	corrupt(ut_paths[ff_raid_chunk_member(ffs_raid(fs), 1, 0)], g->data_offset + C + 4096, 4096);
+	corrupt(ut_paths[__builtin_ctz(parity)], g->data_offset + C + 4096, 4096);
+	ck_assert_int_eq(ffs_open(fs, ino, O_RDONLY, &fh), 0);
+	ck_assert_int_eq(ffs_read(fs, fh, back, 3 * S, 0), -EIO);
+	ck_assert_int_eq(ffs_read(fs, fh, back, 2 * S, 0), -EIO);
+	ck_assert_int_eq(ffs_read(fs, fh, back, S, 0), (ssize_t)S); /* stripe 0 alone reads */
+	ck_assert_int_eq(memcmp(back, data, S), 0);
+	ck_assert_int_eq(ffs_read(fs, fh, back, S, 2 * S), (ssize_t)S);
+	ck_assert_int_eq(memcmp(back, data + 2 * S, S), 0);
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	ut_remove_members(NM);
+	free(data);
+	free(back);
+}
+END_TEST
+
+/*
  * fsck's chunk windows (fs/check.c): every copy of four raw-written META
  * blocks reads back through them; a block written after its window was
  * read reads back new; and when one block of a chunk cannot be read (fault:
@@ -2663,6 +2712,7 @@ int main(void)
 	tcase_add_test(tc, scrub_history_ring);
 	tcase_add_test(tc, scrub_small_data);
 	tcase_add_test(tc, read_repairs_bad_chunk);
+	tcase_add_test(tc, read_fails_whole_at_an_unreadable_stripe);
 	tcase_add_test(tc, flush_commits_only_changed_files);
 	tcase_add_test(tc, commit_in_flight_lets_operations_run);
 	tcase_add_test(tc, preflush_lets_operations_run);

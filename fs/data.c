@@ -245,7 +245,8 @@ static uint64_t file_size(struct ffs *fs, struct finode *fi)
 	return size;
 }
 
-ssize_t ffs_data_read(struct ffs *fs, struct finode *fi, void *buf, size_t len, uint64_t off)
+ssize_t ffs_data_read(struct ffs *fs, struct finode *fi, void *buf, size_t len, uint64_t off,
+		      unsigned flags)
 {
 	uint64_t size = file_size(fs, fi);
 	uint8_t *dst = buf;
@@ -269,7 +270,8 @@ ssize_t ffs_data_read(struct ffs *fs, struct finode *fi, void *buf, size_t len, 
 			if (rc == SRC_ZERO)
 				memset(dst + done, 0, n);
 			if (rc == SRC_STRIPE) {
-				read_ahead(fs, fi, k, size);
+				if (!(flags & FFS_READ_KERNEL_AHEAD))
+					read_ahead(fs, fi, k, size);
 				rc = read_stripe_bytes(fs, p, o, n, dst + done);
 			}
 			if (hold && gen != NO_GEN) {
@@ -299,7 +301,7 @@ ssize_t ffs_data_read(struct ffs *fs, struct finode *fi, void *buf, size_t len, 
  * that takes dlock, and a writer holding dlock may wait for a free entry.
  */
 ssize_t ffs_data_read_ref(struct ffs *fs, struct finode *fi, size_t len, uint64_t off,
-		      struct ffs_rref *ref)
+			  unsigned flags, struct ffs_rref *ref)
 {
 	uint64_t size = file_size(fs, fi), ps[FFS_RREF_MAX], gen[FFS_RREF_MAX];
 	size_t done = 0, ns[FFS_RREF_MAX];
@@ -317,7 +319,8 @@ ssize_t ffs_data_read_ref(struct ffs *fs, struct finode *fi, size_t len, uint64_
 		if (rc != SRC_STRIPE)
 			return rc < 0 ? rc : -EAGAIN;
 		ns[n] = (size_t)FF_MIN(len - done, fs->stripe_bytes - o);
-		read_ahead(fs, fi, k, size);
+		if (!(flags & FFS_READ_KERNEL_AHEAD))
+			read_ahead(fs, fi, k, size);
 		done += ns[n];
 	}
 	done = 0;
@@ -354,6 +357,147 @@ void ffs_data_read_unref(struct ffs *fs, struct ffs_rref *ref)
 	for (unsigned i = 0; i < ref->n; i++)
 		rc_put(fs, ref->pin[i]);
 	ref->n = 0;
+}
+
+/*
+ * A read that lands where its caller wants the bytes: each stripe piece is
+ * read from the members straight into buf (over FUSE's io_uring, the
+ * request's own reply buffer: fuse_ops.c) instead of into the stripe cache
+ * and copied out of it.  For buffered readers, whose read-ahead the kernel
+ * does: their requests come a few MiB ahead of the application, so the
+ * cache's own read-ahead adds nothing for them, and its copy is one of the
+ * four the bytes of a buffered read go through (bench/NOTES.md,
+ * 2026-12-05 19:05).
+ *
+ * Checksums cover whole chunks, so the range must start on a chunk and its
+ * last chunk must fit in cap (the reply buffer); each piece must be plain
+ * stripe data (no write buffer, patch or tail: read_source) with no copy
+ * in the cache, where copying is cheaper than reading.  Otherwise, and on
+ * a member error or a chunk that fails its checksum: -EAGAIN, and the
+ * caller reads through the cache, which rebuilds and repairs.  A map that
+ * moved meanwhile (the stripe freed, perhaps reused) is caught as in
+ * ffs_data_read_ref.
+ */
+/* Bounds of one such read, on the caller's stack: the chunks it checks
+ * (4 MiB of 16 KiB chunks, the smallest) and the runs of consecutive
+ * stripes it reads, one engine request each (a file whose extents break
+ * more often than that is read through the cache). */
+#define DIRECT_CHUNKS_MAX 256
+#define DIRECT_RUNS_MAX 8
+
+struct direct_run {
+	struct ff_raid_io io;
+	struct direct_read *r;
+	bool bad;
+};
+
+struct direct_read {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned pending;
+	const struct ffs *fs;
+	const uint8_t *base;                /* the caller's buffer */
+	uint32_t crc[DIRECT_CHUNKS_MAX];    /* chunk j holds base[j*C, (j+1)*C) */
+	struct direct_run run[DIRECT_RUNS_MAX];
+};
+
+/* On an engine thread, as rc_read_done: the run's chunks are checked here. */
+static void direct_done(struct ff_raid_io *io)
+{
+	struct direct_run *u = io->priv;
+	struct direct_read *r = u->r;
+	const uint64_t C = r->fs->g->chunk_bytes;
+	const uint8_t *b = io->buf;
+
+	u->bad = io->result < 0;
+	for (uint64_t c = 0; !u->bad && c < io->len / C; c++)
+		u->bad = ff_crc32c(0, b + c * C, (size_t)C) != r->crc[(size_t)(b - r->base) / C + c];
+	pthread_mutex_lock(&r->lock);
+	r->pending--;
+	pthread_cond_signal(&r->cond);
+	pthread_mutex_unlock(&r->lock);
+}
+
+ssize_t ffs_data_read_into(struct ffs *fs, struct finode *fi, void *buf, size_t cap, size_t len,
+			   uint64_t off)
+{
+	const uint64_t C = fs->g->chunk_bytes, S = fs->stripe_bytes;
+	uint64_t size = file_size(fs, fi), gen0 = NO_GEN, next_p = UINT64_MAX;
+	struct direct_read r = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER,
+				 .fs = fs, .base = buf };
+	size_t done = 0, nchunks = 0;
+	unsigned nruns = 0;
+	bool ok = true;
+
+	if (off >= size)
+		return 0;
+	len = (size_t)FF_MIN((uint64_t)len, size - off);
+	if (off % C)
+		return -EAGAIN;
+	/* where each stripe piece is, its checksums, and the runs to read */
+	while (done < len) {
+		uint64_t k = (off + done) / S, o = (off + done) % S, p, gen;
+		size_t n = (size_t)FF_MIN((uint64_t)(len - done), S - o);
+		size_t rlen = (size_t)((n + C - 1) / C * C);
+		uint32_t crc[FF_MEMBERS_MAX], vlen;
+		int rc = read_source(fs, fi, k, o, 0, NULL, &p, &gen, false);
+
+		if (rc != SRC_STRIPE)
+			return rc < 0 ? rc : -EAGAIN;
+		if (done + rlen > cap || nchunks + rlen / C > DIRECT_CHUNKS_MAX || rc_present(fs, p) ||
+		    stripe_crcs(fs, p, crc, &vlen) < 0 || vlen != C)
+			return -EAGAIN;
+		memcpy(&r.crc[nchunks], &crc[o / C], (size_t)(rlen / C) * sizeof(uint32_t));
+		nchunks += rlen / C;
+		if (gen0 == NO_GEN)
+			gen0 = gen;
+		if (p == next_p) { /* on from the run before, at o = 0 */
+			r.run[nruns - 1].io.len += rlen;
+		} else {
+			struct ff_raid_io *io;
+
+			if (nruns == DIRECT_RUNS_MAX)
+				return -EAGAIN;
+			io = &r.run[nruns++].io;
+			io->op = FF_RAID_READ;
+			io->space = FF_SPACE_DATA;
+			io->off = p * S + o;
+			io->len = rlen;
+			io->buf = (uint8_t *)buf + done;
+		}
+		next_p = p + 1;
+		done += n;
+	}
+	r.pending = nruns;
+	for (unsigned i = 0; i < nruns; i++) {
+		struct direct_run *u = &r.run[i];
+
+		u->r = &r;
+		u->io.done = direct_done;
+		u->io.priv = u;
+		if (ff_raid_submit(fs->raid, &u->io) < 0) {
+			u->bad = true;
+			pthread_mutex_lock(&r.lock);
+			r.pending--;
+			pthread_mutex_unlock(&r.lock);
+		}
+	}
+	/* ends: the engine completes every read it took (a member that stops
+	 * answering is failed at its deadline), and each completion counts down */
+	pthread_mutex_lock(&r.lock);
+	while (r.pending)
+		wait_noted(&r.cond, &r.lock, "stripe reads into a reply");
+	pthread_mutex_unlock(&r.lock);
+	for (unsigned i = 0; i < nruns; i++)
+		ok = ok && !r.run[i].bad;
+	if (ok && map_moved(fi, gen0)) { /* a stripe may be another file's now */
+		atomic_fetch_add(&fs->stats.reads_again, 1);
+		ok = false;
+	}
+	if (!ok)
+		return -EAGAIN; /* through the cache, which rebuilds, repairs and counts */
+	atomic_fetch_add(&fs->stats.direct_reads, nruns);
+	return (ssize_t)done;
 }
 
 int ffs_data_flush(struct ffs *fs, struct finode *fi)

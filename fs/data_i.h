@@ -164,6 +164,11 @@ void rcache_free(struct ffs *fs);
 int stripe_get(struct ffs *fs, uint64_t p, int mode, struct rentry **out);
 void rc_put(struct ffs *fs, struct rentry *e);
 int read_stripe_bytes(struct ffs *fs, uint64_t p, uint64_t off, size_t len, void *dst);
+/* Whether stripe p has an entry in the cache (loading, ready or failed). */
+bool rc_present(struct ffs *fs, uint64_t p);
+/* The checksums stripe p is verified by, and the bytes of each chunk they
+ * cover (fs->lock not held). */
+int stripe_crcs(struct ffs *fs, uint64_t p, uint32_t *crc, uint32_t *vlen);
 void read_ahead(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t size);
 
 #endif

@@ -53,6 +53,7 @@ struct ffs_stats {
 	_Atomic uint64_t readahead;
 	_Atomic uint64_t rcache_hits;
 	_Atomic uint64_t reads_again;      /* reads redone: the file's map moved under them (data.c) */
+	_Atomic uint64_t direct_reads;     /* reads into a request's own buffer, one per run of stripes (data.c) */
 	_Atomic uint64_t crc_errors;       /* data chunks that failed their checksum */
 	_Atomic uint64_t crc_repaired;
 	_Atomic uint64_t meta_repaired;    /* metadata copies rewritten after a bad read */
@@ -205,7 +206,10 @@ int ffs_open(struct ffs *fs, uint64_t ino, int flags, uint64_t *fh);
 int ffs_create(struct ffs *fs, uint64_t parent, const char *name, mode_t mode, uid_t uid,
 	       gid_t gid, int flags, struct stat *st, uint64_t *fh);
 int ffs_release(struct ffs *fs, uint64_t fh);
-ssize_t ffs_read(struct ffs *fs, uint64_t fh, void *buf, size_t size, uint64_t off);
+/* How a read is served: FFS_READ_KERNEL_AHEAD, the kernel reads ahead for
+ * this reader (a buffered one): no stripes are read ahead for it. */
+#define FFS_READ_KERNEL_AHEAD 1u
+ssize_t ffs_read(struct ffs *fs, uint64_t fh, void *buf, size_t size, uint64_t off, unsigned flags);
 
 /* Zero-copy read: pieces of the stripe cache, pinned until ffs_read_unref.
  * -EAGAIN when the range is not all plain stripe data: use ffs_read. */
@@ -215,8 +219,14 @@ struct ffs_rref {
 	struct iovec iov[FFS_RREF_MAX];
 	void *pin[FFS_RREF_MAX];
 };
-ssize_t ffs_read_ref(struct ffs *fs, uint64_t fh, size_t size, uint64_t off, struct ffs_rref *ref);
+ssize_t ffs_read_ref(struct ffs *fs, uint64_t fh, size_t size, uint64_t off, unsigned flags,
+		     struct ffs_rref *ref);
 void ffs_read_unref(struct ffs *fs, struct ffs_rref *ref);
+/* A read from the members straight into buf (cap bytes of room, which a
+ * range's last chunk may need): -EAGAIN when it cannot be done so (not
+ * whole chunks of plain stripes, cached, or a checksum or member error):
+ * use ffs_read_ref or ffs_read. */
+ssize_t ffs_read_into(struct ffs *fs, uint64_t fh, void *buf, size_t cap, size_t size, uint64_t off);
 ssize_t ffs_write(struct ffs *fs, uint64_t fh, const void *buf, size_t size, uint64_t off);
 /* Take from handle fh's file what a write by a caller without CAP_FSETID
  * takes (the kernel leaves it to the filesystem with FUSE's killpriv_v2):

@@ -164,10 +164,13 @@ int ffs_data_init(struct ffs *fs);
 void ffs_data_free(struct ffs *fs);
 /* Write bytes into the file's stripe buffers; full stripes go to the array. */
 ssize_t ffs_data_write(struct ffs *fs, struct finode *fi, const void *buf, size_t len, uint64_t off);
-ssize_t ffs_data_read(struct ffs *fs, struct finode *fi, void *buf, size_t len, uint64_t off);
+ssize_t ffs_data_read(struct ffs *fs, struct finode *fi, void *buf, size_t len, uint64_t off,
+		      unsigned flags);
 ssize_t ffs_data_read_ref(struct ffs *fs, struct finode *fi, size_t len, uint64_t off,
-		      struct ffs_rref *ref);
+			  unsigned flags, struct ffs_rref *ref);
 void ffs_data_read_unref(struct ffs *fs, struct ffs_rref *ref);
+ssize_t ffs_data_read_into(struct ffs *fs, struct finode *fi, void *buf, size_t cap, size_t len,
+			   uint64_t off);
 /* Write out every partial stripe of the file (fsync, close). */
 int ffs_data_flush(struct ffs *fs, struct finode *fi);
 /* Drop buffered data beyond size and zero the tail of the EOF stripe. */

@@ -780,22 +780,32 @@ int ffs_release(struct ffs *fs, uint64_t fh)
 	return rc;
 }
 
-ssize_t ffs_read(struct ffs *fs, uint64_t fh, void *buf, size_t size, uint64_t off)
+ssize_t ffs_read(struct ffs *fs, uint64_t fh, void *buf, size_t size, uint64_t off, unsigned flags)
 {
 	struct finode *fi = fh_inode(fh);
 
 	if (S_ISDIR(ff_le32(fi->d.mode)))
 		return -EISDIR;
-	return ffs_data_read(fs, fi, buf, size, off);
+	return ffs_data_read(fs, fi, buf, size, off, flags);
 }
 
-ssize_t ffs_read_ref(struct ffs *fs, uint64_t fh, size_t size, uint64_t off, struct ffs_rref *ref)
+ssize_t ffs_read_ref(struct ffs *fs, uint64_t fh, size_t size, uint64_t off, unsigned flags,
+		     struct ffs_rref *ref)
 {
 	struct finode *fi = fh_inode(fh);
 
 	if (S_ISDIR(ff_le32(fi->d.mode)))
 		return -EISDIR;
-	return ffs_data_read_ref(fs, fi, size, off, ref);
+	return ffs_data_read_ref(fs, fi, size, off, flags, ref);
+}
+
+ssize_t ffs_read_into(struct ffs *fs, uint64_t fh, void *buf, size_t cap, size_t size, uint64_t off)
+{
+	struct finode *fi = fh_inode(fh);
+
+	if (S_ISDIR(ff_le32(fi->d.mode)))
+		return -EISDIR;
+	return ffs_data_read_into(fs, fi, buf, cap, size, off);
 }
 
 void ffs_read_unref(struct ffs *fs, struct ffs_rref *ref)

@@ -125,7 +125,7 @@ static void rc_read_done(struct ff_raid_io *io)
 
 /* Expected checksums of a stripe, and the bytes of each chunk they cover;
  * fs->lock must not be held by the caller. */
-static int stripe_crcs(struct ffs *fs, uint64_t p, uint32_t *crc, uint32_t *vlen)
+int stripe_crcs(struct ffs *fs, uint64_t p, uint32_t *crc, uint32_t *vlen)
 {
 	uint32_t ino, fstripe;
 	int rc;
@@ -231,6 +231,17 @@ static struct rentry *rc_get(struct ffs *fs, uint64_t p, int mode, const uint32_
 		return NULL;
 	}
 	return rc_hold(c, e);
+}
+
+bool rc_present(struct ffs *fs, uint64_t p)
+{
+	struct rcache *c = fs->rcache;
+	bool found;
+
+	pthread_mutex_lock(&c->lock);
+	found = rc_find(c, p) != NULL;
+	pthread_mutex_unlock(&c->lock);
+	return found;
 }
 
 /* Stripe p referenced if it is in the cache (READY or ERROR), else NULL. */

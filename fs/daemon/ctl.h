@@ -124,7 +124,9 @@
  *             member_errors},
  *             fs: {stripe_writes, stripe_fills, stripe_reads, readahead,
  *             rcache_hits, reads_again (reads redone: the file's map moved
- *             under them), crc_errors, crc_repaired, meta_repaired,
+ *             under them), direct_reads (reads from the members straight
+ *             into a request's reply buffer, one per run of consecutive
+ *             stripes), crc_errors, crc_repaired, meta_repaired,
  *             commits, wbuf_wait_pool, wbuf_wait_inode, wbuf_wait_rewrite,
  *             wbuf_evictions, small_stores (small files written to pool
  *             blocks), small_promotions (small files moved to stripes, having

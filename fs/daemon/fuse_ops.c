@@ -449,21 +449,56 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		ffs_release(FS(req), fh);
 }
 
+/*
+ * A buffered reader's request over io_uring read from the members straight
+ * into the reply buffer the ring gave it (ffs_read_into): true when it was
+ * answered so.  The kernel reads ahead for buffered readers; an O_DIRECT
+ * reader (a player) has only the stripe cache's read-ahead, so it stays
+ * with the cache.  /dev/fuse has no such buffer.
+ */
+static bool read_into_reply(fuse_req_t req, struct ffs *fs, uint64_t fh, int flags, size_t size,
+			    off_t off)
+{
+#if FUSE_VERSION >= FUSE_MAKE_VERSION(3, 18)
+	char *payload;
+	size_t cap;
+	ssize_t n;
+
+	if ((flags & O_DIRECT) || fuse_req_get_payload(req, &payload, &cap, NULL) != 0)
+		return false;
+	n = ffs_read_into(fs, fh, payload, cap, size, (uint64_t)off);
+	if (n == -EAGAIN)
+		return false;
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else
+		fuse_reply_buf(req, payload, (size_t)n); /* libfuse copies nothing: it is the payload */
+	return true;
+#else
+	(void)req, (void)fs, (void)fh, (void)flags, (void)size, (void)off;
+	return false;
+#endif
+}
+
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	TRACK(req, "read", ino);
 	struct ffs *fs = FS(req); /* the request is gone once replied to */
+	/* the kernel reads ahead for a buffered reader, not for an O_DIRECT one */
+	unsigned ahead = (fi->flags & O_DIRECT) ? 0 : FFS_READ_KERNEL_AHEAD;
 	struct ffs_rref ref;
 	void *buf;
 	ssize_t n;
 
 	(void)ino;
 	size = FF_MIN(size, (size_t)io_max);
+	if (read_into_reply(req, fs, fi->fh, fi->flags, size, off))
+		return;
 	/* straight from the stripe cache to the kernel: one copy fewer.  An
 	 * iovec reply is one writev however many pieces; fuse_reply_data would
 	 * allocate and copy a read that spans two stripes. */
-	n = ffs_read_ref(fs, fi->fh, size, (uint64_t)off, &ref);
+	n = ffs_read_ref(fs, fi->fh, size, (uint64_t)off, ahead, &ref);
 	if (n >= 0) {
 		fuse_reply_iov(req, ref.iov, (int)ref.n);
 		ffs_read_unref(fs, &ref);
@@ -478,7 +513,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	n = ffs_read(FS(req), fi->fh, buf, FF_MIN(size, (size_t)io_max), (uint64_t)off);
+	n = ffs_read(FS(req), fi->fh, buf, FF_MIN(size, (size_t)io_max), (uint64_t)off, ahead);
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
 	else

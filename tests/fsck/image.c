@@ -337,7 +337,7 @@ static int read_all(struct ffs *fs, uint64_t ino, const struct stat *st)
 
 		if (off >= size || (i == 16 && off < 16 * sizeof(buf)))
 			break;
-		r = ffs_read(fs, fh, buf, sizeof(buf), off);
+		r = ffs_read(fs, fh, buf, sizeof(buf), off, 0);
 		rc = r < 0 ? (int)r : 0;
 		if (rc == -EIO) { /* a chunk that fails its checksum: counted, not fatal */
 			data_errors++;
@@ -514,7 +514,7 @@ static int check_file(struct ffs *fs, uint64_t dir, const char *name, const char
 	else if (rc == 0 && (rc = ffs_open(fs, st.st_ino, O_RDONLY, &fh)) == 0) {
 		for (uint64_t off = 0; rc == 0 && off < len; off += piece) {
 			size_t n = (size_t)FF_MIN(piece, len - off);
-			ssize_t r = ffs_read(fs, fh, got, n, off);
+			ssize_t r = ffs_read(fs, fh, got, n, off, 0);
 
 			if (!stride || (off / piece) % (stride / piece) == 0)
 				pattern(want, n, off, seed);
@@ -552,7 +552,7 @@ static int check_db(struct ffs *fs)
 			(uint64_t)st.st_size != DB_LEN))
 		rc = differs("/p/db", "missing, or not the size it was built with");
 	if (rc == 0 && (rc = ffs_open(fs, st.st_ino, O_RDONLY, &fh)) == 0) {
-		r = ffs_read(fs, fh, got, DB_LEN, 0);
+		r = ffs_read(fs, fh, got, DB_LEN, 0, 0);
 		ffs_release(fs, fh);
 	}
 	if (rc == 0) {

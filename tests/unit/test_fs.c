@@ -89,7 +89,7 @@ START_TEST(small_file_round_trip)
 
 	ino = create(fs, FFS_ROOT_INO, "a.txt", &fh);
 	ck_assert_int_eq(ffs_write(fs, fh, "hello\n", 6, 0), 6);
-	ck_assert_int_eq(ffs_read(fs, fh, buf, sizeof(buf), 0), 6);
+	ck_assert_int_eq(ffs_read(fs, fh, buf, sizeof(buf), 0, 0), 6);
 	ck_assert_int_eq(memcmp(buf, "hello\n", 6), 0);
 	ck_assert_int_eq(ffs_release(fs, fh), 0);
 	fs = remount(fs);
@@ -98,7 +98,7 @@ START_TEST(small_file_round_trip)
 	ck_assert_int_eq(st.st_size, 6);
 	ck_assert_int_eq(ffs_open(fs, ino, O_RDONLY, &fh), 0);
 	memset(buf, 0, sizeof(buf));
-	ck_assert_int_eq(ffs_read(fs, fh, buf, sizeof(buf), 0), 6);
+	ck_assert_int_eq(ffs_read(fs, fh, buf, sizeof(buf), 0, 0), 6);
 	ck_assert_int_eq(memcmp(buf, "hello\n", 6), 0);
 	ck_assert_int_eq(ffs_release(fs, fh), 0);
 	ck_assert_int_eq(ffs_unmount(fs), 0);
@@ -135,7 +135,7 @@ START_TEST(flush_commits_only_changed_files)
 	ino2 = create(fs, FFS_ROOT_INO, "being-written", &fh2); /* the running transaction */
 	c0 = atomic_load(commits);
 	ck_assert_int_eq(ffs_open(fs, ino, O_RDONLY, &fh), 0);
-	ck_assert_int_eq(ffs_read(fs, fh, buf, sizeof(buf), 0), 5);
+	ck_assert_int_eq(ffs_read(fs, fh, buf, sizeof(buf), 0, 0), 5);
 	ck_assert_int_eq(ffs_flush(fs, fh), 0);
 	ck_assert_int_eq(ffs_release(fs, fh), 0);
 	ck_assert_uint_eq(atomic_load(commits), c0);
@@ -230,7 +230,7 @@ START_TEST(reader_close_leaves_the_writers_error)
 	ck_assert_int_eq(ffs_release(fs, w), 0); /* reported once */
 	fs = remount(fs);
 	ck_assert_int_eq(ffs_open(fs, ino, O_RDONLY, &r), 0);
-	ck_assert_int_eq(ffs_read(fs, r, back, n, 0), (ssize_t)n);
+	ck_assert_int_eq(ffs_read(fs, r, back, n, 0, 0), (ssize_t)n);
 	ck_assert_int_eq(memcmp(back, buf, n), 0);
 	ck_assert_int_eq(ffs_release(fs, r), 0);
 	ck_assert_int_eq(ffs_unmount(fs), 0);
@@ -354,7 +354,7 @@ START_TEST(preflush_lets_operations_run)
 	ck_assert_int_eq(ffs_lookup(fs, FFS_ROOT_INO, "frame", &st), 0);
 	ck_assert_int_eq(st.st_size, (off_t)len);
 	ck_assert_int_eq(ffs_open(fs, st.st_ino, O_RDONLY, &fh), 0);
-	ck_assert_int_eq(ffs_read(fs, fh, back, len, 0), (ssize_t)len);
+	ck_assert_int_eq(ffs_read(fs, fh, back, len, 0, 0), (ssize_t)len);
 	ck_assert_int_eq(memcmp(back, data, len), 0);
 	ck_assert_int_eq(ffs_release(fs, fh), 0);
 	ck_assert_int_eq(ffs_unmount(fs), 0);
@@ -401,7 +401,7 @@ START_TEST(read_fails_whole_at_an_unreadable_stripe)
 	g = ff_raid_geom(ffs_raid(fs));
 	/* the first file of a fresh volume takes stripes 0, 1, 2 */
 	ck_assert_int_eq(ffs_open(fs, ino, O_RDONLY, &fh), 0);
-	ck_assert_int_eq(ffs_read(fs, fh, back, 3 * S, 0), (ssize_t)(3 * S));
+	ck_assert_int_eq(ffs_read(fs, fh, back, 3 * S, 0, 0), (ssize_t)(3 * S));
 	ck_assert_int_eq(memcmp(back, data, 3 * S), 0);
 	ck_assert_int_eq(ffs_release(fs, fh), 0);
 	fs = remount(fs);
@@ -410,17 +410,137 @@ START_TEST(read_fails_whole_at_an_unreadable_stripe)
 	corrupt(ut_paths[ff_raid_chunk_member(ffs_raid(fs), 1, 0)], g->data_offset + C + 4096, 4096);
 	corrupt(ut_paths[__builtin_ctz(parity)], g->data_offset + C + 4096, 4096);
 	ck_assert_int_eq(ffs_open(fs, ino, O_RDONLY, &fh), 0);
-	ck_assert_int_eq(ffs_read(fs, fh, back, 3 * S, 0), -EIO);
-	ck_assert_int_eq(ffs_read(fs, fh, back, 2 * S, 0), -EIO);
-	ck_assert_int_eq(ffs_read(fs, fh, back, S, 0), (ssize_t)S); /* stripe 0 alone reads */
+	ck_assert_int_eq(ffs_read(fs, fh, back, 3 * S, 0, 0), -EIO);
+	ck_assert_int_eq(ffs_read(fs, fh, back, 2 * S, 0, 0), -EIO);
+	ck_assert_int_eq(ffs_read(fs, fh, back, S, 0, 0), (ssize_t)S); /* stripe 0 alone reads */
 	ck_assert_int_eq(memcmp(back, data, S), 0);
-	ck_assert_int_eq(ffs_read(fs, fh, back, S, 2 * S), (ssize_t)S);
+	ck_assert_int_eq(ffs_read(fs, fh, back, S, 2 * S, 0), (ssize_t)S);
 	ck_assert_int_eq(memcmp(back, data + 2 * S, S), 0);
 	ck_assert_int_eq(ffs_release(fs, fh), 0);
 	ck_assert_int_eq(ffs_unmount(fs), 0);
 	ut_remove_members(NM);
 	free(data);
 	free(back);
+}
+END_TEST
+
+/*
+ * Reads straight into the caller's buffer (ffs_read_into, what a buffered
+ * reader's request over io_uring gets: fuse_ops.c).  RAID5 x 4 at 64 KiB
+ * chunks, a stripe of 192 KiB.  Whole chunks of plain stripes land in the
+ * buffer (direct_reads: one per run of consecutive stripes), also from
+ * inside a stripe, and up to inside a chunk when the buffer holds all of
+ * it; anything else is -EAGAIN, never a wrong byte: a range off a chunk, a
+ * last chunk the buffer cannot hold, a tail, a stripe in the cache, a
+ * stripe with a write buffer.  A copying read with FFS_READ_KERNEL_AHEAD
+ * reads nothing ahead, so the reads after it can go straight in again.
+ * Fault: junk written into member 0's chunks
+ * of the first stripes: the direct read refuses them (-EAGAIN) and counts
+ * nothing, the cached read returns the right bytes and repairs, and after
+ * a remount the same ranges read straight in again.
+ */
+START_TEST(read_into_takes_whole_clean_chunks)
+{
+	struct ffs *fs = mkfs_mount(64, 64 * 1024);
+	const uint64_t C = 64 * 1024, S = 3 * C, len = 6 * S;
+	uint8_t *data = malloc(len + S), *back = malloc(len), *buf = ff_alloc_aligned(3 * S);
+	_Atomic uint64_t *direct;
+	const struct ff_geom *g;
+	unsigned refused = 0;
+	uint64_t fh, tfh, ino, tino, ra;
+
+	ck_assert(data && back && buf);
+	for (uint64_t i = 0; i < len + S; i++)
+		data[i] = (uint8_t)(i * 131 + (i >> 16));
+	ino = create(fs, FFS_ROOT_INO, "clip.mov", &fh);
+	ck_assert_int_eq(ffs_write(fs, fh, data, len, 0), (ssize_t)len);
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	tino = create(fs, FFS_ROOT_INO, "tailed.mov", &fh); /* a stripe and a tail */
+	ck_assert_int_eq(ffs_write(fs, fh, data, S + 20000, 0), (ssize_t)(S + 20000));
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	fs = remount(fs);
+	direct = &ffs_stats(fs)->direct_reads;
+	ck_assert_int_eq(ffs_open(fs, ino, O_RDWR, &fh), 0);
+
+	/* two whole stripes, laid one after the other: one engine read */
+	ck_assert_int_eq(ffs_read_into(fs, fh, buf, 3 * S, 2 * S, 0), (ssize_t)(2 * S));
+	ck_assert_int_eq(memcmp(buf, data, 2 * S), 0);
+	ck_assert_uint_eq(atomic_load(direct), 1);
+	/* from chunk 1 of stripe 2 to chunk 0 of stripe 3 */
+	ck_assert_int_eq(ffs_read_into(fs, fh, buf, 3 * S, S, 2 * S + C), (ssize_t)S);
+	ck_assert_int_eq(memcmp(buf, data + 2 * S + C, S), 0);
+	ck_assert_uint_eq(atomic_load(direct), 2);
+	/* 100 KiB ends inside chunk 1: the buffer must hold all of chunk 1 */
+	ck_assert_int_eq(ffs_read_into(fs, fh, buf, 100 * 1024, 100 * 1024, 0), -EAGAIN);
+	ck_assert_int_eq(ffs_read_into(fs, fh, buf, 2 * C, 100 * 1024, 0), 100 * 1024);
+	ck_assert_int_eq(memcmp(buf, data, 100 * 1024), 0);
+	/* off a chunk; past the end; the end clips the range */
+	ck_assert_int_eq(ffs_read_into(fs, fh, buf, 3 * S, C, 4096), -EAGAIN);
+	ck_assert_int_eq(ffs_read_into(fs, fh, buf, 3 * S, C, len), 0);
+	ck_assert_int_eq(ffs_read_into(fs, fh, buf, 3 * S, 2 * S, len - S), (ssize_t)S);
+	ck_assert_int_eq(memcmp(buf, data + len - S, S), 0);
+	/* the tail: not a stripe of its own */
+	ck_assert_int_eq(ffs_open(fs, tino, O_RDONLY, &tfh), 0);
+	ck_assert_int_eq(ffs_read_into(fs, tfh, buf, 3 * S, S, 0), (ssize_t)S);
+	ck_assert_int_eq(memcmp(buf, data, S), 0);
+	ck_assert_int_eq(ffs_read_into(fs, tfh, buf, 3 * S, 2 * S, S), -EAGAIN);
+	ck_assert_int_eq(ffs_release(fs, tfh), 0);
+	/* a buffered reader's copying read puts its stripe in the cache and
+	 * reads nothing ahead (the kernel does that for it) */
+	ra = atomic_load(&ffs_stats(fs)->readahead);
+	ck_assert_int_eq(ffs_read(fs, fh, back, C, 3 * S, FFS_READ_KERNEL_AHEAD), (ssize_t)C);
+	ck_assert_uint_eq(atomic_load(&ffs_stats(fs)->readahead), ra);
+	ck_assert_int_eq(ffs_read_into(fs, fh, buf, 3 * S, S, 3 * S), -EAGAIN);
+	/* stripe 4 in the cache, read by an O_DIRECT reader's copying read:
+	 * that one reads ahead, on into the stripes after the file (tailed.mov's,
+	 * for playback of a sequence) */
+	ck_assert_int_eq(ffs_read(fs, fh, back, C, 4 * S, 0), (ssize_t)C);
+	ck_assert_uint_gt(atomic_load(&ffs_stats(fs)->readahead), ra);
+	ck_assert_int_eq(ffs_read_into(fs, fh, buf, 3 * S, S, 4 * S), -EAGAIN);
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	/* a write buffer on tailed.mov's stripe 0 (its copy of clip.mov's) */
+	ck_assert_int_eq(ffs_open(fs, tino, O_RDWR, &tfh), 0);
+	ck_assert_int_eq(ffs_write(fs, tfh, data + len, 4096, 8192), 4096);
+	ck_assert_int_eq(ffs_read_into(fs, tfh, buf, 3 * S, S, 0), -EAGAIN);
+	ck_assert_int_eq(ffs_read(fs, tfh, back, S, 0, 0), (ssize_t)S);
+	ck_assert_int_eq(memcmp(back + 8192, data + len, 4096), 0);
+	ck_assert_int_eq(memcmp(back, data, 8192), 0);
+	ck_assert_int_eq(ffs_release(fs, tfh), 0);
+
+	/* fault: junk in member 0's chunk of the first 8 stripes (data or parity) */
+	fs = remount(fs);
+	direct = &ffs_stats(fs)->direct_reads;
+	g = ff_raid_geom(ffs_raid(fs));
+	for (uint64_t p = 0; p < 8; p++)
+		corrupt(ut_paths[0], g->data_offset + p * C + 4096, 4096);
+	ck_assert_int_eq(ffs_open(fs, ino, O_RDONLY, &fh), 0);
+	for (uint64_t off = 0; off < len; off += S) {
+		ssize_t n = ffs_read_into(fs, fh, buf, 3 * S, S, off);
+
+		if (n == -EAGAIN)
+			refused++;
+		else
+			ck_assert_int_eq(memcmp(buf, data + off, S), 0);
+	}
+	ck_assert_uint_ge(refused, 1);
+	ck_assert_uint_eq(atomic_load(direct), 6 - refused);
+	ck_assert_uint_eq(atomic_load(&ffs_stats(fs)->crc_errors), 0);
+	ck_assert_int_eq(ffs_read(fs, fh, back, len, 0, 0), (ssize_t)len);
+	ck_assert_int_eq(memcmp(back, data, len), 0);
+	ck_assert_uint_ge(atomic_load(&ffs_stats(fs)->crc_repaired), refused);
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	fs = remount(fs);
+	ck_assert_int_eq(ffs_open(fs, ino, O_RDONLY, &fh), 0);
+	for (uint64_t off = 0; off < len; off += S) {
+		ck_assert_int_eq(ffs_read_into(fs, fh, buf, 3 * S, S, off), (ssize_t)S);
+		ck_assert_int_eq(memcmp(buf, data + off, S), 0);
+	}
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	ut_remove_members(NM);
+	free(data);
+	free(back);
+	free(buf);
 }
 END_TEST
 
@@ -521,7 +641,7 @@ static void *read_main(void *arg)
 {
 	struct reader *r = arg;
 
-	r->rc = ffs_read(r->fs, r->fh, r->buf, r->n, 0);
+	r->rc = ffs_read(r->fs, r->fh, r->buf, r->n, 0, 0);
 	return NULL;
 }
 
@@ -711,7 +831,7 @@ START_TEST(scrub_finds_and_repairs)
 	ck_assert_uint_le(past[1].start_s, past[1].end_s);
 	ck_assert_uint_ge(past[1].stripes_checked, 1);
 	ck_assert_int_eq(ffs_open(fs, ino, O_RDONLY, &fh), 0);
-	ck_assert_int_eq(ffs_read(fs, fh, back, sizeof(back), 0), (ssize_t)sizeof(back));
+	ck_assert_int_eq(ffs_read(fs, fh, back, sizeof(back), 0, 0), (ssize_t)sizeof(back));
 	ck_assert_int_eq(memcmp(data, back, sizeof(data)), 0);
 	ck_assert_int_eq(ffs_release(fs, fh), 0);
 	ck_assert_int_eq(ffs_unmount(fs), 0);
@@ -842,7 +962,7 @@ START_TEST(scrub_small_data)
 	ffs_scrub_wait(fs, &st);
 	ck_assert_uint_eq(st.meta_bad, 0);
 	ck_assert_int_eq(ffs_open(fs, ino, O_RDONLY, &fh), 0);
-	ck_assert_int_eq(ffs_read(fs, fh, back, sizeof(back), 0), (ssize_t)sizeof(back));
+	ck_assert_int_eq(ffs_read(fs, fh, back, sizeof(back), 0, 0), (ssize_t)sizeof(back));
 	ck_assert_int_eq(memcmp(back, data, sizeof(data)), 0);
 	ck_assert_int_eq(ffs_release(fs, fh), 0);
 
@@ -881,7 +1001,7 @@ START_TEST(read_repairs_bad_chunk)
 	m = ff_raid_chunk_member(ffs_raid(fs), 0, 1);
 	corrupt(ut_paths[m], g->data_offset + 8192, 4096);
 	ck_assert_int_eq(ffs_open(fs, ino, O_RDONLY, &fh), 0);
-	ck_assert_int_eq(ffs_read(fs, fh, back, sizeof(back), 0), (ssize_t)sizeof(back));
+	ck_assert_int_eq(ffs_read(fs, fh, back, sizeof(back), 0, 0), (ssize_t)sizeof(back));
 	ck_assert_int_eq(memcmp(data, back, sizeof(data)), 0);
 	ck_assert_uint_ge(atomic_load(&ffs_stats(fs)->crc_errors), 1);
 	ck_assert_uint_ge(atomic_load(&ffs_stats(fs)->crc_repaired), 1);
@@ -964,7 +1084,7 @@ static void pool_check_file(struct ffs *fs, uint64_t ino, uint64_t file, uint64_
 	ck_assert_ptr_nonnull(b);
 	ck_assert_int_eq(ffs_open(fs, ino, O_RDONLY, &fh), 0);
 	for (uint64_t off = 0; off < len; off += POOL_PIECE) {
-		ck_assert_int_eq(ffs_read(fs, fh, b, POOL_PIECE, off), POOL_PIECE);
+		ck_assert_int_eq(ffs_read(fs, fh, b, POOL_PIECE, off, 0), POOL_PIECE);
 		for (size_t i = 0; i < POOL_PIECE; i++)
 			if (b[i] != piece_byte(file, off + i))
 				ck_abort_msg("file %llu: byte %llu differs", (unsigned long long)file,
@@ -1127,7 +1247,7 @@ static void check_content(struct ffs *fs, uint64_t ino, const uint8_t *want, siz
 	ck_assert_int_eq(ffs_getattr(fs, ino, &st), 0);
 	ck_assert_int_eq(st.st_size, (off_t)n);
 	ck_assert_int_eq(ffs_open(fs, ino, O_RDONLY, &fh), 0);
-	ck_assert_int_eq(ffs_read(fs, fh, got, n + 1, 0), (ssize_t)n);
+	ck_assert_int_eq(ffs_read(fs, fh, got, n + 1, 0, 0), (ssize_t)n);
 	for (size_t i = 0; i < n; i++) {
 		size_t j = i;
 
@@ -2250,11 +2370,11 @@ START_TEST(patches_read_in_waves)
 	ck_assert_uint_eq(st->patch_merges, 0);
 	ck_assert_uint_ge(st->patch_blocks, 67);
 	check_content(fs, ino, want, 2 * S);
-	ck_assert_int_eq(ffs_read(fs, fh, aligned, S, 0), (ssize_t)S);
+	ck_assert_int_eq(ffs_read(fs, fh, aligned, S, 0, 0), (ssize_t)S);
 	ck_assert_int_eq(memcmp(aligned, want, S), 0);
-	ck_assert_int_eq(ffs_read(fs, fh, aligned + 1, 2 * S, 0), (ssize_t)(2 * S));
+	ck_assert_int_eq(ffs_read(fs, fh, aligned + 1, 2 * S, 0, 0), (ssize_t)(2 * S));
 	ck_assert_int_eq(memcmp(aligned + 1, want, 2 * S), 0);
-	ck_assert_int_eq(ffs_read(fs, fh, aligned, S, 4095), (ssize_t)S);
+	ck_assert_int_eq(ffs_read(fs, fh, aligned, S, 4095, 0), (ssize_t)S);
 	ck_assert_int_eq(memcmp(aligned, want + 4095, S), 0);
 	ck_assert_int_eq(ffs_release(fs, fh), 0);
 	fs = remount(fs); /* nothing cached */
@@ -2712,6 +2832,7 @@ int main(void)
 	tcase_add_test(tc, scrub_history_ring);
 	tcase_add_test(tc, scrub_small_data);
 	tcase_add_test(tc, read_repairs_bad_chunk);
+	tcase_add_test(tc, read_into_takes_whole_clean_chunks);
 	tcase_add_test(tc, read_fails_whole_at_an_unreadable_stripe);
 	tcase_add_test(tc, flush_commits_only_changed_files);
 	tcase_add_test(tc, commit_in_flight_lets_operations_run);

@@ -434,6 +434,8 @@ static const struct counter fs_counters[] = {
 	{ "rcache_hits", "framefs_read_cache_hits_total", "Reads served from the stripe cache" },
 	{ "reads_again", "framefs_reads_again_total",
 	  "Reads redone because the file was rewritten under them" },
+	{ "direct_reads", "framefs_direct_reads_total",
+	  "Reads from the members straight into a reply buffer" },
 	{ "crc_errors", "framefs_crc_errors_total", "Data chunks that failed their checksum" },
 	{ "crc_repaired", "framefs_crc_repaired_total", "Data chunks repaired from parity" },
 	{ "meta_repaired", "framefs_meta_repaired_total", "Metadata copies repaired" },

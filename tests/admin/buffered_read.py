@@ -22,7 +22,8 @@ import hashlib
 import os
 import random
 
-from adminlib import Vol, check, corrupt_member, log, member_data_area, run_test, seed_from_env, write_file
+from adminlib import (Vol, check, corrupt_member, log, member_data_area, run_test, seed_from_env, sha256_direct,
+                      write_file)
 
 # level, members, chunk, file sizes: a frame that ends inside a chunk, one of
 # whole stripes, a 4K DPX frame, and for the widest array a multi-stripe file
@@ -148,8 +149,14 @@ def one_array(level, n, chunk, sizes, rng):
                 check(e.errno == errno.EIO, "%s: f0.dpx: %s, not EIO" % (what, e))
             check(os.stat(f0).st_size == sizes[0], "%s: f0.dpx is %d bytes after the failed read, not %d"
                   % (what, os.stat(f0).st_size, sizes[0]))
+        try:  # and through the stripe cache, as an O_DIRECT player reads
+            sha256_direct(f0)
+            check(False, "%s: f0.dpx read with O_DIRECT without error past its lost stripe" % what)
+        except OSError as e:
+            check(e.errno == errno.EIO, "%s: f0.dpx with O_DIRECT: %s, not EIO" % (what, e))
         read_all(v, {k: d for k, d in want.items() if k != "f0.dpx"}, what + ", f0 lost")
-        log("ok: %s: a stripe beyond the parity: EIO on every read of f0, its size kept, the others right"
+        log("ok: %s: a stripe beyond the parity: EIO on every read of f0 (buffered and O_DIRECT), its size kept, "
+            "the others right"
             % what)
         v.unmount()
     finally:

@@ -398,13 +398,13 @@ START_TEST(read_fails_whole_at_an_unreadable_stripe)
 	ck_assert_int_eq(ffs_write(fs, fh, data, 3 * S, 0), (ssize_t)(3 * S));
 	ck_assert_int_eq(ffs_release(fs, fh), 0);
 	fs = remount(fs);
-	g = ff_raid_geom(ffs_raid(fs));
 	/* the first file of a fresh volume takes stripes 0, 1, 2 */
 	ck_assert_int_eq(ffs_open(fs, ino, O_RDONLY, &fh), 0);
 	ck_assert_int_eq(ffs_read(fs, fh, back, 3 * S, 0, 0), (ssize_t)(3 * S));
 	ck_assert_int_eq(memcmp(back, data, 3 * S), 0);
 	ck_assert_int_eq(ffs_release(fs, fh), 0);
 	fs = remount(fs);
+	g = ff_raid_geom(ffs_raid(fs)); /* the array's, freed at each unmount */
 	for (uint32_t i = 0; i < g->ndata; i++)
 		parity &= ~(1u << ff_raid_chunk_member(ffs_raid(fs), 1, i));
 	corrupt(ut_paths[ff_raid_chunk_member(ffs_raid(fs), 1, 0)], g->data_offset + C + 4096, 4096);

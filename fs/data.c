@@ -359,26 +359,8 @@ void ffs_data_read_unref(struct ffs *fs, struct ffs_rref *ref)
 	ref->n = 0;
 }
 
-/*
- * A read that lands where its caller wants the bytes: each stripe piece is
- * read from the members straight into buf (over FUSE's io_uring, the
- * request's own reply buffer: fuse_ops.c) instead of into the stripe cache
- * and copied out of it.  For buffered readers, whose read-ahead the kernel
- * does: their requests come a few MiB ahead of the application, so the
- * cache's own read-ahead adds nothing for them, and its copy is one of the
- * four the bytes of a buffered read go through (bench/NOTES.md,
- * 2026-12-05 19:05).
- *
- * Checksums cover whole chunks, so the range must start on a chunk and its
- * last chunk must fit in cap (the reply buffer); each piece must be plain
- * stripe data (no write buffer, patch or tail: read_source) with no copy
- * in the cache, where copying is cheaper than reading.  Otherwise, and on
- * a member error or a chunk that fails its checksum: -EAGAIN, and the
- * caller reads through the cache, which rebuilds and repairs.  A map that
- * moved meanwhile (the stripe freed, perhaps reused) is caught as in
- * ffs_data_read_ref.
- */
-/* Bounds of one such read, on the caller's stack: the chunks it checks
+/* Bounds of a read straight into the caller's buffer (ffs_data_read_into,
+ * below), on the caller's stack: the chunks it checks
  * (4 MiB of 16 KiB chunks, the smallest) and the runs of consecutive
  * stripes it reads, one engine request each (a file whose extents break
  * more often than that is read through the cache). */
@@ -418,6 +400,25 @@ static void direct_done(struct ff_raid_io *io)
 	pthread_mutex_unlock(&r->lock);
 }
 
+/*
+ * A read that lands where its caller wants the bytes: each stripe piece is
+ * read from the members straight into buf (over FUSE's io_uring, the
+ * request's own reply buffer: fuse_ops.c) instead of into the stripe cache
+ * and copied out of it.  For buffered readers, whose read-ahead the kernel
+ * does: their requests come a few MiB ahead of the application, so the
+ * cache's own read-ahead adds nothing for them, and its copy is one of the
+ * four the bytes of a buffered read go through (bench/NOTES.md,
+ * 2026-12-05 19:05).
+ *
+ * Checksums cover whole chunks, so the range must start on a chunk and its
+ * last chunk must fit in cap (the reply buffer); each piece must be plain
+ * stripe data (no write buffer, patch or tail: read_source) with no copy
+ * in the cache, where copying is cheaper than reading.  Otherwise, and on
+ * a member error or a chunk that fails its checksum: -EAGAIN, and the
+ * caller reads through the cache, which rebuilds and repairs.  A map that
+ * moved meanwhile (the stripe freed, perhaps reused) is caught as in
+ * ffs_data_read_ref.
+ */
 ssize_t ffs_data_read_into(struct ffs *fs, struct finode *fi, void *buf, size_t cap, size_t len,
 			   uint64_t off)
 {

@@ -452,19 +452,18 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 /*
  * A buffered reader's request over io_uring read from the members straight
  * into the reply buffer the ring gave it (ffs_read_into): true when it was
- * answered so.  The kernel reads ahead for buffered readers; an O_DIRECT
- * reader (a player) has only the stripe cache's read-ahead, so it stays
- * with the cache.  /dev/fuse has no such buffer.
+ * answered so.  Only for buffered readers, whose read-ahead the kernel does
+ * (op_read); an O_DIRECT reader (a player) has only the stripe cache's
+ * read-ahead, so it stays with the cache.  /dev/fuse has no such buffer.
  */
-static bool read_into_reply(fuse_req_t req, struct ffs *fs, uint64_t fh, int flags, size_t size,
-			    off_t off)
+static bool read_into_reply(fuse_req_t req, struct ffs *fs, uint64_t fh, size_t size, off_t off)
 {
 #if FUSE_VERSION >= FUSE_MAKE_VERSION(3, 18)
 	char *payload;
 	size_t cap;
 	ssize_t n;
 
-	if ((flags & O_DIRECT) || fuse_req_get_payload(req, &payload, &cap, NULL) != 0)
+	if (fuse_req_get_payload(req, &payload, &cap, NULL) != 0)
 		return false;
 	n = ffs_read_into(fs, fh, payload, cap, size, (uint64_t)off);
 	if (n == -EAGAIN)
@@ -475,7 +474,7 @@ static bool read_into_reply(fuse_req_t req, struct ffs *fs, uint64_t fh, int fla
 		fuse_reply_buf(req, payload, (size_t)n); /* libfuse copies nothing: it is the payload */
 	return true;
 #else
-	(void)req, (void)fs, (void)fh, (void)flags, (void)size, (void)off;
+	(void)req, (void)fs, (void)fh, (void)size, (void)off;
 	return false;
 #endif
 }
@@ -493,7 +492,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 	(void)ino;
 	size = FF_MIN(size, (size_t)io_max);
-	if (read_into_reply(req, fs, fi->fh, fi->flags, size, off))
+	if (ahead && read_into_reply(req, fs, fi->fh, size, off))
 		return;
 	/* straight from the stripe cache to the kernel: one copy fewer.  An
 	 * iovec reply is one writev however many pieces; fuse_reply_data would

@@ -89,10 +89,9 @@ int rcache_init(struct ffs *fs)
 	if (!c->hash || !c->entries)
 		return -ENOMEM;
 	for (unsigned i = 0; i < n; i++) {
-		c->entries[i].data = ff_alloc_aligned(fs->stripe_bytes);
+		c->entries[i].data = ff_alloc_pool_buf(fs->stripe_bytes);
 		if (!c->entries[i].data)
 			return -ENOMEM;
-		memset(c->entries[i].data, 0, fs->stripe_bytes); /* faulted in at mount */
 		c->entries[i].fs = fs;
 		rc_lru_push(c, &c->entries[i]);
 	}
@@ -434,7 +433,7 @@ void rcache_free(struct ffs *fs)
 	fs->stripes_freed = NULL;
 	if (fs->rcache) {
 		for (unsigned i = 0; i < fs->rcache->n; i++)
-			free(fs->rcache->entries[i].data);
+			ff_free_pool_buf(fs->rcache->entries[i].data, fs->stripe_bytes);
 		free(fs->rcache->entries);
 		free(fs->rcache->hash);
 		free(fs->rcache);

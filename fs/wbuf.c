@@ -89,10 +89,9 @@ int wpool_init(struct ffs *fs)
 	for (unsigned i = 0; i < n; i++) {
 		struct wbuf *wb = &p->all[i];
 
-		wb->data = ff_alloc_aligned(fs->stripe_bytes);
+		wb->data = ff_alloc_pool_buf(fs->stripe_bytes);
 		if (!wb->data)
 			return -ENOMEM;
-		memset(wb->data, 0, fs->stripe_bytes); /* fault it in now, not on the data path */
 		wb->next = p->free;
 		p->free = wb;
 	}
@@ -756,7 +755,7 @@ void wpool_free(struct ffs *fs)
 	}
 	if (fs->wpool) {
 		for (unsigned i = 0; i < fs->wpool->total; i++)
-			free(fs->wpool->all[i].data);
+			ff_free_pool_buf(fs->wpool->all[i].data, fs->stripe_bytes);
 		free(fs->wpool->all);
 		free(fs->wpool);
 		fs->wpool = NULL;

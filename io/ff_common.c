@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 #include <syslog.h>
 #include <time.h>
+#include <unistd.h>
 
 void ff_assert_fail(const char *expr, const char *file, int line, const char *func)
 {
@@ -55,6 +56,36 @@ int ff_csum_verify(const void *block, size_t len, size_t crc_off)
 	return crc == ff_le32(stored) ? 0 : -EBADMSG;
 }
 
+/* MADV_DONTFORK (or back, MADV_DOFORK) on the whole pages inside
+ * [p, p + len).  Advice only: a kernel that refuses it costs the faults. */
+static void fork_advice(void *p, size_t len, int advice)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t lo = FF_ROUND_UP((uintptr_t)p, page), hi = ((uintptr_t)p + len) / page * page;
+
+	if (hi > lo && madvise((void *)lo, hi - lo, advice) != 0)
+		ff_log(FF_LOG_DEBUG, "madvise(%d) on a pool: %s", advice, strerror(errno));
+}
+
+void *ff_alloc_pool_buf(size_t len)
+{
+	void *p = ff_alloc_aligned(len);
+
+	if (p) {
+		fork_advice(p, len, MADV_DONTFORK);
+		memset(p, 0, len);
+	}
+	return p;
+}
+
+void ff_free_pool_buf(void *p, size_t len)
+{
+	if (p) {
+		fork_advice(p, len, MADV_DOFORK);
+		free(p);
+	}
+}
+
 void *ff_alloc_aligned(size_t len)
 {
 	void *p = NULL;
@@ -69,7 +100,10 @@ void *ff_alloc_arena(size_t len)
 	void *p = mmap(NULL, FF_ROUND_UP(len, FF_BUF_ALIGN), PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
-	return p == MAP_FAILED ? NULL : p;
+	if (p == MAP_FAILED)
+		return NULL;
+	fork_advice(p, len, MADV_DONTFORK); /* unmapped whole: no advice to undo */
+	return p;
 }
 
 void ff_free_arena(void *p, size_t len)

@@ -83,6 +83,20 @@ void *ff_alloc_aligned(size_t len);
 void *ff_alloc_arena(size_t len);
 void ff_free_arena(void *p, size_t len);
 
+/*
+ * A buffer of a pool the data path writes (a write buffer, a read-cache
+ * entry): aligned, its pages faulted in now rather than on the data path,
+ * and kept out of any child a fork makes (MADV_DONTFORK), so they stay
+ * writable.  libfuse forks /bin/mount -f once the volume is mounted, and a
+ * fork write-protects every private page of the parent: each page would
+ * take a fault the first time a request wrote it (NOTES 2026-12-06).  The
+ * child, a helper that execs, never reads them.  Free with
+ * ff_free_pool_buf(p, the same len), which undoes the advice, as malloc
+ * hands the pages out again.  ff_alloc_arena does the same for arenas.
+ */
+void *ff_alloc_pool_buf(size_t len);
+void ff_free_pool_buf(void *p, size_t len);
+
 /* Parse "512K", "1M", "4096", "2G" into bytes; -EINVAL on junk. */
 int ff_parse_size(const char *s, uint64_t *bytes);
 

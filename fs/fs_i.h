@@ -279,8 +279,9 @@ struct ffs {
 	uint64_t j_head;            /* next journal block to write (relative) */
 	uint64_t j_used;            /* journal blocks since the tail */
 	uint8_t *jstage;            /* a transaction laid out in journal order */
+	struct mbuf **jlist;        /* its blocks, for the commit in flight */
 	struct journal_flight *jflight; /* the commit in flight (journal.c) */
-	uint64_t jstage_blocks;
+	uint64_t jstage_blocks;     /* what jstage and jlist hold: the journal's size */
 	uint64_t commits;
 	/* allocators */
 	uint64_t *ibits, *sbits, *mbits;

@@ -126,13 +126,12 @@ int tails_init(struct ffs *fs)
 	for (unsigned i = 0; i < t->nslots; i++) {
 		t->slot[i].p = NO_STRIPE;
 		t->slot[i].spare = NO_STRIPE;
-		t->slot[i].img = ff_alloc_aligned(fs->stripe_bytes);
+		t->slot[i].img = ff_alloc_pool_buf(fs->stripe_bytes);
 		if (!t->slot[i].img) {
 			fs->tails = t;
 			tails_free(fs);
 			return -ENOMEM;
 		}
-		memset(t->slot[i].img, 0, fs->stripe_bytes); /* faulted in now, not on the data path */
 	}
 	fs->tails = t;
 	return 0;
@@ -145,7 +144,7 @@ void tails_free(struct ffs *fs)
 	if (!t)
 		return;
 	for (unsigned i = 0; i < t->nslots; i++)
-		free(t->slot[i].img);
+		ff_free_pool_buf(t->slot[i].img, fs->stripe_bytes);
 	pthread_mutex_destroy(&t->lock);
 	pthread_cond_destroy(&t->cond);
 	free(t);

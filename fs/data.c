@@ -38,6 +38,8 @@ void ffs_data_free(struct ffs *fs)
 	tails_free(fs);
 }
 
+/* Whether fi is small (fs->lock taken here); promote_small reads the flag
+ * without it (small.c ffs_is_small_unlocked). */
 static bool is_small(struct ffs *fs, struct finode *fi)
 {
 	bool small;
@@ -88,7 +90,7 @@ static int promote_small(struct ffs *fs, struct finode *fi)
 {
 	int rc = 0;
 
-	while (rc == 0 && is_small(fs, fi))
+	while (rc == 0 && ffs_is_small_unlocked(fi))
 		rc = force_stripe_step(fs, fi, 0, "a small file's first stripe being written");
 	return rc;
 }

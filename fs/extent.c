@@ -144,7 +144,7 @@ static int ext_to_tree(struct ffs *fs, struct finode *fi)
 	memset(&fi->d.u, 0, sizeof(fi->d.u));
 	fi->d.nextents = 0;
 	fi->d.root = 0;
-	fi->d.flags = ff_cpu_to_le32(ff_le32(fi->d.flags) | FFS_I_BTREE);
+	ffs_iflags_change(fi, FFS_I_BTREE, 0);
 	for (unsigned i = 0; i < n && rc == 0; i++)
 		rc = tree_add(fs, fi, &saved[i]);
 	return rc;

@@ -202,6 +202,9 @@ int ffs_iget(struct ffs *fs, uint64_t ino, struct finode **out);
 void ffs_iput(struct ffs *fs, struct finode *fi);
 /* Write the in-memory inode into its table block (joins the transaction). */
 int ffs_istore(struct ffs *fs, struct finode *fi);
+/* Set and clear bits of fi->d.flags (fs->lock held): one atomic store, so
+ * that the data path may read FFS_I_SMALL without fs->lock (small.c). */
+void ffs_iflags_change(struct finode *fi, uint32_t set, uint32_t clear);
 int ffs_inode_new(struct ffs *fs, uint32_t mode, uint32_t uid, uint32_t gid, uint64_t parent,
 	      struct finode **out);
 /* Map [fstripe, +count) to [pstripe, +count); replaces what was there

@@ -185,6 +185,9 @@ void ffs_rcache_extended(struct ffs *fs, uint64_t p);
 /* ---- the small-data class (small.c; fs->lock held) -------------------------- */
 
 bool ffs_is_small(const struct finode *fi);
+/* The same without fs->lock, for a writer holding fi->dlock with
+ * fi->beyond_small raised: see small.c for why it may. */
+bool ffs_is_small_unlocked(const struct finode *fi);
 uint32_t ffs_small_max(const struct ffs *fs);  /* bytes; 0: the class is off */
 /* Bytes [off, off + n) of a small file's stripe 0 (zeros past its blocks). */
 int ffs_small_read(struct ffs *fs, struct finode *fi, uint64_t off, size_t n, uint8_t *dst);

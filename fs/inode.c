@@ -180,6 +180,13 @@ void ffs_iput(struct ffs *fs, struct finode *fi)
 	finode_free(fi);
 }
 
+void ffs_iflags_change(struct finode *fi, uint32_t set, uint32_t clear)
+{
+	uint32_t f = (ff_le32(fi->d.flags) | set) & ~clear;
+
+	__atomic_store_n(&fi->d.flags, ff_cpu_to_le32(f), __ATOMIC_RELEASE);
+}
+
 int ffs_istore(struct ffs *fs, struct finode *fi)
 {
 	struct ffs_inode *slot;
@@ -293,7 +300,7 @@ int ffs_orphan_add(struct ffs *fs, struct finode *fi)
 		return rc;
 	ob = (struct ffs_orphan_block *)mb->data;
 	fi->d.orphan_next = ob->head;
-	fi->d.flags = ff_cpu_to_le32(ff_le32(fi->d.flags) | FFS_I_ORPHAN);
+	ffs_iflags_change(fi, FFS_I_ORPHAN, 0);
 	ob->head = ff_cpu_to_le64(fi->ino);
 	ob->count = ff_cpu_to_le64(ff_le64(ob->count) + 1);
 	ffs_mb_dirty(fs, mb);
@@ -339,7 +346,7 @@ int ffs_orphan_remove(struct ffs *fs, struct finode *fi)
 	ffs_mb_dirty(fs, mb);
 	ffs_mb_put(fs, mb);
 	fi->d.orphan_next = 0;
-	fi->d.flags = ff_cpu_to_le32(ff_le32(fi->d.flags) & ~FFS_I_ORPHAN);
+	ffs_iflags_change(fi, 0, FFS_I_ORPHAN);
 	return rc < 0 ? rc : ffs_istore(fs, fi);
 }
 

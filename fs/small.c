@@ -41,6 +41,30 @@ bool ffs_is_small(const struct finode *fi)
 	return (ff_le32(fi->d.flags) & FFS_I_SMALL) != 0;
 }
 
+/*
+ * Every write past stripe 0 asks whether its file is still small (data.c
+ * promote_small).  Under fs->lock that question queued each such write
+ * behind commits and completions: 1,086 waits a second of 115 us on
+ * average, on libfuse's queue threads, in issue 21's fio run (bench/NOTES.md
+ * 2026-12-06).  Without it the answer is still exact enough, because the
+ * writer holds dlock with beyond_small raised:
+ * - nothing can set the flag: only small_writeout does (wbuf.c), under
+ *   dlock and only with beyond_small 0;
+ * - stripe_done may clear it (ffs_small_release, under fs->lock), and then
+ *   takes dlock to let the buffer go and wake dcond.  A writer that read
+ *   the flag still set finds stripe 0's buffer being written and waits on
+ *   dcond for that wake; one that took dlock after it sees the flag clear
+ *   (the mutexes order the store before the load).
+ * The locked read was no better: a snapshot, stale the moment fs->lock was
+ * let go (a truncate clears the flag under fs->lock alone, either way).
+ * Every change of d.flags is an atomic store (ffs_iflags_change), so this
+ * load races with nothing.
+ */
+bool ffs_is_small_unlocked(const struct finode *fi)
+{
+	return (ff_le32(__atomic_load_n(&fi->d.flags, __ATOMIC_ACQUIRE)) & FFS_I_SMALL) != 0;
+}
+
 uint32_t ffs_small_max(const struct ffs *fs)
 {
 	return ff_le32(fs->sb->small_max);
@@ -205,7 +229,7 @@ int ffs_small_store(struct ffs *fs, struct finode *fi, const uint8_t *data, uint
 	fi->d.u.small.count = ff_cpu_to_le32(n);
 	for (uint32_t i = 0; i < n; i++)
 		fi->d.u.small.block[i] = ff_cpu_to_le32(blocks[i]);
-	fi->d.flags = ff_cpu_to_le32(ff_le32(fi->d.flags) | FFS_I_SMALL);
+	ffs_iflags_change(fi, FFS_I_SMALL, 0);
 	atomic_fetch_add(&fs->stats.small_stores, 1);
 	return ffs_istore(fs, fi);
 }
@@ -220,7 +244,7 @@ int ffs_small_release(struct ffs *fs, struct finode *fi)
 	if (rc < 0)
 		return rc;
 	memset(&fi->d.u, 0, sizeof(fi->d.u));
-	fi->d.flags = ff_cpu_to_le32(ff_le32(fi->d.flags) & ~FFS_I_SMALL);
+	ffs_iflags_change(fi, 0, FFS_I_SMALL);
 	return ffs_istore(fs, fi);
 }
 

@@ -34,6 +34,11 @@ fetch_fuse() {
 		echo "libfuse: the system's $(pkg-config --modversion fuse3)"
 		return 0
 	fi
+	# a tree patched by an older version of framefs's patch: fetched anew
+	if grep -q 'FUSE_URING_REPLY_FROM_ANY_THREAD 1$' subprojects/fuse3/include/fuse_lowlevel.h 2>/dev/null; then
+		echo "libfuse: subprojects/fuse3 has an older framefs patch; fetching it again"
+		rm -rf subprojects/fuse3
+	fi
 	have=$(sed -n "s/^ *version: *'\([0-9.]*\)'.*/\1/p" subprojects/fuse3/meson.build 2>/dev/null | head -1) || have=
 	if [ -n "$have" ] && dpkg --compare-versions "$have" ge "$FUSE_MIN"; then
 		echo "libfuse: $have from Debian's source package (subprojects/fuse3)"
@@ -73,7 +78,7 @@ fetch_fuse() {
 # answers every io_uring request on libfuse's queue thread (transport.c).
 patch_fuse() {
 	local p=fs/daemon/fuse3-uring-any-thread.patch
-	if grep -q FUSE_URING_REPLY_FROM_ANY_THREAD subprojects/fuse3/include/fuse_lowlevel.h; then
+	if grep -q 'FUSE_URING_REPLY_FROM_ANY_THREAD 2$' subprojects/fuse3/include/fuse_lowlevel.h; then
 		return 0
 	fi
 	if patch -d subprojects/fuse3 -p1 --forward --quiet --dry-run <"$p" >/dev/null &&

@@ -493,8 +493,10 @@ static void *done_main(void *arg)
 
 /* Fill the gaps of a partial buffer within bytes [lo, hi) from what the
  * file holds there now (its stripe with its patches laid over, a tail, or
- * zeros for a hole or a preallocated stripe). */
-int wb_fill_span(struct ffs *fs, struct finode *fi, struct wbuf *wb, uint64_t lo, uint64_t hi)
+ * zeros for a hole or a preallocated stripe); its intervals stay as they
+ * were, for the caller to extend.  dlock held, or the buffer being written
+ * (writeout). */
+static int fill_gaps(struct ffs *fs, struct finode *fi, struct wbuf *wb, uint64_t lo, uint64_t hi)
 {
 	struct ffs_extent x;
 	uint64_t p, prev = lo;
@@ -545,8 +547,17 @@ int wb_fill_span(struct ffs *fs, struct finode *fi, struct wbuf *wb, uint64_t lo
 	if (mapped && !small && !ival_covers(wb, lo, hi) &&
 	    (rc = patch_overlay(fs, fi, wb->fstripe, lo, hi - lo, wb->data + lo, wb)) < 0)
 		return rc;
-	ival_add(wb, lo, hi);
 	return 0;
+}
+
+/* fill_gaps, and the buffer holds [lo, hi) now.  dlock held. */
+int wb_fill_span(struct ffs *fs, struct finode *fi, struct wbuf *wb, uint64_t lo, uint64_t hi)
+{
+	int rc = fill_gaps(fs, fi, wb, lo, hi);
+
+	if (rc == 0)
+		ival_add(wb, lo, hi);
+	return rc;
 }
 
 int wb_fill(struct ffs *fs, struct finode *fi, struct wbuf *wb)
@@ -648,14 +659,34 @@ static int writeout(struct ffs *fs, struct finode *fi, struct wbuf *wb, bool gat
 		return 0;
 	}
 	wb->npatch = 0;
-	if (!ival_covers(wb, 0, fs->stripe_bytes))
-		rc = wb_fill(fs, fi, wb);
-	if (rc < 0) {
-		wb_drop(fs, fi, wb, rc);
-		return rc;
+	if (!ival_covers(wb, 0, fs->stripe_bytes)) {
+		/*
+		 * The fill reads the stripe and the patches laid over it: 4 ms
+		 * on average for a patched stripe's merge in issue 21's fio
+		 * run, 13 ms at the 99th percentile (bench/NOTES.md 2026-12-06).
+		 * Under dlock every write of the file waited that long, and
+		 * with it libfuse's queue thread and every request behind it.
+		 * So the buffer is marked as being written first and the fill
+		 * runs without dlock: from then on writers of this stripe,
+		 * readers of its gaps, flushes and truncates wait for it on
+		 * dcond as for any buffer in flight (stripe_done or wb_drop
+		 * wakes them), and nobody else touches it.  Its intervals grow
+		 * under dlock once the fill is done, when readers may see them.
+		 */
+		atomic_fetch_add(&fs->stats.stripe_fills, 1);
+		wpool_mark_writing(fs, wb);
+		pthread_mutex_unlock(&fi->dlock);
+		rc = fill_gaps(fs, fi, wb, 0, fs->stripe_bytes);
+		pthread_mutex_lock(&fi->dlock);
+		if (rc < 0) {
+			wb_drop(fs, fi, wb, rc);
+			return rc;
+		}
+		ival_add(wb, 0, fs->stripe_bytes);
 	}
 	rows = tail_rows(fs, fi, wb);
-	wpool_mark_writing(fs, wb);
+	if (!wb->writing)
+		wpool_mark_writing(fs, wb);
 	pthread_mutex_unlock(&fi->dlock);
 	rc = rows && tail_submit(fs, fi, wb, rows) == 0 ? 0 : stripe_submit(fs, fi, wb);
 	pthread_mutex_lock(&fi->dlock);

@@ -2477,6 +2477,69 @@ START_TEST(patches_read_in_waves)
 }
 END_TEST
 
+/*
+ * A merge's fill holds no lock the file's writers need (fs/wbuf.c
+ * writeout).  Stripe 0 of a two-stripe file gets 64 patched blocks (a
+ * third of its 192), then, after a remount that empties the caches, 40
+ * more blocks, which take it past half: the flush rewrites it whole, and
+ * its fill reads the stripe from the members.  Fault: 2 s of latency on
+ * the first read of each member's data area, where the fill's reads of
+ * the stripe's chunks go (metadata reads are not slowed).  While one of
+ * them is held, a write to stripe 1 of the same file completes: the read
+ * is still held when it returns.  When the fill held dlock, that write
+ * waited for it and found nothing held any more.  The file then reads
+ * back exactly, before and after a remount.
+ */
+START_TEST(merge_fill_lets_the_file_write)
+{
+	static uint8_t want[2 * 768 * 1024];
+	struct ffs *fs = mkfs_mount_level_chunk(5, 256 * 1024);
+	const struct ff_geom *g = ffs_tools_geom(fs);
+	struct ff_fault_rule slow = { .ops = FF_FAULT_READ, .off_start = g->data_offset,
+				      .count_ops = 1, .latency_us = 2000000 };
+	uint64_t S = g->stripe_bytes, ino;
+	struct flusher f = { .rc = -1 };
+	const struct ffs_stats *st;
+	unsigned seed = 70, m;
+	pthread_t t;
+
+	ck_assert_uint_eq(S, 768 * 1024);
+	ino = put_file(fs, "db", want, 2 * S, 43);
+	ck_assert_int_eq(ffs_open(fs, ino, O_RDWR, &f.fh), 0);
+	for (uint32_t b = 1; b < 129; b += 2) { /* 64 patches, 16 a flush */
+		put_bytes(fs, f.fh, want, b * FFS_BLOCK, FFS_BLOCK, seed++);
+		if (b % 32 == 31)
+			ck_assert_int_eq(ffs_flush(fs, f.fh), 0);
+	}
+	ck_assert_int_eq(ffs_release(fs, f.fh), 0);
+	fs = remount(fs);
+	st = ffs_stats(fs);
+	ck_assert_uint_eq(st->patch_merges, 0);
+	ck_assert_int_eq(ffs_open(fs, ino, O_RDWR, &f.fh), 0);
+	for (uint32_t b = 150; b < 190; b++)
+		put_bytes(fs, f.fh, want, b * FFS_BLOCK, FFS_BLOCK, seed++);
+	for (m = 0; m < NM; m++)
+		ck_assert_int_eq(ff_fault_add(member(fs, m), &slow), 0);
+	f.fs = fs;
+	ck_assert_int_eq(pthread_create(&t, NULL, flush_main, &f), 0);
+	m = wait_held_any(fs); /* the merge's fill is reading the stripe */
+	put_bytes(fs, f.fh, want, S + 5 * FFS_BLOCK, FFS_BLOCK, seed++);
+	ck_assert_msg(ff_fault_held(member(fs, m), FF_FAULT_ANY) >= 1,
+		      "the write to stripe 1 waited for stripe 0's fill");
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_int_eq(f.rc, 0);
+	ck_assert_uint_eq(st->patch_merges, 1);
+	for (m = 0; m < NM; m++)
+		ff_fault_clear(member(fs, m));
+	ck_assert_int_eq(ffs_release(fs, f.fh), 0);
+	check_content(fs, ino, want, 2 * S);
+	fs = remount(fs);
+	check_content(fs, ino, want, 2 * S);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	ut_remove_members(NM);
+}
+END_TEST
+
 /* A file of three whole stripes; _i 0: RAID5 x 4, 1: RAID6 x 4. */
 /* What a write, truncate or chown by a caller without CAP_FSETID takes
  * (ffs_kill_priv, FFS_SET_KILL_PRIV: FUSE's killpriv_v2 leaves it to the
@@ -2930,6 +2993,7 @@ int main(void)
 	tcase_add_test(tc, bt_scan_ranges);
 	tcase_add_test(tc, patches_small_overwrites);
 	tcase_add_test(tc, patches_read_in_waves);
+	tcase_add_test(tc, merge_fill_lets_the_file_write);
 	tcase_add_test(tc, patches_spare_opens_without_commit);
 	tcase_add_test(tc, patches_replay_heals_bad_chunks);
 	tcase_add_test(tc, tail_stripe_freed_once);

@@ -10,6 +10,9 @@ PKGS="gcc meson ninja-build pkg-config libfuse3-dev fuse3 liburing-dev libisal-d
       samba samba-vfs-modules smbclient samba-testsuite nfs-ganesha nfs-ganesha-vfs libnfs-utils libnfs-dev
       dpkg-dev libnuma-dev qemu-system-x86 busybox-static"
 FUSE_MIN=3.18 # FUSE over io_uring (3.18) and parallel direct writes (3.15)
+FUSE_PATCH=fs/daemon/fuse3-uring-any-thread.patch
+# the patch's version: the value it gives FUSE_URING_REPLY_FROM_ANY_THREAD
+FUSE_PATCH_VERSION=$(sed -n 's/^+#define FUSE_URING_REPLY_FROM_ANY_THREAD \([0-9]*\)$/\1/p' "$FUSE_PATCH")
 
 install_deps() {
 	export DEBIAN_FRONTEND=noninteractive
@@ -34,9 +37,10 @@ fetch_fuse() {
 		echo "libfuse: the system's $(pkg-config --modversion fuse3)"
 		return 0
 	fi
-	# a tree patched by an older version of framefs's patch: fetched anew
-	if grep -q 'FUSE_URING_REPLY_FROM_ANY_THREAD 1$' subprojects/fuse3/include/fuse_lowlevel.h 2>/dev/null; then
-		echo "libfuse: subprojects/fuse3 has an older framefs patch; fetching it again"
+	# a tree patched by another version of framefs's patch: fetched anew
+	if grep -q 'FUSE_URING_REPLY_FROM_ANY_THREAD' subprojects/fuse3/include/fuse_lowlevel.h 2>/dev/null &&
+		! patched_fuse; then
+		echo "libfuse: subprojects/fuse3 has another version of $FUSE_PATCH; fetching it again"
 		rm -rf subprojects/fuse3
 	fi
 	have=$(sed -n "s/^ *version: *'\([0-9.]*\)'.*/\1/p" subprojects/fuse3/meson.build 2>/dev/null | head -1) || have=
@@ -77,8 +81,8 @@ fetch_fuse() {
 # once; a libfuse it does not apply to is used as it is, and framefs then
 # answers every io_uring request on libfuse's queue thread (transport.c).
 patch_fuse() {
-	local p=fs/daemon/fuse3-uring-any-thread.patch
-	if grep -q 'FUSE_URING_REPLY_FROM_ANY_THREAD 2$' subprojects/fuse3/include/fuse_lowlevel.h; then
+	local p=$FUSE_PATCH
+	if patched_fuse; then
 		return 0
 	fi
 	if patch -d subprojects/fuse3 -p1 --forward --quiet --dry-run <"$p" >/dev/null &&
@@ -87,6 +91,11 @@ patch_fuse() {
 	else
 		echo "libfuse: $p does not apply; io_uring requests are answered on libfuse's queue threads" >&2
 	fi
+}
+
+# Whether subprojects/fuse3 carries this version of that patch.
+patched_fuse() {
+	grep -q "FUSE_URING_REPLY_FROM_ANY_THREAD $FUSE_PATCH_VERSION\$" subprojects/fuse3/include/fuse_lowlevel.h
 }
 
 # The kernel's side of large requests and of FUSE over io_uring: both are

@@ -58,7 +58,8 @@ bool ffs_is_small(const struct finode *fi)
  * The locked read was no better: a snapshot, stale the moment fs->lock was
  * let go (a truncate clears the flag under fs->lock alone, either way).
  * Every change of d.flags is an atomic store (ffs_iflags_change), so this
- * load races with nothing.
+ * load races with nothing; the inode's load and its freeing write d whole,
+ * before any writer has the inode and after the last has let it go.
  */
 bool ffs_is_small_unlocked(const struct finode *fi)
 {

@@ -784,8 +784,8 @@ static int fallocate_map(struct ffs *fs, struct finode *fi, int mode, uint64_t o
 			break;
 		run = FF_MIN(run, k1 - k);
 		reserve_want(fs, fi, &hint);
-		rc = reserve_stripes(fs, fi->alloc_hint ? fi->alloc_hint : hint, run, false, &first,
-				     &got);
+		rc = reserve_stripes(fs, fi, fi->alloc_hint ? fi->alloc_hint : hint, run, false,
+				     &first, &got);
 		if (rc < 0)
 			break;
 		rc = ffs_commit_stripes(fs, first, got);

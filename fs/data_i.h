@@ -103,8 +103,8 @@ int wb_writeout(struct ffs *fs, struct finode *fi, struct wbuf *wb);
  * other partial buffers that can along, in the same rows (patch_gather). */
 int wb_writeout_flush(struct ffs *fs, struct finode *fi, struct wbuf *wb);
 uint64_t reserve_want(struct ffs *fs, struct finode *fi, uint64_t *hint);
-int reserve_stripes(struct ffs *fs, uint64_t hint, uint64_t want, bool overwrite,
-		    uint64_t *first, uint64_t *got);
+int reserve_stripes(struct ffs *fs, struct finode *fi, uint64_t hint, uint64_t want,
+		    bool overwrite, uint64_t *first, uint64_t *got);
 void release_reservation(struct ffs *fs, struct finode *fi);
 
 /* The engine's completion of a buffer's write (stripe or tail): hands it to

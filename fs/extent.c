@@ -212,6 +212,7 @@ static int punch(struct ffs *fs, struct finode *fi, uint64_t f, uint64_t end, ui
 		atomic_fetch_add(&fi->map_gen, 1); /* its readers read again (data.c) */
 		if (rc == 0 && (ff_le32(x.flags) & FFS_X_TAIL)) { /* its rows go back (tail.c) */
 			tail_blocks_add(fs, fi, &x, -1);
+			fi->regrow++; /* written again, it needs a stripe (wbuf.c) */
 			rc = ffs_tail_release(fs, xp);
 			if (rc < 0)
 				return rc;
@@ -237,6 +238,7 @@ static int punch(struct ffs *fs, struct finode *fi, uint64_t f, uint64_t end, ui
 				continue;
 			rc = ffs_free_stripes(fs, ps, 1);
 			fi->d.nstripes = ff_cpu_to_le64(ff_le64(fi->d.nstripes) - 1);
+			fi->regrow++;
 		}
 		if (rc < 0)
 			return rc;

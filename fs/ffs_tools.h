@@ -190,6 +190,12 @@ struct finode {
 	uint64_t alloc_hint;      /* data stripe after the last one this file got */
 	uint64_t reserve_first;   /* stripes reserved for this file, not yet in the map */
 	uint64_t reserve_count;
+	/* stripes and tails a truncation or a punched hole took from this
+	 * file, which its new data may take back from the overwrite reserve
+	 * (wbuf.c reserve_stripes; fs->lock).  Kept while the inode is in
+	 * memory: a save with O_TRUNC, or truncate(1) then a write, uses it at
+	 * once. */
+	uint64_t regrow;
 	uint64_t last_file_stripes; /* directories: size of the last file written in it */
 	unsigned nwbufs;
 	/* writes and fallocates past stripe 0 under way: the file may not

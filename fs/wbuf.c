@@ -281,19 +281,14 @@ uint64_t reserve_want(struct ffs *fs, struct finode *fi, uint64_t *hint)
 	return want;
 }
 
-/*
- * Reserve stripes for a file (fs->lock held): for new data, leaving the
- * overwrite reserve free (alloc.c); for an overwrite, from every free
- * stripe.  When the only free stripes are those the running transaction
- * freed, commit first: they come back once it is durable.  The writer that
- * needs the space commits, not the allocator, which sits below the journal
- * (the journal calls it when a commit frees stripes).
- */
-int reserve_stripes(struct ffs *fs, uint64_t hint, uint64_t want, bool overwrite,
-		    uint64_t *first, uint64_t *got)
+/* ffs_reserve_stripes, leaving `keep` free; when the only free stripes
+ * beyond it are those the running transaction freed, commit first: they
+ * come back once it is durable.  The writer that needs the space commits,
+ * not the allocator, which sits below the journal (the journal calls it
+ * when a commit frees stripes).  fs->lock held. */
+static int reserve_keeping(struct ffs *fs, uint64_t hint, uint64_t want, uint64_t keep,
+			   uint64_t *first, uint64_t *got)
 {
-	uint64_t keep = overwrite ? 0 : ffs_overwrite_reserve(fs);
-
 	if (ffs_alloc_free_stripe_count(fs) <= keep && fs->npending) {
 		int rc = ffs_journal_commit(fs);
 
@@ -301,6 +296,31 @@ int reserve_stripes(struct ffs *fs, uint64_t hint, uint64_t want, bool overwrite
 			return rc;
 	}
 	return ffs_reserve_stripes(fs, hint, want, keep, first, got);
+}
+
+/*
+ * Reserve up to `want` stripes for fi (fs->lock held), leaving the
+ * overwrite reserve free (alloc.c).  When that fails, one stripe of the
+ * reserve, not a run the file's new data could go on to: for an overwrite
+ * (a stripe that replaces a mapped one), always; for new data, only to
+ * take back what a truncation or a punched hole took from this file
+ * (fi->regrow).  A project database saved with O_TRUNC on a volume full
+ * of footage is new data, and it needs at least what it gave up — more
+ * when its tail shared a tail stripe, which giving it up did not free;
+ * before, it was refused with ENOSPC (full-volume-overwrites, seed 6).
+ * The reserve so shrinks by no more than the file gave up.
+ */
+int reserve_stripes(struct ffs *fs, struct finode *fi, uint64_t hint, uint64_t want,
+		    bool overwrite, uint64_t *first, uint64_t *got)
+{
+	int rc = reserve_keeping(fs, hint, want, ffs_overwrite_reserve(fs), first, got);
+
+	if (rc != -ENOSPC || !(overwrite || fi->regrow))
+		return rc;
+	rc = reserve_keeping(fs, hint, 1, 0, first, got);
+	if (rc == 0 && !overwrite)
+		fi->regrow--;
+	return rc;
 }
 
 /* Pick the stripe this buffer goes to: in place when the file stripe is
@@ -322,10 +342,7 @@ static int pick_stripe(struct ffs *fs, struct finode *fi, uint64_t fstripe, uint
 	if (!fi->reserve_count) {
 		uint64_t want = reserve_want(fs, fi, &hint);
 
-		rc = reserve_stripes(fs, hint, want, false, &first, &got);
-		if (rc == -ENOSPC && mapped) /* one stripe of the reserve, not a run
-					      * the file's new data could go on to */
-			return reserve_stripes(fs, hint, 1, true, p, &got);
+		rc = reserve_stripes(fs, fi, hint, want, mapped, &first, &got);
 		if (rc < 0)
 			return rc;
 		fi->reserve_first = first;

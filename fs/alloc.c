@@ -268,7 +268,11 @@ static void reclaim_reservations(struct ffs *fs)
  * and at most FFS_OVERWRITE_RESERVE_MAX (6 GiB of 1.5 MiB stripes, well
  * above what the write-buffer pool holds at once), never more than a
  * quarter of a tiny volume.  statfs answers it as free but not available
- * (f_bfree, f_bavail), as ext4 does its root reserve.
+ * (f_bfree, f_bavail), as ext4 does its root reserve.  A file truncated or
+ * punched takes back from it what it gave up, the save of a project with
+ * O_TRUNC being an overwrite too (wbuf.c reserve_stripes): should another
+ * file's new data take the freed stripes first, the reserve shrinks by
+ * that much.
  */
 #define FFS_OVERWRITE_RESERVE_MIN 8u
 #define FFS_OVERWRITE_RESERVE_MAX 4096u

@@ -183,10 +183,12 @@ static struct ffs_extent mkext(uint64_t f, uint64_t p, uint64_t n, uint32_t flag
 /*
  * Remove file stripes [f, end) from the map.  Physical stripes inside
  * [keep, keep+nkeep) are the ones about to be mapped again (a preallocated
- * run written in place) and are not freed.
+ * run written in place) and are not freed.  *given (when not NULL) counts
+ * the stripes freed and the tails let go: what the file may take back
+ * (fi->regrow, wbuf.c reserve_stripes); a stripe replaced is not given up.
  */
 static int punch(struct ffs *fs, struct finode *fi, uint64_t f, uint64_t end, uint64_t keep,
-		 uint64_t nkeep)
+		 uint64_t nkeep, uint64_t *given)
 {
 	int prc = ffs_patch_drop(fs, fi, f, end); /* their content changes hands here (patch.c) */
 
@@ -212,7 +214,8 @@ static int punch(struct ffs *fs, struct finode *fi, uint64_t f, uint64_t end, ui
 		atomic_fetch_add(&fi->map_gen, 1); /* its readers read again (data.c) */
 		if (rc == 0 && (ff_le32(x.flags) & FFS_X_TAIL)) { /* its rows go back (tail.c) */
 			tail_blocks_add(fs, fi, &x, -1);
-			fi->regrow++; /* written again, it needs a stripe (wbuf.c) */
+			if (given) /* written again, it needs a stripe */
+				(*given)++;
 			rc = ffs_tail_release(fs, xp);
 			if (rc < 0)
 				return rc;
@@ -238,7 +241,8 @@ static int punch(struct ffs *fs, struct finode *fi, uint64_t f, uint64_t end, ui
 				continue;
 			rc = ffs_free_stripes(fs, ps, 1);
 			fi->d.nstripes = ff_cpu_to_le64(ff_le64(fi->d.nstripes) - 1);
-			fi->regrow++;
+			if (given)
+				(*given)++;
 		}
 		if (rc < 0)
 			return rc;
@@ -294,7 +298,7 @@ int ffs_extent_map(struct ffs *fs, struct finode *fi, uint64_t fstripe, uint64_t
 		    !(fl & FFS_X_TAIL))
 			kept++;
 	}
-	rc = punch(fs, fi, fstripe, fstripe + count, pstripe, count);
+	rc = punch(fs, fi, fstripe, fstripe + count, pstripe, count, NULL);
 	if (rc < 0)
 		return rc;
 	/* merge with the run that ends right here, and the one that starts right after */
@@ -325,7 +329,7 @@ int ffs_extent_map_tail(struct ffs *fs, struct finode *fi, uint64_t fstripe, uin
 			uint32_t row0, uint32_t rows)
 {
 	struct ffs_extent x = ffs_tail_extent_make(fstripe, p, row0, rows);
-	int rc = punch(fs, fi, fstripe, fstripe + 1, 0, 0);
+	int rc = punch(fs, fi, fstripe, fstripe + 1, 0, 0, NULL);
 
 	if (rc == 0)
 		rc = ext_add(fs, fi, &x);
@@ -336,7 +340,7 @@ int ffs_extent_map_tail(struct ffs *fs, struct finode *fi, uint64_t fstripe, uin
 
 int ffs_extent_punch(struct ffs *fs, struct finode *fi, uint64_t fstripe, uint64_t end)
 {
-	int rc = end > fstripe ? punch(fs, fi, fstripe, end, 0, 0) : 0;
+	int rc = end > fstripe ? punch(fs, fi, fstripe, end, 0, 0, &fi->regrow) : 0;
 
 	return rc < 0 ? rc : ffs_istore(fs, fi);
 }
@@ -346,7 +350,7 @@ int ffs_extent_truncate(struct ffs *fs, struct finode *fi, uint64_t fstripe)
 	int rc = fstripe == 0 ? ffs_small_release(fs, fi) : 0; /* a small file's blocks */
 
 	if (rc == 0)
-		rc = punch(fs, fi, fstripe, UINT64_MAX, 0, 0);
+		rc = punch(fs, fi, fstripe, UINT64_MAX, 0, 0, &fi->regrow);
 
 	return rc < 0 ? rc : ffs_istore(fs, fi);
 }

@@ -303,23 +303,26 @@ static int reserve_keeping(struct ffs *fs, uint64_t hint, uint64_t want, uint64_
  * overwrite reserve free (alloc.c).  When that fails, one stripe of the
  * reserve, not a run the file's new data could go on to: for an overwrite
  * (a stripe that replaces a mapped one), always; for new data, only to
- * take back what a truncation or a punched hole took from this file
- * (fi->regrow).  A project database saved with O_TRUNC on a volume full
- * of footage is new data, and it needs at least what it gave up — more
- * when its tail shared a tail stripe, which giving it up did not free;
- * before, it was refused with ENOSPC (full-volume-overwrites, seed 6).
- * The reserve so shrinks by no more than the file gave up.
+ * take back what a truncation or a punched hole took from this file.
+ *
+ * fi->regrow counts those stripes, and a tail let go as one (written
+ * again, it needs a stripe).  Every stripe the file takes for new data
+ * uses one up, from the reserve or not: so it takes back, past what new
+ * data may take, no more than it gave up.  A project database saved with
+ * O_TRUNC on a volume full of footage is new data that needs what it gave
+ * up; before, it was refused with ENOSPC when its tail had shared a tail
+ * stripe, which letting it go did not free (full-volume-overwrites, seed
+ * 536798316).
  */
 int reserve_stripes(struct ffs *fs, struct finode *fi, uint64_t hint, uint64_t want,
 		    bool overwrite, uint64_t *first, uint64_t *got)
 {
 	int rc = reserve_keeping(fs, hint, want, ffs_overwrite_reserve(fs), first, got);
 
-	if (rc != -ENOSPC || !(overwrite || fi->regrow))
-		return rc;
-	rc = reserve_keeping(fs, hint, 1, 0, first, got);
+	if (rc == -ENOSPC && (overwrite || fi->regrow))
+		rc = reserve_keeping(fs, hint, 1, 0, first, got);
 	if (rc == 0 && !overwrite)
-		fi->regrow--;
+		fi->regrow -= FF_MIN(fi->regrow, *got);
 	return rc;
 }
 

@@ -1673,8 +1673,9 @@ START_TEST(truncated_file_takes_its_stripes_back)
 {
 	static uint8_t b[1 << 20], want[1 << 20];
 	struct ffs *fs = mkfs_mount(64, 64 * 1024);
-	uint64_t S = ffs_tools_geom(fs)->stripe_bytes, len = 4 * S + S / 2, fh, proj;
+	uint64_t S = ffs_tools_geom(fs)->stripe_bytes, len = 4 * S + S / 2, fh, proj, footage;
 	uint64_t free0 = whole_stripes_free(fs);
+	struct stat st;
 	ssize_t w = 0;
 
 	ck_assert_uint_le(len, sizeof(want));
@@ -1683,13 +1684,22 @@ START_TEST(truncated_file_takes_its_stripes_back)
 	/* the two tails share a tail stripe */
 	ck_assert_uint_eq(ffs_stats(fs)->tail_writes, 2);
 	ck_assert_uint_eq(whole_stripes_free(fs), free0 - 4 - 1 - 1);
-	create(fs, FFS_ROOT_INO, "footage", &fh);
+	footage = create(fs, FFS_ROOT_INO, "footage", &fh);
 	fill_pattern(b, sizeof(b), 23);
 	for (uint64_t off = 0; (w = ffs_write(fs, fh, b, sizeof(b), off)) > 0; off += (uint64_t)w)
 		;
 	ck_assert_int_eq(w, -ENOSPC);
 	ck_assert_int_eq(ffs_release(fs, fh), 0);
 	ck_assert_uint_eq(blocks_available(fs), 0);
+
+	/* a stripe rewritten whole replaces one: nothing given up, so the
+	 * file's new data is still refused */
+	ck_assert_int_eq(ffs_open(fs, footage, O_RDWR, &fh), 0);
+	ck_assert_int_eq(ffs_write(fs, fh, b, S, 0), (ssize_t)S);
+	ck_assert_int_eq(ffs_fsync(fs, fh, false), 0);
+	ck_assert_int_eq(ffs_getattr(fs, footage, &st), 0);
+	ck_assert_int_eq(ffs_fallocate(fs, fh, 0, (uint64_t)st.st_size, S), -ENOSPC);
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
 
 	/* stripes 1-3 and the tail punched, then written again */
 	ck_assert_int_eq(ffs_open(fs, proj, O_RDWR, &fh), 0);
@@ -1711,6 +1721,19 @@ START_TEST(truncated_file_takes_its_stripes_back)
 	ck_assert_int_eq(ffs_release(fs, fh), 0);
 	/* it took back no more than it gave up: new data is still refused */
 	ck_assert_uint_eq(blocks_available(fs), 0);
+
+	/* truncated to 0 (4 stripes and the tail given up: 5) and written
+	 * again at 2 stripes, then 6 stripes asked for past its end: ENOSPC —
+	 * every stripe it takes for new data, from the reserve or not, counts
+	 * against what it may take back */
+	ck_assert_int_eq(ffs_open(fs, proj, O_RDWR | O_TRUNC, &fh), 0);
+	ck_assert_int_eq(ffs_write(fs, fh, want, 2 * S, 0), (ssize_t)(2 * S));
+	ck_assert_int_eq(ffs_fsync(fs, fh, false), 0);
+	ck_assert_int_eq(ffs_fallocate(fs, fh, 0, 2 * S, 6 * S), -ENOSPC);
+	ck_assert_int_eq(ffs_getattr(fs, proj, &st), 0);
+	ck_assert_int_eq(st.st_size, (off_t)(2 * S));
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	len = 2 * S;
 	fs = remount(fs);
 	check_content(fs, proj, want, len);
 	ck_assert_int_eq(ffs_unmount(fs), 0);

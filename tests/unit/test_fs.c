@@ -1662,12 +1662,14 @@ static uint64_t put_file(struct ffs *fs, const char *name, uint8_t *b, size_t le
  * On a full volume, a file's stripes that a punched hole or a truncation
  * gave up are its to take back: the hole written again, then the file
  * truncated to 0 and written again at its size (a save with O_TRUNC), both
- * succeed and read back after a remount.  Before, each was refused with
- * ENOSPC: the file's tail shares a tail stripe with other files' tails, so
- * giving it up frees no stripe, while writing it again needs one, and new
- * data may not take the overwrite reserve (full-volume-overwrites, seed 6:
- * RAID5 x 6, 512 KiB chunks, where patch batches held a stripe of the
- * reserve too).
+ * succeed and read back after a remount; no more than it gave up: a stripe
+ * rewritten gives nothing up, and a file truncated and written again
+ * shorter still cannot grow past what it gave.  Before, the hole's
+ * write-back was refused with ENOSPC (this test stopped there), as was
+ * full-volume-overwrites' O_TRUNC save (seed 6: RAID5 x 6, 512 KiB
+ * chunks): the file's tail shares a tail stripe with other files' tails,
+ * so giving it up frees no stripe, while writing it again needs one, and
+ * new data may not take the overwrite reserve.
  */
 START_TEST(truncated_file_takes_its_stripes_back)
 {
@@ -1740,7 +1742,6 @@ START_TEST(truncated_file_takes_its_stripes_back)
 	ut_remove_members(NM);
 }
 END_TEST
-
 
 /* Files whose last stripe is partial: their tails share tail stripes
  * (fewer stripes than files), every byte reads back before and after a

@@ -28,11 +28,14 @@ int ffs_data_init(struct ffs *fs)
 		rc = tails_init(fs);
 	if (rc == 0)
 		rc = wpool_start(fs);
+	if (rc == 0)
+		rc = ffs_merges_start(fs);
 	return rc;
 }
 
 void ffs_data_free(struct ffs *fs)
 {
+	ffs_merges_free(fs); /* it writes through the pool */
 	wpool_free(fs);
 	rcache_free(fs);
 	tails_free(fs);
@@ -510,11 +513,14 @@ int ffs_data_flush(struct ffs *fs, struct finode *fi)
 	pthread_mutex_lock(&fi->dlock);
 	for (;;) {
 		struct wbuf *wb = fi->wbufs;
+		bool user = false; /* a write in flight with the file's bytes in it */
 
-		while (wb && wb->writing)
-			wb = wb->next;
+		for (; wb && wb->writing; wb = wb->next)
+			user = user || !wb->background;
 		if (!wb) {
-			if (!fi->wbufs)
+			/* a background merge in flight holds none of them: its
+			 * stripe's patches are durable already (merge.c) */
+			if (!user)
 				break;
 			wait_noted(&fi->dcond, &fi->dlock, "a stripe write of this file in flight"); /* others' writes in flight */
 			continue;

@@ -30,6 +30,8 @@ struct wbuf {
 	struct { uint64_t a, b; } ival[WB_IVALS]; /* filled byte ranges, sorted, disjoint */
 	bool writing;
 	bool force_stripe;          /* to a stripe of its own: neither small nor a tail (moving to stripes) */
+	bool merge_now;             /* rewrite it whole with the stripe's patches (merge.c) */
+	bool background;            /* made by the merge thread: holds no user data (merge.c) */
 	uint64_t hi;                /* end of the highest byte a write put here (not a fill) */
 	uint64_t born_ns;
 	struct finode *fi;          /* owner, from attach until the buffer is free again */
@@ -127,6 +129,14 @@ int tail_closed(struct ffs *fs, uint64_t p);
 /* Bytes [o, o+n) of a file stripe held as a tail at rows [row0, row0+rows) of p. */
 int tail_read(struct ffs *fs, uint64_t p, uint32_t row0, uint32_t rows, uint64_t o, size_t n,
 	      uint8_t *dst);
+
+/* ---- merges in the background (merge.c) -------------------------------------- */
+
+/* Queue file stripe k of fi for a merge: false when the queue is full or
+ * stopped (the caller merges itself).  Any lock may be held. */
+bool merge_defer(struct ffs *fs, struct finode *fi, uint64_t k);
+/* Whether file stripe k has patches past their share (fs->lock held). */
+bool patch_past_share(struct ffs *fs, struct finode *fi, uint64_t k);
 
 /* Send the patches planned in wb and the buffers gathered behind it, all
  * marked writing, no lock held: waits for a slot when every one is busy. */

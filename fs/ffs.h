@@ -75,6 +75,7 @@ struct ffs_stats {
 	_Atomic uint64_t patch_writes;      /* small overwrites sent as patches (patch.c) */
 	_Atomic uint64_t patch_blocks;      /* 4 KiB blocks they held */
 	_Atomic uint64_t patch_merges;      /* patched stripes rewritten whole */
+	_Atomic uint64_t merges_background; /* of those, merged by the merge thread in a buffer of its own */
 };
 
 /* Requests in flight (fs/watch.c).  The daemon brackets each request it

@@ -249,6 +249,7 @@ bool ffs_patch_any(const struct ffs *fs, const struct finode *fi);
 struct rcache;
 struct wpool;
 struct scrub;
+struct merges;
 struct tails;
 
 struct ffs {
@@ -307,6 +308,7 @@ struct ffs {
 	struct wpool *wpool;
 	struct rcache *rcache;
 	struct scrub *scrub;
+	struct merges *merges;      /* merges in the background (merge.c) */
 	struct watch *watch;        /* requests in flight (watch.c) */
 	uint8_t *small_buf;         /* one block for small-data reads (fs->lock) */
 	struct tails *tails;        /* open tail stripes (tail.c); NULL: tails off */
@@ -333,5 +335,12 @@ void ffs_watch_stop(struct ffs *fs);
 const char *ffs_watch_wait_begin(const char *what);
 void ffs_watch_wait_end(const char *prev);
 void ffs_scrub_free(struct ffs *fs);
+/* Merges in the background (merge.c): the thread (started with the data
+ * path, stopped first at unmount: what is queued is dropped), and a wait
+ * until it has done what is queued (tests, admin). */
+int ffs_merges_start(struct ffs *fs);
+void ffs_merges_stop(struct ffs *fs);
+void ffs_merges_free(struct ffs *fs);
+void ffs_merges_drain(struct ffs *fs);
 
 #endif

@@ -646,6 +646,7 @@ int ffs_unmount(struct ffs *fs)
 	int rc = 0, rc2;
 
 	ffs_scrub_stop(fs);
+	ffs_merges_stop(fs); /* before the last sync: no merge after it */
 	ffs_journal_thread_stop(fs);
 	if (!fs->ro) {
 		rc = ffs_sync(fs);

@@ -321,8 +321,14 @@ int patch_plan(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 	 * stripe has: space that patches pin no longer grows. */
 	tight = fs->free_stripes < ffs_overwrite_reserve(fs);
 	pthread_mutex_unlock(&fs->lock);
-	if (rc < 0 || tight || (have + want) * 8 > bps * PATCH_SHARE_EIGHTHS)
-		/* -ENOENT: not mapped plainly; an error: the rewrite meets it too */
+	if (rc == 0 && have && wb->merge_now)
+		return PATCH_MERGE; /* the background merge (merge.c), or a buffer it found open */
+	/* -ENOENT: not mapped plainly; an error: the rewrite meets it too.
+	 * Past the share, the merge is queued for the background and these
+	 * blocks go as patches; it is done here when the volume is tight or
+	 * the queue full (merge.c says why). */
+	if (rc < 0 || tight || ((have + want) * 8 > bps * PATCH_SHARE_EIGHTHS &&
+				!merge_defer(fs, fi, wb->fstripe)))
 		return rc == 0 && have ? PATCH_MERGE : 0;
 	/* runs of whole blocks, the ranges' neighbours in one block joined */
 	for (unsigned i = 0; i < wb->nival; i++) {
@@ -359,6 +365,17 @@ int patch_plan(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 	}
 	wb->npatch = n;
 	return (int)n;
+}
+
+bool patch_past_share(struct ffs *fs, struct finode *fi, uint64_t k)
+{
+	struct ffs_extent x;
+	uint32_t have = 0;
+
+	if (!ffs_patches_on(fs) || ffs_is_small(fi) || ffs_extent_find(fs, fi, k, &x) < 0 ||
+	    (ff_le32(x.flags) & FFS_X_UNWRITTEN) || patched_blocks(fs, fi, k, &have) < 0)
+		return false;
+	return have * 8 > blocks_per_stripe(fs) * PATCH_SHARE_EIGHTHS;
 }
 
 /*

@@ -449,8 +449,18 @@ static void stripe_done(struct ffs *fs, struct wbuf *wb)
 		rc = ffs_commit_stripes(fs, p, 1);
 	if (rc == 0)
 		rc = ffs_csum_set(fs, p, (uint32_t)fi->ino, (uint32_t)wb->fstripe, wb->crc);
-	if (rc == 0)
+	if (rc == 0) {
+		uint64_t before = fi->tx_seq;
+
 		rc = ffs_extent_map(fs, fi, wb->fstripe, p, 1, 0);
+		/* A background merge moves bytes the file had already: its
+		 * stripe and patches stand until this commits (their space is
+		 * freed at the commit: alloc.c), and a batch written meanwhile
+		 * replays over them as well (patch.c).  So the file's fsync
+		 * need not wait for this commit (merge.c). */
+		if (wb->background)
+			fi->tx_seq = before;
+	}
 	if (rc < 0 && !wb->in_place)
 		ffs_unreserve_stripes(fs, p, 1);
 	if (rc == 0) {
@@ -466,6 +476,8 @@ done:
 		ff_log(FF_LOG_ERR, "inode %llu: stripe %llu could not be written: %s",
 		       (unsigned long long)fi->ino, (unsigned long long)wb->fstripe, strerror(-rc));
 	pthread_mutex_lock(&fi->dlock);
+	if (wb->background)
+		rc = 0; /* a merge's rewrite, logged above: the stripe and its patches stand */
 	while (wb) { /* with the buffers gathered behind it (patch.c) */
 		struct wbuf *g = wb->gnext;
 
@@ -592,6 +604,8 @@ int wb_fill(struct ffs *fs, struct finode *fi, struct wbuf *wb)
  * held. */
 void wb_drop(struct ffs *fs, struct finode *fi, struct wbuf *wb, int err)
 {
+	if (wb->background)
+		err = 0; /* no user data in it: the merge thread logs it (merge.c) */
 	wpool_detach_partial(fs, wb);
 	wb_unlink(fi, wb);
 	if (!wb->in_place && wb->pstripe != WB_NO_STRIPE) {
@@ -905,6 +919,8 @@ again:
 	wb->nival = 0;
 	wb->hi = 0;
 	wb->force_stripe = false;
+	wb->merge_now = false;
+	wb->background = false;
 	wb->born_ns = ff_mono_ns();
 	wpool_attach(fs, fi, wb);
 	return wb;

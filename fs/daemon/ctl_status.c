@@ -343,6 +343,7 @@ static json_object *stats_json(struct ffs_ctl *c)
 		ctl_jadd_u64(f, "patch_writes", atomic_load(&fst->patch_writes));
 		ctl_jadd_u64(f, "patch_blocks", atomic_load(&fst->patch_blocks));
 		ctl_jadd_u64(f, "patch_merges", atomic_load(&fst->patch_merges));
+		ctl_jadd_u64(f, "merges_background", atomic_load(&fst->merges_background));
 		json_object_object_add(o, "fs", f);
 	} else {
 		json_object_object_add(o, "fs", NULL);

@@ -1960,8 +1960,8 @@ static void overwrite(struct ffs *fs, uint64_t fh, uint8_t *want, uint64_t off, 
 /* Small overwrites of a file's stripes go as patches (patch.c): a 4 KiB
  * write costs one patch and no stripe rewrite; patches that overlap older
  * ones (inside, across both ends, unaligned) read back exactly, before and
- * after a remount; a stripe whose patches would pass half of it is
- * rewritten whole, with them laid over; truncating inside a patched stripe
+ * after a remount; a stripe whose patches pass half of it is rewritten
+ * whole by the merge thread, with them laid over; truncating inside a patched stripe
  * and growing again reads zeros; and deleting the file gives every stripe
  * back (the tail stripes the patches took too).  RAID5 x 4 at 64 KiB
  * chunks: 192 KiB stripes of 48 blocks, 3 slots a row. */
@@ -2089,16 +2089,19 @@ START_TEST(patches_small_overwrites)
 	st = ffs_stats(fs);
 	check_content(fs, ino, want, 4 * S);
 	ck_assert_int_eq(ffs_open(fs, ino, O_RDWR, &fh), 0);
-	/* 14 more blocks of stripe 2 pass half of it (13 patched): rewritten whole */
+	/* 14 more blocks of stripe 2 pass half of it (13 patched): they go as
+	 * patches, and the merge thread rewrites the stripe whole (merge.c) */
 	sw = st->stripe_writes;
 	overwrite(fs, fh, want, 2 * S + 30 * 4096, 14 * 4096, 27);
+	ffs_merges_drain(fs);
 	ck_assert_uint_eq(st->patch_merges, 1);
+	ck_assert_uint_eq(st->merges_background, 1);
 	ck_assert_uint_eq(st->stripe_writes, sw + 1);
 	check_content(fs, ino, want, 4 * S);
 	/* patches again on the rewritten stripe, then a cut inside it and growth */
 	overwrite(fs, fh, want, 2 * S + 40 * 4096, 4096, 28);
 	overwrite(fs, fh, want, 2 * S + 5 * 4096, 4096, 29);
-	ck_assert_uint_eq(st->patch_writes, 2);
+	ck_assert_uint_eq(st->patch_writes, 3); /* the 14 blocks went as patches too */
 	ck_assert_int_eq(ffs_release(fs, fh), 0);
 	set_size(fs, ino, 2 * S + 20 * 4096 + 7);
 	set_size(fs, ino, 4 * S);
@@ -2550,6 +2553,7 @@ START_TEST(patches_read_in_waves)
 	for (uint32_t b = 150; b < 190; b++)
 		put_bytes(fs, fh, want, b * FFS_BLOCK, FFS_BLOCK, seed++);
 	ck_assert_int_eq(ffs_flush(fs, fh), 0);
+	ffs_merges_drain(fs);
 	ck_assert_uint_eq(st->patch_merges, 1);
 	ck_assert_uint_ge(atomic_load(&st->crc_errors), 1);
 	ck_assert_uint_ge(atomic_load(&st->crc_repaired), 1);
@@ -2563,19 +2567,21 @@ START_TEST(patches_read_in_waves)
 END_TEST
 
 /*
- * A merge's fill holds no lock the file's writers need (fs/wbuf.c
- * writeout).  Stripe 0 of a two-stripe file gets 64 patched blocks (a
- * third of its 192), then, after a remount that empties the caches, 40
- * more blocks, which take it past half: the flush rewrites it whole, and
- * its fill reads the stripe from the members.  Fault: 2 s of latency on
- * the first read of each member's data area, where the fill's reads of
- * the stripe's chunks go (metadata reads are not slowed).  While one of
- * them is held, a write to stripe 1 of the same file completes: the read
- * is still held when it returns.  When the fill held dlock, that write
- * waited for it and found nothing held any more.  The file then reads
- * back exactly, before and after a remount.
+ * A merge holds up neither the file's flush nor its writers (fs/merge.c;
+ * the fill runs without dlock: fs/wbuf.c writeout).  Stripe 0 of a
+ * two-stripe file gets 64 patched blocks (a third of its 192), then, after
+ * a remount that empties the caches, 40 more blocks, which take it past
+ * half: the flush sends them as patches and queues the stripe for the
+ * merge thread, whose fill reads the stripe from the members.  Fault: 2 s
+ * of latency on the first read of each member's data area, where the
+ * fill's reads go (metadata reads are not slowed).  While one of them is
+ * held, the flush returns, and a write to stripe 1 of the same file and a
+ * second flush complete: the read is still held after each.  When the
+ * flush merged itself it returned only once the read was let go; when the
+ * fill held dlock the write waited for it.  Then the merge lands, and the
+ * file reads back exactly, before and after a remount.
  */
-START_TEST(merge_fill_lets_the_file_write)
+START_TEST(merge_holds_up_neither_flush_nor_writers)
 {
 	static uint8_t want[2 * 768 * 1024];
 	struct ffs *fs = mkfs_mount_level_chunk(5, 256 * 1024);
@@ -2608,12 +2614,17 @@ START_TEST(merge_fill_lets_the_file_write)
 	f.fs = fs;
 	ck_assert_int_eq(pthread_create(&t, NULL, flush_main, &f), 0);
 	m = wait_held_any(fs); /* the merge's fill is reading the stripe */
-	put_bytes(fs, f.fh, want, S + 5 * FFS_BLOCK, FFS_BLOCK, seed++);
-	ck_assert_msg(ff_fault_held(member(fs, m), FF_FAULT_ANY) >= 1,
-		      "the write to stripe 1 waited for stripe 0's fill");
 	ck_assert_int_eq(pthread_join(t, NULL), 0);
 	ck_assert_int_eq(f.rc, 0);
+	ck_assert_msg(ff_fault_held(member(fs, m), FF_FAULT_ANY) >= 1,
+		      "the flush waited for the merge's read");
+	put_bytes(fs, f.fh, want, S + 5 * FFS_BLOCK, FFS_BLOCK, seed++);
+	ck_assert_int_eq(ffs_flush(fs, f.fh), 0);
+	ck_assert_msg(ff_fault_held(member(fs, m), FF_FAULT_ANY) >= 1,
+		      "the write to stripe 1 or its flush waited for stripe 0's merge");
+	ffs_merges_drain(fs);
 	ck_assert_uint_eq(st->patch_merges, 1);
+	ck_assert_uint_eq(st->merges_background, 1);
 	for (m = 0; m < NM; m++)
 		ff_fault_clear(member(fs, m));
 	ck_assert_int_eq(ffs_release(fs, f.fh), 0);
@@ -3079,7 +3090,7 @@ int main(void)
 	tcase_add_test(tc, bt_scan_ranges);
 	tcase_add_test(tc, patches_small_overwrites);
 	tcase_add_test(tc, patches_read_in_waves);
-	tcase_add_test(tc, merge_fill_lets_the_file_write);
+	tcase_add_test(tc, merge_holds_up_neither_flush_nor_writers);
 	tcase_add_test(tc, patches_spare_opens_without_commit);
 	tcase_add_test(tc, patches_replay_heals_bad_chunks);
 	tcase_add_test(tc, tail_stripe_freed_once);

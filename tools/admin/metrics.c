@@ -455,6 +455,8 @@ static const struct counter fs_counters[] = {
 	{ "patch_blocks", "framefs_patch_blocks_total", "4 KiB blocks written as patches" },
 	{ "patch_merges", "framefs_patch_merges_total",
 	  "Patched stripes rewritten whole (their patches had grown past half the stripe)" },
+	{ "merges_background", "framefs_merges_background_total",
+	  "Of those, merged by the background merge thread in a buffer of its own" },
 };
 
 static void counters(struct mx *m, json_object *stats, const struct counter *c, size_t n)

@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Merges in the background.
+ *
+ * A stripe whose patches pass their share (patch.c) is rewritten whole with
+ * its patches laid over: a merge.  Its fill reads the stripe and every
+ * patched block, one 4 KiB read each, scattered over as many batches as
+ * fsyncs wrote them.  Done by the writeout that passed the share, it held
+ * up that writeout's caller: in issue 21's fio run (RAID5 x 4 of loop
+ * devices, 4 KiB random writes, fsync every 64) the tenth of the fsyncs
+ * that merged took 12 ms on average against 1.2 ms for the others, and
+ * over half of all fsync time (bench/NOTES.md 2026-12-06 10:00).
+ *
+ * So the writeout that passes the share sends its blocks as patches, as
+ * any other (durable at once, the fsync's promise kept), and queues the
+ * stripe here; this thread merges it.  Nothing is lost if it never does:
+ * patches are complete without a merge, which only gives their space back
+ * and keeps reads short.  So the queue is allowed to drop:
+ *
+ *   - it holds MERGE_QUEUE stripes; when it is full the writeout merges
+ *     itself, as before, so at most that many stripes are past their
+ *     share at once (each by no more than its own blocks);
+ *   - when the volume is tight (patch_plan's `tight`) writeouts merge
+ *     themselves too: the rewrite gives space back at once;
+ *   - unmount drops what is queued (ffs_merges_stop).
+ *
+ * One merge: the thread takes the file's dlock and the stripe's buffer
+ * (wb_for: it waits for a write of the stripe in flight, and for a pool
+ * buffer, as any writer), marks it merge_now and writes it out; the usual
+ * writeout does the rest (fill without dlock, stripe_submit, the map
+ * change in stripe_done).  A buffer made here holds no user data
+ * (`background`): an error of its write is logged, not handed to the
+ * file's next fsync, since the stripe and its patches stand as they were.
+ * If the file's writers have a buffer of the stripe open, that buffer is
+ * the one written out, merging; its errors are theirs.
+ *
+ * Locking: q->lock is a leaf, taken alone or under dlock or fs->lock,
+ * never held across anything else.  The thread takes dlock, then fs->lock
+ * inside it, as every writer does.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "fs/data_i.h"
+
+/* Stripes queued at once; past it writeouts merge themselves. */
+#define MERGE_QUEUE 32u
+
+struct merges {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;  /* a stripe queued, stop, or (for drain) idle */
+	struct {
+		uint64_t ino, k;
+	} q[MERGE_QUEUE];
+	unsigned head, n;
+	bool busy;            /* the thread is merging one it took off the queue */
+	bool stop;
+	bool started;
+	pthread_t thread;
+};
+
+/* Whether file stripe k of fi has patches past their share (fs->lock). */
+static bool merge_due(struct ffs *fs, struct finode *fi, uint64_t k)
+{
+	bool due;
+
+	pthread_mutex_lock(&fs->lock);
+	due = patch_past_share(fs, fi, k);
+	pthread_mutex_unlock(&fs->lock);
+	return due;
+}
+
+/*
+ * Merge file stripe k of inode ino, if it still needs it.  Every wait here
+ * ends: wb_for's (a write in flight completes, a pool buffer comes back) and
+ * the writeout's fill (each engine request completes).
+ */
+static void merge_one(struct ffs *fs, uint64_t ino, uint64_t k)
+{
+	struct finode *fi;
+	struct wbuf *wb;
+	int rc;
+
+	pthread_mutex_lock(&fs->lock);
+	rc = ffs_iget(fs, ino, &fi);
+	pthread_mutex_unlock(&fs->lock);
+	if (rc < 0)
+		return; /* deleted meanwhile: nothing to merge */
+	pthread_mutex_lock(&fi->dlock);
+	/* A buffer of the stripe that the file's writers have open goes out
+	 * first, as they would send it (patches, queueing the stripe again),
+	 * so that the merge's buffer holds no user data; a few tries, then
+	 * the stripe waits for its next writeout to queue it again. */
+	for (unsigned tries = 0; tries < 4; tries++) {
+		/* The batch that queued the stripe adds its patches when it
+		 * lands: wait for the stripe's write in flight before counting
+		 * (it ends in stripe_done, which wakes dcond). */
+		while ((wb = wb_find(fi, k)) && wb->writing)
+			wait_noted(&fi->dcond, &fi->dlock, "a stripe write of this file in flight");
+		if (!merge_due(fs, fi, k))
+			break;
+		wb = wb_for(fs, fi, k, &rc);
+		if (!wb)
+			break; /* as a write would fail (ENOSPC: the reserve is taken) */
+		if (wb->nival) {
+			rc = wb_writeout(fs, fi, wb);
+			if (rc < 0)
+				break; /* the file's next fsync reports it */
+			continue;
+		}
+		if (!merge_due(fs, fi, k)) {
+			wb_drop(fs, fi, wb, 0); /* merged or cut while wb_for waited */
+			break;
+		}
+		wb->merge_now = true;
+		wb->background = true;
+		atomic_fetch_add(&fs->stats.merges_background, 1);
+		rc = wb_writeout(fs, fi, wb);
+		if (rc < 0)
+			ff_log(FF_LOG_WARN, "inode %llu: stripe %llu could not be merged: %s; "
+			       "its patches stand", (unsigned long long)ino, (unsigned long long)k,
+			       strerror(-rc));
+		break;
+	}
+	pthread_mutex_unlock(&fi->dlock);
+	pthread_mutex_lock(&fs->lock);
+	ffs_iput(fs, fi);
+	pthread_mutex_unlock(&fs->lock);
+}
+
+/* The wait for work ends when a stripe is queued or the thread is told to stop. */
+static void *merge_main(void *arg)
+{
+	struct ffs *fs = arg;
+	struct merges *m = fs->merges;
+
+	pthread_mutex_lock(&m->lock);
+	for (;;) {
+		uint64_t ino, k;
+
+		if (m->stop)
+			break;
+		if (!m->n) {
+			pthread_cond_wait(&m->cond, &m->lock);
+			continue;
+		}
+		ino = m->q[m->head].ino;
+		k = m->q[m->head].k;
+		m->head = (m->head + 1) % MERGE_QUEUE;
+		m->n--;
+		m->busy = true;
+		pthread_mutex_unlock(&m->lock);
+		merge_one(fs, ino, k);
+		pthread_mutex_lock(&m->lock);
+		m->busy = false;
+		pthread_cond_broadcast(&m->cond); /* ffs_merges_drain */
+	}
+	pthread_mutex_unlock(&m->lock);
+	return NULL;
+}
+
+int ffs_merges_start(struct ffs *fs)
+{
+	struct merges *m = calloc(1, sizeof(*m));
+	int rc;
+
+	if (!m)
+		return -ENOMEM;
+	pthread_mutex_init(&m->lock, NULL);
+	pthread_cond_init(&m->cond, NULL);
+	fs->merges = m;
+	if (fs->ro || !ffs_patches_on(fs))
+		return 0; /* nothing is ever queued */
+	rc = -pthread_create(&m->thread, NULL, merge_main, fs);
+	m->started = rc == 0;
+	return rc;
+}
+
+bool merge_defer(struct ffs *fs, struct finode *fi, uint64_t k)
+{
+	struct merges *m = fs->merges;
+	bool queued = false;
+
+	if (!m)
+		return false;
+	pthread_mutex_lock(&m->lock);
+	for (unsigned i = 0; i < m->n && !queued; i++) {
+		unsigned j = (m->head + i) % MERGE_QUEUE;
+
+		queued = m->q[j].ino == fi->ino && m->q[j].k == k;
+	}
+	if (!queued && m->started && !m->stop && m->n < MERGE_QUEUE) {
+		unsigned j = (m->head + m->n) % MERGE_QUEUE;
+
+		m->q[j].ino = fi->ino;
+		m->q[j].k = k;
+		m->n++;
+		queued = true;
+		pthread_cond_broadcast(&m->cond);
+	}
+	pthread_mutex_unlock(&m->lock);
+	return queued;
+}
+
+void ffs_merges_drain(struct ffs *fs)
+{
+	struct merges *m = fs->merges;
+
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->lock);
+	/* ends: the thread takes each queued stripe and finishes it (merge_one's
+	 * waits end), and nothing is queued once it has stopped */
+	while ((m->n || m->busy) && m->started && !m->stop)
+		wait_noted(&m->cond, &m->lock, "the background merges");
+	pthread_mutex_unlock(&m->lock);
+}
+
+void ffs_merges_stop(struct ffs *fs)
+{
+	struct merges *m = fs->merges;
+
+	if (!m || !m->started)
+		return;
+	pthread_mutex_lock(&m->lock);
+	m->stop = true;
+	m->n = 0; /* dropped: their patches stand (above) */
+	pthread_cond_broadcast(&m->cond);
+	pthread_mutex_unlock(&m->lock);
+	pthread_join(m->thread, NULL);
+	m->started = false;
+}
+
+void ffs_merges_free(struct ffs *fs)
+{
+	ffs_merges_stop(fs);
+	if (fs->merges) {
+		pthread_mutex_destroy(&fs->merges->lock);
+		pthread_cond_destroy(&fs->merges->cond);
+		free(fs->merges);
+		fs->merges = NULL;
+	}
+}

@@ -248,7 +248,11 @@ class Workload:
         """Many small writes in place into a file of 3 or more stripes (one
         made, written from the start and acknowledged, if there is none),
         acknowledged by fsync or fdatasync part of the way and at the end
-        (close + syncfs where the mode says so)."""
+        (close + syncfs where the mode says so).  One time in four they all
+        go into one stripe, 4 KiB and 64 KiB aligned, so that its patches
+        pass half of it and the merge thread rewrites it while later writes
+        to it are acknowledged (fs/merge.c): a kill then finds merges queued,
+        in flight, or written and not yet committed."""
         big = [q for q, spec in sorted(self.files.items())
                if spec_size(spec) >= 3 * STRIPE and len(spec) < 1500]  # the log lines stay short
         if big and self.rng.random() < 0.85:
@@ -262,8 +266,16 @@ class Workload:
         flags = os.O_WRONLY | (os.O_DIRECT if direct else 0)
         fd = os.open(self.p(path), flags)
         prev = []
+        dense = self.rng.random() < 0.25
+        if dense:
+            k = self.rng.randrange(size // STRIPE)
+            self.logf.write("D %s\n" % path)  # for the runner's count
         for _ in range(self.rng.randint(8, 64)):
-            off, n = small_write_range(self.rng, size, STRIPE, prev, direct)
+            if dense:
+                n = self.rng.choice([4096, 65536])
+                off = k * STRIPE + self.rng.randrange((STRIPE - n) // 4096 + 1) * 4096
+            else:
+                off, n = small_write_range(self.rng, size, STRIPE, prev, direct)
             prev.append((off, n))
             self.write_ops(fd, path, spec, [(off, n)], direct)
             if self.rng.random() < 0.08:
@@ -453,6 +465,9 @@ class Crash:
                     continue
                 if kind == "S":  # small overwrites into a large file, just acknowledged
                     self.stats["small_acked"] += int(rest.split(" ")[-1])
+                    continue
+                if kind == "D":  # and all into one stripe, past its merge share
+                    self.stats["dense"] = self.stats.get("dense", 0) + 1
                     continue
                 path, js = rest.split(" ", 1)
                 st = state.setdefault(path, PathState(None))
@@ -767,11 +782,12 @@ def main():
     s = c.stats
     log("PASS: seed %d, %d crash iterations (%d of them during an unmount, %d recovery mounts also killed, "
         "%d mounts replayed the journal, %d laid %d patch batches over their files, %d orphans freed), "
-        "%d acknowledgements logged (%d small overwrites of large files among them), %d acknowledged files "
+        "%d acknowledgements logged (%d small overwrites of large files among them, %d runs of them into one "
+        "stripe), %d acknowledged files "
         "checked byte-identical, %d touched files checked for what survives, %d fsck -n -c runs clean%s, %.1f s"
         % (seed, iters, s.get("killed_unmounts", 0), s["killed_mounts"], s["replayed"],
            s["batch_mounts"], s["batches"], s.get("orphans", 0), s["acks"],
-           s["small_acked"], s["exact"], s["partial"] + s["weak"], s["fsck"],
+           s["small_acked"], s.get("dense", 0), s["exact"], s["partial"] + s["weak"], s["fsck"],
            ("; power cuts lost %d of %d unflushed member writes" % (s["lost"], s["unflushed"])) if powerloss else "",
            time.monotonic() - t0))
     return 0

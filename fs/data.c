@@ -506,21 +506,23 @@ ssize_t ffs_data_read_into(struct ffs *fs, struct finode *fi, void *buf, size_t 
 	return (ssize_t)done;
 }
 
-int ffs_data_flush(struct ffs *fs, struct finode *fi)
+/* merges: wait for the background merges of the file in flight too. */
+static int data_flush(struct ffs *fs, struct finode *fi, bool merges)
 {
 	int rc = 0, err;
 
 	pthread_mutex_lock(&fi->dlock);
 	for (;;) {
 		struct wbuf *wb = fi->wbufs;
-		bool user = false; /* a write in flight with the file's bytes in it */
+		bool wait = false; /* a write in flight that this flush waits for */
 
 		for (; wb && wb->writing; wb = wb->next)
-			user = user || !wb->background;
+			wait = wait || !wb->background || merges;
 		if (!wb) {
-			/* a background merge in flight holds none of them: its
-			 * stripe's patches are durable already (merge.c) */
-			if (!user)
+			/* a background merge in flight holds none of the file's
+			 * new bytes: its stripe's patches are durable already
+			 * (merge.c), so fsync and close need not wait for it */
+			if (!wait)
 				break;
 			wait_noted(&fi->dcond, &fi->dlock, "a stripe write of this file in flight"); /* others' writes in flight */
 			continue;
@@ -547,6 +549,16 @@ int ffs_data_flush(struct ffs *fs, struct finode *fi)
 	}
 	pthread_mutex_unlock(&fs->lock);
 	return rc < 0 ? rc : err;
+}
+
+int ffs_data_flush(struct ffs *fs, struct finode *fi)
+{
+	return data_flush(fs, fi, false);
+}
+
+int ffs_data_flush_all(struct ffs *fs, struct finode *fi)
+{
+	return data_flush(fs, fi, true);
 }
 
 /* Let the file's writes in flight land (each ends in stripe_done, which

@@ -173,6 +173,10 @@ ssize_t ffs_data_read_into(struct ffs *fs, struct finode *fi, void *buf, size_t 
 			   uint64_t off);
 /* Write out every partial stripe of the file (fsync, close). */
 int ffs_data_flush(struct ffs *fs, struct finode *fi);
+/* The same, and wait for its background merges in flight (merge.c): when
+ * it returns the file has no buffer left (syncfs and unmount loop over the
+ * files that have one). */
+int ffs_data_flush_all(struct ffs *fs, struct finode *fi);
 /* Drop buffered data beyond size and zero the tail of the EOF stripe. */
 int ffs_data_truncate(struct ffs *fs, struct finode *fi, uint64_t size);
 int ffs_data_fallocate(struct ffs *fs, struct finode *fi, int mode, uint64_t off, uint64_t len);

@@ -587,7 +587,7 @@ static int flush_all(struct ffs *fs)
 		if (!fi)
 			return first;
 		{
-			int rc = ffs_data_flush(fs, fi);
+			int rc = ffs_data_flush_all(fs, fi);
 
 			if (rc < 0 && !first)
 				first = rc;

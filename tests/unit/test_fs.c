@@ -2578,7 +2578,8 @@ END_TEST
  * held, the flush returns, and a write to stripe 1 of the same file and a
  * second flush complete: the read is still held after each.  When the
  * flush merged itself it returned only once the read was let go; when the
- * fill held dlock the write waited for it.  Then the merge lands, and the
+ * fill held dlock the write waited for it.  A syncfs then waits for the
+ * merge, asleep.  Then the merge lands, and the
  * file reads back exactly, before and after a remount.
  */
 START_TEST(merge_holds_up_neither_flush_nor_writers)
@@ -2622,6 +2623,22 @@ START_TEST(merge_holds_up_neither_flush_nor_writers)
 	ck_assert_int_eq(ffs_flush(fs, f.fh), 0);
 	ck_assert_msg(ff_fault_held(member(fs, m), FF_FAULT_ANY) >= 1,
 		      "the write to stripe 1 or its flush waited for stripe 0's merge");
+	/* syncfs (and unmount) wait for it, asleep: thread CPU time stays far
+	 * under the rest of the 2 s hold, which a loop over the file's buffers
+	 * would have burnt */
+	{
+		struct rusage a, b;
+
+		ck_assert_int_eq(getrusage(RUSAGE_THREAD, &a), 0);
+		ck_assert_int_eq(ffs_sync(fs), 0);
+		ck_assert_int_eq(getrusage(RUSAGE_THREAD, &b), 0);
+		ck_assert_msg(ff_fault_held(member(fs, m), FF_FAULT_ANY) == 0,
+			      "syncfs returned with the merge's read still held");
+		ck_assert_msg((b.ru_utime.tv_sec - a.ru_utime.tv_sec + b.ru_stime.tv_sec - a.ru_stime.tv_sec) * 1000000 +
+				      (b.ru_utime.tv_usec - a.ru_utime.tv_usec + b.ru_stime.tv_usec - a.ru_stime.tv_usec) <
+				      500000,
+			      "syncfs spun while the merge was in flight");
+	}
 	ffs_merges_drain(fs);
 	ck_assert_uint_eq(st->patch_merges, 1);
 	ck_assert_uint_eq(st->merges_background, 1);

@@ -9,30 +9,41 @@
  * up that writeout's caller: in issue 21's fio run (RAID5 x 4 of loop
  * devices, 4 KiB random writes, fsync every 64) the tenth of the fsyncs
  * that merged took 12 ms on average against 1.2 ms for the others, and
- * over half of all fsync time (bench/NOTES.md 2026-12-06 10:00).
+ * over half of all fsync time (bench/NOTES.md 2026-12-06 09:20).
  *
  * So the writeout that passes the share sends its blocks as patches, as
  * any other (durable at once, the fsync's promise kept), and queues the
  * stripe here; this thread merges it.  Nothing is lost if it never does:
  * patches are complete without a merge, which only gives their space back
- * and keeps reads short.  So the queue is allowed to drop:
+ * and keeps reads short.  So the queue may let a stripe go:
  *
  *   - it holds MERGE_QUEUE stripes; when it is full the writeout merges
- *     itself, as before, so at most that many stripes are past their
- *     share at once (each by no more than its own blocks);
+ *     itself, as before;
  *   - when the volume is tight (patch_plan's `tight`) writeouts merge
  *     themselves too: the rewrite gives space back at once;
- *   - unmount drops what is queued (ffs_merges_stop).
+ *   - unmount drops what is queued (ffs_merges_stop), and a merge that
+ *     fails is not retried.
  *
- * One merge: the thread takes the file's dlock and the stripe's buffer
- * (wb_for: it waits for a write of the stripe in flight, and for a pool
- * buffer, as any writer), marks it merge_now and writes it out; the usual
- * writeout does the rest (fill without dlock, stripe_submit, the map
- * change in stripe_done).  A buffer made here holds no user data
- * (`background`): an error of its write is logged, not handed to the
- * file's next fsync, since the stripe and its patches stand as they were.
- * If the file's writers have a buffer of the stripe open, that buffer is
- * the one written out, merging; its errors are theirs.
+ * A stripe past its share that nobody has queued is queued again by its
+ * next writeout.  While it waits it keeps taking patches, up to all its
+ * blocks: its reads lay that many blocks over it until the merge.
+ *
+ * One merge (merge_one), under the file's dlock:
+ *
+ *   - wait for a write of the stripe in flight: the batch that queued it
+ *     adds its patches when it lands;
+ *   - if the file's writers have a buffer of the stripe open, send it out
+ *     as they would (patches; it queues the stripe again) and start over;
+ *   - take a buffer of its own (wb_for: it waits for a pool buffer as any
+ *     writer does), mark it merge_now and background, and write it out.
+ *     The usual writeout does the rest: the fill without dlock,
+ *     stripe_submit, and the map change in stripe_done.
+ *
+ * That buffer holds no user data.  An error of its write is logged, not
+ * handed to the file's next fsync: the stripe and its patches stand as
+ * they were.  Its map change leaves the file's fsync nothing to wait for
+ * (stripe_done).  fsync and close do not wait for it in flight
+ * (ffs_data_flush); syncfs and unmount do (ffs_data_flush_all).
  *
  * Locking: q->lock is a leaf, taken alone or under dlock or fs->lock,
  * never held across anything else.  The thread takes dlock, then fs->lock

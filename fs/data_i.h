@@ -30,8 +30,8 @@ struct wbuf {
 	struct { uint64_t a, b; } ival[WB_IVALS]; /* filled byte ranges, sorted, disjoint */
 	bool writing;
 	bool force_stripe;          /* to a stripe of its own: neither small nor a tail (moving to stripes) */
-	bool merge_now;             /* rewrite it whole with the stripe's patches (merge.c) */
-	bool background;            /* made by the merge thread: holds no user data (merge.c) */
+	bool background;            /* the merge thread's: no user data, the stripe's patches
+				     * laid over it and written whole (merge.c) */
 	uint64_t hi;                /* end of the highest byte a write put here (not a fill) */
 	uint64_t born_ns;
 	struct finode *fi;          /* owner, from attach until the buffer is free again */

@@ -341,7 +341,7 @@ void ffs_watch_wait_end(const char *prev);
 void ffs_scrub_free(struct ffs *fs);
 /* Merges in the background (merge.c): the thread (started with the data
  * path, stopped first at unmount: what is queued is dropped), and a wait
- * until it has done what is queued (tests, admin). */
+ * until it has done what is queued (the unit tests). */
 int ffs_merges_start(struct ffs *fs);
 void ffs_merges_stop(struct ffs *fs);
 void ffs_merges_free(struct ffs *fs);

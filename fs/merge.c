@@ -35,7 +35,8 @@
  *   - if the file's writers have a buffer of the stripe open, send it out
  *     as they would (patches; it queues the stripe again) and start over;
  *   - take a buffer of its own (wb_for: it waits for a pool buffer as any
- *     writer does), mark it merge_now and background, and write it out.
+ *     writer does), mark it background, and write it out (patch_plan
+ *     merges such a buffer).
  *     The usual writeout does the rest: the fill without dlock,
  *     stripe_submit, and the map change in stripe_done.
  *
@@ -123,7 +124,6 @@ static void merge_one(struct ffs *fs, uint64_t ino, uint64_t k)
 			wb_drop(fs, fi, wb, 0); /* merged or cut while wb_for waited */
 			break;
 		}
-		wb->merge_now = true;
 		wb->background = true;
 		atomic_fetch_add(&fs->stats.merges_background, 1);
 		rc = wb_writeout(fs, fi, wb);

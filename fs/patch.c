@@ -51,6 +51,12 @@ static uint32_t blocks_per_stripe(const struct ffs *fs)
 	return (uint32_t)(fs->stripe_bytes / FFS_BLOCK);
 }
 
+/* Whether n patched blocks of a stripe pass the share. */
+static bool past_share(const struct ffs *fs, uint32_t n)
+{
+	return n * 8 > blocks_per_stripe(fs) * PATCH_SHARE_EIGHTHS;
+}
+
 bool ffs_patches_on(const struct ffs *fs)
 {
 	/* slot numbers are 16 bits (format.h); tails give the rows */
@@ -295,7 +301,7 @@ int ffs_patch_drop(struct ffs *fs, struct finode *fi, uint64_t f0, uint64_t f1)
  */
 int patch_plan(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 {
-	uint32_t bps = blocks_per_stripe(fs), have = 0, want = 0;
+	uint32_t have = 0, want = 0;
 	struct ffs_extent x;
 	unsigned n = 0;
 	bool tight;
@@ -306,7 +312,7 @@ int patch_plan(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 		return 0;
 	for (unsigned i = 0; i < wb->nival; i++) /* a first estimate, before the lock */
 		want += (uint32_t)(FF_DIV_ROUND_UP(wb->ival[i].b, FFS_BLOCK) - wb->ival[i].a / FFS_BLOCK);
-	if (want * 8 > bps * PATCH_SHARE_EIGHTHS)
+	if (past_share(fs, want))
 		return 0;
 	pthread_mutex_lock(&fs->lock);
 	rc = ffs_is_small(fi) ? -ENOENT : ffs_extent_find(fs, fi, wb->fstripe, &x);
@@ -321,14 +327,13 @@ int patch_plan(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 	 * stripe has: space that patches pin no longer grows. */
 	tight = fs->free_stripes < ffs_overwrite_reserve(fs);
 	pthread_mutex_unlock(&fs->lock);
-	if (rc == 0 && have && wb->merge_now)
-		return PATCH_MERGE; /* the background merge (merge.c), or a buffer it found open */
+	if (rc == 0 && have && wb->background)
+		return PATCH_MERGE; /* the merge thread's buffer (merge.c) */
 	/* -ENOENT: not mapped plainly; an error: the rewrite meets it too.
 	 * Past the share, the merge is queued for the background and these
 	 * blocks go as patches; it is done here when the volume is tight or
 	 * the queue full (merge.c says why). */
-	if (rc < 0 || tight || ((have + want) * 8 > bps * PATCH_SHARE_EIGHTHS &&
-				!merge_defer(fs, fi, wb->fstripe)))
+	if (rc < 0 || tight || (past_share(fs, have + want) && !merge_defer(fs, fi, wb->fstripe)))
 		return rc == 0 && have ? PATCH_MERGE : 0;
 	/* runs of whole blocks, the ranges' neighbours in one block joined */
 	for (unsigned i = 0; i < wb->nival; i++) {
@@ -375,7 +380,7 @@ bool patch_past_share(struct ffs *fs, struct finode *fi, uint64_t k)
 	if (!ffs_patches_on(fs) || ffs_is_small(fi) || ffs_extent_find(fs, fi, k, &x) < 0 ||
 	    (ff_le32(x.flags) & FFS_X_UNWRITTEN) || patched_blocks(fs, fi, k, &have) < 0)
 		return false;
-	return have * 8 > blocks_per_stripe(fs) * PATCH_SHARE_EIGHTHS;
+	return past_share(fs, have);
 }
 
 /*

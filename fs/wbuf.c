@@ -919,7 +919,6 @@ again:
 	wb->nival = 0;
 	wb->hi = 0;
 	wb->force_stripe = false;
-	wb->merge_now = false;
 	wb->background = false;
 	wb->born_ns = ff_mono_ns();
 	wpool_attach(fs, fi, wb);

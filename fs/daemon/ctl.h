@@ -134,7 +134,11 @@
  *             stripe: the pool was at its reserve), tail_writes, tail_packed
  *             (tails sent to, and written and mapped in, tail stripes),
  *             tail_stripes (tail stripes opened), tail_busy (tails sent to a
- *             stripe of their own: every tail stripe busy)} | null}
+ *             stripe of their own: every tail stripe busy), patch_writes
+ *             (small overwrites sent as patches), patch_blocks (their 4 KiB
+ *             blocks), patch_merges (patched stripes rewritten whole),
+ *             merges_background (of those, by the merge thread: fs/merge.c)}
+ *             | null}
  * Other answers: fail/remove/add/replace/rebuild/set/fault return
  * {"ok": true, "message": "..."} plus, for rebuild, "rebuild": {...};
  * scrub returns {"ok": true, "scrub": {...}}.

@@ -506,8 +506,9 @@ ssize_t ffs_data_read_into(struct ffs *fs, struct finode *fi, void *buf, size_t 
 	return (ssize_t)done;
 }
 
-/* merges: wait for the background merges of the file in flight too. */
-static int data_flush(struct ffs *fs, struct finode *fi, bool merges)
+/* merges: wait for the background merges of the file in flight too;
+ * keep: leave the write error and the reservation (ffs_data_flush_all). */
+static int data_flush(struct ffs *fs, struct finode *fi, bool merges, bool keep)
 {
 	int rc = 0, err;
 
@@ -532,8 +533,11 @@ static int data_flush(struct ffs *fs, struct finode *fi, bool merges)
 			rc = err;
 	}
 	err = fi->write_error;
-	fi->write_error = 0;
+	if (!keep)
+		fi->write_error = 0;
 	pthread_mutex_unlock(&fi->dlock);
+	if (keep)
+		return rc < 0 ? rc : err;
 	pthread_mutex_lock(&fs->lock);
 	release_reservation(fs, fi);
 	if (fi->d.parent && ff_le64(fi->d.nstripes)) {
@@ -553,12 +557,12 @@ static int data_flush(struct ffs *fs, struct finode *fi, bool merges)
 
 int ffs_data_flush(struct ffs *fs, struct finode *fi)
 {
-	return data_flush(fs, fi, false);
+	return data_flush(fs, fi, false, false);
 }
 
-int ffs_data_flush_all(struct ffs *fs, struct finode *fi)
+int ffs_data_flush_all(struct ffs *fs, struct finode *fi, bool keep)
 {
-	return data_flush(fs, fi, true);
+	return data_flush(fs, fi, true, keep);
 }
 
 /* Let the file's writes in flight land (each ends in stripe_done, which

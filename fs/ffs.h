@@ -155,8 +155,17 @@ int ffs_mount(const char *const *paths, unsigned n, const struct ffs_opts *o, st
 	      struct ff_err *err);
 /* Write everything out, mark clean, release.  Returns the first error. */
 int ffs_unmount(struct ffs *fs);
-/* Write all buffered data and commit (syncfs). */
+/* Write all buffered data and commit (unmount). */
 int ffs_sync(struct ffs *fs);
+/*
+ * framefs-admin sync: ffs_sync, and the background merges queued by then
+ * finished (fs/merge.c), so that the free space statfs answers moves only
+ * with new writes and deletions.  syncfs(2) never reaches a FUSE daemon
+ * (fs/ops.c flush_file).  Bounded while files are being written: each
+ * inode is written out once, and only the merges queued before the wait
+ * are waited for.
+ */
+int ffs_settle(struct ffs *fs);
 
 /* setattr bits */
 enum {
@@ -343,6 +352,7 @@ struct ffs_info {
 	uint32_t small_max;           /* small-file threshold in bytes; 0: the class is off */
 	uint64_t pool_start;          /* META block number of the pool's first block */
 	uint64_t pool_blocks, free_pool_blocks;
+	unsigned merges_pending;      /* stripes queued for, or in, a background merge (merge.c) */
 };
 void ffs_info(struct ffs *fs, struct ffs_info *info);
 

@@ -197,6 +197,7 @@ struct finode {
 	 * once. */
 	uint64_t regrow;
 	uint64_t last_file_stripes; /* directories: size of the last file written in it */
+	uint64_t flush_pass;      /* the last flush_all pass (mount.c) that took it (fs->lock) */
 	unsigned nwbufs;
 	/* writes and fallocates past stripe 0 under way: the file may not
 	 * become small meanwhile (data.c promote_small, wbuf.c small_writeout) */

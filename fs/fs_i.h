@@ -174,9 +174,13 @@ ssize_t ffs_data_read_into(struct ffs *fs, struct finode *fi, void *buf, size_t 
 /* Write out every partial stripe of the file (fsync, close). */
 int ffs_data_flush(struct ffs *fs, struct finode *fi);
 /* The same, and wait for its background merges in flight (merge.c): when
- * it returns the file has no buffer left (syncfs and unmount loop over the
- * files that have one). */
-int ffs_data_flush_all(struct ffs *fs, struct finode *fi);
+ * it returns the file has no buffer left unless a writer made one
+ * meanwhile (unmount and framefs-admin sync: mount.c flush_all).  The
+ * file's first write error is returned.  keep: the file stays as its
+ * writers left it, its write error for its own fsync or close and its
+ * stripes reserved ahead for its next writes (framefs-admin sync, while
+ * files are being written). */
+int ffs_data_flush_all(struct ffs *fs, struct finode *fi, bool keep);
 /* Drop buffered data beyond size and zero the tail of the EOF stripe. */
 int ffs_data_truncate(struct ffs *fs, struct finode *fi, uint64_t size);
 int ffs_data_fallocate(struct ffs *fs, struct finode *fi, int mode, uint64_t off, uint64_t len);
@@ -307,6 +311,7 @@ struct ffs {
 	/* inode cache */
 	struct finode **ihash;
 	unsigned ihash_size;
+	uint64_t flush_pass;        /* flush_all passes so far (mount.c) */
 	unsigned ninodes_cached;
 	/* data path */
 	struct wpool *wpool;
@@ -340,11 +345,13 @@ const char *ffs_watch_wait_begin(const char *what);
 void ffs_watch_wait_end(const char *prev);
 void ffs_scrub_free(struct ffs *fs);
 /* Merges in the background (merge.c): the thread (started with the data
- * path, stopped first at unmount: what is queued is dropped), and a wait
- * until it has done what is queued (the unit tests). */
+ * path, stopped first at unmount: what is queued is dropped), a wait until
+ * it has done what was queued when the wait began (ffs_settle), and the
+ * stripes queued or being merged now. */
 int ffs_merges_start(struct ffs *fs);
 void ffs_merges_stop(struct ffs *fs);
 void ffs_merges_free(struct ffs *fs);
 void ffs_merges_drain(struct ffs *fs);
+unsigned ffs_merges_pending(struct ffs *fs);
 
 #endif

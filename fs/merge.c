@@ -44,7 +44,8 @@
  * handed to the file's next fsync: the stripe and its patches stand as
  * they were.  Its map change leaves the file's fsync nothing to wait for
  * (stripe_done).  fsync and close do not wait for it in flight
- * (ffs_data_flush); syncfs and unmount do (ffs_data_flush_all).
+ * (ffs_data_flush); unmount does (ffs_data_flush_all), and
+ * framefs-admin sync (ffs_settle) also waits for what is queued.
  *
  * Locking: q->lock is a leaf, taken alone or under dlock or fs->lock,
  * never held across anything else.  The thread takes dlock, then fs->lock
@@ -65,6 +66,9 @@ struct merges {
 		uint64_t ino, k;
 	} q[MERGE_QUEUE];
 	unsigned head, n;
+	/* stripes ever queued, and ever finished or dropped: the queue is
+	 * first in, first out, so the i-th queued is done once done >= i */
+	uint64_t queued, done;
 	bool busy;            /* the thread is merging one it took off the queue */
 	bool stop;
 	bool started;
@@ -135,6 +139,12 @@ static void merge_one(struct ffs *fs, uint64_t ino, uint64_t k)
 	}
 	pthread_mutex_unlock(&fi->dlock);
 	pthread_mutex_lock(&fs->lock);
+	/* The writeout took its stripe from a run reserved ahead, as a
+	 * writer's does.  A closed file gives the rest back now, as its close
+	 * did: held while the inode stays cached, they would count as free
+	 * (statfs) and yet be no one else's. */
+	if (!fi->nopen)
+		release_reservation(fs, fi);
 	ffs_iput(fs, fi);
 	pthread_mutex_unlock(&fs->lock);
 }
@@ -164,6 +174,7 @@ static void *merge_main(void *arg)
 		merge_one(fs, ino, k);
 		pthread_mutex_lock(&m->lock);
 		m->busy = false;
+		m->done++;
 		pthread_cond_broadcast(&m->cond); /* ffs_merges_drain */
 	}
 	pthread_mutex_unlock(&m->lock);
@@ -206,6 +217,7 @@ bool merge_defer(struct ffs *fs, struct finode *fi, uint64_t k)
 		m->q[j].ino = fi->ino;
 		m->q[j].k = k;
 		m->n++;
+		m->queued++;
 		queued = true;
 		pthread_cond_broadcast(&m->cond);
 	}
@@ -216,15 +228,31 @@ bool merge_defer(struct ffs *fs, struct finode *fi, uint64_t k)
 void ffs_merges_drain(struct ffs *fs)
 {
 	struct merges *m = fs->merges;
+	uint64_t upto;
 
 	if (!m)
 		return;
 	pthread_mutex_lock(&m->lock);
-	/* ends: the thread takes each queued stripe and finishes it (merge_one's
-	 * waits end), and nothing is queued once it has stopped */
-	while ((m->n || m->busy) && m->started && !m->stop)
+	/* ends: those queued by now are a bounded list, which the thread takes
+	 * in order and finishes (merge_one's waits end), or stop drops; what
+	 * writers queue meanwhile is not waited for */
+	upto = m->queued;
+	while (m->done < upto && m->started && !m->stop)
 		wait_noted(&m->cond, &m->lock, "the background merges");
 	pthread_mutex_unlock(&m->lock);
+}
+
+unsigned ffs_merges_pending(struct ffs *fs)
+{
+	struct merges *m = fs->merges;
+	unsigned n;
+
+	if (!m)
+		return 0;
+	pthread_mutex_lock(&m->lock);
+	n = m->n + m->busy;
+	pthread_mutex_unlock(&m->lock);
+	return n;
 }
 
 void ffs_merges_stop(struct ffs *fs)
@@ -235,6 +263,7 @@ void ffs_merges_stop(struct ffs *fs)
 		return;
 	pthread_mutex_lock(&m->lock);
 	m->stop = true;
+	m->done += m->n;
 	m->n = 0; /* dropped: their patches stand (above) */
 	pthread_cond_broadcast(&m->cond);
 	pthread_mutex_unlock(&m->lock);

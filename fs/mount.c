@@ -568,26 +568,38 @@ int ffs_mount(const char *const *paths, unsigned n, const struct ffs_opts *o, st
 	return 0;
 }
 
-/* Write out every buffered stripe of every cached inode. */
-static int flush_all(struct ffs *fs)
+/*
+ * Write out every buffered stripe of every cached inode, each inode once a
+ * pass: a writer that keeps writing meanwhile cannot hold a sync up for
+ * ever (what it buffers after its inode's turn is the next sync's).  At
+ * unmount no one writes, so one pass leaves nothing buffered.  keep:
+ * ffs_data_flush_all's (framefs-admin sync).
+ */
+static int flush_all(struct ffs *fs, bool keep)
 {
 	int first = 0;
+	uint64_t pass;
 
+	pthread_mutex_lock(&fs->lock);
+	pass = ++fs->flush_pass;
+	pthread_mutex_unlock(&fs->lock);
 	for (;;) {
 		struct finode *fi = NULL;
 
 		pthread_mutex_lock(&fs->lock);
 		for (unsigned i = 0; i < fs->ihash_size && !fi; i++)
 			for (struct finode *f = fs->ihash[i]; f && !fi; f = f->hnext)
-				if (f->wbufs || f->reserve_count)
+				if ((f->wbufs || f->reserve_count) && f->flush_pass < pass)
 					fi = f;
-		if (fi)
+		if (fi) {
 			fi->refs++;
+			fi->flush_pass = pass; /* a later pass (>) has it as well */
+		}
 		pthread_mutex_unlock(&fs->lock);
 		if (!fi)
 			return first;
 		{
-			int rc = ffs_data_flush_all(fs, fi);
+			int rc = ffs_data_flush_all(fs, fi, keep);
 
 			if (rc < 0 && !first)
 				first = rc;
@@ -598,18 +610,45 @@ static int flush_all(struct ffs *fs)
 	}
 }
 
+/* Commit, then the members' caches out (fs->lock taken). */
+static int commit_flush(struct ffs *fs)
+{
+	int rc;
+
+	pthread_mutex_lock(&fs->lock);
+	rc = ffs_journal_commit(fs);
+	if (rc == 0)
+		rc = ff_raid_flush(fs->raid);
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}
+
 int ffs_sync(struct ffs *fs)
 {
 	int rc, rc2;
 
 	if (fs->ro)
 		return 0;
-	rc = flush_all(fs);
-	pthread_mutex_lock(&fs->lock);
-	rc2 = ffs_journal_commit(fs);
-	if (rc2 == 0)
-		rc2 = ff_raid_flush(fs->raid);
-	pthread_mutex_unlock(&fs->lock);
+	rc = flush_all(fs, false);
+	rc2 = commit_flush(fs);
+	return rc < 0 ? rc : rc2;
+}
+
+int ffs_settle(struct ffs *fs)
+{
+	int rc, rc2;
+
+	if (fs->ro)
+		return 0;
+	/* files stay as their writers left them: a write error stays for the
+	 * file's own fsync and close (the application is told, not the
+	 * operator alone), stripes reserved ahead for the file's next writes */
+	rc = flush_all(fs, true); /* a writeout past its patches' share queues a merge */
+	ffs_merges_drain(fs);     /* those queued by now: each merge's write is out */
+	rc2 = flush_all(fs, true); /* and has landed (flush_all waits for it) */
+	if (rc == 0)
+		rc = rc2;
+	rc2 = commit_flush(fs);
 	return rc < 0 ? rc : rc2;
 }
 

@@ -712,4 +712,5 @@ void ffs_info(struct ffs *fs, struct ffs_info *info)
 	info->pool_blocks = ff_le64(fs->sb->pool_blocks);
 	info->free_pool_blocks = fs->free_mblocks;
 	pthread_mutex_unlock(&fs->lock);
+	info->merges_pending = ffs_merges_pending(fs);
 }

@@ -110,7 +110,10 @@
  *             format version 2 or older, or one made with mkfs -S 0),
  *             pool_start (META block number of the pool's first block),
  *             pool_blocks, pool_free_blocks (the pool holds directory and
- *             extent trees, xattrs, symlinks and small-file data)} | null,
+ *             extent trees, xattrs, symlinks and small-file data),
+ *             merges_pending (patched stripes queued for, or being
+ *             rewritten by, the merge thread: fs/merge.c; while one runs
+ *             its new stripe and its old one are both taken)} | null,
  *   requests: {in_flight, oldest_age_ms, oldest_op: string|null,
  *             oldest_ino, oldest_wait: string|null (what it waits for),
  *             stuck_ms (the watchdog's threshold), stuck_seen (requests
@@ -139,8 +142,9 @@
  *             blocks), patch_merges (patched stripes rewritten whole),
  *             merges_background (of those, by the merge thread: fs/merge.c)}
  *             | null}
- * Other answers: fail/remove/add/replace/rebuild/set/fault return
- * {"ok": true, "message": "..."} plus, for rebuild, "rebuild": {...};
+ * Other answers: fail/remove/add/replace/rebuild/set/fault/sync return
+ * {"ok": true, "message": "..."} plus, for rebuild, "rebuild": {...}, for
+ * sync, "merges" (background merges finished while it waited);
  * scrub returns {"ok": true, "scrub": {...}}.
  *
  * The same requests run in-process (ffs_ctl_exec) on an unmounted volume:

@@ -408,6 +408,43 @@ static int cmd_fault(struct ffs_ctl *c, char **w, unsigned nw, json_object **out
 	return 0;
 }
 
+/* Everything written out and committed, and the background merges queued by
+ * then finished (ffs_settle): the free space moves no more until the next
+ * write or deletion.  Runs on the control thread, which answers no other
+ * request meanwhile; ffs_settle says why it ends while files are written. */
+static int cmd_sync(struct ffs_ctl *c, char **w, unsigned nw, json_object **out)
+{
+	struct ffs_info info;
+	uint64_t merges;
+	char msg[160];
+	int rc;
+
+	(void)w;
+	if (nw != 1)
+		return ctl_reply_error(out, -EINVAL, "usage: sync");
+	if (!c->fs)
+		return ctl_reply_error(out, -EINVAL, "sync: the volume is not mounted: nothing is "
+				       "buffered or merging");
+	ffs_info(c->fs, &info);
+	if (info.ro) {
+		*out = ctl_reply_ok("mounted read-only: nothing is buffered or merging");
+		ctl_jadd_u64(*out, "merges", 0);
+		return 0;
+	}
+	merges = atomic_load(&ffs_stats(c->fs)->merges_background);
+	rc = ffs_settle(c->fs);
+	if (rc < 0)
+		return ctl_reply_error(out, rc, "sync: a write failed: %s (the file's own fsync or "
+				       "close reports it too; status shows the members' state)",
+				       strerror(-rc));
+	merges = atomic_load(&ffs_stats(c->fs)->merges_background) - merges;
+	snprintf(msg, sizeof(msg), "everything written out and committed; %llu background "
+		 "merge(s) finished", (unsigned long long)merges);
+	*out = ctl_reply_ok(msg);
+	ctl_jadd_u64(*out, "merges", merges);
+	return 0;
+}
+
 int ctl_dispatch(struct ffs_ctl *c, char **w, unsigned nw, json_object **out)
 {
 	static const struct {
@@ -417,6 +454,7 @@ int ctl_dispatch(struct ffs_ctl *c, char **w, unsigned nw, json_object **out)
 		{ "fail", cmd_fail },       { "remove", cmd_remove }, { "add", cmd_add },
 		{ "replace", cmd_replace }, { "rebuild", cmd_rebuild }, { "scrub", cmd_scrub },
 		{ "set", cmd_set },         { "fault", cmd_fault },     { "re-add", cmd_readd },
+		{ "sync", cmd_sync },
 	};
 
 	if (nw == 0)

@@ -460,6 +460,7 @@ json_object *ctl_status_json(struct ffs_ctl *c)
 		ctl_jadd_u64(f, "pool_start", info.pool_start);
 		ctl_jadd_u64(f, "pool_blocks", info.pool_blocks);
 		ctl_jadd_u64(f, "pool_free_blocks", info.free_pool_blocks);
+		ctl_jadd_u64(f, "merges_pending", info.merges_pending);
 		json_object_object_add(o, "fs", f);
 		json_object_object_add(o, "requests", requests_json(c->fs));
 	} else {

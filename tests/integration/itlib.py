@@ -101,6 +101,20 @@ class Volume:
             time.sleep(0.02)
         return time.monotonic() - t0
 
+    def wait_ctl(self, timeout_s=10):
+        """The control socket framefs-admin talks to (as lib.sh it_wait_ctl):
+        the daemon opens it just after the mount shows.  Polled, bounded."""
+        name = ""
+        for c in self.mnt.lstrip("/"):
+            name += "_" if c == "/" else c if c.isascii() and (c.isalnum() or c in ".-") \
+                else "".join("%%%02x" % b for b in c.encode())
+        sock = "/run/framefs/%s.sock" % (name or "_")
+        t0 = time.monotonic()
+        while not os.path.exists(sock):
+            if time.monotonic() - t0 > timeout_s:
+                raise TestFailure("no control socket %s %d s after the mount" % (sock, timeout_s))
+            time.sleep(0.05)
+
     def holders(self):
         """The processes with a member open, as "pid (comm)", or "none"
         (the kernel's own reference, e.g. a dead process's io_uring teardown)."""

@@ -29,6 +29,7 @@ import errno
 import mmap
 import os
 import random
+import subprocess
 import sys
 import threading
 import time
@@ -653,10 +654,18 @@ class RandomOps:
 
 
 def statfs_free(vol):
-    """Free blocks and inodes once settled: a closed, unlinked file is freed
-    when the kernel's FORGET reaches the daemon, which is sent
-    asynchronously, so wait until three readings 50 ms apart agree."""
-    os.sync()
+    """Free blocks and inodes once settled: framefs-admin sync waits for the
+    background merges (a merge holds its new stripe and its old one while
+    it runs: sync(2) cannot ask a FUSE daemon to wait for them); a closed,
+    unlinked file is freed when the kernel's FORGET reaches the daemon,
+    which is sent asynchronously, so wait until three readings 50 ms apart
+    agree."""
+    os.sync()  # the kernel's cached writes to the daemon
+    vol.wait_ctl()
+    r = subprocess.run([os.environ["ADMIN"], "sync", vol.mnt], capture_output=True, text=True,
+                       timeout=300)
+    if r.returncode != 0:
+        raise TestFailure("framefs-admin sync failed (%d): %s" % (r.returncode, r.stderr))
     drop_caches()
     last, same = None, 0
     for _ in range(200):

@@ -2653,6 +2653,66 @@ START_TEST(merge_holds_up_neither_flush_nor_writers)
 }
 END_TEST
 
+/*
+ * framefs-admin sync (ffs_settle) finishes the background merges queued
+ * before it: afterwards none is queued or running, and the free space is
+ * what a remount finds.  Two stripes pass their patches' share in one flush,
+ * so two merges queue; every read of the data area takes 200 ms (fault:
+ * latency on all members' data-area reads), so that both are still queued
+ * or reading when the flush returns.  (The integration test
+ * admin-sync-settles-merges shows the same through the daemon, and fails
+ * with sync(2) in its place.)
+ */
+START_TEST(settle_finishes_queued_merges)
+{
+	static uint8_t want[2 * 768 * 1024];
+	struct ffs *fs = mkfs_mount_level_chunk(5, 256 * 1024);
+	const struct ff_geom *g = ffs_tools_geom(fs);
+	struct ff_fault_rule slow = { .ops = FF_FAULT_READ, .off_start = g->data_offset,
+				      .latency_us = 200000 };
+	uint64_t S = g->stripe_bytes, ino, fh;
+	const struct ffs_stats *st;
+	struct statvfs a, b;
+	unsigned seed = 90;
+
+	ck_assert_uint_eq(S, 768 * 1024);
+	ino = put_file(fs, "db", want, 2 * S, 47);
+	ck_assert_int_eq(ffs_open(fs, ino, O_RDWR, &fh), 0);
+	for (uint64_t k = 0; k < 2; k++) /* 64 patches each, under the share */
+		for (uint32_t blk = 1; blk < 129; blk += 2) {
+			put_bytes(fs, fh, want, k * S + blk * FFS_BLOCK, FFS_BLOCK, seed++);
+			if (blk % 32 == 31)
+				ck_assert_int_eq(ffs_flush(fs, fh), 0);
+		}
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	fs = remount(fs);
+	st = ffs_stats(fs);
+	ck_assert_uint_eq(st->patch_merges, 0);
+	ck_assert_int_eq(ffs_open(fs, ino, O_RDWR, &fh), 0);
+	for (uint64_t k = 0; k < 2; k++) /* 40 more each: past it */
+		for (uint32_t blk = 150; blk < 190; blk++)
+			put_bytes(fs, fh, want, k * S + blk * FFS_BLOCK, FFS_BLOCK, seed++);
+	for (unsigned m = 0; m < NM; m++)
+		ck_assert_int_eq(ff_fault_add(member(fs, m), &slow), 0);
+	ck_assert_int_eq(ffs_flush(fs, fh), 0);
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	ck_assert_int_eq(ffs_settle(fs), 0);
+	ck_assert_msg(ffs_merges_pending(fs) == 0, "sync returned with %u merges queued or running",
+		      ffs_merges_pending(fs));
+	ck_assert_uint_eq(st->merges_background, 2);
+	ck_assert_int_eq(ffs_statfs(fs, &a), 0);
+	for (unsigned m = 0; m < NM; m++)
+		ff_fault_clear(member(fs, m));
+	check_content(fs, ino, want, 2 * S);
+	fs = remount(fs);
+	ck_assert_int_eq(ffs_statfs(fs, &b), 0);
+	ck_assert_uint_eq(a.f_bfree, b.f_bfree);
+	check_content(fs, ino, want, 2 * S);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	ut_remove_members(NM);
+}
+END_TEST
+
 /* A file of three whole stripes; _i 0: RAID5 x 4, 1: RAID6 x 4. */
 /* What a write, truncate or chown by a caller without CAP_FSETID takes
  * (ffs_kill_priv, FFS_SET_KILL_PRIV: FUSE's killpriv_v2 leaves it to the
@@ -3108,6 +3168,7 @@ int main(void)
 	tcase_add_test(tc, patches_small_overwrites);
 	tcase_add_test(tc, patches_read_in_waves);
 	tcase_add_test(tc, merge_holds_up_neither_flush_nor_writers);
+	tcase_add_test(tc, settle_finishes_queued_merges);
 	tcase_add_test(tc, patches_spare_opens_without_commit);
 	tcase_add_test(tc, patches_replay_heals_bad_chunks);
 	tcase_add_test(tc, tail_stripe_freed_once);

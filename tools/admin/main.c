@@ -76,19 +76,24 @@ static void usage(FILE *f)
 "                                    repair what is damaged (offline it always waits)\n"
 "  scrub stop VOLUME | scrub status VOLUME   status adds the history: the last 8\n"
 "                                    scrubs (start, end, found, repaired, how each ended),\n"
-"                                    kept in the superblock, so across remounts (offline too)\n"
+"                                    kept in the superblock, so across remounts (offline too)\n");
+	fputs(
 "  set VOLUME label=NAME             a new label (what LABEL= finds), on a mounted or an\n"
 "                                    unmounted volume: at most 63 bytes, no control characters\n"
 "  set MOUNTPOINT KEY=RATE...        rebuild_min, rebuild_max, scrub_min, scrub_max in bytes\n"
 "                                    per second (K/M/G suffixes, binary); min applies while\n"
 "                                    files are being read or written, max when idle (0 = no\n"
 "                                    limit); like md's speed_limit_min/max\n"
+"  sync MOUNTPOINT                   write out everything buffered, commit, and wait for\n"
+"                                    the background merges queued by then: the free space\n"
+"                                    then moves only with new writes and deletions\n"
+"                                    (sync(1) cannot ask a FUSE daemon for that)\n"
 "  fault VOLUME RULES|clear          arm fault-injection rules on the running members\n"
 "                                    (MEMBER@op=rw,err=EIO,after=N,...; for tests and drills)\n"
 "\n"
 "options: --json (machine-readable answer; schema in fs/daemon/ctl.h), --socket PATH,\n"
 "         --members=GLOB[:GLOB], --quiet, --help, --version\n"
-"exit status: 0 done, 1 refused or failed, 2 usage, 3 volume unreachable or not assembled\n");
+"exit status: 0 done, 1 refused or failed, 2 usage, 3 volume unreachable or not assembled\n", f);
 }
 
 /* ---- helpers ------------------------------------------------------------------ */
@@ -393,6 +398,7 @@ static const struct command commands[] = {
 	{ "replace", 2, 2, true, true },  { "rebuild", 0, 0, true, true },
 	{ "set", 1, 5, true, true },      { "metrics", 0, 0, false, false },
 	{ "fault", 1, 1, false, false },  { "re-add", 1, 1, true, true },
+	{ "sync", 0, 0, false, false },
 };
 
 static int parse_opts(int argc, char **argv, struct opts *o)

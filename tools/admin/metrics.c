@@ -375,6 +375,8 @@ static void space(struct mx *m, json_object *st)
 	    "4 KiB blocks of the mirrored metadata pool (trees, xattrs, symlinks, small-file data)");
 	one(m, fs, "pool_free_blocks", "framefs_metadata_pool_free_blocks", "gauge",
 	    "Free blocks of the metadata pool");
+	one(m, fs, "merges_pending", "framefs_merges_pending", "gauge",
+	    "Patched stripes queued for, or being rewritten by, the background merge thread");
 	one(m, fs, "small_max", "framefs_small_file_max_bytes", "gauge",
 	    "Files whose bytes all lie below this live in the metadata pool (0: the small-data "
 	    "class is off)");

@@ -345,9 +345,10 @@ static void render_small(json_object *fs, json_object *fst, FILE *f)
 			jnum(fs, "version"));
 	else
 		fprintf(f, "  overwrites  small ones go as patches: %.0f written (%.0f blocks), %.0f "
-			"patched stripes rewritten whole (%.0f by the merge thread) since the mount\n",
+			"patched stripes rewritten whole (%.0f by the merge thread, %.0f waiting for it) "
+			"since the mount\n",
 			jnum(fst, "patch_writes"), jnum(fst, "patch_blocks"), jnum(fst, "patch_merges"),
-			jnum(fst, "merges_background"));
+			jnum(fst, "merges_background"), jnum(fs, "merges_pending"));
 }
 
 /* The daemon's requests in flight: the oldest, and how many went stuck. */

@@ -241,6 +241,39 @@ START_TEST(reader_close_leaves_the_writers_error)
 }
 END_TEST
 
+/* framefs-admin sync (ffs_settle) answers a write error and leaves it for
+ * the writer's own flush: the same write as above, its fill failing (fault:
+ * EIO on every data-area read of members 0 and 1); sync returns -EIO, and
+ * so does the writer's close after it, once. */
+START_TEST(settle_leaves_the_writers_error)
+{
+	struct ffs *fs = mkfs_mount(64, 64 * 1024);
+	const struct ff_geom *g = ff_raid_geom(ffs_raid(fs));
+	struct ff_fault_rule bad = { .ops = FF_FAULT_READ, .error = EIO, .off_start = g->data_offset };
+	size_t n = g->stripe_bytes;
+	char *buf = malloc(n);
+	uint64_t w;
+
+	ck_assert(buf);
+	memset(buf, 0x5a, n);
+	create(fs, FFS_ROOT_INO, "f", &w);
+	ck_assert_int_eq(ffs_write(fs, w, buf, n, 0), (ssize_t)n);
+	ck_assert_int_eq(ffs_flush(fs, w), 0);
+	ck_assert_int_eq(ffs_write(fs, w, "x", 1, 100), 1);
+	for (unsigned m = 0; m < 2; m++)
+		ck_assert_int_eq(ff_fault_add(member(fs, m), &bad), 0);
+	ck_assert_int_eq(ffs_settle(fs), -EIO);
+	ck_assert_int_eq(ffs_flush(fs, w), -EIO);
+	for (unsigned m = 0; m < 2; m++)
+		ff_fault_clear(member(fs, m));
+	ck_assert_int_eq(ffs_flush(fs, w), 0); /* reported once */
+	ck_assert_int_eq(ffs_release(fs, w), 0);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	free(buf);
+	ut_remove_members(NM);
+}
+END_TEST
+
 /* A commit in flight does not hold the filesystem: while the journal
  * write of one close is held (fault: 1 s of latency on every member write;
  * the test waits until a member holds it), other operations — lookup,
@@ -3169,6 +3202,7 @@ int main(void)
 	tcase_add_test(tc, patches_read_in_waves);
 	tcase_add_test(tc, merge_holds_up_neither_flush_nor_writers);
 	tcase_add_test(tc, settle_finishes_queued_merges);
+	tcase_add_test(tc, settle_leaves_the_writers_error);
 	tcase_add_test(tc, patches_spare_opens_without_commit);
 	tcase_add_test(tc, patches_replay_heals_bad_chunks);
 	tcase_add_test(tc, tail_stripe_freed_once);

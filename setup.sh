@@ -50,7 +50,7 @@ fetch_fuse() {
 		return 0
 	fi
 	# the main archive's address as this machine's apt knows it
-	uri=$(apt-get indextargets --format '$(REPO_URI) $(LABEL)' | awk '$2 == "Debian" { print $1; exit }') || uri=
+	uri=$(apt-get indextargets --format '$(REPO_URI) $(LABEL)' | awk '$2 == "Debian" && !n++ { print $1 }') || uri=
 	if [ -z "$uri" ]; then
 		echo "libfuse: no Debian mirror in apt's sources; staying on the system's libfuse (/dev/fuse only)" >&2
 		return 0

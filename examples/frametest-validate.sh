@@ -38,7 +38,7 @@ fi
 mkdir -p "$DIR"
 
 # Bytes per frame for a preset, from the tool's own --list.
-frame_bytes() { "$FT" --list | awk -v p="$1" '$1 == p && $3 ~ /^[0-9]+$/ { print $3; exit }'; }
+frame_bytes() { "$FT" --list | awk -v p="$1" '$1 == p && $3 ~ /^[0-9]+$/ && !n++ { print $3 }'; }
 
 results=()
 failed=0

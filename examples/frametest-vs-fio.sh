@@ -21,7 +21,7 @@ DIR=$1 FRAMES=${2:-100} THREADS=${3:-4} PRESET=${4:-4k} REPS=${5:-3} LOOPS=${6:-
 FT=${FT:-$(command -v framefs-frametest || echo "$(dirname "$(readlink -f "$0")")/../build/tools/frametest/framefs-frametest")}
 command -v fio >/dev/null || { echo "fio is not installed" >&2; exit 2; }
 [ $((FRAMES % THREADS)) = 0 ] || { echo "FRAMES must be a multiple of THREADS" >&2; exit 2; }
-BYTES=$("$FT" --list | awk -v p="$PRESET" '$1 == p && $3 ~ /^[0-9]+$/ { print $3; exit }')
+BYTES=$("$FT" --list | awk -v p="$PRESET" '$1 == p && $3 ~ /^[0-9]+$/ && !n++ { print $3 }')
 [ -n "$BYTES" ] || { echo "unknown preset $PRESET" >&2; exit 2; }
 mkdir -p "$DIR"
 

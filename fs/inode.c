@@ -175,13 +175,6 @@ void ffs_iput(struct ffs *fs, struct finode *fi)
 	}
 	if (fi->nlookup)
 		return;
-	/* stripes it reserved ahead and did not use go back: a background
-	 * merge of a closed file reserves as any writeout does (merge.c),
-	 * and nothing else would give them back before the next mount */
-	if (fi->reserve_count) {
-		ffs_unreserve_stripes(fs, fi->reserve_first, fi->reserve_count);
-		fi->reserve_count = 0;
-	}
 	icache_remove(fs, fi);
 	fs->evicted_tx_seq = FF_MAX(fs->evicted_tx_seq, fi->tx_seq);
 	finode_free(fi);

@@ -139,12 +139,6 @@ static void merge_one(struct ffs *fs, uint64_t ino, uint64_t k)
 	}
 	pthread_mutex_unlock(&fi->dlock);
 	pthread_mutex_lock(&fs->lock);
-	/* The writeout took its stripe from a run reserved ahead, as a
-	 * writer's does.  A closed file gives the rest back now, as its close
-	 * did: held while the inode stays cached, they would count as free
-	 * (statfs) and yet be no one else's. */
-	if (!fi->nopen)
-		release_reservation(fs, fi);
 	ffs_iput(fs, fi);
 	pthread_mutex_unlock(&fs->lock);
 }

@@ -345,6 +345,14 @@ static int pick_stripe(struct ffs *fs, struct finode *fi, uint64_t fstripe, uint
 	if (!fi->reserve_count) {
 		uint64_t want = reserve_want(fs, fi, &hint);
 
+		/* A run ahead is for an open file's next stripes, and its close
+		 * gives back what is left.  A writeout of a closed file (a
+		 * background merge: merge.c) takes only the stripe it needs:
+		 * nothing would give the rest back (statfs counted them free
+		 * while no one else could take them, and they were lost to both
+		 * once the inode left the cache). */
+		if (!fi->nopen)
+			want = 1;
 		rc = reserve_stripes(fs, fi, hint, want, mapped, &first, &got);
 		if (rc < 0)
 			return rc;

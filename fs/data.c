@@ -27,6 +27,8 @@ int ffs_data_init(struct ffs *fs)
 	if (rc == 0)
 		rc = tails_init(fs);
 	if (rc == 0)
+		rc = pcache_init(fs); /* after the tails: patches need them (ffs_patches_on) */
+	if (rc == 0)
 		rc = wpool_start(fs);
 	if (rc == 0)
 		rc = ffs_merges_start(fs);
@@ -38,6 +40,7 @@ void ffs_data_free(struct ffs *fs)
 	ffs_merges_free(fs); /* it writes through the pool */
 	wpool_free(fs);
 	rcache_free(fs);
+	pcache_free(fs);
 	tails_free(fs);
 }
 

@@ -167,6 +167,17 @@ int patch_overlay(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t o, siz
 /* Fill the gaps of wb within [a, b) (wb_fill is the whole stripe). */
 int wb_fill_span(struct ffs *fs, struct finode *fi, struct wbuf *wb, uint64_t a, uint64_t b);
 
+/* ---- the patch cache (pcache.c) -------------------------------------------- */
+
+int pcache_init(struct ffs *fs);
+void pcache_free(struct ffs *fs);
+/* Block `slot` of tail stripe p holds blk now (its batch is being sent). */
+void pcache_put(struct ffs *fs, uint64_t p, uint32_t slot, const void *blk);
+/* Copy the cached block into blk: false when it is not cached. */
+bool pcache_get(struct ffs *fs, uint64_t p, uint32_t slot, void *blk);
+/* No patch points to slots [slot0, slot0 + n) of p any more. */
+void pcache_forget(struct ffs *fs, uint64_t p, uint32_t slot0, uint32_t n);
+
 /* ---- the stripe read cache (rcache.c) ------------------------------------ */
 
 int rcache_init(struct ffs *fs);

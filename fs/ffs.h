@@ -31,6 +31,8 @@ struct ffs_opts {
 	size_t meta_cache_bytes;      /* default 32 MiB */
 	size_t write_buffer_bytes;    /* stripe-assembly buffers, default 160 MiB */
 	size_t read_cache_bytes;      /* whole-stripe read cache, default 128 MiB */
+	size_t patch_cache_bytes;     /* the newest patched blocks (fs/pcache.c), default 64 MiB;
+	                               * FFS_PATCH_CACHE_OFF: none */
 	unsigned commit_interval_ms;  /* background commit, default 5000 */
 	unsigned readahead_stripes;   /* default 4 */
 	unsigned stuck_request_ms;    /* a request in flight longer is logged, default 10000 */
@@ -45,6 +47,8 @@ struct ffs_opts {
 	void (*event_fn)(void *ctx, const struct ff_event *ev);
 	void *event_ctx;
 };
+
+#define FFS_PATCH_CACHE_OFF SIZE_MAX
 
 struct ffs_stats {
 	_Atomic uint64_t stripe_writes;    /* full stripes written */
@@ -76,6 +80,8 @@ struct ffs_stats {
 	_Atomic uint64_t patch_blocks;      /* 4 KiB blocks they held */
 	_Atomic uint64_t patch_merges;      /* patched stripes rewritten whole */
 	_Atomic uint64_t merges_background; /* of those, merged by the merge thread in a buffer of its own */
+	_Atomic uint64_t patch_reads;       /* patched blocks read from the members (patch.c) */
+	_Atomic uint64_t patch_cache_hits;  /* patched blocks found in the patch cache instead (pcache.c) */
 };
 
 /* Requests in flight (fs/watch.c).  The daemon brackets each request it
@@ -353,6 +359,7 @@ struct ffs_info {
 	uint64_t pool_start;          /* META block number of the pool's first block */
 	uint64_t pool_blocks, free_pool_blocks;
 	unsigned merges_pending;      /* stripes queued for, or in, a background merge (merge.c) */
+	uint64_t patch_cache_blocks, patch_cache_capacity; /* 4 KiB blocks held, at most (pcache.c) */
 };
 void ffs_info(struct ffs *fs, struct ffs_info *info);
 

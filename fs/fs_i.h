@@ -189,6 +189,8 @@ void ffs_rcache_invalidate(struct ffs *fs, uint64_t pstripe, uint64_t count);
 /* Rows were added to tail stripe p and the rows already there are as they
  * were (fs/tail.c; fs->lock held, as for the map and checksum change). */
 void ffs_rcache_extended(struct ffs *fs, uint64_t p);
+/* Blocks the patch cache holds, and at most (pcache.c). */
+void pcache_usage(struct ffs *fs, uint64_t *blocks, uint64_t *cap);
 
 /* ---- the small-data class (small.c; fs->lock held) -------------------------- */
 
@@ -255,6 +257,7 @@ bool ffs_patch_any(const struct ffs *fs, const struct finode *fi);
 /* ---- the mounted filesystem ------------------------------------------------- */
 
 struct rcache;
+struct pcache;
 struct wpool;
 struct scrub;
 struct merges;
@@ -316,6 +319,7 @@ struct ffs {
 	/* data path */
 	struct wpool *wpool;
 	struct rcache *rcache;
+	struct pcache *pcache;      /* the newest patched blocks (pcache.c); NULL: none */
 	struct scrub *scrub;
 	struct merges *merges;      /* merges in the background (merge.c) */
 	struct watch *watch;        /* requests in flight (watch.c) */

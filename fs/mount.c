@@ -419,6 +419,8 @@ static void opts_defaults(struct ffs_opts *o)
 		o->write_buffer_bytes = 160 * FF_MiB;
 	if (!o->read_cache_bytes)
 		o->read_cache_bytes = 128 * FF_MiB;
+	if (!o->patch_cache_bytes)
+		o->patch_cache_bytes = 64 * FF_MiB;
 	if (!o->commit_interval_ms)
 		o->commit_interval_ms = 5000;
 	if (!o->readahead_stripes)

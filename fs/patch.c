@@ -220,6 +220,11 @@ int ffs_patch_add(struct ffs *fs, struct finode *fi, uint64_t f, uint32_t b0, ui
 			return rc;
 		rc = pdelete(fs, fi, &r);
 		atomic_fetch_add(&fi->map_gen, 1); /* its readers read again (data.c) */
+		{ /* the blocks ours replace are dead: out of the cache */
+			uint32_t lo = FF_MAX(r.b0, b0), hi = FF_MIN(r.b0 + r.n, e);
+
+			pcache_forget(fs, r.p, r.slot0 + (lo - r.b0), hi - lo);
+		}
 		if (rc == 0 && r.b0 < b0) { /* its blocks before ours stay */
 			struct prec l = { f, r.b0, b0 - r.b0, r.slot0, r.p, { 0 } };
 
@@ -274,6 +279,8 @@ int ffs_patch_drop(struct ffs *fs, struct finode *fi, uint64_t f0, uint64_t f1)
 		if (rc == 0)
 			rc = pdelete(fs, fi, &r);
 		atomic_fetch_add(&fi->map_gen, 1); /* its readers read again (data.c) */
+		if (rc == 0)
+			pcache_forget(fs, r.p, r.slot0, r.n);
 		if (rc == 0)
 			rc = ffs_tail_release(fs, r.p);
 		if (rc < 0)
@@ -398,6 +405,7 @@ static int read_slot(struct ffs *fs, uint64_t p, uint32_t slot, uint32_t crc, ui
 	uint64_t at = p * fs->stripe_bytes + patch_slot_offset(fs, slot);
 	int rc = ff_raid_rw(fs->raid, FF_RAID_READ, FF_SPACE_DATA, at, blk, FFS_BLOCK);
 
+	atomic_fetch_add(&fs->stats.patch_reads, 1);
 	if (rc == 0 && ffs_patch_crc(p, slot, blk) == crc)
 		return 0;
 	ffs_rcache_invalidate(fs, p, 1);
@@ -434,6 +442,7 @@ struct overlay_read {
 	uint64_t p;
 	uint32_t slot, crc, b;
 	bool bounced;
+	bool cached;    /* copied from the patch cache, not read */
 };
 
 struct overlay_wave {
@@ -501,8 +510,11 @@ static int wave_finish(struct ffs *fs, struct overlay_wave *w, const struct wbuf
 		uint64_t hi = FF_MIN((uint64_t)(r->b + 1) * FFS_BLOCK, o + n);
 		int err = r->io.result;
 
-		if (err < 0 || ffs_patch_crc(r->p, r->slot, r->into) != r->crc)
+		if (err < 0 || ffs_patch_crc(r->p, r->slot, r->into) != r->crc) {
+			if (r->cached) /* (no stale entry should exist: pcache.c says why) */
+				pcache_forget(fs, r->p, r->slot, 1);
 			err = read_slot(fs, r->p, r->slot, r->crc, r->into);
+		}
 		if (err == 0 && r->bounced)
 			copy_unkept(keep, lo, hi, r->into + lo % FFS_BLOCK, dst, o);
 		if (err < 0 && rc == 0)
@@ -535,6 +547,12 @@ static int wave_add(struct ffs *fs, struct overlay_wave *w, const struct wbuf *k
 	r->crc = crc;
 	r->b = b;
 	memset(&r->io, 0, sizeof(r->io));
+	r->cached = pcache_get(fs, p, slot, r->into);
+	if (r->cached) { /* checked against crc with the others in wave_finish */
+		atomic_fetch_add(&fs->stats.patch_cache_hits, 1);
+		return 0;
+	}
+	atomic_fetch_add(&fs->stats.patch_reads, 1);
 	r->io.op = FF_RAID_READ;
 	r->io.space = FF_SPACE_DATA;
 	r->io.off = p * fs->stripe_bytes + patch_slot_offset(fs, slot);

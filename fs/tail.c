@@ -507,9 +507,12 @@ void patch_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 	for (struct wbuf *w = wb; w; w = w->gnext)
 		for (unsigned i = 0; i < w->npatch; i++) {
 			w->patch[i].slot0 = (uint16_t)slot;
-			for (uint32_t j = 0; j < w->patch[i].n; j++, slot++)
-				memcpy(s->img + patch_slot_offset(fs, slot),
-				       w->data + (size_t)(w->patch[i].b0 + j) * FFS_BLOCK, FFS_BLOCK);
+			for (uint32_t j = 0; j < w->patch[i].n; j++, slot++) {
+				const uint8_t *blk = w->data + (size_t)(w->patch[i].b0 + j) * FFS_BLOCK;
+
+				memcpy(s->img + patch_slot_offset(fs, slot), blk, FFS_BLOCK);
+				pcache_put(fs, s->p, slot, blk); /* before anything points to it */
+			}
 			atomic_fetch_add(&fs->stats.patch_blocks, w->patch[i].n);
 		}
 	for (; slot < (row0 + rows) * g->ndata; slot++)

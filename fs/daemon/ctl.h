@@ -113,7 +113,10 @@
  *             extent trees, xattrs, symlinks and small-file data),
  *             merges_pending (patched stripes queued for, or being
  *             rewritten by, the merge thread: fs/merge.c; while one runs
- *             its new stripe and its old one are both taken)} | null,
+ *             its new stripe and its old one are both taken),
+ *             patch_cache_blocks, patch_cache_capacity (4 KiB blocks the
+ *             patch cache holds, and at most: fs/pcache.c; 0 without
+ *             patches or with patch_cache_mb=0)} | null,
  *   requests: {in_flight, oldest_age_ms, oldest_op: string|null,
  *             oldest_ino, oldest_wait: string|null (what it waits for),
  *             stuck_ms (the watchdog's threshold), stuck_seen (requests
@@ -140,7 +143,10 @@
  *             stripe of their own: every tail stripe busy), patch_writes
  *             (small overwrites sent as patches), patch_blocks (their 4 KiB
  *             blocks), patch_merges (patched stripes rewritten whole),
- *             merges_background (of those, by the merge thread: fs/merge.c)}
+ *             merges_background (of those, by the merge thread: fs/merge.c),
+ *             patch_reads (patched blocks read from the members),
+ *             patch_cache_hits (patched blocks found in the patch cache
+ *             instead: fs/pcache.c)}
  *             | null}
  * Other answers: fail/remove/add/replace/rebuild/set/fault/sync return
  * {"ok": true, "message": "..."} plus, for rebuild, "rebuild": {...}, for

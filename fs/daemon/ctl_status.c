@@ -344,6 +344,8 @@ static json_object *stats_json(struct ffs_ctl *c)
 		ctl_jadd_u64(f, "patch_blocks", atomic_load(&fst->patch_blocks));
 		ctl_jadd_u64(f, "patch_merges", atomic_load(&fst->patch_merges));
 		ctl_jadd_u64(f, "merges_background", atomic_load(&fst->merges_background));
+		ctl_jadd_u64(f, "patch_reads", atomic_load(&fst->patch_reads));
+		ctl_jadd_u64(f, "patch_cache_hits", atomic_load(&fst->patch_cache_hits));
 		json_object_object_add(o, "fs", f);
 	} else {
 		json_object_object_add(o, "fs", NULL);
@@ -461,6 +463,8 @@ json_object *ctl_status_json(struct ffs_ctl *c)
 		ctl_jadd_u64(f, "pool_blocks", info.pool_blocks);
 		ctl_jadd_u64(f, "pool_free_blocks", info.free_pool_blocks);
 		ctl_jadd_u64(f, "merges_pending", info.merges_pending);
+		ctl_jadd_u64(f, "patch_cache_blocks", info.patch_cache_blocks);
+		ctl_jadd_u64(f, "patch_cache_capacity", info.patch_cache_capacity);
 		json_object_object_add(o, "fs", f);
 		json_object_object_add(o, "requests", requests_json(c->fs));
 	} else {

@@ -49,6 +49,7 @@ struct cli {
 	char *transport;     /* -o transport=io_uring|dev (transport.c) */
 	unsigned uring_depth;
 	unsigned max_read_errors; /* -o max_read_errors=N; UINT_MAX: not given */
+	unsigned pcache_mb;       /* -o patch_cache_mb=N; UINT_MAX: not given */
 	int ro, help, version, force, allow_other, default_permissions;
 };
 
@@ -60,6 +61,7 @@ static const struct fuse_opt cli_opts[] = {
 	OPT("write_window=%u", write_window),
 	OPT("write_buffer_mb=%u", wbuf_mb),
 	OPT("read_cache_mb=%u", rcache_mb),
+	OPT("patch_cache_mb=%u", pcache_mb),
 	OPT("commit_ms=%u", commit_ms),
 	OPT("readahead=%u", readahead),
 	OPT("threads=%u", threads),
@@ -137,6 +139,8 @@ static void usage(const char *prog)
 	       "                         the members are files in RAM (tmpfs), else 16)\n"
 	       "  -o write_buffer_mb=N   stripe-assembly memory (default 160)\n"
 	       "  -o read_cache_mb=N     whole-stripe read cache (default 128)\n"
+	       "  -o patch_cache_mb=N    the newest small overwrites' blocks, kept for the reads\n"
+	       "                         and merges that follow (default 64, 0 = none)\n"
 	       "  -o readahead=N         stripes read ahead (default 4)\n"
 	       "  -o commit_ms=N         metadata commit interval (default 5000)\n"
 	       "  -o threads=N           FUSE worker threads at most (default 16, at most 64)\n"
@@ -331,6 +335,7 @@ int main(int argc, char **argv)
 	/* a few malloc arenas, not one per FUSE thread: resident memory stays bounded */
 	mallopt(M_ARENA_MAX, 2);
 	c.max_read_errors = UINT_MAX;
+	c.pcache_mb = UINT_MAX;
 	if (fuse_opt_parse(&args, &c, cli_opts, cli_proc) < 0)
 		return early_exit(&args, &c, &fo, 2);
 	if (c.help) {
@@ -401,6 +406,8 @@ int main(int argc, char **argv)
 	o.raid_write_window = c.write_window;
 	o.write_buffer_bytes = (size_t)c.wbuf_mb * FF_MiB;
 	o.read_cache_bytes = (size_t)c.rcache_mb * FF_MiB;
+	o.patch_cache_bytes = c.pcache_mb == UINT_MAX ? 0 /* the default */
+			      : c.pcache_mb == 0 ? FFS_PATCH_CACHE_OFF : (size_t)c.pcache_mb * FF_MiB;
 	o.commit_interval_ms = c.commit_ms;
 	o.readahead_stripes = c.readahead;
 	o.stuck_request_ms = c.stuck_ms;

@@ -11,6 +11,7 @@
 # moved to stripes), and so does a small overwrite written as a patch (format
 # version 5), as text and as --json.
 # Fault injected: none (the control path itself is under test).
+import mmap
 import os
 import shutil
 import socket
@@ -180,6 +181,27 @@ def test():
         want = "overwrites  small ones go as patches: 1 written (1 blocks), 0 patched stripes"
         check(want in out, "status text lacks %r:\n%s" % (want, out))
         log("ok: status counts a small overwrite written as a patch")
+
+        # the patched block is in the patch cache (fs/pcache.c): a read that
+        # passes the page cache (O_DIRECT) finds it there, not on the members
+        check(s["fs"]["patch_cache_capacity"] == (64 << 20) // 4096 and
+              s["fs"]["patch_cache_blocks"] == 1, "patch cache %r" % s["fs"])
+        fs0 = s["stats"]["fs"]
+        fd = os.open(clip, os.O_RDONLY | os.O_DIRECT)
+        try:
+            buf = mmap.mmap(-1, 4096)
+            check(os.preadv(fd, [buf], s["fs"]["stripe_bytes"] + 8192) == 4096, "O_DIRECT read")
+        finally:
+            os.close(fd)
+        s = v.status()
+        fs1 = s["stats"]["fs"]
+        check(fs1["patch_cache_hits"] == fs0["patch_cache_hits"] + 1 and
+              fs1["patch_reads"] == fs0["patch_reads"], "patch reads %r" % fs1)
+        _, out, _ = v.admin("status", v.mnt)
+        want = "%d patched blocks read from the patch cache and %d from the members" % (
+            fs1["patch_cache_hits"], fs1["patch_reads"])
+        check(want in out, "status text lacks %r:\n%s" % (want, out))
+        log("ok: a read of the patched block finds it in the patch cache")
 
         # rates
         v.admin("set", v.mnt, "rebuild_min=32M", "rebuild_max=1G", "scrub_min=8M", "scrub_max=0")

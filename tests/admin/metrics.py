@@ -170,6 +170,9 @@ def test():
             check(fams["framefs_" + key].type == "counter" and
                   value(fams, "framefs_" + key) == st["stats"]["fs"][key], key)
         check(value(fams, "framefs_small_stores") == 1, "small stores")
+        for key in ("patch_reads", "patch_cache_hits"):
+            check(fams["framefs_" + key].type == "counter" and
+                  value(fams, "framefs_" + key) == st["stats"]["fs"][key], key)
         os.unlink(side)
         log("ok: small-file threshold, pool blocks and small-file counters match status --json")
 

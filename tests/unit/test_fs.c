@@ -32,10 +32,16 @@
 
 #define NM 4
 
+/* The patch cache of every mount (fs/pcache.c): 0, the default.  A test
+ * that needs patched blocks read from the members sets it off; each test
+ * runs in a child process of its own, so the setting ends with it. */
+static size_t ut_patch_cache;
+
 static struct ffs *mkfs_mount(unsigned mb, uint32_t chunk)
 {
 	struct ffs_mkfs_params p = { .level = 5, .chunk_bytes = chunk, .quiet = true };
-	struct ffs_opts o = { .write_buffer_bytes = 16 << 20, .read_cache_bytes = 16 << 20 };
+	struct ffs_opts o = { .write_buffer_bytes = 16 << 20, .read_cache_bytes = 16 << 20,
+			       .patch_cache_bytes = ut_patch_cache };
 	struct ff_err err = { "" };
 	struct ffs *fs;
 
@@ -49,7 +55,8 @@ static struct ffs *mkfs_mount(unsigned mb, uint32_t chunk)
  * NM members of mb MiB, then mount. */
 static struct ffs *mkfs_mount_params(unsigned mb, struct ffs_mkfs_params p)
 {
-	struct ffs_opts o = { .write_buffer_bytes = 16 << 20, .read_cache_bytes = 16 << 20 };
+	struct ffs_opts o = { .write_buffer_bytes = 16 << 20, .read_cache_bytes = 16 << 20,
+			       .patch_cache_bytes = ut_patch_cache };
 	struct ff_err err = { "" };
 	struct ffs *fs;
 
@@ -64,7 +71,8 @@ static struct ffs *mkfs_mount_params(unsigned mb, struct ffs_mkfs_params p)
 
 static struct ffs *remount(struct ffs *fs)
 {
-	struct ffs_opts o = { .write_buffer_bytes = 16 << 20, .read_cache_bytes = 16 << 20 };
+	struct ffs_opts o = { .write_buffer_bytes = 16 << 20, .read_cache_bytes = 16 << 20,
+			       .patch_cache_bytes = ut_patch_cache };
 	struct ff_err err = { "" };
 
 	if (fs)
@@ -2246,7 +2254,8 @@ static struct ffs *mkfs_mount_level_chunk(unsigned level, uint32_t chunk)
 {
 	struct ffs_mkfs_params p = { .level = level, .chunk_bytes = chunk,
 				     .version = FFS_VERSION_PATCH, .quiet = true };
-	struct ffs_opts o = { .write_buffer_bytes = 16 << 20, .read_cache_bytes = 16 << 20 };
+	struct ffs_opts o = { .write_buffer_bytes = 16 << 20, .read_cache_bytes = 16 << 20,
+			       .patch_cache_bytes = ut_patch_cache };
 	struct ff_err err = { "" };
 	struct ffs *fs;
 
@@ -2363,7 +2372,9 @@ static void flip_patch(struct ffs *fs, const struct patch_loc *l, const uint8_t 
  *     through the same check, so the new patch carries the good bytes,
  *     never the junk, and the old block is healed too.
  * Every read returns exactly what was written; the array itself reads the
- * flipped block back without an error each time (flip_patch).  tailed:
+ * flipped block back without an error each time (flip_patch).  The patch
+ * cache is off: with it, 1's read would find the block just written in
+ * memory and never meet the damage (patch_cache_serves_merges).  tailed:
  * the file is a stripe and a tail, the patch inside the tail; it lands in
  * the tail's own tail stripe (asserted), whose read through the cache
  * then meets the bad chunk first.
@@ -2371,7 +2382,7 @@ static void flip_patch(struct ffs *fs, const struct patch_loc *l, const uint8_t 
 static void patch_bad_block(unsigned level, bool tailed)
 {
 	static uint8_t want[3 * 192 * 1024];
-	struct ffs *fs = mkfs_mount_level(level);
+	struct ffs *fs = (ut_patch_cache = FFS_PATCH_CACHE_OFF, mkfs_mount_level(level));
 	const struct ff_geom *g = ffs_tools_geom(fs);
 	const struct ffs_stats *st = ffs_stats(fs);
 	uint64_t S = g->stripe_bytes, len = tailed ? S + 50000 : 3 * S, fh, ino;
@@ -2740,6 +2751,103 @@ START_TEST(settle_finishes_queued_merges)
 	fs = remount(fs);
 	ck_assert_int_eq(ffs_statfs(fs, &b), 0);
 	ck_assert_uint_eq(a.f_bfree, b.f_bfree);
+	check_content(fs, ino, want, 2 * S);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	ut_remove_members(NM);
+}
+END_TEST
+
+/*
+ * The patch cache (fs/pcache.c) serves the patched blocks written since the
+ * mount, and only those.  RAID5 x 4 at 256 KiB chunks: 768 KiB stripes of
+ * 192 blocks.  Stripe 0 of a two-stripe file gets 64 patched blocks: a read
+ * finds all of them in the cache (no patched block read from the members),
+ * and so does the merge that 40 more blocks set off; once merged, none is
+ * cached any more (their patches are gone).  Stripe 1 gets 64 patched
+ * blocks, then a remount: the read takes all 64 from the members.  Then,
+ * with a cache of 8 blocks, 64 patches leave the newest 8 cached (a FIFO),
+ * and a slot written again holds only its newest block.  The file reads
+ * back exactly throughout.
+ */
+START_TEST(patch_cache_serves_merges)
+{
+	static uint8_t want[2 * 768 * 1024];
+	struct ffs *fs = mkfs_mount_level_chunk(5, 256 * 1024);
+	const struct ffs_stats *st = ffs_stats(fs);
+	uint64_t S = ffs_tools_geom(fs)->stripe_bytes, ino, fh, reads, hits, used, cap;
+	uint8_t a[FFS_BLOCK], b[FFS_BLOCK], got[FFS_BLOCK];
+	unsigned seed = 120;
+
+	ck_assert_uint_eq(S, 768 * 1024);
+	pcache_usage(fs, &used, &cap);
+	ck_assert_uint_eq(cap, 64 * FF_MiB / FFS_BLOCK); /* the default */
+	ck_assert_uint_eq(used, 0);
+	ino = put_file(fs, "db", want, 2 * S, 48);
+	ck_assert_int_eq(ffs_open(fs, ino, O_RDWR, &fh), 0);
+	for (uint32_t blk = 1; blk < 129; blk += 2) {
+		put_bytes(fs, fh, want, blk * FFS_BLOCK, FFS_BLOCK, seed++);
+		if (blk % 32 == 31)
+			ck_assert_int_eq(ffs_flush(fs, fh), 0);
+	}
+	pcache_usage(fs, &used, &cap);
+	ck_assert_uint_eq(used, 64);
+	reads = st->patch_reads;
+	hits = st->patch_cache_hits;
+	check_content(fs, ino, want, 2 * S);
+	ck_assert_uint_eq(st->patch_reads, reads);
+	ck_assert_uint_ge(st->patch_cache_hits, hits + 64);
+	/* 40 more: past half, merged in the background from the cache alone */
+	for (uint32_t blk = 150; blk < 190; blk++)
+		put_bytes(fs, fh, want, blk * FFS_BLOCK, FFS_BLOCK, seed++);
+	hits = st->patch_cache_hits;
+	ck_assert_int_eq(ffs_flush(fs, fh), 0);
+	ck_assert_int_eq(ffs_settle(fs), 0); /* the merge done and its stripe mapped */
+	ck_assert_uint_eq(st->patch_merges, 1);
+	ck_assert_uint_eq(st->patch_reads, reads);
+	ck_assert_uint_ge(st->patch_cache_hits, hits + 104);
+	pcache_usage(fs, &used, &cap);
+	ck_assert_uint_eq(used, 0); /* the merge dropped the patches, the cache their blocks */
+	check_content(fs, ino, want, 2 * S);
+	/* written before a mount: read from the members */
+	for (uint32_t blk = 1; blk < 129; blk += 2) {
+		put_bytes(fs, fh, want, S + blk * FFS_BLOCK, FFS_BLOCK, seed++);
+		if (blk % 32 == 31)
+			ck_assert_int_eq(ffs_flush(fs, fh), 0);
+	}
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	fs = remount(fs);
+	st = ffs_stats(fs);
+	check_content(fs, ino, want, 2 * S);
+	ck_assert_uint_ge(st->patch_reads, 64);
+	ck_assert_uint_eq(st->patch_cache_hits, 0);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+
+	/* a cache of 8 blocks keeps the newest 8 */
+	ut_patch_cache = 8 * FFS_BLOCK;
+	fs = remount(NULL);
+	st = ffs_stats(fs);
+	ck_assert_int_eq(ffs_open(fs, ino, O_RDWR, &fh), 0);
+	for (uint32_t blk = 0; blk < 64; blk++) {
+		put_bytes(fs, fh, want, blk * FFS_BLOCK + 100, 50, seed++);
+		if (blk % 16 == 15)
+			ck_assert_int_eq(ffs_flush(fs, fh), 0);
+	}
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	pcache_usage(fs, &used, &cap);
+	ck_assert_uint_eq(cap, 8);
+	ck_assert_uint_eq(used, 8);
+	check_content(fs, ino, want, 2 * S);
+	ck_assert_uint_ge(st->patch_cache_hits, 8);
+	ck_assert_uint_ge(st->patch_reads, 56);
+	/* a slot holds its newest block; forgotten, nothing */
+	fill_pattern(a, sizeof(a), seed++);
+	fill_pattern(b, sizeof(b), seed++);
+	pcache_put(fs, 7, 3, a);
+	pcache_put(fs, 7, 3, b);
+	ck_assert(pcache_get(fs, 7, 3, got));
+	ck_assert_int_eq(memcmp(got, b, sizeof(b)), 0);
+	pcache_forget(fs, 7, 3, 1);
+	ck_assert(!pcache_get(fs, 7, 3, got));
 	check_content(fs, ino, want, 2 * S);
 	ck_assert_int_eq(ffs_unmount(fs), 0);
 	ut_remove_members(NM);
@@ -3202,6 +3310,7 @@ int main(void)
 	tcase_add_test(tc, patches_read_in_waves);
 	tcase_add_test(tc, merge_holds_up_neither_flush_nor_writers);
 	tcase_add_test(tc, settle_finishes_queued_merges);
+	tcase_add_test(tc, patch_cache_serves_merges);
 	tcase_add_test(tc, settle_leaves_the_writers_error);
 	tcase_add_test(tc, patches_spare_opens_without_commit);
 	tcase_add_test(tc, patches_replay_heals_bad_chunks);

@@ -459,6 +459,9 @@ static const struct counter fs_counters[] = {
 	  "Patched stripes rewritten whole (their patches had grown past half the stripe)" },
 	{ "merges_background", "framefs_merges_background_total",
 	  "Of those, merged by the background merge thread in a buffer of its own" },
+	{ "patch_reads", "framefs_patch_reads_total", "Patched 4 KiB blocks read from the members" },
+	{ "patch_cache_hits", "framefs_patch_cache_hits_total",
+	  "Patched 4 KiB blocks found in the patch cache instead of read from the members" },
 };
 
 static void counters(struct mx *m, json_object *stats, const struct counter *c, size_t n)

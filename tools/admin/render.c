@@ -345,10 +345,12 @@ static void render_small(json_object *fs, json_object *fst, FILE *f)
 			jnum(fs, "version"));
 	else
 		fprintf(f, "  overwrites  small ones go as patches: %.0f written (%.0f blocks), %.0f "
-			"patched stripes rewritten whole (%.0f by the merge thread, %.0f waiting for it) "
+			"patched stripes rewritten whole (%.0f by the merge thread, %.0f waiting for it), "
+			"%.0f patched blocks read from the patch cache and %.0f from the members "
 			"since the mount\n",
 			jnum(fst, "patch_writes"), jnum(fst, "patch_blocks"), jnum(fst, "patch_merges"),
-			jnum(fst, "merges_background"), jnum(fs, "merges_pending"));
+			jnum(fst, "merges_background"), jnum(fs, "merges_pending"),
+			jnum(fst, "patch_cache_hits"), jnum(fst, "patch_reads"));
 }
 
 /* The daemon's requests in flight: the oldest, and how many went stuck. */

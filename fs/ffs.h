@@ -31,7 +31,7 @@ struct ffs_opts {
 	size_t meta_cache_bytes;      /* default 32 MiB */
 	size_t write_buffer_bytes;    /* stripe-assembly buffers, default 160 MiB */
 	size_t read_cache_bytes;      /* whole-stripe read cache, default 128 MiB */
-	size_t patch_cache_bytes;     /* the newest patched blocks (fs/pcache.c), default 64 MiB;
+	size_t patch_cache_bytes;     /* the newest patched blocks (fs/pcache.c), default 128 MiB;
 	                               * FFS_PATCH_CACHE_OFF: none */
 	unsigned commit_interval_ms;  /* background commit, default 5000 */
 	unsigned readahead_stripes;   /* default 4 */

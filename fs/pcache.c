@@ -21,6 +21,15 @@
  * and leaves when the patch that points to it is superseded or dropped
  * (patch.c calls pcache_forget), so the cache holds live blocks only.
  *
+ * How much.  Stripes written at random reach half patched together, so
+ * the live patches peak near half the data written at random; a merge
+ * whose blocks are only partly cached still waits for a wave of reads.
+ * In issue 21's run (4 x 64 MiB written once, 4 KiB at random, fsync
+ * every 64) 128 MiB held every block a merge wanted, and the run was
+ * 1.08-1.17 times as fast as with no cache; 64 MiB held 75 % of them and
+ * gained nothing measurable (bench/NOTES.md, 2026-12-06 17:15).  Hence
+ * 128 MiB by default.
+ *
  * Why a cached block is never stale.  Slots are written once while their
  * tail stripe lives; a patch record points to (p, slot) only after the
  * batch that wrote it there, and every patch batch's slots go through

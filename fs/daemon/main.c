@@ -140,7 +140,7 @@ static void usage(const char *prog)
 	       "  -o write_buffer_mb=N   stripe-assembly memory (default 160)\n"
 	       "  -o read_cache_mb=N     whole-stripe read cache (default 128)\n"
 	       "  -o patch_cache_mb=N    the newest small overwrites' blocks, kept for the reads\n"
-	       "                         and merges that follow (default 64, 0 = none)\n"
+	       "                         and merges that follow (default 128, 0 = none)\n"
 	       "  -o readahead=N         stripes read ahead (default 4)\n"
 	       "  -o commit_ms=N         metadata commit interval (default 5000)\n"
 	       "  -o threads=N           FUSE worker threads at most (default 16, at most 64)\n"

@@ -184,7 +184,7 @@ def test():
 
         # the patched block is in the patch cache (fs/pcache.c): a read that
         # passes the page cache (O_DIRECT) finds it there, not on the members
-        check(s["fs"]["patch_cache_capacity"] == (64 << 20) // 4096 and
+        check(s["fs"]["patch_cache_capacity"] == (128 << 20) // 4096 and
               s["fs"]["patch_cache_blocks"] == 1, "patch cache %r" % s["fs"])
         fs0 = s["stats"]["fs"]
         fd = os.open(clip, os.O_RDONLY | os.O_DIRECT)

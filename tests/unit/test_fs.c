@@ -2780,7 +2780,7 @@ START_TEST(patch_cache_serves_merges)
 
 	ck_assert_uint_eq(S, 768 * 1024);
 	pcache_usage(fs, &used, &cap);
-	ck_assert_uint_eq(cap, 64 * FF_MiB / FFS_BLOCK); /* the default */
+	ck_assert_uint_eq(cap, 128 * FF_MiB / FFS_BLOCK); /* the default */
 	ck_assert_uint_eq(used, 0);
 	ino = put_file(fs, "db", want, 2 * S, 48);
 	ck_assert_int_eq(ffs_open(fs, ino, O_RDWR, &fh), 0);

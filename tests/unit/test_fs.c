@@ -2854,6 +2854,67 @@ START_TEST(patch_cache_serves_merges)
 }
 END_TEST
 
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * A checkpoint writes its blocks home in runs of consecutive blocks, one
+ * request per run (fs/journal.c ckpt_write), not one per block.  300 small
+ * files dirty inode-table, directory and pool blocks, many of them side by
+ * side; after a commit, the checkpoint's member writes must number fewer
+ * than its blocks times the META copies (one per block and copy before,
+ * plus the superblock's), and at most one per copy for each run and each
+ * META chunk a run crosses, plus the superblock's.  Then every file reads
+ * back after a remount, from its home blocks (the journal is empty).
+ */
+START_TEST(checkpoint_writes_runs)
+{
+	static uint8_t want[300][5000];
+	/* a journal that half fills with none of this: no checkpoint before ours */
+	struct ffs *fs = mkfs_mount_params(64, (struct ffs_mkfs_params){ .journal_blocks = 4096 });
+	const struct ff_geom *g = ffs_tools_geom(fs);
+	const struct ff_raid_stats *rs = ff_raid_stats(fs->raid);
+	uint64_t ino[300], w0, w1, blocks = 0, runs = 0;
+	uint64_t *no;
+	char name[32];
+
+	for (unsigned i = 0; i < 300; i++) {
+		snprintf(name, sizeof(name), "side%03u.xmp", i);
+		ino[i] = put_file(fs, name, want[i], sizeof(want[i]), 200 + i);
+	}
+	pthread_mutex_lock(&fs->lock);
+	ck_assert_int_eq(ffs_journal_commit(fs), 0);
+	no = malloc(fs->nckpt * sizeof(*no));
+	ck_assert_ptr_nonnull(no);
+	for (struct mbuf *mb = fs->ckpt_head; mb; mb = mb->ckpt_next)
+		no[blocks++] = mb->blockno;
+	qsort(no, blocks, sizeof(*no), u64_cmp);
+	for (uint64_t i = 0; i < blocks; i++)
+		runs += i == 0 || no[i] != no[i - 1] + 1;
+	free(no);
+	ck_assert_uint_ge(blocks, 64);
+	ck_assert_uint_lt(runs * 2, blocks); /* the setup: blocks side by side */
+	w0 = atomic_load(&rs->member_writes);
+	ck_assert_int_eq(ffs_journal_checkpoint(fs), 0);
+	w1 = atomic_load(&rs->member_writes);
+	pthread_mutex_unlock(&fs->lock);
+	ck_assert_msg(w1 - w0 < blocks * g->meta_copies,
+		      "%llu member writes for %llu blocks in %llu runs, %u copies",
+		      (unsigned long long)(w1 - w0), (unsigned long long)blocks,
+		      (unsigned long long)runs, g->meta_copies);
+	ck_assert_uint_le(w1 - w0, g->meta_copies * (runs + blocks * FFS_BLOCK / FF_META_CHUNK) + 8);
+	fs = remount(fs);
+	for (unsigned i = 0; i < 300; i++)
+		check_content(fs, ino[i], want[i], sizeof(want[i]));
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	ut_remove_members(NM);
+}
+END_TEST
+
 /* A file of three whole stripes; _i 0: RAID5 x 4, 1: RAID6 x 4. */
 /* What a write, truncate or chown by a caller without CAP_FSETID takes
  * (ffs_kill_priv, FFS_SET_KILL_PRIV: FUSE's killpriv_v2 leaves it to the
@@ -3311,6 +3372,7 @@ int main(void)
 	tcase_add_test(tc, merge_holds_up_neither_flush_nor_writers);
 	tcase_add_test(tc, settle_finishes_queued_merges);
 	tcase_add_test(tc, patch_cache_serves_merges);
+	tcase_add_test(tc, checkpoint_writes_runs);
 	tcase_add_test(tc, settle_leaves_the_writers_error);
 	tcase_add_test(tc, patches_spare_opens_without_commit);
 	tcase_add_test(tc, patches_replay_heals_bad_chunks);

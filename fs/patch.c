@@ -220,11 +220,9 @@ int ffs_patch_add(struct ffs *fs, struct finode *fi, uint64_t f, uint32_t b0, ui
 			return rc;
 		rc = pdelete(fs, fi, &r);
 		atomic_fetch_add(&fi->map_gen, 1); /* its readers read again (data.c) */
-		{ /* the blocks ours replace are dead: out of the cache */
-			uint32_t lo = FF_MAX(r.b0, b0), hi = FF_MIN(r.b0 + r.n, e);
-
-			pcache_forget(fs, r.p, r.slot0 + (lo - r.b0), hi - lo);
-		}
+		if (rc == 0) /* the blocks of it that ours replace are dead: out of the cache */
+			pcache_forget(fs, r.p, r.slot0 + (FF_MAX(r.b0, b0) - r.b0),
+				      FF_MIN(r.b0 + r.n, e) - FF_MAX(r.b0, b0));
 		if (rc == 0 && r.b0 < b0) { /* its blocks before ours stay */
 			struct prec l = { f, r.b0, b0 - r.b0, r.slot0, r.p, { 0 } };
 

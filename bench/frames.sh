@@ -397,17 +397,37 @@ TOUCHED=1
 
 declare -A R=() # key -> "v1 v2 ..." (one per run, in run order)
 add() { R[$1]="${R[$1]:-}$2 "; }
+addm() { add "$1" "$V"; [ "$VC" = - ] || add "$1.c" "$VC"; } # KEY: a fio phase's MB/s, and its CPU ms per GB as KEY.c
 
 drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 
-fio_mbs() { # RW FIO-ARGS... -> V = MB/s (10^6 B/s); says why and fails otherwise
+# CPU per GB moved. Each fio job runs $S/tick as it starts and ends its I/O (exec_prerun,
+# exec_postrun): the time and the machine's busy CPU time in clock ticks (user, nice, system,
+# irq and softirq of /proc/stat's "cpu" line: every CPU, the fio jobs, the kernel, the daemon
+# and the loop devices' workers; idle, iowait and the time the host stole are not busy). The
+# window from the last job's start to the first job's end holds no fio set-up or teardown (a
+# fio of 4 jobs costs ~0.3 CPU-s to start here, as much as a phase); over it, busy CPU time /
+# (MB/s x seconds) is the phase's CPU per GB, in ms.
+TICK_MS=$((1000 / $(getconf CLK_TCK)))
+printf '#!/bin/sh\nawk -v w="$1" -v t="$(date +%%s%%N)" '"'"'$1 == "cpu" { print w, t, $2 + $3 + $4 + $7 + $8; exit }'"'"' /proc/stat >>%s\n' \
+	"$S/ticks" >"$S/tick"
+chmod +x "$S/tick"
+
+fio_mbs() { # RW FIO-ARGS... -> V = MB/s (10^6 B/s), VC = CPU ms per GB (10^9 B) or "-"; says
+	# why and fails otherwise
 	local rw=$1
 	shift
-	V=""
-	run fio --output-format=terse --terse-version=3 "$@" || { warn "fio $rw failed: $(lasterr)"; return 1; }
+	V="" VC=""
+	: >"$S/ticks"
+	run fio --output-format=terse --terse-version=3 --exec_prerun="$S/tick pre" --exec_postrun="$S/tick post" \
+		"$@" || { warn "fio $rw failed: $(lasterr)"; return 1; }
 	V=$(awk -F';' -v rw="$rw" '$1 == 3 { bw = (rw == "read") ? $7 : $48; v = bw * 1024 / 1e6 }
 		END { if (v > 0) printf "%.0f", v }' "$OUTF")
 	[ -n "$V" ] || { warn "fio $rw: no throughput in its output"; return 1; }
+	VC=$(awk -v mbs="$V" -v ms="$TICK_MS" '$1 == "pre" && (t0 == "" || $2 > t0) { t0 = $2; b0 = $3 }
+		$1 == "post" && (t1 == "" || $2 < t1) { t1 = $2; b1 = $3 }
+		END { s = (t1 - t0) / 1e9; if (t0 == "" || t1 == "" || s < 0.05) { print "-"; exit }
+		      printf "%.0f", (b1 - b0) * ms / (mbs * s / 1000) }' "$S/ticks")
 }
 
 frames_fio() { # DIR RW DIRECT [NRFILES] -> V = MB/s of the frametest-style workload
@@ -507,16 +527,16 @@ fs_suite() { # DIR KEY HOOK -> fails on the first failed phase
 	frames_fio "$d/warm" write 1 1 || return 1
 	rm -rf "$d/warm"
 	frames_fio "$d/b" write 0 || return 1
-	add "$k.bw" "$V"; say "  buffered w $V"; $hook
+	addm "$k.bw"; say "  buffered w $V"; $hook
 	frames_fio "$d/b" read 0 || return 1
-	add "$k.br" "$V"; say " r $V"; $hook
+	addm "$k.br"; say " r $V"; $hook
 	rm -rf "$d/b"
 	create_rate "$d/c" || return 1
 	add "$k.cr" "$V"; say "  creates $V/s"; $hook
 	frames_fio "$d/d" write 1 || return 1
-	add "$k.dw" "$V"; say "  O_DIRECT w $V"; $hook
+	addm "$k.dw"; say "  O_DIRECT w $V"; $hook
 	frames_fio "$d/d" read 1 || return 1
-	add "$k.dr" "$V"; say " r $V"; $hook
+	addm "$k.dr"; say " r $V"; $hook
 	if [ -n "$FT" ]; then
 		ft_mbs "$d/ft" w || return 1
 		add "$k.ftw" "$V"; say "  frametest w $V"; $hook
@@ -534,9 +554,9 @@ row_raw() { # N
 	touch_members "${MFILES[@]:0:$n}"
 	say "raw $n members (no fs)"
 	raw_fio write "${devs[@]}" || die "raw $n members: write failed"
-	add "raw$n.dw" "$V"; say "  O_DIRECT w $V"
+	addm "raw$n.dw"; say "  O_DIRECT w $V"
 	raw_fio read "${devs[@]}" || die "raw $n members: read failed"
-	add "raw$n.dr" "$V"; say " r $V"
+	addm "raw$n.dr"; say " r $V"
 	echo
 }
 
@@ -566,13 +586,13 @@ row_null() { # KEY BINARY LABEL [OPTION...]
 	p=$FUSE_PID
 	say "$label"
 	null_fio write 1 || die "$label: O_DIRECT write failed"
-	add "$k.dw" "$V"; say "  O_DIRECT w $V"
+	addm "$k.dw"; say "  O_DIRECT w $V"
 	null_fio read 1 || die "$label: O_DIRECT read failed"
-	add "$k.dr" "$V"; say " r $V"
+	addm "$k.dr"; say " r $V"
 	null_fio write 0 || die "$label: buffered write failed"
-	add "$k.bw" "$V"; say "  buffered w $V"
+	addm "$k.bw"; say "  buffered w $V"
 	null_fio read 0 || die "$label: buffered read failed"
-	add "$k.br" "$V"; say " r $V"
+	addm "$k.br"; say " r $V"
 	add "$k.rss" "$(hwm_mb "$p")"
 	add_transport "$k" "$p"
 	echo
@@ -846,6 +866,53 @@ else
 	if [ "$HAVE_FRAMEFS" = 1 ]; then trow "framefs RAID5, 4 members" ff5; ftrow "" ff5
 	else echo "framefs                                          not built"; fi
 fi
+# CPU per GB: what each row costs the machine, and the floor it sets under framefs's rate. The
+# CPUs are the bottleneck whenever they are all busy: a row's rate is then at most
+# CPUs x 1000 / (ms per GB), and ratios of CPU per GB say where a slower row's time went.
+ctrow() { # LABEL KEY
+	[ -n "${R[$2.dw.c]:-}${R[$2.bw.c]:-}" ] || return 0
+	printf '%-48s %-20s %-20s %-20s %-20s\n' "$1" "$(cell "$2.dw.c")" "$(cell "$2.dr.c")" \
+		"$(cell "$2.bw.c")" "$(cell "$2.br.c")"
+}
+echo
+printf '%-48s %-20s %-20s %-20s %-20s\n' "CPU ms per GB moved (all $(nproc) CPUs busy time)" "O_DIRECT write" \
+	"O_DIRECT read" "buffered write" "buffered read"
+ctrow "raw 4 members (fio, no fs)" raw4
+if [ "$MODE" = ram ]; then
+	ctrow "raw 6 members (fio, no fs)" raw6
+	ctrow "FUSE null $V314" null314
+	ctrow "FUSE null $V318" null318
+	ctrow "passthrough_ll $V314, tmpfs" pt314
+	ctrow "passthrough_hp $V318, tmpfs" hp318
+	ctrow "btrfs RAID5, 4 members" btrfs5
+	ctrow "btrfs RAID6, 6 members" btrfs6
+	ctrow "framefs RAID5, 4 (-o $FRAMEFS_DEV_OPTS)" ff5
+	ctrow "framefs RAID5, 4 (-o $FRAMEFS_URING_OPTS)" ff5uring
+	ctrow "framefs RAID6, 6 members" ff6
+else
+	ctrow "btrfs RAID5, 4 members" btrfs5
+	ctrow "framefs RAID5, 4 members" ff5
+fi
+# The floor under a RAID5 x 4 write over io_uring: its requests cost at least what null's cost
+# (the transport's copy), and its member writes at least what the raw members' cost, 4/3 of the
+# data (parity); the floor under a read: null's requests and the raw members' reads, once
+floor() { # WHAT NULL-KEY RAW-KEY SHARE ROW-KEY
+	local n r f v
+	n=$(stat3 "$2" | cut -d' ' -f1 || true) r=$(stat3 "$3" | cut -d' ' -f1 || true)
+	f=$(stat3 "$5" | cut -d' ' -f1 || true) v=$(stat3 "${2%.c}" | cut -d' ' -f1 || true)
+	[ -n "$n" ] && [ -n "$r" ] && [ -n "$v" ] || return 0
+	awk -v w="$1" -v n="$n" -v r="$r" -v s="$4" -v f="${f:-}" -v c="$(nproc)" -v v="$v" 'BEGIN {
+		fl = n + r * s
+		printf "  %s: floor %.0f ms/GB (null %.0f + %s x raw %.0f): at most %.0f MB/s on %d CPUs, %.2f x null'"'"'s rate",
+			w, fl, n, (s == 1 ? "1" : "4/3"), r, c * 1e6 / fl, c, c * 1e6 / fl / v
+		if (f != "") printf "; framefs %.0f ms/GB, %.2f x the floor", f, f / fl
+		printf "\n" }'
+}
+[ "$MODE" = ram ] && {
+	floor "O_DIRECT write" null318.dw.c raw4.dw.c 1.3333 ff5uring.dw.c
+	floor "O_DIRECT read" null318.dr.c raw4.dr.c 1 ff5uring.dr.c
+}
+echo
 for k in ff5 ff5uring ff6; do # the daemon's own account (framefs-admin status, first run)
 	[ -z "${FF_FUSE[$k]:-}" ] || echo "  $k: ${FF_FUSE[$k]}"
 done

@@ -419,8 +419,10 @@ fio_mbs() { # RW FIO-ARGS... -> V = MB/s (10^6 B/s), VC = CPU ms per GB (10^9 B)
 	shift
 	V="" VC=""
 	: >"$S/ticks"
-	run fio --output-format=terse --terse-version=3 --exec_prerun="$S/tick pre" --exec_postrun="$S/tick post" \
-		"$@" || { warn "fio $rw failed: $(lasterr)"; return 1; }
+	# in $S: fio leaves each job's JOB.prerun.txt and JOB.postrun.txt (the script's output) in
+	# its working directory
+	run env -C "$S" fio --output-format=terse --terse-version=3 --exec_prerun="$S/tick pre" \
+		--exec_postrun="$S/tick post" "$@" || { warn "fio $rw failed: $(lasterr)"; return 1; }
 	V=$(awk -F';' -v rw="$rw" '$1 == 3 { bw = (rw == "read") ? $7 : $48; v = bw * 1024 / 1e6 }
 		END { if (v > 0) printf "%.0f", v }' "$OUTF")
 	[ -n "$V" ] || { warn "fio $rw: no throughput in its output"; return 1; }

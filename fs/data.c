@@ -18,6 +18,9 @@
 
 /* ---- the API ----------------------------------------------------------------- */
 
+static int aread_init(struct ffs *fs);
+static void aread_free(struct ffs *fs);
+
 int ffs_data_init(struct ffs *fs)
 {
 	int rc = wpool_init(fs);
@@ -28,6 +31,8 @@ int ffs_data_init(struct ffs *fs)
 		rc = tails_init(fs);
 	if (rc == 0)
 		rc = pcache_init(fs); /* after the tails: patches need them (ffs_patches_on) */
+	if (rc == 0)
+		rc = aread_init(fs);
 	if (rc == 0)
 		rc = wpool_start(fs);
 	if (rc == 0)
@@ -42,6 +47,7 @@ void ffs_data_free(struct ffs *fs)
 	rcache_free(fs);
 	pcache_free(fs);
 	tails_free(fs);
+	aread_free(fs);
 }
 
 /* Whether fi is small (fs->lock taken here); promote_small reads the flag
@@ -368,10 +374,9 @@ void ffs_data_read_unref(struct ffs *fs, struct ffs_rref *ref)
 }
 
 /* Bounds of a read straight into the caller's buffer (ffs_data_read_into,
- * below), on the caller's stack: the chunks it checks
- * (4 MiB of 16 KiB chunks, the smallest) and the runs of consecutive
- * stripes it reads, one engine request each (a file whose extents break
- * more often than that is read through the cache). */
+ * below): the chunks it checks (4 MiB of 16 KiB chunks, the smallest) and
+ * the runs of consecutive stripes it reads, one engine request each (a file
+ * whose extents break more often than that is read through the cache). */
 #define DIRECT_CHUNKS_MAX 256
 #define DIRECT_RUNS_MAX 8
 
@@ -382,14 +387,97 @@ struct direct_run {
 };
 
 struct direct_read {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	unsigned pending;
-	const struct ffs *fs;
+	_Atomic unsigned pending;           /* runs in flight, + 1 while submitting */
+	struct ffs *fs;
+	struct finode *fi;
 	const uint8_t *base;                /* the caller's buffer */
+	uint64_t gen0, fh, off;             /* the map's generation; the request */
+	size_t len, done;
+	unsigned nruns;
+	ffs_read_done_fn done_fn;           /* called once, with the result */
+	void *priv;
+	struct direct_read *next_free;      /* in fs->aread_free, when from the pool */
+	bool pooled;
 	uint32_t crc[DIRECT_CHUNKS_MAX];    /* chunk j holds base[j*C, (j+1)*C) */
 	struct direct_run run[DIRECT_RUNS_MAX];
 };
+
+/* The reads in flight that no thread waits for (ffs_data_read_into_async):
+ * a fixed pool, made at mount.  A request that finds it empty is read as
+ * before, its thread waiting. */
+#define AREAD_POOL 64
+
+static int aread_init(struct ffs *fs)
+{
+	fs->aread = calloc(AREAD_POOL, sizeof(*fs->aread));
+	if (!fs->aread)
+		return -ENOMEM;
+	pthread_mutex_init(&fs->aread_lock, NULL);
+	for (unsigned i = 0; i < AREAD_POOL; i++) {
+		fs->aread[i].pooled = true;
+		fs->aread[i].next_free = i + 1 < AREAD_POOL ? &fs->aread[i + 1] : NULL;
+	}
+	fs->aread_free = &fs->aread[0];
+	return 0;
+}
+
+/* Every read of the pool has ended by now: the FUSE session ends only once
+ * every request has had its reply, which the last completion sends. */
+static void aread_free(struct ffs *fs)
+{
+	free(fs->aread);
+	fs->aread = NULL;
+}
+
+static struct direct_read *aread_get(struct ffs *fs)
+{
+	struct direct_read *r;
+
+	pthread_mutex_lock(&fs->aread_lock);
+	r = fs->aread_free;
+	if (r)
+		fs->aread_free = r->next_free;
+	pthread_mutex_unlock(&fs->aread_lock);
+	return r;
+}
+
+static void aread_put(struct ffs *fs, struct direct_read *r)
+{
+	pthread_mutex_lock(&fs->aread_lock);
+	r->next_free = fs->aread_free;
+	fs->aread_free = r;
+	pthread_mutex_unlock(&fs->aread_lock);
+}
+
+/* The last run in: the result, the read given back to its pool, then the
+ * caller told (on an engine thread, or on the submitting one when a submit
+ * failed). */
+static void direct_finish(struct direct_read *r)
+{
+	ffs_read_done_fn fn = r->done_fn;
+	void *priv = r->priv;
+	uint64_t fh = r->fh, off = r->off;
+	size_t len = r->len;
+	ssize_t res = (ssize_t)r->done;
+	bool ok = true;
+
+	for (unsigned i = 0; i < r->nruns; i++)
+		ok = ok && !r->run[i].bad;
+	if (ok && map_moved(r->fi, r->gen0)) { /* a stripe may be another file's now */
+		atomic_fetch_add(&r->fs->stats.reads_again, 1);
+		ok = false;
+	}
+	if (ok) {
+		atomic_fetch_add(&r->fs->stats.direct_reads, r->nruns);
+		if (r->pooled)
+			atomic_fetch_add(&r->fs->stats.direct_reads_unwaited, r->nruns);
+	}
+	else
+		res = -EAGAIN; /* through the cache, which rebuilds, repairs and counts */
+	if (r->pooled)
+		aread_put(r->fs, r);
+	fn(priv, res, fh, len, off);
+}
 
 /* On an engine thread, as rc_read_done: the run's chunks are checked here. */
 static void direct_done(struct ff_raid_io *io)
@@ -402,10 +490,8 @@ static void direct_done(struct ff_raid_io *io)
 	u->bad = io->result < 0;
 	for (uint64_t c = 0; !u->bad && c < io->len / C; c++)
 		u->bad = ff_crc32c(0, b + c * C, (size_t)C) != r->crc[(size_t)(b - r->base) / C + c];
-	pthread_mutex_lock(&r->lock);
-	r->pending--;
-	pthread_cond_signal(&r->cond);
-	pthread_mutex_unlock(&r->lock);
+	if (atomic_fetch_sub(&r->pending, 1) == 1)
+		direct_finish(r);
 }
 
 /*
@@ -421,25 +507,32 @@ static void direct_done(struct ff_raid_io *io)
  * Checksums cover whole chunks, so the range must start on a chunk and its
  * last chunk must fit in cap (the reply buffer); each piece must be plain
  * stripe data (no write buffer, patch or tail: read_source) with no copy
- * in the cache, where copying is cheaper than reading.  Otherwise, and on
- * a member error or a chunk that fails its checksum: -EAGAIN, and the
- * caller reads through the cache, which rebuilds and repairs.  A map that
- * moved meanwhile (the stripe freed, perhaps reused) is caught as in
- * ffs_data_read_ref.
+ * in the cache, where copying is cheaper than reading.  Otherwise -EAGAIN
+ * at once, nothing read; and on a member error or a chunk that fails its
+ * checksum, -EAGAIN as the result: the caller reads through the cache,
+ * which rebuilds and repairs.  A map that moved meanwhile (the stripe
+ * freed, perhaps reused) is caught as in ffs_data_read_ref.
+ *
+ * r->done_fn has the result once the reads are in: 0 here then.
  */
-ssize_t ffs_data_read_into(struct ffs *fs, struct finode *fi, void *buf, size_t cap, size_t len,
-			   uint64_t off)
+static int direct_start(struct ffs *fs, struct finode *fi, void *buf, size_t cap, size_t len,
+			uint64_t off, struct direct_read *r)
 {
 	const uint64_t C = fs->g->chunk_bytes, S = fs->stripe_bytes;
-	uint64_t size = file_size(fs, fi), gen0 = NO_GEN, next_p = UINT64_MAX;
-	struct direct_read r = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER,
-				 .fs = fs, .base = buf };
+	uint64_t size = file_size(fs, fi), next_p = UINT64_MAX;
 	size_t done = 0, nchunks = 0;
-	unsigned nruns = 0;
-	bool ok = true;
 
-	if (off >= size)
+	r->fs = fs;
+	r->fi = fi;
+	r->base = buf;
+	r->gen0 = NO_GEN;
+	r->nruns = 0;
+	if (off >= size) {
+		r->done = 0;
+		atomic_store(&r->pending, 1);
+		direct_finish(r);
 		return 0;
+	}
 	len = (size_t)FF_MIN((uint64_t)len, size - off);
 	if (off % C)
 		return -EAGAIN;
@@ -456,18 +549,19 @@ ssize_t ffs_data_read_into(struct ffs *fs, struct finode *fi, void *buf, size_t 
 		if (done + rlen > cap || nchunks + rlen / C > DIRECT_CHUNKS_MAX || rc_present(fs, p) ||
 		    stripe_crcs(fs, p, crc, &vlen) < 0 || vlen != C)
 			return -EAGAIN;
-		memcpy(&r.crc[nchunks], &crc[o / C], (size_t)(rlen / C) * sizeof(uint32_t));
+		memcpy(&r->crc[nchunks], &crc[o / C], (size_t)(rlen / C) * sizeof(uint32_t));
 		nchunks += rlen / C;
-		if (gen0 == NO_GEN)
-			gen0 = gen;
+		if (r->gen0 == NO_GEN)
+			r->gen0 = gen;
 		if (p == next_p) { /* on from the run before, at o = 0 */
-			r.run[nruns - 1].io.len += rlen;
+			r->run[r->nruns - 1].io.len += rlen;
 		} else {
 			struct ff_raid_io *io;
 
-			if (nruns == DIRECT_RUNS_MAX)
+			if (r->nruns == DIRECT_RUNS_MAX)
 				return -EAGAIN;
-			io = &r.run[nruns++].io;
+			io = &r->run[r->nruns++].io;
+			memset(io, 0, sizeof(*io));
 			io->op = FF_RAID_READ;
 			io->space = FF_SPACE_DATA;
 			io->off = p * S + o;
@@ -477,36 +571,82 @@ ssize_t ffs_data_read_into(struct ffs *fs, struct finode *fi, void *buf, size_t 
 		next_p = p + 1;
 		done += n;
 	}
-	r.pending = nruns;
-	for (unsigned i = 0; i < nruns; i++) {
-		struct direct_run *u = &r.run[i];
+	r->done = done;
+	/* one count for each run and one for this loop, so that no completion
+	 * finishes the read while runs are still being submitted */
+	atomic_store(&r->pending, r->nruns + 1);
+	for (unsigned i = 0; i < r->nruns; i++) {
+		struct direct_run *u = &r->run[i];
 
-		u->r = &r;
+		u->r = r;
+		u->bad = false;
 		u->io.done = direct_done;
 		u->io.priv = u;
 		if (ff_raid_submit(fs->raid, &u->io) < 0) {
 			u->bad = true;
-			pthread_mutex_lock(&r.lock);
-			r.pending--;
-			pthread_mutex_unlock(&r.lock);
+			atomic_fetch_sub(&r->pending, 1);
 		}
 	}
+	if (atomic_fetch_sub(&r->pending, 1) == 1)
+		direct_finish(r);
+	return 0;
+}
+
+struct direct_wait {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool finished;
+	ssize_t res;
+};
+
+static void direct_waited(void *priv, ssize_t res, uint64_t fh, size_t len, uint64_t off)
+{
+	struct direct_wait *w = priv;
+
+	(void)fh, (void)len, (void)off;
+	pthread_mutex_lock(&w->lock);
+	w->res = res;
+	w->finished = true;
+	pthread_cond_signal(&w->cond);
+	pthread_mutex_unlock(&w->lock); /* w is the waiter's: not touched after this */
+}
+
+ssize_t ffs_data_read_into(struct ffs *fs, struct finode *fi, void *buf, size_t cap, size_t len,
+			   uint64_t off)
+{
+	struct direct_wait w = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+	struct direct_read r = { .done_fn = direct_waited, .priv = &w };
+	int rc = direct_start(fs, fi, buf, cap, len, off, &r);
+
+	if (rc < 0)
+		return rc;
 	/* ends: the engine completes every read it took (a member that stops
-	 * answering is failed at its deadline), and each completion counts down */
-	pthread_mutex_lock(&r.lock);
-	while (r.pending)
-		wait_noted(&r.cond, &r.lock, "stripe reads into a reply");
-	pthread_mutex_unlock(&r.lock);
-	for (unsigned i = 0; i < nruns; i++)
-		ok = ok && !r.run[i].bad;
-	if (ok && map_moved(fi, gen0)) { /* a stripe may be another file's now */
-		atomic_fetch_add(&fs->stats.reads_again, 1);
-		ok = false;
-	}
-	if (!ok)
-		return -EAGAIN; /* through the cache, which rebuilds, repairs and counts */
-	atomic_fetch_add(&fs->stats.direct_reads, nruns);
-	return (ssize_t)done;
+	 * answering is failed at its deadline), and the last completion
+	 * finishes the read */
+	pthread_mutex_lock(&w.lock);
+	while (!w.finished)
+		wait_noted(&w.cond, &w.lock, "stripe reads into a reply");
+	pthread_mutex_unlock(&w.lock);
+	return w.res;
+}
+
+int ffs_data_read_into_async(struct ffs *fs, struct finode *fi, uint64_t fh, void *buf, size_t cap,
+			     size_t len, uint64_t off, ffs_read_done_fn done_fn, void *priv)
+{
+	struct direct_read *r = aread_get(fs);
+	int rc;
+
+	if (!r)
+		return -EBUSY;
+	r->done_fn = done_fn;
+	r->priv = priv;
+	r->fh = fh;
+	r->off = off;
+	r->len = len;
+	rc = direct_start(fs, fi, buf, cap, len, off, r);
+	if (rc < 0)
+		aread_put(fs, r);
+	return rc;
 }
 
 /* merges: wait for the background merges of the file in flight too;

@@ -58,6 +58,7 @@ struct ffs_stats {
 	_Atomic uint64_t rcache_hits;
 	_Atomic uint64_t reads_again;      /* reads redone: the file's map moved under them (data.c) */
 	_Atomic uint64_t direct_reads;     /* reads into a request's own buffer, one per run of stripes (data.c) */
+	_Atomic uint64_t direct_reads_unwaited; /* of those, runs of reads no thread waited for (async) */
 	_Atomic uint64_t crc_errors;       /* data chunks that failed their checksum */
 	_Atomic uint64_t crc_repaired;
 	_Atomic uint64_t meta_repaired;    /* metadata copies rewritten after a bad read */
@@ -243,6 +244,15 @@ void ffs_read_unref(struct ffs *fs, struct ffs_rref *ref);
  * whole chunks of plain stripes, cached, or a checksum or member error):
  * use ffs_read_ref or ffs_read. */
 ssize_t ffs_read_into(struct ffs *fs, uint64_t fh, void *buf, size_t cap, size_t size, uint64_t off);
+/* The same without waiting: 0 when the reads are submitted, and done(priv,
+ * result, fh, size, off) follows once, on an engine thread (or this one),
+ * with the bytes read or a negative errno (-EAGAIN: read through ffs_read
+ * instead, on a thread that may wait).  At once: -EAGAIN as above, -EBUSY
+ * when the reads in flight are at their bound (ffs_read_into then waits),
+ * or another -errno. */
+typedef void (*ffs_read_done_fn)(void *priv, ssize_t result, uint64_t fh, size_t size, uint64_t off);
+int ffs_read_into_async(struct ffs *fs, uint64_t fh, void *buf, size_t cap, size_t size, uint64_t off,
+			ffs_read_done_fn done, void *priv);
 ssize_t ffs_write(struct ffs *fs, uint64_t fh, const void *buf, size_t size, uint64_t off);
 /* Take from handle fh's file what a write by a caller without CAP_FSETID
  * takes (the kernel leaves it to the filesystem with FUSE's killpriv_v2):

@@ -171,6 +171,8 @@ ssize_t ffs_data_read_ref(struct ffs *fs, struct finode *fi, size_t len, uint64_
 void ffs_data_read_unref(struct ffs *fs, struct ffs_rref *ref);
 ssize_t ffs_data_read_into(struct ffs *fs, struct finode *fi, void *buf, size_t cap, size_t len,
 			   uint64_t off);
+int ffs_data_read_into_async(struct ffs *fs, struct finode *fi, uint64_t fh, void *buf, size_t cap,
+			     size_t len, uint64_t off, ffs_read_done_fn done_fn, void *priv);
 /* Write out every partial stripe of the file (fsync, close). */
 int ffs_data_flush(struct ffs *fs, struct finode *fi);
 /* The same, and wait for its background merges in flight (merge.c): when
@@ -298,6 +300,9 @@ struct ffs {
 	struct journal_flight *jflight; /* the commit in flight (journal.c) */
 	uint64_t jstage_blocks;     /* what jstage and jlist hold: the journal's size */
 	uint64_t commits;
+	/* reads into a caller's buffer that no thread waits for (data.c) */
+	struct direct_read *aread, *aread_free;
+	pthread_mutex_t aread_lock;
 	/* allocators */
 	uint64_t *ibits, *sbits, *mbits;
 	uint64_t free_inodes, free_stripes, free_mblocks;

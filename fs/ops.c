@@ -808,6 +808,16 @@ ssize_t ffs_read_into(struct ffs *fs, uint64_t fh, void *buf, size_t cap, size_t
 	return ffs_data_read_into(fs, fi, buf, cap, size, off);
 }
 
+int ffs_read_into_async(struct ffs *fs, uint64_t fh, void *buf, size_t cap, size_t size, uint64_t off,
+			ffs_read_done_fn done, void *priv)
+{
+	struct finode *fi = fh_inode(fh);
+
+	if (S_ISDIR(ff_le32(fi->d.mode)))
+		return -EISDIR;
+	return ffs_data_read_into_async(fs, fi, fh, buf, cap, size, off, done, priv);
+}
+
 void ffs_read_unref(struct ffs *fs, struct ffs_rref *ref)
 {
 	ffs_data_read_unref(fs, ref);

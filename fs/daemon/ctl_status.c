@@ -325,6 +325,7 @@ static json_object *stats_json(struct ffs_ctl *c)
 		ctl_jadd_u64(f, "rcache_hits", atomic_load(&fst->rcache_hits));
 		ctl_jadd_u64(f, "reads_again", atomic_load(&fst->reads_again));
 		ctl_jadd_u64(f, "direct_reads", atomic_load(&fst->direct_reads));
+		ctl_jadd_u64(f, "direct_reads_unwaited", atomic_load(&fst->direct_reads_unwaited));
 		ctl_jadd_u64(f, "crc_errors", atomic_load(&fst->crc_errors));
 		ctl_jadd_u64(f, "crc_repaired", atomic_load(&fst->crc_repaired));
 		ctl_jadd_u64(f, "meta_repaired", atomic_load(&fst->meta_repaired));

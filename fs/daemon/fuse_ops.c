@@ -449,12 +449,88 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		ffs_release(FS(req), fh);
 }
 
+/* A read through the stripe cache, which reads ahead (ahead 0) or not,
+ * rebuilds and repairs; it may wait for the members. */
+static void read_cached(fuse_req_t req, uint64_t fh, size_t size, off_t off, unsigned ahead)
+{
+	struct ffs *fs = FS(req); /* the request is gone once replied to */
+	struct ffs_rref ref;
+	void *buf;
+	ssize_t n;
+
+	/* straight from the stripe cache to the kernel: one copy fewer.  An
+	 * iovec reply is one writev however many pieces; fuse_reply_data would
+	 * allocate and copy a read that spans two stripes. */
+	n = ffs_read_ref(fs, fh, size, (uint64_t)off, ahead, &ref);
+	if (n >= 0) {
+		fuse_reply_iov(req, ref.iov, (int)ref.n);
+		ffs_read_unref(fs, &ref);
+		return;
+	}
+	if (n != -EAGAIN) {
+		fuse_reply_err(req, (int)-n);
+		return;
+	}
+	buf = thread_buf();
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	n = ffs_read(fs, fh, buf, size, (uint64_t)off, ahead);
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+}
+
+#if FUSE_VERSION >= FUSE_MAKE_VERSION(3, 18)
+static void job_read_cached(struct ffs_job *j)
+{
+	TRACK(j->req, "read", j->ino);
+	read_cached(j->req, j->fi.fh, (size_t)j->len, j->off, (unsigned)j->flag);
+}
+
+/* The reads into the reply buffer are in (read_into_reply): the reply,
+ * here on an engine thread; or, when the reads could not serve it, the
+ * request to a worker, which reads through the cache (an engine thread
+ * must not wait for the engine). */
+static void read_into_done(void *priv, ssize_t n, uint64_t fh, size_t size, uint64_t off)
+{
+	fuse_req_t req = priv;
+	char *payload;
+	size_t cap;
+
+	if (n == -EAGAIN) {
+		struct ffs_job j = { .run = job_read_cached, .req = req, .off = (off_t)off,
+				     .len = (off_t)size, .flag = FFS_READ_KERNEL_AHEAD };
+
+		j.fi.fh = fh;
+		if (!ffs_job_queue(&j))
+			fuse_reply_err(req, EIO); /* offload.h: cannot happen while its bound holds */
+		return;
+	}
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else if (fuse_req_get_payload(req, &payload, &cap, NULL) != 0)
+		fuse_reply_err(req, EIO); /* it had one when the read began */
+	else
+		fuse_reply_buf(req, payload, (size_t)n); /* libfuse copies nothing: it is the payload */
+}
+#endif
+
 /*
  * A buffered reader's request over io_uring read from the members straight
  * into the reply buffer the ring gave it (ffs_read_into): true when it was
- * answered so.  Only for buffered readers, whose read-ahead the kernel does
- * (op_read); an O_DIRECT reader (a player) has only the stripe cache's
- * read-ahead, so it stays with the cache.  /dev/fuse has no such buffer.
+ * answered so, or will be.  Only for buffered readers, whose read-ahead the
+ * kernel does (op_read); an O_DIRECT reader (a player) has only the stripe
+ * cache's read-ahead, so it stays with the cache (read straight, O_DIRECT
+ * frame reads were slower and cost more CPU: bench/NOTES.md 2026-12-06
+ * 20:40).  /dev/fuse has no such buffer.
+ *
+ * Where replies may come from any thread (offload.h), the queue thread does
+ * not wait for the members: the reads are submitted and the last one's
+ * completion replies (read_into_done), so the kernel's read-ahead requests
+ * of one CPU's queue are read in parallel.  Otherwise it waits.
  */
 static bool read_into_reply(fuse_req_t req, struct ffs *fs, uint64_t fh, size_t size, off_t off)
 {
@@ -465,6 +541,19 @@ static bool read_into_reply(fuse_req_t req, struct ffs *fs, uint64_t fh, size_t 
 
 	if (fuse_req_get_payload(req, &payload, &cap, NULL) != 0)
 		return false;
+	if (ffs_offload_active()) {
+		int rc = ffs_read_into_async(fs, fh, payload, cap, size, (uint64_t)off, read_into_done, req);
+
+		if (rc == 0)
+			return true; /* read_into_done replies */
+		if (rc == -EAGAIN)
+			return false;
+		if (rc != -EBUSY) {
+			fuse_reply_err(req, -rc);
+			return true;
+		}
+		/* every read of the pool in flight: this one waits */
+	}
 	n = ffs_read_into(fs, fh, payload, cap, size, (uint64_t)off);
 	if (n == -EAGAIN)
 		return false;
@@ -483,40 +572,14 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	TRACK(req, "read", ino);
-	struct ffs *fs = FS(req); /* the request is gone once replied to */
 	/* the kernel reads ahead for a buffered reader, not for an O_DIRECT one */
 	unsigned ahead = (fi->flags & O_DIRECT) ? 0 : FFS_READ_KERNEL_AHEAD;
-	struct ffs_rref ref;
-	void *buf;
-	ssize_t n;
 
 	(void)ino;
 	size = FF_MIN(size, (size_t)io_max);
-	if (ahead && read_into_reply(req, fs, fi->fh, size, off))
+	if (ahead && read_into_reply(req, FS(req), fi->fh, size, off))
 		return;
-	/* straight from the stripe cache to the kernel: one copy fewer.  An
-	 * iovec reply is one writev however many pieces; fuse_reply_data would
-	 * allocate and copy a read that spans two stripes. */
-	n = ffs_read_ref(fs, fi->fh, size, (uint64_t)off, ahead, &ref);
-	if (n >= 0) {
-		fuse_reply_iov(req, ref.iov, (int)ref.n);
-		ffs_read_unref(fs, &ref);
-		return;
-	}
-	if (n != -EAGAIN) {
-		fuse_reply_err(req, (int)-n);
-		return;
-	}
-	buf = thread_buf();
-	if (!buf) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	n = ffs_read(FS(req), fi->fh, buf, FF_MIN(size, (size_t)io_max), (uint64_t)off, ahead);
-	if (n < 0)
-		fuse_reply_err(req, (int)-n);
-	else
-		fuse_reply_buf(req, buf, (size_t)n);
+	read_cached(req, fi->fh, size, off, ahead);
 }
 
 static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, off_t off,

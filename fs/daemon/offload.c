@@ -75,7 +75,7 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-void ffs_job_run(const struct ffs_job *j)
+bool ffs_job_queue(const struct ffs_job *j)
 {
 #ifdef FUSE_URING_REPLY_FROM_ANY_THREAD
 	if (pool.active && fuse_req_is_uring(j->req)) {
@@ -87,13 +87,21 @@ void ffs_job_run(const struct ffs_job *j)
 			pool.queue[(pool.q_head + pool.q_len++) % pool.n_slots] = idx;
 			pthread_cond_signal(&pool.work);
 			pthread_mutex_unlock(&pool.lock);
-			return;
+			return true;
 		}
 		pthread_mutex_unlock(&pool.lock);
 		atomic_fetch_add_explicit(&pool.no_slot, 1, memory_order_relaxed);
 	}
+#else
+	(void)j;
 #endif
-	run_here(j);
+	return false;
+}
+
+void ffs_job_run(const struct ffs_job *j)
+{
+	if (!ffs_job_queue(j))
+		run_here(j);
 }
 
 static void pool_free(void)

@@ -41,6 +41,11 @@ struct ffs_job {
  * pool runs, else here.  j is copied. */
 void ffs_job_run(const struct ffs_job *j);
 
+/* Queue the job for a worker, never running it here (for a thread that
+ * must not wait, an engine thread): false when it cannot (not over
+ * io_uring, the pool not running, or no free slot), and nothing ran. */
+bool ffs_job_queue(const struct ffs_job *j);
+
 /* Start the pool for io_uring requests: one slot for each request the
  * kernel may hand over unanswered (queues x depth) and up to
  * FFS_OFFLOAD_WORKERS_MAX workers.  0, or -errno (the daemon then answers

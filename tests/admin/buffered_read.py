@@ -59,12 +59,18 @@ def stats(v):
 
 
 def check_direct(v, before, when):
-    """Over io_uring the clean reads went straight into the reply buffers;
-    over /dev/fuse none did."""
+    """Over io_uring the clean reads went straight into the reply buffers,
+    and where the daemon answers from threads of its own (offloaded_requests
+    not null: libfuse with framefs's patch) the queue threads did not wait
+    for them; over /dev/fuse none did."""
     s, fuse = stats(v)
     n = s["direct_reads"] - before
     if fuse.get("uring_requests", 0) > 0:
         check(n > 0, "%s: over io_uring, no read went straight into its reply buffer: %r" % (when, s))
+        if fuse.get("offloaded_requests") is not None:
+            check(s["direct_reads_unwaited"] > 0,
+                  "%s: replies come from any thread, yet every read into a reply buffer was waited for: %r"
+                  % (when, s))
     else:
         check(n == 0, "%s: over /dev/fuse, %d direct reads counted" % (when, n))
     log("ok: %s: every byte right, %d reads straight into reply buffers (%s)"

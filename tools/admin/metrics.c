@@ -438,6 +438,8 @@ static const struct counter fs_counters[] = {
 	  "Reads redone because the file was rewritten under them" },
 	{ "direct_reads", "framefs_direct_reads_total",
 	  "Reads from the members straight into a reply buffer" },
+	{ "direct_reads_unwaited", "framefs_direct_reads_unwaited_total",
+	  "Of those, reads no thread waited for (the engine's completion replied)" },
 	{ "crc_errors", "framefs_crc_errors_total", "Data chunks that failed their checksum" },
 	{ "crc_repaired", "framefs_crc_repaired_total", "Data chunks repaired from parity" },
 	{ "meta_repaired", "framefs_meta_repaired_total", "Metadata copies repaired" },

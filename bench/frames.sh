@@ -897,7 +897,8 @@ else
 fi
 # The floor under a RAID5 x 4 write over io_uring: its requests cost at least what null's cost
 # (the transport's copy), and its member writes at least what the raw members' cost, 4/3 of the
-# data (parity); the floor under a read: null's requests and the raw members' reads, once
+# data (parity); the floor under a read (O_DIRECT or buffered): null's requests of that kind
+# and the raw members' reads, once
 floor() { # WHAT NULL-KEY RAW-KEY SHARE ROW-KEY
 	local n r f v
 	n=$(stat3 "$2" | cut -d' ' -f1 || true) r=$(stat3 "$3" | cut -d' ' -f1 || true)
@@ -913,6 +914,7 @@ floor() { # WHAT NULL-KEY RAW-KEY SHARE ROW-KEY
 [ "$MODE" = ram ] && {
 	floor "O_DIRECT write" null318.dw.c raw4.dw.c 1.3333 ff5uring.dw.c
 	floor "O_DIRECT read" null318.dr.c raw4.dr.c 1 ff5uring.dr.c
+	floor "buffered read" null318.br.c raw4.dr.c 1 ff5uring.br.c
 }
 echo
 for k in ff5 ff5uring ff6; do # the daemon's own account (framefs-admin status, first run)

@@ -525,7 +525,7 @@ static void read_into_done(void *priv, ssize_t n, uint64_t fh, size_t size, uint
  * kernel does (op_read); an O_DIRECT reader (a player) has only the stripe
  * cache's read-ahead, so it stays with the cache (read straight, O_DIRECT
  * frame reads were slower and cost more CPU: bench/NOTES.md 2026-12-06
- * 20:40).  /dev/fuse has no such buffer.
+ * 20:22).  /dev/fuse has no such buffer.
  *
  * Where replies may come from any thread (offload.h), the queue thread does
  * not wait for the members: the reads are submitted and the last one's

@@ -18,7 +18,11 @@
  * were slower (bench/frames.sh ONLY=ff5uring, 3 interleaved rounds,
  * 2026-12-04: O_DIRECT read 3274 MB/s offloaded against 4078 not, buffered
  * read 1444 against 2259; O_DIRECT write 2876 against 3384 with writes
- * inline too): the reply's copy then runs away from the queue's CPU.
+ * inline too): the reply's copy then runs away from the queue's CPU.  A
+ * buffered read's reads into its reply buffer do not wait on the queue
+ * thread either: the engine's last completion replies (fuse_ops.c,
+ * read_into_reply), and hands a read the members could not serve to this
+ * pool with ffs_job_queue, which never runs the job on the calling thread.
  */
 #ifndef FFS_OFFLOAD_H
 #define FFS_OFFLOAD_H

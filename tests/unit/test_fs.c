@@ -586,6 +586,131 @@ START_TEST(read_into_takes_whole_clean_chunks)
 }
 END_TEST
 
+/* What an unwaited read's completions left (read_into_async_replies). */
+struct async_seen {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned done, calls[8];
+	ssize_t res[8];
+	uint64_t fh[8];
+};
+
+static void async_seen_done(void *priv, ssize_t res, uint64_t fh, size_t size, uint64_t off)
+{
+	struct async_seen *a = priv;
+	unsigned i = (unsigned)(off / (3 * 64 * 1024));
+
+	(void)size;
+	pthread_mutex_lock(&a->lock);
+	if (i < 8) {
+		a->res[i] = res;
+		a->fh[i] = fh;
+		a->calls[i]++;
+	}
+	a->done++;
+	pthread_cond_signal(&a->cond);
+	pthread_mutex_unlock(&a->lock);
+}
+
+/* ends: every read submitted has its one completion (the engine completes
+ * every read it took); the test fails on a completion that never comes by
+ * its own timeout */
+static void async_seen_wait(struct async_seen *a, unsigned n)
+{
+	pthread_mutex_lock(&a->lock);
+	while (a->done < n)
+		pthread_cond_wait(&a->cond, &a->lock);
+	pthread_mutex_unlock(&a->lock);
+}
+
+/*
+ * Reads into the caller's buffer that no thread waits for
+ * (ffs_read_into_async, what a buffered reader's request over io_uring
+ * gets when replies may come from any thread: fuse_ops.c).  RAID5 x 4 at
+ * 64 KiB chunks.  Six stripes read at once, each into its own buffer: each
+ * completion comes once, with the request's handle and the bytes, and
+ * direct_reads_unwaited counts them.  At once, with no completion: -EAGAIN
+ * for a range off a chunk.  Past the end: a completion with 0.  Fault:
+ * junk in member 0's chunk of stripe 2 (data there): that read's completion
+ * brings -EAGAIN (the caller reads through the cache, which repairs) and
+ * the others their bytes.
+ */
+START_TEST(read_into_async_replies)
+{
+	struct ffs *fs = mkfs_mount(64, 64 * 1024);
+	const uint64_t C = 64 * 1024, S = 3 * C, len = 6 * S;
+	uint8_t *data = malloc(len), *back = malloc(len), *buf = ff_alloc_aligned(len);
+	struct async_seen a = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+	_Atomic uint64_t *unwaited;
+	const struct ff_geom *g;
+	uint64_t fh, ino;
+
+	ck_assert(data && back && buf);
+	for (uint64_t i = 0; i < len; i++)
+		data[i] = (uint8_t)(i * 151 + (i >> 16));
+	ino = create(fs, FFS_ROOT_INO, "clip.mov", &fh);
+	ck_assert_int_eq(ffs_write(fs, fh, data, len, 0), (ssize_t)len);
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	fs = remount(fs);
+	unwaited = &ffs_stats(fs)->direct_reads_unwaited;
+	ck_assert_int_eq(ffs_open(fs, ino, O_RDONLY, &fh), 0);
+
+	for (uint64_t k = 0; k < 6; k++)
+		ck_assert_int_eq(ffs_read_into_async(fs, fh, buf + k * S, S, S, k * S, async_seen_done, &a), 0);
+	async_seen_wait(&a, 6);
+	for (unsigned k = 0; k < 6; k++) {
+		ck_assert_uint_eq(a.calls[k], 1);
+		ck_assert_int_eq(a.res[k], (ssize_t)S);
+		ck_assert_uint_eq(a.fh[k], fh);
+	}
+	ck_assert_int_eq(memcmp(buf, data, len), 0);
+	ck_assert_uint_eq(atomic_load(unwaited), 6);
+	ck_assert_uint_eq(atomic_load(&ffs_stats(fs)->direct_reads), 6);
+
+	/* off a chunk: refused at once, no completion */
+	ck_assert_int_eq(ffs_read_into_async(fs, fh, buf, S, C, 4096, async_seen_done, &a), -EAGAIN);
+	/* past the end: a completion with nothing read (here, at once) */
+	ck_assert_int_eq(ffs_read_into_async(fs, fh, buf, S, S, len + 2 * S, async_seen_done, &a), 0);
+	async_seen_wait(&a, 7);
+	ck_assert_uint_eq(a.done, 7);
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+
+	/* fault: junk in member 0's chunk of stripe 2 */
+	fs = remount(fs);
+	unwaited = &ffs_stats(fs)->direct_reads_unwaited;
+	g = ff_raid_geom(ffs_raid(fs));
+	corrupt(ut_paths[0], g->data_offset + 2 * C + 4096, 4096);
+	ck_assert_int_eq(ffs_open(fs, ino, O_RDONLY, &fh), 0);
+	memset(&a.calls, 0, sizeof(a.calls));
+	a.done = 0;
+	memset(buf, 0, len);
+	for (uint64_t k = 0; k < 6; k++)
+		ck_assert_int_eq(ffs_read_into_async(fs, fh, buf + k * S, S, S, k * S, async_seen_done, &a), 0);
+	async_seen_wait(&a, 6);
+	for (unsigned k = 0, bad = 0; k < 6; k++) {
+		ck_assert_uint_eq(a.calls[k], 1);
+		if (a.res[k] == -EAGAIN) {
+			bad++;
+			ck_assert_uint_le(bad, 1);
+		} else {
+			ck_assert_int_eq(a.res[k], (ssize_t)S);
+			ck_assert_int_eq(memcmp(buf + k * S, data + k * S, S), 0);
+		}
+	}
+	ck_assert_uint_eq(atomic_load(unwaited), 5);
+	/* the caller's way on: the cache, which repairs */
+	ck_assert_int_eq(ffs_read(fs, fh, back, len, 0, 0), (ssize_t)len);
+	ck_assert_int_eq(memcmp(back, data, len), 0);
+	ck_assert_uint_ge(atomic_load(&ffs_stats(fs)->crc_repaired), 1);
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	ut_remove_members(NM);
+	free(data);
+	free(back);
+	free(buf);
+}
+END_TEST
+
 /*
  * The data path's pools (write buffers, read cache, the engine's parity
  * and scratch buffers) stay writable across a fork.  libfuse forks
@@ -3346,6 +3471,7 @@ int main(void)
 	tcase_add_test(tc, scrub_small_data);
 	tcase_add_test(tc, read_repairs_bad_chunk);
 	tcase_add_test(tc, read_into_takes_whole_clean_chunks);
+	tcase_add_test(tc, read_into_async_replies);
 	tcase_add_test(tc, pools_stay_writable_across_a_fork);
 	tcase_add_test(tc, read_fails_whole_at_an_unreadable_stripe);
 	tcase_add_test(tc, flush_commits_only_changed_files);

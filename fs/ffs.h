@@ -246,10 +246,10 @@ void ffs_read_unref(struct ffs *fs, struct ffs_rref *ref);
 ssize_t ffs_read_into(struct ffs *fs, uint64_t fh, void *buf, size_t cap, size_t size, uint64_t off);
 /* The same without waiting: 0 when the reads are submitted, and done(priv,
  * result, fh, size, off) follows once, on an engine thread (or this one),
- * with the bytes read or a negative errno (-EAGAIN: read through ffs_read
- * instead, on a thread that may wait).  At once: -EAGAIN as above, -EBUSY
- * when the reads in flight are at their bound (ffs_read_into then waits),
- * or another -errno. */
+ * with the bytes read or -EAGAIN (read through ffs_read instead, on a
+ * thread that may wait).  At once: -EAGAIN as above, -EBUSY when the reads
+ * in flight are at their bound (ffs_read_into then waits), or another
+ * -errno. */
 typedef void (*ffs_read_done_fn)(void *priv, ssize_t result, uint64_t fh, size_t size, uint64_t off);
 int ffs_read_into_async(struct ffs *fs, uint64_t fh, void *buf, size_t cap, size_t size, uint64_t off,
 			ffs_read_done_fn done, void *priv);

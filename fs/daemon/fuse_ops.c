@@ -500,7 +500,7 @@ static void read_into_done(void *priv, ssize_t n, uint64_t fh, size_t size, uint
 	char *payload;
 	size_t cap;
 
-	if (n == -EAGAIN) {
+	if (n < 0) { /* -EAGAIN, the only error a completion brings (ffs.h) */
 		struct ffs_job j = { .run = job_read_cached, .req = req, .off = (off_t)off,
 				     .len = (off_t)size, .flag = FFS_READ_KERNEL_AHEAD };
 
@@ -509,9 +509,7 @@ static void read_into_done(void *priv, ssize_t n, uint64_t fh, size_t size, uint
 			fuse_reply_err(req, EIO); /* offload.h: cannot happen while its bound holds */
 		return;
 	}
-	if (n < 0)
-		fuse_reply_err(req, (int)-n);
-	else if (fuse_req_get_payload(req, &payload, &cap, NULL) != 0)
+	if (fuse_req_get_payload(req, &payload, &cap, NULL) != 0)
 		fuse_reply_err(req, EIO); /* it had one when the read began */
 	else
 		fuse_reply_buf(req, payload, (size_t)n); /* libfuse copies nothing: it is the payload */

@@ -845,29 +845,35 @@ ftrow() { # LABEL KEY
 	[ -n "${R[$2.ftw]:-}" ] || return 0
 	printf '%-48s %-20s %-20s\n' "  (framefs-frametest -w 4k / -r)" "$(cell "$2.ftw")" "$(cell "$2.ftr")"
 }
-if [ "$MODE" = ram ]; then
-	trow "raw 4 members (fio, no fs)" raw4
-	trow "raw 6 members (fio, no fs)" raw6
-	trow "FUSE null $V314" null314
-	trow "FUSE null $V318" null318
-	trow "passthrough_ll $V314, tmpfs" pt314; ftrow "" pt314
-	trow "passthrough_hp $V318, tmpfs" hp318; ftrow "" hp318
-	trow "btrfs RAID5, 4 members" btrfs5; ftrow "" btrfs5
-	trow "btrfs RAID6, 6 members" btrfs6; ftrow "" btrfs6
-	if [ "$HAVE_FRAMEFS" = 1 ]; then
-		trow "framefs RAID5, 4 (-o $FRAMEFS_DEV_OPTS)" ff5; ftrow "" ff5
-		[ -z "${R[ff5.dg]:-}" ] || printf '%-48s %-20s %-20s\n' "framefs RAID5, 1 of 4 missing" "" "$(cell ff5.dg)"
-		trow "framefs RAID5, 4 (-o $FRAMEFS_URING_OPTS)" ff5uring; ftrow "" ff5uring
-		trow "framefs RAID6, 6 members" ff6; ftrow "" ff6
+each_row() { # FN: FN LABEL KEY for every row of this mode, in table order (FN skips rows
+	# that did not run: ONLY=, or framefs not built)
+	"$1" "raw 4 members (fio, no fs)" raw4
+	if [ "$MODE" = ram ]; then
+		"$1" "raw 6 members (fio, no fs)" raw6
+		"$1" "FUSE null $V314" null314
+		"$1" "FUSE null $V318" null318
+		"$1" "passthrough_ll $V314, tmpfs" pt314
+		"$1" "passthrough_hp $V318, tmpfs" hp318
+		"$1" "btrfs RAID5, 4 members" btrfs5
+		"$1" "btrfs RAID6, 6 members" btrfs6
+		"$1" "framefs RAID5, 4 (-o $FRAMEFS_DEV_OPTS)" ff5
+		"$1" "framefs RAID5, 4 (-o $FRAMEFS_URING_OPTS)" ff5uring
+		"$1" "framefs RAID6, 6 members" ff6
 	else
-		echo "framefs                                          not built"
+		"$1" "btrfs RAID5, 4 members" btrfs5
+		"$1" "framefs RAID5, 4 members" ff5
 	fi
-else
-	trow "raw 4 members (fio, no fs)" raw4
-	trow "btrfs RAID5, 4 members" btrfs5; ftrow "" btrfs5
-	if [ "$HAVE_FRAMEFS" = 1 ]; then trow "framefs RAID5, 4 members" ff5; ftrow "" ff5
-	else echo "framefs                                          not built"; fi
-fi
+}
+mbrow() { # LABEL KEY: the MB/s table's row, its frametest line, and ff5's degraded read
+	trow "$1" "$2"
+	ftrow "" "$2"
+	if [ "$2" = ff5 ] && [ -n "${R[ff5.dg]:-}" ]; then
+		printf '%-48s %-20s %-20s\n' "framefs RAID5, 1 of 4 missing" "" "$(cell ff5.dg)"
+	fi
+	return 0
+}
+each_row mbrow
+[ "$HAVE_FRAMEFS" = 1 ] || echo "framefs                                          not built"
 # CPU per GB: what each row costs the machine, and the floor it sets under framefs's rate. The
 # CPUs are the bottleneck whenever they are all busy: a row's rate is then at most
 # CPUs x 1000 / (ms per GB), and ratios of CPU per GB say where a slower row's time went.
@@ -879,22 +885,7 @@ ctrow() { # LABEL KEY
 echo
 printf '%-48s %-20s %-20s %-20s %-20s\n' "CPU ms per GB moved (all $(nproc) CPUs busy time)" "O_DIRECT write" \
 	"O_DIRECT read" "buffered write" "buffered read"
-ctrow "raw 4 members (fio, no fs)" raw4
-if [ "$MODE" = ram ]; then
-	ctrow "raw 6 members (fio, no fs)" raw6
-	ctrow "FUSE null $V314" null314
-	ctrow "FUSE null $V318" null318
-	ctrow "passthrough_ll $V314, tmpfs" pt314
-	ctrow "passthrough_hp $V318, tmpfs" hp318
-	ctrow "btrfs RAID5, 4 members" btrfs5
-	ctrow "btrfs RAID6, 6 members" btrfs6
-	ctrow "framefs RAID5, 4 (-o $FRAMEFS_DEV_OPTS)" ff5
-	ctrow "framefs RAID5, 4 (-o $FRAMEFS_URING_OPTS)" ff5uring
-	ctrow "framefs RAID6, 6 members" ff6
-else
-	ctrow "btrfs RAID5, 4 members" btrfs5
-	ctrow "framefs RAID5, 4 members" ff5
-fi
+each_row ctrow
 # The floor under a RAID5 x 4 write over io_uring: its requests cost at least what null's cost
 # (the transport's copy), and its member writes at least what the raw members' cost, 4/3 of the
 # data (parity); the floor under a read (O_DIRECT or buffered): null's requests of that kind

@@ -9,8 +9,14 @@ PKGS="gcc meson ninja-build pkg-config libfuse3-dev fuse3 liburing-dev libisal-d
       check fio btrfs-progs e2fsprogs util-linux kmod python3 gdb python3-prometheus-client
       samba samba-vfs-modules smbclient samba-testsuite nfs-ganesha nfs-ganesha-vfs libnfs-utils libnfs-dev
       dpkg-dev libnuma-dev qemu-system-x86 busybox-static"
-FUSE_MIN=3.18 # FUSE over io_uring (3.18) and parallel direct writes (3.15)
-FUSE_PATCH=fs/daemon/fuse3-uring-any-thread.patch
+# libfuse: one pinned version, Debian's fuse3 source package 3.18.3-1 (libfuse
+# 3.18.3: FUSE over io_uring since 3.18, parallel direct writes since 3.15),
+# with framefs's patch, whose header says what each hunk does and where
+# upstream stands on it.
+FUSE_DEB_VERSION=3.18.3-1
+FUSE_VERSION=${FUSE_DEB_VERSION%-*}
+FUSE_SUITES="unstable testing" # the suites that carried it on 2026-12-07
+FUSE_PATCH=subprojects/packagefiles/fuse3/uring-any-thread.patch
 # the patch's version: the value it gives FUSE_URING_REPLY_FROM_ANY_THREAD
 FUSE_PATCH_VERSION=$(sed -n 's/^+#define FUSE_URING_REPLY_FROM_ANY_THREAD \([0-9]*\)$/\1/p' "$FUSE_PATCH")
 
@@ -21,59 +27,74 @@ install_deps() {
 	apt-get install -y -qq --no-install-recommends $PKGS >/dev/null
 }
 
-# libfuse >= $FUSE_MIN.  Debian 12 ships 3.14, so unless the system has a
-# newer one, take Debian's own fuse3 source package from the unstable suite
-# of the mirror this machine already uses.  A private apt configuration under
-# subprojects/.apt holds that one deb-src line: the system's sources stay as
-# they are.  apt checks the Release file's signature against Debian's archive
-# keyring and the package's files against the checksums that file signs
-# (hence dpkg-source --no-check: the uploader's key is not needed); dpkg-source
-# applies Debian's patches.  meson builds the result as a static subproject
-# (meson.build).  Any failure here only leaves framefs on the system's
-# libfuse 3.14 over /dev/fuse, and says so.
+# libfuse $FUSE_VERSION, built by meson as a static subproject from
+# subprojects/fuse3 (meson.build).  Debian 12 ships 3.14, so setup.sh takes
+# Debian's own fuse3 $FUSE_DEB_VERSION source package from the mirror this
+# machine already uses, through a private apt configuration under
+# subprojects/.apt that holds deb-src lines for $FUSE_SUITES: the system's
+# sources stay as they are.  apt checks the Release file's signature against
+# Debian's archive keyring and the package's files against the checksums that
+# file signs (hence dpkg-source --no-check: the uploader's key is not needed);
+# dpkg-source applies Debian's patches.  When that version cannot be had,
+# setup.sh says so and why, and framefs builds on the system's libfuse 3.14,
+# which serves FUSE over /dev/fuse only.
 fetch_fuse() {
-	local apt_dir=subprojects/.apt uri ver have
-	if pkg-config --atleast-version="$FUSE_MIN" fuse3 2>/dev/null; then
-		echo "libfuse: the system's $(pkg-config --modversion fuse3)"
-		return 0
+	local apt_dir=subprojects/.apt uri have versions=""
+	have=$(sed -n "s/^ *version: *'\([0-9.]*\)'.*/\1/p" subprojects/fuse3/meson.build 2>/dev/null | head -1) || have=
+	if [ -n "$have" ] && [ "$have" != "$FUSE_VERSION" ]; then
+		echo "libfuse: subprojects/fuse3 holds $have, not the pinned $FUSE_VERSION; fetching it again"
+		rm -rf subprojects/fuse3 && have=
 	fi
 	# a tree patched by another version of framefs's patch: fetched anew
-	if grep -q 'FUSE_URING_REPLY_FROM_ANY_THREAD' subprojects/fuse3/include/fuse_lowlevel.h 2>/dev/null &&
+	if [ -n "$have" ] && grep -q 'FUSE_URING_REPLY_FROM_ANY_THREAD' subprojects/fuse3/include/fuse_lowlevel.h &&
 		! patched_fuse; then
 		echo "libfuse: subprojects/fuse3 has another version of $FUSE_PATCH; fetching it again"
-		rm -rf subprojects/fuse3
+		rm -rf subprojects/fuse3 && have=
 	fi
-	have=$(sed -n "s/^ *version: *'\([0-9.]*\)'.*/\1/p" subprojects/fuse3/meson.build 2>/dev/null | head -1) || have=
-	if [ -n "$have" ] && dpkg --compare-versions "$have" ge "$FUSE_MIN"; then
-		echo "libfuse: $have from Debian's source package (subprojects/fuse3)"
+	if [ -n "$have" ]; then
+		echo "libfuse: $FUSE_DEB_VERSION from Debian's source package (subprojects/fuse3)"
 		patch_fuse
 		return 0
 	fi
 	# the main archive's address as this machine's apt knows it
 	uri=$(apt-get indextargets --format '$(REPO_URI) $(LABEL)' | awk '$2 == "Debian" && !n++ { print $1 }') || uri=
 	if [ -z "$uri" ]; then
-		echo "libfuse: no Debian mirror in apt's sources; staying on the system's libfuse (/dev/fuse only)" >&2
+		fuse_unavailable "apt's sources name no Debian mirror"
 		return 0
 	fi
 	rm -rf "$apt_dir" && mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial" "$apt_dir/src"
-	echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $uri unstable main" \
-		>"$apt_dir/sources.list"
+	for s in $FUSE_SUITES; do
+		echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $uri $s main"
+	done >"$apt_dir/sources.list"
 	local opts=(-o Dir::Etc::SourceList="$PWD/$apt_dir/sources.list" -o Dir::Etc::SourceParts=/dev/null
 		-o Dir::State::Lists="$PWD/$apt_dir/lists" -o Dir::Cache="$PWD/$apt_dir/cache"
 		-o APT::Sandbox::User=root)
-	if ! apt-get -qq "${opts[@]}" update ||
-		! ver=$(apt-cache "${opts[@]}" showsrc fuse3 | awk '/^Version:/ { print $2 }' | sort -V | tail -1) ||
-		! dpkg --compare-versions "${ver:-0}" ge "$FUSE_MIN" ||
-		! (cd "$apt_dir/src" && apt-get -qq "${opts[@]}" source --download-only "fuse3=$ver" >/dev/null) ||
+	if ! apt-get -qq "${opts[@]}" update; then
+		fuse_unavailable "apt could not read the ${FUSE_SUITES// / and } source lists of $uri"
+		rm -rf "$apt_dir"
+		return 0
+	fi
+	versions=$(apt-cache "${opts[@]}" showsrc fuse3 2>/dev/null | awk '/^Version:/ { print $2 }' | sort -uV | paste -sd' ')
+	if ! (cd "$apt_dir/src" && apt-get -qq "${opts[@]}" source --download-only "fuse3=$FUSE_DEB_VERSION" >/dev/null) ||
 		! (cd "$apt_dir/src" && dpkg-source --no-check -x ./*.dsc fuse3 >/dev/null); then
-		echo "libfuse: cannot get Debian's fuse3 >= $FUSE_MIN source (got '${ver:-nothing}');" \
-			"staying on the system's libfuse (/dev/fuse only)" >&2
+		fuse_unavailable "the ${FUSE_SUITES// / and } suites carry fuse3 ${versions:-in no version}, not $FUSE_DEB_VERSION"
 		rm -rf "$apt_dir"
 		return 0
 	fi
 	rm -rf subprojects/fuse3 && mv "$apt_dir/src/fuse3" subprojects/fuse3 && rm -rf "$apt_dir"
-	echo "libfuse: $ver from Debian's source package (subprojects/fuse3)"
+	echo "libfuse: $FUSE_DEB_VERSION from Debian's source package (subprojects/fuse3)"
 	patch_fuse
+}
+
+# The pinned libfuse cannot be had: say why and what follows, loudly, and go
+# on with the system's libfuse (meson warns again at configure time).
+fuse_unavailable() { # REASON
+	cat >&2 <<-EOM
+	libfuse: cannot get Debian's fuse3 $FUSE_DEB_VERSION source package: $1.
+	libfuse: framefs builds on the system's libfuse $(pkg-config --modversion fuse3 2>/dev/null || echo '(none)') and serves FUSE over /dev/fuse only (no io_uring).
+	libfuse: to fix, point apt at a Debian mirror whose ${FUSE_SUITES// / and } suites carry $FUSE_DEB_VERSION, or move
+	libfuse: FUSE_DEB_VERSION in setup.sh to a version they carry and check that $FUSE_PATCH applies to it.
+	EOM
 }
 
 # framefs's one patch to libfuse's io_uring code (the patch's own header

@@ -123,7 +123,7 @@ patched_fuse() {
 # off by default.  fs.fuse.max_pages_limit lifts requests from 1 MiB to
 # 4 MiB, so a full-stripe write arrives as one request; fuse.enable_uring
 # lets framefs -o transport=io_uring serve FUSE over io_uring.  Runtime settings only: a boot
-# sets them back (README: how to keep them).
+# sets them back (docs/transport.md: how to keep them).
 kernel_fuse() {
 	if [ -w /sys/module/fuse/parameters/enable_uring ]; then
 		echo 1 >/sys/module/fuse/parameters/enable_uring

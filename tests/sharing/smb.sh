@@ -138,7 +138,7 @@ ok "streams of 65535 and 40000 bytes set and read back on one file (an xattr of 
 # One byte more is past the limit: refused with a status, never kept in part.
 head -c 65536 /dev/urandom >"$SCRATCH/s65536"
 if smbc "lcd $SCRATCH; put s65536 ads.dpx:s65536" >"$IT_TMP/s65536.out" 2>&1; then
-	fail "a 65536-byte stream was accepted: the limit moved, update this test and the README"
+	fail "a 65536-byte stream was accepted: the limit moved, update this test and docs/sharing.md"
 fi
 grep -q 'NT_STATUS' "$IT_TMP/s65536.out" || fail "the 65536-byte stream failed without a status"
 rm -f "$SCRATCH/s65536.back"

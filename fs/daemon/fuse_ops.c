@@ -21,7 +21,8 @@
 #define TIMEOUT_S 60.0   /* every change goes through this daemon: long caches are safe */
 
 /* The largest request: settled at INIT (transport.c), before any handler
- * that uses it runs; 1 MiB is the kernel's default max_pages. */
+ * that uses it runs; 1 MiB is what the kernel's default
+ * fs.fuse.max_pages_limit (256 pages) allows. */
 static unsigned io_max = 1u << 20;
 
 unsigned ffs_fuse_readahead_bytes;

@@ -501,8 +501,9 @@ static void direct_done(struct ff_raid_io *io)
  * and copied out of it.  For buffered readers, whose read-ahead the kernel
  * does: their requests come a few MiB ahead of the application, so the
  * cache's own read-ahead adds nothing for them, and its copy is one of the
- * four the bytes of a buffered read go through (bench/NOTES.md,
- * 2026-12-05 19:05).
+ * four the bytes of a buffered read go through (member to cache, cache to
+ * the reply, reply to the page cache, page cache to the reader); without
+ * it buffered reads of 1 MiB ran 12-14 % faster (RAID5 x 4 on tmpfs).
  *
  * Checksums cover whole chunks, so the range must start on a chunk and its
  * last chunk must fit in cap (the reply buffer); each piece must be plain

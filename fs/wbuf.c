@@ -711,8 +711,9 @@ static int writeout(struct ffs *fs, struct finode *fi, struct wbuf *wb, bool gat
 	if (!ival_covers(wb, 0, fs->stripe_bytes)) {
 		/*
 		 * The fill reads the stripe and the patches laid over it: 4 ms
-		 * on average for a patched stripe's merge in issue 21's fio
-		 * run, 13 ms at the 99th percentile (bench/NOTES.md 2026-12-06).
+		 * on average for a patched stripe's merge (3.8 ms over 175
+		 * merges, 12.5 ms at the 99th percentile, in 4 KiB random
+		 * writes to 4 files of 64 MiB with fsync every 64, RAID5 x 4).
 		 * Under dlock every write of the file waited that long, and
 		 * with it libfuse's queue thread and every request behind it.
 		 * So the buffer is marked as being written first and the fill

@@ -2,10 +2,10 @@
 /*
  * The FUSE transport (transport.h).
  *
- * FUSE over io_uring is the default where it can serve (issue 16), and
+ * FUSE over io_uring is the default where it can serve, and
  * -o transport=dev asks for /dev/fuse.  Measured on this 2-core machine
  * (libfuse 3.18.3 with setup.sh's patch, kernel 6.18, RAID5 x 4 on tmpfs,
- * bench/NOTES.md 2026-12-05): the whole integration, failure, stream,
+ * 2026-12-05): the whole integration, failure, stream,
  * sharing and frametest suites pass over it (IT_TRANSPORT=io_uring); frames
  * move at least as fast (2026-12-04, frames.sh RUNS=3: O_DIRECT write 3208
  * against 3221 MB/s, read 3997 against 3441); 4 KiB random writes with

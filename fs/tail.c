@@ -106,7 +106,7 @@ struct tails {
 
 bool ffs_tails_on(const struct ffs *fs)
 {
-	return fs->tails != NULL; /* made at mount for read-write version 4 volumes only */
+	return fs->tails != NULL; /* made at mount for read-write volumes of version 4 and later only */
 }
 
 int tails_init(struct ffs *fs)

@@ -13,11 +13,14 @@
  * creates are 15-20 % slower (framefs-createrate -t 4: 5052-6383 against
  * 6767-7275 a second): each create is three round trips, and each costs
  * more over the ring here; that is still ten times what eight 60 fps
- * streams create.  A read over io_uring costs one copy more (from the
- * stripe cache into the ring's buffer, where /dev/fuse's writev copies
- * straight from the cache).  libfuse serves each CPU's queue from one
- * thread that runs the handler; the handlers that wait for a commit run on
- * offload.c's workers instead, so they do not hold up their CPU's queue.
+ * streams create.  An O_DIRECT read over io_uring costs one copy more
+ * (from the stripe cache into the ring's buffer, where /dev/fuse's writev
+ * copies straight from the cache); a buffered reader's request is read
+ * from the members straight into the ring's buffer instead (fuse_ops.c,
+ * read_into_reply).  libfuse serves each CPU's queue from one thread that
+ * runs the handler; the handlers that wait for a commit or for a file's
+ * buffers run on offload.c's workers instead, so they do not hold up their
+ * CPU's queue.
  *
  * SIGTERM with requests in flight used to hang the daemon over io_uring
  * (sigterm-busy-clean: 7 times in 10, and 3 more left leaked stripes that

@@ -98,7 +98,7 @@ struct tslot {
 
 struct tails {
 	pthread_mutex_t lock;
-	pthread_cond_t cond;     /* a slot's write was mapped (busy cleared): patch_take waits on it */
+	pthread_cond_t cond;     /* a slot's write was mapped (busy cleared): a batch in slot_take waits */
 	uint32_t rows_per_chunk;
 	unsigned nslots; /* slots in use, 2..TAIL_SLOTS_MAX (tails_init) */
 	struct tslot slot[TAIL_SLOTS_MAX];

@@ -17,7 +17,7 @@
 #    sizes the pool for small files by it: 2 KiB an inode), filled with 4 KiB files (4 threads)
 #    until ENOSPC or BENCH_CAP_SMALL_MAX files, read back after a remount:
 #    small_files_per_gib = files / GiB of raw members.
-# 3. check (the issue's): 100,000 files of 4 KiB on RAID5 x 4 of 1 GiB members made with
+# 3. check (the small-file bar): 100,000 files of 4 KiB on RAID5 x 4 of 1 GiB members made with
 #    mkfs.framefs -N 200000: fits_100k_4k=yes|no. With the defaults (1 GiB members, -N 200000)
 #    the small phase is that volume, filled further, and answers it; otherwise a volume of its
 #    own (4 files of 1 GiB) is made for it.
@@ -37,7 +37,7 @@
 #   BENCH_CAP_EXR_MIN_MB=3, BENCH_CAP_EXR_MAX_MB=60  EXR-like frame sizes (10^6 bytes)
 #   BENCH_CAP_CHUNK_KB=512        framefs's chunk (mkfs.framefs -c; the default)
 #   BENCH_CAP_FRAMEFS_MKFS_OPTS   more mkfs.framefs options for the mix phase
-#   BENCH_CAP_SMALL_N             mkfs.framefs -N for the small phase (default: the issue's
+#   BENCH_CAP_SMALL_N             mkfs.framefs -N for the small phase (default: the check's
 #                                 200000 for 4 x 1 GiB, in proportion: 200000 x MEMBER_MB / 1024)
 #   BENCH_CAP_SMALL_MAX=          at most this many 4 KiB files (default BENCH_CAP_SMALL_N)
 #   BENCH_CAP_CHECK=1             0: skip the 100,000-file check when the small phase is not it
@@ -440,7 +440,7 @@ if has_phase small; then
 		SMALL_GIB=$(awk -v f="$SFILES" -v r="$RAW" 'BEGIN { printf "%.0f", f / (r / 1073741824) }')
 		echo "  small_files_per_gib = $SFILES / $(awk -v r="$RAW" 'BEGIN { print r / 1073741824 }') GiB of members = $SMALL_GIB"
 		if [ "$MEMBER_MB" = "$CHECK_MB" ] && [ "$SMALL_N" = "$CHECK_N" ] && [ "$SMALL_MAX" -ge "$CHECK_FILES" ]; then
-			# this volume is the issue's; its first 100,000 files are the check's
+			# this volume is the check's; its first 100,000 files answer it
 			if [ "$SFILES" -ge "$CHECK_FILES" ]; then FITS=yes; else FITS=no; fi
 			echo "  the issue's check (this volume): 100,000 files of 4 KiB on 4 x 1 GiB, -N 200000: $FITS ($SFILES fit)"
 		fi

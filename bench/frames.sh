@@ -942,13 +942,13 @@ if [ "$MODE" = ram ]; then
 	rrow buffered_read_vs_passthrough ff5.br pt314.br 1.0
 	rrow write_vs_null ff5.dw null314.dw 0.50
 	rrow read_vs_null ff5.dr null314.dr 0.50
-	# btrfs is no FUSE peer: framefs as mounted by default (io_uring, issue 16's read bar)
+	# btrfs is no FUSE peer: framefs as mounted by default (io_uring), whose reads must be 1.2 x btrfs's
 	rrow write_vs_btrfs5 ff5uring.dw btrfs5.dw 3.0
 	rrow read_vs_btrfs5 ff5uring.dr btrfs5.dr 1.2
 	rrow raid6_write_vs_btrfs6 ff6.dw btrfs6.dw 3.0
 	rrow degraded_read_ratio ff5.dg ff5.dr 0.70
 	rrow create_vs_passthrough ff5.cr pt314.cr 0.5
-	# issue 16: framefs over io_uring (ff5uring, its default) against the io_uring ceiling, its own /dev/fuse (ff5) and passthrough_hp (over io_uring)
+	# framefs over io_uring (ff5uring, its default) against the io_uring ceiling (0.6 x FUSE null), its own /dev/fuse (ff5) and passthrough_hp (over io_uring)
 	rrow write_vs_uring_null ff5uring.dw null318.dw 0.6
 	rrow read_vs_uring_null ff5uring.dr null318.dr 0.6
 	rrow write_vs_devfuse ff5uring.dw ff5.dw 1.2

@@ -212,7 +212,7 @@ for c in "${configs[@]}"; do
 			"$(cell "$k degraded_read_ratio" 3)"
 	done
 done
-# one line per backing; the bar (issue 2) is on RAM-backed members, the tmpfs files, so the
+# one line per backing; the bar (above) is on RAM-backed members, the tmpfs files, so the
 # last line is theirs when they ran: loop devices add a kernel thread's copy per member
 echo
 for b in loop files; do

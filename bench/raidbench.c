@@ -29,7 +29,7 @@
  * the caller's buffer, and its rate depends on how much of that buffer the
  * caches hold (L3 here: 32 MiB).  When the raw threads cycled 32 MiB each,
  * a RAID5 x 8 read into 28 MiB went 1.08 and 1.23 x as fast as the raw read,
- * one into 448 MiB 0.91 and 0.99 x (bench/NOTES.md).  So every phase, raw
+ * one into 448 MiB 0.91 and 0.99 x.  So every phase, raw
  * and RAID, cycles through buffers of one size, --buffer, by default 64 of
  * the RAID's requests (2 stripes each): 192 MiB for RAID5 x 4.
  */

@@ -1,5 +1,5 @@
 #!/bin/bash
-# bench/randwrite.sh: small random writes into existing files (issue 21: project databases, caches).
+# bench/randwrite.sh: small random writes into existing files (project databases, caches).
 # framefs RAID5 beside btrfs RAID5 and ext4 on one member, in one run, as ratios, with the bytes
 # each one wrote to its members for every byte the application wrote.
 #
@@ -13,7 +13,7 @@
 #   1. layout (untimed): JOBS files of SIZE written in sequence (fio, 1 MiB, end_fsync), then
 #      sync and caches dropped: the random writes below overwrite data that is there;
 #   2. fio --rw=randwrite --bs=BS --size=SIZE --numjobs=JOBS over those files, psync, buffered
-#      (the issue's command), fallocate=none, each block written once (fio's random map), with
+#      (the command the bars are set on), fallocate=none, each block written once (fio's random map), with
 #      --fsync=FSYNC (case "fsync") or none (case "buffered"), end_fsync=1 in both (the bytes
 #      reach the members before the figures are taken); at most RUNTIME s (--runtime without
 #      --time_based: size-bound, time-capped; see bench/README.md);
@@ -32,13 +32,14 @@
 #          randwrite_64k_amplification=... randwrite_4k_buffered_amplification=...
 #          randwrite_64k_buffered_amplification=... randwrite_4k_buffered_vs_btrfs5=...
 #          randwrite_64k_buffered_vs_btrfs5=... randwrite_4k_vs_ext4=...
-# (the unqualified keys are the fsync case, the issue's command; amplification is framefs's).
+# (the unqualified keys are the fsync case, the one the bars are set on; amplification is framefs's).
+# Bars: randwrite_4k_amplification <= 4, randwrite_4k_vs_btrfs5 >= 1.0; the other keys are context.
 #
 # Knobs (environment):
 #   RUNS=3              repetitions of every case
-#   SIZE=64M            fio --size: each job's file (the issue's)
-#   JOBS=4              fio --numjobs (the issue's)
-#   FSYNC=64            fio --fsync of the fsync cases (the issue's)
+#   SIZE=64M            fio --size: each job's file (the bars' run)
+#   JOBS=4              fio --numjobs (the bars' run)
+#   FSYNC=64            fio --fsync of the fsync cases (the bars' run)
 #   RUNTIME=30          seconds each random-write job may take (a job that hits it wrote less
 #                       than SIZE: its row says how much)
 #   CASES="4k/fsync 4k/buffered 64k/fsync 64k/buffered"   BS/fsync|buffered, BS a fio size

@@ -343,7 +343,7 @@ static uint64_t array_ctime(struct ffs *fs)
  * Is the layout in sb the one on disk?  The regions mkfs writes whole are
  * probed at both ends — the inode bitmap (its first block has inodes 0 and
  * the root taken), the stripe bitmap, the checksum table, the small-data
- * checksum table (version 3 only), the pool bitmap — with the first
+ * checksum table (versions 3 and later), the pool bitmap — with the first
  * inode-table block (the root directory, made at mkfs,
  * never before the array was created) and the blocks just outside: the
  * last inode-table block and the first pool block are no bitmap or
@@ -367,7 +367,7 @@ static bool layout_found(struct ffs *fs, const struct ffs_super *sb, uint64_t ct
 		{ ff_le64(sb->csum_start) + ff_le64(sb->csum_blocks) - 1, FFS_B_CSUM },
 		{ ff_le64(sb->mbitmap_start), FFS_B_BITMAP },
 		{ ff_le64(sb->mbitmap_start) + ff_le64(sb->mbitmap_blocks) - 1, FFS_B_BITMAP },
-		{ ff_le64(sb->pcsum_start), FFS_B_PCSUM }, /* the last two: version 3 only */
+		{ ff_le64(sb->pcsum_start), FFS_B_PCSUM }, /* the last two: versions 3 and later */
 		{ ff_le64(sb->pcsum_start) + ff_le64(sb->pcsum_blocks) - 1, FFS_B_PCSUM },
 	};
 	uint64_t outside[] = { ff_le64(sb->ibitmap_start) - 1, ff_le64(sb->pool_start) };

@@ -2,7 +2,9 @@
 /*
  * File data: the API the operations call (ffs_data_read/write/flush/
  * truncate/fallocate).  Writes go through stripe buffers (wbuf.c), reads
- * through the stripe read cache (rcache.c); data_i.h says what they share.
+ * through the stripe read cache (rcache.c), or for buffered readers over
+ * FUSE's io_uring straight into the request's reply buffer
+ * (ffs_data_read_into); data_i.h says what they share.
  *
  * Locking: a file's dlock guards its buffers and read-ahead position;
  * fs->lock is taken inside it, briefly, for the extent map, the size and
@@ -63,15 +65,6 @@ static bool is_small(struct ffs *fs, struct finode *fi)
 }
 
 /*
- * A small file (small.c) is about to get a stripe other than stripe 0, or
- * preallocated stripes: its stripe 0 moves from pool blocks to a stripe
- * first, so that a file is always either small or mapped by extents.
- * Sends stripe 0 out whole and waits until stripe_done has mapped it (and
- * let the blocks go).  dlock held, let go while waiting.  The wait ends:
- * every stripe write ends in stripe_done, which wakes dcond; a write that
- * failed leaves the file small and its error in write_error, returned here.
- */
-/*
  * One step of sending file stripe k out whole to a stripe of its own
  * (neither small nor a tail): wait while its buffer is being written, else
  * write it out (made from what the file holds there if there is none).
@@ -98,6 +91,15 @@ static int force_stripe_step(struct ffs *fs, struct finode *fi, uint64_t k, cons
 	return rc < 0 ? rc : 0;
 }
 
+/*
+ * A small file (small.c) is about to get a stripe other than stripe 0, or
+ * preallocated stripes: its stripe 0 moves from pool blocks to a stripe
+ * first, so that a file is always either small or mapped by extents.
+ * Sends stripe 0 out whole and waits until stripe_done has mapped it (and
+ * let the blocks go).  dlock held, let go while waiting.  The wait ends:
+ * every stripe write ends in stripe_done, which wakes dcond; a write that
+ * failed leaves the file small and its error in write_error, returned here.
+ */
 static int promote_small(struct ffs *fs, struct finode *fi)
 {
 	int rc = 0;
@@ -501,8 +503,9 @@ static void direct_done(struct ff_raid_io *io)
  * and copied out of it.  For buffered readers, whose read-ahead the kernel
  * does: their requests come a few MiB ahead of the application, so the
  * cache's own read-ahead adds nothing for them, and its copy is one of the
- * four the bytes of a buffered read go through (bench/NOTES.md,
- * 2026-12-05 19:05).
+ * four the bytes of a buffered read go through (member to cache, cache to
+ * the reply, reply to the page cache, page cache to the reader); without
+ * it buffered reads of 1 MiB ran 12-14 % faster (RAID5 x 4 on tmpfs).
  *
  * Checksums cover whole chunks, so the range must start on a chunk and its
  * last chunk must fit in cap (the reply buffer); each piece must be plain

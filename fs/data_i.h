@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Private to the file data path, shared by its three files: data.c (the
+ * Private to the file data path, shared by its eight files: data.c (the
  * API: ffs_data_read/write/flush/truncate/fallocate), wbuf.c (write
- * buffers: stripe assembly, the pool, the completion thread) and rcache.c
- * (the stripe read cache and read-ahead).
+ * buffers: stripe assembly, the pool, the completion thread), rcache.c
+ * (the stripe read cache and read-ahead), small.c (the small-data class),
+ * tail.c (packed tails), patch.c (patches), merge.c (background merges)
+ * and pcache.c (the patch cache); tests/unit/test_fs.c includes it too.
  *
  * Locking, in order: a file's dlock (its buffers), then fs->lock
  * (metadata), then the pool's lock or the read cache's lock (leaves).

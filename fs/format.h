@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * framefs on-disk format, versions 1 and 2 (FFS_VERSION_XVALUE below).  One
- * library (fs/) reads and writes it for the daemon, mkfs, fsck and the
+ * framefs on-disk format, versions 1 to 5 (FFS_VERSION_MIN to
+ * FFS_VERSION_MAX below; mkfs makes FFS_VERSION, 5).  One library (fs/) reads and writes it for the daemon, mkfs, fsck and the
  * admin tool.
  *
  * The filesystem lives on the RAID engine's two address spaces:
@@ -23,9 +23,14 @@
  *    pool_start..       B+tree nodes (directories, extent maps), xattr, xattr value and
  *                       symlink blocks, and small-file data blocks (version 3)
  *
- *  DATA (RAID5/6): file data, allocated in whole stripes and written only as
- *    full stripes to stripes that hold no live data (copy-on-write), so a
- *    crash can never tear parity under data that is in use.
+ *  DATA (RAID5/6): file data, allocated in whole stripes.  A file stripe is
+ *    written as a full stripe to a stripe that holds no live data
+ *    (copy-on-write); a file's last, partial stripe (a packed tail, version
+ *    4) and the blocks of a small overwrite (a patch, version 5) are written
+ *    as whole rows, with their parity, appended past the hwm of a shared
+ *    tail stripe whose lower rows hold live data (below).  A row's parity
+ *    depends on that row alone, so either way a crash can never tear parity
+ *    under data that is in use.
  *
  * Small files (version 3): a regular file whose bytes all lie below the
  * volume's small_max keeps them in pool blocks instead of a stripe (the

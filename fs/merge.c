@@ -6,10 +6,10 @@
  * its patches laid over: a merge.  Its fill reads the stripe and every
  * patched block, one 4 KiB read each, scattered over as many batches as
  * fsyncs wrote them.  Done by the writeout that passed the share, it held
- * up that writeout's caller: in issue 21's fio run (RAID5 x 4 of loop
- * devices, 4 KiB random writes, fsync every 64) the tenth of the fsyncs
+ * up that writeout's caller: in 4 KiB random writes to 4 files of 64 MiB
+ * with fsync every 64 (RAID5 x 4 of loop devices) the tenth of the fsyncs
  * that merged took 12 ms on average against 1.2 ms for the others, and
- * over half of all fsync time (bench/NOTES.md 2026-12-06 09:20).
+ * over half of all fsync time.
  *
  * So the writeout that passes the share sends its blocks as patches, as
  * any other (durable at once, the fsync's promise kept), and queues the

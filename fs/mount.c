@@ -421,7 +421,7 @@ static void opts_defaults(struct ffs_opts *o)
 		o->write_buffer_bytes = 160 * FF_MiB;
 	if (!o->read_cache_bytes)
 		o->read_cache_bytes = 128 * FF_MiB;
-	if (!o->patch_cache_bytes) /* a merge's patches all there in issue 21's run: pcache.c */
+	if (!o->patch_cache_bytes) /* every block a merge wants, for 256 MiB written at random: pcache.c */
 		o->patch_cache_bytes = 128 * FF_MiB;
 	if (!o->commit_interval_ms)
 		o->commit_interval_ms = 5000;

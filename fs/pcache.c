@@ -9,10 +9,10 @@
  * as many tail stripes, and the merge read each back alone: about 190
  * reads of 4 KiB per merge on RAID5 x 4 at 512 KiB chunks.  On this
  * machine a member I/O costs mostly its wake-ups, and those reads were
- * about a tenth of a run of 4 KiB random writes with fsync (bench/NOTES.md,
- * 2026-12-06: the run was 10-11 % faster with the merge's patch reads
- * skipped).  The blocks were in memory when they were written; keeping the
- * newest of them costs a memcpy of 4 KiB each.
+ * about a tenth of a run of 4 KiB random writes with fsync (the run was
+ * 10-11 % faster with the merge's patch reads skipped).  The blocks were
+ * in memory when they were written; keeping the newest of them costs a
+ * memcpy of 4 KiB each.
  *
  * What it holds.  Blocks by (tail stripe, slot), the newest patch_cache_mb
  * of them (a FIFO: a merge wants blocks of every age alike, and a block
@@ -24,11 +24,11 @@
  * How much.  Stripes written at random reach half patched together, so
  * the live patches peak near half the data written at random; a merge
  * whose blocks are only partly cached still waits for a wave of reads.
- * In issue 21's run (4 x 64 MiB written once, 4 KiB at random, fsync
- * every 64) 128 MiB held every block a merge wanted, and the run was
- * 1.08-1.17 times as fast as with no cache; 64 MiB held 75 % of them and
- * gained nothing measurable (bench/NOTES.md, 2026-12-06 17:15).  Hence
- * 128 MiB by default.
+ * In a run of 4 KiB random writes to 4 files of 64 MiB written once,
+ * fsync every 64 (RAID5 x 4 of loop devices), 128 MiB held every block a
+ * merge wanted, and the run was 1.08-1.17 times as fast as with no cache
+ * (medians of 6 and 10 rounds); 64 MiB held 75 % of them and gained
+ * nothing measurable.  Hence 128 MiB by default.
  *
  * Why a cached block is never stale.  Slots are written once while their
  * tail stripe lives; a patch record points to (p, slot) only after the

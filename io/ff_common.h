@@ -89,7 +89,7 @@ void ff_free_arena(void *p, size_t len);
  * and kept out of any child a fork makes (MADV_DONTFORK), so they stay
  * writable.  libfuse forks /bin/mount -f once the volume is mounted, and a
  * fork write-protects every private page of the parent: each page would
- * take a fault the first time a request wrote it (NOTES 2026-12-05 23:15).  The
+ * take a fault the first time a request wrote it (76,000 on a default mount).  The
  * child, a helper that execs, never reads them.  Free with
  * ff_free_pool_buf(p, the same len), which undoes the advice, as malloc
  * hands the pages out again.  ff_alloc_arena does the same for arenas.

@@ -312,8 +312,10 @@ static void worker_free(struct raid_worker *w)
  * the parity pass and the copies, while they are still in cache; a wider
  * window lets later ops' parity evict them first.  Any other member moves
  * the bytes itself (DMA; a loop device's own thread) and wants depth more
- * than cache: no window beyond the worker's ops.  The measurements behind
- * both choices are in bench/NOTES.md.
+ * than cache: no window beyond the worker's ops.  Measured: RAID5 x 4 on
+ * tmpfs files, windows 1 / 2 / 16 gave write_eff 1.06 / 1.00 / 0.80 (and
+ * 1.09 / 0.95 / 0.80); on loop devices windows 1 / 2 / 16 wrote 6324 /
+ * 6535 / 7216 MB/s (RAID6 x 6: 5928 / 6496 / 7735).
  */
 static bool all_members_sync_io(const struct ff_raid *r)
 {
@@ -334,8 +336,9 @@ static unsigned default_write_window(const struct ff_raid *r)
  * into the members, with the rows of all members in half the core's L2.
  * Parity over a whole stripe first would evict the rows the copies then
  * read again from memory; much smaller pieces pay more per-piece overhead
- * than they save (bench/NOTES.md).  0 (no pieces) unless every member is
- * sync_io.
+ * than they save.  RAID5 x 8 on tmpfs files, write_eff of two passes: whole
+ * stripes 0.83 / 0.89, 512 KiB pieces 0.97 / 1.02, 128 KiB 1.05 / 1.12,
+ * 64 KiB 1.12 / 1.13.  0 (no pieces) unless every member is sync_io.
  */
 static uint32_t piece_bytes_for(const struct ff_raid *r)
 {

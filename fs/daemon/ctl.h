@@ -32,6 +32,9 @@
  *   remove MEMBER                  take out a failed member or a spare
  *   add PATH [force]               new member: takes over a failed role at
  *                                  once (rebuilt) or waits as a hot spare
+ *   re-add PATH                    a member back from a short absence takes
+ *                                  its role again; only what was written
+ *                                  without it is resynced
  *   replace OLD NEW [force]        NEW gets every write to OLD's role and a
  *                                  copy of OLD while OLD serves; NEW takes
  *                                  the role when the copy is done
@@ -43,6 +46,8 @@
  *   fault RULES | fault clear      arm fault-injection rules (io/fault.h
  *                                  text form) on the running members, or
  *                                  disarm them: for tests and drills
+ *   sync                           write out and commit everything buffered
+ *                                  and wait for the background merges
  *
  * MEMBER is a role number, a member's path as the daemon knows it, its
  * basename, or any path to the same file or device.  PATH is absolute

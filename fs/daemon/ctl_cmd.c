@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The control requests that change something: fail, remove, add,
- * replace, rebuild, scrub, set (label, rates) and fault; the member a request
- * names; and the dispatch of a split request line to them (status is
- * answered by ctl_status.c).  Requests map one to one onto the raid/ and
+ * The control requests that change something: fail, remove, add, re-add,
+ * replace, rebuild, scrub, set (label, rates), fault and sync; the member a
+ * request names; and the dispatch of a split request line to them (status
+ * is answered by ctl_status.c).  Requests map one to one onto the raid/ and
  * fs/ APIs.
  */
 #include <errno.h>

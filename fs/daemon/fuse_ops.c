@@ -21,7 +21,8 @@
 #define TIMEOUT_S 60.0   /* every change goes through this daemon: long caches are safe */
 
 /* The largest request: settled at INIT (transport.c), before any handler
- * that uses it runs; 1 MiB is the kernel's default max_pages. */
+ * that uses it runs; 1 MiB is what the kernel's default
+ * fs.fuse.max_pages_limit (256 pages) allows. */
 static unsigned io_max = 1u << 20;
 
 unsigned ffs_fuse_readahead_bytes;
@@ -193,8 +194,9 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_HANDLE_KILLPRIV_V2;
 #endif
 	/* Stay write-through. A FUSE bdi's 1% dirty limit throttles writeback caching,
-	 * and with it on, 4 KiB random writes with fsync ran no faster (bench/NOTES.md,
-	 * 2026-12-05 12:26): framefs's intake of small writes sets their pace, not the round trip */
+	 * and with it on, 4 KiB random writes with fsync every 64 ran no faster (87.7 and
+	 * 89.3 MB/s against 87.3 and 82.6; each fsync waited twice as long, 11.4 ms against
+	 * 5.3): framefs's intake of small writes sets their pace, not the round trip */
 	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
 	/* Requests are read into memory, not spliced through a pipe: parity
 	 * and checksums need the bytes in user memory anyway (op_write_buf
@@ -522,8 +524,9 @@ static void read_into_done(void *priv, ssize_t n, uint64_t fh, size_t size, uint
  * answered so, or will be.  Only for buffered readers, whose read-ahead the
  * kernel does (op_read); an O_DIRECT reader (a player) has only the stripe
  * cache's read-ahead, so it stays with the cache (read straight, O_DIRECT
- * frame reads were slower and cost more CPU: bench/NOTES.md 2026-12-06
- * 20:22).  /dev/fuse has no such buffer.
+ * frame reads were slower: 2923-3307 MB/s against 3872-4261 through the
+ * cache, and 484-538 ms of CPU per GB against 438-467; with the completion
+ * replying, still slower in 2 of 3 rounds).  /dev/fuse has no such buffer.
  *
  * Where replies may come from any thread (offload.h), the queue thread does
  * not wait for the members: the reads are submitted and the last one's

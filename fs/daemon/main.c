@@ -127,15 +127,19 @@ static void usage(const char *prog)
 	       "In /etc/fstab and mount units write uuid= or label= (lower case): mount(8) looks up\n"
 	       "UUID= and LABEL= itself through blkid, which does not know framefs.\n\n"
 	       "options:\n"
+	       "  -h, --help             this help\n"
+	       "  -V, --version          the version, and the FUSE transport it would use\n"
 	       "  -f                     stay in the foreground\n"
 	       "  -d                     FUSE debug output (implies -f)\n"
 	       "  -s                     single-threaded\n"
+	       "  -o clone_fd            over /dev/fuse, a descriptor of its own for each thread\n"
+	       "  -o max_idle_threads=N  idle FUSE threads kept (default 8)\n"
 	       "  -o ro                  read-only\n"
 	       "  -o allow_other         let other users in (root, or user_allow_other in /etc/fuse.conf);\n"
 	       "                         implies default_permissions\n"
 	       "  -o default_permissions let the kernel check permissions\n"
 	       "  -o raid_workers=N      RAID engine threads (default 2)\n"
-	       "  -o write_window=N      stripe writes in progress per RAID thread (default 2 when\n"
+	       "  -o write_window=N      stripe writes in progress per RAID thread (default 1 when\n"
 	       "                         the members are files in RAM (tmpfs), else 16)\n"
 	       "  -o write_buffer_mb=N   stripe-assembly memory (default 160)\n"
 	       "  -o read_cache_mb=N     whole-stripe read cache (default 128)\n"
@@ -161,7 +165,9 @@ static void usage(const char *prog)
 	       "                         allow it; else /dev/fuse, and the log says why) or /dev/fuse\n"
 	       "  -o uring_depth=N       io_uring queue depth per CPU (default %u)\n"
 	       "  -o max_read_errors=N   a member read error is healed from parity; more than N\n"
-	       "                         within %u s fail the member (default %u, 0 = the first)\n",
+	       "                         within %u s fail the member (default %u, 0 = the first)\n"
+	       "  fstab's words in -o (defaults, auto, noauto, nofail, _netdev, user, users, nouser,\n"
+	       "  rw, x-*) are ignored\n",
 	       prog, FF_MEMBERS_CONF, FFS_URING_DEPTH_DEFAULT, FF_RAID_READ_ERROR_WINDOW_S,
 	       FF_RAID_MAX_READ_ERRORS);
 }

@@ -2,10 +2,10 @@
 /*
  * The FUSE transport (transport.h).
  *
- * FUSE over io_uring is the default where it can serve (issue 16), and
+ * FUSE over io_uring is the default where it can serve, and
  * -o transport=dev asks for /dev/fuse.  Measured on this 2-core machine
  * (libfuse 3.18.3 with setup.sh's patch, kernel 6.18, RAID5 x 4 on tmpfs,
- * bench/NOTES.md 2026-12-05): the whole integration, failure, stream,
+ * 2026-12-05): the whole integration, failure, stream,
  * sharing and frametest suites pass over it (IT_TRANSPORT=io_uring); frames
  * move at least as fast (2026-12-04, frames.sh RUNS=3: O_DIRECT write 3208
  * against 3221 MB/s, read 3997 against 3441); 4 KiB random writes with
@@ -13,11 +13,14 @@
  * creates are 15-20 % slower (framefs-createrate -t 4: 5052-6383 against
  * 6767-7275 a second): each create is three round trips, and each costs
  * more over the ring here; that is still ten times what eight 60 fps
- * streams create.  A read over io_uring costs one copy more (from the
- * stripe cache into the ring's buffer, where /dev/fuse's writev copies
- * straight from the cache).  libfuse serves each CPU's queue from one
- * thread that runs the handler; the handlers that wait for a commit run on
- * offload.c's workers instead, so they do not hold up their CPU's queue.
+ * streams create.  An O_DIRECT read over io_uring costs one copy more
+ * (from the stripe cache into the ring's buffer, where /dev/fuse's writev
+ * copies straight from the cache); a buffered reader's request is read
+ * from the members straight into the ring's buffer instead (fuse_ops.c,
+ * read_into_reply).  libfuse serves each CPU's queue from one thread that
+ * runs the handler; the handlers that wait for a commit or for a file's
+ * buffers run on offload.c's workers instead, so they do not hold up their
+ * CPU's queue.
  *
  * SIGTERM with requests in flight used to hang the daemon over io_uring
  * (sigterm-busy-clean: 7 times in 10, and 3 more left leaked stripes that

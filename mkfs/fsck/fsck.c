@@ -33,6 +33,7 @@ static void usage(FILE *f)
 		   "  -n   check only: open read-only, answer no to every repair\n"
 		   "  -y   repair everything that can be repaired\n"
 		   "  -p   repair what is safe without asking (preen); stop on anything else\n"
+		   "  -a   the same as -p (fsck(8) passes it)\n"
 		   "  -c   also verify every data chunk against its checksum\n"
 		   "  -f   check even if the volume seems clean (always done; for fsck(8))\n"
 		   "  --members=GLOB[:GLOB]  where UUID=/LABEL= also look for members that are files\n"

@@ -10,7 +10,7 @@
 #          framefs-admin once a third of the frames are written;
 #   RAID6: the same on a second member at two thirds;
 #   RAID5: FRAMEFS_FAULT="MEMBER@op=rw,err=EIO,after=N" at daemon start (the
-#          issue's form), firing after N I/Os of that member.
+#          environment's form), firing after N I/Os of that member.
 import os
 import subprocess
 import time

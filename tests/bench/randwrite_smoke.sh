@@ -1,8 +1,9 @@
 #!/bin/bash
 # bench/randwrite.sh end to end, small (members of 192 MiB, 2 files of 2 MiB, the 4 KiB fsync
 # case, one run): it exits 0 and cleans up (no loop device, mount or scratch directory of its own is
-# left), its RESULT line carries the issue's keys with numbers, framefs's 4 KiB fsync case writes
-# more to its members than fio wrote (every overwrite today is a stripe copy-on-write), and the
+# left), its RESULT line carries the bars' keys with numbers, framefs's 4 KiB fsync case writes
+# more to its members than fio wrote (each overwrite is a patch: a row with its parity, and the
+# commit's metadata on every copy), and the
 # engine's member-bytes counter agrees with the loop devices under it (what the engine does not
 # count, superblocks and bitmaps, is at most 1 MiB here), with btrfs RAID5 and ext4 beside it.
 # Not a timing test: no figure is compared to a bar.  Without root, fio, python3, losetup,

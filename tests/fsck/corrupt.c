@@ -448,8 +448,9 @@ static void sb_geometry(struct tool *t)
 	}
 }
 
-/* The issue's damage: 4 KiB zeroed at copy A's member offset, on every
- * member (on RAID5 x 4 copy B sits at the same offset). */
+/* The damage that took every copy before C and D: 4 KiB zeroed at copy
+ * A's member offset, on every member (on RAID5 x 4 copy B sits at the same
+ * offset). */
 static void sb_offset(struct tool *t)
 {
 	const struct ff_geom *g = ffs_tools_geom(t->fs);

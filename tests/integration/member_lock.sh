@@ -51,7 +51,8 @@ it_expect_clean_start "remounted while the old daemon was finishing"
 # The same with an old daemon that is surely still writing out when umount
 # returns: every flush of member 0 takes 300 ms (fault injected: flush
 # latency on one member), and its unmount flushes several times.  The new
-# daemon waits for it without a word (issue 18: there is nothing to act on).
+# daemon waits for it without a word (the wait ends by itself: there is
+# nothing for the user to act on, so nothing to say).
 it_unmount
 echo more >"$IT_TMP/more"
 FRAMEFS_FAULT="$(basename "${MEMBERS[0]}")@op=f,lat_us=300000" it_mount

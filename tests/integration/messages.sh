@@ -1,5 +1,6 @@
 #!/bin/bash
-# Proves: where a user used to be left stuck (issue 14, point 5), each
+# Proves: where a user used to be left stuck (no message, or one that did
+# not say what to do), each
 # program says in one line what happened and what to do, with the right exit
 # status, and does what the line says:
 #   --help of every program: exit 0, usage on stdout
@@ -16,7 +17,7 @@
 #         previous daemon exited (the member lock is let go explicitly)
 #   fsck: a label with control characters prints escaped (as status does);
 #         -p says one line about a pending journal; inodes carry their paths
-#   the filesystem superblock (issue 14, point 3): 4 KiB zeroed at the first
+#   the filesystem superblock (four copies, A to D): 4 KiB zeroed at the first
 #         offset of the metadata area on every member of a RAID5 x 4 (where
 #         copies A and B are) still mounts, the data intact; with every copy
 #         gone the mount refuses in one line that names fsck.framefs -y and

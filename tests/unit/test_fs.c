@@ -717,7 +717,7 @@ END_TEST
  * /bin/mount -f after the volume is mounted (to update mtab), and a fork
  * leaves every private page of the parent write-protected until it is
  * written again: one page fault per 4 KiB of pool, on the data path, for
- * every page of every pool (76,000 on a default mount, NOTES 2026-12-05 23:15).
+ * every page of every pool (76,000 on a default mount).
  * Here: a fork after the mount, then 32 full stripes written, flushed and
  * read back; the process may take a few faults (metadata blocks touched the
  * first time, thread stacks) but not one per page of the stripes it moved

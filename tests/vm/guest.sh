@@ -144,8 +144,9 @@ allocated() {
 	*) die "the host answered '$_ans' to the allocation" ;;
 	esac
 }
-# what the kernel made of the namespace's identify data (issue 20's chunk
-# size from NOWS/NPWG/NAWUPF): printed for the record
+# what the kernel made of the namespace's identify data (its write
+# granularities NOWS/NPWG/NAWUPF, which a chunk size could follow; nothing
+# here depends on them): printed for the record
 for d in $D0 $D3; do
 	_q=/sys/block/${d#/dev/}/queue _l=
 	for _a in minimum_io_size optimal_io_size physical_block_size discard_granularity \

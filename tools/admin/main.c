@@ -91,8 +91,9 @@ static void usage(FILE *f)
 "  fault VOLUME RULES|clear          arm fault-injection rules on the running members\n"
 "                                    (MEMBER@op=rw,err=EIO,after=N,...; for tests and drills)\n"
 "\n"
-"options: --json (machine-readable answer; schema in fs/daemon/ctl.h), --socket PATH,\n"
-"         --members=GLOB[:GLOB], --quiet, --help, --version\n"
+"options: --json, -j (machine-readable answer; schema in fs/daemon/ctl.h);\n"
+"         --socket PATH, -S PATH (the daemon's socket, standing for VOLUME);\n"
+"         --members=GLOB[:GLOB]; --force, -f; --quiet, -q; --help, -h; --version, -V\n"
 "exit status: 0 done, 1 refused or failed, 2 usage, 3 volume unreachable or not assembled\n", f);
 }
 

@@ -413,8 +413,8 @@ static void opts_defaults(struct ffs_opts *o)
 {
 	/* with the engine's stripe buffers and the FUSE threads' request
 	 * buffers this keeps the daemon near 512 MiB resident, 128 MiB of it
-	 * the patch cache on a volume with patches (427 MiB peak in frames.sh
-	 * before it, bench/README) */
+	 * the patch cache on a volume with patches (frames.sh's heaviest phase
+	 * peaked at 427 MiB resident before the patch cache came) */
 	if (!o->meta_cache_bytes)
 		o->meta_cache_bytes = 32 * FF_MiB;
 	if (!o->write_buffer_bytes)

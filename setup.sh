@@ -1,7 +1,8 @@
 #!/bin/bash
 # framefs set-up on a fresh Debian 12 machine, as root.
 #   ./setup.sh demo   install what is missing, build, install on PATH, run the demo
-#   ./setup.sh test   install what is missing, build (release and ASan+UBSan), run every test
+#   ./setup.sh test   install what is missing, build (release and ASan+UBSan), run the CI-sized tests
+#   ./setup.sh test --full   the same with the long soaks and every suite under ASan+UBSan
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")"
 
@@ -147,6 +148,65 @@ build() { # DIR [meson options...]
 	meson compile -C "$dir"
 }
 
+# One step of the test job: its name, then meson test's arguments; prints
+# how long it took, so that a slow step shows in CI's log.
+step() { # NAME MESON-TEST-ARGS...
+	local name=$1 t0=$SECONDS; shift
+	echo "== $name"
+	meson test --print-errorlogs --timeout-multiplier 2 "$@"
+	echo "== $name: $((SECONDS - t0)) s"
+}
+
+# The CI-sized job (./setup.sh test): 35 minutes at most on a quiet 2-core
+# machine.  Tests run two at a time but for those meson.build marks
+# is_parallel : false (they change the kernel's FUSE settings or /etc/fstab,
+# or time what they check), which run alone.
+#  1. Release on libfuse 3.18.3, FUSE over io_uring, every suite.
+#  2. The crash, power-loss and concurrent random-operation tests again over
+#     /dev/fuse on libfuse 3.18.3, with smaller loops.
+#  3. ASan+UBSan (-O2 -g) on the system's libfuse 3.14 over /dev/fuse: suite
+#     'sanitize', the tests most likely to find a memory bug: the unit tests,
+#     the fsck fuzz cases (other seeds than release's), the random-operation
+#     model, the crash and power-loss loops, and the fsck corpus cases whose
+#     paths no fuzz case takes.  This run also proves that framefs builds and
+#     works on libfuse 3.14.
+# ./setup.sh test --full runs the long job instead (run_tests_full).
+run_tests_ci() {
+	local t0=$SECONDS
+	FFS_FUZZ_CASES=80 IT_CRASH_ITERS=12 \
+		step "release, FUSE over io_uring" -C build --num-processes 2
+	IT_TRANSPORT=dev IT_CRASH_ITERS=4 IT_POWERLOSS_ITERS=4 IT_RANDOM_OPS=1500 \
+		step "release, /dev/fuse" -C build --num-processes 2 \
+		crash-kill9 crash-powerloss random-ops-concurrent
+	FFS_FUZZ_SEED=201 FFS_FUZZ_CASES=60 IT_CRASH_ITERS=6 IT_POWERLOSS_ITERS=5 \
+		IT_RANDOM_OPS=2500 \
+		step "ASan+UBSan, /dev/fuse" -C build-asan --num-processes 2 --timeout-multiplier 4 \
+		--suite sanitize
+	echo "== test job: $((SECONDS - t0)) s"
+}
+
+# The long job (./setup.sh test --full): the scripts' own loop sizes in
+# release (25 kill -9 and 12 power-cut iterations, 200 fuzz cases, the
+# repair sweep on every array width), and every suite under ASan+UBSan but
+# sharing, vm, frametest and the fsck corpus (which the fuzz cases stand in
+# for), with their loops shrunk to fit the sanitizers' speed.  Well over an
+# hour on 2 cores.
+run_tests_full() {
+	local t0=$SECONDS
+	IT_REPAIR_SWEEP=full step "release, FUSE over io_uring" -C build --num-processes 2
+	IT_TRANSPORT=dev IT_CRASH_ITERS=6 IT_POWERLOSS_ITERS=6 IT_RANDOM_OPS=2000 \
+		step "release, /dev/fuse" -C build --num-processes 2 \
+		crash-kill9 crash-powerloss random-ops-concurrent
+	FFS_FUZZ_SEED=201 FFS_FUZZ_CASES=100 IT_CRASH_ITERS=10 IT_POWERLOSS_ITERS=8 \
+		ADMIN_STREAM_LOOPS=2 IT_MATRIX_POOLS=min IT_SMALL_N=20000 IT_BIGDIR_N=50000 IT_REPAIR_SWEEP=5x3,6x4 \
+		step "ASan+UBSan, /dev/fuse" -C build-asan --num-processes 2 --timeout-multiplier 4 \
+		--no-suite sharing --no-suite vm --no-suite fsck --no-suite frametest
+	step "ASan+UBSan, the fsck corpus cases no fuzz case reaches" \
+		-C build-asan --num-processes 2 --timeout-multiplier 4 \
+		fsck-patch-pending fsck-patch-pending-preen fsck-patch-root fsck-patch-stripe-lost
+	echo "== test job (full): $((SECONDS - t0)) s"
+}
+
 case "${1:-}" in
 demo)
 	install_deps
@@ -158,60 +218,23 @@ demo)
 	exec examples/demo.sh
 	;;
 test)
+	case "${2:-}" in
+	"") full=false ;;
+	--full) full=true ;;
+	*) echo "usage: $0 test [--full]" >&2; exit 2 ;;
+	esac
 	install_deps
 	fetch_fuse
 	build build --buildtype=release -Dwerror=true
 	kernel_fuse # 4 MiB requests in the release run; fuse-transport tries the other settings
-	# 80 fuzz cases (seeds 1-80) and 12 kill -9 iterations here; the ASan
-	# run below takes 100 other seeds (201-300) and smaller loops: the whole
-	# job took 1980 s in CI on 2026-12-02 before the fsck corpus stopped
-	# hashing its members (287 s of corpus then, 73 s after) and must stay
-	# under 30 minutes
-	FFS_FUZZ_CASES=80 IT_CRASH_ITERS=12 meson test -C build --print-errorlogs --num-processes 1 --timeout-multiplier 2
-	# The crash, power-loss and concurrent random-operation tests again over
-	# /dev/fuse with libfuse 3.18 (everything above mounts over FUSE io_uring,
-	# the default, but for the transport tests; the ASan run below serves
-	# every test over /dev/fuse with libfuse 3.14): smaller loops, the whole
-	# job must stay under 30 minutes
-	IT_TRANSPORT=dev IT_CRASH_ITERS=6 IT_POWERLOSS_ITERS=6 IT_RANDOM_OPS=2000 \
-		meson test -C build --print-errorlogs --num-processes 1 --timeout-multiplier 2 \
-		crash-kill9 crash-powerloss random-ops-concurrent
-	# The same suite under AddressSanitizer and UndefinedBehaviorSanitizer,
-	# optimised (-O2 -g: a quarter faster than -O0 here, with the same
-	# reports), built on the system's libfuse 3.14: this run proves that
-	# framefs builds and works without libfuse 3.18, over /dev/fuse.  The
-	# fuzz cases take 100 seeds of their own, so the two runs together try 180
-	# kinds of damage; the fsck corpus (fixed damage, exact expected output)
-	# runs in the release build only, the fuzz cases being what puts fsck's
-	# repairs under the sanitizers, and so does the frametest suite (the
-	# validator's own parsing and pacing; the stream tests run it under the
-	# sanitizers).  The sharing suite runs in the
-	# release build only: it drives the same FUSE operations through
-	# servers, and the whole job must stay under 30 minutes.  So does the
-	# vm suite (framefs on emulated NVMe under qemu: the kernel's driver is
-	# what it adds, not more for the sanitizers to see).
 	build build-asan --buildtype=debugoptimized -Dwerror=true -Db_sanitize=address,undefined \
 		-Db_lundef=false -Dfuse_subproject=disabled
-	# Smaller loops under the sanitizers, which run several times slower
-	# (the release run above takes the larger ones): 10 kill -9 and 8
-	# power-loss iterations, two stream loops while a rebuild runs, the
-	# smallest buffer pool in the stream matrix, 20,000 small files (the
-	# release run proves the 100,000), a 50,000-entry directory, and the repair
-	# sweep on RAID5 x 3 and RAID6 x 4 (release: also RAID5 x 5 and RAID6 x 8).
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-	FFS_FUZZ_SEED=201 FFS_FUZZ_CASES=100 IT_CRASH_ITERS=10 IT_POWERLOSS_ITERS=8 \
-	ADMIN_STREAM_LOOPS=2 IT_MATRIX_POOLS=min IT_SMALL_N=20000 IT_BIGDIR_N=50000 IT_REPAIR_SWEEP=5x3,6x4 \
-		meson test -C build-asan --print-errorlogs --num-processes 1 --timeout-multiplier 4 \
-		--no-suite sharing --no-suite vm --no-suite fsck --no-suite frametest
-	# Of the fsck corpus, the cases whose paths the fuzz volume never takes
-	# (no crash there leaves patch batches pending; a patch tree rebuilt):
-	# a leak of the pending count's batch headers went unseen without them
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-		meson test -C build-asan --print-errorlogs --num-processes 1 --timeout-multiplier 4 \
-		fsck-patch-pending fsck-patch-pending-preen fsck-patch-root fsck-patch-stripe-lost
+	# under the sanitizers a leak, an error or undefined behaviour fails the test
+	export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+	if $full; then run_tests_full; else run_tests_ci; fi
 	;;
 *)
-	echo "usage: $0 demo|test" >&2
+	echo "usage: $0 demo|test [--full]" >&2
 	exit 2
 	;;
 esac

@@ -63,11 +63,12 @@ static uint64_t write_batch(struct ff_raid *r, uint8_t *buf, unsigned nfull, uns
 /*
  * The write window: with window W, a worker has at most W DATA writes past
  * planning; the others wait their turn, first come first served, behind
- * the stripe lock when they share a stripe.  Fault injected: 30 ms of
+ * the stripe lock when they share a stripe.  Fault injected: 100 ms of
  * latency on every write to member 0, so that each full-stripe write takes
- * at least 30 ms.  One worker.  8 full-stripe writes submitted at once take
- * at least 8 x 30 ms with window 1 (one at a time) and well under that
- * with window 16 (all the worker's ops: together).  Then 8 full and 16
+ * at least 100 ms.  One worker.  8 full-stripe writes submitted at once take
+ * at least 8 x 100 ms with window 1 (one at a time) and under half that
+ * with window 16 (all the worker's ops: together; ~100 ms, and the 300 ms
+ * left over absorb a loaded machine).  Then 8 full and 16
  * partial writes into the same stripes, at once (most wait for a stripe
  * lock, then for the window): all land as if applied in submission order.
  */
@@ -94,17 +95,17 @@ START_TEST(write_window_bounds_writes_in_flight)
 		uint64_t ns, waits;
 
 		ck_assert_int_eq(ff_raid_assemble(ut_pp, 4, &o, &r, &err), 0);
-		ck_assert_int_eq(ff_fault_parse("op=w,lat_ms=30", &rule, &err), 0);
+		ck_assert_int_eq(ff_fault_parse("op=w,lat_ms=100", &rule, &err), 0);
 		ck_assert_int_eq(ff_fault_add(ff_raid_member(r, 0), &rule), 0);
 		ns = write_batch(r, buf, nfull, 0);
 		waits = atomic_load(&ff_raid_stats(r)->window_waits);
 		if (windows[wi] == 1) {
-			ck_assert_msg(ns >= nfull * 30000000ull,
+			ck_assert_msg(ns >= nfull * 100000000ull,
 				      "window 1: 8 full-stripe writes took %.0f ms: not one at a time",
 				      (double)ns / 1e6);
 			ck_assert_uint_eq(waits, nfull - 1);
 		} else {
-			ck_assert_msg(ns < nfull * 30000000ull / 2,
+			ck_assert_msg(ns < nfull * 100000000ull / 2,
 				      "window 16: 8 full-stripe writes took %.0f ms: not together",
 				      (double)ns / 1e6);
 			ck_assert_uint_eq(waits, 0);

@@ -285,6 +285,12 @@ void ff_raid_intent_begin(struct ff_raid *r, struct ff_raid_io *io);
 void ff_raid_intent_end(struct ff_raid *r, struct ff_raid_io *io);
 void ff_raid_intent_clean(struct ff_raid *r);
 void ff_raid_intent_member_close(struct ff_raid *r, struct ff_member *m);
+/* Both bitmaps' block writer (this one's and degraded.c's): blk sealed and
+ * written at off of every live member, durable; 0 only when every live
+ * member took it (intent.c says why), else -EIO.  Caller holds the
+ * bitmap's lock. */
+int ff_raid_bitmap_write(struct ff_raid *r, uint8_t *blk, uint32_t magic, uint64_t idx,
+			 uint64_t off);
 
 /* degraded.c: regions written while a role had no member, for re-add */
 int ff_raid_wwd_init(struct ff_raid *r, uint64_t events_before, bool unclean);

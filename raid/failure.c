@@ -9,12 +9,12 @@
  * finds a member that vanished (ff_raid_check_presence, run by the
  * superblock thread about once a second).  The failure is recorded at once
  * (state, masks, reason, event) without any I/O; the superblock thread
- * persists it (sb_update.c), woken through sb_pending and sb_cond.  Only
+ * persists it (sb_update.c: ff_raid_sb_write_soon_locked).  Only
  * ff_raid_fail_member writes the superblocks itself, and waits for them.
  *
  * Calls: worker.c, health.c and members.c call in; from here calls go to
- * health.c (the failed role's record), event.c, roster.c (member info) and
- * io/ (the presence check), and to sb_update.c only in ff_raid_fail_member.
+ * health.c (the failed role's record), event.c, roster.c (member info),
+ * io/ (the presence check) and sb_update.c (the superblocks written).
  * health.c and this file call each other: health.c fails a role here, and
  * failing a role records its time and reason in health.c.
  */
@@ -50,8 +50,7 @@ static void failed_locked(struct ff_raid *r, unsigned role, const char *cause)
 {
 	snprintf(r->fail_reason[role], sizeof(r->fail_reason[role]), "%s", cause);
 	ff_raid_health_failed_locked(r, role);
-	r->sb_pending = true;
-	pthread_cond_signal(&r->sb_cond);
+	ff_raid_sb_write_soon_locked(r);
 }
 
 /* cause, or, when the role's block device is gone, the presence check's

@@ -238,6 +238,9 @@ void ff_raid_role_reset_info(struct ff_raid *r, unsigned role);
  * member; 0, or the first member's error. */
 int ff_raid_sb_write_locked(struct ff_raid *r, uint32_t array_state);
 int ff_raid_sb_write_all(struct ff_raid *r, uint32_t array_state);
+/* Caller holds sb_lock: the superblock thread writes them soon (engine
+ * threads and others that must not wait for the members' writes). */
+void ff_raid_sb_write_soon_locked(struct ff_raid *r);
 /* The superblock thread (assemble.c starts it and stops it at close). */
 int ff_raid_sb_thread_start(struct ff_raid *r);
 void ff_raid_sb_thread_stop(struct ff_raid *r);

@@ -11,17 +11,17 @@
  * to each active or rebuilding member and lets the degraded bitmap note
  * the new count (degraded.c).
  *
- * The superblock thread writes it when sb_pending is set (a failure,
- * failure.c; rebuild progress, rebuild.c; a spare, members.c) or the
- * health counts changed (health_dirty, health.c), and on its timers clears
- * quiet write-intent and degraded-bitmap regions (intent.c, degraded.c),
- * runs the presence check (failure.c) and hands hot spares to failed roles
- * (members.c).
+ * The superblock thread writes it when asked (ff_raid_sb_write_soon_locked:
+ * a failure, failure.c; rebuild progress, rebuild.c; a spare, members.c)
+ * or when the health counts changed (health_dirty, health.c), and on its
+ * timers clears quiet write-intent and degraded-bitmap regions (intent.c,
+ * degraded.c), runs the presence check (failure.c) and hands hot spares to
+ * failed roles (members.c).
  *
- * Calls: assemble.c, members.c, label.c and failure.c (ff_raid_fail_member)
- * call the write in, with sb_lock held or taking it; from the write, calls
- * go down to health.c, roster.c and degraded.c under sb_lock.  The thread
- * holds sb_lock only around the write: it drops it to call out.
+ * Calls: assemble.c, members.c, label.c, rebuild.c and failure.c call in,
+ * with sb_lock held or taking it; from the write, calls go down to
+ * health.c, roster.c and degraded.c under sb_lock.  The thread holds
+ * sb_lock only around the write: it drops it to call out.
  */
 #include <string.h>
 #include <time.h>
@@ -68,6 +68,13 @@ int ff_raid_sb_write_locked(struct ff_raid *r, uint32_t array_state)
 	}
 	ff_raid_wwd_sb_written(r);
 	return first_err;
+}
+
+/* Caller holds sb_lock: the superblock thread writes them soon. */
+void ff_raid_sb_write_soon_locked(struct ff_raid *r)
+{
+	r->sb_pending = true;
+	pthread_cond_signal(&r->sb_cond);
 }
 
 int ff_raid_sb_write_all(struct ff_raid *r, uint32_t array_state)

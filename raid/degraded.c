@@ -228,17 +228,6 @@ static bool hdr_fits(const struct ff_raid *r, const struct wwd_hdr *h)
 	       ff_le32(h->nblocks) <= WWD_BLOCKS_MAX;
 }
 
-static bool block_ok(const uint8_t *blk, uint32_t magic, uint64_t idx)
-{
-	le32 mg;
-	le64 ix;
-
-	memcpy(&mg, blk, 4);
-	memcpy(&ix, blk + 8, 8);
-	return ff_le32(mg) == magic && ff_le64(ix) == idx &&
-	       ff_csum_verify(blk, FF_MEMBER_SB_BYTES, 4) == 0;
-}
-
 static bool all_zero(const uint8_t *p, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -264,7 +253,7 @@ static int load(struct ff_raid *r, struct raid_wwd *d, uint8_t *scratch)
 	for (unsigned m = 0; m < r->g.nmembers; m++) {
 		if (r->mem[m].fd < 0 || ff_member_pread(&r->mem[m], h, FF_MEMBER_SB_BYTES, WWD_OFFSET) < 0)
 			continue;
-		if (!block_ok(scratch, WWD_MAGIC_HDR, 0) || !hdr_fits(r, h)) {
+		if (!ff_raid_bitmap_block_ok(scratch, WWD_MAGIC_HDR, 0) || !hdr_fits(r, h)) {
 			damaged |= !all_zero(scratch, FF_MEMBER_SB_BYTES);
 			continue;
 		}
@@ -290,11 +279,12 @@ static int load(struct ff_raid *r, struct raid_wwd *d, uint8_t *scratch)
 		for (unsigned m = 0; m < r->g.nmembers; m++) {
 			if (r->mem[m].fd < 0 ||
 			    ff_member_pread(&r->mem[m], scratch, FF_MEMBER_SB_BYTES, WWD_OFFSET) < 0 ||
-			    !block_ok(scratch, WWD_MAGIC_HDR, 0) || ff_le64(h->events) != best_ev ||
+			    !ff_raid_bitmap_block_ok(scratch, WWD_MAGIC_HDR, 0) ||
+			    ff_le64(h->events) != best_ev ||
 			    memcmp(scratch, d->hdr, FF_MEMBER_SB_BYTES) != 0 ||
 			    ff_member_pread(&r->mem[m], scratch, FF_MEMBER_SB_BYTES,
 					    WWD_OFFSET + (uint64_t)(b + 1) * FF_MEMBER_SB_BYTES) < 0 ||
-			    !block_ok(scratch, WWD_MAGIC_BITS, b + 1))
+			    !ff_raid_bitmap_block_ok(scratch, WWD_MAGIC_BITS, b + 1))
 				continue;
 			for (size_t i = WWD_BLK_HDR; i < FF_MEMBER_SB_BYTES; i++)
 				blk[i] |= scratch[i];

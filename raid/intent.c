@@ -116,6 +116,18 @@ int ff_raid_bitmap_write(struct ff_raid *r, uint8_t *blk, uint32_t magic, uint64
 	return first;
 }
 
+/* Is blk what ff_raid_bitmap_write sealed as block idx with magic? */
+bool ff_raid_bitmap_block_ok(const uint8_t *blk, uint32_t magic, uint64_t idx)
+{
+	le32 mg;
+	le64 ix;
+
+	memcpy(&mg, blk, 4);
+	memcpy(&ix, blk + 8, 8);
+	return ff_le32(mg) == magic && ff_le64(ix) == idx &&
+	       ff_csum_verify(blk, FF_MEMBER_SB_BYTES, 4) == 0;
+}
+
 /* Block b to every live member (ff_raid_bitmap_write). */
 static int write_block(struct ff_raid *r, unsigned b)
 {
@@ -284,11 +296,8 @@ int ff_raid_intent_recover(struct ff_raid *r, bool unclean)
 			continue;
 		for (unsigned b = 0; b < in->nblocks; b++) {
 			uint8_t *blk = mb + (size_t)b * FF_MEMBER_SB_BYTES;
-			le32 magic;
 
-			memcpy(&magic, blk, 4);
-			if (ff_le32(magic) != INTENT_MAGIC ||
-			    ff_csum_verify(blk, FF_MEMBER_SB_BYTES, 4) < 0)
+			if (!ff_raid_bitmap_block_ok(blk, INTENT_MAGIC, b))
 				memset(blk + INTENT_HDR, 0xff, FF_MEMBER_SB_BYTES - INTENT_HDR);
 			for (size_t i = INTENT_HDR; i < FF_MEMBER_SB_BYTES; i++)
 				in->img[(size_t)b * FF_MEMBER_SB_BYTES + i] |= blk[i];

@@ -294,6 +294,8 @@ void ff_raid_intent_member_close(struct ff_raid *r, struct ff_member *m);
  * bitmap's lock. */
 int ff_raid_bitmap_write(struct ff_raid *r, uint8_t *blk, uint32_t magic, uint64_t idx,
 			 uint64_t off);
+/* Is blk what ff_raid_bitmap_write sealed as block idx with magic? */
+bool ff_raid_bitmap_block_ok(const uint8_t *blk, uint32_t magic, uint64_t idx);
 
 /* degraded.c: regions written while a role had no member, for re-add */
 int ff_raid_wwd_init(struct ff_raid *r, uint64_t events_before, bool unclean);

@@ -8,21 +8,21 @@
  * the administrator (ff_raid_fail_member), and the presence check, which
  * finds a member that vanished (ff_raid_check_presence, run by the
  * superblock thread about once a second).  The failure is recorded at once
- * (state, masks, reason, event) without any I/O; the superblock thread
- * persists it (sb_update.c: ff_raid_sb_write_soon_locked).  Only
- * ff_raid_fail_member writes the superblocks itself, and waits for them.
+ * (state, masks, reason, event) and nothing is written to a member: the
+ * superblock thread persists it (sb_update.c: ff_raid_sb_write_soon_locked).
+ * Only ff_raid_fail_member writes the superblocks itself, and waits for
+ * them.
  *
  * Calls: worker.c, health.c and members.c call in; from here calls go to
  * health.c (the failed role's record), event.c, roster.c (member info),
  * io/ (the presence check) and sb_update.c (the superblocks written).
  * health.c and this file call each other: health.c fails a role here, and
- * failing a role records its time and reason in health.c.
+ * failing a role records when in health.c (the reason stays here).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "raid/raid_i.h"
-
 
 /* The role stops being read or written; true when this call failed it. */
 static bool mark_failed(struct ff_raid *r, unsigned role, const char *cause)

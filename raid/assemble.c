@@ -1,10 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Array creation, assembly and member state.
+ * Array creation (ff_raid_create), assembly (ff_raid_assemble), closing
+ * (ff_raid_close) and the accessors of an assembled array.
  *
  * Every check runs before the first write: a wrong member, a duplicate, a
  * member of another array or a member too small stops creation with a
  * one-line message naming it, and nothing on any member has changed.
+ *
+ * Calls go one way, down: assembly starts and close stops what the other
+ * files own, the workers (worker.c), the superblock thread and the first
+ * and last superblock writes (sb_update.c), the write-intent and degraded
+ * bitmaps (intent.c, degraded.c), health counts (health.c), the roster
+ * (roster.c) and the rebuild (rebuild.c).  The rest of raid/ calls into
+ * this file only for its accessors (ff_raid_failed_count, ...).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -13,12 +21,6 @@
 
 #include "io/fault.h"
 #include "raid/raid_i.h"
-
-#define INTENT_CLEAN_NS (5 * 1000000000ull)
-
-static int sb_thread_start(struct ff_raid *r);
-static void sb_thread_stop(struct ff_raid *r);
-#define sb_write_locked ff_raid_sb_write_locked
 
 static void close_all(struct ff_member *m, unsigned n)
 {
@@ -340,10 +342,10 @@ static void assign_roles(struct ff_raid *r, struct ff_member *m, struct candidat
 		}
 		/* One behind, with the freshest superblock still counting it in:
 		 * the array stopped (a crash, a power cut) while it wrote a
-		 * superblock update member after member (sb_write_locked), and
-		 * this one had not got it yet.  A member that really missed
-		 * writes is marked failed in that update (above); so is one the
-		 * array assembled without.  mdadm allows the same margin of one. */
+		 * superblock update member after member (sb_update.c), and this
+		 * one had not got it yet.  A member that really missed writes
+		 * is marked failed in that update (above); so is one the array
+		 * assembled without.  mdadm allows the same margin of one. */
 		if (ff_le64(c[i].sb->events) + 1 == events) {
 			ff_log(FF_LOG_INFO, "%s (role %u) missed the last superblock update (events "
 			       "%llu, the array's %llu: the array stopped while writing it); using it",
@@ -573,7 +575,7 @@ int ff_raid_assemble(const char *const *paths, unsigned n, const struct ff_raid_
 	unclean = ff_le32(r->sb->array_state) == FF_ARRAY_DIRTY && !opts->force_clean;
 	events_before = r->events;
 	rc = ff_raid_engine_start(r);
-	if (rc == 0 && (rc = sb_thread_start(r)) < 0)
+	if (rc == 0 && (rc = ff_raid_sb_thread_start(r)) < 0)
 		ff_raid_engine_stop(r);
 	if (rc < 0) {
 		ff_err_set(err, "cannot start the RAID engine: %s", strerror(-rc));
@@ -624,383 +626,13 @@ fail_nomembers:
 	return rc;
 }
 
-/* Caller holds sb_lock. */
-int ff_raid_sb_write_locked(struct ff_raid *r, uint32_t array_state)
-{
-	struct ff_member_sb *sb = r->sb;
-	int first_err = 0;
-
-	r->events++;
-	sb->events = ff_cpu_to_le64(r->events);
-	sb->utime_s = ff_cpu_to_le64((uint64_t)time(NULL));
-	sb->array_state = ff_cpu_to_le32(array_state);
-	ff_raid_health_to_sb_locked(r);
-	ff_raid_roster_sync_locked(r); /* flushed with the superblocks below */
-	for (unsigned i = 0; i < r->g.nmembers; i++) {
-		uint8_t st = atomic_load(&r->state[i]);
-
-		sb->roles[i].state = ff_cpu_to_le32(st == FF_MEMBER_ACTIVE || st == FF_MEMBER_REBUILDING
-						    ? st : FF_MEMBER_FAILED);
-	}
-	for (unsigned i = 0; i < r->g.nmembers; i++) {
-		uint8_t st = atomic_load(&r->state[i]);
-		int rc;
-
-		if (st != FF_MEMBER_ACTIVE && st != FF_MEMBER_REBUILDING)
-			continue;
-		sb->role = ff_cpu_to_le32(i);
-		memcpy(sb->member_uuid, sb->roles[i].member_uuid, 16);
-		rc = ff_sb_write(&r->mem[i], sb);
-		if (rc < 0) {
-			ff_log(FF_LOG_ERR, "%s: cannot write member superblock: %s", r->mem[i].path,
-			       strerror(-rc));
-			if (!first_err)
-				first_err = rc;
-		} else {
-			atomic_store(&r->sb_events_last[i], r->events);
-		}
-	}
-	ff_raid_wwd_sb_written(r);
-	return first_err;
-}
-
-int ff_raid_sb_write_all(struct ff_raid *r, uint32_t array_state)
-{
-	int rc;
-
-	pthread_mutex_lock(&r->sb_lock);
-	rc = sb_write_locked(r, array_state);
-	pthread_mutex_unlock(&r->sb_lock);
-	return rc;
-}
-
-/* The role stops being read or written; true when this call failed it. */
-static bool mark_failed(struct ff_raid *r, unsigned role, const char *cause)
-{
-	uint8_t expected = FF_MEMBER_ACTIVE;
-	char ident[160];
-
-	if (!atomic_compare_exchange_strong(&r->state[role], &expected, FF_MEMBER_FAILED)) {
-		expected = FF_MEMBER_REBUILDING; /* the new member died during its rebuild */
-		if (!atomic_compare_exchange_strong(&r->state[role], &expected, FF_MEMBER_FAILED))
-			return false;
-	}
-	atomic_fetch_or(&r->dead_mask, 1u << role);
-	atomic_fetch_and(&r->rebuild_mask, ~(1u << role));
-	atomic_fetch_and(&r->meta_stale_mask, ~(1u << role));
-	ff_log(FF_LOG_ERR, "member %s (role %u, %s) failed: %s; array continues %s", r->mem[role].path,
-	       role, ff_member_describe(&r->mem[role], ident, sizeof(ident)), cause,
-	       ff_raid_failed_count(r) <= r->g.nparity ? "degraded" : "WITHOUT REDUNDANCY: I/O fails");
-	return true;
-}
-
-/* Caller holds sb_lock, and failed the role: status says why, the
- * superblock thread persists it. */
-static void failed_locked(struct ff_raid *r, unsigned role, const char *cause)
-{
-	snprintf(r->fail_reason[role], sizeof(r->fail_reason[role]), "%s", cause);
-	ff_raid_health_failed_locked(r, role);
-	r->sb_pending = true;
-	pthread_cond_signal(&r->sb_cond);
-}
-
-/* cause, or, when the role's block device is gone, the presence check's
- * answer before it.  A pulled NVMe drive's writes fail with ENOSPC (the
- * kernel set the deleted disk's capacity to 0) and its reads end at once:
- * status must say "vanished: the device was removed", not "No space left".
- * Run only on the way to failing a role that is up, so once per failure,
- * and only for block devices: their check is sysfs, an ioctl and a stat of
- * the node, none of which waits for the device, while a file member's
- * stat could wait for a hung filesystem and this runs on an engine thread.
- * The member is read without sb_lock, as mark_failed reads it. */
-static void failure_cause(struct ff_raid *r, unsigned role, const char *cause, char *out,
-			  size_t len)
-{
-	uint8_t st = atomic_load(&r->state[role]);
-	char why[FF_RAID_REASON_MAX];
-
-	snprintf(out, len, "%s", cause);
-	if ((st != FF_MEMBER_ACTIVE && st != FF_MEMBER_REBUILDING) || r->mem[role].fd < 0 ||
-	    !r->mem[role].is_bdev || strncmp(cause, "vanished:", 9) == 0)
-		return;
-	if (ff_member_presence(&r->mem[role], why, sizeof(why)) == FF_MEMBER_VANISHED) {
-		size_t n = strlen(why);
-
-		FF_ASSERT(len == sizeof(why)); /* why fits; the I/O error is cut if need be */
-		memcpy(out, why, n + 1);
-		snprintf(out + n, len - n, "; %s", cause);
-	}
-}
-
-/* Called from engine threads: record the failure at once, persist later. */
-void ff_raid_member_failed(struct ff_raid *r, unsigned role, const char *io_cause)
-{
-	char cause[FF_RAID_REASON_MAX];
-	unsigned nfailed;
-
-	failure_cause(r, role, io_cause, cause, sizeof(cause));
-	if (!mark_failed(r, role, cause))
-		return;
-	nfailed = ff_raid_failed_count(r);
-	pthread_mutex_lock(&r->sb_lock);
-	failed_locked(r, role, cause);
-	/* under sb_lock: a replace cannot swap the member's path meanwhile */
-	ff_raid_event(r, FF_EVENT_MEMBER_FAILED, (int)role, "%s", cause);
-	ff_raid_event(r, FF_EVENT_DEGRADED, -1, "%u of %u members failed; %s", nfailed, r->g.nmembers,
-		      nfailed <= r->g.nparity ? "the array continues degraded"
-					      : "WITHOUT REDUNDANCY: I/O fails");
-	pthread_mutex_unlock(&r->sb_lock);
-}
-
-void ff_raid_role_reset_info(struct ff_raid *r, unsigned role)
-{
-	r->fail_reason[role][0] = '\0';
-	r->note[role][0] = '\0';
-	r->left_out[role].path[0] = '\0';
-	r->left_out[role].events = 0;
-	r->left_out[role].stale = false;
-	r->left_out[role].marked_failed = false;
-	r->vanishing[role] = 0;
-	ff_raid_health_reset_locked(r, role);
-}
-
-void ff_raid_member_info(struct ff_raid *r, unsigned role, struct ff_raid_member_info *out)
-{
-	memset(out, 0, sizeof(*out));
-	if (role >= r->g.nmembers)
-		return;
-	pthread_mutex_lock(&r->sb_lock);
-	out->state = (enum ff_member_state)atomic_load(&r->state[role]);
-	/* a role failed before this mount shows as missing, with why it failed */
-	if (out->state == FF_MEMBER_FAILED || (out->state == FF_MEMBER_MISSING && r->health[role].failed_s))
-		snprintf(out->reason, sizeof(out->reason), "%s", r->fail_reason[role]);
-	out->read_errors = atomic_load(&r->health[role].read_errors);
-	out->write_errors = atomic_load(&r->health[role].write_errors);
-	out->cksum_errors = atomic_load(&r->health[role].cksum_errors);
-	out->healed = atomic_load(&r->health[role].healed);
-	out->failed_s = r->health[role].failed_s;
-	if (out->state == FF_MEMBER_ACTIVE || out->state == FF_MEMBER_REBUILDING)
-		snprintf(out->note, sizeof(out->note), "%s", r->note[role]);
-	if (out->state == FF_MEMBER_MISSING && r->mem[role].fd < 0 && r->left_out[role].path[0]) {
-		snprintf(out->left_path, sizeof(out->left_path), "%s", r->left_out[role].path);
-		out->left_stale = r->left_out[role].stale;
-		out->left_failed = r->left_out[role].marked_failed;
-		out->left_events = r->left_out[role].events;
-	}
-	ff_raid_roster_info_locked(r, role, out);
-	pthread_mutex_unlock(&r->sb_lock);
-}
-
-/* ---- presence: members that vanish ------------------------------------------ */
-
-/* A role's member, checked on a copy taken under sb_lock (the check itself
- * runs without it: a stat may block).  True when it failed the role. */
-static bool presence_role(struct ff_raid *r, unsigned role, struct ff_member *m)
-{
-	uint8_t st = atomic_load(&r->state[role]);
-	char why[FF_RAID_REASON_MAX];
-	enum ff_member_presence p;
-	uint32_t epoch;
-	bool failed = false;
-
-	if (st != FF_MEMBER_ACTIVE && st != FF_MEMBER_REBUILDING)
-		return false;
-	pthread_mutex_lock(&r->sb_lock);
-	epoch = atomic_load(&r->role_epoch[role]);
-	*m = r->mem[role];
-	pthread_mutex_unlock(&r->sb_lock);
-	if (m->fd < 0)
-		return false;
-	p = ff_member_presence(m, why, sizeof(why));
-	pthread_mutex_lock(&r->sb_lock);
-	if (atomic_load(&r->role_epoch[role]) != epoch) { /* another member took the role */
-		pthread_mutex_unlock(&r->sb_lock);
-		return false;
-	}
-	if (p == FF_MEMBER_VANISHING && r->vanishing[role]++ == 0)
-		ff_log(FF_LOG_WARN, "member %s (role %u): %s; failed if the next check still finds "
-		       "it so", m->path, role, why);
-	else if (p != FF_MEMBER_VANISHING)
-		r->vanishing[role] = 0;
-	if (p == FF_MEMBER_VANISHED || (p == FF_MEMBER_VANISHING && r->vanishing[role] >= 2)) {
-		failed = mark_failed(r, role, why);
-		if (failed)
-			failed_locked(r, role, why);
-	} else if (p == FF_MEMBER_MOVED && strcmp(r->note[role], why) != 0) {
-		snprintf(r->note[role], sizeof(r->note[role]), "%s", why);
-		ff_log(FF_LOG_WARN, "member %s (role %u): %s", m->path, role, why);
-	} else if (p == FF_MEMBER_PRESENT && r->note[role][0]) {
-		r->note[role][0] = '\0';
-		ff_log(FF_LOG_INFO, "member %s (role %u) is back at its path", m->path, role);
-	}
-	pthread_mutex_unlock(&r->sb_lock);
-	return failed;
-}
-
-/* The replacement of a role being copied: if it vanishes the replace stops
- * (as when it returns an I/O error, stripe.c), the role is intact. */
-static void presence_shadow(struct ff_raid *r, struct ff_member *m)
-{
-	char why[FF_RAID_REASON_MAX];
-	uint32_t epoch;
-	int role;
-
-	pthread_mutex_lock(&r->sb_lock);
-	role = atomic_load(&r->shadow_role);
-	epoch = atomic_load(&r->role_epoch[r->g.nmembers]);
-	*m = r->shadow;
-	pthread_mutex_unlock(&r->sb_lock);
-	if (role < 0 || m->fd < 0)
-		return;
-	if (ff_member_presence(m, why, sizeof(why)) != FF_MEMBER_VANISHED)
-		return;
-	pthread_mutex_lock(&r->sb_lock);
-	if (atomic_load(&r->role_epoch[r->g.nmembers]) == epoch &&
-	    atomic_load(&r->shadow_role) == role) {
-		ff_log(FF_LOG_ERR, "replacement member %s (for role %d) %s; replace abandoned", m->path,
-		       role, why);
-		atomic_store(&r->shadow_role, -1);
-	}
-	pthread_mutex_unlock(&r->sb_lock);
-}
-
-/* Hot spares: one that vanished is dropped, before it takes over a role. */
-static void presence_spares(struct ff_raid *r, struct ff_member *m)
-{
-	char why[FF_RAID_REASON_MAX];
-
-	for (unsigned i = 0;; i++) {
-		pthread_mutex_lock(&r->spare_lock);
-		if (i >= r->nspares) {
-			pthread_mutex_unlock(&r->spare_lock);
-			return;
-		}
-		*m = r->spare[i];
-		pthread_mutex_unlock(&r->spare_lock);
-		if (ff_member_presence(m, why, sizeof(why)) != FF_MEMBER_VANISHED)
-			continue;
-		pthread_mutex_lock(&r->spare_lock);
-		for (unsigned k = 0; k < r->nspares; k++) {
-			if (r->spare[k].fd != m->fd || !ff_member_same(&r->spare[k], m))
-				continue;
-			ff_log(FF_LOG_WARN, "hot spare %s %s; dropped from the spares", m->path, why);
-			*m = r->spare[k];
-			r->spare[k] = r->spare[--r->nspares];
-			pthread_mutex_unlock(&r->spare_lock);
-			ff_member_close(m);
-			i = k - 1; /* the one moved into place k is checked next */
-			goto next;
-		}
-		pthread_mutex_unlock(&r->spare_lock);
-next:;
-	}
-}
-
-unsigned ff_raid_check_presence(struct ff_raid *r)
-{
-	struct ff_member *m = malloc(sizeof(*m));
-	unsigned failed = 0;
-
-	if (!m)
-		return 0;
-	for (unsigned role = 0; role < r->g.nmembers; role++)
-		failed += presence_role(r, role, m);
-	presence_shadow(r, m);
-	presence_spares(r, m);
-	free(m);
-	return failed;
-}
-
-/* Persists member failures noticed on the data path, off the data path. */
-static void *sb_thread_main(void *arg)
-{
-	struct ff_raid *r = arg;
-
-	uint64_t next_clean = ff_mono_ns() + INTENT_CLEAN_NS;
-
-	pthread_mutex_lock(&r->sb_lock);
-	r->presence_next_ns = ff_mono_ns() + FF_RAID_PRESENCE_INTERVAL_NS;
-	while (!r->sb_stop) {
-		if (ff_mono_ns() >= next_clean) { /* quiet write-intent regions are cleared */
-			pthread_mutex_unlock(&r->sb_lock);
-			ff_raid_intent_clean(r);
-			ff_raid_wwd_clean(r);
-			pthread_mutex_lock(&r->sb_lock);
-			next_clean = ff_mono_ns() + INTENT_CLEAN_NS;
-		}
-		if (ff_mono_ns() >= r->presence_next_ns) { /* members that vanished are failed */
-			pthread_mutex_unlock(&r->sb_lock);
-			ff_raid_check_presence(r);
-			pthread_mutex_lock(&r->sb_lock);
-			r->presence_next_ns = ff_mono_ns() + FF_RAID_PRESENCE_INTERVAL_NS;
-		}
-		if (atomic_exchange(&r->health_dirty, false)) /* error counts: persisted now */
-			r->sb_pending = true;
-		if (!r->sb_pending) {
-			struct timespec ts;
-
-			uint64_t now = ff_mono_ns(), wait_ns = 1000000000ull;
-
-			if (r->presence_next_ns > now && r->presence_next_ns - now < wait_ns)
-				wait_ns = r->presence_next_ns - now;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_sec += (time_t)(wait_ns / 1000000000ull);
-			ts.tv_nsec += (long)(wait_ns % 1000000000ull);
-			if (ts.tv_nsec >= 1000000000L) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000L;
-			}
-			pthread_cond_timedwait(&r->sb_cond, &r->sb_lock, &ts);
-			continue;
-		}
-		r->sb_pending = false;
-		if (!r->read_only)
-			sb_write_locked(r, FF_ARRAY_DIRTY);
-		if (r->nspares && atomic_load(&r->dead_mask) && !r->read_only) {
-			pthread_mutex_unlock(&r->sb_lock);
-			ff_raid_spares_takeover(r);
-			pthread_mutex_lock(&r->sb_lock);
-		}
-	}
-	pthread_mutex_unlock(&r->sb_lock);
-	return NULL;
-}
-
-static int sb_thread_start(struct ff_raid *r)
-{
-	int rc = pthread_create(&r->sb_thread, NULL, sb_thread_main, r);
-
-	r->sb_thread_started = rc == 0;
-	return -rc;
-}
-
-static void sb_thread_stop(struct ff_raid *r)
-{
-	if (!r->sb_thread_started)
-		return;
-	pthread_mutex_lock(&r->sb_lock);
-	r->sb_stop = true;
-	pthread_cond_signal(&r->sb_cond);
-	pthread_mutex_unlock(&r->sb_lock);
-	pthread_join(r->sb_thread, NULL);
-	r->sb_thread_started = false;
-}
-
-int ff_raid_fail_member(struct ff_raid *r, unsigned role, const char *cause)
-{
-	if (role >= r->g.nmembers)
-		return -EINVAL;
-	ff_raid_member_failed(r, role, cause);
-	return ff_raid_sb_write_all(r, FF_ARRAY_DIRTY);
-}
-
 int ff_raid_close(struct ff_raid *r)
 {
 	int rc;
 
 	ff_raid_rebuild_stop(r);
 	ff_raid_engine_stop(r);
-	sb_thread_stop(r);
+	ff_raid_sb_thread_stop(r);
 	ff_raid_intent_free(r);
 	rc = r->read_only ? 0 : ff_raid_sb_write_all(r, FF_ARRAY_CLEAN);
 	ff_raid_wwd_free(r); /* after the last superblock write: its header follows it */

@@ -16,8 +16,11 @@
  * before the write it covers is handed to the workers (ff_raid_wwd_begin,
  * from submit) — or, for a write already past that point when a role
  * failed, before its completion is reported (ff_raid_wwd_end): a bit is
- * durable before the write it covers is acknowledged.  Bits are cleared
- * only when every role has an active member (none dead, none rebuilding).
+ * durable before the write it covers is acknowledged.  A block that a live
+ * member did not take leaves the bitmap proving nothing (ff_raid_bitmap_write
+ * in intent.c says why): a member back must then be rebuilt in full.  Bits
+ * are cleared only when every role has an active member (none dead, none
+ * rebuilding).
  *
  * A member may be re-added when the header records its role and its
  * superblock carries exactly the event count the array last wrote to it:
@@ -28,7 +31,6 @@
  */
 #include <errno.h>
 #include <string.h>
-#include <sys/uio.h>
 
 #include "io/bitmap.h"
 #include "raid/raid_i.h"
@@ -87,30 +89,16 @@ static bool bit_get(struct raid_wwd *d, uint64_t bit)
 	return ff_bit8_test_atomic(bits_of(d, bit), bit % WWD_BITS_PER_BLOCK);
 }
 
-/* Block b (0 = header, 1.. = bits) to every live member, durable on return.
- * Caller holds d->lock (member fds: see ff_raid_intent_member_close). */
+/* Block b (0 = header, 1.. = bits) to every live member, durable on return;
+ * -EIO when one of them did not take it (ff_raid_bitmap_write, intent.c).
+ * Caller holds d->lock. */
 static int write_block(struct ff_raid *r, unsigned b)
 {
 	struct raid_wwd *d = r->wwd;
 	uint8_t *blk = b == 0 ? (uint8_t *)d->hdr : d->img + (size_t)(b - 1) * FF_MEMBER_SB_BYTES;
-	le32 magic = ff_cpu_to_le32(b == 0 ? WWD_MAGIC_HDR : WWD_MAGIC_BITS);
-	le64 idx = ff_cpu_to_le64(b);
-	unsigned written = 0, tried = 0;
 
-	memcpy(blk, &magic, 4);
-	memcpy(blk + 8, &idx, 8);
-	ff_csum_set(blk, FF_MEMBER_SB_BYTES, 4);
-	for (unsigned m = 0; m < r->g.nmembers; m++) {
-		struct iovec iov = { blk, FF_MEMBER_SB_BYTES };
-
-		if ((atomic_load(&r->dead_mask) & (1u << m)) || r->mem[m].fd < 0)
-			continue;
-		tried++;
-		written += pwritev2(r->mem[m].fd, &iov, 1,
-				    WWD_OFFSET + (off_t)b * FF_MEMBER_SB_BYTES, RWF_DSYNC) ==
-			   FF_MEMBER_SB_BYTES;
-	}
-	return written || !tried ? 0 : -EIO;
+	return ff_raid_bitmap_write(r, blk, b == 0 ? WWD_MAGIC_HDR : WWD_MAGIC_BITS, b,
+				    WWD_OFFSET + (uint64_t)b * FF_MEMBER_SB_BYTES);
 }
 
 static void damaged_locked(struct ff_raid *r, const char *why)
@@ -240,17 +228,6 @@ static bool hdr_fits(const struct ff_raid *r, const struct wwd_hdr *h)
 	       ff_le32(h->nblocks) <= WWD_BLOCKS_MAX;
 }
 
-static bool block_ok(const uint8_t *blk, uint32_t magic, uint64_t idx)
-{
-	le32 mg;
-	le64 ix;
-
-	memcpy(&mg, blk, 4);
-	memcpy(&ix, blk + 8, 8);
-	return ff_le32(mg) == magic && ff_le64(ix) == idx &&
-	       ff_csum_verify(blk, FF_MEMBER_SB_BYTES, 4) == 0;
-}
-
 static bool all_zero(const uint8_t *p, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -276,7 +253,7 @@ static int load(struct ff_raid *r, struct raid_wwd *d, uint8_t *scratch)
 	for (unsigned m = 0; m < r->g.nmembers; m++) {
 		if (r->mem[m].fd < 0 || ff_member_pread(&r->mem[m], h, FF_MEMBER_SB_BYTES, WWD_OFFSET) < 0)
 			continue;
-		if (!block_ok(scratch, WWD_MAGIC_HDR, 0) || !hdr_fits(r, h)) {
+		if (!ff_raid_bitmap_block_ok(scratch, WWD_MAGIC_HDR, 0) || !hdr_fits(r, h)) {
 			damaged |= !all_zero(scratch, FF_MEMBER_SB_BYTES);
 			continue;
 		}
@@ -302,11 +279,12 @@ static int load(struct ff_raid *r, struct raid_wwd *d, uint8_t *scratch)
 		for (unsigned m = 0; m < r->g.nmembers; m++) {
 			if (r->mem[m].fd < 0 ||
 			    ff_member_pread(&r->mem[m], scratch, FF_MEMBER_SB_BYTES, WWD_OFFSET) < 0 ||
-			    !block_ok(scratch, WWD_MAGIC_HDR, 0) || ff_le64(h->events) != best_ev ||
+			    !ff_raid_bitmap_block_ok(scratch, WWD_MAGIC_HDR, 0) ||
+			    ff_le64(h->events) != best_ev ||
 			    memcmp(scratch, d->hdr, FF_MEMBER_SB_BYTES) != 0 ||
 			    ff_member_pread(&r->mem[m], scratch, FF_MEMBER_SB_BYTES,
 					    WWD_OFFSET + (uint64_t)(b + 1) * FF_MEMBER_SB_BYTES) < 0 ||
-			    !block_ok(scratch, WWD_MAGIC_BITS, b + 1))
+			    !ff_raid_bitmap_block_ok(scratch, WWD_MAGIC_BITS, b + 1))
 				continue;
 			for (size_t i = WWD_BLK_HDR; i < FF_MEMBER_SB_BYTES; i++)
 				blk[i] |= scratch[i];

@@ -22,6 +22,9 @@
  * consistent atomics in opposite order (writer: count in flight, then look
  * at the bit; cleaner: clear the bit, then look at the count again), so one
  * of them always sees the other.
+ *
+ * The block writer here (ff_raid_bitmap_write) writes degraded.c's bitmap
+ * too, under one rule for both, stated above it.
  */
 #include <errno.h>
 #include <string.h>
@@ -72,36 +75,64 @@ static void bit_put(struct raid_intent *in, uint64_t region, bool v)
 		ff_bit8_clear_atomic(block_bits(in, region), region % BITS_PER_BLOCK);
 }
 
-static void seal(struct raid_intent *in, unsigned b)
+/*
+ * The block writer of both bitmaps, this one and degraded.c's: blk sealed
+ * (magic, index idx, crc32c) and written at byte off of every live member
+ * with RWF_DSYNC, durable before the writes it announces.
+ *
+ * The rule: 0 when every live member took it, else -EIO (those that could
+ * took it).  A bit is only worth something if the next assembly finds it,
+ * and no member short of all is sure to be read then: ff_raid_intent_recover
+ * ORs the bitmaps of the members assembly adopts, and assembly goes on with
+ * members missing (up to nparity roles); degraded.c's load ORs only the
+ * members that carry its freshest header, so a member that missed one
+ * header drops out of the union with every bit it holds.  A caller told
+ * -EIO knows a later assembly may miss the bit: the degraded bitmap then
+ * proves nothing (re-add refused, a full rebuild instead), the write-intent
+ * one logs it, and assembly stops when it cannot start them clean.
+ *
+ * Caller holds the bitmap's lock: a member's fd is read unlocked here (see
+ * ff_raid_intent_member_close).
+ */
+int ff_raid_bitmap_write(struct ff_raid *r, uint8_t *blk, uint32_t magic, uint64_t idx,
+			 uint64_t off)
 {
-	uint8_t *blk = in->img + (size_t)b * FF_MEMBER_SB_BYTES;
-	le32 magic = ff_cpu_to_le32(INTENT_MAGIC);
-	le64 idx = ff_cpu_to_le64(b);
-
-	memcpy(blk, &magic, 4);
-	memcpy(blk + 8, &idx, 8);
-	ff_csum_set(blk, FF_MEMBER_SB_BYTES, 4);
-}
-
-/* Write block b to every member that is written to; RWF_DSYNC makes it
- * durable before the data writes it announces. */
-static int write_block(struct ff_raid *r, unsigned b)
-{
-	struct raid_intent *in = r->intent;
-	uint8_t *blk = in->img + (size_t)b * FF_MEMBER_SB_BYTES;
+	le32 mg = ff_cpu_to_le32(magic);
+	le64 ix = ff_cpu_to_le64(idx);
 	int first = 0;
 
-	seal(in, b);
+	memcpy(blk, &mg, 4);
+	memcpy(blk + 8, &ix, 8);
+	ff_csum_set(blk, FF_MEMBER_SB_BYTES, 4);
 	for (unsigned m = 0; m < r->g.nmembers; m++) {
 		struct iovec iov = { blk, FF_MEMBER_SB_BYTES };
 
 		if ((atomic_load(&r->dead_mask) & (1u << m)) || r->mem[m].fd < 0)
 			continue;
-		if (pwritev2(r->mem[m].fd, &iov, 1, INTENT_OFFSET + (off_t)b * FF_MEMBER_SB_BYTES,
-			     RWF_DSYNC) != FF_MEMBER_SB_BYTES && !first)
+		if (pwritev2(r->mem[m].fd, &iov, 1, (off_t)off, RWF_DSYNC) != FF_MEMBER_SB_BYTES &&
+		    !first)
 			first = -EIO;
 	}
 	return first;
+}
+
+/* Is blk what ff_raid_bitmap_write sealed as block idx with magic? */
+bool ff_raid_bitmap_block_ok(const uint8_t *blk, uint32_t magic, uint64_t idx)
+{
+	le32 mg;
+	le64 ix;
+
+	memcpy(&mg, blk, 4);
+	memcpy(&ix, blk + 8, 8);
+	return ff_le32(mg) == magic && ff_le64(ix) == idx &&
+	       ff_csum_verify(blk, FF_MEMBER_SB_BYTES, 4) == 0;
+}
+
+/* Block b to every live member (ff_raid_bitmap_write). */
+static int write_block(struct ff_raid *r, unsigned b)
+{
+	return ff_raid_bitmap_write(r, r->intent->img + (size_t)b * FF_MEMBER_SB_BYTES, INTENT_MAGIC,
+				    b, INTENT_OFFSET + (uint64_t)b * FF_MEMBER_SB_BYTES);
 }
 
 int ff_raid_intent_init(struct ff_raid *r)
@@ -265,11 +296,8 @@ int ff_raid_intent_recover(struct ff_raid *r, bool unclean)
 			continue;
 		for (unsigned b = 0; b < in->nblocks; b++) {
 			uint8_t *blk = mb + (size_t)b * FF_MEMBER_SB_BYTES;
-			le32 magic;
 
-			memcpy(&magic, blk, 4);
-			if (ff_le32(magic) != INTENT_MAGIC ||
-			    ff_csum_verify(blk, FF_MEMBER_SB_BYTES, 4) < 0)
+			if (!ff_raid_bitmap_block_ok(blk, INTENT_MAGIC, b))
 				memset(blk + INTENT_HDR, 0xff, FF_MEMBER_SB_BYTES - INTENT_HDR);
 			for (size_t i = INTENT_HDR; i < FF_MEMBER_SB_BYTES; i++)
 				in->img[(size_t)b * FF_MEMBER_SB_BYTES + i] |= blk[i];

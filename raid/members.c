@@ -459,8 +459,7 @@ void ff_replace_abandon(struct ff_raid *r, struct raid_rebuild *rb)
 	if (m.fd >= 0)
 		ff_member_close(&m);
 	pthread_mutex_lock(&r->sb_lock);
-	r->sb_pending = true; /* the superblock thread hands a spare to a dead role */
-	pthread_cond_signal(&r->sb_cond);
+	ff_raid_sb_write_soon_locked(r); /* the superblock thread hands a spare to a dead role */
 	pthread_mutex_unlock(&r->sb_lock);
 }
 

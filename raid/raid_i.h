@@ -175,7 +175,7 @@ struct ff_raid {
 		bool stale;          /* its event counter is behind the array's */
 		bool marked_failed;  /* the array marks its role failed */
 	} left_out[FF_MEMBERS_MAX];
-	/* the presence check (assemble.c, superblock thread): when it runs
+	/* the presence check (failure.c, superblock thread): when it runs
 	 * next, and how many checks in a row saw each role VANISHING */
 	uint64_t presence_next_ns;
 	uint8_t vanishing[FF_MEMBERS_MAX + 1];
@@ -226,12 +226,24 @@ struct ff_raid {
 	_Atomic bool health_dirty;      /* counts changed: the sb thread persists them */
 };
 
-/* assemble.c */
+/* failure.c: member failure, and what status says about each role */
+/* Engine threads: the role fails now; the superblock thread persists it. */
 void ff_raid_member_failed(struct ff_raid *r, unsigned role, const char *cause);
 /* A role gets another member: forget what was said about the one before
  * (fail reason, note, left-out member).  Caller holds sb_lock. */
 void ff_raid_role_reset_info(struct ff_raid *r, unsigned role);
+
+/* sb_update.c: the array's state to every member's superblock */
+/* Caller holds sb_lock: events + 1, written to every active or rebuilding
+ * member; 0, or the first member's error. */
+int ff_raid_sb_write_locked(struct ff_raid *r, uint32_t array_state);
 int ff_raid_sb_write_all(struct ff_raid *r, uint32_t array_state);
+/* Caller holds sb_lock: the superblock thread writes them soon (engine
+ * threads and others that must not wait for the members' writes). */
+void ff_raid_sb_write_soon_locked(struct ff_raid *r);
+/* The superblock thread (assemble.c starts it and stops it at close). */
+int ff_raid_sb_thread_start(struct ff_raid *r);
+void ff_raid_sb_thread_stop(struct ff_raid *r);
 
 /* health.c */
 void ff_raid_health_init(struct ff_raid *r);
@@ -251,7 +263,6 @@ void ff_raid_rebuild_free(struct ff_raid *r);
 void ff_raid_spares_takeover(struct ff_raid *r);
 int ff_raid_add_check(struct ff_raid *r, const char *path, bool force, struct ff_member *out,
 		      struct ff_err *err);
-int ff_raid_sb_write_locked(struct ff_raid *r, uint32_t array_state);
 
 /* roster.c: who held each role (raid/sb.h) */
 struct ff_raid_member_info;
@@ -277,6 +288,14 @@ void ff_raid_intent_begin(struct ff_raid *r, struct ff_raid_io *io);
 void ff_raid_intent_end(struct ff_raid *r, struct ff_raid_io *io);
 void ff_raid_intent_clean(struct ff_raid *r);
 void ff_raid_intent_member_close(struct ff_raid *r, struct ff_member *m);
+/* Both bitmaps' block writer (this one's and degraded.c's): blk sealed and
+ * written at off of every live member, durable; 0 only when every live
+ * member took it (intent.c says why), else -EIO.  Caller holds the
+ * bitmap's lock. */
+int ff_raid_bitmap_write(struct ff_raid *r, uint8_t *blk, uint32_t magic, uint64_t idx,
+			 uint64_t off);
+/* Is blk what ff_raid_bitmap_write sealed as block idx with magic? */
+bool ff_raid_bitmap_block_ok(const uint8_t *blk, uint32_t magic, uint64_t idx);
 
 /* degraded.c: regions written while a role had no member, for re-add */
 int ff_raid_wwd_init(struct ff_raid *r, uint64_t events_before, bool unclean);

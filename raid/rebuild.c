@@ -243,8 +243,7 @@ static void checkpoint(struct ff_raid *r, struct raid_rebuild *rb)
 	for (unsigned m = 0; m < r->g.nmembers; m++)
 		if (rb->targets & (1u << m))
 			r->sb->roles[m].rebuild_pos = ff_cpu_to_le64(ckpt_encode(rb->phase, low));
-	r->sb_pending = true;
-	pthread_cond_signal(&r->sb_cond);
+	ff_raid_sb_write_soon_locked(r);
 	pthread_mutex_unlock(&r->sb_lock);
 }
 
@@ -340,8 +339,7 @@ static void finish(struct ff_raid *r, struct raid_rebuild *rb)
 	for (unsigned m = 0; m < r->g.nmembers; m++)
 		if (done & (1u << m))
 			r->sb->roles[m].rebuild_pos = 0;
-	r->sb_pending = true;
-	pthread_cond_signal(&r->sb_cond);
+	ff_raid_sb_write_soon_locked(r);
 	pthread_mutex_unlock(&r->sb_lock);
 }
 

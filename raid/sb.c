@@ -1,4 +1,11 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * One member's superblock (raid/sb.h): its two copies read (the freshest
+ * valid one wins), checked, written (head, flush, tail, flush) and erased;
+ * the foreign signatures mkfs will not overwrite unasked; uuids.  Nothing
+ * here knows an assembled array: mkfs, fsck and the tools use it too.  An
+ * assembled array's state goes to every member's superblock in sb_update.c.
+ */
 #include "raid/sb.h"
 
 #include <errno.h>

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # Proves: a member file that vanishes while a paced frame stream writes to
 # the volume is noticed within seconds (the array's presence check, about
-# once a second: raid/assemble.c, io/member.c) and failed like a member
+# once a second: raid/failure.c, io/member.c) and failed like a member
 # that returns I/O errors: status --json names it failed with the reason,
 # the array is degraded, the event counter goes up, the daemon logs it; the
 # stream sees no error and every frame verifies — degraded, after a remount

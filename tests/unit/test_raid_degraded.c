@@ -2,7 +2,8 @@
 /*
  * Reading and writing with members missing: every single (RAID5) and every
  * pair (RAID6) of missing members at every stripe rotation, writes while
- * degraded, and reads around a member whose data is known bad.
+ * degraded, reads around a member whose data is known bad, and a live
+ * member that refuses a bitmap write while a role is missing.
  */
 #include <check.h>
 #include <errno.h>
@@ -131,11 +132,77 @@ START_TEST(avoid_member_reads_around_corruption)
 }
 END_TEST
 
+/* The member's fd (the one the bitmaps are written through) refuses writes
+ * (EBADF): a read-only open of its file takes the fd's number.  The rings
+ * keep their own reference to the file (registered, or a dup), so the data
+ * path still writes to it: only the bitmap writes fail.  Returns the fd
+ * that puts it back (allow_writes). */
+static int refuse_writes(struct ff_member *m, const char *path)
+{
+	int saved = dup(m->fd), ro = open(path, O_RDONLY);
+
+	ck_assert_int_ge(saved, 0);
+	ck_assert_int_ge(ro, 0);
+	ck_assert_int_eq(dup2(ro, m->fd), m->fd);
+	close(ro);
+	return saved;
+}
+
+static void allow_writes(struct ff_member *m, int saved)
+{
+	ck_assert_int_eq(dup2(saved, m->fd), m->fd);
+	close(saved);
+}
+
+/*
+ * One bitmap block write rule (ff_raid_bitmap_write): a block counts as
+ * written only when every live member took it.  With role 3 missing, a
+ * write is recorded in the written-while-degraded bitmap; role 1's member
+ * refuses that record.  The bitmap then proves nothing: re-adding role 3's
+ * member is refused (with "any member took it" as the rule it would be
+ * accepted, though a later assembly without the members that took the bit
+ * would not see it), and the full rebuild the refusal names restores it.
+ */
+START_TEST(bitmap_write_refused_by_a_live_member)
+{
+	const unsigned n = 4;
+	struct ff_err err = { "" };
+	struct ff_raid *r;
+	uint8_t *buf;
+	int saved;
+
+	ut_rng = 17;
+	r = ut_written_array(5, n, UT_MEMBER_MB);
+	ff_raid_close(r);
+	r = ut_assemble_without(n, 1u << 3);
+	buf = ff_alloc_aligned(65536);
+	ut_fill(buf, 65536);
+	memcpy(ut_shadow, buf, 65536);
+	/* fault: role 1's member refuses the bitmap write of this request */
+	saved = refuse_writes(ff_raid_member(r, 1), ut_paths[1]);
+	ck_assert_int_eq(ff_raid_rw(r, FF_RAID_WRITE, FF_SPACE_DATA, 0, buf, 65536), 0);
+	allow_writes(ff_raid_member(r, 1), saved);
+	ck_assert_int_eq(ff_raid_member_state(r, 1), FF_MEMBER_ACTIVE);
+	ck_assert_int_eq(ff_raid_readd(r, ut_paths[3], &err), -EINVAL);
+	ck_assert_msg(strstr(err.msg, "could not be written") && strstr(err.msg, "add --force"),
+		      "refusal says why and names the full rebuild: %s", err.msg);
+	ck_assert_msg(ff_raid_add(r, ut_paths[3], true, &err) == 0, "add --force: %s", err.msg);
+	ck_assert_int_eq(ff_raid_rebuild_wait(r), 0);
+	ck_assert_uint_eq(ff_raid_failed_count(r), 0);
+	ut_verify_all(r, "after the full rebuild");
+	ff_raid_close(r);
+	free(buf);
+	free(ut_shadow);
+	ut_remove_members(n);
+}
+END_TEST
+
 static void add_tests(TCase *tc)
 {
 	tcase_add_loop_test(tc, degraded_read_every_loss_pattern, 0, 4);
 	tcase_add_loop_test(tc, degraded_writes_read_back, 0, 2);
 	tcase_add_test(tc, avoid_member_reads_around_corruption);
+	tcase_add_test(tc, bitmap_write_refused_by_a_live_member);
 }
 
 int main(void)

@@ -283,7 +283,7 @@ struct ffs {
 	uint8_t *mslab_data;
 	struct mbuf *mfree;
 	unsigned nmbufs, max_mbufs;
-	struct mbuf lru;            /* sentinel: lru.lru_next is the least recent */
+	struct ff_lru lru;          /* the cached blocks, evicted oldest first */
 	struct mbuf *tx_head;
 	unsigned tx_count;
 	struct mbuf *ckpt_head;     /* committed blocks whose home write is pending */

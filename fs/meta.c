@@ -11,10 +11,11 @@
 #include <string.h>
 
 #include "fs/fs_i.h"
+#include "io/hash.h"
 
 static unsigned mhash(const struct ffs *fs, uint64_t no)
 {
-	return (unsigned)((no * 0x9E3779B97F4A7C15ull) >> 32) & (fs->mhash_size - 1);
+	return ff_hash_bucket(no, fs->mhash_size - 1);
 }
 
 /*

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "fs/data_i.h"
+#include "io/hash.h"
 
 enum { RC_EMPTY, RC_LOADING, RC_READY, RC_ERROR };
 
@@ -33,7 +34,7 @@ struct rcache {
 
 static unsigned rhash(const struct rcache *c, uint64_t p)
 {
-	return (unsigned)((p * 0x9E3779B97F4A7C15ull) >> 32) & (c->hash_size - 1);
+	return ff_hash_bucket(p, c->hash_size - 1);
 }
 
 /* e out of the hash (if it is there); its state left as it is. */

@@ -113,30 +113,18 @@ grep -qw btrfs /proc/filesystems || modprobe btrfs 2>/dev/null || grep -qw btrfs
 	die "the kernel has no btrfs (modprobe btrfs failed)"
 [ -d "$MEMBERS_DIR" ] || die "BENCH_CAP_MEMBERS_DIR $MEMBERS_DIR is not a directory"
 
-find_bin() { # DIR NAME -> path in DIR (3 levels deep), or on PATH when DIR is empty (as frames.sh)
-	local f
-	if [ -n "$1" ]; then
-		for f in "$1/$2" "$1"/*/"$2" "$1"/*/*/"$2"; do
-			[ -f "$f" ] && [ -x "$f" ] && { echo "$f"; return 0; }
-		done
-		return 1
-	fi
-	command -v "$2" 2>/dev/null
-}
 [ -z "${FRAMEFS_BUILD:-}" ] || [ -d "$FRAMEFS_BUILD" ] || die "FRAMEFS_BUILD=$FRAMEFS_BUILD is not a directory"
-MKFS_FRAMEFS=$(find_bin "${FRAMEFS_BUILD:-}" mkfs.framefs) || die "mkfs.framefs not found in ${FRAMEFS_BUILD:-PATH}"
-FRAMEFS=$(find_bin "${FRAMEFS_BUILD:-}" framefs) || die "framefs not found in ${FRAMEFS_BUILD:-PATH}"
+MKFS_FRAMEFS=$(find_bin mkfs.framefs) || die "mkfs.framefs not found in ${FRAMEFS_BUILD:-PATH}"
+FRAMEFS=$(find_bin framefs) || die "framefs not found in ${FRAMEFS_BUILD:-PATH}"
 BEFORE_OK=0
 if has_phase write && [ "$WRITE_RUNS" -gt 0 ] && [ -n "${FRAMEFS_BEFORE:-}" ]; then
 	[ -d "$FRAMEFS_BEFORE" ] || die "FRAMEFS_BEFORE=$FRAMEFS_BEFORE is not a directory"
-	if ! find_bin "$FRAMEFS_BEFORE" mkfs.framefs >/dev/null || ! find_bin "$FRAMEFS_BEFORE" framefs >/dev/null; then
+	if ! find_bin_in "$FRAMEFS_BEFORE" mkfs.framefs >/dev/null || ! find_bin_in "$FRAMEFS_BEFORE" framefs >/dev/null; then
 		die "FRAMEFS_BEFORE=$FRAMEFS_BEFORE holds no mkfs.framefs and framefs"
 	fi
 	BEFORE_OK=1
 fi
 
-avail_mb() { df -Pm "$1" | awk 'NR==2 { print $4 }'; }
-mem_avail_mb() { awk '/^MemAvailable:/ { printf "%d", $2 / 1024 }' /proc/meminfo; }
 need=$((NMEM * MEMBER_MB + 256))
 [ "$(avail_mb "$MEMBERS_DIR")" -ge "$need" ] ||
 	die "$MEMBERS_DIR has $(avail_mb "$MEMBERS_DIR") MiB free, needs $need (4 members of $MEMBER_MB MiB)"
@@ -154,39 +142,7 @@ MPID="" # pid of the framefs daemon serving $MNT
 ERRF=/dev/null
 OUTF=/dev/null
 
-detach_loops() {
-	local l
-	for l in "${LOOPS[@]}"; do
-		btrfs device scan --forget "$l" >/dev/null 2>&1
-		losetup -d "$l" 2>/dev/null || warn "cannot detach $l"
-	done
-	LOOPS=()
-}
-cleanup() {
-	local rc=$? kids busy=0
-	trap - EXIT INT TERM HUP
-	set +e
-	kids=$(descendants $$)
-	# shellcheck disable=SC2086 # a list of pids (frames.sh, TERMed, cleans up after itself)
-	[ -n "$kids" ] && kill -TERM $kids 2>/dev/null && sleep 1
-	if [ -n "$MNT" ]; then
-		unmount "$MNT/fs" "$MPID" || { warn "cannot unmount $MNT/fs"; busy=1; }
-	fi
-	[ -n "$MPID" ] && kill_daemon "$MPID"
-	# frames.sh (the write phase) cleans up after itself on TERM; wait for it
-	wait 2>/dev/null
-	detach_loops
-	if [ "$busy" = 0 ]; then
-		[ -n "$W" ] && rm -rf --one-file-system "$W"
-		[ -n "$MNT" ] && rmdir "$MNT/fs" "$MNT" 2>/dev/null
-	else
-		warn "leaving $W and $MNT (something is still mounted)"
-	fi
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'warn "interrupted"; exit 130' INT
-trap 'warn "terminated"; exit 143' TERM HUP
+on_exit cleanup_mount # frames.sh (the write phase), TERMed, cleans up after itself: waited for
 
 W=$(mktemp -d "$MEMBERS_DIR/framefs-capacity.XXXXXX")
 MNT=$(mktemp -d /tmp/framefs-capacity-mnt.XXXXXX)
@@ -194,15 +150,6 @@ mkdir "$MNT/fs"
 ERRF=$W/err
 OUTF=$W/out
 
-run() { # CMD...: at most PHASE_TIMEOUT s, in the background so that a signal reaches our trap
-	# at once; stdout in $OUTF, stderr in $ERRF
-	local rc=0
-	(timeout -k 10 "$PHASE_TIMEOUT" "$@" >"$OUTF" 2>"$ERRF") &
-	wait $! || rc=$?
-	if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then echo "timed out after $PHASE_TIMEOUT s" >>"$ERRF"; fi
-	return "$rc"
-}
-lasterr() { grep -v '^$' "$ERRF" | tail -n1; }
 field() { # NAME FILE -> the value of NAME= on the RESULT line of FILE
 	awk -v k="$2" '$1 == "RESULT" { for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == k) v = substr($i, length(k) + 2) } }
 		END { print v }' "$1"
@@ -220,37 +167,22 @@ make_members() { # MB DIR -> MFILES: NMEM fresh files of MB MiB in DIR
 		MFILES+=("$2/m$i.img")
 	done
 }
-attach_loops() { # FILE... -> LOOPS
-	local f l
-	for f in "$@"; do
-		l=$(losetup --direct-io=on -f --show "$f" 2>"$ERRF") || die "losetup $f: $(lasterr)"
-		LOOPS+=("$l")
-	done
-}
 
 ff_mount() { # MEMBER,... : mount framefs on $MNT/fs; sets MPID
-	local i p
+	local i
 	run "$FRAMEFS" "$1" "$MNT/fs" || { warn "framefs $1: $(lasterr)"; return 1; }
 	for i in $(seq 1 75); do
-		if mounted "$MNT/fs"; then
-			for p in $(pgrep -x framefs); do
-				tr '\0' '\n' 2>/dev/null <"/proc/$p/cmdline" | grep -qxF -- "$MNT/fs" && { MPID=$p; return 0; }
-			done
-		fi
+		mounted "$MNT/fs" && MPID=$(daemon_pid "$MNT/fs" framefs) && return 0
 		sleep 0.2
 	done
 	warn "framefs did not mount $1"
 	return 1
 }
 ff_unmount() {
-	local i
 	unmount "$MNT/fs" "$MPID" || return 1
-	for i in $(seq 1 100); do # wait for the daemon to let go of the members
-		if [ -z "$MPID" ] || ! kill -0 "$MPID" 2>/dev/null; then MPID=""; return 0; fi
-		sleep 0.2
-	done
-	warn "framefs $MPID still running 20 s after its unmount"
-	return 1
+	# wait for the daemon to let go of the members
+	[ -z "$MPID" ] || wait_gone "$MPID" framefs || return 1
+	MPID=""
 }
 fs_mount() { # FS(btrfs|framefs): mount the volume on the loop devices
 	local list

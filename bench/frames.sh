@@ -177,22 +177,15 @@ restore_kernel() { # put back the kernel settings we changed, unless someone cha
 }
 
 cleanup() {
-	local rc=$? m l p busy=0 kids
-	trap - EXIT INT TERM HUP
-	set +e
-	kids=$(descendants $$)
-	# shellcheck disable=SC2086 # a list of pids
-	[ -n "$kids" ] && kill $kids 2>/dev/null
+	local m p busy=0
+	stop_children
 	if [ -n "$MNT" ]; then
 		for m in "$MNT/fs" "$MNT/nullfile"; do
 			unmount "$m" "${MPID[$m]:-}" || { warn "cannot unmount $m"; busy=1; }
 		done
 	fi
 	for p in "${DAEMONS[@]}"; do kill_daemon "$p"; done
-	for l in "${LOOPS[@]}"; do
-		btrfs device scan --forget "$l" >/dev/null 2>&1
-		losetup -d "$l" 2>/dev/null || warn "cannot detach $l"
-	done
+	detach_loops
 	restore_kernel
 	for m in "$W" "$S" "$MNT"; do
 		[ -n "$m" ] || continue
@@ -209,16 +202,11 @@ cleanup() {
 			rmdir "$MNT/fs" "$MNT" 2>/dev/null
 		fi
 	fi
-	exit "$rc"
 }
-trap cleanup EXIT
-trap 'warn "interrupted"; exit 130' INT
-trap 'warn "terminated"; exit 143' TERM HUP
+on_exit cleanup
 
 # ---- memory and space -----------------------------------------------------------------------
 
-avail_mb() { df -Pm "$1" | awk 'NR==2 { print $4 }'; }
-mem_avail_mb() { awk '/^MemAvailable:/ { printf "%d", $2 / 1024 }' /proc/meminfo; }
 if [ "$MODE" = ram ]; then
 	# members + passthrough's tmpfs source (one phase of frames) + 512 MiB; the page cache of
 	# the buffered phases is reclaimable (and dropped before every read)
@@ -239,15 +227,6 @@ ERRF=$S/err
 OUTF=$S/out
 
 V="" # the value the last measurement produced
-run() { # CMD...: at most PHASE_TIMEOUT s, in the background so that a signal reaches our trap
-	# at once; stdout in $OUTF, stderr in $ERRF
-	local rc=0
-	(timeout -k 10 "$PHASE_TIMEOUT" "$@" >"$OUTF" 2>"$ERRF") & # (): no "Killed" job notice
-	wait $! || rc=$?
-	if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then echo "timed out after $PHASE_TIMEOUT s" >>"$ERRF"; fi
-	return "$rc"
-}
-lasterr() { grep -v '^$' "$ERRF" | tail -n1; }
 
 # ---- tools ----------------------------------------------------------------------------------
 
@@ -295,18 +274,6 @@ build318() {
 }
 BUILD318_S=0
 build318 && HAVE318=1
-
-find_bin() { # NAME -> path: from FRAMEFS_BUILD (3 levels deep) when it is set (only there:
-	# an installed, older framefs must not stand in for the build asked for), else from PATH
-	local f
-	if [ -n "${FRAMEFS_BUILD:-}" ]; then
-		for f in "$FRAMEFS_BUILD/$1" "$FRAMEFS_BUILD"/*/"$1" "$FRAMEFS_BUILD"/*/*/"$1"; do
-			[ -f "$f" ] && [ -x "$f" ] && { echo "$f"; return 0; }
-		done
-		return 1
-	fi
-	command -v "$1" 2>/dev/null
-}
 
 if [ -n "${FRAMEFS_BUILD:-}" ] && [ ! -d "$FRAMEFS_BUILD" ]; then
 	die "FRAMEFS_BUILD=$FRAMEFS_BUILD is not a directory"
@@ -366,16 +333,12 @@ for i in $(seq 0 $((NMEM - 1))); do
 done
 # Loop devices over the member files: btrfs needs block devices (and framefs gets the same
 # ones in ram mode, FRAMEFS_MEMBERS=loop).
-for f in "${MFILES[@]}"; do
-	l=$(losetup --direct-io=on -f --show "$f" 2>"$ERRF") ||
-		die "losetup $f: $(tail -n1 "$ERRF")"
-	LOOPS+=("$l")
-	# No discards: on a tmpfs (or any) backing file they punch holes, undoing the pre-touch.
-	# Each mkfs is told (-K) and btrfs mounts nodiscard; the loop device is left as it is:
-	# 0 written to its discard_max_bytes stays until a reboot (the kernel refuses any other
-	# value once the granularity is gone), and later users of the device (mkfs's own
-	# discard, its tests) find discard switched off.
-done
+# No discards: on a tmpfs (or any) backing file they punch holes, undoing the pre-touch.
+# Each mkfs is told (-K) and btrfs mounts nodiscard; the loop device is left as it is:
+# 0 written to its discard_max_bytes stays until a reboot (the kernel refuses any other
+# value once the granularity is gone), and later users of the device (mkfs's own
+# discard, its tests) find discard switched off.
+attach_loops "${MFILES[@]}"
 
 touch_members() { # FILE...: fill holes (pages never written, or punched), so that first
 	# touches are not measured; whole-file O_DIRECT zeros when anything is missing
@@ -481,26 +444,8 @@ ft_mbs() { # DIR MODE(w|r) -> V = MB/s from framefs-frametest's JSON
 	V=$(printf '%.0f' "$V")
 }
 
-daemon_pid() { # MOUNTPOINT COMM -> pid of the process named COMM with MOUNTPOINT in its argv
-	local p
-	for p in $(pgrep -x "$2"); do
-		tr '\0' '\n' 2>/dev/null <"/proc/$p/cmdline" | grep -qxF -- "$1" && { echo "$p"; return 0; }
-	done
-	return 1
-}
-
 hwm_mb() { # PID -> VmHWM in MiB
 	awk '/^VmHWM:/ { printf "%.0f", $2 / 1024 }' "/proc/$1/status" 2>/dev/null
-}
-
-wait_gone() { # PID: wait (up to 20 s) for a daemon to exit after its unmount
-	local i
-	for i in $(seq 1 100); do
-		kill -0 "$1" 2>/dev/null || return 0
-		sleep 0.2
-	done
-	warn "daemon $1 still running 20 s after its unmount"
-	return 1
 }
 
 FUSE_PID=""

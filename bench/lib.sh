@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # What the benchmark scripts share (sourced after PROG is set): messages,
-# mounts and the FUSE daemons behind them, the processes a script started.
+# mounts and the FUSE daemons behind them, loop devices, the processes a
+# script started, finding the tools, timed phases, and the clean-up on exit.
 
 die() { echo "$PROG: $*" >&2; exit 1; }
 warn() { echo "$PROG: $*" >&2; }
@@ -36,4 +37,123 @@ unmount() { # MOUNTPOINT [PID[:COMM]]: unmount; kills the FUSE daemon PID when i
 descendants() { # PID -> every process below it
 	ps -eo pid=,ppid= | awk -v root="$1" '{ up[$1] = $2 }
 		END { for (p in up) { q = p; while ((q in up) && q != root && q > 1) q = up[q]; if (q == root && p != root) print p } }'
+}
+
+daemon_pid() { # MOUNTPOINT COMM -> pid of the process named COMM with MOUNTPOINT in its argv
+	local p
+	for p in $(pgrep -x "$2"); do
+		tr '\0' '\n' 2>/dev/null <"/proc/$p/cmdline" | grep -qxF -- "$1" && { echo "$p"; return 0; }
+	done
+	return 1
+}
+
+wait_gone() { # PID [NAME] (NAME: daemon): wait (up to 20 s) for a daemon to exit after its unmount
+	local i
+	for i in $(seq 1 100); do
+		kill -0 "$1" 2>/dev/null || return 0
+		sleep 0.2
+	done
+	warn "${2:-daemon} $1 still running 20 s after its unmount"
+	return 1
+}
+
+attach_loops() { # FILE... -> LOOPS: a loop device over each file, direct-io on
+	local f l
+	for f in "$@"; do
+		l=$(losetup --direct-io=on -f --show "$f" 2>"$ERRF") || die "losetup $f: $(lasterr)"
+		LOOPS+=("$l")
+	done
+}
+detach_loops() { # detach the loop devices in LOOPS (btrfs forgets them first); LOOPS is empty after
+	local l
+	for l in "${LOOPS[@]}"; do
+		btrfs device scan --forget "$l" >/dev/null 2>&1 || true
+		losetup -d "$l" 2>/dev/null || warn "cannot detach $l"
+	done
+	LOOPS=()
+}
+
+# ---- tools and phases -------------------------------------------------------------------------
+
+find_bin_in() { # DIR NAME -> path in DIR (3 levels deep), or on PATH when DIR is empty
+	local f
+	if [ -n "$1" ]; then
+		for f in "$1/$2" "$1"/*/"$2" "$1"/*/*/"$2"; do
+			[ -f "$f" ] && [ -x "$f" ] && { echo "$f"; return 0; }
+		done
+		return 1
+	fi
+	command -v "$2" 2>/dev/null
+}
+find_bin() { # NAME -> path: from FRAMEFS_BUILD when it is set (only there: an installed, older
+	# framefs must not stand in for the build asked for), else from PATH
+	find_bin_in "${FRAMEFS_BUILD:-}" "$1"
+}
+need_bin() { # NAME -> path as find_bin finds it; else the script stops, saying where it looked
+	find_bin "$1" && return 0
+	[ -z "${FRAMEFS_BUILD:-}" ] || die "no $1 in $FRAMEFS_BUILD (meson compile -C $FRAMEFS_BUILD)"
+	die "$1 is not on PATH; build it and set FRAMEFS_BUILD=/path/to/build"
+}
+
+avail_mb() { df -Pm "$1" | awk 'NR==2 { print $4 }'; }
+mem_avail_mb() { awk '/^MemAvailable:/ { printf "%d", $2 / 1024 }' /proc/meminfo; }
+
+run_for() { # SECONDS CMD...: at most SECONDS, in the background so that a signal reaches our
+	# trap at once; stdout in $OUTF, stderr in $ERRF
+	local rc=0 t=$1
+	shift
+	(timeout -k 10 "$t" "$@" >"$OUTF" 2>"$ERRF") & # (): no "Killed" job notice
+	wait $! || rc=$?
+	if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then echo "timed out after $t s" >>"$ERRF"; fi
+	return "$rc"
+}
+run() { run_for "$PHASE_TIMEOUT" "$@"; } # CMD...: at most PHASE_TIMEOUT s
+lasterr() { grep -v '^$' "$ERRF" | tail -n1; }
+
+# ---- the way out ------------------------------------------------------------------------------
+
+# on_exit FUNC, once the variables FUNC reads are set: FUNC undoes what the script made, once,
+# whatever ends it (INT, TERM and HUP say so and exit 130 / 143), with the traps cleared and
+# errexit off; the script's exit status stays its own.
+on_exit() {
+	EXIT_FUNC=$1
+	trap run_exit_func EXIT
+	trap 'warn "interrupted"; exit 130' INT
+	trap 'warn "terminated"; exit 143' TERM HUP
+}
+run_exit_func() {
+	local rc=$?
+	trap - EXIT INT TERM HUP
+	set +e
+	"$EXIT_FUNC"
+	exit "$rc"
+}
+
+stop_children() { # TERM every process this script started (a run, a mkfs, a fio) and give them 1 s
+	local kids
+	kids=$(descendants $$)
+	# shellcheck disable=SC2086 # a list of pids
+	[ -n "$kids" ] && kill -TERM $kids 2>/dev/null && sleep 1
+	return 0
+}
+
+# The clean-up of a script that mounts one filesystem at a time on $MNT/fs (MPID: its framefs
+# daemon, if framefs) over the loop devices LOOPS, its files in W: what it runs stopped (and
+# waited for: a child that cleans up after itself on TERM, as frames.sh does), the mount and the
+# daemon gone, the loop devices detached, W and MNT removed unless something is still mounted.
+cleanup_mount() {
+	local busy=0
+	stop_children
+	if [ -n "$MNT" ]; then
+		unmount "$MNT/fs" "$MPID" || { warn "cannot unmount $MNT/fs"; busy=1; }
+	fi
+	[ -n "$MPID" ] && kill_daemon "$MPID"
+	wait 2>/dev/null
+	detach_loops
+	if [ "$busy" = 0 ]; then
+		[ -n "$W" ] && rm -rf --one-file-system "$W"
+		[ -n "$MNT" ] && rmdir "$MNT/fs" "$MNT" 2>/dev/null
+	else
+		warn "leaving $W and $MNT (something is still mounted)"
+	fi
 }

@@ -26,10 +26,10 @@
 set -euo pipefail
 
 PROG=raid.sh
-die() { echo "$PROG: $*" >&2; exit 1; }
-warn() { echo "$PROG: $*" >&2; }
+HERE=$(cd "$(dirname "$(readlink -f "$0")")" && pwd)
+# shellcheck source=bench/lib.sh
+. "$HERE/lib.sh"
 indent() { sed "s/^/   /"; }
-usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 case "${1:-}" in
 "") ;;
 -h | --help | help) usage; exit 0 ;;
@@ -59,49 +59,26 @@ done
 [ "$(id -u)" -eq 0 ] || die "must run as root (loop devices)"
 command -v losetup >/dev/null || die "losetup not found (apt-get install util-linux)"
 
-RB=""
-if [ -n "${FRAMEFS_BUILD:-}" ]; then
-	[ -d "$FRAMEFS_BUILD" ] || die "FRAMEFS_BUILD=$FRAMEFS_BUILD is not a directory"
-	for f in "$FRAMEFS_BUILD/framefs-raidbench" "$FRAMEFS_BUILD/bench/framefs-raidbench"; do
-		[ -x "$f" ] && { RB=$f; break; }
-	done
-	[ -n "$RB" ] || die "no framefs-raidbench in $FRAMEFS_BUILD (meson compile -C $FRAMEFS_BUILD)"
-else
-	RB=$(command -v framefs-raidbench) ||
-		die "framefs-raidbench is not on PATH; build it and set FRAMEFS_BUILD=/path/to/build"
-fi
+[ -z "${FRAMEFS_BUILD:-}" ] || [ -d "$FRAMEFS_BUILD" ] || die "FRAMEFS_BUILD=$FRAMEFS_BUILD is not a directory"
+RB=$(need_bin framefs-raidbench)
 
 if [[ " ${backings[*]} " == *" loop "* ]] && ! "$RB" --help 2>&1 | grep -q -- --use; then
 	die "$RB has no --use (an older build); rebuild it or set FRAMEFS_BUILD"
 fi
 
 need=$((maxm * SIZE_MB + 256))
-free=$(df -Pm /dev/shm | awk 'NR==2 { print $4 }')
+free=$(avail_mb /dev/shm)
 [ "$free" -ge "$need" ] || die "/dev/shm has $free MiB free, needs $need (${maxm} members x ${SIZE_MB} MiB); lower SIZE_MB"
 
 T=""
 LOOPS=()
 ERRF=/dev/null
-detach_all() {
-	local l
-	for l in "${LOOPS[@]}"; do losetup -d "$l" 2>/dev/null || warn "cannot detach $l"; done
-	LOOPS=()
-}
 cleanup() {
-	local rc=$? kids
-	trap - EXIT INT TERM HUP
-	set +e
-	kids=$(ps -eo pid=,ppid= | awk -v root=$$ '{ up[$1] = $2 }
-		END { for (p in up) { q = p; while ((q in up) && q != root && q > 1) q = up[q]; if (q == root && p != root) print p } }')
-	# shellcheck disable=SC2086 # a list of pids: the framefs-raidbench run, if any
-	if [ -n "$kids" ]; then kill $kids 2>/dev/null; sleep 1; fi
-	detach_all
+	stop_children # the framefs-raidbench run, if any
+	detach_loops
 	[ -n "$T" ] && rm -rf --one-file-system "$T"
-	exit "$rc"
 }
-trap cleanup EXIT
-trap 'warn "interrupted"; exit 130' INT
-trap 'warn "terminated"; exit 143' TERM HUP
+on_exit cleanup
 T=$(mktemp -d /dev/shm/framefs-raid.XXXXXX)
 ERRF=$T/err
 
@@ -109,20 +86,18 @@ declare -A R=() # "cfg backing field" -> "v1 v2 ..."
 add() { R[$1]="${R[$1]:-}$2 "; }
 
 one() { # LEVEL MEMBERS BACKING: one framefs-raidbench run; records its RESULT
-	local lvl=$1 n=$2 b=$3 i l out res rc args=() devs=""
+	local lvl=$1 n=$2 b=$3 i out res rc args=() devs=""
 	args=(--level "$lvl" --members "$n" --size "${SIZE_MB}M" --runs "$RUNS" "${extra[@]}")
 	if [ "$b" = files ]; then
 		args+=(--dir "$T/files")
 	else
 		for i in $(seq 0 $((n - 1))); do
 			truncate -s "${SIZE_MB}M" "$T/loop$i.img"
-			l=$(losetup --direct-io=on -f --show "$T/loop$i.img" 2>"$ERRF") ||
-				die "losetup: $(tail -n1 "$ERRF")"
-			LOOPS+=("$l")
+			attach_loops "$T/loop$i.img"
 			# discards would punch the tmpfs files, but nothing here sends one (md's
 			# create does not; raidbench writes): the device's discard setting is left
 			# alone, since 0 written there stays until a reboot (bench/frames.sh)
-			devs+="${devs:+,}$l"
+			devs+="${devs:+,}${LOOPS[-1]}"
 		done
 		args+=(--use "$devs")
 	fi
@@ -150,7 +125,7 @@ one() { # LEVEL MEMBERS BACKING: one framefs-raidbench run; records its RESULT
 		v=$(awk -v k="$f" 'index($0, "  " k " ") == 1 { for (i = 1; i <= NF; i++) if ($i == "MB/s") { print $(i - 1); exit } }' <<<"$out")
 		[ -n "$v" ] && add "${lvl}x$n $b $f" "$v"
 	done
-	detach_all
+	detach_loops
 	rm -f "$T"/loop*.img
 	rm -rf --one-file-system "$T/files"
 }

@@ -131,16 +131,6 @@ if has_peer ext4; then
 fi
 [ -d "$MEMBERS_DIR" ] || die "MEMBERS_DIR $MEMBERS_DIR is not a directory"
 
-find_bin() { # NAME -> path in FRAMEFS_BUILD (3 levels deep) when set (only there), else on PATH
-	local f
-	if [ -n "${FRAMEFS_BUILD:-}" ]; then
-		for f in "$FRAMEFS_BUILD/$1" "$FRAMEFS_BUILD"/*/"$1" "$FRAMEFS_BUILD"/*/*/"$1"; do
-			[ -f "$f" ] && [ -x "$f" ] && { echo "$f"; return 0; }
-		done
-		return 1
-	fi
-	command -v "$1" 2>/dev/null
-}
 if has_peer ff5; then
 	[ -z "${FRAMEFS_BUILD:-}" ] || [ -d "$FRAMEFS_BUILD" ] || die "FRAMEFS_BUILD=$FRAMEFS_BUILD is not a directory"
 	command -v fusermount3 >/dev/null || die "fusermount3 not found (fuse3)"
@@ -149,8 +139,6 @@ if has_peer ff5; then
 	ADMIN=$(find_bin framefs-admin) || die "framefs-admin not found in ${FRAMEFS_BUILD:-PATH} (its counters are the amplification)"
 fi
 
-avail_mb() { df -Pm "$1" | awk 'NR==2 { print $4 }'; }
-mem_avail_mb() { awk '/^MemAvailable:/ { printf "%d", $2 / 1024 }' /proc/meminfo; }
 need=$((NMEM * SIZE_MB + 128))
 [ "$(avail_mb "$MEMBERS_DIR")" -ge "$need" ] ||
 	die "$MEMBERS_DIR has $(avail_mb "$MEMBERS_DIR") MiB free, needs $need (4 members of $SIZE_MB MiB)"
@@ -168,32 +156,7 @@ MPID="" # pid of the framefs daemon serving $MNT/fs
 ERRF=/dev/null
 OUTF=/dev/null
 
-cleanup() {
-	local rc=$? kids busy=0 l
-	trap - EXIT INT TERM HUP
-	set +e
-	kids=$(descendants $$)
-	# shellcheck disable=SC2086 # a list of pids (fio, a mkfs)
-	[ -n "$kids" ] && kill -TERM $kids 2>/dev/null && sleep 1
-	if [ -n "$MNT" ]; then
-		unmount "$MNT/fs" "$MPID" || { warn "cannot unmount $MNT/fs"; busy=1; }
-	fi
-	[ -n "$MPID" ] && kill_daemon "$MPID"
-	for l in "${LOOPS[@]}"; do
-		btrfs device scan --forget "$l" >/dev/null 2>&1
-		losetup -d "$l" 2>/dev/null || warn "cannot detach $l"
-	done
-	if [ "$busy" = 0 ]; then
-		[ -n "$W" ] && rm -rf --one-file-system "$W"
-		[ -n "$MNT" ] && rmdir "$MNT/fs" "$MNT" 2>/dev/null
-	else
-		warn "leaving $W and $MNT (something is still mounted)"
-	fi
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'warn "interrupted"; exit 130' INT
-trap 'warn "terminated"; exit 143' TERM HUP
+on_exit cleanup_mount
 
 W=$(mktemp -d "$MEMBERS_DIR/framefs-randwrite.XXXXXX")
 MNT=$(mktemp -d /tmp/framefs-randwrite-mnt.XXXXXX)
@@ -201,16 +164,6 @@ mkdir "$MNT/fs"
 ERRF=$W/err
 OUTF=$W/out
 
-run() { # SECONDS CMD...: at most SECONDS, in the background so that a signal reaches our trap at
-	# once; stdout in $OUTF, stderr in $ERRF
-	local rc=0 t=$1
-	shift
-	(timeout -k 10 "$t" "$@" >"$OUTF" 2>"$ERRF") &
-	wait $! || rc=$?
-	if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then echo "timed out after $t s" >>"$ERRF"; fi
-	return "$rc"
-}
-lasterr() { grep -v '^$' "$ERRF" | tail -n1; }
 
 # ---- members ----------------------------------------------------------------------------------
 
@@ -231,10 +184,7 @@ touch_members() { # fill holes (never written, or punched by a discard) so that 
 	done
 }
 touch_members
-for f in "${MFILES[@]}"; do
-	l=$(losetup --direct-io=on -f --show "$f" 2>"$ERRF") || die "losetup $f: $(lasterr)"
-	LOOPS+=("$l")
-done
+attach_loops "${MFILES[@]}"
 
 # ---- the filesystems --------------------------------------------------------------------------
 
@@ -251,16 +201,12 @@ loop_sectors() { # DEV... -> "sectors-read sectors-written" summed (fields 3 and
 }
 
 ff_mount() { # mount framefs on $MNT/fs; sets MPID
-	local i p list opts=()
+	local i list opts=()
 	if [ "$FRAMEFS_MEMBERS" = loop ]; then list=$(IFS=,; echo "${LOOPS[*]}"); else list=$(IFS=,; echo "${MFILES[*]}"); fi
 	[ -n "$FRAMEFS_OPTS" ] && opts=(-o "$FRAMEFS_OPTS")
-	run "$PHASE_TIMEOUT" "$FRAMEFS" "${opts[@]}" "$list" "$MNT/fs" || { warn "framefs $list: $(lasterr)"; return 1; }
+	run "$FRAMEFS" "${opts[@]}" "$list" "$MNT/fs" || { warn "framefs $list: $(lasterr)"; return 1; }
 	for i in $(seq 1 75); do
-		if mounted "$MNT/fs"; then
-			for p in $(pgrep -x framefs); do
-				tr '\0' '\n' 2>/dev/null <"/proc/$p/cmdline" | grep -qxF -- "$MNT/fs" && { MPID=$p; return 0; }
-			done
-		fi
+		mounted "$MNT/fs" && MPID=$(daemon_pid "$MNT/fs" framefs) && return 0
 		sleep 0.2
 	done
 	warn "framefs did not mount $list"
@@ -273,33 +219,29 @@ fs_make() { # PEER: a fresh filesystem, mounted on $MNT/fs
 	ff5)
 		if [ "$FRAMEFS_MEMBERS" = loop ]; then m=("${LOOPS[@]}"); else m=("${MFILES[@]}"); fi
 		read -r -a opts <<<"$FRAMEFS_MKFS_OPTS"
-		run "$PHASE_TIMEOUT" "$MKFS_FRAMEFS" -q -f -K -l 5 -L randbench "${opts[@]}" "${m[@]}" ||
+		run "$MKFS_FRAMEFS" -q -f -K -l 5 -L randbench "${opts[@]}" "${m[@]}" ||
 			{ warn "mkfs.framefs: $(lasterr)"; return 1; }
 		ff_mount
 		;;
 	btrfs5)
 		# -K: no discard (on a loop device over tmpfs a discard punches the file)
-		run "$PHASE_TIMEOUT" mkfs.btrfs -q -f -K -d raid5 -m raid1 "${LOOPS[@]}" || { warn "mkfs.btrfs: $(lasterr)"; return 1; }
+		run mkfs.btrfs -q -f -K -d raid5 -m raid1 "${LOOPS[@]}" || { warn "mkfs.btrfs: $(lasterr)"; return 1; }
 		btrfs device scan "${LOOPS[@]}" >/dev/null 2>&1 || true
-		run "$PHASE_TIMEOUT" mount -t btrfs -o nodiscard "${LOOPS[0]}" "$MNT/fs" || { warn "mount btrfs: $(lasterr)"; return 1; }
+		run mount -t btrfs -o nodiscard "${LOOPS[0]}" "$MNT/fs" || { warn "mount btrfs: $(lasterr)"; return 1; }
 		;;
 	ext4)
-		run "$PHASE_TIMEOUT" mkfs.ext4 -q -F -E nodiscard,lazy_itable_init=0,lazy_journal_init=0 "${LOOPS[0]}" ||
+		run mkfs.ext4 -q -F -E nodiscard,lazy_itable_init=0,lazy_journal_init=0 "${LOOPS[0]}" ||
 			{ warn "mkfs.ext4: $(lasterr)"; return 1; }
-		run "$PHASE_TIMEOUT" mount -t ext4 -o nodiscard "${LOOPS[0]}" "$MNT/fs" || { warn "mount ext4: $(lasterr)"; return 1; }
+		run mount -t ext4 -o nodiscard "${LOOPS[0]}" "$MNT/fs" || { warn "mount ext4: $(lasterr)"; return 1; }
 		;;
 	esac
 }
 fs_drop() { # PEER: unmount (and wait for framefs's daemon to let go of the members)
-	local i
 	unmount "$MNT/fs" "$MPID" || { warn "cannot unmount $1"; return 1; }
 	if [ "$1" = ff5 ]; then
-		for i in $(seq 1 100); do
-			if [ -z "$MPID" ] || ! kill -0 "$MPID" 2>/dev/null; then MPID=""; return 0; fi
-			sleep 0.2
-		done
-		warn "framefs $MPID still running 20 s after its unmount"
-		return 1
+		[ -z "$MPID" ] || wait_gone "$MPID" framefs || return 1
+		MPID=""
+		return 0
 	fi
 	[ "$1" = btrfs5 ] && for l in "${LOOPS[@]}"; do btrfs device scan --forget "$l" >/dev/null 2>&1 || true; done
 	return 0
@@ -338,7 +280,7 @@ case_row() { # CASE PEER RUN -> figures added under PEER.CASE.*
 	local b0 b1 f0=() f1=() io bw rt amp ramp lamp capped="" t0 t1 dt line
 	fs_make "$p" || return 1
 	mkdir -p "$d"
-	run "$PHASE_TIMEOUT" fio --name=rw --directory="$d" --rw=write --bs=1M --size="$SIZE" --numjobs="$JOBS" \
+	run fio --name=rw --directory="$d" --rw=write --bs=1M --size="$SIZE" --numjobs="$JOBS" \
 		--ioengine=psync --fallocate=none --end_fsync=1 --output-format=json ||
 		{ warn "$p $c: the layout failed: $(lasterr)"; fs_drop "$p"; return 1; }
 	sync
@@ -352,7 +294,7 @@ case_row() { # CASE PEER RUN -> figures added under PEER.CASE.*
 	fi
 	[ "$mode" = fsync ] && fsync=(--fsync="$FSYNC")
 	t0=$(date +%s.%N)
-	run $((RUNTIME + PHASE_TIMEOUT)) fio --name=rw --directory="$d" --rw=randwrite --bs="$bs" --size="$SIZE" \
+	run_for $((RUNTIME + PHASE_TIMEOUT)) fio --name=rw --directory="$d" --rw=randwrite --bs="$bs" --size="$SIZE" \
 		--numjobs="$JOBS" --ioengine=psync --fallocate=none "${fsync[@]}" --end_fsync=1 --runtime="$RUNTIME" \
 		--randseed=$((SEED + run - 1)) --group_reporting --output-format=json ||
 		{ warn "$p $c: fio randwrite failed: $(lasterr)"; fs_drop "$p"; return 1; }

@@ -43,9 +43,9 @@
 set -euo pipefail
 
 PROG=rebuild.sh
-die() { echo "$PROG: $*" >&2; exit 1; }
-warn() { echo "$PROG: $*" >&2; }
-usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
+HERE=$(cd "$(dirname "$(readlink -f "$0")")" && pwd)
+# shellcheck source=bench/lib.sh
+. "$HERE/lib.sh"
 case "${1:-}" in
 "") ;;
 -h | --help | help) usage; exit 0 ;;
@@ -67,23 +67,13 @@ done
 command -v fio >/dev/null || die "fio not found (apt-get install fio)"
 command -v python3 >/dev/null || die "python3 not found"
 
-find_tool() { # NAME: the built tool
-	local f
-	if [ -n "${FRAMEFS_BUILD:-}" ]; then
-		for f in "$FRAMEFS_BUILD/$1" "$FRAMEFS_BUILD"/{fs,mkfs,tools/admin,tools/frametest}/"$1"; do
-			[ -x "$f" ] && { echo "$f"; return; }
-		done
-		die "no $1 in $FRAMEFS_BUILD (meson compile -C $FRAMEFS_BUILD)"
-	fi
-	command -v "$1" || die "$1 is not on PATH; build it and set FRAMEFS_BUILD=/path/to/build"
-}
-FRAMEFS=$(find_tool framefs)
-MKFS=$(find_tool mkfs.framefs)
-ADMIN=$(find_tool framefs-admin)
-FT=$(find_tool framefs-frametest)
+FRAMEFS=$(need_bin framefs)
+MKFS=$(need_bin mkfs.framefs)
+ADMIN=$(need_bin framefs-admin)
+FT=$(need_bin framefs-frametest)
 
 need=$((5 * SIZE_MB + 256))
-free=$(df -Pm /dev/shm | awk 'NR==2 { print $4 }')
+free=$(avail_mb /dev/shm)
 [ "$free" -ge "$need" ] || die "/dev/shm has $free MiB free, needs $need (5 x ${SIZE_MB} MiB); lower SIZE_MB"
 
 T=$(mktemp -d /tmp/ffrebuild.XXXXXX)
@@ -109,25 +99,15 @@ stop_hogs() { # (a bare `wait` would wait for the daemon too)
 }
 
 cleanup() {
-	local i
-	trap - EXIT INT TERM HUP
 	[ -n "$BG" ] && kill "$BG" 2>/dev/null
 	stop_hogs
-	if grep -qs " $MNT fuse.framefs " /proc/mounts; then
-		umount "$MNT" 2>/dev/null || umount -l "$MNT" 2>/dev/null || true
-	fi
-	if [ -n "$DAEMON" ] && kill -0 "$DAEMON" 2>/dev/null; then
-		kill -TERM "$DAEMON" 2>/dev/null
-		for i in $(seq 100); do kill -0 "$DAEMON" 2>/dev/null || break; sleep 0.1; done
-		kill -KILL "$DAEMON" 2>/dev/null || true
-	fi
-	wait 2>/dev/null || true
+	unmount "$MNT" "$DAEMON"
+	[ -n "$DAEMON" ] && kill_daemon "$DAEMON"
+	wait 2>/dev/null
 	rm -f "$SHM".*
-	rm -rf "$T"
+	rm -rf --one-file-system "$T"
 }
-trap cleanup EXIT
-trap 'warn "interrupted"; exit 130' INT
-trap 'warn "terminated"; exit 143' TERM HUP
+on_exit cleanup
 
 jq_py() { # EXPR: evaluate EXPR on the JSON read from stdin (bound to j)
 	python3 -c "import json,sys; j=json.load(sys.stdin); print($1)"
@@ -138,7 +118,7 @@ mount_vol() {
 	DAEMON=$!
 	local i
 	for i in $(seq 600); do
-		grep -qs " $MNT fuse.framefs " /proc/mounts && "$ADMIN" status -q "$MNT" >/dev/null 2>&1 && return
+		mounted "$MNT" && "$ADMIN" status -q "$MNT" >/dev/null 2>&1 && return
 		kill -0 "$DAEMON" 2>/dev/null || die "framefs exited: $(tail -5 "$T/daemon.log")"
 		sleep 0.05
 	done

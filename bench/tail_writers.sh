@@ -6,10 +6,22 @@
 # their own (tail_busy).  A count, not a speed: the fps printed is context.
 # Usage: [FRAMEFS_BUILD=build] bench/tail_writers.sh   (as root: it mounts)
 set -u
+PROG=tail_writers.sh
+HERE=$(cd "$(dirname "$(readlink -f "$0")")" && pwd)
+# shellcheck source=bench/lib.sh
+. "$HERE/lib.sh"
 B=$(realpath "${FRAMEFS_BUILD:-build}")
 W=$(mktemp -d /dev/shm/framefs-tailw.XXXXXX) || exit 1
 mkdir -p "$W/mnt"
-trap 'umount "$W/mnt" 2>/dev/null; rm -rf "$W"' EXIT
+cleanup() {
+	cd / || return
+	if unmount "$W/mnt" "$(daemon_pid "$W/mnt" framefs)"; then
+		rm -rf --one-file-system "$W"
+	else
+		warn "leaving $W (something is still mounted)"
+	fi
+}
+on_exit cleanup
 for i in 0 1 2 3; do truncate -s 2G "$W/m$i"; done
 M=$W/m0,$W/m1,$W/m2,$W/m3
 cd "$W" || exit 1

@@ -20,6 +20,9 @@
 #include "fs/fs_i.h"
 #include "io/bitmap.h"
 
+/* One on-disk bitmap, nblocks blocks from META block start holding nbits
+ * bits, into a fresh word bitmap *out and its clear bits into *nfree; a
+ * block that cannot be read as ffs_alloc_load says (fs_i.h). */
 static int load_bitmap(struct ffs *fs, uint64_t start, uint64_t nblocks, uint64_t nbits,
 		       uint64_t **out, uint64_t *nfree)
 {
@@ -33,13 +36,17 @@ static int load_bitmap(struct ffs *fs, uint64_t start, uint64_t nblocks, uint64_
 		free(blk);
 		return -ENOMEM;
 	}
-	for (uint64_t b = 0; b < nblocks && rc == 0; b++) {
+	for (uint64_t b = 0; b < nblocks; b++) {
 		uint64_t first = b * FFS_BITS_PER_BLOCK;
 		uint64_t n = FF_MIN((uint64_t)FFS_BITS_PER_BLOCK, nbits - first);
+		int rd = ffs_meta_read_verified(fs, start + b, FFS_B_BITMAP, blk);
 
-		rc = ffs_meta_read_verified(fs, start + b, FFS_B_BITMAP, blk);
-		for (uint64_t i = 0; i < n && rc == 0; i++)
-			if (ff_bit8_test(blk->bits, i)) {
+		if (rd < 0 && !fs->checking) {
+			rc = rd;
+			break;
+		}
+		for (uint64_t i = 0; i < n; i++)
+			if (rd < 0 || ff_bit8_test(blk->bits, i)) {
 				ff_bit_set(bits, first + i);
 				used++;
 			}

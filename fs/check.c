@@ -246,49 +246,10 @@ int ffs_check_patch_replay(struct ffs *fs, unsigned *replayed)
 	return ffs_patch_replay(fs, true, replayed);
 }
 
-static int load_one(struct ffs *fs, uint64_t start, uint64_t nblocks, uint64_t nbits,
-		    uint64_t **out, uint64_t *nfree)
-{
-	uint64_t *bits = calloc(FF_DIV_ROUND_UP(nbits, 64) + 1, sizeof(uint64_t));
-	struct ffs_bitmap_block *blk = ff_alloc_aligned(FFS_BLOCK);
-	uint64_t used = 0;
-
-	if (!bits || !blk) {
-		free(bits);
-		free(blk);
-		return -ENOMEM;
-	}
-	for (uint64_t b = 0; b < nblocks; b++) {
-		uint64_t first = b * FFS_BITS_PER_BLOCK;
-		uint64_t n = FF_MIN((uint64_t)FFS_BITS_PER_BLOCK, nbits - first);
-		bool ok = ffs_meta_read_check(fs, start + b, FFS_B_BITMAP, blk, true) == 0;
-
-		for (uint64_t i = 0; i < n; i++)
-			if (!ok || ((blk->bits[i / 8] >> (i % 8)) & 1)) {
-				bits[(first + i) / 64] |= 1ull << ((first + i) % 64);
-				used++;
-			}
-	}
-	free(blk);
-	*out = bits;
-	*nfree = nbits - used;
-	return 0;
-}
-
 int ffs_check_load_bitmaps(struct ffs *fs)
 {
-	const struct ffs_super *sb = fs->sb;
-	int rc;
-
-	rc = load_one(fs, ff_le64(sb->ibitmap_start), ff_le64(sb->ibitmap_blocks),
-		      ff_le64(sb->ninodes), &fs->ibits, &fs->free_inodes);
-	if (rc == 0)
-		rc = load_one(fs, ff_le64(sb->sbitmap_start), ff_le64(sb->sbitmap_blocks),
-			      ff_le64(sb->nstripes), &fs->sbits, &fs->free_stripes);
-	if (rc == 0)
-		rc = load_one(fs, ff_le64(sb->mbitmap_start), ff_le64(sb->mbitmap_blocks),
-			      ff_le64(sb->pool_blocks), &fs->mbits, &fs->free_mblocks);
-	return rc;
+	FF_ASSERT(fs->checking); /* so that an unreadable block counts as in use */
+	return ffs_alloc_load(fs);
 }
 
 int ffs_check_finish(struct ffs *fs)

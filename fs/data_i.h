@@ -61,7 +61,7 @@ struct rentry {
 	uint32_t bad_chunks;       /* chunks that failed their checksum */
 	unsigned refs;
 	struct rentry *hnext;
-	struct rentry *lru_prev, *lru_next;
+	struct ff_lru_node lru;    /* on the cache's LRU list, always */
 	struct ff_raid_io io;
 	struct ffs *fs;
 	uint32_t crc[FF_MEMBERS_MAX];

@@ -41,6 +41,7 @@
 
 #include "fs/ffs.h"
 #include "fs/format.h"
+#include "io/lru.h"
 #include "raid/raid.h"
 
 /* ---- the volume (tools.c) -------------------------------------------------- */
@@ -86,7 +87,7 @@ struct mbuf {
 	bool ckpt;              /* committed, its home block not written yet */
 	unsigned pins;
 	struct mbuf *hnext;
-	struct mbuf *lru_prev, *lru_next;
+	struct ff_lru_node lru;  /* on fs->lru while cached */
 	struct mbuf *tx_next;
 	struct mbuf *ckpt_next;
 };

@@ -61,6 +61,17 @@ void ffs_journal_thread_stop(struct ffs *fs);
 
 /* ---- allocators (alloc.c) ---------------------------------------------- */
 
+/*
+ * Load the three allocation bitmaps (inodes, stripes, pool blocks) into
+ * memory with their free counts, for the mount and for fsck
+ * (ffs_check_load_bitmaps).  One rule for a bitmap block that no copy of
+ * verifies: none of its bits is ever taken as free.  Mounting, the load
+ * fails with the read's error and nothing is allocated from a guess;
+ * checking (fs->checking), its bits all count as in use and the load goes
+ * on, since fsck rewrites every bitmap from what it counts.  -ENOMEM fails
+ * it either way.  What was loaded before a failure stays for
+ * ffs_alloc_free_all.
+ */
 int ffs_alloc_load(struct ffs *fs);
 void ffs_alloc_free_all(struct ffs *fs);
 /* ffs_alloc_inode, ffs_free_inode_bit, ffs_free_mblock, ffs_take_stripes,
@@ -283,7 +294,7 @@ struct ffs {
 	uint8_t *mslab_data;
 	struct mbuf *mfree;
 	unsigned nmbufs, max_mbufs;
-	struct mbuf lru;            /* sentinel: lru.lru_next is the least recent */
+	struct ff_lru lru;          /* the cached blocks, evicted oldest first */
 	struct mbuf *tx_head;
 	unsigned tx_count;
 	struct mbuf *ckpt_head;     /* committed blocks whose home write is pending */

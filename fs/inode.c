@@ -13,12 +13,13 @@
 #include <time.h>
 
 #include "fs/fs_i.h"
+#include "io/hash.h"
 
 /* ---- cache --------------------------------------------------------------- */
 
 static unsigned ihash(const struct ffs *fs, uint64_t ino)
 {
-	return (unsigned)((ino * 0x9E3779B97F4A7C15ull) >> 32) & (fs->ihash_size - 1);
+	return ff_hash_bucket(ino, fs->ihash_size - 1);
 }
 
 int ffs_icache_init(struct ffs *fs)

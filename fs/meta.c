@@ -11,27 +11,11 @@
 #include <string.h>
 
 #include "fs/fs_i.h"
+#include "io/hash.h"
 
 static unsigned mhash(const struct ffs *fs, uint64_t no)
 {
-	return (unsigned)((no * 0x9E3779B97F4A7C15ull) >> 32) & (fs->mhash_size - 1);
-}
-
-static void lru_unlink(struct mbuf *mb)
-{
-	if (mb->lru_prev) {
-		mb->lru_prev->lru_next = mb->lru_next;
-		mb->lru_next->lru_prev = mb->lru_prev;
-		mb->lru_prev = mb->lru_next = NULL;
-	}
-}
-
-static void lru_push_back(struct ffs *fs, struct mbuf *mb)
-{
-	mb->lru_prev = fs->lru.lru_prev;
-	mb->lru_next = &fs->lru;
-	fs->lru.lru_prev->lru_next = mb;
-	fs->lru.lru_prev = mb;
+	return ff_hash_bucket(no, fs->mhash_size - 1);
 }
 
 /*
@@ -57,7 +41,7 @@ int ffs_meta_cache_init(struct ffs *fs, size_t max_bytes)
 		fs->mslab[i].hnext = fs->mfree;
 		fs->mfree = &fs->mslab[i];
 	}
-	fs->lru.lru_next = fs->lru.lru_prev = &fs->lru;
+	ff_lru_init(&fs->lru);
 	return 0;
 }
 
@@ -84,22 +68,29 @@ static void mb_free(struct ffs *fs, struct mbuf *mb)
 	while (*pp != mb)
 		pp = &(*pp)->hnext;
 	*pp = mb->hnext;
-	lru_unlink(mb);
+	ff_lru_remove(&mb->lru);
 	fs->nmbufs--;
 	mb_release_mem(fs, mb);
 }
 
-void ffs_meta_cache_drop_clean(struct ffs *fs)
+/* Free clean, unpinned blocks from the cold end: every one (all), or
+ * until there is room for one more. */
+static void evict(struct ffs *fs, bool all)
 {
-	struct mbuf *mb = fs->lru.lru_next;
+	struct ff_lru_node *n = ff_lru_oldest(&fs->lru), *next;
 
-	while (mb != &fs->lru) {
-		struct mbuf *next = mb->lru_next;
+	for (; n && (all || fs->nmbufs >= fs->max_mbufs || !fs->mfree); n = next) {
+		struct mbuf *mb = FF_LRU_ENTRY(n, struct mbuf, lru);
 
+		next = ff_lru_newer(&fs->lru, n);
 		if (!mb->dirty && !mb->ckpt && !mb->pins)
 			mb_free(fs, mb);
-		mb = next;
 	}
+}
+
+void ffs_meta_cache_drop_clean(struct ffs *fs)
+{
+	evict(fs, true);
 }
 
 void ffs_meta_cache_free(struct ffs *fs)
@@ -136,26 +127,12 @@ static struct mbuf *lookup(struct ffs *fs, uint64_t no)
 	return NULL;
 }
 
-/* Make room: evict clean, unpinned blocks from the cold end. */
-static void evict(struct ffs *fs)
-{
-	struct mbuf *mb = fs->lru.lru_next;
-
-	while ((fs->nmbufs >= fs->max_mbufs || !fs->mfree) && mb != &fs->lru) {
-		struct mbuf *next = mb->lru_next;
-
-		if (!mb->dirty && !mb->ckpt && !mb->pins)
-			mb_free(fs, mb);
-		mb = next;
-	}
-}
-
 static struct mbuf *mb_alloc(struct ffs *fs, uint64_t no, uint32_t type)
 {
 	struct mbuf *mb;
 	unsigned h;
 
-	evict(fs);
+	evict(fs, false);
 	if (fs->mfree) {
 		uint8_t *data;
 
@@ -294,8 +271,7 @@ int ffs_mb_get(struct ffs *fs, uint64_t no, uint32_t type, struct mbuf **out)
 	if (mb) {
 		if (mb->type != type)
 			return -EUCLEAN; /* a pointer to a block of another kind */
-		lru_unlink(mb);
-		lru_push_back(fs, mb);
+		ff_lru_touch(&fs->lru, &mb->lru);
 		mb->pins++;
 		*out = mb;
 		return 0;
@@ -308,7 +284,7 @@ int ffs_mb_get(struct ffs *fs, uint64_t no, uint32_t type, struct mbuf **out)
 		mb_free(fs, mb);
 		return rc == -EBADMSG ? -EUCLEAN : rc;
 	}
-	lru_push_back(fs, mb);
+	ff_lru_touch(&fs->lru, &mb->lru);
 	mb->pins = 1;
 	*out = mb;
 	return 0;
@@ -326,7 +302,7 @@ int ffs_mb_new(struct ffs *fs, uint64_t no, uint32_t type, struct mbuf **out)
 		mb = mb_alloc(fs, no, type);
 		if (!mb)
 			return -ENOMEM;
-		lru_push_back(fs, mb);
+		ff_lru_touch(&fs->lru, &mb->lru);
 	}
 	mb->type = type;
 	memset(mb->data, 0, FFS_BLOCK);

@@ -50,6 +50,7 @@
 #include <string.h>
 
 #include "fs/data_i.h"
+#include "io/hash.h"
 
 #define PC_NIL UINT32_MAX
 
@@ -76,7 +77,7 @@ static uint64_t pc_key(uint64_t p, uint32_t slot)
 
 static uint32_t pc_hash(const struct pcache *c, uint64_t key)
 {
-	return (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 32) & c->hmask;
+	return ff_hash_bucket(key, c->hmask);
 }
 
 static void pc_release(struct pcache *c)

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "fs/data_i.h"
+#include "io/hash.h"
 
 enum { RC_EMPTY, RC_LOADING, RC_READY, RC_ERROR };
 
@@ -28,29 +29,12 @@ struct rcache {
 	unsigned n;
 	struct rentry **hash;
 	unsigned hash_size;
-	struct rentry lru; /* lru.lru_next: least recently used */
+	struct ff_lru lru; /* every entry, least recently used first */
 };
 
 static unsigned rhash(const struct rcache *c, uint64_t p)
 {
-	return (unsigned)((p * 0x9E3779B97F4A7C15ull) >> 32) & (c->hash_size - 1);
-}
-
-static void rc_lru_unlink(struct rentry *e)
-{
-	if (e->lru_prev) {
-		e->lru_prev->lru_next = e->lru_next;
-		e->lru_next->lru_prev = e->lru_prev;
-		e->lru_prev = e->lru_next = NULL;
-	}
-}
-
-static void rc_lru_push(struct rcache *c, struct rentry *e)
-{
-	e->lru_prev = c->lru.lru_prev;
-	e->lru_next = &c->lru;
-	c->lru.lru_prev->lru_next = e;
-	c->lru.lru_prev = e;
+	return ff_hash_bucket(p, c->hash_size - 1);
 }
 
 /* e out of the hash (if it is there); its state left as it is. */
@@ -79,7 +63,7 @@ int rcache_init(struct ffs *fs)
 		return -ENOMEM;
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->cond, NULL);
-	c->lru.lru_next = c->lru.lru_prev = &c->lru;
+	ff_lru_init(&c->lru);
 	c->n = n;
 	c->hash_size = 1;
 	while (c->hash_size < 2 * n)
@@ -93,7 +77,7 @@ int rcache_init(struct ffs *fs)
 		if (!c->entries[i].data)
 			return -ENOMEM;
 		c->entries[i].fs = fs;
-		rc_lru_push(c, &c->entries[i]);
+		ff_lru_touch(&c->lru, &c->entries[i].lru);
 	}
 	fs->rcache = c;
 	fs->stripes_freed = ffs_rcache_invalidate;
@@ -146,6 +130,19 @@ static struct rentry *rc_find(struct rcache *c, uint64_t p)
 	return e;
 }
 
+/* The least recently used entry that no reader holds and no read is
+ * filling; NULL when every one is busy. */
+static struct rentry *rc_victim(struct rcache *c)
+{
+	for (struct ff_lru_node *n = ff_lru_oldest(&c->lru); n; n = ff_lru_newer(&c->lru, n)) {
+		struct rentry *v = FF_LRU_ENTRY(n, struct rentry, lru);
+
+		if (!v->refs && v->state != RC_LOADING)
+			return v;
+	}
+	return NULL;
+}
+
 /* Takes a reference on e, waits until it is loaded and drops c->lock. */
 static struct rentry *rc_hold(struct rcache *c, struct rentry *e)
 {
@@ -176,9 +173,8 @@ static struct rentry *rc_get(struct ffs *fs, uint64_t p, int mode, const uint32_
 	 * a stripe must never sit in two entries (an invalidation would drop
 	 * only one) */
 	while (!(e = rc_find(c, p))) {
-		for (v = c->lru.lru_next; v != &c->lru && (v->refs || v->state == RC_LOADING);)
-			v = v->lru_next;
-		if (v != &c->lru)
+		v = rc_victim(c);
+		if (v)
 			break;
 		if (mode != RC_WAIT) { /* every entry busy */
 			pthread_mutex_unlock(&c->lock);
@@ -223,8 +219,7 @@ static struct rentry *rc_get(struct ffs *fs, uint64_t p, int mode, const uint32_
 			e->err = -EIO;
 		}
 	}
-	rc_lru_unlink(e);
-	rc_lru_push(c, e);
+	ff_lru_touch(&c->lru, &e->lru);
 	if (!wait) {
 		pthread_mutex_unlock(&c->lock);
 		return NULL;
@@ -256,8 +251,7 @@ static struct rentry *rc_get_cached(struct ffs *fs, uint64_t p)
 		return NULL;
 	}
 	atomic_fetch_add(&fs->stats.rcache_hits, 1);
-	rc_lru_unlink(e);
-	rc_lru_push(c, e);
+	ff_lru_touch(&c->lru, &e->lru);
 	return rc_hold(c, e);
 }
 

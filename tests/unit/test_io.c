@@ -25,6 +25,7 @@
 #include "io/backend.h"
 #include "io/bitmap.h"
 #include "io/fault.h"
+#include "io/lru.h"
 #include "io/uring.h"
 
 static char dir[256], file[300];
@@ -87,6 +88,61 @@ START_TEST(bitmap_find_next_respects_bounds)
 	ck_assert_uint_eq(ab[2], 3);
 	ff_bit8_clear_atomic(ab, 16);
 	ck_assert(ff_bit8_test_atomic(ab, 17) && !ff_bit8_test_atomic(ab, 16));
+}
+END_TEST
+
+/* io/lru.h: eviction walks from the least recently used; a touch makes an
+ * entry the newest, on the list or not; a removal from the middle keeps
+ * the others' order, and removing twice does nothing. */
+struct lru_item {
+	int id;
+	struct ff_lru_node node;
+};
+
+static void lru_expect(const struct ff_lru *l, const int *ids, unsigned n)
+{
+	const struct ff_lru_node *p = ff_lru_oldest(l);
+
+	for (unsigned i = 0; i < n; i++, p = ff_lru_newer(l, p)) {
+		ck_assert_ptr_nonnull(p);
+		ck_assert_int_eq(FF_LRU_ENTRY(p, struct lru_item, node)->id, ids[i]);
+	}
+	ck_assert_ptr_null(p);
+}
+
+START_TEST(lru_evicts_oldest_first_and_touch_moves_to_the_front)
+{
+	struct lru_item it[5];
+	struct ff_lru l;
+
+	memset(it, 0, sizeof(it));
+	ff_lru_init(&l);
+	ck_assert_ptr_null(ff_lru_oldest(&l));
+	for (int i = 0; i < 5; i++) {
+		it[i].id = i;
+		ck_assert(!ff_lru_linked(&it[i].node));
+		ff_lru_touch(&l, &it[i].node);
+	}
+	lru_expect(&l, (const int[]){ 0, 1, 2, 3, 4 }, 5);
+	ff_lru_touch(&l, &it[0].node);
+	ff_lru_touch(&l, &it[2].node);
+	lru_expect(&l, (const int[]){ 1, 3, 4, 0, 2 }, 5);
+	ff_lru_touch(&l, &it[2].node); /* already the newest */
+	lru_expect(&l, (const int[]){ 1, 3, 4, 0, 2 }, 5);
+	ff_lru_remove(&it[4].node);
+	ck_assert(!ff_lru_linked(&it[4].node));
+	ff_lru_remove(&it[4].node);
+	lru_expect(&l, (const int[]){ 1, 3, 0, 2 }, 4);
+	ff_lru_remove(&it[1].node); /* the oldest: the next one is evicted next */
+	lru_expect(&l, (const int[]){ 3, 0, 2 }, 3);
+	ff_lru_remove(&it[2].node); /* the newest */
+	lru_expect(&l, (const int[]){ 3, 0 }, 2);
+	ff_lru_touch(&l, &it[4].node); /* back on, as the newest */
+	lru_expect(&l, (const int[]){ 3, 0, 4 }, 3);
+	ff_lru_remove(&it[3].node);
+	ff_lru_remove(&it[0].node);
+	ff_lru_remove(&it[4].node);
+	ck_assert_ptr_null(ff_lru_oldest(&l));
 }
 END_TEST
 
@@ -818,6 +874,7 @@ int main(void)
 	ff_log_set_level(getenv("FRAMEFS_LOG") ? FF_LOG_DEBUG : FF_LOG_ERR);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, bitmap_find_next_respects_bounds);
+	tcase_add_test(tc, lru_evicts_oldest_first_and_touch_moves_to_the_front);
 	tcase_add_test(tc, file_member_is_described_by_the_system);
 	tcase_add_test(tc, busy_member_lock_waits_for_the_holders_close);
 	tcase_add_test(tc, member_lock_follows_the_lock_not_the_close);

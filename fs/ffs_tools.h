@@ -111,10 +111,13 @@ int ffs_meta_write_raw(struct ffs *fs, uint64_t no, const void *buf, uint64_t nb
 /* Commit the running transaction (journal it and flush; a checkpoint when
  * due) after the commit in flight, if any.  Holds fs->lock throughout. */
 int ffs_journal_commit(struct ffs *fs);
-/* Write the superblock (next group of copies, generation + 1). */
-int ffs_super_write(struct ffs *fs);
 /* Should the running transaction be committed now (size)? */
 bool ffs_journal_tx_full(const struct ffs *fs);
+
+/* ---- superblock (super.c) ------------------------------------------------ */
+
+/* Write the superblock (next group of copies, generation + 1). */
+int ffs_super_write(struct ffs *fs);
 
 /* ---- allocators (alloc.c) ---------------------------------------------- */
 

@@ -31,9 +31,30 @@ int ffs_meta_cache_init(struct ffs *fs, size_t max_bytes);
 void ffs_meta_cache_free(struct ffs *fs);
 void ffs_meta_cache_drop_clean(struct ffs *fs);
 
+/* ---- the superblock and batched META writes (super.c) ------------------- */
+
+/* ffs_super_write: ffs_tools.h */
+/* META writes submitted together and waited for together. */
+struct ffs_batch {
+	struct ff_raid_io *io;
+	unsigned n, cap;
+	unsigned pending;
+	int err;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+};
+/* Room for cap requests. */
+int ffs_batch_init(struct ffs_batch *b, unsigned cap);
+/* Submit the write of nblocks META blocks from block on: the first error is kept. */
+int ffs_batch_add_range(struct ffs *fs, struct ffs_batch *b, uint64_t block, void *buf,
+			uint64_t nblocks);
+/* Wait for every request submitted; the first error, 0 if none.  Frees the
+ * requests; the lock and cond are the caller's to destroy. */
+int ffs_batch_wait(struct ffs_batch *b);
+
 /* ---- journal (journal.c) ------------------------------------------------ */
 
-/* ffs_journal_commit, ffs_super_write, ffs_journal_tx_full: ffs_tools.h */
+/* ffs_journal_commit, ffs_journal_tx_full: ffs_tools.h */
 /* The same, but fs->lock (held on entry and on return) is let go while
  * the records are written: for the group-commit thread. */
 int ffs_journal_commit_unlocked(struct ffs *fs);

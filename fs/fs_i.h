@@ -137,6 +137,9 @@ int ffs_bt_walk(struct ffs *fs, struct bt_root *t, int (*cb)(void *arg, uint64_t
 
 int ffs_icache_init(struct ffs *fs);
 void ffs_icache_free(struct ffs *fs);
+/* Every cached inode gives back the stripes it reserved ahead (fs->lock
+ * held): the allocator's fs->reclaim_reservations. */
+void ffs_icache_unreserve_all(struct ffs *fs);
 /* Free blocks and the inode once it has no links, lookups or opens. */
 int ffs_inode_maybe_free(struct ffs *fs, struct finode *fi);
 /* Free a regular file's blocks once it has no links or opens (lookups may
@@ -337,6 +340,13 @@ struct ffs {
 	 * the read cache (rcache.c) registers it to drop its copies.  A hook,
 	 * because the allocator sits below the read cache.  NULL: no cache. */
 	void (*stripes_freed)(struct ffs *fs, uint64_t first, uint64_t count);
+	/* Called by the allocator when every free stripe is reserved ahead
+	 * (fs->lock held), in this order: the tail slots give back their
+	 * spares (tail.c registers it), then the cached inodes the unused
+	 * part of their reservations (inode.c).  Hooks, because the allocator
+	 * sits below both.  NULL: nothing to give back. */
+	void (*reclaim_spares)(struct ffs *fs);
+	void (*reclaim_reservations)(struct ffs *fs);
 	/* inode cache */
 	struct finode **ihash;
 	unsigned ihash_size;

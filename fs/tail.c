@@ -134,6 +134,7 @@ int tails_init(struct ffs *fs)
 		}
 	}
 	fs->tails = t;
+	fs->reclaim_spares = ffs_tails_drop_spares;
 	return 0;
 }
 
@@ -149,6 +150,7 @@ void tails_free(struct ffs *fs)
 	pthread_cond_destroy(&t->cond);
 	free(t);
 	fs->tails = NULL;
+	fs->reclaim_spares = NULL;
 }
 
 /* Is p a tail stripe the daemon may still append to (or a slot's spare)?

@@ -322,6 +322,11 @@ struct ffs {
 	uint8_t *jstage;            /* a transaction laid out in journal order */
 	struct mbuf **jlist;        /* its blocks, for the commit in flight */
 	struct journal_flight *jflight; /* the commit in flight (journal.c) */
+	/* Called by each commit (fs->lock held) to list the open tail stripes
+	 * in its record: ffs_tails_listing, which tail.c registers while tails
+	 * are on.  A hook, because the journal sits below the tails.  NULL:
+	 * the record's list stays zeros. */
+	void (*tails_listing)(struct ffs *fs, uint64_t seq, struct ffs_patch_open *po);
 	uint64_t jstage_blocks;     /* what jstage and jlist hold: the journal's size */
 	uint64_t commits;
 	/* reads into a caller's buffer that no thread waits for (data.c) */

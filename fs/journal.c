@@ -109,10 +109,11 @@ static unsigned stage_records(struct ffs *fs, struct mbuf **list, unsigned n, ui
 	commit->nblocks = ff_cpu_to_le32(n);
 	commit->images_crc = ff_cpu_to_le32(crc);
 	commit->commit_time_ns = ff_cpu_to_le64(ff_wall_ns());
-	/* where patch batches after this commit may be (patch.c); the
-	 * superblock keeps the last commit's list for a journal checkpointed
-	 * to its head */
-	ffs_tails_listing(fs, fs->j_seq, &commit->popen);
+	/* where patch batches after this commit may be (patch.c), zeros
+	 * without open tail stripes; the superblock keeps the last commit's
+	 * list for a journal checkpointed to its head */
+	if (fs->tails_listing)
+		fs->tails_listing(fs, fs->j_seq, &commit->popen);
 	fs->sb->popen = commit->popen;
 	ffs_block_seal(commit, FFS_B_JCOMMIT, jblock(fs, fs->j_head + at));
 	rng[0] = (struct jrange){ jblock(fs, fs->j_head), run, stage };

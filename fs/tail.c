@@ -135,6 +135,7 @@ int tails_init(struct ffs *fs)
 	}
 	fs->tails = t;
 	fs->reclaim_spares = ffs_tails_drop_spares;
+	fs->tails_listing = ffs_tails_listing;
 	return 0;
 }
 
@@ -151,6 +152,7 @@ void tails_free(struct ffs *fs)
 	free(t);
 	fs->tails = NULL;
 	fs->reclaim_spares = NULL;
+	fs->tails_listing = NULL;
 }
 
 /* Is p a tail stripe the daemon may still append to (or a slot's spare)?

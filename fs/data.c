@@ -30,7 +30,7 @@ int ffs_data_init(struct ffs *fs)
 	if (rc == 0)
 		rc = tails_init(fs);
 	if (rc == 0)
-		rc = pcache_init(fs); /* after the tails: patches need them (ffs_patches_on) */
+		rc = pcache_init(fs);
 	if (rc == 0)
 		rc = aread_init(fs);
 	if (rc == 0)
@@ -163,7 +163,7 @@ ssize_t ffs_data_write(struct ffs *fs, struct finode *fi, const void *buf, size_
 	/* times alone: whatever writes the data (a stripe's mapping, or a
 	 * patch batch, which carries them for replay) decides what fsync
 	 * commits (patch.c) */
-	if (!grew && ffs_patches_on(fs))
+	if (!grew && (fs->features & FFS_FEAT_PATCHES))
 		fi->tx_seq = before;
 	pthread_mutex_unlock(&fs->lock);
 	return rc < 0 ? rc : (ssize_t)done;

@@ -266,8 +266,7 @@ int ffs_tail_grab(struct ffs *fs, uint64_t p);
 
 /* ---- patches (patch.c; the data path's part in data_i.h) -------------------- */
 
-/* Small overwrites go as patches on this volume (version 5, read-write). */
-bool ffs_patches_on(const struct ffs *fs);
+/* Small overwrites go as patches on this mount: fs->features & FFS_FEAT_PATCHES. */
 /* Blocks [b0, b0+n) of file stripe f are in slots [slot0, slot0+n) of tail
  * stripe p (crc: each one's ffs_patch_crc), replacing older patches of them (fs->lock held, in the running
  * transaction; p's live count is the caller's). */
@@ -281,6 +280,13 @@ bool ffs_patch_any(const struct ffs *fs, const struct finode *fi);
 /* ---- repair of damaged data stripes (repair.c): ffs_tools.h ---------------- */
 
 /* ---- the mounted filesystem ------------------------------------------------- */
+
+/* What a mount does (fs->features), decided once at mount from the
+ * superblock and the mount options (mount.c): modules read the bits
+ * instead of asking the modules that own the features. */
+#define FFS_FEAT_TAILS   (1u << 0) /* packed tails (tail.c): version 4 and later, read-write */
+#define FFS_FEAT_PATCHES (1u << 1) /* small overwrites as patches (patch.c): with tails, version 5
+				    * and later, slot numbers within 16 bits (format.h) */
 
 struct rcache;
 struct pcache;
@@ -297,6 +303,7 @@ struct ffs {
 	unsigned sb_groups_written; /* bit g: this process wrote group g (format.h) */
 	bool ro;
 	bool checking;              /* fsck.framefs owns repairs: see meta.c, alloc.c */
+	unsigned features;          /* FFS_FEAT_*: set once at mount (mount.c), 0 for fsck */
 	pthread_mutex_t lock;
 	struct ffs_opts opts;
 	uint64_t stripe_bytes;

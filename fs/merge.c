@@ -185,7 +185,7 @@ int ffs_merges_start(struct ffs *fs)
 	pthread_mutex_init(&m->lock, NULL);
 	pthread_cond_init(&m->cond, NULL);
 	fs->merges = m;
-	if (fs->ro || !ffs_patches_on(fs))
+	if (fs->ro || !(fs->features & FFS_FEAT_PATCHES))
 		return 0; /* nothing is ever queued */
 	rc = -pthread_create(&m->thread, NULL, merge_main, fs);
 	m->started = rc == 0;

@@ -57,13 +57,6 @@ static bool past_share(const struct ffs *fs, uint32_t n)
 	return n * 8 > blocks_per_stripe(fs) * PATCH_SHARE_EIGHTHS;
 }
 
-bool ffs_patches_on(const struct ffs *fs)
-{
-	/* slot numbers are 16 bits (format.h); tails give the rows */
-	return ffs_tails_on(fs) && ff_le32(fs->sb->version) >= FFS_VERSION_PATCH &&
-	       blocks_per_stripe(fs) <= UINT16_MAX;
-}
-
 struct prec { /* one patch, decoded */
 	uint64_t f;
 	uint32_t b0, n, slot0;
@@ -313,7 +306,7 @@ int patch_plan(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 	int rc;
 
 	wb->npatch = 0;
-	if (!ffs_patches_on(fs) || wb->in_place || wb->force_stripe || wb->pstripe == WB_NO_STRIPE)
+	if (!(fs->features & FFS_FEAT_PATCHES) || wb->in_place || wb->force_stripe || wb->pstripe == WB_NO_STRIPE)
 		return 0;
 	for (unsigned i = 0; i < wb->nival; i++) /* a first estimate, before the lock */
 		want += (uint32_t)(FF_DIV_ROUND_UP(wb->ival[i].b, FFS_BLOCK) - wb->ival[i].a / FFS_BLOCK);
@@ -382,7 +375,7 @@ bool patch_past_share(struct ffs *fs, struct finode *fi, uint64_t k)
 	struct ffs_extent x;
 	uint32_t have = 0;
 
-	if (!ffs_patches_on(fs) || ffs_is_small(fi) || ffs_extent_find(fs, fi, k, &x) < 0 ||
+	if (!(fs->features & FFS_FEAT_PATCHES) || ffs_is_small(fi) || ffs_extent_find(fs, fi, k, &x) < 0 ||
 	    (ff_le32(x.flags) & FFS_X_UNWRITTEN) || patched_blocks(fs, fi, k, &have) < 0)
 		return false;
 	return past_share(fs, have);

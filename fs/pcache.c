@@ -54,7 +54,7 @@
 #define PC_NIL UINT32_MAX
 
 struct pce {
-	uint64_t key;        /* (p << 16) | slot: slots are 16 bits (patch.c ffs_patches_on) */
+	uint64_t key;        /* (p << 16) | slot: slots are 16 bits (FFS_FEAT_PATCHES) */
 	uint32_t hnext;      /* hash chain */
 	uint32_t older, newer; /* the FIFO, or the free list (newer) */
 };
@@ -94,7 +94,7 @@ int pcache_init(struct ffs *fs)
 	uint32_t n, h = 1;
 
 	fs->pcache = NULL;
-	if (bytes == FFS_PATCH_CACHE_OFF || !ffs_patches_on(fs))
+	if (bytes == FFS_PATCH_CACHE_OFF || !(fs->features & FFS_FEAT_PATCHES))
 		return 0;
 	n = (uint32_t)FF_MIN(bytes / FFS_BLOCK, (size_t)UINT32_MAX / 2);
 	if (n == 0)

@@ -104,14 +104,14 @@ struct tails {
 
 bool ffs_tails_on(const struct ffs *fs)
 {
-	return fs->tails != NULL; /* made at mount for read-write version 4 volumes only */
+	return fs->tails != NULL; /* made at mount with FFS_FEAT_TAILS only */
 }
 
 int tails_init(struct ffs *fs)
 {
 	struct tails *t;
 
-	if (ff_le32(fs->sb->version) < FFS_VERSION_TAILS || fs->ro)
+	if (!(fs->features & FFS_FEAT_TAILS))
 		return 0;
 	t = calloc(1, sizeof(*t));
 	if (!t)
@@ -660,7 +660,7 @@ void ffs_tails_listing(struct ffs *fs, uint64_t seq, struct ffs_patch_open *po)
 	uint64_t next;
 
 	memset(po, 0, sizeof(*po)); /* zeros below version 5 */
-	if (!t || !ffs_patches_on(fs))
+	if (!t || !(fs->features & FFS_FEAT_PATCHES))
 		return;
 	pthread_mutex_lock(&t->lock);
 	/* batches this commit does not hold: those not yet numbered, and those

@@ -2521,7 +2521,7 @@ static void patch_bad_block(unsigned level, bool tailed)
 
 	ck_assert_uint_eq(g->level, level);
 	ck_assert_uint_le(len, sizeof(want));
-	ck_assert(ffs_patches_on(fs));
+	ck_assert(fs->features & FFS_FEAT_PATCHES);
 	ino = put_file(fs, "db", want, len, 41);
 	/* on stripes of its own; with tailed, its stripe 1 a tail */
 	ck_assert(!(extent_flags(fs, ino, 0) & FFS_X_TAIL));

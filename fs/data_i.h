@@ -109,9 +109,6 @@ int reserve_stripes(struct ffs *fs, struct finode *fi, uint64_t hint, uint64_t w
 		    bool overwrite, uint64_t *first, uint64_t *got);
 void release_reservation(struct ffs *fs, struct finode *fi);
 
-/* The engine's completion of a buffer's write (stripe or tail): hands it to
- * the completion thread. */
-void wb_write_done(struct ff_raid_io *io);
 
 /* ---- packed tails (tail.c) ---------------------------------------------------- */
 
@@ -119,8 +116,25 @@ int tails_init(struct ffs *fs);
 void tails_free(struct ffs *fs);
 /* Rows buffer wb takes as a tail, 0: a stripe of its own (dlock held). */
 uint32_t tail_rows(struct ffs *fs, struct finode *fi, struct wbuf *wb);
-/* Send it (marked writing, no lock held): 0 sent, 1 no tail stripe free. */
-int tail_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb, uint32_t rows);
+/* Send it (marked writing, no lock held): 0 sent, 1 no tail stripe free.
+ * done: the engine's completion of the write (the write buffers'). */
+int tail_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb, uint32_t rows,
+		void (*done)(struct ff_raid_io *io));
+/* A slot of an open tail stripe taken for a patch batch (tail_batch_take:
+ * waits for one when every slot is busy, no lock held): the stripe's image
+ * the batch is laid in, the stripe, the batch's seq and its first row. */
+struct tslot;
+struct tail_batch {
+	struct tslot *slot;
+	uint8_t *img;
+	uint64_t p, seq;
+	uint32_t row0;
+};
+void tail_batch_take(struct ffs *fs, struct wbuf *wb, uint32_t rows, struct tail_batch *tb);
+/* Write the batch's rows [row0, row0 + rows), laid in the image, as a tail
+ * is written (done: as tail_submit's). */
+void tail_batch_send(struct ffs *fs, struct finode *fi, struct wbuf *wb, const struct tail_batch *tb,
+		     uint32_t rows, void (*done)(struct ff_raid_io *io));
 /* Map a tail written (completion thread, fs->lock held). */
 int tail_done(struct ffs *fs, struct finode *fi, struct wbuf *wb);
 /* A tail stripe no longer open: freed if its entry says nothing points
@@ -137,10 +151,6 @@ int tail_read(struct ffs *fs, uint64_t p, uint32_t row0, uint32_t rows, uint64_t
 bool merge_defer(struct ffs *fs, struct finode *fi, uint64_t k);
 /* Whether file stripe k has patches past their share (fs->lock held). */
 bool patch_past_share(struct ffs *fs, struct finode *fi, uint64_t k);
-
-/* Send the patches planned in wb and the buffers gathered behind it, all
- * marked writing, no lock held: waits for a slot when every one is busy. */
-void patch_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb);
 
 /* ---- patches (patch.c) ----------------------------------------------------- */
 /* Byte offset in a stripe of slot s (format.h: row s / ndata of chunk s % ndata). */
@@ -159,6 +169,11 @@ int patch_plan(struct ffs *fs, struct finode *fi, struct wbuf *wb);
 void patch_gather(struct ffs *fs, struct finode *fi, struct wbuf *wb);
 /* Rows the patches of wb and its gathered buffers take. */
 uint32_t patch_rows(const struct ffs *fs, const struct wbuf *wb);
+/* Send the patches planned in wb and the buffers gathered behind it, all
+ * marked writing, no lock held, in the rows of a tail stripe (tail.c):
+ * waits for a slot when every one is busy.  done: as tail_submit's. */
+void patch_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb,
+		  void (*done)(struct ff_raid_io *io));
 /* Bytes [o, o + n) of file stripe k, read into dst from its base stripe,
  * get what its patches hold instead, but for those `keep` holds (a buffer
  * of k filling its gaps, or NULL).  No lock held; dlock when keep. */

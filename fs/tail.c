@@ -366,9 +366,10 @@ again:
 
 /* Write rows [row0, row0 + rows) of slot s's image, which the caller has
  * filled (no lock held): the chunk crcs continue over them into wb->crc,
- * and the completion thread maps them (tail_done). */
+ * and done (the write buffers') hands them to the completion thread, which
+ * maps them (tail_done). */
 static void rows_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb, struct tslot *s,
-			uint32_t row0, uint32_t rows, uint64_t retired)
+			uint32_t row0, uint32_t rows, uint64_t retired, void (*done)(struct ff_raid_io *io))
 {
 	const struct ff_geom *g = fs->g;
 	int rc;
@@ -396,7 +397,7 @@ static void rows_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb, stru
 	wb->io.op = FF_RAID_WRITE;
 	wb->io.space = FF_SPACE_DATA;
 	wb->io.buf = s->img;
-	wb->io.done = wb_write_done;
+	wb->io.done = done;
 	wb->io.priv = wb;
 	/* rows [row0, row0 + rows) of every chunk, parity from them alone: rows
 	 * no extent points to (opening, a reserved stripe: nothing live in it) */
@@ -408,7 +409,7 @@ static void rows_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb, stru
 	rc = ff_raid_submit(fs->raid, &wb->io);
 	if (rc < 0) {
 		wb->io.result = rc;
-		wb_write_done(&wb->io);
+		done(&wb->io);
 	}
 }
 
@@ -417,7 +418,8 @@ static void rows_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb, stru
  * 0 when it went, 1 when every open tail stripe is busy or too full (the
  * caller writes a stripe instead).
  */
-int tail_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb, uint32_t rows)
+int tail_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb, uint32_t rows,
+		void (*done)(struct ff_raid_io *io))
 {
 	const struct ff_geom *g = fs->g;
 	uint64_t retired;
@@ -433,97 +435,26 @@ int tail_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb, uint32_t row
 		       wb->data + (size_t)i * rows * FFS_TAIL_ROW, (size_t)rows * FFS_TAIL_ROW);
 	wb->npatch = 0;
 	atomic_fetch_add(&fs->stats.tail_writes, 1);
-	rows_submit(fs, fi, wb, s, row0, rows, retired);
+	rows_submit(fs, fi, wb, s, row0, rows, retired, done);
 	return 0;
 }
 
-/*
- * Patches (patch.c plans them: wb->patch[], runs of blocks of the file
- * stripe, and the buffers gathered behind wb on gnext, all marked
- * writing; no lock held).  They go slot after slot in row order to one
- * tail stripe; slots of the last row that no patch takes are zeros.  With
- * every slot busy this waits for one (slot_take says why that ends):
- * cheaper than the stripe rewrite a tail falls back to, and the buffers
- * are already out of everyone's way.
- */
-uint32_t patch_rows(const struct ffs *fs, const struct wbuf *wb)
+void tail_batch_take(struct ffs *fs, struct wbuf *wb, uint32_t rows, struct tail_batch *tb)
 {
-	uint32_t nblocks = 1; /* the batch's header (format.h) */
-
-	for (; wb; wb = wb->gnext)
-		for (unsigned i = 0; i < wb->npatch; i++)
-			nblocks += wb->patch[i].n;
-	return (uint32_t)FF_DIV_ROUND_UP(nblocks, fs->g->ndata);
-}
-
-/* The batch's header in slot `slot` of s's image: the file, its times,
- * each patch and each block's checksum (replay needs nothing else). */
-static void batch_header(struct ffs *fs, struct finode *fi, struct wbuf *wb, struct tslot *s,
-			 uint32_t slot, uint32_t rows)
-{
-	struct ffs_pbatch *h = (struct ffs_pbatch *)(void *)(s->img + patch_slot_offset(fs, slot));
-	uint32_t nrec = 0, nblocks = 0;
-	uint8_t *crcs;
-
-	memset(h, 0, sizeof(*h));
-	for (struct wbuf *w = wb; w; w = w->gnext)
-		for (unsigned i = 0; i < w->npatch; i++, nrec++) {
-			struct ffs_pbatch_rec r = { ff_cpu_to_le64(w->fstripe),
-						    ff_cpu_to_le16(w->patch[i].b0),
-						    ff_cpu_to_le16(w->patch[i].n), 0 };
-
-			memcpy(h->data + nrec * sizeof(r), &r, sizeof(r));
-		}
-	crcs = h->data + nrec * sizeof(struct ffs_pbatch_rec);
-	for (struct wbuf *w = wb; w; w = w->gnext)
-		for (unsigned i = 0; i < w->npatch; i++)
-			for (uint32_t j = 0; j < w->patch[i].n; j++, nblocks++) {
-				uint32_t at = w->patch[i].slot0 + j;
-				le32 c = ff_cpu_to_le32(ffs_patch_crc(s->p, at, s->img + patch_slot_offset(fs, at)));
-
-				memcpy(crcs + nblocks * 4, &c, 4);
-			}
-	FF_ASSERT(FFS_PBATCH_FITS(nrec, nblocks));
-	memcpy(h->uuid, fs->sb->uuid, sizeof(h->uuid));
-	h->seq = ff_cpu_to_le64(s->batch_seq);
-	h->ino = ff_cpu_to_le64(fi->ino);
-	pthread_mutex_lock(&fs->lock);
-	h->igen = fi->d.generation;
-	h->mtime_ns = fi->d.mtime_ns;
-	h->ctime_ns = fi->d.ctime_ns;
-	pthread_mutex_unlock(&fs->lock);
-	h->nrec = ff_cpu_to_le32(nrec);
-	h->slot0 = ff_cpu_to_le32(slot);
-	h->rows = ff_cpu_to_le32(rows);
-	ffs_block_seal(h, FFS_B_PBATCH, FFS_PBATCH_BLOCKNO(s->p, slot));
-}
-
-void patch_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb)
-{
-	const struct ff_geom *g = fs->g;
-	uint32_t rows = patch_rows(fs, wb), row0, slot;
 	struct tslot *s = slot_take(fs, rows, &wb->pstripe, &wb->tretired, true);
 
 	FF_ASSERT(s); /* patch_plan took only buffers with a reserved stripe */
-	row0 = s->hwm;
-	slot = row0 * g->ndata + 1; /* after the header */
+	tb->slot = s;
+	tb->img = s->img;
+	tb->p = s->p;
+	tb->seq = s->batch_seq;
+	tb->row0 = s->hwm;
+}
 
-	for (struct wbuf *w = wb; w; w = w->gnext)
-		for (unsigned i = 0; i < w->npatch; i++) {
-			w->patch[i].slot0 = (uint16_t)slot;
-			for (uint32_t j = 0; j < w->patch[i].n; j++, slot++) {
-				const uint8_t *blk = w->data + (size_t)(w->patch[i].b0 + j) * FFS_BLOCK;
-
-				memcpy(s->img + patch_slot_offset(fs, slot), blk, FFS_BLOCK);
-				pcache_put(fs, s->p, slot, blk); /* before anything points to it */
-			}
-			atomic_fetch_add(&fs->stats.patch_blocks, w->patch[i].n);
-		}
-	for (; slot < (row0 + rows) * g->ndata; slot++)
-		memset(s->img + patch_slot_offset(fs, slot), 0, FFS_BLOCK);
-	batch_header(fs, fi, wb, s, row0 * g->ndata, rows);
-	atomic_fetch_add(&fs->stats.patch_writes, 1);
-	rows_submit(fs, fi, wb, s, row0, rows, wb->tretired);
+void tail_batch_send(struct ffs *fs, struct finode *fi, struct wbuf *wb, const struct tail_batch *tb,
+		     uint32_t rows, void (*done)(struct ff_raid_io *io))
+{
+	rows_submit(fs, fi, wb, tb->slot, tb->row0, rows, wb->tretired, done);
 }
 
 /*

@@ -371,6 +371,8 @@ void release_reservation(struct ffs *fs, struct finode *fi)
 	fi->reserve_count = 0;
 }
 
+static void wb_write_done(struct ff_raid_io *io);
+
 /*
  * Send a complete buffer to a free stripe, asynchronously.  The writer's
  * FUSE request is answered at once; the completion thread maps the stripe
@@ -411,8 +413,9 @@ static int stripe_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 }
 
 /* Engine thread: hand the buffer to the completion thread (never take
- * fs->lock on an engine thread). */
-void wb_write_done(struct ff_raid_io *io)
+ * fs->lock on an engine thread).  The completion of every buffer's write:
+ * a stripe, a tail or a patch batch (tail_submit, patch_submit). */
+static void wb_write_done(struct ff_raid_io *io)
 {
 	struct wbuf *wb = io->priv;
 	struct wpool *p = wb->fs->wpool;
@@ -696,7 +699,7 @@ static int writeout(struct ffs *fs, struct finode *fi, struct wbuf *wb, bool gat
 		for (struct wbuf *g = wb; g; g = g->gnext)
 			wpool_mark_writing(fs, g);
 		pthread_mutex_unlock(&fi->dlock);
-		patch_submit(fs, fi, wb); /* may wait for a slot: no lock held */
+		patch_submit(fs, fi, wb, wb_write_done); /* may wait for a slot: no lock held */
 		pthread_mutex_lock(&fi->dlock);
 		return 0;
 	}
@@ -730,7 +733,7 @@ static int writeout(struct ffs *fs, struct finode *fi, struct wbuf *wb, bool gat
 	if (!wb->writing)
 		wpool_mark_writing(fs, wb);
 	pthread_mutex_unlock(&fi->dlock);
-	rc = rows && tail_submit(fs, fi, wb, rows) == 0 ? 0 : stripe_submit(fs, fi, wb);
+	rc = rows && tail_submit(fs, fi, wb, rows, wb_write_done) == 0 ? 0 : stripe_submit(fs, fi, wb);
 	pthread_mutex_lock(&fi->dlock);
 	return rc;
 }

@@ -359,6 +359,14 @@ struct ffs {
 	 * sits below both.  NULL: nothing to give back. */
 	void (*reclaim_spares)(struct ffs *fs);
 	void (*reclaim_reservations)(struct ffs *fs);
+	/* Called by the extent map (extent.c: fs->lock held, in the running
+	 * transaction) as file stripes leave it: the patches of file stripes
+	 * [f0, f1) go (patch.c ffs_patch_drop), and a tail extent's rows in
+	 * tail stripe p go back (tail.c ffs_tail_release).  Hooks, because the
+	 * extent map sits below both; whoever makes a struct ffs registers
+	 * them (ffs_hooks_init: mount.c, check.c). */
+	int (*patches_drop)(struct ffs *fs, struct finode *fi, uint64_t f0, uint64_t f1);
+	int (*tail_release)(struct ffs *fs, uint64_t p);
 	/* inode cache */
 	struct finode **ihash;
 	unsigned ihash_size;
@@ -386,6 +394,10 @@ struct ffs {
 	/* statistics */
 	struct ffs_stats stats;
 };
+
+/* The hooks of struct ffs that do not depend on the mount's features: set
+ * by whoever makes one (mount.c ffs_mount, check.c ffs_check_open). */
+void ffs_hooks_init(struct ffs *fs);
 
 /* ---- requests in flight (watch.c) -------------------------------------- */
 

@@ -516,6 +516,12 @@ static int mount_meta(struct ffs *fs, const char *const *paths, unsigned n, stru
 	return rc;
 }
 
+void ffs_hooks_init(struct ffs *fs)
+{
+	fs->patches_drop = ffs_patch_drop;
+	fs->tail_release = ffs_tail_release;
+}
+
 /* The features this mount runs with (fs->features). */
 static unsigned mount_features(const struct ffs *fs)
 {
@@ -543,6 +549,7 @@ int ffs_mount(const char *const *paths, unsigned n, const struct ffs_opts *o, st
 	fs->opts = *o;
 	opts_defaults(&fs->opts);
 	fs->ro = o->ro;
+	ffs_hooks_init(fs);
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_cond_init(&fs->commit_cond, NULL);
 	pthread_cond_init(&fs->committed_cond, NULL);

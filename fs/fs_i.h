@@ -4,6 +4,25 @@
  * the mounted filesystem and its modules.  What the offline tools may use
  * is in fs/ffs_tools.h, which this includes.
  *
+ * Floors.  The library's files stand on six floors, bottom first, and
+ * every call goes down or stays on its floor (tests/layers/fs_floors.py
+ * holds the same table and fails on a call up):
+ *   base    format, watch, repair: they call nothing else in the library
+ *   cache   meta: the metadata block cache
+ *   space   alloc: the allocators, over bitmaps in cached blocks
+ *   meta    super, journal, btree, inode, extent, dir, xattr, small
+ *   data    data, wbuf, rcache, tail, patch, pcache, merge
+ *   volume  ops, mount, check, scrub, tools
+ * A floor tells one above it something through a hook the higher one
+ * registers (the function pointers in struct ffs: stripes_freed,
+ * reclaim_spares, reclaim_reservations, tails_listing, patches_drop,
+ * tail_release), and every floor reads what the mount does from
+ * fs->features.  small.c is on the meta floor: a small file's bytes are
+ * metadata pool blocks its inode names, and the inode and extent code call
+ * it.  watch.c and repair.c are on the lowest floor: the journal and the
+ * data path call them.  format.c and meta.c are below the allocator, which
+ * keeps its bitmaps in cached blocks.
+ *
  * Locking.  One mutex, fs->lock, guards all metadata: the block cache, the
  * running transaction, the allocators, the inode cache and every on-disk
  * structure reached through them.  File data has its own locks: each

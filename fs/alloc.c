@@ -270,7 +270,7 @@ static void reclaim_reservations(struct ffs *fs)
  * quarter of a tiny volume.  statfs answers it as free but not available
  * (f_bfree, f_bavail), as ext4 does its root reserve.  A file truncated or
  * punched takes back from it what it gave up, the save of a project with
- * O_TRUNC being an overwrite too (wbuf.c reserve_stripes): should another
+ * O_TRUNC being an overwrite too (wbuf.c ffs_wb_reserve_stripes): should another
  * file's new data take the freed stripes first, the reserve shrinks by
  * that much.
  */

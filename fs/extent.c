@@ -185,7 +185,7 @@ static struct ffs_extent mkext(uint64_t f, uint64_t p, uint64_t n, uint32_t flag
  * [keep, keep+nkeep) are the ones about to be mapped again (a preallocated
  * run written in place) and are not freed.  *given (when not NULL) counts
  * the stripes freed and the tails let go: what the file may take back
- * (fi->regrow, wbuf.c reserve_stripes); a stripe replaced is not given up.
+ * (fi->regrow, wbuf.c ffs_wb_reserve_stripes); a stripe replaced is not given up.
  */
 static int punch(struct ffs *fs, struct finode *fi, uint64_t f, uint64_t end, uint64_t keep,
 		 uint64_t nkeep, uint64_t *given)

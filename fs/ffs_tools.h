@@ -195,7 +195,7 @@ struct finode {
 	uint64_t reserve_count;
 	/* stripes and tails a truncation or a punched hole took from this
 	 * file, which its new data may take back from the overwrite reserve
-	 * (wbuf.c reserve_stripes; fs->lock).  Kept while the inode is in
+	 * (wbuf.c ffs_wb_reserve_stripes; fs->lock).  Kept while the inode is in
 	 * memory: a save with O_TRUNC, or truncate(1) then a write, uses it at
 	 * once. */
 	uint64_t regrow;

@@ -235,7 +235,7 @@ void ffs_rcache_invalidate(struct ffs *fs, uint64_t pstripe, uint64_t count);
  * were (fs/tail.c; fs->lock held, as for the map and checksum change). */
 void ffs_rcache_extended(struct ffs *fs, uint64_t p);
 /* Blocks the patch cache holds, and at most (pcache.c). */
-void pcache_usage(struct ffs *fs, uint64_t *blocks, uint64_t *cap);
+void ffs_pcache_usage(struct ffs *fs, uint64_t *blocks, uint64_t *cap);
 
 /* ---- the small-data class (small.c; fs->lock held) -------------------------- */
 

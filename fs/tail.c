@@ -98,7 +98,7 @@ struct tails {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;     /* a slot's write was mapped (busy cleared): patch_take waits on it */
 	uint32_t rows_per_chunk;
-	unsigned nslots; /* slots in use, 2..TAIL_SLOTS_MAX (tails_init) */
+	unsigned nslots; /* slots in use, 2..TAIL_SLOTS_MAX (ffs_tails_init) */
 	struct tslot slot[TAIL_SLOTS_MAX];
 };
 
@@ -107,7 +107,7 @@ bool ffs_tails_on(const struct ffs *fs)
 	return fs->tails != NULL; /* made at mount with FFS_FEAT_TAILS only */
 }
 
-int tails_init(struct ffs *fs)
+int ffs_tails_init(struct ffs *fs)
 {
 	struct tails *t;
 
@@ -119,7 +119,7 @@ int tails_init(struct ffs *fs)
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_cond_init(&t->cond, NULL);
 	t->rows_per_chunk = fs->g->chunk_bytes / FFS_TAIL_ROW;
-	/* an eighth of the write-buffer pool's stripes (wpool_init's count) */
+	/* an eighth of the write-buffer pool's stripes (ffs_wpool_init's count) */
 	t->nslots = (unsigned)FF_MIN(FF_MAX(FF_MAX(8ull, fs->opts.write_buffer_bytes / fs->stripe_bytes) / 8,
 					    2ull),
 				     (unsigned long long)TAIL_SLOTS_MAX);
@@ -129,7 +129,7 @@ int tails_init(struct ffs *fs)
 		t->slot[i].img = ff_alloc_pool_buf(fs->stripe_bytes);
 		if (!t->slot[i].img) {
 			fs->tails = t;
-			tails_free(fs);
+			ffs_tails_free(fs);
 			return -ENOMEM;
 		}
 	}
@@ -139,7 +139,7 @@ int tails_init(struct ffs *fs)
 	return 0;
 }
 
-void tails_free(struct ffs *fs)
+void ffs_tails_free(struct ffs *fs)
 {
 	struct tails *t = fs->tails;
 
@@ -192,7 +192,7 @@ static void tail_retire_idle(struct ffs *fs, uint64_t p)
  * the same transaction (replay releases the last patch of a listed stripe,
  * then lets the listed stripes go) finds it freed rather than freeing it
  * again (a power cut left a volume unmountable so: "bit already clear"). */
-int tail_closed(struct ffs *fs, uint64_t p)
+int ffs_tail_closed(struct ffs *fs, uint64_t p)
 {
 	uint32_t ino, f, crc[FF_MEMBERS_MAX];
 	int rc = ffs_csum_get(fs, p, &ino, &f, crc);
@@ -230,7 +230,7 @@ int ffs_tail_release(struct ffs *fs, uint64_t p)
 	if (live != 0)
 		return live < 0 ? live : 0;
 	tail_retire_idle(fs, p);
-	return tail_closed(fs, p);
+	return ffs_tail_closed(fs, p);
 }
 
 int ffs_tail_grab(struct ffs *fs, uint64_t p)
@@ -255,7 +255,7 @@ uint32_t ffs_csum_vlen(const struct ffs *fs, uint32_t ino, uint32_t fstripe)
  * further (a write lands in the buffer before the size catches up).  dlock
  * held; takes fs->lock.
  */
-uint32_t tail_rows(struct ffs *fs, struct finode *fi, struct wbuf *wb)
+uint32_t ffs_tail_rows(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 {
 	const struct ff_geom *g = fs->g;
 	uint64_t base = wb->fstripe * fs->stripe_bytes, size, len;
@@ -284,7 +284,7 @@ uint32_t tail_rows(struct ffs *fs, struct finode *fi, struct wbuf *wb)
  * the stripe it held (*retired): on its spare when a commit has listed it,
  * *own (the buffer's reservation) becoming the spare and *own
  * WB_NO_STRIPE; else on *own.  NULL when every slot is busy or too full.
- * The slot is ours (busy) until the write is mapped (tail_done); its hwm
+ * The slot is ours (busy) until the write is mapped (ffs_tail_done); its hwm
  * is where the rows go.  A patch batch waits for a slot; a tail never does,
  * and it breaks the chain of batches replay follows from the listed rows
  * (patch.c), so the stripe counts as unlisted until a commit maps it.
@@ -323,8 +323,8 @@ again:
 	reopen = empty && idle_open < TAIL_OPEN_IDLE ? empty : fullest ? fullest : empty;
 	if (!s && !reopen && batch && own != WB_NO_STRIPE) {
 		/* every slot has a write in flight: the engine completes each
-		 * (member deadlines), and tail_done clears busy and signals;
-		 * the waiter holds no lock tail_done needs (no dlock either:
+		 * (member deadlines), and ffs_tail_done clears busy and signals;
+		 * the waiter holds no lock ffs_tail_done needs (no dlock either:
 		 * the completion thread takes dlocks after a slot's write) */
 		const char *prev = ffs_watch_wait_begin("a tail stripe slot for patches");
 
@@ -367,7 +367,7 @@ again:
 /* Write rows [row0, row0 + rows) of slot s's image, which the caller has
  * filled (no lock held): the chunk crcs continue over them into wb->crc,
  * and done (the write buffers') hands them to the completion thread, which
- * maps them (tail_done). */
+ * maps them (ffs_tail_done). */
 static void rows_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb, struct tslot *s,
 			uint32_t row0, uint32_t rows, uint64_t retired, void (*done)(struct ff_raid_io *io))
 {
@@ -379,7 +379,7 @@ static void rows_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb, stru
 				       (size_t)row0 * FFS_TAIL_ROW, (size_t)rows * FFS_TAIL_ROW);
 	if (retired != NO_STRIPE) {
 		pthread_mutex_lock(&fs->lock);
-		rc = tail_closed(fs, retired);
+		rc = ffs_tail_closed(fs, retired);
 		pthread_mutex_unlock(&fs->lock);
 		if (rc < 0)
 			ff_log(FF_LOG_ERR, "tail stripe %llu could not be let go: %s",
@@ -418,7 +418,7 @@ static void rows_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb, stru
  * 0 when it went, 1 when every open tail stripe is busy or too full (the
  * caller writes a stripe instead).
  */
-int tail_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb, uint32_t rows,
+int ffs_tail_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb, uint32_t rows,
 		void (*done)(struct ff_raid_io *io))
 {
 	const struct ff_geom *g = fs->g;
@@ -439,11 +439,11 @@ int tail_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb, uint32_t row
 	return 0;
 }
 
-void tail_batch_take(struct ffs *fs, struct wbuf *wb, uint32_t rows, struct tail_batch *tb)
+void ffs_tail_batch_take(struct ffs *fs, struct wbuf *wb, uint32_t rows, struct tail_batch *tb)
 {
 	struct tslot *s = slot_take(fs, rows, &wb->pstripe, &wb->tretired, true);
 
-	FF_ASSERT(s); /* patch_plan took only buffers with a reserved stripe */
+	FF_ASSERT(s); /* ffs_patch_plan took only buffers with a reserved stripe */
 	tb->slot = s;
 	tb->img = s->img;
 	tb->p = s->p;
@@ -451,7 +451,7 @@ void tail_batch_take(struct ffs *fs, struct wbuf *wb, uint32_t rows, struct tail
 	tb->row0 = s->hwm;
 }
 
-void tail_batch_send(struct ffs *fs, struct finode *fi, struct wbuf *wb, const struct tail_batch *tb,
+void ffs_tail_batch_send(struct ffs *fs, struct finode *fi, struct wbuf *wb, const struct tail_batch *tb,
 		     uint32_t rows, void (*done)(struct ff_raid_io *io))
 {
 	rows_submit(fs, fi, wb, tb->slot, tb->row0, rows, wb->tretired, done);
@@ -462,12 +462,12 @@ void tail_batch_send(struct ffs *fs, struct finode *fi, struct wbuf *wb, const s
  * the file stripe to them with the tail stripe's new checksum entry, in
  * one transaction, then lets the slot take the next tail.  fs->lock held.
  */
-int tail_done(struct ffs *fs, struct finode *fi, struct wbuf *wb)
+int ffs_tail_done(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 {
 	struct tails *t = fs->tails;
 	struct tslot *s = &t->slot[wb->tslot];
 	const struct ff_geom *g = fs->g;
-	uint32_t old[FF_MEMBERS_MAX], ino, f, live = 0, *crc = wb->crc; /* tail_submit's */
+	uint32_t old[FF_MEMBERS_MAX], ino, f, live = 0, *crc = wb->crc; /* ffs_tail_submit's */
 	uint32_t row0 = wb->trow0, rows = wb->trows, npatch = 0;
 	uint64_t before;
 	bool opening = row0 == 0;
@@ -538,7 +538,7 @@ int tail_done(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 	if (rc < 0 && opening)
 		ffs_unreserve_stripes(fs, p, 1);
 	else if (rc == 0 && !tail_open(fs, p))
-		rc = tail_closed(fs, p);
+		rc = ffs_tail_closed(fs, p);
 	if (rc == 0 && !npatch)
 		atomic_fetch_add(&fs->stats.tail_packed, 1);
 	for (struct wbuf *w = wb; w; w = w->gnext)
@@ -552,7 +552,7 @@ int tail_done(struct ffs *fs, struct finode *fi, struct wbuf *wb)
  * them.  A tail extent from a damaged inode (rows outside the chunk, none,
  * or a tail on a volume without them) is refused, never read.
  */
-int tail_read(struct ffs *fs, uint64_t p, uint32_t row0, uint32_t rows, uint64_t o, size_t n,
+int ffs_tail_read(struct ffs *fs, uint64_t p, uint32_t row0, uint32_t rows, uint64_t o, size_t n,
 	      uint8_t *dst)
 {
 	uint64_t part = (uint64_t)rows * FFS_TAIL_ROW, end = part * fs->g->ndata;
@@ -572,7 +572,7 @@ int tail_read(struct ffs *fs, uint64_t p, uint32_t row0, uint32_t rows, uint64_t
 		if (o >= end)
 			memset(dst, 0, m);
 		else
-			rc = read_stripe_bytes(fs, p, i * fs->g->chunk_bytes + row0 * FFS_TAIL_ROW + y, m,
+			rc = ffs_read_stripe_bytes(fs, p, i * fs->g->chunk_bytes + row0 * FFS_TAIL_ROW + y, m,
 					       dst);
 		if (rc < 0)
 			return rc;
@@ -672,7 +672,7 @@ int ffs_tails_retire_all(struct ffs *fs)
 	pthread_mutex_unlock(&t->lock);
 	for (unsigned i = 0; i < t->nslots && rc == 0; i++)
 		if (ps[i] != NO_STRIPE)
-			rc = tail_closed(fs, ps[i]);
+			rc = ffs_tail_closed(fs, ps[i]);
 	return rc;
 }
 
@@ -698,7 +698,7 @@ bool ffs_tail_hold(struct ffs *fs, uint64_t p)
 		}
 	}
 	pthread_mutex_unlock(&t->lock);
-	if (retired && tail_closed(fs, p) < 0)
+	if (retired && ffs_tail_closed(fs, p) < 0)
 		ff_log(FF_LOG_ERR, "tail stripe %llu could not be let go", (unsigned long long)p);
 	return !busy;
 }

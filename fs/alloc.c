@@ -12,7 +12,10 @@
  * (ffs_alloc_tx_committed), a writer that finds only such stripes commits
  * itself and asks again, and the read cache learns of freed stripes through
  * the fs->stripes_freed hook it registers, so a stale copy of a freed
- * stripe is never served once the stripe is reused.
+ * stripe is never served once the stripe is reused.  Likewise the stripes
+ * reserved ahead come back through hooks their holders register: the tail
+ * slots' spares (fs->reclaim_spares, tail.c) and the cached inodes'
+ * reservations (fs->reclaim_reservations, inode.c).
  */
 #include <errno.h>
 #include <string.h>
@@ -253,13 +256,10 @@ static uint64_t run_length(const uint64_t *bits, uint64_t nbits, uint64_t i, uin
  */
 static void reclaim_reservations(struct ffs *fs)
 {
-	ffs_tails_drop_spares(fs); /* the tail slots' spares too (tail.c) */
-	for (unsigned h = 0; h < fs->ihash_size; h++)
-		for (struct finode *f = fs->ihash[h]; f; f = f->hnext)
-			if (f->reserve_count) {
-				ffs_unreserve_stripes(fs, f->reserve_first, f->reserve_count);
-				f->reserve_count = 0;
-			}
+	if (fs->reclaim_spares)
+		fs->reclaim_spares(fs); /* the tail slots' spares too */
+	if (fs->reclaim_reservations)
+		fs->reclaim_reservations(fs);
 }
 
 /*
@@ -277,7 +277,7 @@ static void reclaim_reservations(struct ffs *fs)
  * quarter of a tiny volume.  statfs answers it as free but not available
  * (f_bfree, f_bavail), as ext4 does its root reserve.  A file truncated or
  * punched takes back from it what it gave up, the save of a project with
- * O_TRUNC being an overwrite too (wbuf.c reserve_stripes): should another
+ * O_TRUNC being an overwrite too (wbuf.c ffs_wb_reserve_stripes): should another
  * file's new data take the freed stripes first, the reserve shrinks by
  * that much.
  */

@@ -24,6 +24,7 @@ int ffs_check_open(const char *const *paths, unsigned n, bool ro, size_t meta_ca
 		return -ENOMEM;
 	fs->ro = ro;
 	fs->checking = true;
+	ffs_hooks_init(fs);
 	fs->opts.ro = ro;
 	fs->opts.meta_cache_bytes = meta_cache_bytes ? meta_cache_bytes : 256 * FF_MiB;
 	pthread_mutex_init(&fs->lock, NULL);

@@ -25,18 +25,18 @@ static void aread_free(struct ffs *fs);
 
 int ffs_data_init(struct ffs *fs)
 {
-	int rc = wpool_init(fs);
+	int rc = ffs_wpool_init(fs);
 
 	if (rc == 0)
-		rc = rcache_init(fs);
+		rc = ffs_rcache_init(fs);
 	if (rc == 0)
-		rc = tails_init(fs);
+		rc = ffs_tails_init(fs);
 	if (rc == 0)
-		rc = pcache_init(fs); /* after the tails: patches need them (ffs_patches_on) */
+		rc = ffs_pcache_init(fs);
 	if (rc == 0)
 		rc = aread_init(fs);
 	if (rc == 0)
-		rc = wpool_start(fs);
+		rc = ffs_wpool_start(fs);
 	if (rc == 0)
 		rc = ffs_merges_start(fs);
 	return rc;
@@ -45,10 +45,10 @@ int ffs_data_init(struct ffs *fs)
 void ffs_data_free(struct ffs *fs)
 {
 	ffs_merges_free(fs); /* it writes through the pool */
-	wpool_free(fs);
-	rcache_free(fs);
-	pcache_free(fs);
-	tails_free(fs);
+	ffs_wpool_free(fs);
+	ffs_rcache_free(fs);
+	ffs_pcache_free(fs);
+	ffs_tails_free(fs);
 	aread_free(fs);
 }
 
@@ -73,7 +73,7 @@ static bool is_small(struct ffs *fs, struct finode *fi)
  */
 static int force_stripe_step(struct ffs *fs, struct finode *fi, uint64_t k, const char *what)
 {
-	struct wbuf *wb = wb_find(fi, k);
+	struct wbuf *wb = ffs_wb_find(fi, k);
 	int rc;
 
 	if (wb && wb->writing) {
@@ -82,12 +82,12 @@ static int force_stripe_step(struct ffs *fs, struct finode *fi, uint64_t k, cons
 	}
 	if (fi->write_error)
 		return fi->write_error;
-	if (!wb && !(wb = wb_for(fs, fi, k, &rc)))
+	if (!wb && !(wb = ffs_wb_for(fs, fi, k, &rc)))
 		return rc;
 	if (wb->writing)
-		return 0; /* wb_for may wait: another writer sent it meanwhile */
+		return 0; /* ffs_wb_for may wait: another writer sent it meanwhile */
 	wb->force_stripe = true;
-	rc = wb_writeout(fs, fi, wb);
+	rc = ffs_wb_writeout(fs, fi, wb);
 	return rc < 0 ? rc : 0;
 }
 
@@ -122,7 +122,7 @@ ssize_t ffs_data_write(struct ffs *fs, struct finode *fi, const void *buf, size_
 
 	pthread_mutex_lock(&fi->dlock);
 	/* a write past stripe 0: the file leaves the small class first, and
-	 * may not enter it until this write is done (wb_for may let go of
+	 * may not enter it until this write is done (ffs_wb_for may let go of
 	 * dlock, and another writer's flush would find the file small) */
 	if (beyond) {
 		fi->beyond_small++;
@@ -131,21 +131,21 @@ ssize_t ffs_data_write(struct ffs *fs, struct finode *fi, const void *buf, size_
 	while (done < len && rc == 0) {
 		uint64_t k = (off + done) / fs->stripe_bytes, o = (off + done) % fs->stripe_bytes;
 		size_t n = (size_t)FF_MIN(len - done, fs->stripe_bytes - o);
-		struct wbuf *wb = wb_for(fs, fi, k, &rc);
+		struct wbuf *wb = ffs_wb_for(fs, fi, k, &rc);
 
 		if (!wb)
 			break;
-		if (wb->nival == WB_IVALS && !ival_covers(wb, o, o + n)) {
-			rc = wb_fill(fs, fi, wb); /* too fragmented: complete it first */
+		if (wb->nival == WB_IVALS && !ffs_ival_covers(wb, o, o + n)) {
+			rc = ffs_wb_fill(fs, fi, wb); /* too fragmented: complete it first */
 			if (rc < 0)
 				break;
 		}
 		memcpy(wb->data + o, src + done, n);
-		ival_add(wb, o, o + n);
+		ffs_ival_add(wb, o, o + n);
 		wb->hi = FF_MAX(wb->hi, o + n);
 		done += n;
-		if (ival_covers(wb, 0, fs->stripe_bytes)) {
-			rc = wb_writeout(fs, fi, wb);
+		if (ffs_ival_covers(wb, 0, fs->stripe_bytes)) {
+			rc = ffs_wb_writeout(fs, fi, wb);
 			if (rc < 0)
 				break;
 		}
@@ -165,7 +165,7 @@ ssize_t ffs_data_write(struct ffs *fs, struct finode *fi, const void *buf, size_
 	/* times alone: whatever writes the data (a stripe's mapping, or a
 	 * patch batch, which carries them for replay) decides what fsync
 	 * commits (patch.c) */
-	if (!grew && ffs_patches_on(fs))
+	if (!grew && (fs->features & FFS_FEAT_PATCHES))
 		fi->tx_seq = before;
 	pthread_mutex_unlock(&fs->lock);
 	return rc < 0 ? rc : (ssize_t)done;
@@ -205,10 +205,10 @@ static int read_source(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t o
 	pthread_mutex_lock(&fi->dlock);
 	/* patches being written hold only their blocks: read once they are
 	 * mapped (stripe_done wakes dcond; every write ends there) */
-	while ((wb = wb_find(fi, k)) && wb->writing && !ival_covers(wb, o, o + n))
+	while ((wb = ffs_wb_find(fi, k)) && wb->writing && !ffs_ival_covers(wb, o, o + n))
 		wait_noted(&fi->dcond, &fi->dlock, "patches of this stripe being written");
-	if (wb && dst && !ival_covers(wb, o, o + n))
-		rc = wb_fill(fs, fi, wb);
+	if (wb && dst && !ffs_ival_covers(wb, o, o + n))
+		rc = ffs_wb_fill(fs, fi, wb);
 	if (wb && rc == 0 && dst)
 		memcpy(dst, wb->data + o, n);
 	pthread_mutex_unlock(&fi->dlock);
@@ -236,16 +236,16 @@ static int read_source(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t o
 		if (!dst)
 			return -EAGAIN;
 		ffs_tail_rows_of(&x, &row0, &rows);
-		rc = tail_read(fs, *p, row0, rows, o, n, dst);
+		rc = ffs_tail_read(fs, *p, row0, rows, o, n, dst);
 	} else if (patched) { /* the stripe with its patches laid over (patch.c) */
 		if (!dst)
 			return -EAGAIN;
-		rc = read_stripe_bytes(fs, *p, o, n, dst);
+		rc = ffs_read_stripe_bytes(fs, *p, o, n, dst);
 	} else {
 		return SRC_STRIPE;
 	}
 	if (rc == 0 && patched)
-		rc = patch_overlay(fs, fi, k, o, n, dst, NULL);
+		rc = ffs_patch_overlay(fs, fi, k, o, n, dst, NULL);
 	return rc < 0 ? rc : SRC_DONE;
 }
 
@@ -287,8 +287,8 @@ ssize_t ffs_data_read(struct ffs *fs, struct finode *fi, void *buf, size_t len, 
 				memset(dst + done, 0, n);
 			if (rc == SRC_STRIPE) {
 				if (!(flags & FFS_READ_KERNEL_AHEAD))
-					read_ahead(fs, fi, k, size);
-				rc = read_stripe_bytes(fs, p, o, n, dst + done);
+					ffs_read_ahead(fs, fi, k, size);
+				rc = ffs_read_stripe_bytes(fs, p, o, n, dst + done);
 			}
 			if (hold && gen != NO_GEN) {
 				pthread_mutex_lock(&fs->lock);
@@ -336,14 +336,14 @@ ssize_t ffs_data_read_ref(struct ffs *fs, struct finode *fi, size_t len, uint64_
 			return rc < 0 ? rc : -EAGAIN;
 		ns[n] = (size_t)FF_MIN(len - done, fs->stripe_bytes - o);
 		if (!(flags & FFS_READ_KERNEL_AHEAD))
-			read_ahead(fs, fi, k, size);
+			ffs_read_ahead(fs, fi, k, size);
 		done += ns[n];
 	}
 	done = 0;
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t o = (off + done) % fs->stripe_bytes;
 		struct rentry *e;
-		int rc = stripe_get(fs, ps[i], i ? RC_WAIT_LOAD : RC_WAIT, &e);
+		int rc = ffs_stripe_get(fs, ps[i], i ? RC_WAIT_LOAD : RC_WAIT, &e);
 
 		if (rc < 0) {
 			/* ESTALE: the stripe was freed (and its copy dropped) while
@@ -371,7 +371,7 @@ ssize_t ffs_data_read_ref(struct ffs *fs, struct finode *fi, size_t len, uint64_
 void ffs_data_read_unref(struct ffs *fs, struct ffs_rref *ref)
 {
 	for (unsigned i = 0; i < ref->n; i++)
-		rc_put(fs, ref->pin[i]);
+		ffs_rc_put(fs, ref->pin[i]);
 	ref->n = 0;
 }
 
@@ -549,8 +549,8 @@ static int direct_start(struct ffs *fs, struct finode *fi, void *buf, size_t cap
 
 		if (rc != SRC_STRIPE)
 			return rc < 0 ? rc : -EAGAIN;
-		if (done + rlen > cap || nchunks + rlen / C > DIRECT_CHUNKS_MAX || rc_present(fs, p) ||
-		    stripe_crcs(fs, p, crc, &vlen) < 0 || vlen != C)
+		if (done + rlen > cap || nchunks + rlen / C > DIRECT_CHUNKS_MAX || ffs_rc_present(fs, p) ||
+		    ffs_stripe_crcs(fs, p, crc, &vlen) < 0 || vlen != C)
 			return -EAGAIN;
 		memcpy(&r->crc[nchunks], &crc[o / C], (size_t)(rlen / C) * sizeof(uint32_t));
 		nchunks += rlen / C;
@@ -674,7 +674,7 @@ static int data_flush(struct ffs *fs, struct finode *fi, bool merges, bool keep)
 			wait_noted(&fi->dcond, &fi->dlock, "a stripe write of this file in flight"); /* others' writes in flight */
 			continue;
 		}
-		err = wb_writeout_flush(fs, fi, wb);
+		err = ffs_wb_writeout_flush(fs, fi, wb);
 		if (err < 0 && !rc)
 			rc = err;
 	}
@@ -685,7 +685,7 @@ static int data_flush(struct ffs *fs, struct finode *fi, bool merges, bool keep)
 	if (keep)
 		return rc < 0 ? rc : err;
 	pthread_mutex_lock(&fs->lock);
-	release_reservation(fs, fi);
+	ffs_release_reservation(fs, fi);
 	if (fi->d.parent && ff_le64(fi->d.nstripes)) {
 		struct finode *dir;
 
@@ -729,7 +729,7 @@ static void drop_buffers(struct ffs *fs, struct finode *fi, uint64_t k0, uint64_
 		struct wbuf *next = wb->next;
 
 		if (wb->fstripe >= k0 && wb->fstripe < k1)
-			wb_drop(fs, fi, wb, 0);
+			ffs_wb_drop(fs, fi, wb, 0);
 		wb = next;
 	}
 }
@@ -751,17 +751,17 @@ int ffs_data_truncate(struct ffs *fs, struct finode *fi, uint64_t size)
 		rc = ffs_extent_lookup(fs, fi, eof_k, &p, &run, &flags);
 		small = eof_k == 0 && ffs_is_small(fi);
 		pthread_mutex_unlock(&fs->lock);
-		wb = wb_find(fi, eof_k);
+		wb = ffs_wb_find(fi, eof_k);
 		if (wb || small || (rc == 0 && !(flags & FFS_X_UNWRITTEN))) {
 			int err = 0;
 
-			wb = wb ? wb : wb_for(fs, fi, eof_k, &err);
+			wb = wb ? wb : ffs_wb_for(fs, fi, eof_k, &err);
 			rc = wb ? 0 : err;
-			if (wb && !ival_covers(wb, 0, eof_off))
-				rc = wb_fill(fs, fi, wb);
+			if (wb && !ffs_ival_covers(wb, 0, eof_off))
+				rc = ffs_wb_fill(fs, fi, wb);
 			if (wb && rc == 0) {
 				memset(wb->data + eof_off, 0, fs->stripe_bytes - eof_off);
-				ival_add(wb, eof_off, fs->stripe_bytes);
+				ffs_ival_add(wb, eof_off, fs->stripe_bytes);
 				/* what it holds ends at the new size now: a small file
 				 * stays small (small_writeout measures size and hi) */
 				wb->hi = FF_MIN(wb->hi, eof_off);
@@ -771,7 +771,7 @@ int ffs_data_truncate(struct ffs *fs, struct finode *fi, uint64_t size)
 						fi->d.size = ff_cpu_to_le64(size);
 					pthread_mutex_unlock(&fs->lock);
 				}
-				rc = wb_writeout(fs, fi, wb);
+				rc = ffs_wb_writeout(fs, fi, wb);
 			}
 		} else {
 			rc = 0;
@@ -843,7 +843,7 @@ static bool stripe_is_hole(struct ffs *fs, struct finode *fi, uint64_t k)
 	pthread_mutex_lock(&fi->dlock);
 	pthread_mutex_lock(&fs->lock);
 	rc = ffs_is_small(fi) ? 0 : ffs_extent_lookup(fs, fi, k, &p, &run, &flags);
-	hole = rc == -ENOENT && !wb_find(fi, k);
+	hole = rc == -ENOENT && !ffs_wb_find(fi, k);
 	pthread_mutex_unlock(&fs->lock);
 	pthread_mutex_unlock(&fi->dlock);
 	return hole;
@@ -951,8 +951,8 @@ static int fallocate_map(struct ffs *fs, struct finode *fi, int mode, uint64_t o
 		if (rc != -ENOENT)
 			break;
 		run = FF_MIN(run, k1 - k);
-		reserve_want(fs, fi, &hint);
-		rc = reserve_stripes(fs, fi, fi->alloc_hint ? fi->alloc_hint : hint, run, false,
+		ffs_reserve_want(fs, fi, &hint);
+		rc = ffs_wb_reserve_stripes(fs, fi, fi->alloc_hint ? fi->alloc_hint : hint, run, false,
 				     &first, &got);
 		if (rc < 0)
 			break;

@@ -19,7 +19,7 @@
 
 #define WB_IVALS 16
 #define WB_PATCHES 32 /* patch records one buffer may make (patch.c) */
-#define WB_PER_INODE 64 /* bounds the linear wb_find, not the pool's use */
+#define WB_PER_INODE 64 /* bounds the linear ffs_wb_find, not the pool's use */
 #define WB_NO_STRIPE UINT64_MAX /* pstripe of a stripe-0 buffer made when none was free */
 
 /* A stripe-sized write buffer (wbuf.c); its owner's dlock guards it. */
@@ -43,7 +43,7 @@ struct wbuf {
 	bool in_place;
 	int tslot;                  /* a tail (tail.c): its slot, rows [trow0, trow0 + trows); -1: a stripe */
 	uint32_t trow0, trows;
-	uint64_t tretired;          /* the tail stripe its slot held before (patch_submit) */
+	uint64_t tretired;          /* the tail stripe its slot held before (ffs_patch_submit) */
 	unsigned npatch;            /* > 0: the buffer goes as these patches (patch.c), not a tail */
 	struct { uint16_t b0, n, slot0; } patch[WB_PATCHES];
 	struct wbuf *gnext;         /* patches: the file's other buffers sent in the same rows */
@@ -91,58 +91,68 @@ static inline void wait_noted(pthread_cond_t *cond, pthread_mutex_t *lock, const
 /* ---- write buffers (wbuf.c) ---------------------------------------------- */
 
 /* The pool and its completion thread (mount), and their teardown. */
-int wpool_init(struct ffs *fs);
-int wpool_start(struct ffs *fs);
-void wpool_free(struct ffs *fs);
+int ffs_wpool_init(struct ffs *fs);
+int ffs_wpool_start(struct ffs *fs);
+void ffs_wpool_free(struct ffs *fs);
 /* The buffer for file stripe k, attached to fi (dlock held, dropped while
  * waiting); NULL with *err on error. */
-struct wbuf *wb_for(struct ffs *fs, struct finode *fi, uint64_t k, int *err);
-struct wbuf *wb_find(struct finode *fi, uint64_t fstripe);
-void ival_add(struct wbuf *wb, uint64_t a, uint64_t b);
-bool ival_covers(const struct wbuf *wb, uint64_t a, uint64_t b);
-int wb_fill(struct ffs *fs, struct finode *fi, struct wbuf *wb);
-void wb_drop(struct ffs *fs, struct finode *fi, struct wbuf *wb, int err);
-int wb_writeout(struct ffs *fs, struct finode *fi, struct wbuf *wb);
+struct wbuf *ffs_wb_for(struct ffs *fs, struct finode *fi, uint64_t k, int *err);
+struct wbuf *ffs_wb_find(struct finode *fi, uint64_t fstripe);
+void ffs_ival_add(struct wbuf *wb, uint64_t a, uint64_t b);
+bool ffs_ival_covers(const struct wbuf *wb, uint64_t a, uint64_t b);
+int ffs_wb_fill(struct ffs *fs, struct finode *fi, struct wbuf *wb);
+void ffs_wb_drop(struct ffs *fs, struct finode *fi, struct wbuf *wb, int err);
+int ffs_wb_writeout(struct ffs *fs, struct finode *fi, struct wbuf *wb);
 /* The same for fsync and close: buffers that go as patches take the file's
- * other partial buffers that can along, in the same rows (patch_gather). */
-int wb_writeout_flush(struct ffs *fs, struct finode *fi, struct wbuf *wb);
-uint64_t reserve_want(struct ffs *fs, struct finode *fi, uint64_t *hint);
-int reserve_stripes(struct ffs *fs, struct finode *fi, uint64_t hint, uint64_t want,
+ * other partial buffers that can along, in the same rows (ffs_patch_gather). */
+int ffs_wb_writeout_flush(struct ffs *fs, struct finode *fi, struct wbuf *wb);
+uint64_t ffs_reserve_want(struct ffs *fs, struct finode *fi, uint64_t *hint);
+int ffs_wb_reserve_stripes(struct ffs *fs, struct finode *fi, uint64_t hint, uint64_t want,
 		    bool overwrite, uint64_t *first, uint64_t *got);
-void release_reservation(struct ffs *fs, struct finode *fi);
+void ffs_release_reservation(struct ffs *fs, struct finode *fi);
 
-/* The engine's completion of a buffer's write (stripe or tail): hands it to
- * the completion thread. */
-void wb_write_done(struct ff_raid_io *io);
 
 /* ---- packed tails (tail.c) ---------------------------------------------------- */
 
-int tails_init(struct ffs *fs);
-void tails_free(struct ffs *fs);
+int ffs_tails_init(struct ffs *fs);
+void ffs_tails_free(struct ffs *fs);
 /* Rows buffer wb takes as a tail, 0: a stripe of its own (dlock held). */
-uint32_t tail_rows(struct ffs *fs, struct finode *fi, struct wbuf *wb);
-/* Send it (marked writing, no lock held): 0 sent, 1 no tail stripe free. */
-int tail_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb, uint32_t rows);
+uint32_t ffs_tail_rows(struct ffs *fs, struct finode *fi, struct wbuf *wb);
+/* Send it (marked writing, no lock held): 0 sent, 1 no tail stripe free.
+ * done: the engine's completion of the write (the write buffers'). */
+int ffs_tail_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb, uint32_t rows,
+		void (*done)(struct ff_raid_io *io));
+/* A slot of an open tail stripe taken for a patch batch (ffs_tail_batch_take:
+ * waits for one when every slot is busy, no lock held): the stripe's image
+ * the batch is laid in, the stripe, the batch's seq and its first row. */
+struct tslot;
+struct tail_batch {
+	struct tslot *slot;
+	uint8_t *img;
+	uint64_t p, seq;
+	uint32_t row0;
+};
+void ffs_tail_batch_take(struct ffs *fs, struct wbuf *wb, uint32_t rows, struct tail_batch *tb);
+/* Write the batch's rows [row0, row0 + rows), laid in the image, as a tail
+ * is written (done: as ffs_tail_submit's). */
+void ffs_tail_batch_send(struct ffs *fs, struct finode *fi, struct wbuf *wb, const struct tail_batch *tb,
+		     uint32_t rows, void (*done)(struct ff_raid_io *io));
 /* Map a tail written (completion thread, fs->lock held). */
-int tail_done(struct ffs *fs, struct finode *fi, struct wbuf *wb);
+int ffs_tail_done(struct ffs *fs, struct finode *fi, struct wbuf *wb);
 /* A tail stripe no longer open: freed if its entry says nothing points
  * into it.  p must be allocated (its entry is its own).  fs->lock held. */
-int tail_closed(struct ffs *fs, uint64_t p);
+int ffs_tail_closed(struct ffs *fs, uint64_t p);
 /* Bytes [o, o+n) of a file stripe held as a tail at rows [row0, row0+rows) of p. */
-int tail_read(struct ffs *fs, uint64_t p, uint32_t row0, uint32_t rows, uint64_t o, size_t n,
+int ffs_tail_read(struct ffs *fs, uint64_t p, uint32_t row0, uint32_t rows, uint64_t o, size_t n,
 	      uint8_t *dst);
 
 /* ---- merges in the background (merge.c) -------------------------------------- */
 
 /* Queue file stripe k of fi for a merge: false when the queue is full or
  * stopped (the caller merges itself).  Any lock may be held. */
-bool merge_defer(struct ffs *fs, struct finode *fi, uint64_t k);
+bool ffs_merge_defer(struct ffs *fs, struct finode *fi, uint64_t k);
 /* Whether file stripe k has patches past their share (fs->lock held). */
-bool patch_past_share(struct ffs *fs, struct finode *fi, uint64_t k);
-
-/* Send the patches planned in wb and the buffers gathered behind it, all
- * marked writing, no lock held: waits for a slot when every one is busy. */
-void patch_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb);
+bool ffs_patch_past_share(struct ffs *fs, struct finode *fi, uint64_t k);
 
 /* ---- patches (patch.c) ----------------------------------------------------- */
 /* Byte offset in a stripe of slot s (format.h: row s / ndata of chunk s % ndata). */
@@ -155,43 +165,48 @@ static inline uint64_t patch_slot_offset(const struct ffs *fs, uint32_t s)
  * or PATCH_MERGE: rewritten whole with the stripe's patches laid over
  * (counted where the rewrite is decided, wbuf.c).  dlock held. */
 #define PATCH_MERGE (-1)
-int patch_plan(struct ffs *fs, struct finode *fi, struct wbuf *wb);
+int ffs_patch_plan(struct ffs *fs, struct finode *fi, struct wbuf *wb);
 /* Gather the file's other partial buffers that go as patches behind wb (on
  * wb->gnext), as many as one tail stripe's rows hold.  dlock held. */
-void patch_gather(struct ffs *fs, struct finode *fi, struct wbuf *wb);
+void ffs_patch_gather(struct ffs *fs, struct finode *fi, struct wbuf *wb);
 /* Rows the patches of wb and its gathered buffers take. */
-uint32_t patch_rows(const struct ffs *fs, const struct wbuf *wb);
+uint32_t ffs_patch_rows(const struct ffs *fs, const struct wbuf *wb);
+/* Send the patches planned in wb and the buffers gathered behind it, all
+ * marked writing, no lock held, in the rows of a tail stripe (tail.c):
+ * waits for a slot when every one is busy.  done: as ffs_tail_submit's. */
+void ffs_patch_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb,
+		  void (*done)(struct ff_raid_io *io));
 /* Bytes [o, o + n) of file stripe k, read into dst from its base stripe,
  * get what its patches hold instead, but for those `keep` holds (a buffer
  * of k filling its gaps, or NULL).  No lock held; dlock when keep. */
-int patch_overlay(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t o, size_t n, uint8_t *dst,
+int ffs_patch_overlay(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t o, size_t n, uint8_t *dst,
 		  const struct wbuf *keep);
-/* Fill the gaps of wb within [a, b) (wb_fill is the whole stripe). */
-int wb_fill_span(struct ffs *fs, struct finode *fi, struct wbuf *wb, uint64_t a, uint64_t b);
+/* Fill the gaps of wb within [a, b) (ffs_wb_fill is the whole stripe). */
+int ffs_wb_fill_span(struct ffs *fs, struct finode *fi, struct wbuf *wb, uint64_t a, uint64_t b);
 
 /* ---- the patch cache (pcache.c) -------------------------------------------- */
 
-int pcache_init(struct ffs *fs);
-void pcache_free(struct ffs *fs);
+int ffs_pcache_init(struct ffs *fs);
+void ffs_pcache_free(struct ffs *fs);
 /* Block `slot` of tail stripe p holds blk now (its batch is being sent). */
-void pcache_put(struct ffs *fs, uint64_t p, uint32_t slot, const void *blk);
+void ffs_pcache_put(struct ffs *fs, uint64_t p, uint32_t slot, const void *blk);
 /* Copy the cached block into blk: false when it is not cached. */
-bool pcache_get(struct ffs *fs, uint64_t p, uint32_t slot, void *blk);
+bool ffs_pcache_get(struct ffs *fs, uint64_t p, uint32_t slot, void *blk);
 /* No patch points to slots [slot0, slot0 + n) of p any more. */
-void pcache_forget(struct ffs *fs, uint64_t p, uint32_t slot0, uint32_t n);
+void ffs_pcache_forget(struct ffs *fs, uint64_t p, uint32_t slot0, uint32_t n);
 
 /* ---- the stripe read cache (rcache.c) ------------------------------------ */
 
-int rcache_init(struct ffs *fs);
-void rcache_free(struct ffs *fs);
-int stripe_get(struct ffs *fs, uint64_t p, int mode, struct rentry **out);
-void rc_put(struct ffs *fs, struct rentry *e);
-int read_stripe_bytes(struct ffs *fs, uint64_t p, uint64_t off, size_t len, void *dst);
+int ffs_rcache_init(struct ffs *fs);
+void ffs_rcache_free(struct ffs *fs);
+int ffs_stripe_get(struct ffs *fs, uint64_t p, int mode, struct rentry **out);
+void ffs_rc_put(struct ffs *fs, struct rentry *e);
+int ffs_read_stripe_bytes(struct ffs *fs, uint64_t p, uint64_t off, size_t len, void *dst);
 /* Whether stripe p has an entry in the cache (loading, ready or failed). */
-bool rc_present(struct ffs *fs, uint64_t p);
+bool ffs_rc_present(struct ffs *fs, uint64_t p);
 /* The checksums stripe p is verified by, and the bytes of each chunk they
  * cover (fs->lock not held). */
-int stripe_crcs(struct ffs *fs, uint64_t p, uint32_t *crc, uint32_t *vlen);
-void read_ahead(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t size);
+int ffs_stripe_crcs(struct ffs *fs, uint64_t p, uint32_t *crc, uint32_t *vlen);
+void ffs_read_ahead(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t size);
 
 #endif

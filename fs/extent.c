@@ -185,12 +185,13 @@ static struct ffs_extent mkext(uint64_t f, uint64_t p, uint64_t n, uint32_t flag
  * [keep, keep+nkeep) are the ones about to be mapped again (a preallocated
  * run written in place) and are not freed.  *given (when not NULL) counts
  * the stripes freed and the tails let go: what the file may take back
- * (fi->regrow, wbuf.c reserve_stripes); a stripe replaced is not given up.
+ * (fi->regrow, wbuf.c ffs_wb_reserve_stripes); a stripe replaced is not given up.
  */
 static int punch(struct ffs *fs, struct finode *fi, uint64_t f, uint64_t end, uint64_t keep,
 		 uint64_t nkeep, uint64_t *given)
 {
-	int prc = ffs_patch_drop(fs, fi, f, end); /* their content changes hands here (patch.c) */
+	/* their content changes hands here (patch.c) */
+	int prc = fs->patches_drop ? fs->patches_drop(fs, fi, f, end) : 0;
 
 	if (prc < 0)
 		return prc;
@@ -216,7 +217,7 @@ static int punch(struct ffs *fs, struct finode *fi, uint64_t f, uint64_t end, ui
 			tail_blocks_add(fs, fi, &x, -1);
 			if (given) /* written again, it needs a stripe */
 				(*given)++;
-			rc = ffs_tail_release(fs, xp);
+			rc = fs->tail_release ? fs->tail_release(fs, xp) : 0;
 			if (rc < 0)
 				return rc;
 			if (a == 0 || a <= f)

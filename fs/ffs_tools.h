@@ -112,10 +112,13 @@ int ffs_meta_write_raw(struct ffs *fs, uint64_t no, const void *buf, uint64_t nb
 /* Commit the running transaction (journal it and flush; a checkpoint when
  * due) after the commit in flight, if any.  Holds fs->lock throughout. */
 int ffs_journal_commit(struct ffs *fs);
-/* Write the superblock (next group of copies, generation + 1). */
-int ffs_super_write(struct ffs *fs);
 /* Should the running transaction be committed now (size)? */
 bool ffs_journal_tx_full(const struct ffs *fs);
+
+/* ---- superblock (super.c) ------------------------------------------------ */
+
+/* Write the superblock (next group of copies, generation + 1). */
+int ffs_super_write(struct ffs *fs);
 
 /* ---- allocators (alloc.c) ---------------------------------------------- */
 
@@ -193,7 +196,7 @@ struct finode {
 	uint64_t reserve_count;
 	/* stripes and tails a truncation or a punched hole took from this
 	 * file, which its new data may take back from the overwrite reserve
-	 * (wbuf.c reserve_stripes; fs->lock).  Kept while the inode is in
+	 * (wbuf.c ffs_wb_reserve_stripes; fs->lock).  Kept while the inode is in
 	 * memory: a save with O_TRUNC, or truncate(1) then a write, uses it at
 	 * once. */
 	uint64_t regrow;

@@ -4,6 +4,25 @@
  * the mounted filesystem and its modules.  What the offline tools may use
  * is in fs/ffs_tools.h, which this includes.
  *
+ * Floors.  The library's files stand on six floors, bottom first, and
+ * every call goes down or stays on its floor (tests/layers/fs_floors.py
+ * holds the same table and fails on a call up):
+ *   base    format, watch, repair: they call nothing else in the library
+ *   cache   meta: the metadata block cache
+ *   space   alloc: the allocators, over bitmaps in cached blocks
+ *   meta    super, journal, btree, inode, extent, dir, xattr, small
+ *   data    data, wbuf, rcache, tail, patch, pcache, merge
+ *   volume  ops, mount, check, scrub, tools
+ * A floor tells one above it something through a hook the higher one
+ * registers (the function pointers in struct ffs: stripes_freed,
+ * reclaim_spares, reclaim_reservations, tails_listing, patches_drop,
+ * tail_release), and every floor reads what the mount does from
+ * fs->features.  small.c is on the meta floor: a small file's bytes are
+ * metadata pool blocks its inode names, and the inode and extent code call
+ * it.  watch.c and repair.c are on the lowest floor: the journal and the
+ * data path call them.  format.c and meta.c are below the allocator, which
+ * keeps its bitmaps in cached blocks.
+ *
  * Locking.  One mutex, fs->lock, guards all metadata: the block cache, the
  * running transaction, the allocators, the inode cache and every on-disk
  * structure reached through them.  File data has its own locks: each
@@ -31,9 +50,30 @@ int ffs_meta_cache_init(struct ffs *fs, size_t max_bytes);
 void ffs_meta_cache_free(struct ffs *fs);
 void ffs_meta_cache_drop_clean(struct ffs *fs);
 
+/* ---- the superblock and batched META writes (super.c) ------------------- */
+
+/* ffs_super_write: ffs_tools.h */
+/* META writes submitted together and waited for together. */
+struct ffs_batch {
+	struct ff_raid_io *io;
+	unsigned n, cap;
+	unsigned pending;
+	int err;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+};
+/* Room for cap requests. */
+int ffs_batch_init(struct ffs_batch *b, unsigned cap);
+/* Submit the write of nblocks META blocks from block on: the first error is kept. */
+int ffs_batch_add_range(struct ffs *fs, struct ffs_batch *b, uint64_t block, void *buf,
+			uint64_t nblocks);
+/* Wait for every request submitted; the first error, 0 if none.  Frees the
+ * requests; the lock and cond are the caller's to destroy. */
+int ffs_batch_wait(struct ffs_batch *b);
+
 /* ---- journal (journal.c) ------------------------------------------------ */
 
-/* ffs_journal_commit, ffs_super_write, ffs_journal_tx_full: ffs_tools.h */
+/* ffs_journal_commit, ffs_journal_tx_full: ffs_tools.h */
 /* The same, but fs->lock (held on entry and on return) is let go while
  * the records are written: for the group-commit thread. */
 int ffs_journal_commit_unlocked(struct ffs *fs);
@@ -127,6 +167,9 @@ int ffs_bt_walk(struct ffs *fs, struct bt_root *t, int (*cb)(void *arg, uint64_t
 
 int ffs_icache_init(struct ffs *fs);
 void ffs_icache_free(struct ffs *fs);
+/* Every cached inode gives back the stripes it reserved ahead (fs->lock
+ * held): the allocator's fs->reclaim_reservations. */
+void ffs_icache_unreserve_all(struct ffs *fs);
 /* Free blocks and the inode once it has no links, lookups or opens. */
 int ffs_inode_maybe_free(struct ffs *fs, struct finode *fi);
 /* Free a regular file's blocks once it has no links or opens (lookups may
@@ -203,7 +246,7 @@ void ffs_rcache_invalidate(struct ffs *fs, uint64_t pstripe, uint64_t count);
  * were (fs/tail.c; fs->lock held, as for the map and checksum change). */
 void ffs_rcache_extended(struct ffs *fs, uint64_t p);
 /* Blocks the patch cache holds, and at most (pcache.c). */
-void pcache_usage(struct ffs *fs, uint64_t *blocks, uint64_t *cap);
+void ffs_pcache_usage(struct ffs *fs, uint64_t *blocks, uint64_t *cap);
 
 /* ---- the small-data class (small.c; fs->lock held) -------------------------- */
 
@@ -253,8 +296,7 @@ int ffs_tail_grab(struct ffs *fs, uint64_t p);
 
 /* ---- patches (patch.c; the data path's part in data_i.h) -------------------- */
 
-/* Small overwrites go as patches on this volume (version 5, read-write). */
-bool ffs_patches_on(const struct ffs *fs);
+/* Small overwrites go as patches on this mount: fs->features & FFS_FEAT_PATCHES. */
 /* Blocks [b0, b0+n) of file stripe f are in slots [slot0, slot0+n) of tail
  * stripe p (crc: each one's ffs_patch_crc), replacing older patches of them (fs->lock held, in the running
  * transaction; p's live count is the caller's). */
@@ -268,6 +310,13 @@ bool ffs_patch_any(const struct ffs *fs, const struct finode *fi);
 /* ---- repair of damaged data stripes (repair.c): ffs_tools.h ---------------- */
 
 /* ---- the mounted filesystem ------------------------------------------------- */
+
+/* What a mount does (fs->features), decided once at mount from the
+ * superblock and the mount options (mount.c): modules read the bits
+ * instead of asking the modules that own the features. */
+#define FFS_FEAT_TAILS   (1u << 0) /* packed tails (tail.c): version 4 and later, read-write */
+#define FFS_FEAT_PATCHES (1u << 1) /* small overwrites as patches (patch.c): with tails, version 5
+				    * and later, slot numbers within 16 bits (format.h) */
 
 struct rcache;
 struct pcache;
@@ -284,6 +333,7 @@ struct ffs {
 	unsigned sb_groups_written; /* bit g: this process wrote group g (format.h) */
 	bool ro;
 	bool checking;              /* fsck.framefs owns repairs: see meta.c, alloc.c */
+	unsigned features;          /* FFS_FEAT_*: set once at mount (mount.c), 0 for fsck */
 	pthread_mutex_t lock;
 	struct ffs_opts opts;
 	uint64_t stripe_bytes;
@@ -309,6 +359,11 @@ struct ffs {
 	uint8_t *jstage;            /* a transaction laid out in journal order */
 	struct mbuf **jlist;        /* its blocks, for the commit in flight */
 	struct journal_flight *jflight; /* the commit in flight (journal.c) */
+	/* Called by each commit (fs->lock held) to list the open tail stripes
+	 * in its record: ffs_tails_listing, which tail.c registers while tails
+	 * are on.  A hook, because the journal sits below the tails.  NULL:
+	 * the record's list stays zeros. */
+	void (*tails_listing)(struct ffs *fs, uint64_t seq, struct ffs_patch_open *po);
 	uint64_t jstage_blocks;     /* what jstage and jlist hold: the journal's size */
 	uint64_t commits;
 	/* reads into a caller's buffer that no thread waits for (data.c) */
@@ -327,6 +382,21 @@ struct ffs {
 	 * the read cache (rcache.c) registers it to drop its copies.  A hook,
 	 * because the allocator sits below the read cache.  NULL: no cache. */
 	void (*stripes_freed)(struct ffs *fs, uint64_t first, uint64_t count);
+	/* Called by the allocator when every free stripe is reserved ahead
+	 * (fs->lock held), in this order: the tail slots give back their
+	 * spares (tail.c registers it), then the cached inodes the unused
+	 * part of their reservations (inode.c).  Hooks, because the allocator
+	 * sits below both.  NULL: nothing to give back. */
+	void (*reclaim_spares)(struct ffs *fs);
+	void (*reclaim_reservations)(struct ffs *fs);
+	/* Called by the extent map (extent.c: fs->lock held, in the running
+	 * transaction) as file stripes leave it: the patches of file stripes
+	 * [f0, f1) go (patch.c ffs_patch_drop), and a tail extent's rows in
+	 * tail stripe p go back (tail.c ffs_tail_release).  Hooks, because the
+	 * extent map sits below both; whoever makes a struct ffs registers
+	 * them (ffs_hooks_init: mount.c, check.c). */
+	int (*patches_drop)(struct ffs *fs, struct finode *fi, uint64_t f0, uint64_t f1);
+	int (*tail_release)(struct ffs *fs, uint64_t p);
 	/* inode cache */
 	struct finode **ihash;
 	unsigned ihash_size;
@@ -354,6 +424,10 @@ struct ffs {
 	/* statistics */
 	struct ffs_stats stats;
 };
+
+/* The hooks of struct ffs that do not depend on the mount's features: set
+ * by whoever makes one (mount.c ffs_mount, check.c ffs_check_open). */
+void ffs_hooks_init(struct ffs *fs);
 
 /* ---- requests in flight (watch.c) -------------------------------------- */
 

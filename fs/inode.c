@@ -26,6 +26,7 @@ int ffs_icache_init(struct ffs *fs)
 {
 	fs->ihash_size = 1u << 16;
 	fs->ihash = calloc(fs->ihash_size, sizeof(*fs->ihash));
+	fs->reclaim_reservations = ffs_icache_unreserve_all;
 	return fs->ihash ? 0 : -ENOMEM;
 }
 
@@ -49,6 +50,17 @@ void ffs_icache_free(struct ffs *fs)
 		}
 	free(fs->ihash);
 	fs->ihash = NULL;
+	fs->reclaim_reservations = NULL;
+}
+
+void ffs_icache_unreserve_all(struct ffs *fs)
+{
+	for (unsigned h = 0; h < fs->ihash_size; h++)
+		for (struct finode *f = fs->ihash[h]; f; f = f->hnext)
+			if (f->reserve_count) {
+				ffs_unreserve_stripes(fs, f->reserve_first, f->reserve_count);
+				f->reserve_count = 0;
+			}
 }
 
 static void icache_remove(struct ffs *fs, struct finode *fi)

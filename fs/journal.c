@@ -50,137 +50,6 @@ static uint64_t jblock(const struct ffs *fs, uint64_t pos)
 	return ff_le64(fs->sb->journal_start) + pos % ff_le64(fs->sb->journal_blocks);
 }
 
-/* ---- batched META writes ------------------------------------------------ */
-
-struct batch {
-	struct ff_raid_io *io;
-	unsigned n, cap;
-	unsigned pending;
-	int err;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-};
-
-static void batch_done(struct ff_raid_io *io)
-{
-	struct batch *b = io->priv;
-
-	pthread_mutex_lock(&b->lock);
-	if (io->result < 0 && !b->err)
-		b->err = io->result;
-	if (--b->pending == 0)
-		pthread_cond_broadcast(&b->cond);
-	pthread_mutex_unlock(&b->lock);
-}
-
-static int batch_init(struct batch *b, unsigned cap)
-{
-	memset(b, 0, sizeof(*b));
-	b->io = calloc(cap, sizeof(*b->io));
-	if (!b->io)
-		return -ENOMEM;
-	b->cap = cap;
-	pthread_mutex_init(&b->lock, NULL);
-	pthread_cond_init(&b->cond, NULL);
-	return 0;
-}
-
-static int batch_add_range(struct ffs *fs, struct batch *b, uint64_t block, void *buf,
-			   uint64_t nblocks)
-{
-	struct ff_raid_io *io;
-	int rc;
-
-	FF_ASSERT(b->n < b->cap);
-	io = &b->io[b->n++];
-	io->op = FF_RAID_WRITE;
-	io->space = FF_SPACE_META;
-	io->off = block * FFS_BLOCK;
-	io->len = nblocks * FFS_BLOCK;
-	io->buf = buf;
-	io->done = batch_done;
-	io->priv = b;
-	pthread_mutex_lock(&b->lock);
-	b->pending++;
-	pthread_mutex_unlock(&b->lock);
-	rc = ff_raid_submit(fs->raid, io);
-	if (rc < 0) {
-		pthread_mutex_lock(&b->lock);
-		b->pending--;
-		if (!b->err)
-			b->err = rc;
-		pthread_mutex_unlock(&b->lock);
-	}
-	return rc;
-}
-
-static int batch_add(struct ffs *fs, struct batch *b, uint64_t block, void *buf)
-{
-	return batch_add_range(fs, b, block, buf, 1);
-}
-
-static int batch_wait(struct batch *b)
-{
-	pthread_mutex_lock(&b->lock);
-	while (b->pending)
-		pthread_cond_wait(&b->cond, &b->lock);
-	pthread_mutex_unlock(&b->lock);
-	free(b->io);
-	b->io = NULL;
-	return b->err;
-}
-
-/* ---- superblock ---------------------------------------------------------- */
-
-/*
- * Write the superblock: generation + 1, to the two copies of the next group
- * (A and C, or B and D: format.h) at once, then flush.  The groups take
- * turns, so a torn write leaves the other group one generation older.  A
- * copy records FFS_F_SB_COPIES4 once this process has written the other
- * group too: then all four copies exist (a volume made before C and D
- * gets them on its first two superblock writes).
- */
-int ffs_super_write(struct ffs *fs)
-{
-	unsigned group = fs->sb_next_copy & 1;
-	struct ffs_super *img = ff_alloc_aligned(2 * FFS_BLOCK);
-	struct batch b;
-	int rc;
-
-	if (!img)
-		return -ENOMEM;
-	if (fs->sb_groups_written & (1u << !group))
-		fs->sb->flags = ff_cpu_to_le32(ff_le32(fs->sb->flags) | FFS_F_SB_COPIES4);
-	fs->sb->generation = ff_cpu_to_le64(ff_le64(fs->sb->generation) + 1);
-	fs->sb->write_time = ff_cpu_to_le64(ff_wall_ns() / 1000000000ull);
-	rc = batch_init(&b, 2);
-	if (rc < 0) {
-		free(img);
-		return rc;
-	}
-	for (unsigned k = 0; k < 2 && rc == 0; k++) {
-		uint64_t block = ffs_sb_block[group + 2 * k];
-
-		memcpy(&img[k], fs->sb, FFS_BLOCK);
-		ffs_block_seal(&img[k], FFS_B_SUPER, block);
-		rc = batch_add(fs, &b, block, &img[k]);
-	}
-	{
-		int rc2 = batch_wait(&b); /* whatever was submitted lands before img goes */
-
-		rc = rc < 0 ? rc : rc2;
-	}
-	pthread_mutex_destroy(&b.lock);
-	pthread_cond_destroy(&b.cond);
-	free(img);
-	if (rc == 0)
-		rc = ff_raid_flush(fs->raid);
-	if (rc == 0)
-		fs->sb_groups_written |= 1u << group;
-	fs->sb_next_copy = !group;
-	return rc;
-}
-
 /* The journal is fully checkpointed after every commit, so the tail can
  * move to the head whenever space runs short. */
 int ffs_journal_reset_tail(struct ffs *fs)
@@ -240,10 +109,11 @@ static unsigned stage_records(struct ffs *fs, struct mbuf **list, unsigned n, ui
 	commit->nblocks = ff_cpu_to_le32(n);
 	commit->images_crc = ff_cpu_to_le32(crc);
 	commit->commit_time_ns = ff_cpu_to_le64(ff_wall_ns());
-	/* where patch batches after this commit may be (patch.c); the
-	 * superblock keeps the last commit's list for a journal checkpointed
-	 * to its head */
-	ffs_tails_listing(fs, fs->j_seq, &commit->popen);
+	/* where patch batches after this commit may be (patch.c), zeros
+	 * without open tail stripes; the superblock keeps the last commit's
+	 * list for a journal checkpointed to its head */
+	if (fs->tails_listing)
+		fs->tails_listing(fs, fs->j_seq, &commit->popen);
 	fs->sb->popen = commit->popen;
 	ffs_block_seal(commit, FFS_B_JCOMMIT, jblock(fs, fs->j_head + at));
 	rng[0] = (struct jrange){ jblock(fs, fs->j_head), run, stage };
@@ -256,7 +126,7 @@ static unsigned stage_records(struct ffs *fs, struct mbuf **list, unsigned n, ui
 /* ---- the commit in flight ------------------------------------------------- */
 
 struct journal_flight {
-	struct batch b;         /* b.lock also guards io_done */
+	struct ffs_batch b;     /* b.lock also guards io_done */
 	struct ff_raid_io io[2];
 	struct jrange rng[2];   /* the staged records' journal ranges */
 	unsigned nrng;
@@ -401,7 +271,7 @@ static void flight_io(struct ffs *fs, struct journal_flight *jf)
 	int rc = jf->preflush ? ff_raid_flush(fs->raid) : 0;
 
 	for (unsigned i = 0; i < jf->nrng && rc == 0; i++)
-		rc = batch_add_range(fs, &jf->b, jf->rng[i].block, jf->rng[i].buf, jf->rng[i].nblocks);
+		rc = ffs_batch_add_range(fs, &jf->b, jf->rng[i].block, jf->rng[i].buf, jf->rng[i].nblocks);
 	pthread_mutex_lock(&jf->b.lock); /* what was submitted lands before the stage is reused */
 	while (jf->b.pending)
 		pthread_cond_wait(&jf->b.cond, &jf->b.lock);
@@ -524,7 +394,7 @@ static int ckpt_cmp(const void *a, const void *b)
  * was logged since the last checkpoint, so there are at most as many as
  * the journal has blocks, which is their size (commit_start).
  */
-static int ckpt_write(struct ffs *fs, struct batch *b)
+static int ckpt_write(struct ffs *fs, struct ffs_batch *b)
 {
 	struct mbuf **list = fs->jlist;
 	unsigned n = 0;
@@ -542,7 +412,7 @@ static int ckpt_write(struct ffs *fs, struct batch *b)
 		do /* sealed at commit */
 			memcpy(fs->jstage + (size_t)at++ * FFS_BLOCK, list[j]->data, FFS_BLOCK);
 		while (++j < n && list[j]->blockno == list[j - 1]->blockno + 1);
-		rc = batch_add_range(fs, b, list[i]->blockno, run, j - i);
+		rc = ffs_batch_add_range(fs, b, list[i]->blockno, run, j - i);
 		i = j;
 	}
 	return rc;
@@ -550,7 +420,7 @@ static int ckpt_write(struct ffs *fs, struct batch *b)
 
 int ffs_journal_checkpoint(struct ffs *fs)
 {
-	struct batch b;
+	struct ffs_batch b;
 	int rc = 0;
 
 	if (fs->ro)
@@ -559,10 +429,10 @@ int ffs_journal_checkpoint(struct ffs *fs)
 	if (fs->tx_count)
 		return ffs_journal_commit(fs) < 0 ? -EIO : (fs->nckpt ? ffs_journal_checkpoint(fs) : 0);
 	if (fs->nckpt) {
-		rc = batch_init(&b, fs->nckpt);
+		rc = ffs_batch_init(&b, fs->nckpt);
 		if (rc == 0)
 			rc = ckpt_write(fs, &b);
-		if (batch_wait(&b) < 0 || rc < 0 || (rc = ff_raid_flush(fs->raid)) < 0) {
+		if (ffs_batch_wait(&b) < 0 || rc < 0 || (rc = ff_raid_flush(fs->raid)) < 0) {
 			ff_log(FF_LOG_ERR, "journal checkpoint failed");
 			return rc < 0 ? rc : -EIO;
 		}

@@ -19,7 +19,7 @@
  *
  *   - it holds MERGE_QUEUE stripes; when it is full the writeout merges
  *     itself, as before;
- *   - when the volume is tight (patch_plan's `tight`) writeouts merge
+ *   - when the volume is tight (ffs_patch_plan's `tight`) writeouts merge
  *     themselves too: the rewrite gives space back at once;
  *   - unmount drops what is queued (ffs_merges_stop), and a merge that
  *     fails is not retried.
@@ -34,8 +34,8 @@
  *     adds its patches when it lands;
  *   - if the file's writers have a buffer of the stripe open, send it out
  *     as they would (patches; it queues the stripe again) and start over;
- *   - take a buffer of its own (wb_for: it waits for a pool buffer as any
- *     writer does), mark it background, and write it out (patch_plan
+ *   - take a buffer of its own (ffs_wb_for: it waits for a pool buffer as any
+ *     writer does), mark it background, and write it out (ffs_patch_plan
  *     merges such a buffer).
  *     The usual writeout does the rest: the fill without dlock,
  *     stripe_submit, and the map change in stripe_done.
@@ -81,14 +81,14 @@ static bool merge_due(struct ffs *fs, struct finode *fi, uint64_t k)
 	bool due;
 
 	pthread_mutex_lock(&fs->lock);
-	due = patch_past_share(fs, fi, k);
+	due = ffs_patch_past_share(fs, fi, k);
 	pthread_mutex_unlock(&fs->lock);
 	return due;
 }
 
 /*
  * Merge file stripe k of inode ino, if it still needs it.  Every wait here
- * ends: wb_for's (a write in flight completes, a pool buffer comes back) and
+ * ends: ffs_wb_for's (a write in flight completes, a pool buffer comes back) and
  * the writeout's fill (each engine request completes).
  */
 static void merge_one(struct ffs *fs, uint64_t ino, uint64_t k)
@@ -111,26 +111,26 @@ static void merge_one(struct ffs *fs, uint64_t ino, uint64_t k)
 		/* The batch that queued the stripe adds its patches when it
 		 * lands: wait for the stripe's write in flight before counting
 		 * (it ends in stripe_done, which wakes dcond). */
-		while ((wb = wb_find(fi, k)) && wb->writing)
+		while ((wb = ffs_wb_find(fi, k)) && wb->writing)
 			wait_noted(&fi->dcond, &fi->dlock, "a stripe write of this file in flight");
 		if (!merge_due(fs, fi, k))
 			break;
-		wb = wb_for(fs, fi, k, &rc);
+		wb = ffs_wb_for(fs, fi, k, &rc);
 		if (!wb)
 			break; /* as a write would fail (ENOSPC: the reserve is taken) */
 		if (wb->nival) {
-			rc = wb_writeout(fs, fi, wb);
+			rc = ffs_wb_writeout(fs, fi, wb);
 			if (rc < 0)
 				break; /* the file's next fsync reports it */
 			continue;
 		}
 		if (!merge_due(fs, fi, k)) {
-			wb_drop(fs, fi, wb, 0); /* merged or cut while wb_for waited */
+			ffs_wb_drop(fs, fi, wb, 0); /* merged or cut while ffs_wb_for waited */
 			break;
 		}
 		wb->background = true;
 		atomic_fetch_add(&fs->stats.merges_background, 1);
-		rc = wb_writeout(fs, fi, wb);
+		rc = ffs_wb_writeout(fs, fi, wb);
 		if (rc < 0)
 			ff_log(FF_LOG_WARN, "inode %llu: stripe %llu could not be merged: %s; "
 			       "its patches stand", (unsigned long long)ino, (unsigned long long)k,
@@ -185,14 +185,14 @@ int ffs_merges_start(struct ffs *fs)
 	pthread_mutex_init(&m->lock, NULL);
 	pthread_cond_init(&m->cond, NULL);
 	fs->merges = m;
-	if (fs->ro || !ffs_patches_on(fs))
+	if (fs->ro || !(fs->features & FFS_FEAT_PATCHES))
 		return 0; /* nothing is ever queued */
 	rc = -pthread_create(&m->thread, NULL, merge_main, fs);
 	m->started = rc == 0;
 	return rc;
 }
 
-bool merge_defer(struct ffs *fs, struct finode *fi, uint64_t k)
+bool ffs_merge_defer(struct ffs *fs, struct finode *fi, uint64_t k)
 {
 	struct merges *m = fs->merges;
 	bool queued = false;

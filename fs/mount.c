@@ -516,6 +516,26 @@ static int mount_meta(struct ffs *fs, const char *const *paths, unsigned n, stru
 	return rc;
 }
 
+void ffs_hooks_init(struct ffs *fs)
+{
+	fs->patches_drop = ffs_patch_drop;
+	fs->tail_release = ffs_tail_release;
+}
+
+/* The features this mount runs with (fs->features). */
+static unsigned mount_features(const struct ffs *fs)
+{
+	uint32_t v = ff_le32(fs->sb->version);
+	unsigned f = 0;
+
+	if (v >= FFS_VERSION_TAILS && !fs->ro)
+		f |= FFS_FEAT_TAILS;
+	/* slot numbers are 16 bits (format.h); tails give the rows */
+	if ((f & FFS_FEAT_TAILS) && v >= FFS_VERSION_PATCH && fs->stripe_bytes / FFS_BLOCK <= UINT16_MAX)
+		f |= FFS_FEAT_PATCHES;
+	return f;
+}
+
 int ffs_mount(const char *const *paths, unsigned n, const struct ffs_opts *o, struct ffs **out,
 	      struct ff_err *err)
 {
@@ -529,6 +549,7 @@ int ffs_mount(const char *const *paths, unsigned n, const struct ffs_opts *o, st
 	fs->opts = *o;
 	opts_defaults(&fs->opts);
 	fs->ro = o->ro;
+	ffs_hooks_init(fs);
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_cond_init(&fs->commit_cond, NULL);
 	pthread_cond_init(&fs->committed_cond, NULL);
@@ -550,6 +571,8 @@ int ffs_mount(const char *const *paths, unsigned n, const struct ffs_opts *o, st
 	fs->stripe_bytes = fs->g->stripe_bytes;
 	pthread_mutex_lock(&fs->lock);
 	rc = mount_meta(fs, paths, n, err);
+	if (rc == 0)
+		fs->features = mount_features(fs);
 	pthread_mutex_unlock(&fs->lock);
 	if (rc == 0)
 		rc = ffs_watch_start(fs);

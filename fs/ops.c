@@ -909,7 +909,7 @@ int ffs_fsync(struct ffs *fs, uint64_t fh, bool datasync)
 	/* ffs_flush committed; the data of stripes written since needs a flush.
 	 * With patches (version 5) what the file needs is what flush_file
 	 * made durable: its own transactions and its batches' rows */
-	if (ffs_patches_on(fs))
+	if (fs->features & FFS_FEAT_PATCHES)
 		rc2 = 0;
 	else
 		rc2 = fs->tx_count ? ffs_commit_wait(fs, fs->j_seq) : ff_raid_flush(fs->raid);

@@ -13,7 +13,7 @@
  * many times the drives' wear.
  *
  * How.  A buffer that holds a few blocks of a file stripe mapped to a
- * stripe of its own (patch_plan says when) sends just those blocks,
+ * stripe of its own (ffs_patch_plan says when) sends just those blocks,
  * packed slot after slot, to the next rows of an open tail stripe (tail.c:
  * rows are written once, whole, with their parity, to rows nothing points
  * to yet, so no live data is torn), and once they are on the members the
@@ -24,7 +24,7 @@
  * fsync's promise is kept as for any write: the rows are on the members
  * before the transaction that points to them commits.
  *
- * Reads take the stripe and lay the patched blocks over it (patch_overlay);
+ * Reads take the stripe and lay the patched blocks over it (ffs_patch_overlay);
  * so does a buffer filling its gaps.  When a stripe's patches would cover
  * more than PATCH_SHARE of it, the next write rewrites it whole (with the
  * patches laid over) and its patches go: reading a stripe then costs at
@@ -55,13 +55,6 @@ static uint32_t blocks_per_stripe(const struct ffs *fs)
 static bool past_share(const struct ffs *fs, uint32_t n)
 {
 	return n * 8 > blocks_per_stripe(fs) * PATCH_SHARE_EIGHTHS;
-}
-
-bool ffs_patches_on(const struct ffs *fs)
-{
-	/* slot numbers are 16 bits (format.h); tails give the rows */
-	return ffs_tails_on(fs) && ff_le32(fs->sb->version) >= FFS_VERSION_PATCH &&
-	       blocks_per_stripe(fs) <= UINT16_MAX;
 }
 
 struct prec { /* one patch, decoded */
@@ -221,7 +214,7 @@ int ffs_patch_add(struct ffs *fs, struct finode *fi, uint64_t f, uint32_t b0, ui
 		rc = pdelete(fs, fi, &r);
 		atomic_fetch_add(&fi->map_gen, 1); /* its readers read again (data.c) */
 		if (rc == 0) /* the blocks of it that ours replace are dead: out of the cache */
-			pcache_forget(fs, r.p, r.slot0 + (FF_MAX(r.b0, b0) - r.b0),
+			ffs_pcache_forget(fs, r.p, r.slot0 + (FF_MAX(r.b0, b0) - r.b0),
 				      FF_MIN(r.b0 + r.n, e) - FF_MAX(r.b0, b0));
 		if (rc == 0 && r.b0 < b0) { /* its blocks before ours stay */
 			struct prec l = { f, r.b0, b0 - r.b0, r.slot0, r.p, { 0 } };
@@ -278,7 +271,7 @@ int ffs_patch_drop(struct ffs *fs, struct finode *fi, uint64_t f0, uint64_t f1)
 			rc = pdelete(fs, fi, &r);
 		atomic_fetch_add(&fi->map_gen, 1); /* its readers read again (data.c) */
 		if (rc == 0)
-			pcache_forget(fs, r.p, r.slot0, r.n);
+			ffs_pcache_forget(fs, r.p, r.slot0, r.n);
 		if (rc == 0)
 			rc = ffs_tail_release(fs, r.p);
 		if (rc < 0)
@@ -304,7 +297,7 @@ int ffs_patch_drop(struct ffs *fs, struct finode *fi, uint64_t f0, uint64_t f1)
  * when they would not and the stripe has patches: the rewrite merges them.
  * dlock held.
  */
-int patch_plan(struct ffs *fs, struct finode *fi, struct wbuf *wb)
+int ffs_patch_plan(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 {
 	uint32_t have = 0, want = 0;
 	struct ffs_extent x;
@@ -313,7 +306,7 @@ int patch_plan(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 	int rc;
 
 	wb->npatch = 0;
-	if (!ffs_patches_on(fs) || wb->in_place || wb->force_stripe || wb->pstripe == WB_NO_STRIPE)
+	if (!(fs->features & FFS_FEAT_PATCHES) || wb->in_place || wb->force_stripe || wb->pstripe == WB_NO_STRIPE)
 		return 0;
 	for (unsigned i = 0; i < wb->nival; i++) /* a first estimate, before the lock */
 		want += (uint32_t)(FF_DIV_ROUND_UP(wb->ival[i].b, FFS_BLOCK) - wb->ival[i].a / FFS_BLOCK);
@@ -338,7 +331,7 @@ int patch_plan(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 	 * Past the share, the merge is queued for the background and these
 	 * blocks go as patches; it is done here when the volume is tight or
 	 * the queue full (merge.c says why). */
-	if (rc < 0 || tight || (past_share(fs, have + want) && !merge_defer(fs, fi, wb->fstripe)))
+	if (rc < 0 || tight || (past_share(fs, have + want) && !ffs_merge_defer(fs, fi, wb->fstripe)))
 		return rc == 0 && have ? PATCH_MERGE : 0;
 	/* runs of whole blocks, the ranges' neighbours in one block joined */
 	for (unsigned i = 0; i < wb->nival; i++) {
@@ -369,7 +362,7 @@ int patch_plan(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 		uint64_t a = (uint64_t)wb->patch[i].b0 * FFS_BLOCK;
 		uint64_t b = a + (uint64_t)wb->patch[i].n * FFS_BLOCK;
 
-		rc = wb_fill_span(fs, fi, wb, a, b);
+		rc = ffs_wb_fill_span(fs, fi, wb, a, b);
 		if (rc < 0)
 			return 0; /* the whole rewrite will read and report it */
 	}
@@ -377,12 +370,12 @@ int patch_plan(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 	return (int)n;
 }
 
-bool patch_past_share(struct ffs *fs, struct finode *fi, uint64_t k)
+bool ffs_patch_past_share(struct ffs *fs, struct finode *fi, uint64_t k)
 {
 	struct ffs_extent x;
 	uint32_t have = 0;
 
-	if (!ffs_patches_on(fs) || ffs_is_small(fi) || ffs_extent_find(fs, fi, k, &x) < 0 ||
+	if (!(fs->features & FFS_FEAT_PATCHES) || ffs_is_small(fi) || ffs_extent_find(fs, fi, k, &x) < 0 ||
 	    (ff_le32(x.flags) & FFS_X_UNWRITTEN) || patched_blocks(fs, fi, k, &have) < 0)
 		return false;
 	return past_share(fs, have);
@@ -407,7 +400,7 @@ static int read_slot(struct ffs *fs, uint64_t p, uint32_t slot, uint32_t crc, ui
 	if (rc == 0 && ffs_patch_crc(p, slot, blk) == crc)
 		return 0;
 	ffs_rcache_invalidate(fs, p, 1);
-	rc = read_stripe_bytes(fs, p, patch_slot_offset(fs, slot), FFS_BLOCK, blk);
+	rc = ffs_read_stripe_bytes(fs, p, patch_slot_offset(fs, slot), FFS_BLOCK, blk);
 	if (rc == 0 && ffs_patch_crc(p, slot, blk) != crc) {
 		/* the chunk passed its checksum, the block not its own: counted here */
 		atomic_fetch_add(&fs->stats.crc_errors, 1);
@@ -512,7 +505,7 @@ static int wave_finish(struct ffs *fs, struct overlay_wave *w, const struct wbuf
 
 		if (err < 0 || ffs_patch_crc(r->p, r->slot, r->into) != r->crc) {
 			if (r->cached) /* (no stale entry should exist: pcache.c says why) */
-				pcache_forget(fs, r->p, r->slot, 1);
+				ffs_pcache_forget(fs, r->p, r->slot, 1);
 			err = read_slot(fs, r->p, r->slot, r->crc, r->into);
 		}
 		if (err == 0 && r->bounced)
@@ -547,7 +540,7 @@ static int wave_add(struct ffs *fs, struct overlay_wave *w, const struct wbuf *k
 	r->crc = crc;
 	r->b = b;
 	memset(&r->io, 0, sizeof(r->io));
-	r->cached = pcache_get(fs, p, slot, r->into);
+	r->cached = ffs_pcache_get(fs, p, slot, r->into);
 	if (r->cached) { /* checked against crc with the others in wave_finish */
 		atomic_fetch_add(&fs->stats.patch_cache_hits, 1);
 		return 0;
@@ -580,7 +573,7 @@ static int wave_add(struct ffs *fs, struct overlay_wave *w, const struct wbuf *k
  * are looked up a few at a time under fs->lock and read without it, in
  * waves (above), each block checked against its record's checksum.
  */
-int patch_overlay(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t o, size_t n, uint8_t *dst,
+int ffs_patch_overlay(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t o, size_t n, uint8_t *dst,
 		  const struct wbuf *keep)
 {
 	uint32_t first = (uint32_t)(o / FFS_BLOCK), last = (uint32_t)((o + n - 1) / FFS_BLOCK);
@@ -630,7 +623,7 @@ int patch_overlay(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t o, siz
 				uint64_t hi = FF_MIN((uint64_t)(b + 1) * FFS_BLOCK, o + n);
 				uint32_t j = b - got[i].b0;
 
-				if (keep && ival_covers(keep, lo, hi))
+				if (keep && ffs_ival_covers(keep, lo, hi))
 					continue; /* every byte of it is the buffer's own */
 				rc = wave_add(fs, &w, keep, o, n, dst, b, got[i].p, got[i].slot0 + j,
 					      got[i].crc[j]);
@@ -668,33 +661,125 @@ static bool batch_fits(const struct wbuf *wb)
 	return FFS_PBATCH_FITS(nrec, nblocks);
 }
 
-void patch_gather(struct ffs *fs, struct finode *fi, struct wbuf *wb)
+void ffs_patch_gather(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 {
-	uint32_t cap = (uint32_t)(fs->g->chunk_bytes / FFS_TAIL_ROW), rows = patch_rows(fs, wb);
+	uint32_t cap = (uint32_t)(fs->g->chunk_bytes / FFS_TAIL_ROW), rows = ffs_patch_rows(fs, wb);
 	struct wbuf *tail = wb;
 
 	wb->gnext = NULL;
 	for (struct wbuf *w = fi->wbufs; w && rows < cap; w = w->next) {
-		if (w == wb || w->writing || ival_covers(w, 0, fs->stripe_bytes) ||
-		    patch_plan(fs, fi, w) <= 0)
+		if (w == wb || w->writing || ffs_ival_covers(w, 0, fs->stripe_bytes) ||
+		    ffs_patch_plan(fs, fi, w) <= 0)
 			continue;
 		tail->gnext = w;
 		w->gnext = NULL;
-		if (patch_rows(fs, wb) > cap || !batch_fits(wb)) { /* not this one: the next step's */
+		if (ffs_patch_rows(fs, wb) > cap || !batch_fits(wb)) { /* not this one: the next step's */
 			tail->gnext = NULL;
 			w->npatch = 0;
 			continue;
 		}
 		tail = w;
-		rows = patch_rows(fs, wb);
+		rows = ffs_patch_rows(fs, wb);
 	}
+}
+
+/* ---- sending patches (in the rows of a tail stripe) ------------------------ */
+
+/*
+ * Patches (ffs_patch_plan plans them: wb->patch[], runs of blocks of the file
+ * stripe, and the buffers gathered behind wb on gnext, all marked
+ * writing; no lock held).  They go slot after slot in row order to one
+ * tail stripe; slots of the last row that no patch takes are zeros.  With
+ * every slot busy this waits for one (tail.c slot_take says why that ends):
+ * cheaper than the stripe rewrite a tail falls back to, and the buffers
+ * are already out of everyone's way.
+ */
+uint32_t ffs_patch_rows(const struct ffs *fs, const struct wbuf *wb)
+{
+	uint32_t nblocks = 1; /* the batch's header (format.h) */
+
+	for (; wb; wb = wb->gnext)
+		for (unsigned i = 0; i < wb->npatch; i++)
+			nblocks += wb->patch[i].n;
+	return (uint32_t)FF_DIV_ROUND_UP(nblocks, fs->g->ndata);
+}
+
+/* The batch's header in slot `slot` of s's image: the file, its times,
+ * each patch and each block's checksum (replay needs nothing else). */
+static void batch_header(struct ffs *fs, struct finode *fi, struct wbuf *wb,
+			 const struct tail_batch *s, uint32_t slot, uint32_t rows)
+{
+	struct ffs_pbatch *h = (struct ffs_pbatch *)(void *)(s->img + patch_slot_offset(fs, slot));
+	uint32_t nrec = 0, nblocks = 0;
+	uint8_t *crcs;
+
+	memset(h, 0, sizeof(*h));
+	for (struct wbuf *w = wb; w; w = w->gnext)
+		for (unsigned i = 0; i < w->npatch; i++, nrec++) {
+			struct ffs_pbatch_rec r = { ff_cpu_to_le64(w->fstripe),
+						    ff_cpu_to_le16(w->patch[i].b0),
+						    ff_cpu_to_le16(w->patch[i].n), 0 };
+
+			memcpy(h->data + nrec * sizeof(r), &r, sizeof(r));
+		}
+	crcs = h->data + nrec * sizeof(struct ffs_pbatch_rec);
+	for (struct wbuf *w = wb; w; w = w->gnext)
+		for (unsigned i = 0; i < w->npatch; i++)
+			for (uint32_t j = 0; j < w->patch[i].n; j++, nblocks++) {
+				uint32_t at = w->patch[i].slot0 + j;
+				le32 c = ff_cpu_to_le32(ffs_patch_crc(s->p, at, s->img + patch_slot_offset(fs, at)));
+
+				memcpy(crcs + nblocks * 4, &c, 4);
+			}
+	FF_ASSERT(FFS_PBATCH_FITS(nrec, nblocks));
+	memcpy(h->uuid, fs->sb->uuid, sizeof(h->uuid));
+	h->seq = ff_cpu_to_le64(s->seq);
+	h->ino = ff_cpu_to_le64(fi->ino);
+	pthread_mutex_lock(&fs->lock);
+	h->igen = fi->d.generation;
+	h->mtime_ns = fi->d.mtime_ns;
+	h->ctime_ns = fi->d.ctime_ns;
+	pthread_mutex_unlock(&fs->lock);
+	h->nrec = ff_cpu_to_le32(nrec);
+	h->slot0 = ff_cpu_to_le32(slot);
+	h->rows = ff_cpu_to_le32(rows);
+	ffs_block_seal(h, FFS_B_PBATCH, FFS_PBATCH_BLOCKNO(s->p, slot));
+}
+
+void ffs_patch_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb,
+		  void (*done)(struct ff_raid_io *io))
+{
+	const struct ff_geom *g = fs->g;
+	uint32_t rows = ffs_patch_rows(fs, wb), row0, slot;
+	struct tail_batch tb, *s = &tb;
+
+	ffs_tail_batch_take(fs, wb, rows, s);
+	row0 = s->row0;
+	slot = row0 * g->ndata + 1; /* after the header */
+
+	for (struct wbuf *w = wb; w; w = w->gnext)
+		for (unsigned i = 0; i < w->npatch; i++) {
+			w->patch[i].slot0 = (uint16_t)slot;
+			for (uint32_t j = 0; j < w->patch[i].n; j++, slot++) {
+				const uint8_t *blk = w->data + (size_t)(w->patch[i].b0 + j) * FFS_BLOCK;
+
+				memcpy(s->img + patch_slot_offset(fs, slot), blk, FFS_BLOCK);
+				ffs_pcache_put(fs, s->p, slot, blk); /* before anything points to it */
+			}
+			atomic_fetch_add(&fs->stats.patch_blocks, w->patch[i].n);
+		}
+	for (; slot < (row0 + rows) * g->ndata; slot++)
+		memset(s->img + patch_slot_offset(fs, slot), 0, FFS_BLOCK);
+	batch_header(fs, fi, wb, s, row0 * g->ndata, rows);
+	atomic_fetch_add(&fs->stats.patch_writes, 1);
+	ffs_tail_batch_send(fs, fi, wb, s, rows, done);
 }
 
 /* ---- replay (mount) --------------------------------------------------------- */
 
 /*
  * An fsync that wrote only patches, to tail stripes the last commit listed,
- * does not wait for a commit (tail_done, ops.c flush_file): each batch's
+ * does not wait for a commit (ffs_tail_done, ops.c flush_file): each batch's
  * header (format.h) describes it.  After the journal, mount reads the
  * listed stripes past their committed hwm, batch after batch, takes those
  * written after that commit (seq >= its next_seq: rows past the hwm may
@@ -1023,7 +1108,7 @@ int ffs_patch_replay(struct ffs *fs, bool apply, unsigned *count)
 		uint64_t p = ff_le64(po.stripe[i]);
 
 		if (p < fs->g->nstripes && ffs_stripe_in_use(fs, p)) /* a free one's entry is stale */
-			rc = tail_closed(fs, p);
+			rc = ffs_tail_closed(fs, p);
 	}
 	for (unsigned i = 0; i < nv; i++) /* found, applied or not */
 		free(v[i].h);

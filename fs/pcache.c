@@ -17,9 +17,9 @@
  * What it holds.  Blocks by (tail stripe, slot), the newest patch_cache_mb
  * of them (a FIFO: a merge wants blocks of every age alike, and a block
  * read is about to be merged away, so hits do not move it).  A block goes
- * in when its batch is sent (patch_submit), before anything points to it,
+ * in when its batch is sent (ffs_patch_submit), before anything points to it,
  * and leaves when the patch that points to it is superseded or dropped
- * (patch.c calls pcache_forget), so the cache holds live blocks only.
+ * (patch.c calls ffs_pcache_forget), so the cache holds live blocks only.
  *
  * How much.  Stripes written at random reach half patched together, so
  * the live patches peak near half the data written at random; a merge
@@ -33,7 +33,7 @@
  * Why a cached block is never stale.  Slots are written once while their
  * tail stripe lives; a patch record points to (p, slot) only after the
  * batch that wrote it there, and every patch batch's slots go through
- * pcache_put, which replaces what the key held.  So the entry for a slot a
+ * ffs_pcache_put, which replaces what the key held.  So the entry for a slot a
  * record points to holds what that batch wrote, whatever happened to the
  * stripe before.  The reader still checks it against the record's
  * checksum (patch.c wave_finish), as it checks a block read from the
@@ -55,7 +55,7 @@
 #define PC_NIL UINT32_MAX
 
 struct pce {
-	uint64_t key;        /* (p << 16) | slot: slots are 16 bits (patch.c ffs_patches_on) */
+	uint64_t key;        /* (p << 16) | slot: slots are 16 bits (FFS_FEAT_PATCHES) */
 	uint32_t hnext;      /* hash chain */
 	uint32_t older, newer; /* the FIFO, or the free list (newer) */
 };
@@ -88,14 +88,14 @@ static void pc_release(struct pcache *c)
 	free(c);
 }
 
-int pcache_init(struct ffs *fs)
+int ffs_pcache_init(struct ffs *fs)
 {
 	size_t bytes = fs->opts.patch_cache_bytes;
 	struct pcache *c;
 	uint32_t n, h = 1;
 
 	fs->pcache = NULL;
-	if (bytes == FFS_PATCH_CACHE_OFF || !ffs_patches_on(fs))
+	if (bytes == FFS_PATCH_CACHE_OFF || !(fs->features & FFS_FEAT_PATCHES))
 		return 0;
 	n = (uint32_t)FF_MIN(bytes / FFS_BLOCK, (size_t)UINT32_MAX / 2);
 	if (n == 0)
@@ -126,7 +126,7 @@ int pcache_init(struct ffs *fs)
 	return 0;
 }
 
-void pcache_free(struct ffs *fs)
+void ffs_pcache_free(struct ffs *fs)
 {
 	struct pcache *c = fs->pcache;
 
@@ -169,7 +169,7 @@ static void pc_remove(struct pcache *c, uint32_t i)
 	c->used--;
 }
 
-void pcache_put(struct ffs *fs, uint64_t p, uint32_t slot, const void *blk)
+void ffs_pcache_put(struct ffs *fs, uint64_t p, uint32_t slot, const void *blk)
 {
 	struct pcache *c = fs->pcache;
 	uint64_t key = pc_key(p, slot);
@@ -197,7 +197,7 @@ void pcache_put(struct ffs *fs, uint64_t p, uint32_t slot, const void *blk)
 	pthread_mutex_unlock(&c->lock);
 }
 
-bool pcache_get(struct ffs *fs, uint64_t p, uint32_t slot, void *blk)
+bool ffs_pcache_get(struct ffs *fs, uint64_t p, uint32_t slot, void *blk)
 {
 	struct pcache *c = fs->pcache;
 	uint32_t i;
@@ -212,7 +212,7 @@ bool pcache_get(struct ffs *fs, uint64_t p, uint32_t slot, void *blk)
 	return i != PC_NIL;
 }
 
-void pcache_forget(struct ffs *fs, uint64_t p, uint32_t slot0, uint32_t n)
+void ffs_pcache_forget(struct ffs *fs, uint64_t p, uint32_t slot0, uint32_t n)
 {
 	struct pcache *c = fs->pcache;
 
@@ -228,7 +228,7 @@ void pcache_forget(struct ffs *fs, uint64_t p, uint32_t slot0, uint32_t n)
 	pthread_mutex_unlock(&c->lock);
 }
 
-void pcache_usage(struct ffs *fs, uint64_t *blocks, uint64_t *cap)
+void ffs_pcache_usage(struct ffs *fs, uint64_t *blocks, uint64_t *cap)
 {
 	struct pcache *c = fs->pcache;
 

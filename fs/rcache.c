@@ -54,7 +54,7 @@ static void rc_unhash(struct rcache *c, struct rentry *e)
 	e->state = RC_EMPTY;
 }
 
-int rcache_init(struct ffs *fs)
+int ffs_rcache_init(struct ffs *fs)
 {
 	struct rcache *c = calloc(1, sizeof(*c));
 	unsigned n = (unsigned)FF_MAX(8ull, fs->opts.read_cache_bytes / fs->stripe_bytes);
@@ -108,7 +108,7 @@ static void rc_read_done(struct ff_raid_io *io)
 
 /* Expected checksums of a stripe, and the bytes of each chunk they cover;
  * fs->lock must not be held by the caller. */
-int stripe_crcs(struct ffs *fs, uint64_t p, uint32_t *crc, uint32_t *vlen)
+int ffs_stripe_crcs(struct ffs *fs, uint64_t p, uint32_t *crc, uint32_t *vlen)
 {
 	uint32_t ino, fstripe;
 	int rc;
@@ -227,7 +227,7 @@ static struct rentry *rc_get(struct ffs *fs, uint64_t p, int mode, const uint32_
 	return rc_hold(c, e);
 }
 
-bool rc_present(struct ffs *fs, uint64_t p)
+bool ffs_rc_present(struct ffs *fs, uint64_t p)
 {
 	struct rcache *c = fs->rcache;
 	bool found;
@@ -255,7 +255,7 @@ static struct rentry *rc_get_cached(struct ffs *fs, uint64_t p)
 	return rc_hold(c, e);
 }
 
-void rc_put(struct ffs *fs, struct rentry *e)
+void ffs_rc_put(struct ffs *fs, struct rentry *e)
 {
 	struct rcache *c = fs->rcache;
 
@@ -362,9 +362,9 @@ static int rc_repair(struct ffs *fs, struct rentry *e)
 }
 
 /* Data stripe p in the cache, verified (repaired if a chunk was bad) and
- * referenced: release with rc_put.  A caller that already holds entries
+ * referenced: release with ffs_rc_put.  A caller that already holds entries
  * passes RC_WAIT_LOAD and gets -EAGAIN rather than wait for a free one. */
-int stripe_get(struct ffs *fs, uint64_t p, int mode, struct rentry **out)
+int ffs_stripe_get(struct ffs *fs, uint64_t p, int mode, struct rentry **out)
 {
 	uint32_t crc[FF_MEMBERS_MAX], vlen;
 	struct rentry *e = rc_get_cached(fs, p); /* a hit needs no checksums */
@@ -372,7 +372,7 @@ int stripe_get(struct ffs *fs, uint64_t p, int mode, struct rentry **out)
 
 	for (unsigned tries = 0;; tries++) {
 		if (!e) {
-			rc = stripe_crcs(fs, p, crc, &vlen);
+			rc = ffs_stripe_crcs(fs, p, crc, &vlen);
 			if (rc < 0)
 				return rc;
 			e = rc_get(fs, p, mode, crc, vlen);
@@ -382,7 +382,7 @@ int stripe_get(struct ffs *fs, uint64_t p, int mode, struct rentry **out)
 		rc = e->state == RC_ERROR ? (e->err ? e->err : -EIO) : 0;
 		if (rc != -ESTALE || tries == 3)
 			break;
-		rc_put(fs, e); /* loaded across an invalidation: read it again */
+		ffs_rc_put(fs, e); /* loaded across an invalidation: read it again */
 		e = NULL;
 	}
 	if (rc == 0 && e->bad_chunks) {
@@ -402,7 +402,7 @@ int stripe_get(struct ffs *fs, uint64_t p, int mode, struct rentry **out)
 		pthread_mutex_unlock(&c->lock);
 	}
 	if (rc < 0) {
-		rc_put(fs, e);
+		ffs_rc_put(fs, e);
 		return rc;
 	}
 	*out = e;
@@ -410,19 +410,19 @@ int stripe_get(struct ffs *fs, uint64_t p, int mode, struct rentry **out)
 }
 
 /* Copy bytes [off, off+len) of data stripe p out, through the cache. */
-int read_stripe_bytes(struct ffs *fs, uint64_t p, uint64_t off, size_t len, void *dst)
+int ffs_read_stripe_bytes(struct ffs *fs, uint64_t p, uint64_t off, size_t len, void *dst)
 {
 	struct rentry *e;
-	int rc = stripe_get(fs, p, RC_WAIT, &e);
+	int rc = ffs_stripe_get(fs, p, RC_WAIT, &e);
 
 	if (rc == 0) {
 		memcpy(dst, e->data + off, len);
-		rc_put(fs, e);
+		ffs_rc_put(fs, e);
 	}
 	return rc;
 }
 
-void rcache_free(struct ffs *fs)
+void ffs_rcache_free(struct ffs *fs)
 {
 	fs->stripes_freed = NULL;
 	if (fs->rcache) {
@@ -447,7 +447,7 @@ void rcache_free(struct ffs *fs)
  * owner in the checksum table) are read; they are checked against their
  * own checksums, whoever owns them.
  */
-void read_ahead(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t size)
+void ffs_read_ahead(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t size)
 {
 	uint64_t last = size ? (size - 1) / fs->stripe_bytes : 0, ps[16], from, to, beyond = 0;
 	unsigned n = 0, r = FF_MIN(16u, fs->opts.readahead_stripes);

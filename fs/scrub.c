@@ -713,5 +713,5 @@ void ffs_info(struct ffs *fs, struct ffs_info *info)
 	info->free_pool_blocks = fs->free_mblocks;
 	pthread_mutex_unlock(&fs->lock);
 	info->merges_pending = ffs_merges_pending(fs);
-	pcache_usage(fs, &info->patch_cache_blocks, &info->patch_cache_capacity);
+	ffs_pcache_usage(fs, &info->patch_cache_blocks, &info->patch_cache_capacity);
 }

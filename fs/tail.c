@@ -100,20 +100,20 @@ struct tails {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;     /* a slot's write was mapped (busy cleared): a batch in slot_take waits */
 	uint32_t rows_per_chunk;
-	unsigned nslots; /* slots in use, 2..TAIL_SLOTS_MAX (tails_init) */
+	unsigned nslots; /* slots in use, 2..TAIL_SLOTS_MAX (ffs_tails_init) */
 	struct tslot slot[TAIL_SLOTS_MAX];
 };
 
 bool ffs_tails_on(const struct ffs *fs)
 {
-	return fs->tails != NULL; /* made at mount for read-write volumes of version 4 and later only */
+	return fs->tails != NULL; /* made at mount with FFS_FEAT_TAILS only (read-write, version 4 and later) */
 }
 
-int tails_init(struct ffs *fs)
+int ffs_tails_init(struct ffs *fs)
 {
 	struct tails *t;
 
-	if (ff_le32(fs->sb->version) < FFS_VERSION_TAILS || fs->ro)
+	if (!(fs->features & FFS_FEAT_TAILS))
 		return 0;
 	t = calloc(1, sizeof(*t));
 	if (!t)
@@ -121,7 +121,7 @@ int tails_init(struct ffs *fs)
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_cond_init(&t->cond, NULL);
 	t->rows_per_chunk = fs->g->chunk_bytes / FFS_TAIL_ROW;
-	/* an eighth of the write-buffer pool's stripes (wpool_init's count) */
+	/* an eighth of the write-buffer pool's stripes (ffs_wpool_init's count) */
 	t->nslots = (unsigned)FF_MIN(FF_MAX(FF_MAX(8ull, fs->opts.write_buffer_bytes / fs->stripe_bytes) / 8,
 					    2ull),
 				     (unsigned long long)TAIL_SLOTS_MAX);
@@ -131,15 +131,17 @@ int tails_init(struct ffs *fs)
 		t->slot[i].img = ff_alloc_pool_buf(fs->stripe_bytes);
 		if (!t->slot[i].img) {
 			fs->tails = t;
-			tails_free(fs);
+			ffs_tails_free(fs);
 			return -ENOMEM;
 		}
 	}
 	fs->tails = t;
+	fs->reclaim_spares = ffs_tails_drop_spares;
+	fs->tails_listing = ffs_tails_listing;
 	return 0;
 }
 
-void tails_free(struct ffs *fs)
+void ffs_tails_free(struct ffs *fs)
 {
 	struct tails *t = fs->tails;
 
@@ -151,6 +153,8 @@ void tails_free(struct ffs *fs)
 	pthread_cond_destroy(&t->cond);
 	free(t);
 	fs->tails = NULL;
+	fs->reclaim_spares = NULL;
+	fs->tails_listing = NULL;
 }
 
 /* Is p a tail stripe the daemon may still append to (or a slot's spare)?
@@ -190,7 +194,7 @@ static void tail_retire_idle(struct ffs *fs, uint64_t p)
  * the same transaction (replay releases the last patch of a listed stripe,
  * then lets the listed stripes go) finds it freed rather than freeing it
  * again (a power cut left a volume unmountable so: "bit already clear"). */
-int tail_closed(struct ffs *fs, uint64_t p)
+int ffs_tail_closed(struct ffs *fs, uint64_t p)
 {
 	uint32_t ino, f, crc[FF_MEMBERS_MAX];
 	int rc = ffs_csum_get(fs, p, &ino, &f, crc);
@@ -228,7 +232,7 @@ int ffs_tail_release(struct ffs *fs, uint64_t p)
 	if (live != 0)
 		return live < 0 ? live : 0;
 	tail_retire_idle(fs, p);
-	return tail_closed(fs, p);
+	return ffs_tail_closed(fs, p);
 }
 
 int ffs_tail_grab(struct ffs *fs, uint64_t p)
@@ -253,7 +257,7 @@ uint32_t ffs_csum_vlen(const struct ffs *fs, uint32_t ino, uint32_t fstripe)
  * further (a write lands in the buffer before the size catches up).  dlock
  * held; takes fs->lock.
  */
-uint32_t tail_rows(struct ffs *fs, struct finode *fi, struct wbuf *wb)
+uint32_t ffs_tail_rows(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 {
 	const struct ff_geom *g = fs->g;
 	uint64_t base = wb->fstripe * fs->stripe_bytes, size, len;
@@ -282,7 +286,7 @@ uint32_t tail_rows(struct ffs *fs, struct finode *fi, struct wbuf *wb)
  * the stripe it held (*retired): on its spare when a commit has listed it,
  * *own (the buffer's reservation) becoming the spare and *own
  * WB_NO_STRIPE; else on *own.  NULL when every slot is busy or too full.
- * The slot is ours (busy) until the write is mapped (tail_done); its hwm
+ * The slot is ours (busy) until the write is mapped (ffs_tail_done); its hwm
  * is where the rows go.  A patch batch waits for a slot; a tail never does,
  * and it breaks the chain of batches replay follows from the listed rows
  * (patch.c), so the stripe counts as unlisted until a commit maps it.
@@ -321,8 +325,8 @@ again:
 	reopen = empty && idle_open < TAIL_OPEN_IDLE ? empty : fullest ? fullest : empty;
 	if (!s && !reopen && batch && own != WB_NO_STRIPE) {
 		/* every slot has a write in flight: the engine completes each
-		 * (member deadlines), and tail_done clears busy and signals;
-		 * the waiter holds no lock tail_done needs (no dlock either:
+		 * (member deadlines), and ffs_tail_done clears busy and signals;
+		 * the waiter holds no lock ffs_tail_done needs (no dlock either:
 		 * the completion thread takes dlocks after a slot's write) */
 		const char *prev = ffs_watch_wait_begin("a tail stripe slot for patches");
 
@@ -364,9 +368,10 @@ again:
 
 /* Write rows [row0, row0 + rows) of slot s's image, which the caller has
  * filled (no lock held): the chunk crcs continue over them into wb->crc,
- * and the completion thread maps them (tail_done). */
+ * and done (the write buffers') hands them to the completion thread, which
+ * maps them (ffs_tail_done). */
 static void rows_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb, struct tslot *s,
-			uint32_t row0, uint32_t rows, uint64_t retired)
+			uint32_t row0, uint32_t rows, uint64_t retired, void (*done)(struct ff_raid_io *io))
 {
 	const struct ff_geom *g = fs->g;
 	int rc;
@@ -376,7 +381,7 @@ static void rows_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb, stru
 				       (size_t)row0 * FFS_TAIL_ROW, (size_t)rows * FFS_TAIL_ROW);
 	if (retired != NO_STRIPE) {
 		pthread_mutex_lock(&fs->lock);
-		rc = tail_closed(fs, retired);
+		rc = ffs_tail_closed(fs, retired);
 		pthread_mutex_unlock(&fs->lock);
 		if (rc < 0)
 			ff_log(FF_LOG_ERR, "tail stripe %llu could not be let go: %s",
@@ -394,7 +399,7 @@ static void rows_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb, stru
 	wb->io.op = FF_RAID_WRITE;
 	wb->io.space = FF_SPACE_DATA;
 	wb->io.buf = s->img;
-	wb->io.done = wb_write_done;
+	wb->io.done = done;
 	wb->io.priv = wb;
 	/* rows [row0, row0 + rows) of every chunk, parity from them alone: rows
 	 * no extent points to (opening, a reserved stripe: nothing live in it) */
@@ -406,7 +411,7 @@ static void rows_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb, stru
 	rc = ff_raid_submit(fs->raid, &wb->io);
 	if (rc < 0) {
 		wb->io.result = rc;
-		wb_write_done(&wb->io);
+		done(&wb->io);
 	}
 }
 
@@ -415,7 +420,8 @@ static void rows_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb, stru
  * 0 when it went, 1 when every open tail stripe is busy or too full (the
  * caller writes a stripe instead).
  */
-int tail_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb, uint32_t rows)
+int ffs_tail_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb, uint32_t rows,
+		void (*done)(struct ff_raid_io *io))
 {
 	const struct ff_geom *g = fs->g;
 	uint64_t retired;
@@ -431,97 +437,26 @@ int tail_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb, uint32_t row
 		       wb->data + (size_t)i * rows * FFS_TAIL_ROW, (size_t)rows * FFS_TAIL_ROW);
 	wb->npatch = 0;
 	atomic_fetch_add(&fs->stats.tail_writes, 1);
-	rows_submit(fs, fi, wb, s, row0, rows, retired);
+	rows_submit(fs, fi, wb, s, row0, rows, retired, done);
 	return 0;
 }
 
-/*
- * Patches (patch.c plans them: wb->patch[], runs of blocks of the file
- * stripe, and the buffers gathered behind wb on gnext, all marked
- * writing; no lock held).  They go slot after slot in row order to one
- * tail stripe; slots of the last row that no patch takes are zeros.  With
- * every slot busy this waits for one (slot_take says why that ends):
- * cheaper than the stripe rewrite a tail falls back to, and the buffers
- * are already out of everyone's way.
- */
-uint32_t patch_rows(const struct ffs *fs, const struct wbuf *wb)
+void ffs_tail_batch_take(struct ffs *fs, struct wbuf *wb, uint32_t rows, struct tail_batch *tb)
 {
-	uint32_t nblocks = 1; /* the batch's header (format.h) */
-
-	for (; wb; wb = wb->gnext)
-		for (unsigned i = 0; i < wb->npatch; i++)
-			nblocks += wb->patch[i].n;
-	return (uint32_t)FF_DIV_ROUND_UP(nblocks, fs->g->ndata);
-}
-
-/* The batch's header in slot `slot` of s's image: the file, its times,
- * each patch and each block's checksum (replay needs nothing else). */
-static void batch_header(struct ffs *fs, struct finode *fi, struct wbuf *wb, struct tslot *s,
-			 uint32_t slot, uint32_t rows)
-{
-	struct ffs_pbatch *h = (struct ffs_pbatch *)(void *)(s->img + patch_slot_offset(fs, slot));
-	uint32_t nrec = 0, nblocks = 0;
-	uint8_t *crcs;
-
-	memset(h, 0, sizeof(*h));
-	for (struct wbuf *w = wb; w; w = w->gnext)
-		for (unsigned i = 0; i < w->npatch; i++, nrec++) {
-			struct ffs_pbatch_rec r = { ff_cpu_to_le64(w->fstripe),
-						    ff_cpu_to_le16(w->patch[i].b0),
-						    ff_cpu_to_le16(w->patch[i].n), 0 };
-
-			memcpy(h->data + nrec * sizeof(r), &r, sizeof(r));
-		}
-	crcs = h->data + nrec * sizeof(struct ffs_pbatch_rec);
-	for (struct wbuf *w = wb; w; w = w->gnext)
-		for (unsigned i = 0; i < w->npatch; i++)
-			for (uint32_t j = 0; j < w->patch[i].n; j++, nblocks++) {
-				uint32_t at = w->patch[i].slot0 + j;
-				le32 c = ff_cpu_to_le32(ffs_patch_crc(s->p, at, s->img + patch_slot_offset(fs, at)));
-
-				memcpy(crcs + nblocks * 4, &c, 4);
-			}
-	FF_ASSERT(FFS_PBATCH_FITS(nrec, nblocks));
-	memcpy(h->uuid, fs->sb->uuid, sizeof(h->uuid));
-	h->seq = ff_cpu_to_le64(s->batch_seq);
-	h->ino = ff_cpu_to_le64(fi->ino);
-	pthread_mutex_lock(&fs->lock);
-	h->igen = fi->d.generation;
-	h->mtime_ns = fi->d.mtime_ns;
-	h->ctime_ns = fi->d.ctime_ns;
-	pthread_mutex_unlock(&fs->lock);
-	h->nrec = ff_cpu_to_le32(nrec);
-	h->slot0 = ff_cpu_to_le32(slot);
-	h->rows = ff_cpu_to_le32(rows);
-	ffs_block_seal(h, FFS_B_PBATCH, FFS_PBATCH_BLOCKNO(s->p, slot));
-}
-
-void patch_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb)
-{
-	const struct ff_geom *g = fs->g;
-	uint32_t rows = patch_rows(fs, wb), row0, slot;
 	struct tslot *s = slot_take(fs, rows, &wb->pstripe, &wb->tretired, true);
 
-	FF_ASSERT(s); /* patch_plan took only buffers with a reserved stripe */
-	row0 = s->hwm;
-	slot = row0 * g->ndata + 1; /* after the header */
+	FF_ASSERT(s); /* ffs_patch_plan took only buffers with a reserved stripe */
+	tb->slot = s;
+	tb->img = s->img;
+	tb->p = s->p;
+	tb->seq = s->batch_seq;
+	tb->row0 = s->hwm;
+}
 
-	for (struct wbuf *w = wb; w; w = w->gnext)
-		for (unsigned i = 0; i < w->npatch; i++) {
-			w->patch[i].slot0 = (uint16_t)slot;
-			for (uint32_t j = 0; j < w->patch[i].n; j++, slot++) {
-				const uint8_t *blk = w->data + (size_t)(w->patch[i].b0 + j) * FFS_BLOCK;
-
-				memcpy(s->img + patch_slot_offset(fs, slot), blk, FFS_BLOCK);
-				pcache_put(fs, s->p, slot, blk); /* before anything points to it */
-			}
-			atomic_fetch_add(&fs->stats.patch_blocks, w->patch[i].n);
-		}
-	for (; slot < (row0 + rows) * g->ndata; slot++)
-		memset(s->img + patch_slot_offset(fs, slot), 0, FFS_BLOCK);
-	batch_header(fs, fi, wb, s, row0 * g->ndata, rows);
-	atomic_fetch_add(&fs->stats.patch_writes, 1);
-	rows_submit(fs, fi, wb, s, row0, rows, wb->tretired);
+void ffs_tail_batch_send(struct ffs *fs, struct finode *fi, struct wbuf *wb, const struct tail_batch *tb,
+		     uint32_t rows, void (*done)(struct ff_raid_io *io))
+{
+	rows_submit(fs, fi, wb, tb->slot, tb->row0, rows, wb->tretired, done);
 }
 
 /*
@@ -529,12 +464,12 @@ void patch_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb)
  * the file stripe to them with the tail stripe's new checksum entry, in
  * one transaction, then lets the slot take the next tail.  fs->lock held.
  */
-int tail_done(struct ffs *fs, struct finode *fi, struct wbuf *wb)
+int ffs_tail_done(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 {
 	struct tails *t = fs->tails;
 	struct tslot *s = &t->slot[wb->tslot];
 	const struct ff_geom *g = fs->g;
-	uint32_t old[FF_MEMBERS_MAX], ino, f, live = 0, *crc = wb->crc; /* tail_submit's */
+	uint32_t old[FF_MEMBERS_MAX], ino, f, live = 0, *crc = wb->crc; /* ffs_tail_submit's */
 	uint32_t row0 = wb->trow0, rows = wb->trows, npatch = 0;
 	uint64_t before;
 	bool opening = row0 == 0;
@@ -605,7 +540,7 @@ int tail_done(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 	if (rc < 0 && opening)
 		ffs_unreserve_stripes(fs, p, 1);
 	else if (rc == 0 && !tail_open(fs, p))
-		rc = tail_closed(fs, p);
+		rc = ffs_tail_closed(fs, p);
 	if (rc == 0 && !npatch)
 		atomic_fetch_add(&fs->stats.tail_packed, 1);
 	for (struct wbuf *w = wb; w; w = w->gnext)
@@ -619,7 +554,7 @@ int tail_done(struct ffs *fs, struct finode *fi, struct wbuf *wb)
  * them.  A tail extent from a damaged inode (rows outside the chunk, none,
  * or a tail on a volume without them) is refused, never read.
  */
-int tail_read(struct ffs *fs, uint64_t p, uint32_t row0, uint32_t rows, uint64_t o, size_t n,
+int ffs_tail_read(struct ffs *fs, uint64_t p, uint32_t row0, uint32_t rows, uint64_t o, size_t n,
 	      uint8_t *dst)
 {
 	uint64_t part = (uint64_t)rows * FFS_TAIL_ROW, end = part * fs->g->ndata;
@@ -639,7 +574,7 @@ int tail_read(struct ffs *fs, uint64_t p, uint32_t row0, uint32_t rows, uint64_t
 		if (o >= end)
 			memset(dst, 0, m);
 		else
-			rc = read_stripe_bytes(fs, p, i * fs->g->chunk_bytes + row0 * FFS_TAIL_ROW + y, m,
+			rc = ffs_read_stripe_bytes(fs, p, i * fs->g->chunk_bytes + row0 * FFS_TAIL_ROW + y, m,
 					       dst);
 		if (rc < 0)
 			return rc;
@@ -658,7 +593,7 @@ void ffs_tails_listing(struct ffs *fs, uint64_t seq, struct ffs_patch_open *po)
 	uint64_t next;
 
 	memset(po, 0, sizeof(*po)); /* zeros below version 5 */
-	if (!t || !ffs_patches_on(fs))
+	if (!t || !(fs->features & FFS_FEAT_PATCHES))
 		return;
 	pthread_mutex_lock(&t->lock);
 	/* batches this commit does not hold: those not yet numbered, and those
@@ -739,7 +674,7 @@ int ffs_tails_retire_all(struct ffs *fs)
 	pthread_mutex_unlock(&t->lock);
 	for (unsigned i = 0; i < t->nslots && rc == 0; i++)
 		if (ps[i] != NO_STRIPE)
-			rc = tail_closed(fs, ps[i]);
+			rc = ffs_tail_closed(fs, ps[i]);
 	return rc;
 }
 
@@ -765,7 +700,7 @@ bool ffs_tail_hold(struct ffs *fs, uint64_t p)
 		}
 	}
 	pthread_mutex_unlock(&t->lock);
-	if (retired && tail_closed(fs, p) < 0)
+	if (retired && ffs_tail_closed(fs, p) < 0)
 		ff_log(FF_LOG_ERR, "tail stripe %llu could not be let go", (unsigned long long)p);
 	return !busy;
 }

@@ -81,7 +81,7 @@ struct wpool {
 	bool stop;
 };
 
-int wpool_init(struct ffs *fs)
+int ffs_wpool_init(struct ffs *fs)
 {
 	struct wpool *p = calloc(1, sizeof(*p));
 	unsigned n = (unsigned)FF_MAX(8ull, fs->opts.write_buffer_bytes / fs->stripe_bytes);
@@ -217,7 +217,7 @@ static void wpool_detach_partial(struct ffs *fs, struct wbuf *wb)
 
 /* ---- filled ranges ------------------------------------------------------- */
 
-void ival_add(struct wbuf *wb, uint64_t a, uint64_t b)
+void ffs_ival_add(struct wbuf *wb, uint64_t a, uint64_t b)
 {
 	unsigned i = 0, j;
 
@@ -242,7 +242,7 @@ void ival_add(struct wbuf *wb, uint64_t a, uint64_t b)
 	wb->ival[i].b = b;
 }
 
-bool ival_covers(const struct wbuf *wb, uint64_t a, uint64_t b)
+bool ffs_ival_covers(const struct wbuf *wb, uint64_t a, uint64_t b)
 {
 	for (unsigned i = 0; i < wb->nival; i++)
 		if (wb->ival[i].a <= a && b <= wb->ival[i].b)
@@ -250,7 +250,7 @@ bool ival_covers(const struct wbuf *wb, uint64_t a, uint64_t b)
 	return false;
 }
 
-struct wbuf *wb_find(struct finode *fi, uint64_t fstripe)
+struct wbuf *ffs_wb_find(struct finode *fi, uint64_t fstripe)
 {
 	for (struct wbuf *wb = fi->wbufs; wb; wb = wb->next)
 		if (wb->fstripe == fstripe)
@@ -272,7 +272,7 @@ static void wb_unlink(struct finode *fi, struct wbuf *wb)
 
 /* How many stripes to reserve when a file needs more: what the previous
  * file of its directory took (frames of a sequence are alike). */
-uint64_t reserve_want(struct ffs *fs, struct finode *fi, uint64_t *hint)
+uint64_t ffs_reserve_want(struct ffs *fs, struct finode *fi, uint64_t *hint)
 {
 	struct finode *dir;
 	uint64_t want = RESERVE_DEFAULT;
@@ -321,7 +321,7 @@ static int reserve_keeping(struct ffs *fs, uint64_t hint, uint64_t want, uint64_
  * stripe, which letting it go did not free (full-volume-overwrites, seed
  * 536798316).
  */
-int reserve_stripes(struct ffs *fs, struct finode *fi, uint64_t hint, uint64_t want,
+int ffs_wb_reserve_stripes(struct ffs *fs, struct finode *fi, uint64_t hint, uint64_t want,
 		    bool overwrite, uint64_t *first, uint64_t *got)
 {
 	int rc = reserve_keeping(fs, hint, want, ffs_overwrite_reserve(fs), first, got);
@@ -350,7 +350,7 @@ static int pick_stripe(struct ffs *fs, struct finode *fi, uint64_t fstripe, uint
 	if (rc < 0 && rc != -ENOENT)
 		return rc;
 	if (!fi->reserve_count) {
-		uint64_t want = reserve_want(fs, fi, &hint);
+		uint64_t want = ffs_reserve_want(fs, fi, &hint);
 
 		/* A run ahead is for an open file's next stripes, and its close
 		 * gives back what is left.  A writeout of a closed file (a
@@ -360,7 +360,7 @@ static int pick_stripe(struct ffs *fs, struct finode *fi, uint64_t fstripe, uint
 		 * once the inode left the cache). */
 		if (!fi->nopen)
 			want = 1;
-		rc = reserve_stripes(fs, fi, hint, want, mapped, &first, &got);
+		rc = ffs_wb_reserve_stripes(fs, fi, hint, want, mapped, &first, &got);
 		if (rc < 0)
 			return rc;
 		fi->reserve_first = first;
@@ -371,12 +371,14 @@ static int pick_stripe(struct ffs *fs, struct finode *fi, uint64_t fstripe, uint
 	return 0;
 }
 
-void release_reservation(struct ffs *fs, struct finode *fi)
+void ffs_release_reservation(struct ffs *fs, struct finode *fi)
 {
 	if (fi->reserve_count)
 		ffs_unreserve_stripes(fs, fi->reserve_first, fi->reserve_count);
 	fi->reserve_count = 0;
 }
+
+static void wb_write_done(struct ff_raid_io *io);
 
 /*
  * Send a complete buffer to a free stripe, asynchronously.  The writer's
@@ -418,8 +420,9 @@ static int stripe_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 }
 
 /* Engine thread: hand the buffer to the completion thread (never take
- * fs->lock on an engine thread). */
-void wb_write_done(struct ff_raid_io *io)
+ * fs->lock on an engine thread).  The completion of every buffer's write:
+ * a stripe, a tail or a patch batch (ffs_tail_submit, ffs_patch_submit). */
+static void wb_write_done(struct ff_raid_io *io)
 {
 	struct wbuf *wb = io->priv;
 	struct wpool *p = wb->fs->wpool;
@@ -445,7 +448,7 @@ static void stripe_done(struct ffs *fs, struct wbuf *wb)
 
 	pthread_mutex_lock(&fs->lock);
 	if (wb->tslot >= 0) { /* a tail or patches (tail.c) */
-		rc = tail_done(fs, fi, wb);
+		rc = ffs_tail_done(fs, fi, wb);
 		pthread_mutex_unlock(&fs->lock);
 		goto done;
 	}
@@ -577,8 +580,8 @@ static int fill_gaps(struct ffs *fs, struct finode *fi, struct wbuf *wb, uint64_
 					memset(wb->data + a, 0, b - a);
 				pthread_mutex_unlock(&fs->lock);
 			} else if (mapped) {
-				rc = flags & FFS_X_TAIL ? tail_read(fs, p, row0, rows, a, b - a, wb->data + a)
-							: read_stripe_bytes(fs, p, a, b - a, wb->data + a);
+				rc = flags & FFS_X_TAIL ? ffs_tail_read(fs, p, row0, rows, a, b - a, wb->data + a)
+							: ffs_read_stripe_bytes(fs, p, a, b - a, wb->data + a);
 			} else {
 				memset(wb->data + a, 0, b - a);
 			}
@@ -591,33 +594,33 @@ static int fill_gaps(struct ffs *fs, struct finode *fi, struct wbuf *wb, uint64_
 			break;
 	}
 	/* the patches over every gap at once: their reads go in waves (patch.c) */
-	if (mapped && !small && !ival_covers(wb, lo, hi) &&
-	    (rc = patch_overlay(fs, fi, wb->fstripe, lo, hi - lo, wb->data + lo, wb)) < 0)
+	if (mapped && !small && !ffs_ival_covers(wb, lo, hi) &&
+	    (rc = ffs_patch_overlay(fs, fi, wb->fstripe, lo, hi - lo, wb->data + lo, wb)) < 0)
 		return rc;
 	return 0;
 }
 
 /* fill_gaps, and the buffer holds [lo, hi) now.  dlock held. */
-int wb_fill_span(struct ffs *fs, struct finode *fi, struct wbuf *wb, uint64_t lo, uint64_t hi)
+int ffs_wb_fill_span(struct ffs *fs, struct finode *fi, struct wbuf *wb, uint64_t lo, uint64_t hi)
 {
 	int rc = fill_gaps(fs, fi, wb, lo, hi);
 
 	if (rc == 0)
-		ival_add(wb, lo, hi);
+		ffs_ival_add(wb, lo, hi);
 	return rc;
 }
 
-int wb_fill(struct ffs *fs, struct finode *fi, struct wbuf *wb)
+int ffs_wb_fill(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 {
 	/* counts whole-stripe fills, as before patches: a patch's edge blocks are not one */
 	atomic_fetch_add(&fs->stats.stripe_fills, 1);
-	return wb_fill_span(fs, fi, wb, 0, fs->stripe_bytes);
+	return ffs_wb_fill_span(fs, fi, wb, 0, fs->stripe_bytes);
 }
 
 /* Let a partial buffer go without writing it: its reserved stripe returns
  * to the allocator; err (if any) waits for the next fsync or close.  dlock
  * held. */
-void wb_drop(struct ffs *fs, struct finode *fi, struct wbuf *wb, int err)
+void ffs_wb_drop(struct ffs *fs, struct finode *fi, struct wbuf *wb, int err)
 {
 	if (wb->background)
 		err = 0; /* no user data in it: the merge thread logs it (merge.c) */
@@ -660,8 +663,8 @@ static int small_writeout(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 	pthread_mutex_unlock(&fs->lock);
 	if (!small)
 		return 1;
-	if (!ival_covers(wb, 0, len))
-		rc = wb_fill(fs, fi, wb);
+	if (!ffs_ival_covers(wb, 0, len))
+		rc = ffs_wb_fill(fs, fi, wb);
 	if (rc == 0) {
 		pthread_mutex_lock(&fs->lock);
 		rc = ffs_small_store(fs, fi, wb->data, len);
@@ -669,7 +672,7 @@ static int small_writeout(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 	}
 	if (rc == -ENOSPC)
 		return 1; /* the pool is at its reserve: a stripe, as before the class */
-	wb_drop(fs, fi, wb, rc);
+	ffs_wb_drop(fs, fi, wb, rc);
 	return rc;
 }
 
@@ -689,26 +692,26 @@ static int writeout(struct ffs *fs, struct finode *fi, struct wbuf *wb, bool gat
 		pthread_mutex_unlock(&fs->lock);
 		if (rc < 0) {
 			wb->pstripe = WB_NO_STRIPE;
-			wb_drop(fs, fi, wb, rc);
+			ffs_wb_drop(fs, fi, wb, rc);
 			return rc;
 		}
 	}
-	plan = ival_covers(wb, 0, fs->stripe_bytes) ? 0 : patch_plan(fs, fi, wb);
+	plan = ffs_ival_covers(wb, 0, fs->stripe_bytes) ? 0 : ffs_patch_plan(fs, fi, wb);
 	if (plan == PATCH_MERGE)
 		atomic_fetch_add(&fs->stats.patch_merges, 1);
 	if (plan > 0) {
 		/* a few blocks of a mapped stripe (patch.c) */
 		if (gather)
-			patch_gather(fs, fi, wb);
+			ffs_patch_gather(fs, fi, wb);
 		for (struct wbuf *g = wb; g; g = g->gnext)
 			wpool_mark_writing(fs, g);
 		pthread_mutex_unlock(&fi->dlock);
-		patch_submit(fs, fi, wb); /* may wait for a slot: no lock held */
+		ffs_patch_submit(fs, fi, wb, wb_write_done); /* may wait for a slot: no lock held */
 		pthread_mutex_lock(&fi->dlock);
 		return 0;
 	}
 	wb->npatch = 0;
-	if (!ival_covers(wb, 0, fs->stripe_bytes)) {
+	if (!ffs_ival_covers(wb, 0, fs->stripe_bytes)) {
 		/*
 		 * The fill reads the stripe and the patches laid over it: 4 ms
 		 * on average for a patched stripe's merge (3.8 ms over 175
@@ -719,7 +722,7 @@ static int writeout(struct ffs *fs, struct finode *fi, struct wbuf *wb, bool gat
 		 * So the buffer is marked as being written first and the fill
 		 * runs without dlock: from then on writers of this stripe,
 		 * readers of its gaps, flushes and truncates wait for it on
-		 * dcond as for any buffer in flight (stripe_done or wb_drop
+		 * dcond as for any buffer in flight (stripe_done or ffs_wb_drop
 		 * wakes them), and nobody else touches it.  Its intervals grow
 		 * under dlock once the fill is done, when readers may see them.
 		 */
@@ -729,26 +732,26 @@ static int writeout(struct ffs *fs, struct finode *fi, struct wbuf *wb, bool gat
 		rc = fill_gaps(fs, fi, wb, 0, fs->stripe_bytes);
 		pthread_mutex_lock(&fi->dlock);
 		if (rc < 0) {
-			wb_drop(fs, fi, wb, rc);
+			ffs_wb_drop(fs, fi, wb, rc);
 			return rc;
 		}
-		ival_add(wb, 0, fs->stripe_bytes);
+		ffs_ival_add(wb, 0, fs->stripe_bytes);
 	}
-	rows = tail_rows(fs, fi, wb);
+	rows = ffs_tail_rows(fs, fi, wb);
 	if (!wb->writing)
 		wpool_mark_writing(fs, wb);
 	pthread_mutex_unlock(&fi->dlock);
-	rc = rows && tail_submit(fs, fi, wb, rows) == 0 ? 0 : stripe_submit(fs, fi, wb);
+	rc = rows && ffs_tail_submit(fs, fi, wb, rows, wb_write_done) == 0 ? 0 : stripe_submit(fs, fi, wb);
 	pthread_mutex_lock(&fi->dlock);
 	return rc;
 }
 
-int wb_writeout(struct ffs *fs, struct finode *fi, struct wbuf *wb)
+int ffs_wb_writeout(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 {
 	return writeout(fs, fi, wb, false);
 }
 
-int wb_writeout_flush(struct ffs *fs, struct finode *fi, struct wbuf *wb)
+int ffs_wb_writeout_flush(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 {
 	return writeout(fs, fi, wb, true);
 }
@@ -801,7 +804,7 @@ static void wpool_evict(struct ffs *fs)
 	if (wb) {
 		atomic_fetch_add(&fs->stats.wbuf_evictions, 1);
 		/* with the owner's other patchable buffers: one batch (patch.c) */
-		wb_writeout_flush(fs, fi, wb); /* an error is the owner's, for its fsync or close */
+		ffs_wb_writeout_flush(fs, fi, wb); /* an error is the owner's, for its fsync or close */
 	}
 	pthread_mutex_unlock(&fi->dlock);
 	pthread_mutex_lock(&fs->lock);
@@ -810,7 +813,7 @@ static void wpool_evict(struct ffs *fs)
 }
 
 /* The completion thread (after the read cache exists). */
-int wpool_start(struct ffs *fs)
+int ffs_wpool_start(struct ffs *fs)
 {
 	struct wpool *p = fs->wpool;
 	int rc;
@@ -822,7 +825,7 @@ int wpool_start(struct ffs *fs)
 	return rc;
 }
 
-void wpool_free(struct ffs *fs)
+void ffs_wpool_free(struct ffs *fs)
 {
 	if (fs->wpool && fs->wpool->done_started) {
 		struct wpool *p = fs->wpool;
@@ -849,7 +852,7 @@ void wpool_free(struct ffs *fs)
  * waits for an event that must come: a write in flight completing (dcond is
  * broadcast when it does), or a buffer from the pool (wpool_take).
  */
-struct wbuf *wb_for(struct ffs *fs, struct finode *fi, uint64_t k, int *err)
+struct wbuf *ffs_wb_for(struct ffs *fs, struct finode *fi, uint64_t k, int *err)
 {
 	struct wbuf *wb, *held = NULL;
 	uint64_t p, run;
@@ -858,7 +861,7 @@ struct wbuf *wb_for(struct ffs *fs, struct finode *fi, uint64_t k, int *err)
 
 again:
 	for (;;) {
-		wb = wb_find(fi, k);
+		wb = ffs_wb_find(fi, k);
 		if (wb && !wb->writing)
 			break; /* being assembled: join it */
 		if (wb || (fi->nwbufs >= WB_PER_INODE && wb_writing(fi))) {
@@ -874,7 +877,7 @@ again:
 		}
 		if (fi->nwbufs >= WB_PER_INODE) { /* all partial: nothing else would free one */
 			atomic_fetch_add(&fs->stats.wbuf_evictions, 1);
-			*err = wb_writeout_flush(fs, fi, wb_oldest_partial(fi));
+			*err = ffs_wb_writeout_flush(fs, fi, wb_oldest_partial(fi));
 			if (*err < 0)
 				break;
 			continue;
@@ -919,7 +922,7 @@ again:
 
 		wpool_put(fs, wb);
 		if (old) {
-			*err = wb_writeout_flush(fs, fi, old);
+			*err = ffs_wb_writeout_flush(fs, fi, old);
 			if (*err < 0)
 				return NULL;
 		} else {

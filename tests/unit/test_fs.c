@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "fs/check.h"
-#include "fs/data_i.h" /* tail_closed */
+#include "fs/data_i.h" /* ffs_tail_closed */
 #include "fs/ffs.h"
 #include "fs/ffs_tools.h"
 #include "fs/format.h"
@@ -2521,7 +2521,7 @@ static void patch_bad_block(unsigned level, bool tailed)
 
 	ck_assert_uint_eq(g->level, level);
 	ck_assert_uint_le(len, sizeof(want));
-	ck_assert(ffs_patches_on(fs));
+	ck_assert(fs->features & FFS_FEAT_PATCHES);
 	ino = put_file(fs, "db", want, len, 41);
 	/* on stripes of its own; with tailed, its stripe 1 a tail */
 	ck_assert(!(extent_flags(fs, ino, 0) & FFS_X_TAIL));
@@ -2904,7 +2904,7 @@ START_TEST(patch_cache_serves_merges)
 	unsigned seed = 120;
 
 	ck_assert_uint_eq(S, 768 * 1024);
-	pcache_usage(fs, &used, &cap);
+	ffs_pcache_usage(fs, &used, &cap);
 	ck_assert_uint_eq(cap, 128 * FF_MiB / FFS_BLOCK); /* the default */
 	ck_assert_uint_eq(used, 0);
 	ino = put_file(fs, "db", want, 2 * S, 48);
@@ -2914,7 +2914,7 @@ START_TEST(patch_cache_serves_merges)
 		if (blk % 32 == 31)
 			ck_assert_int_eq(ffs_flush(fs, fh), 0);
 	}
-	pcache_usage(fs, &used, &cap);
+	ffs_pcache_usage(fs, &used, &cap);
 	ck_assert_uint_eq(used, 64);
 	reads = st->patch_reads;
 	hits = st->patch_cache_hits;
@@ -2930,7 +2930,7 @@ START_TEST(patch_cache_serves_merges)
 	ck_assert_uint_eq(st->patch_merges, 1);
 	ck_assert_uint_eq(st->patch_reads, reads);
 	ck_assert_uint_ge(st->patch_cache_hits, hits + 104);
-	pcache_usage(fs, &used, &cap);
+	ffs_pcache_usage(fs, &used, &cap);
 	ck_assert_uint_eq(used, 0); /* the merge dropped the patches, the cache their blocks */
 	check_content(fs, ino, want, 2 * S);
 	/* written before a mount: read from the members */
@@ -2958,7 +2958,7 @@ START_TEST(patch_cache_serves_merges)
 			ck_assert_int_eq(ffs_flush(fs, fh), 0);
 	}
 	ck_assert_int_eq(ffs_release(fs, fh), 0);
-	pcache_usage(fs, &used, &cap);
+	ffs_pcache_usage(fs, &used, &cap);
 	ck_assert_uint_eq(cap, 8);
 	ck_assert_uint_eq(used, 8);
 	check_content(fs, ino, want, 2 * S);
@@ -2967,12 +2967,12 @@ START_TEST(patch_cache_serves_merges)
 	/* a slot holds its newest block; forgotten, nothing */
 	fill_pattern(a, sizeof(a), seed++);
 	fill_pattern(b, sizeof(b), seed++);
-	pcache_put(fs, 7, 3, a);
-	pcache_put(fs, 7, 3, b);
-	ck_assert(pcache_get(fs, 7, 3, got));
+	ffs_pcache_put(fs, 7, 3, a);
+	ffs_pcache_put(fs, 7, 3, b);
+	ck_assert(ffs_pcache_get(fs, 7, 3, got));
 	ck_assert_int_eq(memcmp(got, b, sizeof(b)), 0);
-	pcache_forget(fs, 7, 3, 1);
-	ck_assert(!pcache_get(fs, 7, 3, got));
+	ffs_pcache_forget(fs, 7, 3, 1);
+	ck_assert(!ffs_pcache_get(fs, 7, 3, got));
 	check_content(fs, ino, want, 2 * S);
 	ck_assert_int_eq(ffs_unmount(fs), 0);
 	ut_remove_members(NM);
@@ -3406,7 +3406,7 @@ START_TEST(patches_replay_heals_bad_chunks)
 END_TEST
 
 /* A tail stripe let go twice in one transaction is freed once (tail.c's
- * tail_closed): replay releases a listed stripe's last patch, which frees
+ * ffs_tail_closed): replay releases a listed stripe's last patch, which frees
  * it, then lets every listed stripe go.  Before, the second freed it again
  * and failed on its bitmap bit ("already clear: run fsck"), and a power
  * cut so left a volume that would not mount (crash-powerloss in CI). */
@@ -3425,9 +3425,9 @@ START_TEST(tail_stripe_freed_once)
 	ck_assert_int_eq(ffs_take_stripes(fs, p, 1), 0);
 	ck_assert_int_eq(ffs_csum_set(fs, p, FFS_CSUM_TAILS, FFS_CSUM_TAIL_PACK(1, 0), crc), 0);
 	ck_assert(!ffs_stripe_freed_in_tx(fs, p));
-	ck_assert_int_eq(tail_closed(fs, p), 0);
+	ck_assert_int_eq(ffs_tail_closed(fs, p), 0);
 	ck_assert(ffs_stripe_freed_in_tx(fs, p));
-	ck_assert_int_eq(tail_closed(fs, p), 0);
+	ck_assert_int_eq(ffs_tail_closed(fs, p), 0);
 	pthread_mutex_unlock(&fs->lock);
 	ck_assert_int_eq(ffs_journal_commit(fs), 0);
 	ck_assert_int_eq(ffs_statfs(fs, &sv), 0);

@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""The floors of the filesystem library (fs/fs_i.h): no file of fs/ calls a
+function, or uses a variable, defined on a floor above its own.
+
+Usage: fs_floors.py LIBFFFS_A [--pairs]
+
+Reads the library's object files with nm (the NM environment variable, else
+nm from PATH): each object's defined external symbols and the ones it leaves
+undefined.  Fails (exit 1) on every reference that goes up a floor, and on an
+object file FLOORS does not name (a new file is given its floor here).
+--pairs also lists the pairs of files that call each other (informational:
+a pair on one floor is allowed).
+
+A lower floor tells a higher one something through a hook the higher one
+registers (a function pointer in struct ffs), which nm does not see: that
+is the point.
+"""
+import os
+import re
+import subprocess
+import sys
+from collections import defaultdict
+
+# Bottom first.  One table: the floor of every file of the library.
+FLOORS = [
+    # no calls into the library: the on-disk format, request tracking, and
+    # the repair of damaged data stripes (through the RAID engine)
+    ('base', ['format', 'watch', 'repair']),
+    # the metadata block cache
+    ('cache', ['meta']),
+    # the allocators (bitmaps in cached META blocks)
+    ('space', ['alloc']),
+    # the superblock, the journal and every metadata structure; small-data
+    # files live in metadata pool blocks named by their inode
+    ('meta', ['super', 'journal', 'btree', 'inode', 'extent', 'dir', 'xattr', 'small']),
+    # file data: write buffers, read cache, tails, patches and their cache, merges
+    ('data', ['data', 'wbuf', 'rcache', 'tail', 'patch', 'pcache', 'merge']),
+    # the mounted volume: the operations, mount, fsck, scrub, the tools' API
+    ('volume', ['ops', 'mount', 'check', 'scrub', 'tools']),
+]
+
+
+def floor_of():
+    out = {}
+    for level, (name, files) in enumerate(FLOORS):
+        for f in files:
+            assert f not in out, f + ' is on two floors'
+            out[f] = (level, name)
+    return out
+
+
+def unit(member):
+    # 'alloc.c.o', or a thin archive's '.../libfffs.a.p/alloc.c.o' -> 'alloc'
+    return os.path.basename(member).split('.')[0]
+
+
+LINE = re.compile(r'^[^:]*:(?P<member>[^:]*\.o):\s*(?:[0-9a-fA-F]+\s+)?\S\s+(?P<sym>\S+)$')
+
+
+def nm(lib, *flags):
+    """{file: [symbol, ...]} from `nm -A flags lib`."""
+    res = subprocess.run([os.environ.get('NM', 'nm'), '-A', *flags, lib], capture_output=True,
+                         text=True, check=True)
+    out = defaultdict(list)
+    for line in res.stdout.splitlines():
+        # lib.a:alloc.c.o:0000000000000000 T ffs_alloc_load, or lib.a:alloc.c.o:  U memset
+        m = LINE.match(line)
+        if m:
+            out[unit(m.group('member'))].append(m.group('sym'))
+    return out
+
+
+def main(argv):
+    if len(argv) < 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    lib = argv[1]
+    floors = floor_of()
+    defined = nm(lib, '-g', '--defined-only')
+    undefined = nm(lib, '-u')
+    owner = {}
+    for f, syms in defined.items():
+        for s in syms:
+            owner[s] = f
+    bad = []
+    unknown = sorted(f for f in set(defined) | set(undefined) if f not in floors)
+    for f in unknown:
+        bad.append('%s.c has no floor: give it one in FLOORS (%s)' % (f, __file__))
+    edges = defaultdict(set)
+    for f, syms in undefined.items():
+        for s in syms:
+            g = owner.get(s)
+            if g and g != f:
+                edges[(f, g)].add(s)
+    for (f, g), syms in sorted(edges.items()):
+        if f in floors and g in floors and floors[f][0] < floors[g][0]:
+            bad.append('%s.c (floor %s) calls up into %s.c (floor %s): %s'
+                       % (f, floors[f][1], g, floors[g][1], ' '.join(sorted(syms))))
+    if '--pairs' in argv:
+        for (f, g), syms in sorted(edges.items()):
+            if f < g and (g, f) in edges:
+                print('pair %s.c <-> %s.c: %s / %s' % (f, g, ' '.join(sorted(syms)),
+                                                      ' '.join(sorted(edges[(g, f)]))))
+    for b in bad:
+        print(b)
+    if not edges:
+        print('no calls between the files of %s: is it the filesystem library?' % lib)
+        return 1
+    print('%d files on %d floors, %d calls between files, %d up a floor'
+          % (len(floors), len(FLOORS), len(edges), len(bad)))
+    return 1 if bad else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv))

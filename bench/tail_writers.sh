@@ -1,5 +1,5 @@
 #!/bin/bash
-# Packed tails under 1, 2, 4 and 8 writers (fs/tail.c): frametest --vary
+# Packed tails under 1, 2, 4 and 8 writers (fs/data/tail.c): frametest --vary
 # streams of 3-60 MB frames (every frame ends in a tail) on RAID5 x 4 of
 # 2 GiB members in /dev/shm, 32 frames a round; per round, the tails packed
 # and those that found every tail-stripe slot busy and took a stripe of

@@ -31,7 +31,7 @@ struct ffs_opts {
 	size_t meta_cache_bytes;      /* default 32 MiB */
 	size_t write_buffer_bytes;    /* stripe-assembly buffers, default 160 MiB */
 	size_t read_cache_bytes;      /* whole-stripe read cache, default 128 MiB */
-	size_t patch_cache_bytes;     /* the newest patched blocks (fs/pcache.c), default 128 MiB;
+	size_t patch_cache_bytes;     /* the newest patched blocks (fs/data/pcache.c), default 128 MiB;
 	                               * FFS_PATCH_CACHE_OFF: none */
 	unsigned commit_interval_ms;  /* background commit, default 5000 */
 	unsigned readahead_stripes;   /* default 4 */
@@ -63,16 +63,16 @@ struct ffs_stats {
 	_Atomic uint64_t crc_repaired;
 	_Atomic uint64_t meta_repaired;    /* metadata copies rewritten after a bad read */
 	_Atomic uint64_t commits;
-	/* write-buffer waits, by reason (fs/wbuf.c, the pool's comment) */
+	/* write-buffer waits, by reason (fs/data/wbuf.c, the pool's comment) */
 	_Atomic uint64_t wbuf_wait_pool;    /* the pool was empty */
 	_Atomic uint64_t wbuf_wait_inode;   /* the file had its most buffers, all in flight */
 	_Atomic uint64_t wbuf_wait_rewrite; /* the stripe was still being written */
 	_Atomic uint64_t wbuf_evictions;    /* partial stripes sent out early to free a buffer */
-	/* the small-data class (fs/small.c) */
+	/* the small-data class (fs/meta/small.c) */
 	_Atomic uint64_t small_stores;      /* small files written to pool blocks */
 	_Atomic uint64_t small_promotions;  /* small files moved to stripes */
 	_Atomic uint64_t small_nospc;       /* small files sent to a stripe: the pool was at its reserve */
-	/* packed tails (fs/tail.c) */
+	/* packed tails (fs/data/tail.c) */
 	_Atomic uint64_t tail_writes;       /* tails sent to a tail stripe */
 	_Atomic uint64_t tail_packed;       /* tails written and mapped */
 	_Atomic uint64_t tail_stripes;      /* tail stripes opened */
@@ -85,7 +85,7 @@ struct ffs_stats {
 	_Atomic uint64_t patch_cache_hits;  /* patched blocks found in the patch cache instead (pcache.c) */
 };
 
-/* Requests in flight (fs/watch.c).  The daemon brackets each request it
+/* Requests in flight (fs/base/watch.c).  The daemon brackets each request it
  * serves; at most FFS_REQ_SLOTS threads are tracked. */
 #define FFS_REQ_SLOTS 64
 struct ffs_req_slot;
@@ -130,7 +130,7 @@ struct ffs_mkfs_params {
 
 /*
  * The small-file threshold mkfs sets by default: files up to 64 KiB live in
- * the mirrored pool (fs/small.c says why).  FFS_SMALL_OFF turns the class
+ * the mirrored pool (fs/meta/small.c says why).  FFS_SMALL_OFF turns the class
  * off.  The metadata area grows to hold the pool they need: 2.5 KiB for
  * each inode asked for with -N (half of them 4 KiB sidecars, and room for
  * an .xml every hundred), or by default 1/512 of the data capacity; the
@@ -143,7 +143,7 @@ struct ffs_mkfs_params {
 #define FFS_SMALL_DEFAULT_SHARE 512u
 
 /*
- * The metadata area mkfs makes (fs/mount.c meta_member_bytes): what the
+ * The metadata area mkfs makes (fs/volume/mount.c meta_member_bytes): what the
  * layout needs, and at least 1/512 of each member.  What it needs: the
  * inode table (-N, or by default FFS_INODES_MIN inodes: the layout gives
  * more, one per 256 KiB of data, where a quarter of the area holds them),
@@ -167,7 +167,7 @@ int ffs_unmount(struct ffs *fs);
 int ffs_sync(struct ffs *fs);
 /*
  * framefs-admin sync: ffs_sync, and the background merges queued by then
- * finished (fs/merge.c), so that the free space statfs answers moves only
+ * finished (fs/data/merge.c), so that the free space statfs answers moves only
  * with new writes and deletions.  syncfs(2) never reaches a FUSE daemon
  * (fs/ops.c flush_file).  Bounded while files are being written: each
  * inode is written out once, and only the merges queued before the wait
@@ -313,7 +313,7 @@ struct ffs_scrub_status {
 };
 
 /*
- * Scrubs that ended, kept in the superblock (fs/format.h): the last
+ * Scrubs that ended, kept in the superblock (fs/base/format.h): the last
  * FFS_SCRUB_HISTORY_MAX, across remounts.  A read-only mount keeps the
  * record of its own (check-only) scrubs in memory only.
  */
@@ -365,7 +365,7 @@ struct ffs_info {
 	uint64_t ninodes, free_inodes;
 	uint64_t commits;
 	bool ro;
-	uint32_t version;             /* on-disk format (fs/format.h) */
+	uint32_t version;             /* on-disk format (fs/base/format.h) */
 	uint32_t small_max;           /* small-file threshold in bytes; 0: the class is off */
 	uint64_t pool_start;          /* META block number of the pool's first block */
 	uint64_t pool_blocks, free_pool_blocks;

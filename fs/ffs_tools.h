@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The filesystem library's API for the offline tools: fsck.framefs
- * (mkfs/fsck/, through fs/check.h, which includes this), mkfs.framefs
+ * (mkfs/fsck/, through fs/volume/check.h, which includes this), mkfs.framefs
  * (mkfs/mkfs.c: fs/ffs.h is enough for it today) and the fsck corpus's
  * tools in tests/fsck/ (ffsck-corrupt, ffsck-fuzz, ffsck-image).  The
  * daemon (fs/daemon/) uses fs/ffs.h only.
  *
  * A tool may:
- *  - open a volume step by step and close it (fs/check.h), and read its
+ *  - open a volume step by step and close it (fs/volume/check.h), and read its
  *    superblock, geometry and array through the accessors below;
  *  - read and write metadata blocks through the library's cache (ffs_mb_*)
  *    or raw (ffs_meta_*), and commit what it dirtied through the journal;
@@ -40,7 +40,7 @@
 #include <stdint.h>
 
 #include "fs/ffs.h"
-#include "fs/format.h"
+#include "fs/base/format.h"
 #include "io/lru.h"
 #include "raid/raid.h"
 

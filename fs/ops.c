@@ -9,7 +9,7 @@
 #include <fcntl.h>
 #include <string.h>
 
-#include "fs/fs_i.h"
+#include "fs/volume/volume.h"
 
 /* Pool blocks an operation may need in the worst case (B+tree splits up
  * to the root, an xattr block): refuse up front rather than half-way. */

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "fs/ffs.h"
-#include "fs/format.h"
+#include "fs/base/format.h"
 #include "raid/raid.h"
 #include "raid/label.h"
 #include "raid/sb.h"

@@ -191,7 +191,7 @@ enum ff_event_kind {
 	FF_EVENT_REBUILD_STARTED,   /* one per member being rebuilt (or copied onto by replace) */
 	FF_EVENT_REBUILD_FINISHED,
 	FF_EVENT_REBUILD_FAILED,    /* detail: why */
-	FF_EVENT_SCRUB_FOUND_ERRORS, /* detail: what was found and repaired (fs/scrub.c) */
+	FF_EVENT_SCRUB_FOUND_ERRORS, /* detail: what was found and repaired (fs/volume/scrub.c) */
 	FF_EVENT_SCRUB_FINISHED,
 	FF_EVENT_EVENTS_DROPPED,    /* the queue was full: detail says how many were lost */
 	FF_EVENT_LABEL_CHANGED,     /* detail: the new label (raid/label.h) */
@@ -330,7 +330,7 @@ const char *ff_raid_label(const struct ff_raid *r);
 const uint8_t *ff_raid_uuid(const struct ff_raid *r);
 
 /* Log an event and hand it to opts.event_fn (event.c); role -1 = the array.
- * Callers above raid/ post theirs here too (fs/scrub.c). */
+ * Callers above raid/ post theirs here too (fs/volume/scrub.c). */
 void ff_raid_event(struct ff_raid *r, enum ff_event_kind kind, int role, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 /* The same about member m, which holds no role yet (a replace's new member). */

@@ -109,7 +109,7 @@
  *   (mb_per_s is 10^6 bytes per second, as it always was here; the text
  *   status shows rates and progress alike in MiB/s, 2^20 bytes per second)
  *   fs:      {stripe_bytes, nstripes, free_stripes, ninodes, free_inodes,
- *             commits, read_only, version (the on-disk format, fs/format.h),
+ *             commits, read_only, version (the on-disk format, fs/base/format.h),
  *             small_max (bytes: files whose bytes all lie below it live in
  *             the mirrored metadata pool; 0: off, as on every volume of
  *             format version 2 or older, or one made with mkfs -S 0),
@@ -117,10 +117,10 @@
  *             pool_blocks, pool_free_blocks (the pool holds directory and
  *             extent trees, xattrs, symlinks and small-file data),
  *             merges_pending (patched stripes queued for, or being
- *             rewritten by, the merge thread: fs/merge.c; while one runs
+ *             rewritten by, the merge thread: fs/data/merge.c; while one runs
  *             its new stripe and its old one are both taken),
  *             patch_cache_blocks, patch_cache_capacity (4 KiB blocks the
- *             patch cache holds, and at most: fs/pcache.c; 0 without
+ *             patch cache holds, and at most: fs/data/pcache.c; 0 without
  *             patches or with patch_cache_mb=0)} | null,
  *   requests: {in_flight, oldest_age_ms, oldest_op: string|null,
  *             oldest_ino, oldest_wait: string|null (what it waits for),
@@ -148,10 +148,10 @@
  *             stripe of their own: every tail stripe busy), patch_writes
  *             (small overwrites sent as patches), patch_blocks (their 4 KiB
  *             blocks), patch_merges (patched stripes rewritten whole),
- *             merges_background (of those, by the merge thread: fs/merge.c),
+ *             merges_background (of those, by the merge thread: fs/data/merge.c),
  *             patch_reads (patched blocks read from the members),
  *             patch_cache_hits (patched blocks found in the patch cache
- *             instead: fs/pcache.c)}
+ *             instead: fs/data/pcache.c)}
  *             | null}
  * Other answers: fail/remove/add/replace/rebuild/set/fault/sync return
  * {"ok": true, "message": "..."} plus, for rebuild, "rebuild": {...}, for

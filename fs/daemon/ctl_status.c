@@ -199,7 +199,7 @@ json_object *ctl_rebuild_json(struct ff_raid *r)
 	return o;
 }
 
-/* The scrubs that ended, newest first (fs/scrub.c keeps them in the superblock). */
+/* The scrubs that ended, newest first (fs/volume/scrub.c keeps them in the superblock). */
 static json_object *scrub_history_json(struct ffs *fs)
 {
 	struct ffs_scrub_past past[FFS_SCRUB_HISTORY_MAX];
@@ -278,7 +278,7 @@ json_object *ctl_scrub_json(struct ffs *fs)
 	return o;
 }
 
-/* FUSE requests in flight and the oldest of them (fs/watch.c). */
+/* FUSE requests in flight and the oldest of them (fs/base/watch.c). */
 static json_object *requests_json(struct ffs *fs)
 {
 	json_object *o = json_object_new_object();

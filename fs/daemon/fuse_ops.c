@@ -32,7 +32,7 @@ static struct ffs *FS(fuse_req_t req)
 	return fuse_req_userdata(req);
 }
 
-/* Each handler marks its request in flight (fs/watch.c) until it returns,
+/* Each handler marks its request in flight (fs/base/watch.c) until it returns,
  * after its one reply. */
 static void track_end(struct ffs_req_slot **s)
 {

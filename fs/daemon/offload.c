@@ -12,7 +12,7 @@
  * Every wait can end: a worker sleeps on `work` only while the queue is
  * empty, and ffs_job_run signals it after queueing, ffs_offload_stop
  * broadcasts after setting `stopping`.  A job's own waits are the
- * filesystem's, each of which ends (fs/wbuf.c, fs/journal.c); no job waits
+ * filesystem's, each of which ends (fs/data/wbuf.c, fs/meta/journal.c); no job waits
  * for another request, so fewer workers than slots only queue jobs, they
  * never stop them.
  */

@@ -2,7 +2,7 @@
 /*
  * fsck.framefs: the checker's context, its problem table and its passes.
  *
- *   Pass 1  superblocks and the journal              fsck_pass1.c, fs/check.c
+ *   Pass 1  superblocks and the journal              fsck_pass1.c, fs/volume/check.c
  *   Pass 2  inodes, extent maps, B+trees, checksum   fsck_pass2.c, fsck_extent.c,
  *           table owners, small files, packed tails, fsck_tree.c, fsck_small.c,
  *           patches                                  fsck_tail.c, fsck_patch.c
@@ -30,7 +30,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "fs/check.h"
+#include "fs/volume/check.h"
 #include "io/bitmap.h"
 
 #define FSCK_NAME "fsck.framefs"

@@ -307,7 +307,7 @@ static int rebuild_one(struct fsck *c, uint64_t ino)
 	 * to load an inode whose map is corrupt */
 	old_root = ff_le32(d.flags) & FFS_I_BTREE ? ff_le64(d.root) : 0;
 	/* the patch tree is set aside meanwhile: mapping a stripe drops its
-	 * patches (fs/patch.c), and these stripes keep theirs */
+	 * patches (fs/data/patch.c), and these stripes keep theirs */
 	patch_root = fsck_patches_allowed(c) ? ff_le64(d.u2.patch_root) : 0;
 	if (patch_root)
 		d.u2.patch_root = 0;

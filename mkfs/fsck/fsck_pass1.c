@@ -2,7 +2,7 @@
 /*
  * Pass 1: the superblock copies and the journal.
  *
- * Each of the four copies (A, B, C, D: fs/format.h) is read (any good
+ * Each of the four copies (A, B, C, D: fs/base/format.h) is read (any good
  * mirror copy of its block: a bad mirror copy is pass 5's business) and
  * checked against the array: magic, version, uuid, geometry, and a layout
  * equal to what mkfs computes for this array with the copy's own inode and
@@ -15,7 +15,7 @@
  * When no copy is valid, the superblock is rebuilt from what it describes:
  * the array (member superblocks: geometry, uuid, label), mkfs's layout
  * function with the sizes the metadata on disk shows, and the journal's
- * own records for its tail (fs/check.c).  That is a major repair: -p
+ * own records for its tail (fs/volume/check.c).  That is a major repair: -p
  * stops, -n goes on checking with the rebuilt superblock in memory.  Not
  * when a copy is whole but made for another array, version or geometry:
  * then the array may be what is wrong, and the check stops.
@@ -24,7 +24,7 @@
  * anything else is looked at, and after them (format version 5) the patch
  * batches fsync wrote after the last commit (patches() below).
  *
- * Last, the scrub history the superblock keeps (fs/format.h): a record with
+ * Last, the scrub history the superblock keeps (fs/base/format.h): a record with
  * impossible times or counts is cleared.  It never makes a copy invalid —
  * the history describes the volume, the volume does not depend on it.
  */
@@ -220,7 +220,7 @@ static int journal(struct fsck *c)
 	return rc;
 }
 
-/* Patch batches a commit listed but no commit holds (fs/patch.c): laid
+/* Patch batches a commit listed but no commit holds (fs/data/patch.c): laid
  * over their files before anything else is checked, as a mount would, or
  * the next commit (any repair's) would forget them and fsync'd data with
  * them; pass 2 then finds them in the files' patch trees. */

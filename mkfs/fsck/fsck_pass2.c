@@ -27,7 +27,7 @@ static int field(struct fsck *c, uint64_t ino, const char *what, uint64_t have, 
 							  .str2 = what, .num = have, .num2 = want });
 }
 
-/* One value's chain (fs/format.h): every block in the pool, claimed once,
+/* One value's chain (fs/base/format.h): every block in the pool, claimed once,
  * this inode's, in order, its lengths adding up to the value's. */
 static const char *xvalue_problem(struct fsck *c, uint64_t ino, const struct ffs_xattr_ent *e)
 {

@@ -8,7 +8,7 @@
  * gives.  A block with no good copy was already reported by the pass that
  * needed it.  With -c, every data chunk of every written stripe is checked
  * against the checksum table, through the RAID layer, and a stripe with
- * bad ones is rebuilt from parity and written back whole (fs/repair.c), as
+ * bad ones is rebuilt from parity and written back whole (fs/base/repair.c), as
  * the read path and scrub do.
  */
 #include <errno.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Patches (format version 5, fs/patch.c): 4 KiB blocks of a file stripe
+ * Patches (format version 5, fs/data/patch.c): 4 KiB blocks of a file stripe
  * rewritten in slots of a tail stripe, each run of them a record in the
  * file's patch tree (rooted at the inode's u2.patch_root, its nodes owned
  * by the inode; format.h gives the record).  A patch counts as one in its

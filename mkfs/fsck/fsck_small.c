@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Small files (format version 3, fs/small.c): a regular file flagged
+ * Small files (format version 3, fs/meta/small.c): a regular file flagged
  * FFS_I_SMALL keeps its bytes in pool blocks its inode lists (u.small),
  * each checked against its entry in the small-data checksum table (the
  * owner inode and ffs_sdata_crc of the block's data).
@@ -47,7 +47,7 @@ bool fsck_small_allowed(const struct fsck *c)
 }
 
 /* The blocks a small file may hold on this volume.  A rebuilt superblock
- * says mkfs's default threshold (fs/check.c), which need not be the one
+ * says mkfs's default threshold (fs/volume/check.c), which need not be the one
  * the volume was made with: then only the inode's own room bounds it. */
 static uint32_t blocks_max(const struct fsck *c)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Packed tails (format version 4, fs/tail.c): a file's last, partial stripe
+ * Packed tails (format version 4, fs/data/tail.c): a file's last, partial stripe
  * kept in rows of a shared tail stripe and mapped by an FFS_X_TAIL extent,
  * whose fields fsck_extent.c checks before it claims the rows here.  The
  * tail stripe's checksum entry (ino FFS_CSUM_TAILS) says how many rows were

@@ -182,7 +182,7 @@ def test():
         check(want in out, "status text lacks %r:\n%s" % (want, out))
         log("ok: status counts a small overwrite written as a patch")
 
-        # the patched block is in the patch cache (fs/pcache.c): a read that
+        # the patched block is in the patch cache (fs/data/pcache.c): a read that
         # passes the page cache (O_DIRECT) finds it there, not on the members
         check(s["fs"]["patch_cache_capacity"] == (128 << 20) // 4096 and
               s["fs"]["patch_cache_blocks"] == 1, "patch cache %r" % s["fs"])

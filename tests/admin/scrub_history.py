@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # Proves: every scrub that ends leaves a record in the superblock's scrub
-# history (fs/format.h) that survives unmount and remount: when it started
+# history (fs/base/format.h) that survives unmount and remount: when it started
 # and ended, whether it repaired, what it checked, found and repaired, and
 # how it ended; status --json and scrub status --json list the records
 # newest first with the counts each scrub had (a clean scrub 0, a repair of

@@ -19,7 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fs/check.h"
+#include "fs/volume/check.h"
 
 struct tool {
 	struct ffs *fs;
@@ -468,7 +468,7 @@ static void sb_offset(struct tool *t)
 }
 
 /*
- * The superblock's scrub history (fs/format.h): one sane record (seq 1,
+ * The superblock's scrub history (fs/base/format.h): one sane record (seq 1,
  * kept) and one of each kind of nonsense fsck clears — a record that ends
  * before it starts, repairs by a check-only scrub, more stripes checked
  * than the volume has, a number in another record's slot, repairs whose

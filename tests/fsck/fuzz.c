@@ -45,7 +45,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fs/check.h"
+#include "fs/volume/check.h"
 #include "raid/sb.h"
 
 /* fsck(8) exit codes */

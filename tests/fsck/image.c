@@ -31,7 +31,7 @@
  *   /many/       400 empty files (a directory tree of several leaves)
  *
  * With FFSCK_IMAGE_TAILS set the volume is format version 4 (packed tails,
- * fs/tail.c), whatever mkfs's default, and holds three more files whose last
+ * fs/data/tail.c), whatever mkfs's default, and holds three more files whose last
  * stripes are tails (a tail stripe has 16 rows here; a row of a tail holds
  * 12 KiB of the file):
  *   /t/t1        1 stripe + 24 KiB: a tail of 2 rows
@@ -43,13 +43,13 @@
  * volume without FFSCK_IMAGE_TAILS, /a/f1's tail is the only one.
  *
  * With FFSCK_IMAGE_PATCHES set as well the volume is format version 5
- * (patches, fs/patch.c) and holds /p/db: 3 stripes and a 2-row tail, then
+ * (patches, fs/data/patch.c) and holds /p/db: 3 stripes and a 2-row tail, then
  * small overwrites, each round fsync'd (db_writes below): blocks of its
  * whole stripes and of its tail kept as patches in tail stripes, one of
  * them written over again.  With FFSCK_IMAGE_PENDING too, the volume is
  * mounted once more and two more rounds are written, the last fsync'd
  * without a commit (its tail stripe was listed by the one before: a patch
- * batch, fs/patch.c), and the process ends there, as a crash would end it.
+ * batch, fs/data/patch.c), and the process ends there, as a crash would end it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -60,7 +60,7 @@
 #include <unistd.h>
 
 #include "fs/ffs.h"
-#include "fs/format.h"
+#include "fs/base/format.h"
 
 #define CHUNK (64u * 1024)
 

@@ -251,7 +251,7 @@ class Workload:
         (close + syncfs where the mode says so).  One time in four they all
         go into one stripe, 4 KiB and 64 KiB aligned, so that its patches
         pass half of it and the merge thread rewrites it while later writes
-        to it are acknowledged (fs/merge.c): a kill then finds merges queued,
+        to it are acknowledged (fs/data/merge.c): a kill then finds merges queued,
         in flight, or written and not yet committed."""
         big = [q for q, spec in sorted(self.files.items())
                if spec_size(spec) >= 3 * STRIPE and len(spec) < 1500]  # the log lines stay short
@@ -656,7 +656,7 @@ class Crash:
         if m:  # files unlinked while open or held (op_unlink_open)
             self.stats["orphans"] = self.stats.get("orphans", 0) + int(m.group(1))
         m = re.search(r"replayed (\d+) patch batch", log_text)
-        if m:  # fsync'd patches no commit held (format version 5: fs/patch.c)
+        if m:  # fsync'd patches no commit held (format version 5: fs/data/patch.c)
             self.stats["batch_mounts"] += 1
             self.stats["batches"] += int(m.group(1))
         # No bound on its time: on a busy machine the killed daemon's teardown

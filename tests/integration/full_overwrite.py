@@ -2,7 +2,7 @@
 # Proves: a volume filled with footage still takes in-place writes to the
 # files it holds — an editing application saving its project database, a
 # cache updating its index — because new data stops short of a reserve
-# that only overwrites may use (fs/alloc.c).  Steps, on RAID5 or RAID6 (by
+# that only overwrites may use (fs/space/alloc.c).  Steps, on RAID5 or RAID6 (by
 # seed), once with 64 KiB chunks and once with the default 512 KiB:
 #   1. a 24 MiB "project" file, then frames of 8 MiB until ENOSPC: statfs
 #      then shows no room for new data (f_bavail), while f_bfree counts the

@@ -84,7 +84,7 @@ static void listing(const char *rel, int l)
 }
 
 /* Values of the sizes Samba's streams_xattr writes: up to 65536 bytes
- * (XATTR_SIZE_MAX), inline and in value blocks (fs/xattr.c). */
+ * (XATTR_SIZE_MAX), inline and in value blocks (fs/meta/xattr.c). */
 static const size_t sizes[] = { 0, 1, 1024, 1025, 4000, 4097, 65536 };
 
 static void check_value(const char *path, const char *name, size_t len, int seed)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Proves: small files cost their size in the mirrored pool, not a stripe
- * each (fs/small.c).  N files of 4 KiB, the size of the `._` AppleDouble
+ * each (fs/meta/small.c).  N files of 4 KiB, the size of the `._` AppleDouble
  * file a macOS client writes beside every frame, are created by four
  * processes, with an .xml sidecar of a seeded size up to 64 KiB every 100
  * files; every create and write succeeds (on a RAID5 x 4 of 1 GiB members

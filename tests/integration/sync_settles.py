@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # Proves: `framefs-admin sync MOUNTPOINT` leaves the volume settled.  A
 # patched stripe whose patches pass half of it is rewritten by the merge
-# thread after the fsync that passed it has returned (fs/merge.c); while a
+# thread after the fsync that passed it has returned (fs/data/merge.c); while a
 # merge runs its new stripe and its old one are both taken, so the free
 # space moves after every file is closed, and sync(1) cannot ask a FUSE
 # daemon to wait for that.  The random-ops test read statfs during such a

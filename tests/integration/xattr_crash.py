@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # Proves: an xattr set is atomic across a crash.  A workload replaces six
 # attributes of one file in a loop with values of 0 to 65536 bytes (inline
-# and in value blocks, fs/xattr.c) while the daemon is killed with SIGKILL
+# and in value blocks, fs/meta/xattr.c) while the daemon is killed with SIGKILL
 # at a random point; with --powerloss a random half of the member writes
 # no flush covered is rolled back too (crash_kill9.py's power cut).  After
 # each recovery every attribute holds exactly one of the values written to

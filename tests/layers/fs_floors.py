@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""The floors of the filesystem library (fs/fs_i.h): no file of fs/ calls a
+"""The floors of the filesystem library (fs/fs_i.h), one folder of fs/ each: no file calls a
 function, or uses a variable, defined on a floor above its own.
 
 Usage: fs_floors.py LIBFFFS_A [--pairs]
@@ -22,13 +22,14 @@ import subprocess
 import sys
 from collections import defaultdict
 
-# Bottom first.  One table: the floor of every file of the library.
+# Bottom first.  One table: the floor of every file of the library.  A
+# floor is a folder of fs/ (the top one, 'face', is fs/ itself), so a file's
+# folder says which files it may call.
 FLOORS = [
-    # no calls into the library: the on-disk format, request tracking, and
-    # the repair of damaged data stripes (through the RAID engine)
-    ('base', ['format', 'watch', 'repair']),
-    # the metadata block cache
-    ('cache', ['meta']),
+    # the on-disk format, the metadata block cache, request tracking, and
+    # the repair of damaged data stripes (through the RAID engine): format,
+    # watch and repair call nothing else in the library
+    ('base', ['format', 'watch', 'repair', 'meta']),
     # the allocators (bitmaps in cached META blocks)
     ('space', ['alloc']),
     # the superblock, the journal and every metadata structure; small-data
@@ -36,8 +37,10 @@ FLOORS = [
     ('meta', ['super', 'journal', 'btree', 'inode', 'extent', 'dir', 'xattr', 'small']),
     # file data: write buffers, read cache, tails, patches and their cache, merges
     ('data', ['data', 'wbuf', 'rcache', 'tail', 'patch', 'pcache', 'merge']),
-    # the mounted volume: the operations, mount, fsck, scrub, the tools' API
-    ('volume', ['ops', 'mount', 'check', 'scrub', 'tools']),
+    # the mounted volume: mount, fsck, scrub, the tools' API
+    ('volume', ['mount', 'check', 'scrub', 'tools']),
+    # the POSIX operations the daemon calls (fs/ops.c, beside fs/ffs.h)
+    ('face', ['ops']),
 ]
 
 
@@ -51,11 +54,18 @@ def floor_of():
 
 
 def unit(member):
-    # 'alloc.c.o', or a thin archive's '.../libfffs.a.p/alloc.c.o' -> 'alloc'
-    return os.path.basename(member).split('.')[0]
+    """'data_tail.c.o' (meson names an object after its path below fs/:
+    fs/data/tail.c), or a thin archive's '.../libfffs.a.p/data_tail.c.o'
+    -> ('data', 'tail'); 'ops.c.o' -> ('face', 'ops')."""
+    stem = os.path.basename(member).split('.')[0]
+    folder, _, name = stem.rpartition('_')
+    return folder or 'face', name
 
 
 LINE = re.compile(r'^[^:]*:(?P<member>[^:]*\.o):\s*(?:[0-9a-fA-F]+\s+)?\S\s+(?P<sym>\S+)$')
+
+
+FOLDER = {}  # file -> the folder nm found it in
 
 
 def nm(lib, *flags):
@@ -67,7 +77,9 @@ def nm(lib, *flags):
         # lib.a:alloc.c.o:0000000000000000 T ffs_alloc_load, or lib.a:alloc.c.o:  U memset
         m = LINE.match(line)
         if m:
-            out[unit(m.group('member'))].append(m.group('sym'))
+            folder, name = unit(m.group('member'))
+            out[name].append(m.group('sym'))
+            FOLDER[name] = folder
     return out
 
 
@@ -87,6 +99,11 @@ def main(argv):
     unknown = sorted(f for f in set(defined) | set(undefined) if f not in floors)
     for f in unknown:
         bad.append('%s.c has no floor: give it one in FLOORS (%s)' % (f, __file__))
+    for f in sorted(set(FOLDER) - set(unknown)):
+        if FOLDER[f] != floors[f][1]:
+            where = 'fs/' if FOLDER[f] == 'face' else 'fs/%s/' % FOLDER[f]
+            bad.append('%s.c is in %s but on floor %s: move it, or change FLOORS'
+                       % (f, where, floors[f][1]))
     edges = defaultdict(set)
     for f, syms in undefined.items():
         for s in syms:

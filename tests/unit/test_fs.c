@@ -20,19 +20,19 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fs/check.h"
-#include "fs/data_i.h" /* ffs_tail_closed */
+#include "fs/volume/check.h"
+#include "fs/data/data_i.h" /* ffs_tail_closed */
 #include "fs/ffs.h"
 #include "fs/ffs_tools.h"
-#include "fs/format.h"
-#include "fs/fs_i.h" /* the library's own test: internals where it needs them */
+#include "fs/base/format.h"
+#include "fs/volume/volume.h" /* the library's own test: internals where it needs them */
 #include "io/fault.h"
 #include "raid/raid.h"
 #include "tests/unit/helpers.h"
 
 #define NM 4
 
-/* The patch cache of every mount (fs/pcache.c): 0, the default.  A test
+/* The patch cache of every mount (fs/data/pcache.c): 0, the default.  A test
  * that needs patched blocks read from the members sets it off; each test
  * runs in a child process of its own, so the setting ends with it. */
 static size_t ut_patch_cache;
@@ -786,7 +786,7 @@ START_TEST(pools_stay_writable_across_a_fork)
 END_TEST
 
 /*
- * fsck's chunk windows (fs/check.c): every copy of four raw-written META
+ * fsck's chunk windows (fs/volume/check.c): every copy of four raw-written META
  * blocks reads back through them; a block written after its window was
  * read reads back new; and when one block of a chunk cannot be read (fault:
  * EIO on reads of that block's copy 1 only), the chunk's other blocks still
@@ -1253,7 +1253,7 @@ START_TEST(read_repairs_bad_chunk)
 END_TEST
 
 /*
- * The write-buffer pool's progress rule (fs/wbuf.c): 12 writers each write a
+ * The write-buffer pool's progress rule (fs/data/wbuf.c): 12 writers each write a
  * file of 96 stripes (past WB_PER_INODE) in 1 MiB pieces in a shuffled
  * order, as FUSE hands out concurrent O_DIRECT pieces, and four of them
  * share one more file, while one member takes 2 or 10 ms per write (fault:
@@ -1433,7 +1433,7 @@ static uint64_t pool_used(struct ffs *fs)
 	return n;
 }
 
-/* fs/xattr.c: values up to FFS_XATTR_INLINE_MAX stay inline; a larger one
+/* fs/meta/xattr.c: values up to FFS_XATTR_INLINE_MAX stay inline; a larger one
  * goes to value blocks (a version 4 volume reads them: its version stays);
  * replacing or removing a value gives its blocks back; 65537 bytes is
  * E2BIG. */
@@ -1470,7 +1470,7 @@ START_TEST(xattr_value_blocks)
 }
 END_TEST
 
-/* ---- the small-data class (fs/small.c) -------------------------------------- */
+/* ---- the small-data class (fs/meta/small.c) -------------------------------------- */
 
 static void fill_pattern(uint8_t *b, size_t n, unsigned seed)
 {
@@ -1802,7 +1802,7 @@ START_TEST(small_file_fits_a_full_volume)
 }
 END_TEST
 
-/* ---- packed tails (fs/tail.c) ---------------------------------------------------- */
+/* ---- packed tails (fs/data/tail.c) ---------------------------------------------------- */
 
 /* Whole stripes free (statfs counts in f_frsize units). */
 static uint64_t whole_stripes_free(struct ffs *fs)
@@ -2371,7 +2371,7 @@ START_TEST(tails_bad_chunk_repaired)
 }
 END_TEST
 
-/* ---- a silently corrupted patched block (fs/patch.c read_slot) ----------------- */
+/* ---- a silently corrupted patched block (fs/data/patch.c read_slot) ----------------- */
 
 /* mkfs at RAID level on NM members of 64 MiB, `chunk` chunks, patches on;
  * then mount. */
@@ -2662,7 +2662,7 @@ static void put_bytes(struct ffs *fs, uint64_t fh, uint8_t *want, uint64_t off, 
 }
 
 /*
- * A stripe with more patched blocks than one wave of reads takes (fs/patch.c:
+ * A stripe with more patched blocks than one wave of reads takes (fs/data/patch.c:
  * OVERLAY_WAVE 32, OVERLAY_BOUNCE 4), some patches from partial writes, reads
  * back exactly: whole into an aligned buffer (blocks land in place), at an
  * unaligned address (every block bounced, a wave each four) and from an
@@ -2736,8 +2736,8 @@ START_TEST(patches_read_in_waves)
 END_TEST
 
 /*
- * A merge holds up neither the file's flush nor its writers (fs/merge.c;
- * the fill runs without dlock: fs/wbuf.c writeout).  Stripe 0 of a
+ * A merge holds up neither the file's flush nor its writers (fs/data/merge.c;
+ * the fill runs without dlock: fs/data/wbuf.c writeout).  Stripe 0 of a
  * two-stripe file gets 64 patched blocks (a third of its 192), then, after
  * a remount that empties the caches, 40 more blocks, which take it past
  * half: the flush sends them as patches and queues the stripe for the
@@ -2883,7 +2883,7 @@ START_TEST(settle_finishes_queued_merges)
 END_TEST
 
 /*
- * The patch cache (fs/pcache.c) serves the patched blocks written since the
+ * The patch cache (fs/data/pcache.c) serves the patched blocks written since the
  * mount, and only those.  RAID5 x 4 at 256 KiB chunks: 768 KiB stripes of
  * 192 blocks.  Stripe 0 of a two-stripe file gets 64 patched blocks: a read
  * finds all of them in the cache (no patched block read from the members),
@@ -2988,7 +2988,7 @@ static int u64_cmp(const void *a, const void *b)
 
 /*
  * A checkpoint writes its blocks home in runs of consecutive blocks, one
- * request per run (fs/journal.c ckpt_write), not one per block.  300 small
+ * request per run (fs/meta/journal.c ckpt_write), not one per block.  300 small
  * files dirty inode-table, directory and pool blocks, many of them side by
  * side; after a commit, the checkpoint's member writes must number fewer
  * than its blocks times the META copies (one per block and copy before,
@@ -3089,7 +3089,7 @@ START_TEST(kill_priv_takes_privileges)
 }
 END_TEST
 
-/* ---- a tail slot's spare stripe (fs/tail.c): openings without a commit ---- */
+/* ---- a tail slot's spare stripe (fs/data/tail.c): openings without a commit ---- */
 
 /* A test's child that mounted the volume and ended as a crash would
  * (_exit): it must have ended with 0, or says the step that failed. */

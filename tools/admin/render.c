@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "fs/format.h"
+#include "fs/base/format.h"
 #include "tools/admin/admin.h"
 
 #define BAR_WIDTH 30

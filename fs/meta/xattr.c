@@ -6,7 +6,7 @@
  * for it (then in a chain like the others); a larger one (up to
  * 65536 bytes, Linux's XATTR_SIZE_MAX: Samba keeps each SMB alternate data
  * stream in one) in a chain of value blocks that the entry names
- * (fs/format.h).  Chains rather than a bigger entry area: a set writes
+ * (fs/base/format.h).  Chains rather than a bigger entry area: a set writes
  * only the new value's blocks and the entry block, however many other
  * values the inode holds, so a transaction stays small (a 64 KiB value:
  * 17 blocks, the entry block, the inode's and a few bitmap blocks: well
@@ -27,7 +27,7 @@
 #include <string.h>
 #include <sys/xattr.h>
 
-#include "fs/fs_i.h"
+#include "fs/meta/meta.h"
 
 static struct ffs_xattr_block *xa_of(struct mbuf *mb)
 {

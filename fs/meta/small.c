@@ -34,7 +34,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "fs/data_i.h"
+#include "fs/meta/meta.h"
 
 bool ffs_is_small(const struct finode *fi)
 {

@@ -94,7 +94,7 @@ int ffs_check_journal_discard(struct ffs *fs);
  * all in use, so that nothing is allocated from it before it is rebuilt. */
 int ffs_check_load_bitmaps(struct ffs *fs);
 
-/* Patch batches (format version 5, fs/patch.c) written after the last
+/* Patch batches (format version 5, fs/data/patch.c) written after the last
  * commit, past the hwm of the tail stripes it lists: how many there are
  * (writes nothing), or, read-write only, lay them over their files as a
  * mount does (after the journal and the bitmaps: the batches' own blocks

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Private to the file data path, shared by its eight files: data.c (the
- * API: ffs_data_read/write/flush/truncate/fallocate), wbuf.c (write
- * buffers: stripe assembly, the pool, the completion thread), rcache.c
- * (the stripe read cache and read-ahead), small.c (the small-data class),
- * tail.c (packed tails), patch.c (patches), merge.c (background merges)
- * and pcache.c (the patch cache); tests/unit/test_fs.c includes it too.
+ * Private to the file data path (fs/data/), shared by its seven files:
+ * data.c (the API: ffs_data_read/write/flush/truncate/fallocate), wbuf.c
+ * (write buffers: stripe assembly, the pool, the completion thread),
+ * rcache.c (the stripe read cache and read-ahead), tail.c (packed tails),
+ * patch.c (patches), merge.c (background merges) and pcache.c (the patch
+ * cache); tests/unit/test_fs.c includes it too.  What the rooms above call
+ * of the data path is in fs/data/data.h.
  *
  * Locking, in order: a file's dlock (its buffers), then fs->lock
  * (metadata), then the pool's lock or the read cache's lock (leaves).
@@ -15,7 +16,7 @@
 #ifndef FFS_DATA_I_H
 #define FFS_DATA_I_H
 
-#include "fs/fs_i.h"
+#include "fs/data/data.h"
 
 #define WB_IVALS 16
 #define WB_PATCHES 32 /* patch records one buffer may make (patch.c) */

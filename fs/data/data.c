@@ -16,7 +16,7 @@
 #include <linux/falloc.h>
 #include <string.h>
 
-#include "fs/data_i.h"
+#include "fs/data/data_i.h"
 
 /* ---- the API ----------------------------------------------------------------- */
 

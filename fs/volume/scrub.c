@@ -31,7 +31,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fs/fs_i.h"
+#include "fs/volume/volume.h"
 
 struct scrub {
 	pthread_t thread;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "fs/format.h"
+#include "fs/base/format.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -54,7 +54,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "fs/data_i.h"
+#include "fs/data/data_i.h"
 
 /* Stripes queued at once; past it writeouts merge themselves. */
 #define MERGE_QUEUE 32u

@@ -8,8 +8,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "fs/check.h"
-#include "fs/fs_i.h"
+#include "fs/volume/check.h"
+#include "fs/volume/volume.h"
 #include "raid/sb.h"
 
 int ffs_check_open(const char *const *paths, unsigned n, bool ro, size_t meta_cache_bytes,

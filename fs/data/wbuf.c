@@ -32,7 +32,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "fs/data_i.h"
+#include "fs/data/data_i.h"
 
 #define RESERVE_DEFAULT 64
 

@@ -76,7 +76,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "fs/data_i.h"
+#include "fs/data/data_i.h"
 
 #define TAIL_SLOTS_MAX 8
 #define TAIL_OPEN_IDLE 2

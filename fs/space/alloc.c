@@ -20,7 +20,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "fs/fs_i.h"
+#include "fs/space/space.h"
 #include "io/bitmap.h"
 
 /* One on-disk bitmap, nblocks blocks from META block start holding nbits

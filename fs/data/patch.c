@@ -40,7 +40,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "fs/data_i.h"
+#include "fs/data/data_i.h"
 
 /* A stripe is rewritten whole rather than patched past this share of its
  * blocks (numerator over 8): 4 of 8, half. */

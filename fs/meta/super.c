@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fs/fs_i.h"
+#include "fs/meta/meta.h"
 
 /* ---- batched META writes ------------------------------------------------ */
 

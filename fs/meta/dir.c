@@ -10,7 +10,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "fs/fs_i.h"
+#include "fs/meta/meta.h"
 
 #define PROBE_MAX 64
 

@@ -34,7 +34,7 @@
  *
  * Small files (version 3): a regular file whose bytes all lie below the
  * volume's small_max keeps them in pool blocks instead of a stripe (the
- * small-data class, fs/small.c says why): mirrored like all of META, so a
+ * small-data class, fs/meta/small.c says why): mirrored like all of META, so a
  * 4 KiB sidecar costs two (RAID6: three) 4 KiB blocks, not a stripe.
  *
  * Every metadata block starts with ffs_bhdr: its type, its crc32c (over the
@@ -65,14 +65,14 @@
  * small_max.  Volumes of versions 1 and 2 (no table, small_max 0) mount
  * and work as before with the class off: every file takes stripes, as it
  * always did there; framefs-admin status says so.  FFS_VERSION_TAILS adds
- * packed tails (FFS_X_TAIL extents and tail stripes, below; fs/tail.c says
+ * packed tails (FFS_X_TAIL extents and tail stripes, below; fs/data/tail.c says
  * why); older volumes mount with tails off, and never hold such an extent.
  */
 #define FFS_VERSION_MIN 1u
 #define FFS_VERSION_XVALUE 2u
 #define FFS_VERSION_SMALL 3u
 #define FFS_VERSION_TAILS 4u
-/* FFS_VERSION_PATCH adds patches (FFS_PATCH_KEY below, fs/patch.c says
+/* FFS_VERSION_PATCH adds patches (FFS_PATCH_KEY below, fs/data/patch.c says
  * why): a regular file's rdev field is the root of its patch tree.  The
  * layout is version 4's; older volumes mount with patches off.  mkfs makes
  * FFS_VERSION unless told otherwise. */
@@ -151,7 +151,7 @@ _Static_assert(sizeof(struct ffs_bhdr) == 16, "block header");
 enum ffs_state { FFS_CLEAN = 1, FFS_DIRTY = 2 };
 
 /*
- * Scrub history (fs/scrub.c): one record per scrub that ended, the last
+ * Scrub history (fs/volume/scrub.c): one record per scrub that ended, the last
  * FFS_SB_SCRUB_RECORDS of them, in the superblock, so that they survive a
  * remount and go wherever the superblock goes.  Record seq (1, 2, ... on
  * this volume) lives in slot (seq - 1) % FFS_SB_SCRUB_RECORDS: the ring
@@ -194,11 +194,11 @@ _Static_assert(sizeof(struct ffs_scrub_history) == 1152, "scrub history");
 
 /*
  * Version 5: the tail stripes patch batches may be appended to after a
- * commit (fs/patch.c), and the sequence number the first such batch takes:
+ * commit (fs/data/patch.c), and the sequence number the first such batch takes:
  * in every commit block, and in the superblock for a journal with no
  * transaction after its tail.  Replay looks for batches there only.  A
  * stripe listed here may be free in the commit: a slot's spare, which the
- * next opening takes (fs/tail.c), so that its batch is replayable at once.
+ * next opening takes (fs/data/tail.c), so that its batch is replayable at once.
  * Up to two stripes for each of the daemon's 8 slots; the last 8 entries
  * were reserved (zero) in the first version-5 volumes, read as unused.
  */
@@ -297,7 +297,7 @@ struct ffs_jcommit {
 	le32 images_crc;        /* crc32c chained over every image, in order */
 	le64 commit_time_ns;
 	/* version 5: where patch batches written after this commit may lie
-	 * (fs/patch.c: replayed at mount); zeros before */
+	 * (fs/data/patch.c: replayed at mount); zeros before */
 	struct ffs_patch_open popen;
 	uint8_t reserved[FFS_BLOCK - 56 - sizeof(struct ffs_patch_open)];
 };
@@ -428,7 +428,7 @@ uint32_t ffs_patch_crc(uint64_t p, uint32_t slot, const void *data);
 /*
  * A patch batch: the patches one write put in rows of a tail stripe, and
  * this block first, in the first slot of its first row.  It makes the
- * batch replayable (fs/patch.c): an fsync that wrote only patches to
+ * batch replayable (fs/data/patch.c): an fsync that wrote only patches to
  * tail stripes the last commit listed (struct ffs_patch_open) waits for
  * the rows, not for a commit; mount lays such batches, past their stripe's
  * hwm, over the files again.  data: nrec records, then the ffs_patch_crc

@@ -35,7 +35,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "fs/fs_i.h"
+#include "fs/meta/meta.h"
 
 #define TX_BLOCKS_SOFT 512u
 

@@ -17,7 +17,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "fs/data_i.h"
+#include "fs/data/data_i.h"
 #include "io/hash.h"
 
 enum { RC_EMPTY, RC_LOADING, RC_READY, RC_ERROR };
@@ -321,7 +321,7 @@ void ffs_rcache_extended(struct ffs *fs, uint64_t p)
 
 /*
  * A chunk failed its checksum: rebuild the stripe in the cache entry around
- * the members of the bad chunks (fs/repair.c), and write it back whole —
+ * the members of the bad chunks (fs/base/repair.c), and write it back whole —
  * parity from the verified stripe, never from the bad chunk still on disk.
  */
 static int rc_repair(struct ffs *fs, struct rentry *e)

@@ -20,7 +20,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "fs/fs_i.h"
+#include "fs/meta/meta.h"
 
 struct xrec { /* B+tree value; the key is the file stripe */
 	le64 pstripe;

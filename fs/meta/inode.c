@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "fs/fs_i.h"
+#include "fs/meta/meta.h"
 #include "io/hash.h"
 
 /* ---- cache --------------------------------------------------------------- */

@@ -49,7 +49,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "fs/data_i.h"
+#include "fs/data/data_i.h"
 #include "io/hash.h"
 
 #define PC_NIL UINT32_MAX

@@ -6,7 +6,7 @@
  */
 #include <string.h>
 
-#include "fs/fs_i.h"
+#include "fs/volume/volume.h"
 #include "io/bitmap.h"
 
 const struct ffs_super *ffs_tools_super(const struct ffs *fs)

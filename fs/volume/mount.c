@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "fs/fs_i.h"
+#include "fs/volume/volume.h"
 #include "raid/label.h"
 
 /* ---- mkfs ----------------------------------------------------------------- */

@@ -14,7 +14,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "fs/fs_i.h"
+#include "fs/meta/meta.h"
 
 #define DEPTH_MAX 16
 

@@ -173,13 +173,14 @@ step() { # NAME MESON-TEST-ARGS...
 # ./setup.sh test --full runs the long job instead (run_tests_full).
 run_tests_ci() {
 	local t0=$SECONDS
-	FFS_FUZZ_CASES=80 IT_CRASH_ITERS=12 \
+	FFS_FUZZ_CASES=80 IT_CRASH_ITERS=8 IT_POWERLOSS_ITERS=8 IT_XATTR_CRASH_ITERS=5 \
+		IT_REPAIR_SWEEP=5x3,6x4 \
 		step "release, FUSE over io_uring" -C build --num-processes 2
-	IT_TRANSPORT=dev IT_CRASH_ITERS=4 IT_POWERLOSS_ITERS=4 IT_RANDOM_OPS=1500 \
+	IT_TRANSPORT=dev IT_CRASH_ITERS=3 IT_POWERLOSS_ITERS=3 IT_RANDOM_OPS=1000 \
 		step "release, /dev/fuse" -C build --num-processes 2 \
 		crash-kill9 crash-powerloss random-ops-concurrent
-	FFS_FUZZ_SEED=201 FFS_FUZZ_CASES=60 IT_CRASH_ITERS=6 IT_POWERLOSS_ITERS=5 \
-		IT_RANDOM_OPS=2500 \
+	FFS_FUZZ_SEED=201 FFS_FUZZ_CASES=40 IT_CRASH_ITERS=5 IT_POWERLOSS_ITERS=4 \
+		IT_RANDOM_OPS=2000 \
 		step "ASan+UBSan, /dev/fuse" -C build-asan --num-processes 2 --timeout-multiplier 4 \
 		--suite sanitize
 	echo "== test job: $((SECONDS - t0)) s"

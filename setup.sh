@@ -173,8 +173,8 @@ step() { # NAME MESON-TEST-ARGS...
 # ./setup.sh test --full runs the long job instead (run_tests_full).
 run_tests_ci() {
 	local t0=$SECONDS
-	FFS_FUZZ_CASES=80 IT_CRASH_ITERS=8 IT_POWERLOSS_ITERS=8 IT_XATTR_CRASH_ITERS=5 \
-		IT_REPAIR_SWEEP=5x3,6x4 \
+	FFS_FUZZ_CASES=60 IT_CRASH_ITERS=8 IT_POWERLOSS_ITERS=8 IT_XATTR_CRASH_ITERS=5 \
+		IT_REPAIR_SWEEP=5x3,6x4 IT_FULL_OVERWRITES=800 \
 		step "release, FUSE over io_uring" -C build --num-processes 2
 	IT_TRANSPORT=dev IT_CRASH_ITERS=3 IT_POWERLOSS_ITERS=3 IT_RANDOM_OPS=1000 \
 		step "release, /dev/fuse" -C build --num-processes 2 \

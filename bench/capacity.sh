@@ -374,7 +374,7 @@ if has_phase small; then
 		if [ "$MEMBER_MB" = "$CHECK_MB" ] && [ "$SMALL_N" = "$CHECK_N" ] && [ "$SMALL_MAX" -ge "$CHECK_FILES" ]; then
 			# this volume is the check's; its first 100,000 files answer it
 			if [ "$SFILES" -ge "$CHECK_FILES" ]; then FITS=yes; else FITS=no; fi
-			echo "  the issue's check (this volume): 100,000 files of 4 KiB on 4 x 1 GiB, -N 200000: $FITS ($SFILES fit)"
+			echo "  the capacity check (this volume): 100,000 files of 4 KiB on 4 x 1 GiB, -N 200000: $FITS ($SFILES fit)"
 		fi
 	else
 		FAILS=$((FAILS + 1))
@@ -385,7 +385,7 @@ detach_loops
 rm -rf "$W/members"
 
 if has_phase check && [ "$FITS" = n/a ] && [ "$CHECK" = 1 ]; then
-	echo "== 3. the issue's check: $CHECK_FILES files of 4 KiB, RAID5 x 4 of 1 GiB, mkfs.framefs -N $CHECK_N"
+	echo "== 3. the capacity check: $CHECK_FILES files of 4 KiB, RAID5 x 4 of 1 GiB, mkfs.framefs -N $CHECK_N"
 	[ "$(avail_mb "$MEMBERS_DIR")" -ge $((NMEM * CHECK_MB + 256)) ] || die "$MEMBERS_DIR is short of room for the check"
 	make_members "$CHECK_MB" "$W/check"
 	attach_loops "${MFILES[@]}"

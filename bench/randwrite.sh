@@ -481,7 +481,7 @@ rline() { # NAME "median lo hi" BAR(- none) ge|le
 	printf '  %-38s %-8s [%s..%s]  %s\n' "$name" "$(printf '%.3g' "$1")" "$(printf '%.3g' "$2")" "$(printf '%.3g' "$3")" "$s"
 	RESULT+=("$name=$(printf '%.3g' "$1")")
 }
-echo "ratios (median/median, [min..max] of per-run ratios; amplification: median [min..max]), issue 21's bars:"
+echo "ratios (median/median, [min..max] of per-run ratios; amplification: median [min..max]), against the bars:"
 rline randwrite_4k_amplification "$(stat3 ff5.4k/fsync.amp)" 4 le
 rline randwrite_4k_vs_btrfs5 "$(ratio ff5.4k/fsync.mbs btrfs5.4k/fsync.mbs)" 1.0 ge
 rline randwrite_64k_vs_btrfs5 "$(ratio ff5.64k/fsync.mbs btrfs5.64k/fsync.mbs)" -

@@ -124,7 +124,7 @@ def main(argv):
     if not edges:
         print('no calls between the files of %s: is it the filesystem library?' % lib)
         return 1
-    print('%d files on %d floors, %d calls between files, %d up a floor'
+    print('%d files on %d floors, %d calls between files, %d problems'
           % (len(floors), len(FLOORS), len(edges), len(bad)))
     return 1 if bad else 0
 

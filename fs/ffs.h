@@ -104,6 +104,23 @@ struct ffs_req_info {
 };
 void ffs_req_info(struct ffs *fs, struct ffs_req_info *out);
 
+/* Request times since mount or the last reset (fs/base/watch.c): per op
+ * (wait NULL), and per (op, what it waited for) for the waits the data path
+ * and the journal name.  Percentiles are upper bounds within 19%. */
+struct ffs_req_time {
+	const char *op, *wait;
+	uint64_t count, sum_ns, max_ns, p50_ns, p90_ns, p99_ns;
+};
+/* Up to max rows into out, in the order first seen; *dropped: times of
+ * pairs the table had no room for. */
+unsigned ffs_req_times(struct ffs *fs, struct ffs_req_time *out, unsigned max, uint64_t *dropped);
+void ffs_req_times_reset(struct ffs *fs);
+/* A time measured outside a request's own thread (the commit thread's
+ * phases, a job's wait for a worker) into the table, under op (literals;
+ * what NULL: the whole). */
+void ffs_times_add(struct ffs *fs, const char *op, const char *what, uint64_t ns);
+#define FFS_REQ_TIME_ROWS 96
+
 struct ff_raid_discard; /* raid/raid.h */
 
 /* What ffs_mkfs laid out, for its summary. */

@@ -877,8 +877,11 @@ static int flush_file(struct ffs *fs, struct finode *fi)
 	rc2 = ffs_commit_wait(fs, fi->tx_seq);
 	/* patch batches that no commit of its own needs (patch.c): their rows */
 	if (rc2 == 0 && fi->patch_unflushed) {
+		const char *prev = ffs_watch_wait_begin("a member flush for patch rows");
+
 		fi->patch_unflushed = false;
 		rc2 = ff_raid_flush(fs->raid);
+		ffs_watch_wait_end(prev);
 		if (rc2 < 0)
 			fi->patch_unflushed = true;
 	}

@@ -48,6 +48,11 @@
  *                                  disarm them: for tests and drills
  *   sync                           write out and commit everything buffered
  *                                  and wait for the background merges
+ *   times [reset]                  request times since mount (or the last
+ *                                  reset; reset answers them, then zeroes):
+ *                                  times: {dropped, rows: [{op, wait
+ *                                  (null: the whole request), count, avg_ms,
+ *                                  p50_ms, p90_ms, p99_ms, max_ms}]}
  *
  * MEMBER is a role number, a member's path as the daemon knows it, its
  * basename, or any path to the same file or device.  PATH is absolute

@@ -445,6 +445,50 @@ static int cmd_sync(struct ffs_ctl *c, char **w, unsigned nw, json_object **out)
 	return 0;
 }
 
+static json_object *ms(uint64_t ns)
+{
+	return json_object_new_double((double)(ns / 1000) / 1000.0); /* to the microsecond */
+}
+
+/* Where the requests spent their time (fs/base/watch.c): a frame's open,
+ * writes and close, and what each waited for. */
+static int cmd_times(struct ffs_ctl *c, char **w, unsigned nw, json_object **out)
+{
+	static struct ffs_req_time t[FFS_REQ_TIME_ROWS]; /* the control thread is the only caller */
+	json_object *o, *rows;
+	uint64_t dropped;
+	unsigned n;
+
+	if (nw > 2 || (nw == 2 && strcmp(w[1], "reset") != 0))
+		return ctl_reply_error(out, -EINVAL, "usage: times [reset]");
+	if (!c->fs)
+		return ctl_reply_error(out, -EINVAL, "times: the volume is not mounted: no request "
+				       "was served");
+	n = ffs_req_times(c->fs, t, FFS_REQ_TIME_ROWS, &dropped);
+	if (nw == 2)
+		ffs_req_times_reset(c->fs);
+	*out = ctl_reply_ok(nw == 2 ? "request times reset" : "request times");
+	o = json_object_new_object();
+	rows = json_object_new_array();
+	ctl_jadd_u64(o, "dropped", dropped);
+	for (unsigned i = 0; i < n; i++) {
+		json_object *r = json_object_new_object();
+
+		ctl_jadd_str(r, "op", t[i].op);
+		ctl_jadd_str(r, "wait", t[i].wait);
+		ctl_jadd_u64(r, "count", t[i].count);
+		json_object_object_add(r, "avg_ms", ms(t[i].sum_ns / t[i].count));
+		json_object_object_add(r, "p50_ms", ms(t[i].p50_ns));
+		json_object_object_add(r, "p90_ms", ms(t[i].p90_ns));
+		json_object_object_add(r, "p99_ms", ms(t[i].p99_ns));
+		json_object_object_add(r, "max_ms", ms(t[i].max_ns));
+		json_object_array_add(rows, r);
+	}
+	json_object_object_add(o, "rows", rows);
+	json_object_object_add(*out, "times", o);
+	return 0;
+}
+
 int ctl_dispatch(struct ffs_ctl *c, char **w, unsigned nw, json_object **out)
 {
 	static const struct {
@@ -454,7 +498,7 @@ int ctl_dispatch(struct ffs_ctl *c, char **w, unsigned nw, json_object **out)
 		{ "fail", cmd_fail },       { "remove", cmd_remove }, { "add", cmd_add },
 		{ "replace", cmd_replace }, { "rebuild", cmd_rebuild }, { "scrub", cmd_scrub },
 		{ "set", cmd_set },         { "fault", cmd_fault },     { "re-add", cmd_readd },
-		{ "sync", cmd_sync },
+		{ "sync", cmd_sync },       { "times", cmd_times },
 	};
 
 	if (nw == 0)

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 
 #include "fs/daemon/offload.h"
+#include "fs/ffs.h"
 #include "io/ff_common.h"
 
 static struct {
@@ -67,6 +68,8 @@ static void *worker_main(void *arg)
 		struct ffs_job j = take_job();
 
 		pthread_mutex_unlock(&pool.lock);
+		ffs_times_add(fuse_req_userdata(j.req), "(a job's wait for a worker)", NULL,
+			      ff_mono_ns() - j.queued_ns);
 		j.run(&j);
 		atomic_fetch_add_explicit(&pool.jobs, 1, memory_order_relaxed);
 		pthread_mutex_lock(&pool.lock);
@@ -84,6 +87,7 @@ bool ffs_job_queue(const struct ffs_job *j)
 			unsigned idx = pool.free_idx[--pool.n_free];
 
 			pool.slot[idx] = *j;
+			pool.slot[idx].queued_ns = ff_mono_ns();
 			pool.queue[(pool.q_head + pool.q_len++) % pool.n_slots] = idx;
 			pthread_cond_signal(&pool.work);
 			pthread_mutex_unlock(&pool.lock);

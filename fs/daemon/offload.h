@@ -39,6 +39,7 @@ struct ffs_job {
 	off_t off, len;  /* fallocate's range */
 	int flag;        /* datasync, fallocate's mode, setattr's to_set */
 	struct stat attr;
+	uint64_t queued_ns; /* set by ffs_job_queue: its wait for a worker is timed */
 };
 
 /* Run the job: on a worker when its request came over io_uring and the

@@ -268,7 +268,10 @@ static int commit_start(struct ffs *fs, struct journal_flight *jf)
  * they map, when it may not be durable yet; with or without fs->lock. */
 static void flight_io(struct ffs *fs, struct journal_flight *jf)
 {
+	uint64_t t0 = ff_mono_ns(), t1, t2;
 	int rc = jf->preflush ? ff_raid_flush(fs->raid) : 0;
+
+	t1 = ff_mono_ns();
 
 	for (unsigned i = 0; i < jf->nrng && rc == 0; i++)
 		rc = ffs_batch_add_range(fs, &jf->b, jf->rng[i].block, jf->rng[i].buf, jf->rng[i].nblocks);
@@ -278,8 +281,14 @@ static void flight_io(struct ffs *fs, struct journal_flight *jf)
 	if (rc == 0)
 		rc = jf->b.err;
 	pthread_mutex_unlock(&jf->b.lock);
+	t2 = ff_mono_ns();
 	if (rc == 0)
 		rc = ff_raid_flush(fs->raid);
+	ffs_times_add(fs, "(commit)", NULL, ff_mono_ns() - t0);
+	if (jf->preflush)
+		ffs_times_add(fs, "(commit)", "a member flush before the records", t1 - t0);
+	ffs_times_add(fs, "(commit)", "the records written", t2 - t1);
+	ffs_times_add(fs, "(commit)", "a member flush after the records", ff_mono_ns() - t2);
 	pthread_mutex_lock(&jf->b.lock);
 	jf->b.err = rc;
 	jf->io_done = true;

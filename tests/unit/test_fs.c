@@ -1437,6 +1437,87 @@ static uint64_t pool_used(struct ffs *fs)
  * goes to value blocks (a version 4 volume reads them: its version stays);
  * replacing or removing a value gives its blocks back; 65537 bytes is
  * E2BIG. */
+/* The request times (fs/base/watch.c): counts, sums and maxima exact,
+ * percentiles the upper edge of their bucket (within 19%, never past the
+ * maximum); a request's waits of one kind summed into one time; a reset
+ * zeroes; pairs beyond the table are counted as dropped, not kept. */
+static const struct ffs_req_time *time_row(const struct ffs_req_time *t, unsigned n, const char *op,
+					   const char *wait)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (!strcmp(t[i].op, op) && (wait ? t[i].wait && !strcmp(t[i].wait, wait) : !t[i].wait))
+			return &t[i];
+	return NULL;
+}
+
+START_TEST(request_times)
+{
+	static struct ffs_req_time t[FFS_REQ_TIME_ROWS];
+	static char ops[FFS_REQ_TIME_ROWS + 8][8];
+	struct ffs *fs = mkfs_mount(64, 64 * 1024);
+	const struct ffs_req_time *r;
+	struct ffs_req_slot *slot;
+	const char *prev;
+	uint64_t dropped, sum = 0;
+	unsigned n;
+
+	/* 1..1000 microseconds: p50 500 us, p90 900, p99 990, max 1000 */
+	for (uint64_t us = 1; us <= 1000; us++) {
+		ffs_times_add(fs, "op-a", NULL, us * 1000);
+		sum += us * 1000;
+	}
+	n = ffs_req_times(fs, t, FFS_REQ_TIME_ROWS, &dropped);
+	r = time_row(t, n, "op-a", NULL);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_uint_eq(r->count, 1000);
+	ck_assert_uint_eq(r->sum_ns, sum);
+	ck_assert_uint_eq(r->max_ns, 1000000);
+	ck_assert_msg(r->p50_ns >= 500000 && r->p50_ns <= 500000 * 119 / 100, "p50 %llu",
+		      (unsigned long long)r->p50_ns);
+	ck_assert_msg(r->p90_ns >= 900000 && r->p90_ns <= 900000 * 119 / 100, "p90 %llu",
+		      (unsigned long long)r->p90_ns);
+	ck_assert_msg(r->p99_ns >= 990000 && r->p99_ns <= 1000000, "p99 %llu",
+		      (unsigned long long)r->p99_ns);
+	ck_assert_uint_eq(dropped, 0);
+
+	/* one request with two waits of one kind and one of another */
+	slot = ffs_req_begin(fs, "op-b", 1);
+	ck_assert_ptr_nonnull(slot);
+	for (int i = 0; i < 2; i++) {
+		prev = ffs_watch_wait_begin("wait-x");
+		usleep(2000);
+		ffs_watch_wait_end(prev);
+	}
+	prev = ffs_watch_wait_begin("wait-y");
+	ffs_watch_wait_end(prev);
+	ffs_req_end(slot);
+	n = ffs_req_times(fs, t, FFS_REQ_TIME_ROWS, &dropped);
+	r = time_row(t, n, "op-b", "wait-x");
+	ck_assert_ptr_nonnull(r);
+	ck_assert_uint_eq(r->count, 1);
+	ck_assert_uint_ge(r->sum_ns, 4000000);
+	ck_assert_ptr_nonnull(time_row(t, n, "op-b", "wait-y"));
+	r = time_row(t, n, "op-b", NULL);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_uint_eq(r->count, 1);
+	ck_assert_uint_ge(r->sum_ns, 4000000);
+
+	/* a reset zeroes: no row has a count */
+	ffs_req_times_reset(fs);
+	ck_assert_uint_eq(ffs_req_times(fs, t, FFS_REQ_TIME_ROWS, &dropped), 0);
+
+	/* more pairs than rows: the table keeps what fits, counts the rest */
+	for (unsigned i = 0; i < FFS_REQ_TIME_ROWS + 8; i++) {
+		snprintf(ops[i], sizeof(ops[i]), "o%u", i);
+		ffs_times_add(fs, ops[i], NULL, 1000);
+	}
+	n = ffs_req_times(fs, t, FFS_REQ_TIME_ROWS, &dropped);
+	ck_assert_uint_eq(n, FFS_REQ_TIME_ROWS - 4); /* op-a, op-b and its two waits hold rows */
+	ck_assert_uint_eq(dropped, 12);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+}
+END_TEST
+
 START_TEST(xattr_value_blocks)
 {
 	static uint8_t v[FFS_XATTR_VALUE_MAX + 1], r[FFS_XATTR_VALUE_MAX];
@@ -3508,6 +3589,7 @@ int main(void)
 	tcase_add_test(tc, check_runs_follow_writes);
 	tcase_add_test(tc, read_racing_reuse_gets_its_file);
 	tcase_add_test(tc, reuse_hold_keeps_freed_stripes);
+	tcase_add_test(tc, request_times);
 	tcase_add_loop_test(tc, patches_bad_block_healed, 0, 2);
 	tcase_add_loop_test(tc, patches_bad_block_in_tail_healed, 0, 2);
 	suite_add_tcase(s, tc);

@@ -88,6 +88,11 @@ static void usage(FILE *f)
 "                                    the background merges queued by then: the free space\n"
 "                                    then moves only with new writes and deletions\n"
 "                                    (sync(1) cannot ask a FUSE daemon for that)\n"
+"  times MOUNTPOINT [reset]          where the requests spent their time since mount (or\n"
+"                                    the last reset): per request (open, create, write,\n"
+"                                    flush, release, ...) and per wait inside it (a journal\n"
+"                                    commit, a stripe write in flight, ...): count, average,\n"
+"                                    p50, p90, p99, max; reset starts the count again\n"
 "  fault VOLUME RULES|clear          arm fault-injection rules on the running members\n"
 "                                    (MEMBER@op=rw,err=EIO,after=N,...; for tests and drills)\n"
 "\n"
@@ -367,6 +372,25 @@ static int cmd_scrub(struct vol *v, const char *sub, const struct opts *o)
 	}
 }
 
+/* Where the requests spent their time, as a table (or the JSON answer). */
+static int cmd_times(struct vol *v, const char *const *w, unsigned n, const struct opts *o)
+{
+	json_object *a = NULL;
+	int rc = request1(v, w, n, &a);
+
+	if (rc != EX_OK)
+		return rc;
+	if (o->json || !jbool(a, "ok")) {
+		rc = report_answer(a, o->json, o->quiet);
+	} else {
+		render_times(jget(a, "times"), stdout);
+		if (n == 2)
+			printf("(reset: the next times count from now)\n");
+	}
+	json_object_put(a);
+	return rc;
+}
+
 /* fail, remove, add, replace, set, fault: one request, one answer. */
 static int cmd_simple(struct vol *v, const char *const *w, unsigned n, const struct opts *o)
 {
@@ -399,7 +423,7 @@ static const struct command commands[] = {
 	{ "replace", 2, 2, true, true },  { "rebuild", 0, 0, true, true },
 	{ "set", 1, 5, true, true },      { "metrics", 0, 0, false, false },
 	{ "fault", 1, 1, false, false },  { "re-add", 1, 1, true, true },
-	{ "sync", 0, 0, false, false },
+	{ "sync", 0, 0, false, false },   { "times", 0, 1, false, false },
 };
 
 static int parse_opts(int argc, char **argv, struct opts *o)
@@ -533,6 +557,8 @@ static int run(const struct command *cmd, char **a, unsigned na, const struct op
 		rc = cmd_metrics(&v);
 	else if (!strcmp(cmd->name, "rebuild"))
 		rc = cmd_rebuild(&v, o);
+	else if (!strcmp(cmd->name, "times"))
+		rc = cmd_times(&v, w, nw, o);
 	else if (!strcmp(cmd->name, "re-add") && !v.online && (rc = cmd_simple(&v, w, nw, o)) == EX_OK)
 		rc = follow_rebuild(&v, o); /* offline: resync here, the record is in memory */
 	else if (strcmp(cmd->name, "re-add") != 0 || v.online)

@@ -353,6 +353,59 @@ static void render_small(json_object *fs, json_object *fst, FILE *f)
 			jnum(fst, "patch_cache_hits"), jnum(fst, "patch_reads"));
 }
 
+static void times_line(json_object *r, const char *label, FILE *f)
+{
+	fprintf(f, "%-46.46s %9.0f %9.3f %9.3f %9.3f %9.3f %9.3f\n", label, jnum(r, "count"),
+		jnum(r, "avg_ms"), jnum(r, "p50_ms"), jnum(r, "p90_ms"), jnum(r, "p99_ms"),
+		jnum(r, "max_ms"));
+}
+
+void render_times(json_object *t, FILE *f)
+{
+	json_object *rows = jget(t, "rows");
+	size_t n = rows ? json_object_array_length(rows) : 0;
+	char label[160];
+
+	fprintf(f, "%-46s %9s %9s %9s %9s %9s %9s\n", "request / what it waited for (ms)", "count",
+		"avg", "p50", "p90", "p99", "max");
+	for (size_t i = 0; i < n; i++) {
+		json_object *r = json_object_array_get_idx(rows, i);
+		const char *op = jstr(r, "op", "?");
+
+		if (jstr(r, "wait", NULL))
+			continue;
+		times_line(r, op, f);
+		for (size_t j = 0; j < n; j++) {
+			json_object *x = json_object_array_get_idx(rows, j);
+
+			if (jstr(x, "wait", NULL) && !strcmp(jstr(x, "op", ""), op)) {
+				snprintf(label, sizeof(label), "  %s", jstr(x, "wait", ""));
+				times_line(x, label, f);
+			}
+		}
+	}
+	/* waits of requests still in flight, whose own time is not in yet */
+	for (size_t j = 0; j < n; j++) {
+		json_object *x = json_object_array_get_idx(rows, j);
+		bool has_op = false;
+
+		if (!jstr(x, "wait", NULL))
+			continue;
+		for (size_t i = 0; i < n && !has_op; i++) {
+			json_object *r = json_object_array_get_idx(rows, i);
+
+			has_op = !jstr(r, "wait", NULL) && !strcmp(jstr(r, "op", ""), jstr(x, "op", ""));
+		}
+		if (!has_op) {
+			snprintf(label, sizeof(label), "%s: %s", jstr(x, "op", "?"), jstr(x, "wait", ""));
+			times_line(x, label, f);
+		}
+	}
+	if (jnum(t, "dropped") > 0)
+		fprintf(f, "(%.0f times of pairs beyond the table's rows were not kept)\n",
+			jnum(t, "dropped"));
+}
+
 /* The daemon's requests in flight: the oldest, and how many went stuck. */
 static void render_requests(json_object *rq, FILE *f)
 {

@@ -483,6 +483,8 @@ int ffs_commit_wait(struct ffs *fs, uint64_t seq)
 			return ffs_journal_commit(fs);
 		if (fs->commit_want < want)
 			fs->commit_want = want;
+		if (want == fs->j_seq && !fs->commit_asked_ns) /* the running one: not begun */
+			fs->commit_asked_ns = ff_mono_ns();
 		pthread_cond_signal(&fs->commit_cond);
 		prev = ffs_watch_wait_begin("a journal commit");
 		pthread_cond_wait(&fs->committed_cond, &fs->lock);
@@ -502,6 +504,10 @@ static void *commit_main(void *arg)
 
 		clock_gettime(CLOCK_REALTIME, &ts); /* the condition variable's clock */
 		if (fs->tx_count && (ff_mono_ns() >= due || fs->commit_want >= fs->j_seq)) {
+			if (fs->commit_asked_ns)
+				ffs_times_add(fs, "(commit)", "from a flusher's ask to its start",
+					      ff_mono_ns() - fs->commit_asked_ns);
+			fs->commit_asked_ns = 0;
 			rc = ffs_journal_commit_unlocked(fs);
 			if (rc < 0) { /* the askers get the error; the timer retries */
 				fs->commit_err = rc;

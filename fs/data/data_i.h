@@ -37,6 +37,8 @@ struct wbuf {
 				     * laid over it and written whole (merge.c) */
 	uint64_t hi;                /* end of the highest byte a write put here (not a fill) */
 	uint64_t born_ns;
+	uint64_t writing_ns;        /* when it was marked writing, and when the engine was */
+	uint64_t written_ns;        /* done with it: the times of "framefs-admin times" */
 	struct finode *fi;          /* owner, from attach until the buffer is free again */
 	/* while writing */
 	struct ffs *fs;

@@ -201,6 +201,7 @@ static void wpool_mark_writing(struct ffs *fs, struct wbuf *wb)
 	pthread_mutex_lock(&p->lock);
 	partial_unlink(p, wb);
 	wb->writing = true;
+	wb->writing_ns = ff_mono_ns();
 	p->nwriting++;
 	pthread_mutex_unlock(&p->lock);
 }
@@ -427,6 +428,7 @@ static void wb_write_done(struct ff_raid_io *io)
 	struct wbuf *wb = io->priv;
 	struct wpool *p = wb->fs->wpool;
 
+	wb->written_ns = ff_mono_ns();
 	pthread_mutex_lock(&p->dq_lock);
 	wb->done_next = NULL;
 	if (p->dq_tail)
@@ -445,6 +447,12 @@ static void stripe_done(struct ffs *fs, struct wbuf *wb)
 	struct finode *fi = wb->fi;
 	uint64_t p = wb->pstripe;
 	int rc = wb->io.result;
+	const char *what = wb->tslot >= 0 ? "(a tail or patch write)" : "(a stripe write)";
+
+	/* from marked writing to mapped: the engine's part, then the wait for this thread */
+	ffs_times_add(fs, what, NULL, ff_mono_ns() - wb->writing_ns);
+	ffs_times_add(fs, what, "the engine, to its last member write", wb->written_ns - wb->writing_ns);
+	ffs_times_add(fs, what, "the completion thread", ff_mono_ns() - wb->written_ns);
 
 	pthread_mutex_lock(&fs->lock);
 	if (wb->tslot >= 0) { /* a tail or patches (tail.c) */

@@ -6,8 +6,9 @@
 #   1. the JSON answer has a row per request with the counts the frames
 #      make (create 4, flush >= 4, write >= 4), every row consistent
 #      (count > 0, avg <= max, p50 <= p90 <= p99 <= max), the flush's
-#      wait for its journal commit under it (close commits the file), and
-#      the commit thread's own phases ("(commit)": the records written);
+#      wait for its journal commit under it (close commits the file), the
+#      commit thread's own phases ("(commit)": the records written), and
+#      the frames' eight stripe writes, sent to mapped, with their phases;
 #   2. the table form shows the same requests with their waits indented;
 #   3. reset answers the times and zeroes them: the next answer has no
 #      flush row, and a fifth frame makes it count 1 create;
@@ -75,6 +76,10 @@ def main():
             raise TestFailure("no flush / journal commit row: %s" % rows)
         if not row(rows, "(commit)", "the records written"):
             raise TestFailure("no commit phase row: %s" % rows)
+        # 3 MiB is two whole stripes at mkfs's 512 KiB chunks on 4 members
+        sw = row(rows, "(a stripe write)")
+        if not sw or sw["count"] != 8 or not row(rows, "(a stripe write)", "the completion thread"):
+            raise TestFailure("stripe writes: expected 8 with their phases, got %s" % sw)
         log("times: create %d, flush %d (avg %.3f ms, of which commit %.3f ms)"
             % (row(rows, "create")["count"], row(rows, "flush")["count"], row(rows, "flush")["avg_ms"],
                row(rows, "flush", "a journal commit")["avg_ms"]))

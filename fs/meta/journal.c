@@ -367,8 +367,12 @@ static int commit(struct ffs *fs, bool let_go)
 		pthread_mutex_lock(&fs->lock);
 	commit_finish(fs); /* unless a commit under the lock did it meanwhile */
 	rc = fs->commit_err;
-	if (rc == 0 && checkpoint_due(fs))
+	if (rc == 0 && checkpoint_due(fs)) {
+		uint64_t t = ff_mono_ns();
+
 		rc = ffs_journal_checkpoint(fs);
+		ffs_times_add(fs, "(checkpoint, under fs->lock)", NULL, ff_mono_ns() - t);
+	}
 	return rc;
 }
 

@@ -247,6 +247,15 @@ static int make_node(struct ffs *fs, uint64_t parent, const char *name, uint32_t
 		rc = -EEXIST;
 	else if (rc == -ENOENT)
 		rc = fs->free_inodes ? 0 : -ENOSPC;
+	/* a set-group-ID directory gives what is made in it its group, and a
+	 * directory its set-group-ID bit too (the kernel's inode_init_owner;
+	 * the VFS already took the bit from a file the caller may not have it
+	 * on) */
+	if (ff_le32(dir->d.mode) & S_ISGID) {
+		gid = ff_le32(dir->d.gid);
+		if (S_ISDIR(mode))
+			mode |= S_ISGID;
+	}
 	if (rc == 0)
 		rc = ffs_inode_new(fs, mode, uid, gid, parent, &fi);
 	if (rc == 0) {

@@ -153,6 +153,10 @@ static void log_transport(struct fuse_conn_info *conn)
  * file (file_remove_privs): one round trip more for each 4 KiB a database
  * writes.  With it the kernel marks the superblock SB_NOSEC and asks once
  * per inode.  (libfuse 3.14 cannot negotiate it: the kernel does the work.)
+ * The one thing it costs: a chown naming neither id (-1, -1) reaches us as
+ * a SETATTR with nothing in it, the same request a write by root to a
+ * file with a capability sends (where the bits must stay), so such a chown
+ * leaves set-ID bits Linux would take (attr-diff-tmpfs lists it).
  */
 #ifdef FUSE_CAP_HANDLE_KILLPRIV_V2
 static bool killpriv;

@@ -883,9 +883,13 @@ int ffs_kill_priv(struct ffs *fs, uint64_t fh, const struct ffs_caller *caller)
 	pthread_mutex_lock(&fs->lock);
 	mode = ff_le32(fi->d.mode);
 	gid = ff_le32(fi->d.gid);
-	pthread_mutex_unlock(&fs->lock);
-	drop_sgid = drop_sgid_for(caller, mode, gid);
-	pthread_mutex_lock(&fs->lock);
+	/* the caller is asked without the lock, and only about such a file */
+	drop_sgid = false;
+	if (caller && (mode & (S_ISGID | S_IXGRP)) == S_ISGID) {
+		pthread_mutex_unlock(&fs->lock);
+		drop_sgid = drop_sgid_for(caller, mode, gid);
+		pthread_mutex_lock(&fs->lock);
+	}
 	rc = kill_priv(fs, fi, drop_sgid, &changed);
 	if (rc == 0 && changed) {
 		fi->d.ctime_ns = ff_cpu_to_le64(ff_wall_ns());

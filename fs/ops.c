@@ -218,8 +218,9 @@ int ffs_setattr_as(struct ffs *fs, uint64_t ino, const struct stat *a, int to_se
 	pthread_mutex_lock(&fs->lock);
 	if (rc == 0) {
 		uint64_t now = ff_wall_ns();
-		/* a truncate(2) to the size the file has changes no time, as on
-		 * Linux (tmpfs, ext4); anything else given stamps ctime */
+		/* a truncate(2) to the size the file has changes no time, even
+		 * where it takes set-ID bits, as on Linux (tmpfs, ext4); anything
+		 * else given stamps ctime */
 		bool resized = (to_set & FFS_SET_SIZE) && (uint64_t)a->st_size != old_size;
 		bool stamp = resized || (to_set & ~(FFS_SET_SIZE | FFS_SET_KILL_PRIV)) ||
 			     !(to_set & FFS_SET_SIZE);

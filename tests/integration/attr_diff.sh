@@ -55,11 +55,13 @@ run_script() {
 
 # Differences framefs cannot remove, each a step-label pattern (awk regex)
 # and why; every one must still be seen in each run, or it leaves this list.
-# chown with neither id (-1, -1): the kernel's chown turns set-ID bits into a
-# mode change (and asks a non-owner for ownership, EPERM) before FUSE's
-# setattr drops that mode as killpriv_v2 leaves it to the filesystem; what
-# reaches framefs is a SETATTR with nothing in it, the same request a write
-# by root to a file with a capability sends, where the bits must stay.
+# chown with neither id (-1, -1): the VFS turns the chown's set-ID kill into
+# a mode change, which on tmpfs also needs the caller to own the file (EPERM
+# otherwise); FUSE's setattr drops that mode, killpriv_v2 leaving the kill
+# to the filesystem, and flags a kill only with an id.  What reaches
+# framefs is a SETATTR with nothing in it (GETXATTR, REMOVEXATTR, SETATTR
+# where there is a capability), the same requests a write by root to a
+# file with a capability sends (seen with -d), where the bits must stay.
 KNOWN_RE=('chown\(-1, -1\)')
 KNOWN_WHY=('FUSE killpriv_v2: a chown of neither id reaches framefs as an empty SETATTR')
 # Without killpriv_v2 the kernel's FUSE code takes the bits itself, and the

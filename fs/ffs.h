@@ -207,6 +207,18 @@ enum {
 	FFS_SET_KILL_PRIV = 1 << 11,
 };
 
+/*
+ * Who asks for FFS_SET_KILL_PRIV or ffs_kill_priv, for the one case where
+ * the caller matters: a set-group-ID bit without group execute (a
+ * mandatory-locking mark) is taken only from a caller who is neither in
+ * the file's group nor has CAP_FSETID (the kernel's
+ * setattr_should_drop_sgid).  in_group_or_capable is asked only for such a
+ * file, without fs->lock held.  A NULL caller keeps such a bit.
+ */
+struct ffs_caller {
+	bool (*in_group_or_capable)(const struct ffs_caller *c, gid_t gid);
+};
+
 /* rename flags (as renameat2) */
 enum { FFS_RENAME_NOREPLACE = 1, FFS_RENAME_EXCHANGE = 2 };
 
@@ -219,8 +231,14 @@ int ffs_lookup(struct ffs *fs, uint64_t parent, const char *name, struct stat *s
 int ffs_generation(struct ffs *fs, uint64_t ino, uint32_t *gen);
 void ffs_forget(struct ffs *fs, uint64_t ino, uint64_t nlookup);
 int ffs_getattr(struct ffs *fs, uint64_t ino, struct stat *st);
+/* A truncation (FFS_SET_SIZE) stamps mtime and ctime only when the size
+ * changes, as truncate(2) does on Linux; an ftruncate or O_TRUNC stamps them
+ * always, which the caller asks for with FFS_SET_MTIME_NOW. */
 int ffs_setattr(struct ffs *fs, uint64_t ino, const struct stat *attr, int to_set,
 		struct stat *st);
+/* The same, FFS_SET_KILL_PRIV asked for by caller (NULL: see ffs_caller) */
+int ffs_setattr_as(struct ffs *fs, uint64_t ino, const struct stat *attr, int to_set,
+		   const struct ffs_caller *caller, struct stat *st);
 int ffs_mknod(struct ffs *fs, uint64_t parent, const char *name, mode_t mode, dev_t rdev,
 	      uid_t uid, gid_t gid, struct stat *st);
 int ffs_mkdir(struct ffs *fs, uint64_t parent, const char *name, mode_t mode, uid_t uid,
@@ -274,9 +292,10 @@ int ffs_read_into_async(struct ffs *fs, uint64_t fh, void *buf, size_t cap, size
 ssize_t ffs_write(struct ffs *fs, uint64_t fh, const void *buf, size_t size, uint64_t off);
 /* Take from handle fh's file what a write by a caller without CAP_FSETID
  * takes (the kernel leaves it to the filesystem with FUSE's killpriv_v2):
- * set-user-ID, set-group-ID when the group may execute, and the
- * security.capability xattr.  Cheap when there is none of them. */
-int ffs_kill_priv(struct ffs *fs, uint64_t fh);
+ * set-user-ID, set-group-ID when the group may execute or the caller is not
+ * in the file's group (struct ffs_caller), and the security.capability
+ * xattr.  Cheap when there is none of them. */
+int ffs_kill_priv(struct ffs *fs, uint64_t fh, const struct ffs_caller *caller);
 int ffs_flush(struct ffs *fs, uint64_t fh);
 int ffs_fsync(struct ffs *fs, uint64_t fh, bool datasync);
 int ffs_fallocate(struct ffs *fs, uint64_t fh, int mode, uint64_t off, uint64_t len);

@@ -137,21 +137,23 @@ static uint64_t ts_ns(const struct timespec *ts)
 }
 
 /*
- * What writing, truncating or chowning a regular file takes from it, as
- * the kernel's file_remove_privs and chown do: set-user-ID always,
- * set-group-ID when the group may execute (without that it marks mandatory
- * locking, which stays), and file capabilities.  Whether the caller is
- * exempt (CAP_FSETID) the kernel decided.  fs->lock held.
+ * What writing, truncating or chowning takes from a file that is not a
+ * directory, as the kernel's setattr_should_drop_suidgid and chown_common
+ * do: set-user-ID always; set-group-ID when the group may execute, and
+ * without group execute (a mandatory-locking mark) only when drop_sgid
+ * (the caller is neither in the file's group nor has CAP_FSETID); and file
+ * capabilities.  Directories keep all of it.  Whether a writer or truncater
+ * is exempt (CAP_FSETID) the kernel decided.  fs->lock held.
  */
-static int kill_priv(struct ffs *fs, struct finode *fi, bool *changed)
+static int kill_priv(struct ffs *fs, struct finode *fi, bool drop_sgid, bool *changed)
 {
 	uint32_t mode = ff_le32(fi->d.mode), keep = mode & ~(uint32_t)S_ISUID;
 	int rc = 0;
 
 	*changed = false;
-	if (!S_ISREG(mode))
+	if (S_ISDIR(mode))
 		return 0;
-	if (mode & S_IXGRP)
+	if ((mode & S_IXGRP) || drop_sgid)
 		keep &= ~(uint32_t)S_ISGID;
 	if (keep != mode) {
 		fi->d.mode = ff_cpu_to_le32(keep);
@@ -165,22 +167,50 @@ static int kill_priv(struct ffs *fs, struct finode *fi, bool *changed)
 	return rc;
 }
 
+/* kill_priv's drop_sgid for a file of this mode and group: asked of the
+ * caller (without fs->lock) only where the answer matters */
+static bool drop_sgid_for(const struct ffs_caller *caller, uint32_t mode, gid_t gid)
+{
+	if (!caller || S_ISDIR(mode) || (mode & (S_ISGID | S_IXGRP)) != S_ISGID)
+		return false;
+	return !caller->in_group_or_capable(caller, gid);
+}
+
 int ffs_setattr(struct ffs *fs, uint64_t ino, const struct stat *a, int to_set, struct stat *st)
 {
+	return ffs_setattr_as(fs, ino, a, to_set, NULL, st);
+}
+
+int ffs_setattr_as(struct ffs *fs, uint64_t ino, const struct stat *a, int to_set,
+		   const struct ffs_caller *caller, struct stat *st)
+{
 	struct finode *fi;
+	uint64_t old_size = 0;
+	uint32_t mode = 0;
+	gid_t gid = 0;
+	bool drop_sgid = false;
 	int rc;
 
 	if (fs->ro)
 		return -EROFS;
 	pthread_mutex_lock(&fs->lock);
 	rc = ffs_iget(fs, ino, &fi);
+	if (rc == 0) {
+		old_size = ff_le64(fi->d.size);
+		mode = ff_le32(fi->d.mode);
+		gid = ff_le32(fi->d.gid);
+	}
 	pthread_mutex_unlock(&fs->lock);
 	if (rc < 0)
 		return rc == -ENOENT ? -ESTALE : rc;
+	/* decided on the group the file has before a chown changes it, as
+	 * the kernel does */
+	if (to_set & FFS_SET_KILL_PRIV)
+		drop_sgid = drop_sgid_for(caller, mode, gid);
 	if (to_set & FFS_SET_SIZE) {
-		if (S_ISDIR(ff_le32(fi->d.mode)))
+		if (S_ISDIR(mode))
 			rc = -EISDIR;
-		else if (!S_ISREG(ff_le32(fi->d.mode)))
+		else if (!S_ISREG(mode))
 			rc = -EINVAL;
 		else
 			rc = ffs_data_truncate(fs, fi, (uint64_t)a->st_size);
@@ -188,6 +218,12 @@ int ffs_setattr(struct ffs *fs, uint64_t ino, const struct stat *a, int to_set, 
 	pthread_mutex_lock(&fs->lock);
 	if (rc == 0) {
 		uint64_t now = ff_wall_ns();
+		/* a truncate(2) to the size the file has changes no time, even
+		 * where it takes set-ID bits, as on Linux (tmpfs, ext4); anything
+		 * else given stamps ctime */
+		bool resized = (to_set & FFS_SET_SIZE) && (uint64_t)a->st_size != old_size;
+		bool stamp = resized || (to_set & ~(FFS_SET_SIZE | FFS_SET_KILL_PRIV)) ||
+			     !(to_set & FFS_SET_SIZE);
 
 		if (to_set & FFS_SET_MODE)
 			fi->d.mode = ff_cpu_to_le32((ff_le32(fi->d.mode) & S_IFMT) | (a->st_mode & 07777));
@@ -203,16 +239,19 @@ int ffs_setattr(struct ffs *fs, uint64_t ino, const struct stat *a, int to_set, 
 			fi->d.mtime_ns = ff_cpu_to_le64(ts_ns(&a->st_mtim));
 		if (to_set & FFS_SET_MTIME_NOW)
 			fi->d.mtime_ns = ff_cpu_to_le64(now);
-		if (to_set & FFS_SET_SIZE && !(to_set & (FFS_SET_MTIME | FFS_SET_MTIME_NOW)))
+		if (resized && !(to_set & (FFS_SET_MTIME | FFS_SET_MTIME_NOW)))
 			fi->d.mtime_ns = ff_cpu_to_le64(now);
-		fi->d.ctime_ns = ff_cpu_to_le64((to_set & FFS_SET_CTIME) ? ts_ns(&a->st_ctim) : now);
+		if (to_set & FFS_SET_CTIME)
+			fi->d.ctime_ns = ff_cpu_to_le64(ts_ns(&a->st_ctim));
+		else if (stamp)
+			fi->d.ctime_ns = ff_cpu_to_le64(now);
 		if (to_set & FFS_SET_KILL_PRIV) {
 			bool changed;
-			uint32_t mode = ff_le32(fi->d.mode);
+			uint32_t given = ff_le32(fi->d.mode);
 
-			rc = kill_priv(fs, fi, &changed);
+			rc = kill_priv(fs, fi, drop_sgid, &changed);
 			if (to_set & FFS_SET_MODE) /* a mode given with it stands */
-				fi->d.mode = ff_cpu_to_le32(mode);
+				fi->d.mode = ff_cpu_to_le32(given);
 		}
 		if (rc == 0)
 			rc = ffs_istore(fs, fi);
@@ -247,6 +286,15 @@ static int make_node(struct ffs *fs, uint64_t parent, const char *name, uint32_t
 		rc = -EEXIST;
 	else if (rc == -ENOENT)
 		rc = fs->free_inodes ? 0 : -ENOSPC;
+	/* a set-group-ID directory gives what is made in it its group, and a
+	 * directory its set-group-ID bit too (the kernel's inode_init_owner;
+	 * the VFS already took the bit from a file the caller may not have it
+	 * on) */
+	if (ff_le32(dir->d.mode) & S_ISGID) {
+		gid = ff_le32(dir->d.gid);
+		if (S_ISDIR(mode))
+			mode |= S_ISGID;
+	}
 	if (rc == 0)
 		rc = ffs_inode_new(fs, mode, uid, gid, parent, &fi);
 	if (rc == 0) {
@@ -823,16 +871,27 @@ void ffs_read_unref(struct ffs *fs, struct ffs_rref *ref)
 	ffs_data_read_unref(fs, ref);
 }
 
-int ffs_kill_priv(struct ffs *fs, uint64_t fh)
+int ffs_kill_priv(struct ffs *fs, uint64_t fh, const struct ffs_caller *caller)
 {
 	struct finode *fi = fh_inode(fh);
-	bool changed;
+	bool changed, drop_sgid;
+	uint32_t mode;
+	gid_t gid;
 	int rc;
 
 	if (fs->ro)
 		return 0; /* nothing is written either */
 	pthread_mutex_lock(&fs->lock);
-	rc = kill_priv(fs, fi, &changed);
+	mode = ff_le32(fi->d.mode);
+	gid = ff_le32(fi->d.gid);
+	/* the caller is asked without the lock, and only about such a file */
+	drop_sgid = false;
+	if (caller && (mode & (S_ISGID | S_IXGRP)) == S_ISGID) {
+		pthread_mutex_unlock(&fs->lock);
+		drop_sgid = drop_sgid_for(caller, mode, gid);
+		pthread_mutex_lock(&fs->lock);
+	}
+	rc = kill_priv(fs, fi, drop_sgid, &changed);
 	if (rc == 0 && changed) {
 		fi->d.ctime_ns = ff_cpu_to_le64(ff_wall_ns());
 		rc = ffs_istore(fs, fi);

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/xattr.h>
@@ -152,6 +153,10 @@ static void log_transport(struct fuse_conn_info *conn)
  * file (file_remove_privs): one round trip more for each 4 KiB a database
  * writes.  With it the kernel marks the superblock SB_NOSEC and asks once
  * per inode.  (libfuse 3.14 cannot negotiate it: the kernel does the work.)
+ * The one thing it costs: a chown naming neither id (-1, -1) reaches us as
+ * a SETATTR with nothing in it, the same request a write by root to a
+ * file with a capability sends (where the bits must stay), so such a chown
+ * leaves set-ID bits Linux would take (attr-diff-tmpfs lists it).
  */
 #ifdef FUSE_CAP_HANDLE_KILLPRIV_V2
 static bool killpriv;
@@ -160,6 +165,56 @@ static bool killpriv;
 static const bool killpriv = false;
 #define KILL_SUIDGID(fi) ((void)(fi), false)
 #endif
+
+/*
+ * The caller of a request as struct ffs_caller: whether it is in a group
+ * (its fsgid or a supplementary group) or has CAP_FSETID.  The kernel
+ * hands FUSE the caller's ids, not its groups or capabilities: those come
+ * from /proc/PID/status, read only for a file with set-group-ID and no
+ * group execute.  A caller gone by then: root is taken to have CAP_FSETID,
+ * anyone else to be in its own group alone.
+ */
+struct req_caller {
+	struct ffs_caller c;
+	fuse_req_t req;
+};
+
+#define CAP_FSETID_BIT 4 /* linux/capability.h's CAP_FSETID */
+
+static bool req_in_group_or_capable(const struct ffs_caller *c, gid_t gid)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(((const struct req_caller *)c)->req);
+	bool in_group = ctx->gid == gid, capable = ctx->uid == 0;
+	char path[48], *line = NULL;
+	size_t cap = 0;
+	FILE *f;
+
+	if (in_group)
+		return true;
+	snprintf(path, sizeof(path), "/proc/%ld/status", (long)ctx->pid);
+	f = fopen(path, "re");
+	if (!f)
+		return capable;
+	while (getline(&line, &cap, f) > 0) {
+		if (strncmp(line, "Groups:", 7) == 0) {
+			char *p = line + 7, *end;
+
+			for (unsigned long g;; p = end) {
+				g = strtoul(p, &end, 10);
+				if (end == p)
+					break;
+				in_group |= g == (unsigned long)gid;
+			}
+		} else if (strncmp(line, "CapEff:", 7) == 0) {
+			capable = (strtoull(line + 7, NULL, 16) >> CAP_FSETID_BIT) & 1;
+		}
+	}
+	free(line);
+	fclose(f);
+	return in_group || capable;
+}
+
+#define REQ_CALLER(req) ((struct req_caller){ { req_in_group_or_capable }, (req) })
 
 /* A truncating open: the kernel leaves the truncation to us (libfuse's
  * atomic O_TRUNC) and with it what the truncation takes, on every libfuse.
@@ -254,6 +309,10 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		fuse_reply_attr(req, &st, TIMEOUT_S);
 }
 
+/* setattr's to_set bit (none of libfuse's) for a request that named an
+ * open file: an ftruncate, not a truncate(2) */
+#define SETATTR_FILE (1 << 30)
+
 /* A truncation may wait for the file's buffers: offload.h */
 static void job_setattr(struct ffs_job *j)
 {
@@ -278,11 +337,19 @@ static void job_setattr(struct ffs_job *j)
 			set |= map[i].ffs;
 #ifdef FUSE_CAP_HANDLE_KILLPRIV_V2
 	/* a truncate by a caller without CAP_FSETID (the kernel's
-	 * FATTR_KILL_SUIDGID), and any chown, as the kernel would do itself */
+	 * FATTR_KILL_SUIDGID), and any chown, as the kernel would do itself
+	 * (ffs_setattr_as leaves directories alone) */
 	if (killpriv && (to_set & (FUSE_SET_ATTR_KILL_SUID | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)))
 		set |= FFS_SET_KILL_PRIV;
 #endif
-	rc = ffs_setattr(FS(req), ino, attr, set, &st);
+	/* an ftruncate stamps mtime and ctime even at the same size (Linux's
+	 * do_truncate asks for both); the kernel sends no time with it */
+	if ((to_set & SETATTR_FILE) && (to_set & FUSE_SET_ATTR_SIZE) &&
+	    !(to_set & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW)))
+		set |= FFS_SET_MTIME_NOW;
+	struct req_caller who = REQ_CALLER(req);
+
+	rc = ffs_setattr_as(FS(req), ino, attr, set, &who.c, &st);
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
 	else
@@ -293,9 +360,8 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		       struct fuse_file_info *fi)
 {
 	struct ffs_job j = { .run = job_setattr, .req = req, .ino = ino, .attr = *attr,
-			     .flag = to_set };
+			     .flag = to_set | (fi ? SETATTR_FILE : 0) };
 
-	(void)fi;
 	ffs_job_run(&j);
 }
 
@@ -399,7 +465,9 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	if (open_kills(req, fi) && (rc = ffs_kill_priv(FS(req), fh)) < 0) {
+	struct req_caller who = REQ_CALLER(req);
+
+	if (open_kills(req, fi) && (rc = ffs_kill_priv(FS(req), fh, &who.c)) < 0) {
 		ffs_release(FS(req), fh);
 		fuse_reply_err(req, -rc);
 		return;
@@ -610,7 +678,9 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *buf
 		size = (size_t)n;
 		src = dst.buf[0].mem;
 	}
-	n = KILL_SUIDGID(fi) ? ffs_kill_priv(FS(req), fi->fh) : 0;
+	struct req_caller who = REQ_CALLER(req);
+
+	n = KILL_SUIDGID(fi) ? ffs_kill_priv(FS(req), fi->fh, &who.c) : 0;
 	if (n == 0)
 		n = ffs_write(FS(req), fi->fh, src, size, (uint64_t)off);
 	if (n < 0)

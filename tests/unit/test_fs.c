@@ -3138,15 +3138,15 @@ START_TEST(kill_priv_takes_privileges)
 	ck_assert_int_eq(ffs_setattr(fs, ino, &a, FFS_SET_MODE, &st), 0);
 	ck_assert_int_eq(ffs_setxattr(fs, ino, "security.capability", cap, sizeof(cap), 0), 0);
 	ck_assert_int_eq(ffs_setxattr(fs, ino, "user.keep", "k", 1, 0), 0);
-	ck_assert_int_eq(ffs_kill_priv(fs, fh), 0);
+	ck_assert_int_eq(ffs_kill_priv(fs, fh, NULL), 0);
 	ck_assert_int_eq(ffs_getattr(fs, ino, &st), 0);
 	ck_assert_uint_eq(st.st_mode, S_IFREG | 0755);
 	ck_assert_int_eq(ffs_getxattr(fs, ino, "security.capability", buf, sizeof(buf)), -ENODATA);
 	ck_assert_int_eq(ffs_getxattr(fs, ino, "user.keep", buf, sizeof(buf)), 1);
-	/* set-group-ID without group execute is no privilege */
+	/* set-group-ID without group execute stays (no caller given: ffs_caller) */
 	a.st_mode = 02644;
 	ck_assert_int_eq(ffs_setattr(fs, ino, &a, FFS_SET_MODE, &st), 0);
-	ck_assert_int_eq(ffs_kill_priv(fs, fh), 0);
+	ck_assert_int_eq(ffs_kill_priv(fs, fh, NULL), 0);
 	ck_assert_int_eq(ffs_getattr(fs, ino, &st), 0);
 	ck_assert_uint_eq(st.st_mode, S_IFREG | 02644);
 	/* a truncate or chown with it; a mode given in the same call stands */
@@ -3165,6 +3165,97 @@ START_TEST(kill_priv_takes_privileges)
 	fs = remount(fs);
 	ck_assert_int_eq(ffs_getattr(fs, ino, &st), 0);
 	ck_assert_uint_eq(st.st_mode, S_IFREG | 04711);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	ut_remove_members(NM);
+}
+END_TEST
+
+static bool caller_in_no_group(const struct ffs_caller *c, gid_t gid)
+{
+	(void)c;
+	(void)gid;
+	return false;
+}
+
+static bool caller_in_every_group(const struct ffs_caller *c, gid_t gid)
+{
+	(void)c;
+	(void)gid;
+	return true;
+}
+
+static bool same_ts(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
+}
+
+/* The attribute rules attr-diff-tmpfs checks against tmpfs, here on the
+ * library alone: a chown (FFS_SET_KILL_PRIV with an id) takes set-ID bits
+ * from a FIFO as from a regular file, never from a directory; set-group-ID
+ * without group execute goes only from a caller neither in the file's
+ * group nor with CAP_FSETID; a set-group-ID directory gives its group (and
+ * to a directory its bit); a truncation to the same size stamps no time
+ * unless the caller asks (ftruncate). */
+START_TEST(attrs_as_linux)
+{
+	const struct ffs_caller nobody = { caller_in_no_group }, member = { caller_in_every_group };
+	struct ffs *fs = mkfs_mount(64, 64 * 1024);
+	struct stat a = { 0 }, st, was;
+	uint64_t fh, ino;
+
+	ck_assert_int_eq(ffs_mknod(fs, FFS_ROOT_INO, "fifo", S_IFIFO | 06755, 0, 0, 0, &st), 0);
+	a.st_gid = 5;
+	ck_assert_int_eq(ffs_setattr_as(fs, st.st_ino, &a, FFS_SET_GID | FFS_SET_KILL_PRIV, NULL, &st),
+			 0);
+	ck_assert_uint_eq(st.st_mode, S_IFIFO | 0755);
+	ck_assert_int_eq(ffs_mkdir(fs, FFS_ROOT_INO, "dir", 06755, 0, 0, &st), 0);
+	ck_assert_int_eq(ffs_setattr_as(fs, st.st_ino, &a, FFS_SET_GID | FFS_SET_KILL_PRIV, &nobody,
+					&st), 0);
+	ck_assert_uint_eq(st.st_mode, S_IFDIR | 06755);
+	/* set-group-ID without group execute: the caller decides */
+	ck_assert_int_eq(ffs_mknod(fs, FFS_ROOT_INO, "sock", S_IFSOCK | 02745, 0, 0, 0, &st), 0);
+	ck_assert_int_eq(ffs_setattr_as(fs, st.st_ino, &a, FFS_SET_GID | FFS_SET_KILL_PRIV, &member,
+					&st), 0);
+	ck_assert_uint_eq(st.st_mode, S_IFSOCK | 02745);
+	ck_assert_int_eq(ffs_setattr_as(fs, st.st_ino, &a, FFS_SET_GID | FFS_SET_KILL_PRIV, &nobody,
+					&st), 0);
+	ck_assert_uint_eq(st.st_mode, S_IFSOCK | 0745);
+	ino = create(fs, FFS_ROOT_INO, "f", &fh);
+	a.st_mode = 02745;
+	ck_assert_int_eq(ffs_setattr(fs, ino, &a, FFS_SET_MODE, &st), 0);
+	ck_assert_int_eq(ffs_kill_priv(fs, fh, &member), 0);
+	ck_assert_int_eq(ffs_getattr(fs, ino, &st), 0);
+	ck_assert_uint_eq(st.st_mode, S_IFREG | 02745);
+	ck_assert_int_eq(ffs_kill_priv(fs, fh, &nobody), 0);
+	ck_assert_int_eq(ffs_getattr(fs, ino, &st), 0);
+	ck_assert_uint_eq(st.st_mode, S_IFREG | 0745);
+	/* truncation to the size the file has */
+	ck_assert_int_eq(ffs_getattr(fs, ino, &was), 0);
+	a.st_size = was.st_size;
+	ck_assert_int_eq(ffs_setattr(fs, ino, &a, FFS_SET_SIZE, &st), 0);
+	ck_assert(same_ts(&st.st_mtim, &was.st_mtim) && same_ts(&st.st_ctim, &was.st_ctim));
+	ck_assert_int_eq(ffs_setattr(fs, ino, &a, FFS_SET_SIZE | FFS_SET_MTIME_NOW, &st), 0);
+	ck_assert(!same_ts(&st.st_mtim, &was.st_mtim) && !same_ts(&st.st_ctim, &was.st_ctim));
+	was = st;
+	a.st_size = 10;
+	ck_assert_int_eq(ffs_setattr(fs, ino, &a, FFS_SET_SIZE, &st), 0);
+	ck_assert(!same_ts(&st.st_mtim, &was.st_mtim) && !same_ts(&st.st_ctim, &was.st_ctim));
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	/* a set-group-ID directory */
+	ck_assert_int_eq(ffs_mkdir(fs, FFS_ROOT_INO, "sg", 02775, 0, 7, &st), 0);
+	ino = st.st_ino;
+	ck_assert_int_eq(ffs_mkdir(fs, ino, "d", 0755, 3, 3, &st), 0);
+	ck_assert_uint_eq(st.st_mode, S_IFDIR | 02755);
+	ck_assert_uint_eq(st.st_gid, 7);
+	ck_assert_int_eq(ffs_mknod(fs, ino, "p", S_IFIFO | 0644, 0, 3, 3, &st), 0);
+	ck_assert_uint_eq(st.st_mode, S_IFIFO | 0644);
+	ck_assert_uint_eq(st.st_gid, 7);
+	ck_assert_int_eq(ffs_symlink(fs, ino, "l", "p", 3, 3, &st), 0);
+	ck_assert_uint_eq(st.st_gid, 7);
+	fs = remount(fs);
+	ck_assert_int_eq(ffs_lookup(fs, ino, "d", &st), 0);
+	ck_assert_uint_eq(st.st_mode, S_IFDIR | 02755);
+	ck_assert_uint_eq(st.st_gid, 7);
 	ck_assert_int_eq(ffs_unmount(fs), 0);
 	ut_remove_members(NM);
 }
@@ -3586,6 +3677,7 @@ int main(void)
 	tcase_add_test(tc, tail_stripe_freed_once);
 	tcase_add_loop_test(tc, patches_after_tail_replayed, 0, 2);
 	tcase_add_test(tc, kill_priv_takes_privileges);
+	tcase_add_test(tc, attrs_as_linux);
 	tcase_add_test(tc, check_runs_follow_writes);
 	tcase_add_test(tc, read_racing_reuse_gets_its_file);
 	tcase_add_test(tc, reuse_hold_keeps_freed_stripes);

@@ -21,12 +21,14 @@
 # space, not of speed. found = the limit means "at least that many".
 # RUNS runs of every case on every filesystem; the filesystems' order rotates each run and each
 # case. Tables: median [min..max] of the runs; the ratio ff5/btrfs5 of streams found is the
-# median of the per-run ratios [min..max] (a run in which btrfs5 held no stream has no ratio).
+# median of the per-run ratios [min..max] (inf in a run in which btrfs5 held no stream and ff5
+# some; no ratio in one in which neither held one).
 # Last line:
 #   RESULT streams_P_ff5=N streams_P_btrfs5=N streams_P_vs_btrfs5=R close_p99_P_ff5=MS
 #          close_p99_P_btrfs5=MS limit_P=N ... (the same keys for every case's preset P, with
-#          "-" as "_"; n/a where a row did not run or failed in a run, and for a ratio or a
-#          close_p99 that no run defines: btrfs5 held no stream / the row held none)
+#          "-" as "_"; n/a where a row did not run or failed in a run, for a ratio whose
+#          median is inf or that no run gives, and for the close_p99 of a row that held no
+#          stream in any run)
 # No figure is held to a bar: the script exits 0 when every measurement ran, 1 when one failed.
 #
 # For the run (as root) it turns FUSE over io_uring on (/sys/module/fuse/parameters/enable_uring)
@@ -152,7 +154,7 @@ for c in "${CASE_LIST[@]}"; do
 	[ "$b" -gt "$MAXBUF_MB" ] && MAXBUF_MB=$b
 done
 
-need=$((NMEM * SIZE_MB + MAXBUF_MB + 512))
+need=$((NMEM * SIZE_MB + MAXBUF_MB + 1024)) # + framefs's daemon (557 MiB at most in frames.sh's runs) and the rest
 [ "$(mem_avail_mb)" -ge "$need" ] ||
 	die "needs ~$need MiB of memory (members ${NMEM}x$SIZE_MB MiB, frame buffers $MAXBUF_MB MiB), $(mem_avail_mb) MiB available; lower SIZE_MB"
 [ "$(avail_mb "$MEMBERS_DIR")" -ge $((NMEM * SIZE_MB + 64)) ] ||
@@ -385,7 +387,7 @@ if held:
 for x in tr:
     if not x["pass"]:
         if x["dropped"]:
-            w.append("%d dropped %d frames" % (x["streams"], x["dropped"]))
+            w.append("%d dropped %d frame%s" % (x["streams"], x["dropped"], "" if x["dropped"] == 1 else "s"))
         else:
             w.append("%d failed with no frame dropped (an error or a failed check: see the JSON)" % x["streams"])
 if found == m["limit"]:
@@ -435,11 +437,11 @@ measure() { # ROW PRESET RUN: one frametest --max-streams run on a fresh filesys
 		put "$row.$p.open_avg" "$run" "$oa"; put "$row.$p.open_p99" "$run" "$op"
 		put "$row.$p.io_avg" "$run" "$ia"
 		put "$row.$p.close_avg" "$run" "$ca"; put "$row.$p.close_p99" "$run" "$cp"
-		printf '  %-7s %2d streams (%s); at %d: %.0f MB/s, %d dropped, ms avg/p99: open %s/%s, io %s, close %s/%s%s\n' \
-			"$row" "$found" "$desc" "$found" "$mbs" "$dropped" "$(ms "$oa")" "$(ms "$op")" "$(ms "$ia")" \
+		printf '  %-7s %s (%s); at %d: %.0f MB/s, %d dropped, ms avg/p99: open %s/%s, io %s, close %s/%s%s\n' \
+			"$row" "$(plural "$found" stream)" "$desc" "$found" "$mbs" "$dropped" "$(ms "$oa")" "$(ms "$op")" "$(ms "$ia")" \
 			"$(ms "$ca")" "$(ms "$cp")" "$tp"
 	else
-		printf '  %-7s  0 streams (%s)%s\n' "$row" "$desc" "$tp"
+		printf '  %-7s 0 streams (%s)%s\n' "$row" "$desc" "$tp"
 	fi
 	[ "$limit" = "$lim" ] || warn "$row $p: frametest's limit is $limit, not $lim"
 	[ -n "${st:-}" ] && echo "          framefs-admin status: $st"
@@ -468,14 +470,26 @@ cell() { # KEY streams|ms -> "median [min..max]" or "-"
 	if [ "$RUNS" -gt 1 ]; then echo "$($f "$1") [$($f "$2")..$($f "$3")]"; else $f "$1"; fi
 }
 num() { awk -v v="$1" 'BEGIN { printf "%g", v }'; }
-ratio3() { # PRESET -> "median min max" of the per-run ratios ff5/btrfs5 of streams found (runs
-	# in which both ran and btrfs5 held a stream), nothing when there is none
+ratio3() { # PRESET -> "median min max runs infs" of the per-run ratios ff5/btrfs5 of streams
+	# found, over the runs in which both ran: a run in which btrfs5 held no stream and ff5 some
+	# gives inf, one in which neither held one gives no ratio; runs: how many gave one, infs: how
+	# many of them are inf; nothing when none did
 	local r a b
 	for r in $(seq 1 "$RUNS"); do
 		a=${V[ff5.$1.found.$r]:-} b=${V[btrfs5.$1.found.$r]:-}
-		if [ -n "$a" ] && [ -n "$b" ] && [ "$b" -gt 0 ]; then awk -v a="$a" -v b="$b" 'BEGIN { print a / b }'; fi
-	done | sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) exit
-		m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.2f %.2f %.2f\n", m, v[1], v[NR] }'
+		if [ -z "$a" ] || [ -z "$b" ]; then continue; fi
+		if [ "$b" -gt 0 ]; then
+			awk -v a="$a" -v b="$b" 'BEGIN { print a / b }'
+		elif [ "$a" -gt 0 ]; then
+			echo inf
+		fi
+	done | awk '$1 == "inf" { ni++; next } { f[++nf] = $1 }
+		END { n = nf + ni; if (n == 0) exit
+			for (i = 2; i <= nf; i++) { t = f[i]; for (j = i - 1; j > 0 && f[j] > t; j--) f[j + 1] = f[j]; f[j + 1] = t }
+			for (i = 1; i <= n; i++) v[i] = (i <= nf) ? sprintf("%.2f", f[i]) : "inf"
+			lo = (n % 2) ? (n + 1) / 2 : n / 2; hi = (n % 2) ? lo : lo + 1
+			m = (v[hi] == "inf") ? "inf" : sprintf("%.2f", (f[lo] + f[hi]) / 2)
+			print m, v[1], v[n], n, ni + 0 }'
 }
 
 # ---- the run ----------------------------------------------------------------------------------
@@ -542,14 +556,16 @@ for c in "${CASE_LIST[@]}"; do
 	done
 	rr=$(ratio3 "$p")
 	if [ -n "$rr" ]; then
-		read -r rm rlo rhi <<<"$rr"
+		read -r rm rlo rhi rn rinf <<<"$rr"
 		if [ "$RUNS" -gt 1 ]; then
-			echo "streams ff5/btrfs5: $rm [$rlo..$rhi] (median of the per-run ratios [min..max])"
+			echo "streams ff5/btrfs5: $rm [$rlo..$rhi] (median of the per-run ratios [min..max], $rn of $RUNS runs)"
 		else
 			echo "streams ff5/btrfs5: $rm"
 		fi
+		[ "$rinf" = 0 ] || echo "  (inf: btrfs5 held no stream and ff5 some, in $(plural "$rinf" run))"
+		[ "$rn" = "$RUNS" ] || echo "  (no ratio in $((RUNS - rn)) of $RUNS runs: a row failed, or neither held a stream)"
 	else
-		echo "streams ff5/btrfs5: n/a (no run in which both ran and btrfs5 held a stream)"
+		echo "streams ff5/btrfs5: n/a (no run in which both ran and one held a stream)"
 	fi
 	echo
 	for r in ff5 btrfs5; do
@@ -562,7 +578,7 @@ for c in "${CASE_LIST[@]}"; do
 		SV[$r]=$s CPV[$r]=$cp
 	done
 	rv="n/a"
-	if [ "${SV[ff5]}" != n/a ] && [ "${SV[btrfs5]}" != n/a ] && [ -n "$rr" ]; then rv=${rr%% *}; fi
+	if [ "${SV[ff5]}" != n/a ] && [ "${SV[btrfs5]}" != n/a ] && [ -n "$rr" ] && [ "$rm" != inf ]; then rv=$rm; fi
 	RESULT+=("streams_${k}_ff5=${SV[ff5]}" "streams_${k}_btrfs5=${SV[btrfs5]}" "streams_${k}_vs_btrfs5=$rv"
 		"close_p99_${k}_ff5=${CPV[ff5]}" "close_p99_${k}_btrfs5=${CPV[btrfs5]}" "limit_$k=${LIM[$p]}")
 done

@@ -35,7 +35,9 @@
 # and sets fs.fuse.max_pages_limit to FUSE_MAX_PAGES, as frames.sh does; it prints what it found
 # and on exit puts that back, unless someone has changed the setting since.
 # After each ff5 measurement, when the build has framefs-admin, the daemon's own account
-# (framefs-admin status --json MOUNT) is saved beside frametest's JSON and its path printed.
+# (framefs-admin status --json MOUNT) and its request times over the measurement's trials
+# (framefs-admin times MOUNT: each request's time and its waits) are saved beside frametest's
+# JSON and their path printed.
 #
 # Knobs (environment):
 #   CASES="2k:2 4k:4"   PRESET:THREADS ... (presets: framefs-frametest --list; each preset once)
@@ -427,6 +429,9 @@ measure() { # ROW PRESET RUN: one frametest --max-streams run on a fresh filesys
 		if [ -n "$ADMIN" ]; then
 			st=$O/$row.$p.run$run.status.json
 			timeout 30 "$ADMIN" status --json "$MNT/fs" >"$st" 2>"$ERRF" || { warn "framefs-admin status: $(lasterr)"; st=""; }
+			# where the daemon spent the trials' time (every trial of this mount)
+			timeout 30 "$ADMIN" times "$MNT/fs" >"$O/$row.$p.run$run.times.txt" 2>"$ERRF" ||
+				warn "framefs-admin times: $(lasterr)"
 		fi
 	fi
 	fs_drop "$row" || return 1
@@ -444,7 +449,7 @@ measure() { # ROW PRESET RUN: one frametest --max-streams run on a fresh filesys
 		printf '  %-7s 0 streams (%s)%s\n' "$row" "$desc" "$tp"
 	fi
 	[ "$limit" = "$lim" ] || warn "$row $p: frametest's limit is $limit, not $lim"
-	[ -n "${st:-}" ] && echo "          framefs-admin status: $st"
+	[ -n "${st:-}" ] && echo "          framefs-admin status: $st, times: ${st%.status.json}.times.txt"
 	return 0
 }
 

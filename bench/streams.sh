@@ -554,7 +554,11 @@ for c in "${CASE_LIST[@]}"; do
 		nf=$(vals "$r.$p.found" | wc -l)
 		n0=$(vals "$r.$p.found" | grep -cx 0 || true)
 		[ -z "${FAILED[$r.$p]:-}" ] || echo "  ($r failed in ${FAILED[$r.$p]} of $RUNS runs)"
-		[ "$n0" = 0 ] || echo "  ($r held no stream in $n0 of $nf runs: its times are over the other runs)"
+		if [ "$n0" = "$nf" ] && [ "$nf" -gt 0 ]; then
+			echo "  ($r held no stream in any run: no times)"
+		elif [ "$n0" != 0 ]; then
+			echo "  ($r held no stream in $n0 of $nf runs: its times are over the other runs)"
+		fi
 		if [ "$nf" -gt 0 ] && [ "$(vals "$r.$p.found" | sort -g | tail -n1)" = "${LIM[$p]}" ]; then
 			echo "  ($r held the limit, ${LIM[$p]}, in some run: it may hold more)"
 		fi

@@ -144,38 +144,6 @@ DAEMONS=() # pid:comm of every FUSE daemon we started
 declare -A MPID=() # mountpoint -> pid:comm of the FUSE daemon serving it
 ERRF=/dev/null
 OUTF=/dev/null
-URING_PARAM=/sys/module/fuse/parameters/enable_uring
-PAGES_SYSCTL=/proc/sys/fs/fuse/max_pages_limit
-K_URING_OLD="" # what we found in URING_PARAM, when we changed it (put back on exit)
-K_URING_SET=""
-K_PAGES_OLD="" # likewise fs.fuse.max_pages_limit
-
-restore_kernel() { # put back the kernel settings we changed, unless someone changed them since
-	local cur
-	if [ -n "$K_URING_OLD" ]; then
-		cur=$(cat "$URING_PARAM" 2>/dev/null)
-		if [ "$cur" != "$K_URING_SET" ]; then
-			warn "fuse.enable_uring is $cur now (someone else changed it); leaving it"
-		elif echo "$K_URING_OLD" >"$URING_PARAM" 2>/dev/null; then
-			warn "fuse.enable_uring put back to $K_URING_OLD"
-		else
-			warn "cannot put fuse.enable_uring back to $K_URING_OLD"
-		fi
-		K_URING_OLD=""
-	fi
-	if [ -n "$K_PAGES_OLD" ]; then
-		cur=$(cat "$PAGES_SYSCTL" 2>/dev/null)
-		if [ "$cur" != "$FUSE_MAX_PAGES" ]; then
-			warn "fs.fuse.max_pages_limit is $cur now (someone else changed it); leaving it"
-		elif echo "$K_PAGES_OLD" >"$PAGES_SYSCTL" 2>/dev/null; then
-			warn "fs.fuse.max_pages_limit put back to $K_PAGES_OLD"
-		else
-			warn "cannot put fs.fuse.max_pages_limit back to $K_PAGES_OLD"
-		fi
-		K_PAGES_OLD=""
-	fi
-}
-
 cleanup() {
 	local m p busy=0
 	stop_children
@@ -297,30 +265,7 @@ fi
 
 # ---- the kernel's FUSE settings for the run (put back on exit by cleanup) --------------------
 
-KSET=() # what we found and set, for the header
-cur=$(cat "$URING_PARAM" 2>/dev/null || true)
-if [ -z "$cur" ]; then
-	KSET+=("no $URING_PARAM (this kernel has no FUSE over io_uring): every row runs over /dev/fuse")
-elif [ "$URING" = 0 ] || [ "$cur" = Y ]; then
-	KSET+=("fuse.enable_uring $cur (as found)")
-elif echo 1 >"$URING_PARAM" 2>"$ERRF"; then
-	K_URING_OLD=$cur
-	K_URING_SET=$(cat "$URING_PARAM")
-	KSET+=("fuse.enable_uring $cur -> $K_URING_SET (put back on exit)")
-else
-	KSET+=("fuse.enable_uring $cur (cannot turn it on: $(lasterr); the io_uring rows run over /dev/fuse)")
-fi
-cur=$(cat "$PAGES_SYSCTL" 2>/dev/null || true)
-if [ -z "$cur" ]; then
-	KSET+=("no fs.fuse.max_pages_limit (kernel before 6.13): requests of at most 1 MiB")
-elif [ "$FUSE_MAX_PAGES" = 0 ] || [ "$cur" = "$FUSE_MAX_PAGES" ]; then
-	KSET+=("fs.fuse.max_pages_limit $cur (as found)")
-elif echo "$FUSE_MAX_PAGES" >"$PAGES_SYSCTL" 2>"$ERRF"; then
-	K_PAGES_OLD=$cur
-	KSET+=("fs.fuse.max_pages_limit $cur -> $FUSE_MAX_PAGES pages (put back on exit)")
-else
-	KSET+=("fs.fuse.max_pages_limit $cur (cannot set $FUSE_MAX_PAGES: $(lasterr))")
-fi
+kernel_fuse_set "$URING" "$FUSE_MAX_PAGES" "the io_uring rows run"
 URING_ON=0
 [ "$(cat "$URING_PARAM" 2>/dev/null || true)" = Y ] && URING_ON=1
 

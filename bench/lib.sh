@@ -110,6 +110,71 @@ run_for() { # SECONDS CMD...: at most SECONDS, in the background so that a signa
 run() { run_for "$PHASE_TIMEOUT" "$@"; } # CMD...: at most PHASE_TIMEOUT s
 lasterr() { grep -v '^$' "$ERRF" | tail -n1; }
 
+# ---- the kernel's FUSE settings for a run -----------------------------------------------------
+
+URING_PARAM=/sys/module/fuse/parameters/enable_uring
+PAGES_SYSCTL=/proc/sys/fs/fuse/max_pages_limit
+K_URING_OLD="" K_URING_SET="" # what we found in URING_PARAM and set, when we changed it
+K_PAGES_OLD="" K_PAGES_SET="" # what we found in PAGES_SYSCTL and set, when we changed it
+KSET=()                       # what we found and did, for the header
+
+kernel_fuse_set() { # URING(0|1) MAX_PAGES(0: leave) WHO: turn FUSE over io_uring on (URING=1)
+	# and set fs.fuse.max_pages_limit; KSET says what was found and done; restore_kernel puts
+	# back what this changed. WHO names what runs over /dev/fuse without io_uring.
+	local cur
+	cur=$(cat "$URING_PARAM" 2>/dev/null || true)
+	if [ -z "$cur" ]; then
+		KSET+=("no $URING_PARAM (this kernel has no FUSE over io_uring): $3 over /dev/fuse")
+	elif [ "$1" = 0 ] || [ "$cur" = Y ]; then
+		KSET+=("fuse.enable_uring $cur (as found)")
+	elif echo 1 >"$URING_PARAM" 2>"$ERRF"; then
+		K_URING_OLD=$cur
+		K_URING_SET=$(cat "$URING_PARAM")
+		KSET+=("fuse.enable_uring $cur -> $K_URING_SET (put back on exit)")
+	else
+		KSET+=("fuse.enable_uring $cur (cannot turn it on: $(lasterr); $3 over /dev/fuse)")
+	fi
+	cur=$(cat "$PAGES_SYSCTL" 2>/dev/null || true)
+	if [ -z "$cur" ]; then
+		KSET+=("no fs.fuse.max_pages_limit (kernel before 6.13): FUSE requests of at most 1 MiB")
+	elif [ "$2" = 0 ] || [ "$cur" = "$2" ]; then
+		KSET+=("fs.fuse.max_pages_limit $cur (as found)")
+	elif echo "$2" >"$PAGES_SYSCTL" 2>"$ERRF"; then
+		K_PAGES_OLD=$cur
+		K_PAGES_SET=$2
+		KSET+=("fs.fuse.max_pages_limit $cur -> $2 pages (put back on exit)")
+	else
+		KSET+=("fs.fuse.max_pages_limit $cur (cannot set $2: $(lasterr))")
+	fi
+}
+
+restore_kernel() { # put back the kernel settings kernel_fuse_set changed, unless someone changed
+	# them since
+	local cur
+	if [ -n "$K_URING_OLD" ]; then
+		cur=$(cat "$URING_PARAM" 2>/dev/null)
+		if [ "$cur" != "$K_URING_SET" ]; then
+			warn "fuse.enable_uring is $cur now (someone else changed it); leaving it"
+		elif echo "$K_URING_OLD" >"$URING_PARAM" 2>/dev/null; then
+			warn "fuse.enable_uring put back to $K_URING_OLD"
+		else
+			warn "cannot put fuse.enable_uring back to $K_URING_OLD"
+		fi
+		K_URING_OLD=""
+	fi
+	if [ -n "$K_PAGES_OLD" ]; then
+		cur=$(cat "$PAGES_SYSCTL" 2>/dev/null)
+		if [ "$cur" != "$K_PAGES_SET" ]; then
+			warn "fs.fuse.max_pages_limit is $cur now (someone else changed it); leaving it"
+		elif echo "$K_PAGES_OLD" >"$PAGES_SYSCTL" 2>/dev/null; then
+			warn "fs.fuse.max_pages_limit put back to $K_PAGES_OLD"
+		else
+			warn "cannot put fs.fuse.max_pages_limit back to $K_PAGES_OLD"
+		fi
+		K_PAGES_OLD=""
+	fi
+}
+
 # ---- the way out ------------------------------------------------------------------------------
 
 # on_exit FUNC, once the variables FUNC reads are set: FUNC undoes what the script made, once,

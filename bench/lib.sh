@@ -148,29 +148,26 @@ kernel_fuse_set() { # URING(0|1) MAX_PAGES(0: leave) WHO: turn FUSE over io_urin
 	fi
 }
 
-restore_kernel() { # put back the kernel settings kernel_fuse_set changed, unless someone changed
-	# them since
+put_back() { # NAME FILE OLD SET: write OLD back into FILE, unless it no longer holds SET (someone
+	# else changed it since)
 	local cur
+	cur=$(cat "$2" 2>/dev/null)
+	if [ "$cur" != "$4" ]; then
+		warn "$1 is $cur now (someone else changed it); leaving it"
+	elif echo "$3" >"$2" 2>/dev/null; then
+		warn "$1 put back to $3"
+	else
+		warn "cannot put $1 back to $3"
+	fi
+}
+
+restore_kernel() { # put back the kernel settings kernel_fuse_set changed; once
 	if [ -n "$K_URING_OLD" ]; then
-		cur=$(cat "$URING_PARAM" 2>/dev/null)
-		if [ "$cur" != "$K_URING_SET" ]; then
-			warn "fuse.enable_uring is $cur now (someone else changed it); leaving it"
-		elif echo "$K_URING_OLD" >"$URING_PARAM" 2>/dev/null; then
-			warn "fuse.enable_uring put back to $K_URING_OLD"
-		else
-			warn "cannot put fuse.enable_uring back to $K_URING_OLD"
-		fi
+		put_back fuse.enable_uring "$URING_PARAM" "$K_URING_OLD" "$K_URING_SET"
 		K_URING_OLD=""
 	fi
 	if [ -n "$K_PAGES_OLD" ]; then
-		cur=$(cat "$PAGES_SYSCTL" 2>/dev/null)
-		if [ "$cur" != "$K_PAGES_SET" ]; then
-			warn "fs.fuse.max_pages_limit is $cur now (someone else changed it); leaving it"
-		elif echo "$K_PAGES_OLD" >"$PAGES_SYSCTL" 2>/dev/null; then
-			warn "fs.fuse.max_pages_limit put back to $K_PAGES_OLD"
-		else
-			warn "cannot put fs.fuse.max_pages_limit back to $K_PAGES_OLD"
-		fi
+		put_back fs.fuse.max_pages_limit "$PAGES_SYSCTL" "$K_PAGES_OLD" "$K_PAGES_SET"
 		K_PAGES_OLD=""
 	fi
 }

@@ -170,7 +170,7 @@ struct ffs {
 	pthread_cond_t commit_cond;
 	pthread_cond_t committed_cond;  /* a commit finished (group commit) */
 	uint64_t commit_want;           /* highest transaction a flusher waits for */
-	uint64_t commit_asked_ns;       /* when a flusher first asked since the last commit began */
+	uint64_t commit_asked_ns;       /* when a flusher first asked since the last commit began (commit_start) */
 	int commit_err;                 /* of the last commit */
 	uint64_t commit_failures;       /* commits the commit thread saw fail */
 	uint64_t last_commit_ns;

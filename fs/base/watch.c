@@ -47,7 +47,7 @@
 struct lat_row {
 	_Atomic bool ready;        /* op and wait set: readers may match it */
 	const char *op, *wait;     /* wait NULL: the whole request */
-	_Atomic uint64_t n, sum_ns, max_ns;
+	_Atomic uint64_t sum_ns, max_ns; /* the count is the buckets' sum */
 	_Atomic uint64_t b[LAT_BUCKETS];
 };
 
@@ -207,7 +207,6 @@ static void lat_add(struct watch *w, const char *op, const char *wait, uint64_t 
 		atomic_fetch_add(&w->lat_dropped, 1);
 		return;
 	}
-	atomic_fetch_add(&r->n, 1);
 	atomic_fetch_add(&r->sum_ns, ns);
 	atomic_fetch_add(&r->b[lat_bucket(ns)], 1);
 	m = atomic_load(&r->max_ns);
@@ -279,7 +278,6 @@ void ffs_req_times_reset(struct ffs *fs)
 	for (unsigned i = 0; i < n; i++) {
 		struct lat_row *r = &w->lat[i];
 
-		atomic_store(&r->n, 0);
 		atomic_store(&r->sum_ns, 0);
 		atomic_store(&r->max_ns, 0);
 		for (unsigned j = 0; j < LAT_BUCKETS; j++)

@@ -250,6 +250,13 @@ static int commit_start(struct ffs *fs, struct journal_flight *jf)
 			fs->nckpt++;
 		}
 	}
+	/* whichever thread begins it, a commit takes the running transaction
+	 * a flusher asked for */
+	if (fs->commit_asked_ns) {
+		ffs_times_add(fs, "(commit)", "from a flusher's ask to its start",
+			      ff_mono_ns() - fs->commit_asked_ns);
+		fs->commit_asked_ns = 0;
+	}
 	jf->list = list;
 	jf->n = n;
 	jf->need = need;
@@ -272,7 +279,6 @@ static void flight_io(struct ffs *fs, struct journal_flight *jf)
 	int rc = jf->preflush ? ff_raid_flush(fs->raid) : 0;
 
 	t1 = ff_mono_ns();
-
 	for (unsigned i = 0; i < jf->nrng && rc == 0; i++)
 		rc = ffs_batch_add_range(fs, &jf->b, jf->rng[i].block, jf->rng[i].buf, jf->rng[i].nblocks);
 	pthread_mutex_lock(&jf->b.lock); /* what was submitted lands before the stage is reused */
@@ -508,10 +514,6 @@ static void *commit_main(void *arg)
 
 		clock_gettime(CLOCK_REALTIME, &ts); /* the condition variable's clock */
 		if (fs->tx_count && (ff_mono_ns() >= due || fs->commit_want >= fs->j_seq)) {
-			if (fs->commit_asked_ns)
-				ffs_times_add(fs, "(commit)", "from a flusher's ask to its start",
-					      ff_mono_ns() - fs->commit_asked_ns);
-			fs->commit_asked_ns = 0;
 			rc = ffs_journal_commit_unlocked(fs);
 			if (rc < 0) { /* the askers get the error; the timer retries */
 				fs->commit_err = rc;

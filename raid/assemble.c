@@ -22,7 +22,7 @@
 #include "io/fault.h"
 #include "raid/raid_i.h"
 
-static void close_all(struct ff_member *m, unsigned n)
+void ff_raid_close_members(struct ff_member *m, unsigned n)
 {
 	for (unsigned i = 0; i < n; i++) {
 		ff_member_close(&m[i]);
@@ -31,7 +31,7 @@ static void close_all(struct ff_member *m, unsigned n)
 }
 
 /* Open every path and refuse duplicates, naming both. */
-static int open_members(const char *const *paths, unsigned n, bool ro, const char *undo_dir,
+int ff_raid_open_members(const char *const *paths, unsigned n, bool ro, const char *undo_dir,
 			struct ff_member *m, struct ff_err *err)
 {
 	for (unsigned i = 0; i < n; i++) {
@@ -40,24 +40,24 @@ static int open_members(const char *const *paths, unsigned n, bool ro, const cha
 		if (rc == 0) {
 			rc = ff_undo_open(&m[i], undo_dir, err);
 			if (rc < 0)
-				close_all(&m[i], 1);
+				ff_raid_close_members(&m[i], 1);
 		}
 
 		if (rc < 0) {
-			close_all(m, i);
+			ff_raid_close_members(m, i);
 			return rc;
 		}
 		for (unsigned j = 0; j < i; j++) {
 			if (ff_member_same(&m[i], &m[j])) {
 				ff_err_set(err, "%s and %s are the same member (given twice)", paths[j],
 					   paths[i]);
-				close_all(m, i + 1);
+				ff_raid_close_members(m, i + 1);
 				return -EINVAL;
 			}
 		}
 		rc = ff_member_lock(&m[i], err);
 		if (rc < 0) {
-			close_all(m, i + 1);
+			ff_raid_close_members(m, i + 1);
 			return rc;
 		}
 	}
@@ -154,7 +154,7 @@ int ff_raid_create(const char *const *paths, unsigned n, const struct ff_raid_cr
 		rc = -EINVAL;
 		goto out_free;
 	}
-	rc = open_members(paths, n, false, NULL, m, err);
+	rc = ff_raid_open_members(paths, n, false, NULL, m, err);
 	if (rc < 0)
 		goto out_free;
 	for (unsigned i = 0; i < n; i++) {
@@ -205,7 +205,7 @@ int ff_raid_create(const char *const *paths, unsigned n, const struct ff_raid_cr
 	if (rc == 0)
 		rc = create_roster(m, n, sb, paths, err);
 out_close:
-	close_all(m, n);
+	ff_raid_close_members(m, n);
 out_free:
 	free(m);
 	free(sb);
@@ -252,10 +252,25 @@ static int pick_array(struct ff_member *m, struct candidate *c, unsigned n, unsi
 	return 0;
 }
 
+/*
+ * A member that missed the grow (ff_raid_grow stopped between the
+ * superblocks): one event behind the grown ones, at exactly the geometry
+ * they call old.  It holds its role: the grow changed nothing on it but
+ * the superblock.
+ */
+static bool missed_the_grow(const struct ff_member_sb *sb, const struct ff_member_sb *ref)
+{
+	return ff_le32(ref->old_nmembers) && ff_le64(sb->events) + 1 == ff_le64(ref->events) &&
+	       !sb->old_nmembers && sb->level == ref->old_level &&
+	       sb->nmembers == ref->old_nmembers && ff_le32(sb->role) < ff_le32(ref->old_nmembers);
+}
+
 static int check_member_fits(const struct ff_member *m, const struct ff_member_sb *sb,
 			     const struct ff_member_sb *ref, struct ff_err *err)
 {
-	if (sb->level != ref->level || sb->nmembers != ref->nmembers ||
+	bool missed = missed_the_grow(sb, ref);
+
+	if ((!missed && (sb->level != ref->level || sb->nmembers != ref->nmembers)) ||
 	    sb->chunk_bytes != ref->chunk_bytes || sb->data_offset != ref->data_offset ||
 	    sb->nstripes != ref->nstripes || sb->meta_offset != ref->meta_offset ||
 	    sb->meta_member_bytes != ref->meta_member_bytes) {
@@ -288,11 +303,27 @@ static void geom_from_sb(struct ff_geom *g, const struct ff_member_sb *sb, uint3
 	g->meta_offset = ff_le64(sb->meta_offset);
 	g->meta_member_bytes = ff_le64(sb->meta_member_bytes);
 	g->meta_copies = ff_le32(sb->meta_copies);
-	g->meta_bytes = g->meta_member_bytes / FF_META_CHUNK * g->nmembers / g->meta_copies *
+	g->meta_members = ff_le32(sb->meta_members) ? ff_le32(sb->meta_members) : g->nmembers;
+	g->meta_bytes = g->meta_member_bytes / FF_META_CHUNK * g->meta_members / g->meta_copies *
 			FF_META_CHUNK;
 	g->data_bytes = g->nstripes * g->stripe_bytes;
 	g->member_bytes = ff_le64(sb->member_bytes);
 }
+
+/* A grown array's old geometry: the array's, at the old level and width. */
+static void geom_old_from(struct ff_geom *old, const struct ff_geom *g, const struct ff_member_sb *sb)
+{
+	const struct ff_raid_level *lv = ff_raid_level_get(ff_le32(sb->old_level));
+
+	*old = *g;
+	old->level = lv->level;
+	old->nmembers = ff_le32(sb->old_nmembers);
+	old->nparity = lv->nparity;
+	old->ndata = old->nmembers - old->nparity;
+	old->stripe_bytes = (uint64_t)old->ndata * old->chunk_bytes;
+	old->data_bytes = old->nstripes * old->stripe_bytes;
+}
+
 
 /* A member given for a role but left out: status shows it (the freshest
  * such member when there are several). */
@@ -516,7 +547,7 @@ int ff_raid_assemble(const char *const *paths, unsigned n, const struct ff_raid_
 	pthread_mutex_init(&r->spare_lock, NULL);
 	r->opts = *opts;
 	r->read_only = opts->read_only;
-	rc = open_members(paths, n, opts->read_only, opts->undo_dir, m, err);
+	rc = ff_raid_open_members(paths, n, opts->read_only, opts->undo_dir, m, err);
 	if (rc < 0)
 		goto fail_nomembers;
 	rc = read_candidates(m, c, n, err);
@@ -548,6 +579,10 @@ int ff_raid_assemble(const char *const *paths, unsigned n, const struct ff_raid_
 	memcpy(r->sb, c[best].sb, sizeof(*r->sb));
 	r->lv = ff_raid_level_get(ff_le32(r->sb->level));
 	geom_from_sb(&r->g, r->sb, max_lbs(m, n));
+	if (ff_le32(r->sb->old_nmembers)) {
+		r->lv_old = ff_raid_level_get(ff_le32(r->sb->old_level));
+		geom_old_from(&r->g_old, &r->g, r->sb);
+	}
 	memcpy(r->uuid, r->sb->array_uuid, 16);
 	memcpy(r->label, r->sb->label, sizeof(r->label));
 	r->label[sizeof(r->label) - 1] = '\0';
@@ -602,7 +637,7 @@ int ff_raid_assemble(const char *const *paths, unsigned n, const struct ff_raid_
 	}
 	for (unsigned i = 0; i < n; i++)
 		free(c[i].sb);
-	close_all(m, n);
+	ff_raid_close_members(m, n);
 	free(m);
 	if (ff_raid_failed_count(r))
 		ff_raid_event(r, FF_EVENT_DEGRADED, -1, "assembled with %u of %u members missing or failed",
@@ -610,7 +645,7 @@ int ff_raid_assemble(const char *const *paths, unsigned n, const struct ff_raid_
 	*out = r;
 	return 0;
 fail:
-	close_all(m, n);
+	ff_raid_close_members(m, n);
 fail_nomembers:
 	for (unsigned i = 0; i < n; i++)
 		free(c[i].sb);
@@ -663,6 +698,7 @@ int ff_raid_close(struct ff_raid *r)
 }
 
 const struct ff_geom *ff_raid_geom(const struct ff_raid *r) { return &r->g; }
+const struct ff_geom *ff_raid_geom_old(const struct ff_raid *r) { return raid_grown(r) ? &r->g_old : NULL; }
 const char *ff_raid_label(const struct ff_raid *r) { return r->label; }
 const uint8_t *ff_raid_uuid(const struct ff_raid *r) { return r->uuid; }
 uint64_t ff_raid_events(const struct ff_raid *r) { return r->events; }
@@ -687,8 +723,10 @@ unsigned ff_raid_failed_count(const struct ff_raid *r)
 unsigned ff_raid_chunk_member(const struct ff_raid *r, uint64_t stripe, unsigned index)
 {
 	uint8_t map[FF_MEMBERS_MAX];
+	const struct ff_raid_level *lv;
+	const struct ff_geom *g = raid_row_geom(r, stripe, &lv);
 
-	FF_ASSERT(index < r->g.ndata);
-	r->lv->map(r->g.nmembers, stripe, map);
+	FF_ASSERT(index < g->ndata);
+	lv->map(g->nmembers, stripe, map);
 	return map[index];
 }

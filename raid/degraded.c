@@ -149,15 +149,17 @@ static void bit_range(const struct ff_raid *r, const struct ff_raid_io *io, uint
 	const struct raid_wwd *d = r->wwd;
 
 	if (io->space == FF_SPACE_DATA) {
-		*first = io->off / r->g.stripe_bytes / d->region_stripes;
-		*last = (io->off + io->len - 1) / r->g.stripe_bytes / d->region_stripes;
+		uint64_t sb = raid_io_geom(r, io)->stripe_bytes;
+
+		*first = io->off / sb / d->region_stripes;
+		*last = (io->off + io->len - 1) / sb / d->region_stripes;
 		return;
 	}
-	/* copy k of metadata chunk c sits in row (c * copies + k) / nmembers */
-	*first = d->nregions + io->off / FF_META_CHUNK * r->g.meta_copies / r->g.nmembers /
+	/* copy k of metadata chunk c sits in row (c * copies + k) / meta_members */
+	*first = d->nregions + io->off / FF_META_CHUNK * r->g.meta_copies / r->g.meta_members /
 		 d->meta_group_rows;
 	*last = d->nregions + (((io->off + io->len - 1) / FF_META_CHUNK + 1) * r->g.meta_copies - 1) /
-		r->g.nmembers / d->meta_group_rows;
+		r->g.meta_members / d->meta_group_rows;
 }
 
 static void mark(struct ff_raid *r, struct ff_raid_io *io)

@@ -82,6 +82,7 @@ int ff_geom_compute(struct ff_geom *g, uint32_t level, uint32_t nmembers, uint32
 	g->meta_offset = FF_MEMBER_RESERVED;
 	g->meta_member_bytes = meta_member_bytes;
 	meta_rows = meta_member_bytes / FF_META_CHUNK;
+	g->meta_members = nmembers;
 	g->meta_bytes = meta_rows * nmembers / g->meta_copies * FF_META_CHUNK;
 	g->data_offset = FF_ROUND_UP(g->meta_offset + meta_member_bytes, FF_MAX(chunk_bytes, FF_MiB));
 	/* the last MiB holds superblock copy B */

@@ -110,10 +110,12 @@ void ff_raid_healed(struct ff_raid *r, unsigned role)
 void ff_raid_note_cksum_errors(struct ff_raid *r, uint64_t stripe, uint32_t slots)
 {
 	uint8_t map[FF_MEMBERS_MAX];
+	const struct ff_raid_level *lv;
+	const struct ff_geom *g = raid_row_geom(r, stripe, &lv);
 
-	FF_ASSERT(slots < (1ull << r->g.nmembers));
-	r->lv->map(r->g.nmembers, stripe, map);
-	for (unsigned s = 0; s < r->g.nmembers; s++)
+	FF_ASSERT(slots < (1ull << g->nmembers));
+	lv->map(g->nmembers, stripe, map);
+	for (unsigned s = 0; s < g->nmembers; s++)
 		if (slots & (1u << s))
 			atomic_fetch_add(&r->health[map[s]].cksum_errors, 1);
 	if (slots)

@@ -188,8 +188,8 @@ void ff_raid_intent_begin(struct ff_raid *r, struct ff_raid_io *io)
 
 	if (!wants_intent(r, io))
 		return;
-	first = io->off / r->g.stripe_bytes / in->region_stripes;
-	last = (io->off + io->len - 1) / r->g.stripe_bytes / in->region_stripes;
+	first = io->off / raid_io_geom(r, io)->stripe_bytes / in->region_stripes;
+	last = (io->off + io->len - 1) / raid_io_geom(r, io)->stripe_bytes / in->region_stripes;
 	for (uint64_t g = first; g <= last; g++) {
 		atomic_fetch_add(&in->inflight[g], 1);
 		atomic_store(&in->touched[g], 1);
@@ -213,8 +213,8 @@ void ff_raid_intent_end(struct ff_raid *r, struct ff_raid_io *io)
 
 	if (!wants_intent(r, io))
 		return;
-	first = io->off / r->g.stripe_bytes / in->region_stripes;
-	last = (io->off + io->len - 1) / r->g.stripe_bytes / in->region_stripes;
+	first = io->off / raid_io_geom(r, io)->stripe_bytes / in->region_stripes;
+	last = (io->off + io->len - 1) / raid_io_geom(r, io)->stripe_bytes / in->region_stripes;
 	for (uint64_t g = first; g <= last; g++)
 		atomic_fetch_sub(&in->inflight[g], 1);
 }
@@ -253,7 +253,8 @@ void ff_raid_intent_clean(struct ff_raid *r)
 	pthread_mutex_unlock(&in->lock);
 }
 
-/* Resync one stripe: parity recomputed where it differs from the data. */
+/* Resync one stripe, in its row's geometry: parity recomputed where it
+ * differs from the data. */
 static int resync_stripe(struct ff_raid *r, uint64_t s, void *buf)
 {
 	struct ff_raid_io io;
@@ -262,34 +263,69 @@ static int resync_stripe(struct ff_raid *r, uint64_t s, void *buf)
 	memset(&io, 0, sizeof(io));
 	io.op = FF_RAID_CHECK;
 	io.space = FF_SPACE_DATA;
-	io.off = s * r->g.stripe_bytes;
-	io.len = r->g.stripe_bytes;
+	io.flags = raid_row_old(r, s) ? FF_RAID_IO_OLD_GEOM : 0;
+	io.off = s * raid_io_geom(r, &io)->stripe_bytes;
+	io.len = raid_io_geom(r, &io)->stripe_bytes;
 	io.buf = buf;
 	rc = ff_raid_submit_wait(r, &io);
 	if (rc < 0 || !atomic_load(&io.check_mismatch))
 		return rc == -EAGAIN ? 0 : rc;
 	r->intent->resynced_stripes++;
-	return ff_raid_rw(r, FF_RAID_WRITE, FF_SPACE_DATA, io.off, buf, io.len);
+	io.op = FF_RAID_WRITE;
+	return ff_raid_submit_wait(r, &io);
+}
+
+/*
+ * Resync the regions set in the image, then start clean: the image and
+ * every member's blocks cleared.
+ */
+static int resync_marked(struct ff_raid *r)
+{
+	struct raid_intent *in = r->intent;
+	uint8_t *buf = ff_alloc_aligned(r->g.stripe_bytes);
+	uint64_t regions = 0;
+	int rc = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	for (uint64_t g = 0; g < in->nregions && rc == 0; g++) {
+		if (!bit_get(in, g))
+			continue;
+		regions++;
+		for (uint64_t s = g * in->region_stripes;
+		     s < FF_MIN(r->g.nstripes, (g + 1) * in->region_stripes) && rc == 0; s++)
+			rc = resync_stripe(r, s, buf);
+	}
+	ff_log(FF_LOG_INFO, "unclean shutdown: %llu write-intent region(s) of %llu stripes "
+	       "resynced, %llu stripe(s) had stale parity", (unsigned long long)regions,
+	       (unsigned long long)in->region_stripes, (unsigned long long)in->resynced_stripes);
+	if (rc == 0) {
+		memset(in->img, 0, (size_t)in->nblocks * FF_MEMBER_SB_BYTES);
+		for (unsigned b = 0; b < in->nblocks && rc == 0; b++)
+			rc = write_block(r, b);
+	}
+	r->stats_resync_regions = regions;
+	free(buf);
+	return rc;
 }
 
 /*
  * At assembly: read every member's bitmap (a block that fails its check
  * counts as all set), and, after an unclean shutdown, resync the regions
- * set anywhere.  Then start clean.
+ * set anywhere; then start clean.  A grown array cannot tell a row's
+ * geometry before the filesystem sets its row hook: the regions then stay
+ * set, on the members too (a crash before the hook loses none), until
+ * ff_raid_intent_resync_waiting runs.
  */
 int ff_raid_intent_recover(struct ff_raid *r, bool unclean)
 {
 	struct raid_intent *in = r->intent;
 	size_t bytes = (size_t)in->nblocks * FF_MEMBER_SB_BYTES;
-	uint8_t *mb = ff_alloc_aligned(bytes), *buf = ff_alloc_aligned(r->g.stripe_bytes);
-	uint64_t regions = 0;
+	uint8_t *mb = ff_alloc_aligned(bytes);
 	int rc = 0;
 
-	if (!mb || !buf) {
-		free(mb);
-		free(buf);
+	if (!mb)
 		return -ENOMEM;
-	}
 	for (unsigned m = 0; m < r->g.nmembers && unclean; m++) {
 		if ((atomic_load(&r->dead_mask) & (1u << m)) || r->mem[m].fd < 0 ||
 		    ff_member_pread(&r->mem[m], mb, bytes, INTENT_OFFSET) < 0)
@@ -303,26 +339,30 @@ int ff_raid_intent_recover(struct ff_raid *r, bool unclean)
 				in->img[(size_t)b * FF_MEMBER_SB_BYTES + i] |= blk[i];
 		}
 	}
-	for (uint64_t g = 0; g < in->nregions && unclean && rc == 0; g++) {
-		if (!bit_get(in, g))
-			continue;
-		regions++;
-		for (uint64_t s = g * in->region_stripes;
-		     s < FF_MIN(r->g.nstripes, (g + 1) * in->region_stripes) && rc == 0; s++)
-			rc = resync_stripe(r, s, buf);
+	free(mb);
+	if (unclean && raid_grown(r) && !r->row_old) {
+		/* the merged image to every member, so that each holds it all */
+		for (unsigned b = 0; b < in->nblocks && rc == 0 && !r->read_only; b++)
+			rc = write_block(r, b);
+		r->resync_waiting = true;
+		ff_log(FF_LOG_INFO, "unclean shutdown of a grown array: the resync waits for the "
+		       "filesystem to say which rows are in which geometry");
+		return rc;
 	}
 	if (unclean)
-		ff_log(FF_LOG_INFO, "unclean shutdown: %llu write-intent region(s) of %llu stripes "
-		       "resynced, %llu stripe(s) had stale parity", (unsigned long long)regions,
-		       (unsigned long long)in->region_stripes,
-		       (unsigned long long)in->resynced_stripes);
+		return resync_marked(r);
 	memset(in->img, 0, bytes);
 	for (unsigned b = 0; b < in->nblocks && rc == 0 && !r->read_only; b++)
 		rc = write_block(r, b);
-	r->stats_resync_regions = regions;
-	free(mb);
-	free(buf);
 	return rc;
+}
+
+int ff_raid_intent_resync_waiting(struct ff_raid *r)
+{
+	if (!r->resync_waiting)
+		return 0;
+	r->resync_waiting = false;
+	return resync_marked(r);
 }
 
 /* Close a member a role is letting go (promote, remove, replace) once no

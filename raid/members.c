@@ -280,14 +280,20 @@ static bool stale_member_hint(struct ff_raid *r, struct ff_member *m, const char
 int ff_raid_add_check(struct ff_raid *r, const char *path, bool force, struct ff_member *out,
 		      struct ff_err *err)
 {
-	struct ff_member m;
-	const char *sig;
-	int rc;
-
 	if (r->read_only) {
 		ff_err_set(err, "array is read-only");
 		return -EROFS;
 	}
+	return ff_raid_new_member_check(r, path, force, out, err);
+}
+
+int ff_raid_new_member_check(struct ff_raid *r, const char *path, bool force,
+			     struct ff_member *out, struct ff_err *err)
+{
+	struct ff_member m;
+	const char *sig;
+	int rc;
+
 	rc = ff_member_open(&m, path, false, err);
 	if (rc == 0 && (rc = ff_undo_open(&m, r->opts.undo_dir, err)) < 0)
 		ff_member_close(&m);

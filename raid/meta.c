@@ -21,8 +21,8 @@ static unsigned meta_member(const struct ff_geom *g, uint64_t chunk, unsigned co
 {
 	uint64_t idx = chunk * g->meta_copies + copy;
 
-	*off = g->meta_offset + (idx / g->nmembers) * FF_META_CHUNK;
-	return (unsigned)(idx % g->nmembers);
+	*off = g->meta_offset + (idx / g->meta_members) * FF_META_CHUNK;
+	return (unsigned)(idx % g->meta_members);
 }
 
 static bool meta_read_next(struct stripe_op *op)
@@ -52,7 +52,7 @@ static bool meta_rebuild_read(struct stripe_op *op)
 {
 	struct ff_raid *r = op->w->r;
 	unsigned target = (unsigned)__builtin_ctz(op->io->rebuild_members);
-	uint64_t idx = op->stripe * r->g.nmembers + target, c = idx / r->g.meta_copies, off;
+	uint64_t idx = op->stripe * r->g.meta_members + target, c = idx / r->g.meta_copies, off;
 	uint32_t bad = atomic_load(&r->dead_mask) | atomic_load(&r->meta_stale_mask);
 
 	for (; op->meta_copy < r->g.meta_copies; op->meta_copy++) {
@@ -74,8 +74,9 @@ void ff_meta_rebuild_start(struct stripe_op *op)
 	uint64_t chunks = r->g.meta_bytes / FF_META_CHUNK;
 	unsigned target = (unsigned)__builtin_ctz(op->io->rebuild_members);
 
-	if (op->stripe >= rows || (op->stripe * r->g.nmembers + target) / r->g.meta_copies >= chunks) {
-		ff_op_finish(op, 0); /* a row no logical chunk uses */
+	if (target >= r->g.meta_members || op->stripe >= rows ||
+	    (op->stripe * r->g.meta_members + target) / r->g.meta_copies >= chunks) {
+		ff_op_finish(op, 0); /* a row no logical chunk uses (a role added by a grow: none) */
 		return;
 	}
 	if (!ff_scratch_get(op->w, op))

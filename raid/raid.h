@@ -89,6 +89,13 @@ enum ff_raid_op {
  * whole stripe (a rebuilding member's other rows stay to be rebuilt).
  */
 #define FF_RAID_IO_ROWS 8u
+/*
+ * A DATA request in the old geometry of a grown array (see "Growing"
+ * below): off = row * old stripe_bytes + x, the row's chunks laid out as
+ * they were before the grow (the old level over roles 0..old nmembers-1).
+ * -EINVAL on an array that is not grown, or in the META space.
+ */
+#define FF_RAID_IO_OLD_GEOM 16u
 
 enum ff_member_state {
 	FF_MEMBER_ACTIVE = 1,
@@ -113,6 +120,8 @@ struct ff_geom {
 	uint64_t meta_bytes;        /* logical size of the META space */
 	uint64_t data_bytes;        /* logical size of the DATA space */
 	uint64_t member_bytes;      /* bytes used on each member (the smallest sets it) */
+	uint32_t meta_members;      /* roles the META space is laid over: 0..meta_members-1
+				     * (nmembers, or the width before a grow) */
 };
 
 /* One table of functions per RAID level; the engine never switches on the
@@ -403,6 +412,47 @@ int ff_raid_fail_member(struct ff_raid *r, unsigned role, const char *cause);
 /* Write-intent records set so far, and regions resynced at assembly. */
 uint64_t ff_raid_intent_marks(const struct ff_raid *r);
 uint64_t ff_raid_resync_regions(const struct ff_raid *r);
+
+/*
+ * ---- growing (grow.c) ----
+ *
+ * A grown array lays its DATA rows out in one of two geometries: the old
+ * one (the level and width it had before the grow, over roles
+ * 0..old nmembers-1) or the new one (over every role).  A row's chunks sit
+ * at the same member offsets in both, so a row nothing lives in may be
+ * written in the new geometry at once, and a row keeps the old one until
+ * the filesystem has moved what lives in it.  Which geometry each row is
+ * in is the filesystem's to know: it says so in every request
+ * (FF_RAID_IO_OLD_GEOM) and, for the engine's own walks over the rows
+ * (rebuild, the resync after an unclean shutdown), through the row hook.
+ * Until the hook is set, a grown array rebuilds nothing and holds the
+ * resync back; setting it runs that resync before it returns.
+ *
+ * The META space keeps the layout it was made with (meta_members): its
+ * mirror copies survive what the old level survives.
+ */
+/* The old geometry, NULL when the array is not grown. */
+const struct ff_geom *ff_raid_geom_old(const struct ff_raid *r);
+/* row_old(arg, row): row is laid out in the old geometry.  Set once the
+ * filesystem knows (it answers from its own records, without blocking);
+ * 0, or the deferred resync's error. */
+int ff_raid_set_row_geom(struct ff_raid *r, bool (*row_old)(void *arg, uint64_t row), void *arg);
+/*
+ * Grow a closed array: add the members `add` (nadd >= 1) to the array whose
+ * members are `paths`, which must all be present and healthy.  Every check
+ * runs before the first write (a member too small, one that carries a
+ * signature without force, one of this or another array, too many
+ * members, an array grown already and not finished) and err says which
+ * and what to do.  The new members' superblocks are written first, then
+ * the old members'; a stop in between leaves old members one event behind
+ * with the geometry the grown superblocks call old, which assembly takes
+ * as current.  Afterwards every row is old until the filesystem says
+ * otherwise.
+ */
+int ff_raid_grow(const char *const *paths, unsigned n, const char *const *add, unsigned nadd,
+		 bool force, struct ff_err *err);
+/* Every row is in the new geometry now: forget the old one (superblocks). */
+int ff_raid_grow_finish(struct ff_raid *r);
 
 /* ---- spares, replacement, rebuild (rebuild.c) ---- */
 

@@ -59,6 +59,11 @@ struct stripe_op {
 	uint64_t stripe;         /* DATA: stripe; META: metadata chunk */
 	uint64_t lo, hi;         /* byte range within the stripe / chunk (a rows write: the
 				  * whole stripe, its rows are in seg[0]) */
+	/* DATA: the geometry of the op's row (raid_io_geom), its level and
+	 * that level's parity tables */
+	const struct ff_geom *g;
+	const struct ff_raid_level *lv;
+	struct ff_gf_ctx *gf;
 	char *buf;               /* caller's buffer at lo */
 	uint8_t map[FF_MEMBERS_MAX];
 	struct seg seg[SEGS_MAX];
@@ -124,6 +129,7 @@ struct raid_worker {
 	void *slab;
 	size_t slab_bytes;
 	struct ff_gf_ctx gf;
+	struct ff_gf_ctx gf_old;     /* the old geometry's, on a grown array */
 	uint64_t last_scan_ns;
 };
 
@@ -138,6 +144,16 @@ struct raid_health {
 struct ff_raid {
 	struct ff_geom g;
 	const struct ff_raid_level *lv;
+	/*
+	 * A grown array (raid.h, "growing"): the old geometry (nmembers 0 when
+	 * the array is not grown), the filesystem's row hook, and the resync
+	 * an unclean shutdown left waiting for it (intent.c).
+	 */
+	struct ff_geom g_old;
+	const struct ff_raid_level *lv_old;
+	bool (*row_old)(void *arg, uint64_t row);
+	void *row_old_arg;
+	bool resync_waiting;
 	/*
 	 * Write segments go in row pieces of this many bytes, 0 = whole.  Set
 	 * when every member runs its I/O on the engine thread (sync_io: files
@@ -226,6 +242,12 @@ struct ff_raid {
 	_Atomic bool health_dirty;      /* counts changed: the sb thread persists them */
 };
 
+/* assemble.c: open the members at paths (each locked, an undo log kept when
+ * undo_dir is set), refusing duplicates; and close them. */
+int ff_raid_open_members(const char *const *paths, unsigned n, bool ro, const char *undo_dir,
+			 struct ff_member *m, struct ff_err *err);
+void ff_raid_close_members(struct ff_member *m, unsigned n);
+
 /* failure.c: member failure, and what status says about each role */
 /* Engine threads: the role fails now; the superblock thread persists it. */
 void ff_raid_member_failed(struct ff_raid *r, unsigned role, const char *cause);
@@ -263,6 +285,10 @@ void ff_raid_rebuild_free(struct ff_raid *r);
 void ff_raid_spares_takeover(struct ff_raid *r);
 int ff_raid_add_check(struct ff_raid *r, const char *path, bool force, struct ff_member *out,
 		      struct ff_err *err);
+/* The same checks of a member to add, on an array assembled read-only too
+ * (a grow checks before it writes anything): opened, locked, in *out. */
+int ff_raid_new_member_check(struct ff_raid *r, const char *path, bool force,
+			     struct ff_member *out, struct ff_err *err);
 
 /* roster.c: who held each role (raid/sb.h) */
 struct ff_raid_member_info;
@@ -284,6 +310,8 @@ static inline void raid_mark_rebuilt(struct ff_raid *r, uint64_t stripe)
 int ff_raid_intent_init(struct ff_raid *r);
 void ff_raid_intent_free(struct ff_raid *r);
 int ff_raid_intent_recover(struct ff_raid *r, bool unclean);
+/* The resync a grown array held back for its row hook (intent.c). */
+int ff_raid_intent_resync_waiting(struct ff_raid *r);
 void ff_raid_intent_begin(struct ff_raid *r, struct ff_raid_io *io);
 void ff_raid_intent_end(struct ff_raid *r, struct ff_raid_io *io);
 void ff_raid_intent_clean(struct ff_raid *r);
@@ -316,10 +344,38 @@ uint64_t ff_raid_wwd_region_stripes(const struct ff_raid *r);
 void ff_raid_wwd_lock(struct ff_raid *r);
 void ff_raid_wwd_unlock(struct ff_raid *r);
 
-/* Bytes of one unit of work: a stripe (DATA) or a metadata chunk (META). */
-static inline uint64_t ff_unit_bytes(const struct ff_raid *r, unsigned space)
+static inline bool raid_grown(const struct ff_raid *r)
 {
-	return space == FF_SPACE_DATA ? r->g.stripe_bytes : FF_META_CHUNK;
+	return r->g_old.nmembers != 0;
+}
+
+/* The geometry a request addresses: the old one with FF_RAID_IO_OLD_GEOM. */
+static inline const struct ff_geom *raid_io_geom(const struct ff_raid *r,
+						 const struct ff_raid_io *io)
+{
+	return (io->flags & FF_RAID_IO_OLD_GEOM) ? &r->g_old : &r->g;
+}
+
+/* Is DATA row `row` in the old geometry?  Only with the hook set. */
+static inline bool raid_row_old(const struct ff_raid *r, uint64_t row)
+{
+	return raid_grown(r) && r->row_old && r->row_old(r->row_old_arg, row);
+}
+
+/* The geometry of DATA row `row` and its level (the row hook decides). */
+static inline const struct ff_geom *raid_row_geom(const struct ff_raid *r, uint64_t row,
+						  const struct ff_raid_level **lv)
+{
+	bool old = raid_row_old(r, row);
+
+	*lv = old ? r->lv_old : r->lv;
+	return old ? &r->g_old : &r->g;
+}
+
+/* Bytes of one unit of work: a stripe (DATA) or a metadata chunk (META). */
+static inline uint64_t ff_unit_bytes(const struct ff_raid *r, const struct ff_raid_io *io)
+{
+	return io->space == FF_SPACE_DATA ? raid_io_geom(r, io)->stripe_bytes : FF_META_CHUNK;
 }
 
 /* A rows write (FF_RAID_IO_ROWS): rows of every chunk of one stripe. */
@@ -331,7 +387,7 @@ static inline bool ff_io_rows(const struct ff_raid_io *io)
 /* The request's last unit (a flush has one: 0). */
 static inline uint64_t ff_last_unit(const struct ff_raid *r, const struct ff_raid_io *io)
 {
-	return io->op == FF_RAID_FLUSH ? 0 : (io->off + io->len - 1) / ff_unit_bytes(r, io->space);
+	return io->op == FF_RAID_FLUSH ? 0 : (io->off + io->len - 1) / ff_unit_bytes(r, io);
 }
 
 /* stripe.c: an op's lifetime, member requests, DATA segments */

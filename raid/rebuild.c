@@ -137,6 +137,13 @@ static bool next_unit(struct ff_raid *r, struct raid_rebuild *rb, uint64_t *unit
 
 		if (rb->filter && !ff_raid_wwd_stripe_marked(r, s))
 			continue; /* a re-add: current on the member already (marked rebuilt) */
+		if (raid_row_old(r, s) && !(rb->targets & ((1u << r->g_old.nmembers) - 1))) {
+			/* a row of the old geometry holds nothing on a role the grow added */
+			if ((rb->phase == PH_ALLOCATED) == a)
+				rb->progress_bytes += (uint64_t)__builtin_popcount(rb->targets) *
+						      r->g.chunk_bytes;
+			continue;
+		}
 
 		/* a replacement copies every stripe; a rebuild skips those written
 		 * whole since it began */
@@ -168,8 +175,10 @@ static int issue_unit(struct ff_raid *r, struct raid_rebuild *rb, unsigned slot,
 		io->len = FF_META_CHUNK;
 	} else {
 		io->space = FF_SPACE_DATA;
-		io->off = unit * r->g.stripe_bytes;
-		io->len = r->g.stripe_bytes;
+		if (raid_row_old(r, unit))
+			io->flags |= FF_RAID_IO_OLD_GEOM;
+		io->off = unit * raid_io_geom(r, io)->stripe_bytes;
+		io->len = raid_io_geom(r, io)->stripe_bytes;
 	}
 	rb->busy[slot] = true;
 	rb->lowest_inflight[slot] = unit;
@@ -424,6 +433,12 @@ int ff_raid_rebuild_start(struct ff_raid *r)
 		return 0;
 	if (r->rb && r->rb->running)
 		return -EBUSY;
+	if (raid_grown(r) && !r->row_old) {
+		/* a grown array's rows are in two geometries: the row hook says which */
+		ff_log(FF_LOG_INFO, "the rebuild waits for the filesystem to say which rows are in "
+		       "which geometry");
+		return 0;
+	}
 	if (!r->rb) {
 		r->rb = calloc(1, sizeof(*r->rb));
 		if (!r->rb)

@@ -66,9 +66,19 @@ int ff_sb_validate(const struct ff_member_sb *sb, struct ff_err *err, const char
 	uint32_t n = ff_le32(sb->nmembers), chunk = ff_le32(sb->chunk_bytes);
 	uint32_t role = ff_le32(sb->role);
 
-	if (ff_le32(sb->version) != FF_MEMBER_SB_VERSION) {
-		ff_err_set(err, "%s: member superblock version %u is not supported", path,
-			   ff_le32(sb->version));
+	uint32_t version = ff_le32(sb->version), on = ff_le32(sb->old_nmembers);
+	uint32_t mm = ff_le32(sb->meta_members);
+	const struct ff_raid_level *olv = ff_raid_level_get(ff_le32(sb->old_level));
+
+	if (version != FF_MEMBER_SB_VERSION && version != FF_MEMBER_SB_VERSION_GROWN) {
+		ff_err_set(err, "%s: member superblock version %u is not supported", path, version);
+		return -EINVAL;
+	}
+	if ((version == FF_MEMBER_SB_VERSION && (on || mm || sb->old_level)) ||
+	    (on && (!olv || on < olv->min_members || on >= n ||
+		    on - olv->nparity > n - (lv ? lv->nparity : 0))) ||
+	    mm > n || (mm && lv && mm < lv->nparity + 1)) {
+		ff_err_set(err, "%s: member superblock has an inconsistent grow record", path);
 		return -EINVAL;
 	}
 	if (!lv || n < lv->min_members || n > FF_MEMBERS_MAX || !FF_IS_POW2(chunk) ||

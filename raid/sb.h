@@ -12,6 +12,9 @@
 
 #define FF_MEMBER_SB_MAGIC 0x314d44494152464full /* on disk (little-endian): the bytes "OFRAIDM1" */
 #define FF_MEMBER_SB_VERSION 1u
+/* A grown array's (old_level, old_nmembers, meta_members set): a binary that
+ * knows only version 1 refuses it rather than read its rows wrong. */
+#define FF_MEMBER_SB_VERSION_GROWN 2u
 #define FF_ROLE_SPARE 0xffffu
 
 enum ff_array_state { FF_ARRAY_CLEAN = 1, FF_ARRAY_DIRTY = 2 };
@@ -62,7 +65,13 @@ struct ff_member_sb {
 	 * it reads as no errors, and a binary from before it carries the
 	 * records through unchanged (it copies the freshest block). */
 	struct ff_sb_health health[FF_MEMBERS_MAX];
-	uint8_t reserved[52];
+	/* Version 2 (a grown array: raid.h "growing"): the geometry the rows
+	 * not moved yet are in (old_nmembers 0: every row is in the array's),
+	 * and the roles the META space is laid over (0: nmembers). */
+	le32 old_level;
+	le32 old_nmembers;
+	le32 meta_members;
+	uint8_t reserved[40];
 	le32 crc;                /* crc32c of the block with this field as zero */
 };
 _Static_assert(sizeof(struct ff_member_sb) == FF_MEMBER_SB_BYTES, "member superblock is one 4 KiB block");

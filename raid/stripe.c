@@ -38,16 +38,17 @@
 
 /* ---- small helpers ---------------------------------------------------- */
 
-static unsigned nslots(const struct ff_raid *r)
+/* Slots of the op's stripe: data, then parity (its geometry's width). */
+static unsigned nslots(const struct stripe_op *op)
 {
-	return r->g.nmembers;
+	return op->g->nmembers;
 }
 
 static uint32_t member_slots(const struct stripe_op *op, uint32_t members)
 {
 	uint32_t slots = 0;
 
-	for (unsigned s = 0; s < nslots(op->w->r); s++)
+	for (unsigned s = 0; s < nslots(op); s++)
 		if (members & (1u << op->map[s]))
 			slots |= 1u << s;
 	return slots;
@@ -315,7 +316,7 @@ void ff_op_issue(struct stripe_op *op, unsigned op_code, unsigned member, uint64
  */
 void ff_op_plan_segments(struct stripe_op *op, uint32_t C)
 {
-	const struct ff_geom *g = &op->w->r->g;
+	const struct ff_geom *g = op->g;
 	uint32_t i0 = (uint32_t)(op->lo / C), i1 = (uint32_t)((op->hi - 1) / C);
 	uint32_t r0 = (uint32_t)(op->lo % C), r1 = (uint32_t)((op->hi - 1) % C + 1);
 	uint32_t cut[4] = { 0, FF_MIN(r0, r1), FF_MAX(r0, r1), C };
@@ -354,7 +355,7 @@ void ff_op_plan_segments(struct stripe_op *op, uint32_t C)
  * data the request carries (new data when writing), else scratch/parity. */
 static void *slot_ptr(struct stripe_op *op, unsigned s, bool callers)
 {
-	const struct ff_geom *g = &op->w->r->g;
+	const struct ff_geom *g = op->g;
 	const struct seg *sg = &op->seg[op->cur];
 
 	if (s >= g->ndata)
@@ -367,7 +368,7 @@ static void *slot_ptr(struct stripe_op *op, unsigned s, bool callers)
 
 static uint64_t slot_offset(const struct stripe_op *op)
 {
-	const struct ff_geom *g = &op->w->r->g;
+	const struct ff_geom *g = op->g;
 
 	return g->data_offset + op->stripe * g->chunk_bytes + op->seg[op->cur].a;
 }
@@ -376,7 +377,7 @@ static void issue_slots(struct stripe_op *op, unsigned op_code, uint32_t slots, 
 {
 	const struct seg *sg = &op->seg[op->cur];
 
-	for (unsigned s = 0; s < nslots(op->w->r); s++)
+	for (unsigned s = 0; s < nslots(op); s++)
 		if (slots & (1u << s))
 			ff_op_issue(op, op_code, op->map[s], slot_offset(op), slot_ptr(op, s, callers),
 			      sg->b - sg->a);
@@ -395,49 +396,46 @@ static unsigned sorted_slots(uint32_t mask, unsigned *out)
 /* Rebuild the unavailable slots of this segment in place; 0 or -EIO. */
 static int seg_recover(struct stripe_op *op, bool callers)
 {
-	struct raid_worker *w = op->w;
 	const struct seg *sg = &op->seg[op->cur];
 	unsigned lost[FF_MEMBERS_MAX];
 	unsigned nlost = sorted_slots(op->unavail, lost);
 
-	for (unsigned s = 0; s < nslots(w->r); s++)
+	for (unsigned s = 0; s < nslots(op); s++)
 		op->slot[s] = slot_ptr(op, s, callers);
-	if (nlost > w->r->g.nparity)
+	if (nlost > op->g->nparity)
 		return -EIO;
-	return w->r->lv->parity->recover(&w->gf, sg->b - sg->a, op->slot, lost, nlost) ? -EIO : 0;
+	return op->lv->parity->recover(op->gf, sg->b - sg->a, op->slot, lost, nlost) ? -EIO : 0;
 }
 
 static void seg_gen_parity(struct stripe_op *op)
 {
-	struct raid_worker *w = op->w;
 	const struct seg *sg = &op->seg[op->cur];
 
-	for (unsigned s = 0; s < nslots(w->r); s++)
+	for (unsigned s = 0; s < nslots(op); s++)
 		op->slot[s] = slot_ptr(op, s, true);
-	w->r->lv->parity->gen(&w->gf, sg->b - sg->a, op->slot);
+	op->lv->parity->gen(op->gf, sg->b - sg->a, op->slot);
 }
 
 static void seg_rmw_update(struct stripe_op *op)
 {
-	struct raid_worker *w = op->w;
 	const struct seg *sg = &op->seg[op->cur];
 	uint32_t len = sg->b - sg->a;
 	void *parity[FF_PARITY_MAX];
 
-	for (unsigned p = 0; p < w->r->g.nparity; p++)
-		parity[p] = slot_ptr(op, w->r->g.ndata + p, true);
-	for (unsigned s = 0; s < w->r->g.ndata; s++) {
+	for (unsigned p = 0; p < op->g->nparity; p++)
+		parity[p] = slot_ptr(op, op->g->ndata + p, true);
+	for (unsigned s = 0; s < op->g->ndata; s++) {
 		if (!(sg->wmask & (1u << s)))
 			continue;
-		w->r->lv->parity->update(&w->gf, len, s, slot_ptr(op, s, false), parity);
-		w->r->lv->parity->update(&w->gf, len, s, slot_ptr(op, s, true), parity);
+		op->lv->parity->update(op->gf, len, s, slot_ptr(op, s, false), parity);
+		op->lv->parity->update(op->gf, len, s, slot_ptr(op, s, true), parity);
 	}
 }
 
 /* Choose the segment's mode and the slots it must read first. */
 static void seg_plan(struct stripe_op *op, bool *need_scratch)
 {
-	const struct ff_geom *g = &op->w->r->g;
+	const struct ff_geom *g = op->g;
 	uint32_t data = (1u << g->ndata) - 1, all = (1u << g->nmembers) - 1;
 	uint32_t W = op->seg[op->cur].wmask, U = op->unavail;
 	unsigned nw = (unsigned)__builtin_popcount(W);
@@ -493,7 +491,7 @@ static void seg_plan(struct stripe_op *op, bool *need_scratch)
  * (the computed parity goes to pbuf, to compare). */
 static void check_reads(struct stripe_op *op)
 {
-	const struct ff_geom *g = &op->w->r->g;
+	const struct ff_geom *g = op->g;
 	const struct seg *sg = &op->seg[op->cur];
 
 	for (unsigned s = 0; s < g->nmembers; s++) {
@@ -506,7 +504,7 @@ static void check_reads(struct stripe_op *op)
 
 static void check_compare(struct stripe_op *op)
 {
-	const struct ff_geom *g = &op->w->r->g;
+	const struct ff_geom *g = op->g;
 	const struct seg *sg = &op->seg[op->cur];
 
 	seg_gen_parity(op);
@@ -528,7 +526,7 @@ static void check_compare(struct stripe_op *op)
  */
 static void seg_write_phase(struct stripe_op *op)
 {
-	const struct ff_geom *g = &op->w->r->g;
+	const struct ff_geom *g = op->g;
 	uint32_t data = (1u << g->ndata) - 1, all = (1u << g->nmembers) - 1;
 	uint32_t slots = (op->seg[op->cur].wmask | (all & ~data)) & ~op->dead;
 	uint32_t heal = member_slots(op, op->heal) & ~op->dead;
@@ -549,7 +547,7 @@ static void seg_write_phase(struct stripe_op *op)
 		/* a replacement copy: the chunk goes to the new member only */
 		const struct seg *sg = &op->seg[op->cur];
 
-		for (unsigned s = 0; s < nslots(op->w->r); s++)
+		for (unsigned s = 0; s < nslots(op); s++)
 			if (member_slots(op, op->io->rebuild_members) & (1u << s))
 				ff_op_issue(op, FF_IO_WRITE, op->w->r->g.nmembers, slot_offset(op),
 				      slot_ptr(op, s, false), sg->b - sg->a);
@@ -621,7 +619,7 @@ void ff_seg_begin(struct stripe_op *op)
 	/* a full-stripe write reads nothing: it stands while the dead slots are
 	 * within parity; everything else reads and needs the unreadable ones so */
 	if ((unsigned)__builtin_popcount(op->mode == MODE_FULL ? op->dead : op->unavail) >
-	    r->g.nparity) {
+	    op->g->nparity) {
 		ff_op_finish(op, -EIO);
 		return;
 	}
@@ -704,7 +702,7 @@ void ff_flush_done(struct stripe_op *op);
 static bool op_wrote_whole_stripe(const struct stripe_op *op)
 {
 	return op->mode == MODE_FULL && !ff_io_rows(op->io) && op->lo == 0 &&
-	       op->hi == op->w->r->g.stripe_bytes && op->seg[op->cur].b == op->seg_end;
+	       op->hi == op->g->stripe_bytes && op->seg[op->cur].b == op->seg_end;
 }
 
 static void phase_done(struct stripe_op *op)
@@ -735,7 +733,7 @@ static void phase_done(struct stripe_op *op)
 	/* write phase: failed members were marked; the stripe stands if parity allows.
 	 * Not written: dead when the writes were issued, or dead since. */
 	op->dead |= slots_dead(op);
-	if ((unsigned)__builtin_popcount(op->dead) > op->w->r->g.nparity) {
+	if ((unsigned)__builtin_popcount(op->dead) > op->g->nparity) {
 		ff_op_finish(op, -EIO);
 		return;
 	}

@@ -32,34 +32,38 @@ static void push(struct raid_worker *w, struct ff_raid_io *io)
 /* FF_RAID_IO_ROWS (raid.h): a DATA write or check of rows [a, a + len) within one chunk. */
 static bool rows_valid(const struct ff_raid *r, const struct ff_raid_io *io)
 {
-	uint64_t a = io->off % r->g.stripe_bytes;
+	const struct ff_geom *g = raid_io_geom(r, io);
+	uint64_t a = io->off % g->stripe_bytes;
 
 	return (io->op == FF_RAID_WRITE || io->op == FF_RAID_CHECK) && io->space == FF_SPACE_DATA &&
 	       io->len > 0 &&
-	       a < r->g.chunk_bytes && io->len <= r->g.chunk_bytes - a;
+	       a < g->chunk_bytes && io->len <= g->chunk_bytes - a;
 }
 
 static int validate(const struct ff_raid *r, const struct ff_raid_io *io)
 {
+	const struct ff_geom *g = raid_io_geom(r, io);
 	uint64_t size;
 
 	if (!io->done)
+		return -EINVAL;
+	if ((io->flags & FF_RAID_IO_OLD_GEOM) && (!raid_grown(r) || io->space != FF_SPACE_DATA))
 		return -EINVAL;
 	if ((io->flags & FF_RAID_IO_ROWS) && !rows_valid(r, io))
 		return -EINVAL;
 	if (io->op == FF_RAID_FLUSH)
 		return 0;
 	if (io->op == FF_RAID_REBUILD && (!io->rebuild_members || (io->space == FF_SPACE_DATA &&
-	    (io->off % r->g.stripe_bytes || io->len != r->g.stripe_bytes))))
+	    (io->off % g->stripe_bytes || io->len != g->stripe_bytes))))
 		return -EINVAL;
 	if (io->op == FF_RAID_CHECK && !(io->flags & FF_RAID_IO_ROWS) &&
-	    (io->space != FF_SPACE_DATA || io->off % r->g.stripe_bytes || io->len != r->g.stripe_bytes))
+	    (io->space != FF_SPACE_DATA || io->off % g->stripe_bytes || io->len != g->stripe_bytes))
 		return -EINVAL;
 	if ((io->op != FF_RAID_READ && io->op != FF_RAID_WRITE && io->op != FF_RAID_REBUILD &&
 	     io->op != FF_RAID_CHECK) ||
 	    (io->space != FF_SPACE_DATA && io->space != FF_SPACE_META))
 		return -EINVAL;
-	size = io->space == FF_SPACE_DATA ? r->g.data_bytes : r->g.meta_bytes;
+	size = io->space == FF_SPACE_DATA ? g->data_bytes : r->g.meta_bytes;
 	if (io->len == 0 || io->off % r->g.io_align || io->len % r->g.io_align ||
 	    (io->op != FF_RAID_REBUILD && (uintptr_t)io->buf % r->g.io_align) || io->off > size || io->len > size - io->off ||
 	    io->meta_copy > r->g.meta_copies)
@@ -90,8 +94,8 @@ int ff_raid_submit(struct ff_raid *r, struct ff_raid_io *io)
 		push(&r->worker[0], io);
 		return 0;
 	}
-	u0 = io->off / ff_unit_bytes(r, io->space);
-	u1 = (io->off + io->len - 1) / ff_unit_bytes(r, io->space);
+	u0 = io->off / ff_unit_bytes(r, io);
+	u1 = (io->off + io->len - 1) / ff_unit_bytes(r, io);
 	parts = (unsigned)FF_MIN(u1 - u0 + 1, (uint64_t)nw);
 	for (unsigned k = 0; k < parts; k++) {
 		unsigned w = (unsigned)((u0 + k) % nw);

@@ -37,11 +37,20 @@ static void op_start(struct stripe_op *op)
 		ff_meta_start(op);
 		return;
 	}
-	r->lv->map(r->g.nmembers, op->stripe, op->map);
+	if (op->io->flags & FF_RAID_IO_OLD_GEOM) {
+		op->g = &r->g_old;
+		op->lv = r->lv_old;
+		op->gf = &op->w->gf_old;
+	} else {
+		op->g = &r->g;
+		op->lv = r->lv;
+		op->gf = &op->w->gf;
+	}
+	op->lv->map(op->g->nmembers, op->stripe, op->map);
 	op->rb_start = atomic_load(&r->rebuild_mask);
 	op->dead_seen = 0;
 	op->err_seen = 0;
-	ff_op_plan_segments(op, r->g.chunk_bytes);
+	ff_op_plan_segments(op, op->g->chunk_bytes);
 	ff_op_piece_first(op);
 	ff_op_run(op);
 }
@@ -119,7 +128,7 @@ static void issue_ops(struct raid_worker *w)
 	while (next_request(w, &q)) {
 		struct ff_raid_io *io = *q.head;
 		struct stripe_op *op = w->free_ops;
-		uint64_t unit = raid_iop(io)->wpos[w->id], ub = ff_unit_bytes(r, io->space);
+		uint64_t unit = raid_iop(io)->wpos[w->id], ub = ff_unit_bytes(r, io);
 
 		w->free_ops = op->next;
 		w->nfree--;
@@ -252,6 +261,8 @@ static int worker_init(struct ff_raid *r, struct raid_worker *w, unsigned id)
 	w->efd = -1;
 	pthread_mutex_init(&w->inbox_lock, NULL);
 	ff_gf_ctx_init(&w->gf, g->ndata);
+	if (raid_grown(r))
+		ff_gf_ctx_init(&w->gf_old, r->g_old.ndata);
 	w->ops = calloc(nops, sizeof(*w->ops));
 	w->slab_bytes = pbytes + sbytes;
 	w->slab = ff_alloc_arena(w->slab_bytes);

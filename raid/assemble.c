@@ -669,7 +669,10 @@ int ff_raid_close(struct ff_raid *r)
 	ff_raid_engine_stop(r);
 	ff_raid_sb_thread_stop(r);
 	ff_raid_intent_free(r);
-	rc = r->read_only ? 0 : ff_raid_sb_write_all(r, FF_ARRAY_CLEAN);
+	/* a resync still held back for the row hook (intent.c) is owed at the
+	 * next assembly: the array stays unclean */
+	rc = r->read_only ? 0 : ff_raid_sb_write_all(r, r->resync_waiting ? FF_ARRAY_DIRTY
+								       : FF_ARRAY_CLEAN);
 	ff_raid_wwd_free(r); /* after the last superblock write: its header follows it */
 	for (unsigned i = 0; i < r->g.nmembers; i++) {
 		if (r->mem[i].fd >= 0)

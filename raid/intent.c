@@ -225,7 +225,8 @@ void ff_raid_intent_clean(struct ff_raid *r)
 	struct raid_intent *in = r->intent;
 	bool dirty_block[INTENT_BLOCKS_MAX] = { false }, any = false;
 
-	if (!in || r->read_only)
+	/* a resync held back for the row hook keeps its regions set */
+	if (!in || r->read_only || __atomic_load_n(&r->resync_waiting, __ATOMIC_ACQUIRE))
 		return;
 	for (uint64_t g = 0; g < in->nregions; g++)
 		any |= bit_get(in, g);
@@ -359,10 +360,14 @@ int ff_raid_intent_recover(struct ff_raid *r, bool unclean)
 
 int ff_raid_intent_resync_waiting(struct ff_raid *r)
 {
+	int rc;
+
 	if (!r->resync_waiting)
 		return 0;
-	r->resync_waiting = false;
-	return resync_marked(r);
+	rc = resync_marked(r);
+	if (rc == 0) /* the superblock thread's clean pass may clear regions again */
+		__atomic_store_n(&r->resync_waiting, false, __ATOMIC_RELEASE);
+	return rc;
 }
 
 /* Close a member a role is letting go (promote, remove, replace) once no

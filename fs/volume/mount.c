@@ -274,6 +274,14 @@ static int check_super(const struct ffs *fs, const struct ffs_super *sb, struct 
 		ff_err_set(err, "filesystem does not belong to this array (uuid differs)");
 		return -EINVAL;
 	}
+	if (ff_raid_geom_old(fs->raid) || g->meta_members != g->nmembers) {
+		/* raid.h, "growing": the rows are moved by the filesystem, and
+		 * this one does not yet */
+		ff_err_set(err, "the array was grown to %u members under the filesystem (made on %u): "
+			   "this framefs cannot move a volume's rows to a new width, so it cannot "
+			   "mount it", g->nmembers, ff_le32(sb->nmembers));
+		return -EOPNOTSUPP;
+	}
 	if (ff_le32(sb->level) != g->level || ff_le32(sb->nmembers) != g->nmembers ||
 	    ff_le32(sb->chunk_bytes) != g->chunk_bytes || ff_le64(sb->nstripes) != g->nstripes ||
 	    ff_le64(sb->stripe_bytes) != g->stripe_bytes || ff_le32(sb->ndata) != g->ndata ||

@@ -89,6 +89,42 @@ static uint64_t create(struct ffs *fs, uint64_t parent, const char *name, uint64
 	return st.st_ino;
 }
 
+/*
+ * An array grown under the filesystem (raid.h, "growing": ff_raid_grow) is
+ * refused at mount with why, as long as the filesystem cannot move its
+ * rows: a mount that took the new width for the old would read every
+ * stripe wrong.  The array stays grown and whole after the refusal.
+ */
+START_TEST(grown_array_is_refused_with_why)
+{
+	struct ffs_opts o = { .write_buffer_bytes = 16 << 20, .read_cache_bytes = 16 << 20 };
+	struct ff_err err = { "" };
+	struct ffs *fs = mkfs_mount(96, 64 * 1024);
+	char added[300];
+	const char *add[1] = { added };
+	struct ff_raid_opts ro = { .read_only = true };
+	struct ff_raid *r;
+
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	snprintf(added, sizeof(added), "%s/added.img", ut_dir);
+	ut_sized_file(added, 96);
+	ck_assert_msg(ff_raid_grow(ut_pp, NM, add, 1, false, &err) == 0, "grow: %s", err.msg);
+	{
+		const char *all[NM + 1] = { ut_pp[0], ut_pp[1], ut_pp[2], ut_pp[3], added };
+
+		ck_assert_int_eq(ffs_mount(all, NM + 1, &o, &fs, &err), -EOPNOTSUPP);
+		ck_assert_msg(strstr(err.msg, "grown to 5 members") && strstr(err.msg, "made on 4"),
+			      "%s", err.msg);
+		ck_assert_int_eq(ff_raid_assemble(all, NM + 1, &ro, &r, &err), 0);
+		ck_assert_ptr_nonnull(ff_raid_geom_old(r));
+		ck_assert_uint_eq(ff_raid_failed_count(r), 0);
+		ff_raid_close(r);
+	}
+	ck_assert_int_eq(unlink(added), 0);
+	ut_remove_members(NM);
+}
+END_TEST
+
 START_TEST(small_file_round_trip)
 {
 	struct ffs *fs = mkfs_mount(64, 64 * 1024);
@@ -3636,6 +3672,7 @@ int main(void)
 	ff_log_set_level(getenv("FRAMEFS_LOG") ? FF_LOG_DEBUG : FF_LOG_WARN);
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, small_file_round_trip);
+	tcase_add_test(tc, grown_array_is_refused_with_why);
 	tcase_add_test(tc, reader_close_leaves_the_writers_error);
 	tcase_add_test(tc, xattr_value_blocks);
 	tcase_add_test(tc, scrub_finds_and_repairs);

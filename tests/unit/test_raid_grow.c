@@ -381,6 +381,11 @@ START_TEST(unclean_grown_array_resyncs_each_row_in_its_geometry)
 		for (unsigned i = 0; i < 2; i++) /* fault: the torn writes */
 			junk_at(ut_paths[pm[i]], data_offset + rows[i] * chunk + 8192);
 	}
+	/* assembled and closed without the hook (a mount that failed): the
+	 * resync is still owed at the next assembly */
+	r = ut_assemble(ut_pp, total);
+	ck_assert_uint_eq(ff_raid_resync_regions(r), 0);
+	ff_raid_close(r);
 	r = ut_assemble(ut_pp, total);
 	ck_assert_uint_eq(ff_raid_resync_regions(r), 0); /* held back: no hook yet */
 	ck_assert_int_eq(ff_raid_set_row_geom(r, row_old, NULL), 0);

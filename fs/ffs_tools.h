@@ -169,6 +169,7 @@ int ffs_bt_update(struct ffs *fs, struct bt_root *t, uint64_t key, const void *v
 /* ---- inodes (inode.c) ---------------------------------------------------- */
 
 struct wbuf;
+struct ffs_geo;
 
 struct finode {
 	uint64_t ino;
@@ -206,6 +207,8 @@ struct finode {
 	/* writes and fallocates past stripe 0 under way: the file may not
 	 * become small meanwhile (data.c promote_small, wbuf.c small_writeout) */
 	unsigned beyond_small;
+	/* the geometry of its stripes (fs_i.h ffs_file_geo), NULL until asked */
+	const struct ffs_geo *geo;
 };
 
 /* Get an inode (loaded, pinned): -ENOENT if free. */
@@ -256,7 +259,8 @@ int ffs_repair_read_bytes_around(struct ffs *fs, uint64_t p, uint64_t off, uint3
 				 uint32_t avoid, void *buf);
 /* Data chunks of stripe buffer buf that fail their checksums (a mask); each
  * crc covers the first vlen bytes of its chunk (ffs_csum_vlen). */
-uint32_t ffs_repair_bad_chunks(struct ffs *fs, const void *buf, const uint32_t *crc, uint32_t vlen);
+uint32_t ffs_repair_bad_chunks(struct ffs *fs, uint64_t p, const void *buf, const uint32_t *crc,
+			       uint32_t vlen);
 /* Stripe p into buf, rebuilt from parity around every member holding a
  * chunk in bad (and around P or Q as well, when parity allows and that is
  * what it takes): 0 when every data chunk then matches crc, else -EIO. */

@@ -70,6 +70,21 @@ bool ffs_meta_home_stale(struct ffs *fs, uint64_t no);
 #define FFS_FEAT_PATCHES (1u << 1) /* small overwrites as patches (patch.c): with tails, version 5
 				    * and later, slot numbers within 16 bits (format.h) */
 
+/*
+ * How a data row is laid out, as the filesystem addresses it: its stripe's
+ * bytes and data chunks, and the flag its requests carry.  A volume has
+ * one; on an array grown under it (raid.h, "growing") the rows its data
+ * lived in before the grow keep the old one (fs->geo[1]) until that data
+ * is moved, and fs->orows says which rows those are.  Everything keyed by
+ * a data stripe (the read cache, tails, patch batches, checksums, repair)
+ * asks ffs_row_geo; a file's offsets map to file stripes of its rows'
+ * geometry (ffs_file_geo): a file's stripes are all in one.
+ */
+struct ffs_geo {
+	const struct ff_geom *g;
+	uint8_t raid_flags;        /* FF_RAID_IO_OLD_GEOM for the old geometry */
+};
+
 struct rcache;
 struct pcache;
 struct wpool;
@@ -89,6 +104,8 @@ struct ffs {
 	pthread_mutex_t lock;
 	struct ffs_opts opts;
 	uint64_t stripe_bytes;
+	struct ffs_geo geo[2];      /* [0] the array's; [1] the old one, on a grown array */
+	uint64_t *orows;            /* rows still in geo[1] (one bit a data stripe); NULL: none */
 	/* meta cache */
 	struct mbuf **mhash;
 	unsigned mhash_size;
@@ -177,6 +194,22 @@ struct ffs {
 	/* statistics */
 	struct ffs_stats stats;
 };
+
+/* The geometry data stripe p is in (struct ffs_geo); no lock: a row's bit
+ * changes only when nothing maps it. */
+static inline const struct ffs_geo *ffs_row_geo(const struct ffs *fs, uint64_t p)
+{
+	/* one bit test on a grown volume, none otherwise */
+	return fs->orows && ((__atomic_load_n(&fs->orows[p / 64], __ATOMIC_RELAXED) >> (p % 64)) & 1)
+	       ? &fs->geo[1] : &fs->geo[0];
+}
+
+/* The geometry of fi's stripes: that of the row its first mapped stripe is
+ * in; the array's for a file that maps none (extent.c; fs->lock held). */
+const struct ffs_geo *ffs_file_geo(struct ffs *fs, struct finode *fi);
+
+/* Set fs->geo from the array (fs->g, and its old geometry when grown). */
+void ffs_geo_init(struct ffs *fs);
 
 /* The hooks of struct ffs that do not depend on the mount's features: set
  * by whoever makes one (mount.c ffs_mount, check.c ffs_check_open). */

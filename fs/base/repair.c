@@ -29,11 +29,13 @@
 
 #include "fs/fs_i.h"
 
-uint32_t ffs_repair_bad_chunks(struct ffs *fs, const void *buf, const uint32_t *crc, uint32_t vlen)
+uint32_t ffs_repair_bad_chunks(struct ffs *fs, uint64_t p, const void *buf, const uint32_t *crc,
+			       uint32_t vlen)
 {
-	uint32_t C = fs->g->chunk_bytes, bad = 0;
+	const struct ff_geom *g = ffs_row_geo(fs, p)->g;
+	uint32_t C = g->chunk_bytes, bad = 0;
 
-	for (uint32_t i = 0; i < fs->g->ndata; i++)
+	for (uint32_t i = 0; i < g->ndata; i++)
 		if (ff_crc32c(0, (const uint8_t *)buf + (size_t)i * C, vlen) != crc[i])
 			bad |= 1u << i;
 	return bad;
@@ -44,11 +46,14 @@ uint32_t ffs_repair_bad_chunks(struct ffs *fs, const void *buf, const uint32_t *
 static void stripe_io_prep(struct ffs *fs, struct ff_raid_io *io, int op, uint64_t p,
 			   uint32_t avoid, void *buf)
 {
+	const struct ffs_geo *geo = ffs_row_geo(fs, p);
+
 	memset(io, 0, sizeof(*io));
 	io->op = (uint8_t)op;
 	io->space = FF_SPACE_DATA;
-	io->off = p * fs->stripe_bytes;
-	io->len = fs->stripe_bytes;
+	io->flags = geo->raid_flags;
+	io->off = p * geo->g->stripe_bytes;
+	io->len = geo->g->stripe_bytes;
 	io->buf = buf;
 	io->avoid_members = avoid;
 }
@@ -81,14 +86,15 @@ int ffs_repair_read_bytes_around(struct ffs *fs, uint64_t p, uint64_t off, uint3
 static bool rebuilt_around(struct ffs *fs, uint64_t p, uint32_t avoid, const uint32_t *crc,
 			   uint32_t vlen, void *buf)
 {
-	return (unsigned)__builtin_popcount(avoid) <= fs->g->nparity &&
-	       ffs_repair_read_around(fs, p, avoid, buf) == 0 && ffs_repair_bad_chunks(fs, buf, crc, vlen) == 0;
+	return (unsigned)__builtin_popcount(avoid) <= ffs_row_geo(fs, p)->g->nparity &&
+	       ffs_repair_read_around(fs, p, avoid, buf) == 0 &&
+	       ffs_repair_bad_chunks(fs, p, buf, crc, vlen) == 0;
 }
 
 int ffs_repair_reconstruct(struct ffs *fs, uint64_t p, uint32_t bad, const uint32_t *crc,
 			   uint32_t vlen, void *buf)
 {
-	const struct ff_geom *g = fs->g;
+	const struct ff_geom *g = ffs_row_geo(fs, p)->g;
 	uint32_t avoid = 0, parity = (uint32_t)((1ull << g->nmembers) - 1); /* up to 32 */
 
 	for (uint32_t i = 0; i < g->ndata; i++) {
@@ -132,21 +138,24 @@ static void log_failure(struct ffs *fs, uint64_t p, uint32_t bad, const char *wh
 
 int ffs_repair_rewrite(struct ffs *fs, uint64_t p, const void *buf, uint32_t bad)
 {
+	const struct ffs_geo *geo = ffs_row_geo(fs, p);
+	uint64_t S = geo->g->stripe_bytes;
+	struct ff_raid_io io = { .op = FF_RAID_WRITE, .space = FF_SPACE_DATA,
+				 .flags = geo->raid_flags, .off = p * S, .len = S, .buf = (void *)buf };
 	uint8_t *back;
 	int rc;
 
 	/* the whole stripe: the engine computes parity from buf, reads nothing */
-	rc = ff_raid_rw(fs->raid, FF_RAID_WRITE, FF_SPACE_DATA, p * fs->stripe_bytes, (void *)buf,
-			fs->stripe_bytes);
+	rc = ff_raid_submit_wait(fs->raid, &io);
 	if (rc < 0) {
 		log_failure(fs, p, bad, "could not write the stripe", rc);
 		return rc;
 	}
-	back = ff_alloc_aligned(fs->stripe_bytes); /* a repair is rare: no pool for it */
+	back = ff_alloc_aligned(S); /* a repair is rare: no pool for it */
 	if (!back)
 		return -ENOMEM;
 	rc = read_checked(fs, p, back);
-	if (rc == 0 && memcmp(back, buf, fs->stripe_bytes) != 0)
+	if (rc == 0 && memcmp(back, buf, S) != 0)
 		rc = -EIO;
 	free(back);
 	if (rc < 0)

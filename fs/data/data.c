@@ -261,10 +261,24 @@ static uint64_t file_size(struct ffs *fs, struct finode *fi)
 	return size;
 }
 
+/* The file's size and the geometry its stripes are in (fs_i.h ffs_file_geo):
+ * a read maps its offsets to file stripes of that geometry's bytes. */
+static uint64_t file_size_geo(struct ffs *fs, struct finode *fi, const struct ffs_geo **geo)
+{
+	uint64_t size;
+
+	pthread_mutex_lock(&fs->lock);
+	size = ff_le64(fi->d.size);
+	*geo = ffs_file_geo(fs, fi);
+	pthread_mutex_unlock(&fs->lock);
+	return size;
+}
+
 ssize_t ffs_data_read(struct ffs *fs, struct finode *fi, void *buf, size_t len, uint64_t off,
 		      unsigned flags)
 {
-	uint64_t size = file_size(fs, fi);
+	const struct ffs_geo *geo;
+	uint64_t size = file_size_geo(fs, fi, &geo), S = geo->g->stripe_bytes;
 	uint8_t *dst = buf;
 	size_t done = 0;
 	int rc = 0;
@@ -273,8 +287,8 @@ ssize_t ffs_data_read(struct ffs *fs, struct finode *fi, void *buf, size_t len, 
 		return 0;
 	len = (size_t)FF_MIN((uint64_t)len, size - off);
 	while (done < len && rc >= 0) {
-		uint64_t k = (off + done) / fs->stripe_bytes, o = (off + done) % fs->stripe_bytes, p;
-		size_t n = (size_t)FF_MIN(len - done, fs->stripe_bytes - o);
+		uint64_t k = (off + done) / S, o = (off + done) % S, p;
+		size_t n = (size_t)FF_MIN(len - done, S - o);
 
 		/* ends: each try but the last needs the map to move again, the
 		 * last holds reuse off and is not checked */
@@ -319,7 +333,9 @@ ssize_t ffs_data_read(struct ffs *fs, struct finode *fi, void *buf, size_t len, 
 ssize_t ffs_data_read_ref(struct ffs *fs, struct finode *fi, size_t len, uint64_t off,
 			  unsigned flags, struct ffs_rref *ref)
 {
-	uint64_t size = file_size(fs, fi), ps[FFS_RREF_MAX], gen[FFS_RREF_MAX];
+	const struct ffs_geo *geo;
+	uint64_t size = file_size_geo(fs, fi, &geo), S = geo->g->stripe_bytes;
+	uint64_t ps[FFS_RREF_MAX], gen[FFS_RREF_MAX];
 	size_t done = 0, ns[FFS_RREF_MAX];
 	unsigned n = 0;
 
@@ -328,20 +344,20 @@ ssize_t ffs_data_read_ref(struct ffs *fs, struct finode *fi, size_t len, uint64_
 		return 0;
 	len = (size_t)FF_MIN((uint64_t)len, size - off);
 	for (; done < len; n++) {
-		uint64_t k = (off + done) / fs->stripe_bytes, o = (off + done) % fs->stripe_bytes;
+		uint64_t k = (off + done) / S, o = (off + done) % S;
 		int rc = n < FFS_RREF_MAX ? read_source(fs, fi, k, o, 0, NULL, &ps[n], &gen[n], false)
 					  : -EAGAIN;
 
 		if (rc != SRC_STRIPE)
 			return rc < 0 ? rc : -EAGAIN;
-		ns[n] = (size_t)FF_MIN(len - done, fs->stripe_bytes - o);
+		ns[n] = (size_t)FF_MIN(len - done, S - o);
 		if (!(flags & FFS_READ_KERNEL_AHEAD))
 			ffs_read_ahead(fs, fi, k, size);
 		done += ns[n];
 	}
 	done = 0;
 	for (unsigned i = 0; i < n; i++) {
-		uint64_t o = (off + done) % fs->stripe_bytes;
+		uint64_t o = (off + done) % S;
 		struct rentry *e;
 		int rc = ffs_stripe_get(fs, ps[i], i ? RC_WAIT_LOAD : RC_WAIT, &e);
 
@@ -522,8 +538,12 @@ static int direct_start(struct ffs *fs, struct finode *fi, void *buf, size_t cap
 			uint64_t off, struct direct_read *r)
 {
 	const uint64_t C = fs->g->chunk_bytes, S = fs->stripe_bytes;
-	uint64_t size = file_size(fs, fi), next_p = UINT64_MAX;
+	const struct ffs_geo *geo;
+	uint64_t size = file_size_geo(fs, fi, &geo), next_p = UINT64_MAX;
 	size_t done = 0, nchunks = 0;
+
+	if (geo != &fs->geo[0])
+		return -EAGAIN; /* a file not moved since a grow: through the cache */
 
 	r->fs = fs;
 	r->fi = fi;

@@ -159,9 +159,9 @@ bool ffs_patch_past_share(struct ffs *fs, struct finode *fi, uint64_t k);
 
 /* ---- patches (patch.c) ----------------------------------------------------- */
 /* Byte offset in a stripe of slot s (format.h: row s / ndata of chunk s % ndata). */
-static inline uint64_t patch_slot_offset(const struct ffs *fs, uint32_t s)
+static inline uint64_t patch_slot_offset(const struct ff_geom *g, uint32_t s)
 {
-	return (uint64_t)(s % fs->g->ndata) * fs->g->chunk_bytes + (uint64_t)(s / fs->g->ndata) * FFS_BLOCK;
+	return (uint64_t)(s % g->ndata) * g->chunk_bytes + (uint64_t)(s / g->ndata) * FFS_BLOCK;
 }
 /* Whether wb goes as patches: plans them in wb->patch (filling the partial
  * blocks at their edges) and says how many, or 0: it is rewritten whole,

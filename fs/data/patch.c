@@ -393,14 +393,17 @@ bool ffs_patch_past_share(struct ffs *fs, struct finode *fi, uint64_t k)
  */
 static int read_slot(struct ffs *fs, uint64_t p, uint32_t slot, uint32_t crc, uint8_t *blk)
 {
-	uint64_t at = p * fs->stripe_bytes + patch_slot_offset(fs, slot);
-	int rc = ff_raid_rw(fs->raid, FF_RAID_READ, FF_SPACE_DATA, at, blk, FFS_BLOCK);
+	const struct ffs_geo *geo = ffs_row_geo(fs, p);
+	uint64_t in = patch_slot_offset(geo->g, slot);
+	struct ff_raid_io io = { .op = FF_RAID_READ, .space = FF_SPACE_DATA, .flags = geo->raid_flags,
+				 .off = p * geo->g->stripe_bytes + in, .len = FFS_BLOCK, .buf = blk };
+	int rc = ff_raid_submit_wait(fs->raid, &io);
 
 	atomic_fetch_add(&fs->stats.patch_reads, 1);
 	if (rc == 0 && ffs_patch_crc(p, slot, blk) == crc)
 		return 0;
 	ffs_rcache_invalidate(fs, p, 1);
-	rc = ffs_read_stripe_bytes(fs, p, patch_slot_offset(fs, slot), FFS_BLOCK, blk);
+	rc = ffs_read_stripe_bytes(fs, p, in, FFS_BLOCK, blk);
 	if (rc == 0 && ffs_patch_crc(p, slot, blk) != crc) {
 		/* the chunk passed its checksum, the block not its own: counted here */
 		atomic_fetch_add(&fs->stats.crc_errors, 1);
@@ -548,7 +551,9 @@ static int wave_add(struct ffs *fs, struct overlay_wave *w, const struct wbuf *k
 	atomic_fetch_add(&fs->stats.patch_reads, 1);
 	r->io.op = FF_RAID_READ;
 	r->io.space = FF_SPACE_DATA;
-	r->io.off = p * fs->stripe_bytes + patch_slot_offset(fs, slot);
+	r->io.flags = ffs_row_geo(fs, p)->raid_flags;
+	r->io.off = p * ffs_row_geo(fs, p)->g->stripe_bytes +
+		    patch_slot_offset(ffs_row_geo(fs, p)->g, slot);
 	r->io.len = FFS_BLOCK;
 	r->io.buf = r->into;
 	r->io.done = overlay_read_done;
@@ -709,7 +714,7 @@ uint32_t ffs_patch_rows(const struct ffs *fs, const struct wbuf *wb)
 static void batch_header(struct ffs *fs, struct finode *fi, struct wbuf *wb,
 			 const struct tail_batch *s, uint32_t slot, uint32_t rows)
 {
-	struct ffs_pbatch *h = (struct ffs_pbatch *)(void *)(s->img + patch_slot_offset(fs, slot));
+	struct ffs_pbatch *h = (struct ffs_pbatch *)(void *)(s->img + patch_slot_offset(fs->g, slot));
 	uint32_t nrec = 0, nblocks = 0;
 	uint8_t *crcs;
 
@@ -727,7 +732,7 @@ static void batch_header(struct ffs *fs, struct finode *fi, struct wbuf *wb,
 		for (unsigned i = 0; i < w->npatch; i++)
 			for (uint32_t j = 0; j < w->patch[i].n; j++, nblocks++) {
 				uint32_t at = w->patch[i].slot0 + j;
-				le32 c = ff_cpu_to_le32(ffs_patch_crc(s->p, at, s->img + patch_slot_offset(fs, at)));
+				le32 c = ff_cpu_to_le32(ffs_patch_crc(s->p, at, s->img + patch_slot_offset(fs->g, at)));
 
 				memcpy(crcs + nblocks * 4, &c, 4);
 			}
@@ -763,13 +768,13 @@ void ffs_patch_submit(struct ffs *fs, struct finode *fi, struct wbuf *wb,
 			for (uint32_t j = 0; j < w->patch[i].n; j++, slot++) {
 				const uint8_t *blk = w->data + (size_t)(w->patch[i].b0 + j) * FFS_BLOCK;
 
-				memcpy(s->img + patch_slot_offset(fs, slot), blk, FFS_BLOCK);
+				memcpy(s->img + patch_slot_offset(fs->g, slot), blk, FFS_BLOCK);
 				ffs_pcache_put(fs, s->p, slot, blk); /* before anything points to it */
 			}
 			atomic_fetch_add(&fs->stats.patch_blocks, w->patch[i].n);
 		}
 	for (; slot < (row0 + rows) * g->ndata; slot++)
-		memset(s->img + patch_slot_offset(fs, slot), 0, FFS_BLOCK);
+		memset(s->img + patch_slot_offset(fs->g, slot), 0, FFS_BLOCK);
 	batch_header(fs, fi, wb, s, row0 * g->ndata, rows);
 	atomic_fetch_add(&fs->stats.patch_writes, 1);
 	ffs_tail_batch_send(fs, fi, wb, s, rows, done);
@@ -868,7 +873,8 @@ static int read_data(struct ffs *fs, uint64_t p, uint64_t off, uint32_t len, boo
  * taken for the end of the chain. */
 static bool read_header(struct ffs *fs, uint64_t p, uint32_t slot, struct ffs_pbatch *h)
 {
-	uint64_t off = patch_slot_offset(fs, slot), blockno = FFS_PBATCH_BLOCKNO(p, slot);
+	uint64_t off = patch_slot_offset(ffs_row_geo(fs, p)->g, slot);
+	uint64_t blockno = FFS_PBATCH_BLOCKNO(p, slot);
 
 	if (read_data(fs, p, off, FFS_BLOCK, false, h) < 0)
 		return false; /* the engine read around an error already */
@@ -888,7 +894,7 @@ static bool read_header(struct ffs *fs, uint64_t p, uint32_t slot, struct ffs_pb
 static int scan_stripe(struct ffs *fs, uint64_t p, uint64_t next, struct found_batch **v,
 		       unsigned *nv, unsigned *cap, uint64_t *maxseq)
 {
-	const struct ff_geom *g = fs->g;
+	const struct ff_geom *g = ffs_row_geo(fs, p)->g;
 	uint32_t ino, f, crc[FF_MEMBERS_MAX], R = g->chunk_bytes / FFS_TAIL_ROW, row;
 	uint64_t prev = 0;
 	struct ffs_pbatch *h = NULL;
@@ -957,7 +963,8 @@ static bool batch_blocks_match(struct ffs *fs, uint64_t p, uint32_t slot, uint32
 		le32 c;
 
 		memcpy(&c, crcs + 4 * k, 4);
-		if (ffs_patch_crc(p, slot + k, buf + patch_slot_offset(fs, slot + k)) != ff_le32(c))
+		if (ffs_patch_crc(p, slot + k, buf + patch_slot_offset(ffs_row_geo(fs, p)->g, slot + k)) !=
+		    ff_le32(c))
 			return false;
 	}
 	return true;
@@ -971,7 +978,7 @@ static bool batch_blocks_match(struct ffs *fs, uint64_t p, uint32_t slot, uint32
  */
 static int apply_batch(struct ffs *fs, const struct found_batch *b, uint8_t *buf)
 {
-	const struct ff_geom *g = fs->g;
+	const struct ff_geom *g = ffs_row_geo(fs, b->p)->g;
 	const struct ffs_pbatch *h = b->h;
 	uint32_t ino, f, crc[FF_MEMBERS_MAX], nrec = ff_le32(h->nrec), nblocks = 0, ok = 0;
 	uint32_t slot = b->row0 * g->ndata + 1, len = b->rows * FFS_TAIL_ROW;
@@ -1015,7 +1022,7 @@ static int apply_batch(struct ffs *fs, const struct found_batch *b, uint8_t *buf
 	}
 	/* the header as scan_stripe verified it (or rebuilt it), not as read
 	 * again: the checksums must vouch for what the rows should hold */
-	memcpy(buf + patch_slot_offset(fs, b->row0 * g->ndata), h, FFS_BLOCK);
+	memcpy(buf + patch_slot_offset(g, b->row0 * g->ndata), h, FFS_BLOCK);
 	for (uint32_t i = 0; i < g->ndata; i++) /* the chunk checksums continued over them */
 		crc[i] = ff_crc32c(crc[i], buf + (uint64_t)i * g->chunk_bytes +
 					   (uint64_t)b->row0 * FFS_TAIL_ROW, len);

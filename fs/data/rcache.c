@@ -87,7 +87,7 @@ int ffs_rcache_init(struct ffs *fs)
 static void rc_verify(struct rentry *e)
 {
 	/* reads only the geometry: no lock taken (an engine thread) */
-	e->bad_chunks = e->verify ? ffs_repair_bad_chunks(e->fs, e->data, e->crc, e->vlen) : 0;
+	e->bad_chunks = e->verify ? ffs_repair_bad_chunks(e->fs, e->pstripe, e->data, e->crc, e->vlen) : 0;
 }
 
 /* Runs on an engine thread: no fs->lock here, ever. */
@@ -200,13 +200,16 @@ static struct rentry *rc_get(struct ffs *fs, uint64_t p, int mode, const uint32_
 		e->superseded = false;
 		e->verify = crc != NULL;
 		e->vlen = vlen;
+		const struct ffs_geo *geo = ffs_row_geo(fs, p);
+
 		if (crc)
-			memcpy(e->crc, crc, fs->g->ndata * sizeof(uint32_t));
+			memcpy(e->crc, crc, geo->g->ndata * sizeof(uint32_t));
 		memset(&e->io, 0, sizeof(e->io));
 		e->io.op = FF_RAID_READ;
 		e->io.space = FF_SPACE_DATA;
-		e->io.off = p * fs->stripe_bytes;
-		e->io.len = fs->stripe_bytes;
+		e->io.flags = geo->raid_flags;
+		e->io.off = p * geo->g->stripe_bytes;
+		e->io.len = geo->g->stripe_bytes;
 		e->io.buf = e->data;
 		e->io.done = rc_read_done;
 		e->io.priv = e;
@@ -449,8 +452,16 @@ void ffs_rcache_free(struct ffs *fs)
  */
 void ffs_read_ahead(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t size)
 {
-	uint64_t last = size ? (size - 1) / fs->stripe_bytes : 0, ps[16], from, to, beyond = 0;
+	uint64_t last, ps[16], from, to, beyond = 0;
 	unsigned n = 0, r = FF_MIN(16u, fs->opts.readahead_stripes);
+
+	if (fs->orows) { /* a grown volume: the file's own stripe size */
+		pthread_mutex_lock(&fs->lock);
+		last = size ? (size - 1) / ffs_file_geo(fs, fi)->g->stripe_bytes : 0;
+		pthread_mutex_unlock(&fs->lock);
+	} else {
+		last = size ? (size - 1) / fs->stripe_bytes : 0;
+	}
 
 	pthread_mutex_lock(&fi->dlock);
 	from = FF_MAX(k + 1, fi->ra_next);

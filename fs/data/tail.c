@@ -498,7 +498,7 @@ int ffs_tail_done(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 			uint32_t pcrc[FFS_PATCH_BLOCKS_MAX], s0 = w->patch[i].slot0;
 
 			for (uint32_t j = 0; j < w->patch[i].n; j++) /* the slot's image is ours until done */
-				pcrc[j] = ffs_patch_crc(p, s0 + j, s->img + patch_slot_offset(fs, s0 + j));
+				pcrc[j] = ffs_patch_crc(p, s0 + j, s->img + patch_slot_offset(fs->g, s0 + j));
 			rc = ffs_patch_add(fs, fi, w->fstripe, w->patch[i].b0, w->patch[i].n, p, s0, pcrc);
 		}
 	if (rc == 0 && npatch) {
@@ -557,9 +557,10 @@ int ffs_tail_done(struct ffs *fs, struct finode *fi, struct wbuf *wb)
 int ffs_tail_read(struct ffs *fs, uint64_t p, uint32_t row0, uint32_t rows, uint64_t o, size_t n,
 	      uint8_t *dst)
 {
-	uint64_t part = (uint64_t)rows * FFS_TAIL_ROW, end = part * fs->g->ndata;
+	const struct ff_geom *g = ffs_row_geo(fs, p)->g; /* an old file's tail: the old one */
+	uint64_t part = (uint64_t)rows * FFS_TAIL_ROW, end = part * g->ndata;
 
-	if (rows == 0 || row0 + rows > fs->g->chunk_bytes / FFS_TAIL_ROW ||
+	if (rows == 0 || row0 + rows > g->chunk_bytes / FFS_TAIL_ROW ||
 	    ff_le32(fs->sb->version) < FFS_VERSION_TAILS) {
 		ff_log(FF_LOG_ERR, "data stripe %llu: a tail at rows %u..%u is not one this volume "
 		       "can hold; run fsck.framefs", (unsigned long long)p, row0, row0 + rows);
@@ -574,7 +575,7 @@ int ffs_tail_read(struct ffs *fs, uint64_t p, uint32_t row0, uint32_t rows, uint
 		if (o >= end)
 			memset(dst, 0, m);
 		else
-			rc = ffs_read_stripe_bytes(fs, p, i * fs->g->chunk_bytes + row0 * FFS_TAIL_ROW + y, m,
+			rc = ffs_read_stripe_bytes(fs, p, i * g->chunk_bytes + row0 * FFS_TAIL_ROW + y, m,
 					       dst);
 		if (rc < 0)
 			return rc;

@@ -40,7 +40,7 @@ static void tail_blocks_add(struct ffs *fs, struct finode *fi, const struct ffs_
 	uint32_t row0, rows, n = ff_le32(fi->d.tail_blocks), b;
 
 	ffs_tail_rows_of(x, &row0, &rows);
-	b = rows * fs->g->ndata;
+	b = rows * ffs_row_geo(fs, ff_le64(x->pstripe))->g->ndata;
 	n = sign > 0 ? n + b : n > b ? n - b : 0;
 	fi->d.tail_blocks = ff_cpu_to_le32(n);
 }
@@ -376,3 +376,15 @@ int ffs_extent_iterate(struct ffs *fs, struct finode *fi,
 	}
 }
 
+
+const struct ffs_geo *ffs_file_geo(struct ffs *fs, struct finode *fi)
+{
+	struct ffs_extent x;
+
+	if (!fs->orows)
+		return &fs->geo[0];
+	if (!fi->geo)
+		fi->geo = ext_find_ge(fs, fi, 0, &x) == 0 ? ffs_row_geo(fs, ff_le64(x.pstripe))
+							  : &fs->geo[0];
+	return fi->geo;
+}

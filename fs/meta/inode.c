@@ -159,6 +159,8 @@ int ffs_iget(struct ffs *fs, uint64_t ino, struct finode **out)
 	fi->refs = 1;
 	fi->tx_seq = fs->evicted_tx_seq; /* it may have changed before it was evicted */
 	icache_insert(fs, fi);
+	if (fs->orows) /* a grown volume: which geometry its stripes are in (stat uses it) */
+		(void)ffs_file_geo(fs, fi);
 	*out = fi;
 	return 0;
 }
@@ -280,8 +282,10 @@ void ffs_inode_stat(const struct ffs *fs, const struct finode *fi, struct stat *
 	st->st_gid = ff_le32(d->gid);
 	st->st_rdev = S_ISCHR(ff_le32(d->mode)) || S_ISBLK(ff_le32(d->mode)) ? ff_le64(d->u2.rdev) : 0;
 	st->st_size = (off_t)ff_le64(d->size);
-	st->st_blksize = (blksize_t)FF_MIN(fs->stripe_bytes, 1ull << 20);
-	st->st_blocks = (blkcnt_t)(ff_le64(d->nstripes) * (fs->stripe_bytes / 512) +
+	uint64_t S = fi->geo ? fi->geo->g->stripe_bytes : fs->stripe_bytes; /* ffs_file_geo */
+
+	st->st_blksize = (blksize_t)FF_MIN(S, 1ull << 20);
+	st->st_blocks = (blkcnt_t)(ff_le64(d->nstripes) * (S / 512) +
 				   (uint64_t)ff_le32(d->tail_blocks) * (FFS_TAIL_ROW / 512));
 	if (ff_le32(d->flags) & FFS_I_SMALL) /* one copy's blocks, as for a stripe's data */
 		st->st_blocks = (blkcnt_t)ff_le32(d->u.small.count) * (FFS_BLOCK / 512);

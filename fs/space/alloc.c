@@ -484,7 +484,7 @@ int ffs_csum_set(struct ffs *fs, uint64_t pstripe, uint32_t ino, uint32_t fstrip
 	e = (struct ffs_csum_entry *)(mb->data + off);
 	e->ino = ff_cpu_to_le32(ino);
 	e->fstripe = ff_cpu_to_le32(crc ? fstripe : fstripe | FFS_CSUM_UNWRITTEN);
-	for (uint32_t i = 0; i < fs->g->ndata; i++)
+	for (uint32_t i = 0; i < ffs_row_geo(fs, pstripe)->g->ndata; i++)
 		e->crc[i] = ff_cpu_to_le32(crc ? crc[i] : 0);
 	ffs_mb_dirty(fs, mb);
 	ffs_mb_put(fs, mb);
@@ -503,7 +503,7 @@ int ffs_csum_get(struct ffs *fs, uint64_t pstripe, uint32_t *ino, uint32_t *fstr
 	e = (const struct ffs_csum_entry *)(mb->data + off);
 	*ino = ff_le32(e->ino);
 	*fstripe = ff_le32(e->fstripe);
-	for (uint32_t i = 0; i < fs->g->ndata; i++)
+	for (uint32_t i = 0; i < ffs_row_geo(fs, pstripe)->g->ndata; i++)
 		crc[i] = ff_le32(e->crc[i]);
 	ffs_mb_put(fs, mb);
 	return 0;

@@ -38,8 +38,23 @@ int ffs_check_open(const char *const *paths, unsigned n, bool ro, size_t meta_ca
 		free(fs);
 		return rc;
 	}
+	if (ff_raid_geom_old(fs->raid)) {
+		/* its rows are in two geometries (raid.h, "growing"): the checks
+		 * below read every stripe in the array's */
+		ff_err_set(err, "the array was grown to %u members under the filesystem (made on "
+			   "%u): this fsck.framefs cannot check a volume whose rows are not moved yet; "
+			   "it can be mounted read-only", ff_raid_geom(fs->raid)->nmembers,
+			   ff_raid_geom_old(fs->raid)->nmembers);
+		ff_raid_close(fs->raid);
+		pthread_mutex_destroy(&fs->lock);
+		pthread_cond_destroy(&fs->commit_cond);
+		pthread_cond_destroy(&fs->committed_cond);
+		free(fs);
+		return -EOPNOTSUPP;
+	}
 	fs->g = ff_raid_geom(fs->raid);
 	fs->stripe_bytes = fs->g->stripe_bytes;
+	ffs_geo_init(fs);
 	*out = fs;
 	return 0;
 }

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "fs/volume/volume.h"
+#include "io/bitmap.h"
 #include "raid/label.h"
 
 /* ---- mkfs ----------------------------------------------------------------- */
@@ -254,10 +255,46 @@ out:
 
 /* ---- mount ----------------------------------------------------------------- */
 
+void ffs_geo_init(struct ffs *fs)
+{
+	const struct ff_geom *o = ff_raid_geom_old(fs->raid);
+
+	fs->geo[0] = (struct ffs_geo){ .g = fs->g };
+	if (o)
+		fs->geo[1] = (struct ffs_geo){ .g = o, .raid_flags = FF_RAID_IO_OLD_GEOM };
+}
+
+static bool row_old_hook(void *arg, uint64_t row)
+{
+	const struct ffs *fs = arg;
+
+	return ffs_row_geo(fs, row) != &fs->geo[0];
+}
+
+/*
+ * A grown array, mounted read-only (check_super): nothing has been written
+ * since the grow, so every row in use is in the old geometry and every
+ * free row in the new one.  The engine asks the same (its row hook).
+ */
+static int grown_rows_load(struct ffs *fs, struct ff_err *err)
+{
+	size_t words = FF_BITMAP_WORDS(fs->g->nstripes) + 1;
+
+	fs->orows = calloc(words, sizeof(uint64_t));
+	if (!fs->orows) {
+		ff_err_set(err, "out of memory for the grown array's row map");
+		return -ENOMEM;
+	}
+	memcpy(fs->orows, fs->sbits, FF_BITMAP_WORDS(fs->g->nstripes) * sizeof(uint64_t));
+	return ff_raid_set_row_geom(fs->raid, row_old_hook, fs);
+}
+
 /* Is sb usable on this array?  0, or why not in err. */
 static int check_super(const struct ffs *fs, const struct ffs_super *sb, struct ff_err *err)
 {
 	const struct ff_geom *g = fs->g;
+	/* the geometry the filesystem was made on: the old one of a grown array */
+	const struct ff_geom *made = ff_raid_geom_old(fs->raid) ? ff_raid_geom_old(fs->raid) : g;
 	uint64_t meta = g->meta_bytes / FFS_BLOCK;
 
 	if (ff_le64(sb->magic) != FFS_SB_MAGIC) {
@@ -274,17 +311,17 @@ static int check_super(const struct ffs *fs, const struct ffs_super *sb, struct 
 		ff_err_set(err, "filesystem does not belong to this array (uuid differs)");
 		return -EINVAL;
 	}
-	if (ff_raid_geom_old(fs->raid) || g->meta_members != g->nmembers) {
-		/* raid.h, "growing": the rows are moved by the filesystem, and
-		 * this one does not yet */
-		ff_err_set(err, "the array was grown to %u members under the filesystem (made on %u): "
-			   "this framefs cannot move a volume's rows to a new width, so it cannot "
-			   "mount it", g->nmembers, ff_le32(sb->nmembers));
-		return -EOPNOTSUPP;
+	if (made != g && !fs->ro) {
+		/* raid.h, "growing": the rows are the filesystem's to move, and
+		 * this one cannot yet; it reads each row in its geometry */
+		ff_err_set(err, "the array was grown to %u members under the filesystem (made on "
+			   "%u): this framefs cannot move the volume's rows to the new width, so it "
+			   "mounts it read-only only", g->nmembers, made->nmembers);
+		return -EROFS;
 	}
-	if (ff_le32(sb->level) != g->level || ff_le32(sb->nmembers) != g->nmembers ||
+	if (ff_le32(sb->level) != made->level || ff_le32(sb->nmembers) != made->nmembers ||
 	    ff_le32(sb->chunk_bytes) != g->chunk_bytes || ff_le64(sb->nstripes) != g->nstripes ||
-	    ff_le64(sb->stripe_bytes) != g->stripe_bytes || ff_le32(sb->ndata) != g->ndata ||
+	    ff_le64(sb->stripe_bytes) != made->stripe_bytes || ff_le32(sb->ndata) != made->ndata ||
 	    ff_le64(sb->meta_blocks) != meta) {
 		ff_err_set(err, "filesystem geometry does not match the array");
 		return -EINVAL;
@@ -298,7 +335,7 @@ static int check_super(const struct ffs *fs, const struct ffs_super *sb, struct 
 	    ff_le64(sb->sbitmap_start) != ff_le64(sb->ibitmap_start) + ff_le64(sb->ibitmap_blocks) ||
 	    ff_le64(sb->sbitmap_blocks) * FFS_BITS_PER_BLOCK < ff_le64(sb->nstripes) ||
 	    ff_le64(sb->csum_start) != ff_le64(sb->sbitmap_start) + ff_le64(sb->sbitmap_blocks) ||
-	    ff_le32(sb->csum_entry_bytes) != 8 + 4 * g->ndata || ff_le32(sb->csum_per_block) == 0 ||
+	    ff_le32(sb->csum_entry_bytes) != 8 + 4 * made->ndata || ff_le32(sb->csum_per_block) == 0 ||
 	    ff_le32(sb->csum_per_block) * ff_le32(sb->csum_entry_bytes) > FFS_BLOCK - 16 ||
 	    ff_le64(sb->csum_blocks) * ff_le32(sb->csum_per_block) < ff_le64(sb->nstripes) ||
 	    !ffs_small_layout_ok(sb) ||
@@ -448,6 +485,7 @@ static void fs_free(struct ffs *fs)
 	ffs_meta_cache_free(fs);
 	ffs_alloc_free_all(fs);
 	ffs_journal_free(fs);
+	free(fs->orows);
 	free(fs->sb);
 	pthread_mutex_destroy(&fs->lock);
 	pthread_cond_destroy(&fs->commit_cond);
@@ -577,8 +615,11 @@ int ffs_mount(const char *const *paths, unsigned n, const struct ffs_opts *o, st
 	}
 	fs->g = ff_raid_geom(fs->raid);
 	fs->stripe_bytes = fs->g->stripe_bytes;
+	ffs_geo_init(fs);
 	pthread_mutex_lock(&fs->lock);
 	rc = mount_meta(fs, paths, n, err);
+	if (rc == 0 && ff_raid_geom_old(fs->raid))
+		rc = grown_rows_load(fs, err);
 	if (rc == 0)
 		fs->features = mount_features(fs);
 	pthread_mutex_unlock(&fs->lock);

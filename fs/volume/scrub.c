@@ -272,7 +272,8 @@ static bool repair_chunks(struct ffs *fs, uint64_t p, uint32_t bad, const uint32
 
 static void scrub_stripe(struct ffs *fs, struct scrub *s, uint64_t p)
 {
-	const struct ff_geom *g = fs->g;
+	const struct ffs_geo *geo = ffs_row_geo(fs, p); /* a row not moved since a grow: the old */
+	const struct ff_geom *g = geo->g;
 	uint32_t ino, fstripe, crc[FF_MEMBERS_MAX], bad = 0, mismatch;
 	struct ff_raid_io io;
 	int rc;
@@ -285,9 +286,9 @@ static void scrub_stripe(struct ffs *fs, struct scrub *s, uint64_t p)
 	memset(&io, 0, sizeof(io));
 	io.op = FF_RAID_CHECK;
 	io.space = FF_SPACE_DATA;
-	io.flags = FF_RAID_IO_BACKGROUND; /* foreground first (raid/worker.c) */
-	io.off = p * fs->stripe_bytes;
-	io.len = fs->stripe_bytes;
+	io.flags = FF_RAID_IO_BACKGROUND | geo->raid_flags; /* foreground first (raid/worker.c) */
+	io.off = p * g->stripe_bytes;
+	io.len = g->stripe_bytes;
 	io.buf = s->buf;
 	if (ino == FFS_CSUM_TAILS) { /* the rows written: those past hold old bytes (tail.c) */
 		io.flags |= FF_RAID_IO_ROWS;
@@ -296,8 +297,8 @@ static void scrub_stripe(struct ffs *fs, struct scrub *s, uint64_t p)
 	}
 	rc = ff_raid_submit_wait(fs->raid, &io);
 	if (rc == -EAGAIN) /* degraded: no parity to compare, the data still is checked */
-		rc = ff_raid_rw(fs->raid, FF_RAID_READ, FF_SPACE_DATA, io.off, s->buf, fs->stripe_bytes);
-	s->bytes += fs->stripe_bytes;
+		rc = ffs_repair_read_around(fs, p, 0, s->buf);
+	s->bytes += g->stripe_bytes;
 	s->own_bytes += (uint64_t)g->nmembers * g->chunk_bytes;
 	s->st.stripes_checked++;
 	if (rc < 0) {
@@ -306,7 +307,7 @@ static void scrub_stripe(struct ffs *fs, struct scrub *s, uint64_t p)
 	}
 	mismatch = atomic_load(&io.check_mismatch);
 	if (!(fstripe & FFS_CSUM_UNWRITTEN))
-		bad = ffs_repair_bad_chunks(fs, s->buf, crc, ffs_csum_vlen(fs, ino, fstripe));
+		bad = ffs_repair_bad_chunks(fs, p, s->buf, crc, ffs_csum_vlen(fs, ino, fstripe));
 	if (!bad && !mismatch)
 		return;
 	s->st.chunks_bad += (uint64_t)__builtin_popcount(bad);

@@ -268,7 +268,7 @@ static void stripe_verify(struct fsck *c, uint64_t p)
 		       g->stripe_bytes) < 0)
 		return; /* an unreadable table block was pass 2's; an unreadable stripe the array's */
 	c->vlen = ffs_csum_vlen(c->fs, ino, f);
-	bad = ffs_repair_bad_chunks(c->fs, c->sbuf, crc, c->vlen);
+	bad = ffs_repair_bad_chunks(c->fs, p, c->sbuf, crc, c->vlen);
 	if (!bad)
 		return;
 	judge_stripe(c, p, bad, crc, v);

@@ -90,36 +90,113 @@ static uint64_t create(struct ffs *fs, uint64_t parent, const char *name, uint64
 }
 
 /*
- * An array grown under the filesystem (raid.h, "growing": ff_raid_grow) is
- * refused at mount with why, as long as the filesystem cannot move its
- * rows: a mount that took the new width for the old would read every
- * stripe wrong.  The array stays grown and whole after the refusal.
+ * An array grown under the filesystem (raid.h, "growing": ff_raid_grow):
+ * its rows keep the old geometry until the filesystem moves them, which it
+ * cannot yet, so it mounts read-only only (a read-write mount is refused,
+ * saying why) and reads every file in its rows' geometry: stripes, a tail
+ * (packed in a shared tail stripe), patches laid over a stripe, a small
+ * file, a hole; with every member, and degraded (an old member and the
+ * added one left out in turn).  fsck.framefs refuses it, saying why.
  */
-START_TEST(grown_array_is_refused_with_why)
+START_TEST(grown_array_reads_every_file_read_only)
 {
 	struct ffs_opts o = { .write_buffer_bytes = 16 << 20, .read_cache_bytes = 16 << 20 };
 	struct ff_err err = { "" };
 	struct ffs *fs = mkfs_mount(96, 64 * 1024);
+	const uint64_t S = ff_raid_geom(ffs_raid(fs))->stripe_bytes;
+	static const struct {
+		const char *name;
+		uint64_t size;
+	} files[] = {
+		{ "stripes_and_tail", 0 }, /* 5 stripes and a third: sizes set below */
+		{ "patched", 0 },
+		{ "small", 3000 },
+		{ "sparse", 0 },
+	};
+	uint8_t *want[4], *got;
+	uint64_t size[4], blocks[4];
 	char added[300];
 	const char *add[1] = { added };
-	struct ff_raid_opts ro = { .read_only = true };
-	struct ff_raid *r;
+	const char *all[NM + 1];
 
+	size[0] = 5 * S + S / 3;
+	size[1] = 4 * S;
+	size[2] = files[2].size;
+	size[3] = 3 * S;
+	got = malloc(6 * S);
+	for (unsigned i = 0; i < 4; i++) {
+		uint64_t fh, ino;
+		struct stat st;
+
+		want[i] = calloc(1, 6 * S);
+		ino = create(fs, FFS_ROOT_INO, files[i].name, &fh);
+		if (i == 3) { /* a hole: only the last stripe written */
+			ut_fill(want[i] + 2 * S, S);
+			ck_assert_int_eq(ffs_write(fs, fh, want[i] + 2 * S, S, 2 * S), (ssize_t)S);
+		} else {
+			ut_fill(want[i], FF_ROUND_UP(size[i], 8));
+			ck_assert_int_eq(ffs_write(fs, fh, want[i], size[i], 0), (ssize_t)size[i]);
+		}
+		ck_assert_int_eq(ffs_fsync(fs, fh, false), 0);
+		if (i == 1) { /* small overwrites of a written stripe: patches */
+			for (unsigned k = 0; k < 3; k++) {
+				uint64_t at = S + (1 + 7 * k) * 4096;
+
+				ut_fill(want[i] + at, 4096);
+				ck_assert_int_eq(ffs_write(fs, fh, want[i] + at, 4096, at), 4096);
+				ck_assert_int_eq(ffs_fsync(fs, fh, false), 0);
+			}
+		}
+		ck_assert_int_eq(ffs_release(fs, fh), 0);
+		ck_assert_int_eq(ffs_getattr(fs, ino, &st), 0);
+		blocks[i] = (uint64_t)st.st_blocks;
+	}
+	ck_assert_uint_gt(atomic_load(&ffs_stats(fs)->patch_writes), 0);
 	ck_assert_int_eq(ffs_unmount(fs), 0);
+
 	snprintf(added, sizeof(added), "%s/added.img", ut_dir);
 	ut_sized_file(added, 96);
 	ck_assert_msg(ff_raid_grow(ut_pp, NM, add, 1, false, &err) == 0, "grow: %s", err.msg);
+	for (unsigned i = 0; i < NM; i++)
+		all[i] = ut_pp[i];
+	all[NM] = added;
+	ck_assert_int_eq(ffs_mount(all, NM + 1, &o, &fs, &err), -EROFS);
+	ck_assert_msg(strstr(err.msg, "grown to 5 members") && strstr(err.msg, "made on 4") &&
+		      strstr(err.msg, "read-only"), "%s", err.msg);
 	{
-		const char *all[NM + 1] = { ut_pp[0], ut_pp[1], ut_pp[2], ut_pp[3], added };
+		struct ffs *chk;
 
-		ck_assert_int_eq(ffs_mount(all, NM + 1, &o, &fs, &err), -EOPNOTSUPP);
-		ck_assert_msg(strstr(err.msg, "grown to 5 members") && strstr(err.msg, "made on 4"),
-			      "%s", err.msg);
-		ck_assert_int_eq(ff_raid_assemble(all, NM + 1, &ro, &r, &err), 0);
-		ck_assert_ptr_nonnull(ff_raid_geom_old(r));
-		ck_assert_uint_eq(ff_raid_failed_count(r), 0);
-		ff_raid_close(r);
+		ck_assert_int_eq(ffs_check_open(all, NM + 1, true, 0, &chk, &err), -EOPNOTSUPP);
+		ck_assert_msg(strstr(err.msg, "grown to 5 members"), "%s", err.msg);
 	}
+	o.ro = true;
+	for (int left = -1; left < 2; left++) { /* all; without old member 1; without the added */
+		const char *list[NM + 1];
+		unsigned n = 0;
+
+		for (unsigned i = 0; i < NM + 1; i++)
+			if (!(left == 0 && i == 1) && !(left == 1 && i == NM))
+				list[n++] = all[i];
+		ck_assert_msg(ffs_mount(list, n, &o, &fs, &err) == 0, "read-only mount: %s", err.msg);
+		for (unsigned i = 0; i < 4; i++) {
+			struct stat st;
+			uint64_t fh;
+
+			ck_assert_int_eq(ffs_lookup(fs, FFS_ROOT_INO, files[i].name, &st), 0);
+			ck_assert_uint_eq((uint64_t)st.st_size, size[i]);
+			ck_assert_int_eq(ffs_open(fs, st.st_ino, O_RDONLY, &fh), 0);
+			memset(got, 0xee, 6 * S);
+			ck_assert_int_eq(ffs_read(fs, fh, got, 6 * S, 0, 0), (ssize_t)size[i]);
+			ck_assert_msg(memcmp(got, want[i], size[i]) == 0, "%s differs (left out: %d)",
+				      files[i].name, left);
+			ck_assert_int_eq(ffs_release(fs, fh), 0);
+			ck_assert_uint_eq((uint64_t)st.st_blocks, blocks[i]);
+		}
+		ck_assert_int_eq(ffs_unmount(fs), 0);
+	}
+	for (unsigned i = 0; i < 4; i++)
+		free(want[i]);
+	free(got);
 	ck_assert_int_eq(unlink(added), 0);
 	ut_remove_members(NM);
 }
@@ -3672,7 +3749,7 @@ int main(void)
 	ff_log_set_level(getenv("FRAMEFS_LOG") ? FF_LOG_DEBUG : FF_LOG_WARN);
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, small_file_round_trip);
-	tcase_add_test(tc, grown_array_is_refused_with_why);
+	tcase_add_test(tc, grown_array_reads_every_file_read_only);
 	tcase_add_test(tc, reader_close_leaves_the_writers_error);
 	tcase_add_test(tc, xattr_value_blocks);
 	tcase_add_test(tc, scrub_finds_and_repairs);

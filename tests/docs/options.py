@@ -165,9 +165,9 @@ def frametest():
 # In a README an option belongs to the program named last before it in its
 # sentence (mkfs.framefs -S, framefs-frametest --list, md's --re-add), else
 # to the README's own program; -o NAME is always a mount option of framefs.
-FOREIGN = {"losetup", "node_exporter", "md", "rm", "mv", "sh"}
+FOREIGN = {"losetup", "node_exporter", "md", "rm", "mv", "sh", "systemctl", "systemd-escape"}
 PROG_RE = re.compile(r"(?<![\w./-])(framefs-admin|framefs-frametest|frametest|mkfs\.framefs|mkfs|"
-                     r"fsck\.framefs|fsck|losetup|node_exporter|md(?='s)|rm|mv|sh)(?![\w.-])")
+                     r"fsck\.framefs|fsck|losetup|node_exporter|md(?='s)|rm|mv|sh|systemctl|systemd-escape)(?![\w.-])")
 
 
 def readme(rel, own, known):

@@ -24,12 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import options  # noqa: E402  (help_text, switches_in: the same reading of --help)
 
 SRC = options.SRC
-problems = []
-
-
-def problem(msg):
-    problems.append(msg)
-    print("FAIL: " + msg, file=sys.stderr)
+problem = options.problem
 
 
 def page(name):
@@ -69,10 +64,8 @@ def entries(text, titles, raw=False):
 
 
 def compare(prog, in_help, in_page, what="option"):
-    for o in sorted(in_help - in_page):
-        problem(f"{prog}: --help lists {what} {o}, its page has no entry for it")
-    for o in sorted(in_page - in_help):
-        problem(f"{prog}: its page has an entry for {what} {o}, --help does not list it")
+    options.compare(prog, in_help, in_page, what, "--help lists {}, its page has no entry for it",
+                    "its page has an entry for {}, --help does not list it")
 
 
 def daemon():
@@ -178,8 +171,8 @@ def main():
     else:
         print("usage: man.py options|render", file=sys.stderr)
         return 2
-    if problems:
-        print(f"{len(problems)} disagreement(s)", file=sys.stderr)
+    if options.problems:
+        print(f"{len(options.problems)} disagreement(s)", file=sys.stderr)
         return 1
     print("ok: " + done)
     print("PASS")

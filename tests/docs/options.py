@@ -79,11 +79,13 @@ def getopt_options(text):
     return {"-" + c for c in letters} | {"--" + n for n in longs}
 
 
-def compare(prog, accepted, helped, what="option"):
+def compare(prog, accepted, helped, what="option",
+            only_first="the code accepts {}, its --help does not name it",
+            only_second="--help names {}, the code does not accept it"):
     for o in sorted(accepted - helped):
-        problem(f"{prog}: the code accepts {what} {o}, its --help does not name it")
+        problem(f"{prog}: " + only_first.format(f"{what} {o}"))
     for o in sorted(helped - accepted):
-        problem(f"{prog}: --help names {what} {o}, the code does not accept it")
+        problem(f"{prog}: " + only_second.format(f"{what} {o}"))
 
 
 # ---- framefs (the daemon) --------------------------------------------------------

@@ -9,7 +9,7 @@
 # keeps its daemon (same process), its mount and its frames while the package
 # is installed over it; the commands of the installed framefs-metrics@ and
 # framefs-scrub@ services work on it (a .prom file with the volume's state; a
-# scrub that ends clean); "apt-get remove" leaves the volume (fsck -n clean)
+# scrub that ends clean; ExecStop= stopping the unit's scrub and no other); "apt-get remove" leaves the volume (fsck -n clean)
 # and /etc/framefs/members.conf as the administrator left it; "apt-get
 # purge" takes the conffile, and the machine is as before.
 #
@@ -143,6 +143,45 @@ h = json.load(sys.stdin)["scrub"]["history"]
 sys.exit(0 if h and h[0]["result"] == "done" and h[0]["chunks_bad"] == 0 else 1)' ||
 	fail "the scrub the unit ran is not in the history as done and clean"
 ok "framefs-metrics@$inst wrote $(wc -l <"$prom") lines; framefs-scrub@$inst scrubbed the volume clean"
+
+# systemctl stop of framefs-scrub@: its ExecStop= (with MAINPID, as systemd
+# runs it while ExecStart= runs) stops the scrub, which the history records as
+# stopped; without MAINPID (ExecStart= has ended) it leaves a scrub alone.
+# At 1 MiB/s the scrub of the frames above lasts over a minute.
+installed framefs-admin -q set "$MNT" scrub_min=1M scrub_max=1M || fail "set scrub rates"
+scrub_active() {
+	installed framefs-admin --json status "$MNT" | python3 -c '
+import json, sys
+sys.exit(0 if json.load(sys.stdin)["scrub"]["active"] else 1)'
+}
+wait_scrub() { # active|idle: poll until the scrub is so, at most 30 s
+	local i
+	for ((i = 0; i < 300; i++)); do
+		if [ "$1" = active ] && scrub_active; then return 0; fi
+		if [ "$1" = idle ] && ! scrub_active; then return 0; fi
+		sleep 0.1
+	done
+	fail "the scrub is not $1 after 30 s"
+}
+installed framefs-admin -q scrub start "$MNT" || fail "scrub start"
+wait_scrub active
+stop=$(unit_cmd framefs-scrub@.service ExecStop)
+MAINPID= installed eval "$stop" || fail "framefs-scrub@ ExecStop without MAINPID: $stop"
+scrub_active || fail "ExecStop without MAINPID stopped a scrub that was not the unit's"
+installed framefs-admin -q scrub stop "$MNT" || fail "scrub stop"
+wait_scrub idle
+cmd=$(unit_cmd framefs-scrub@.service ExecStart)
+installed eval "$cmd" &
+main=$!
+wait_scrub active
+MAINPID=$main installed eval "$stop" || fail "framefs-scrub@ ExecStop: $stop"
+wait "$main" || fail "framefs-scrub@ ExecStart exited $? when stopped (a stopped scrub that found nothing: 0)"
+installed framefs-admin --json status "$MNT" | python3 -c '
+import json, sys
+h = json.load(sys.stdin)["scrub"]["history"]
+sys.exit(0 if len(h) >= 3 and [r["result"] for r in h[:2]] == ["stopped", "stopped"] else 1)' ||
+	fail "the history does not end with the two stopped scrubs"
+ok "framefs-scrub@ ExecStop stops the unit's scrub, and only while ExecStart runs"
 
 fusermount3 -u "$MNT"
 wait "$DAEMON" || fail "the daemon exited with status $? after unmount"

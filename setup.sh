@@ -1,7 +1,8 @@
 #!/bin/bash
 # framefs set-up on a fresh Debian 12 machine, as root.
 #   ./setup.sh demo   install what is missing, build, install on PATH, run the demo
-#   ./setup.sh test   install what is missing, build (release and ASan+UBSan), run the CI-sized tests
+#   ./setup.sh test   install what is missing, build (release and ASan+UBSan), run the CI-sized tests,
+#                     then build the Debian package and check it installed (package_test)
 #   ./setup.sh test --full   the same with the long soaks and every suite under ASan+UBSan
 #   ./setup.sh package   install what is missing, build the Debian package into build-deb/
 set -euo pipefail

@@ -1,15 +1,18 @@
 #!/bin/bash
 # framefs set-up on a fresh Debian 12 machine, as root.
 #   ./setup.sh demo   install what is missing, build, install on PATH, run the demo
-#   ./setup.sh test   install what is missing, build (release and ASan+UBSan), run the CI-sized tests
+#   ./setup.sh test   install what is missing, build (release and ASan+UBSan), run the CI-sized tests,
+#                     then build the Debian package and check it installed (package_test)
 #   ./setup.sh test --full   the same with the long soaks and every suite under ASan+UBSan
+#   ./setup.sh package   install what is missing, build the Debian package into build-deb/
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")"
 
 PKGS="gcc meson ninja-build pkg-config libfuse3-dev fuse3 liburing-dev libisal-dev libnvme-dev libjson-c-dev
       check fio btrfs-progs e2fsprogs util-linux kmod python3 gdb python3-prometheus-client
       samba samba-vfs-modules smbclient samba-testsuite nfs-ganesha nfs-ganesha-vfs libnfs-utils libnfs-dev
-      dpkg-dev libnuma-dev qemu-system-x86 busybox-static"
+      dpkg-dev libnuma-dev qemu-system-x86 busybox-static
+      scdoc man-db bash-completion systemd debhelper lintian"
 # libfuse: one pinned version, Debian's fuse3 source package 3.18.3-1 (libfuse
 # 3.18.3: FUSE over io_uring since 3.18, parallel direct writes since 3.15),
 # with framefs's patch, whose header says what each hunk does and where
@@ -208,6 +211,39 @@ run_tests_full() {
 	echo "== test job (full): $((SECONDS - t0)) s"
 }
 
+# The Debian package (debian/), from this tree and the libfuse fetch_fuse
+# put in subprojects/fuse3 (debian/rules refuses another version), into
+# build-deb/: the .deb, its -dbgsym .deb, the .buildinfo and .changes that
+# dpkg-buildpackage writes beside the tree, and its log.
+build_package() {
+	local v a
+	v=$(dpkg-parsechangelog -S Version)
+	a=$(dpkg --print-architecture)
+	mkdir -p build-deb
+	if ! dpkg-buildpackage -us -uc -b >build-deb/build.log 2>&1; then
+		tail -n 40 build-deb/build.log >&2
+		echo "package: dpkg-buildpackage failed (build-deb/build.log)" >&2
+		return 1
+	fi
+	mv "../framefs_${v}_$a.deb" "../framefs-dbgsym_${v}_$a.deb" "../framefs_${v}_$a.buildinfo" \
+		"../framefs_${v}_$a.changes" build-deb/
+	echo "package: build-deb/framefs_${v}_$a.deb"
+}
+
+# CI's package step: build it, then tests/package/deb.sh (lintian, install,
+# man, systemd-analyze verify, the demo on the installed programs, an
+# install over a mounted volume, remove, purge).  Run after the tests, alone:
+# the build takes both cores, and some tests time what they check.
+package_test() {
+	local t0=$SECONDS
+	echo "== package"
+	build_package
+	echo "== package: built in $((SECONDS - t0)) s"
+	tests/package/deb.sh build-deb/framefs_"$(dpkg-parsechangelog -S Version)"_"$(dpkg --print-architecture)".deb \
+		build/mkfs/fsck/fsck.framefs
+	echo "== package: $((SECONDS - t0)) s"
+}
+
 case "${1:-}" in
 demo)
 	install_deps
@@ -233,9 +269,15 @@ test)
 	# under the sanitizers a leak, an error or undefined behaviour fails the test
 	export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 	if $full; then run_tests_full; else run_tests_ci; fi
+	package_test
+	;;
+package)
+	install_deps
+	fetch_fuse
+	build_package
 	;;
 *)
-	echo "usage: $0 demo|test [--full]" >&2
+	echo "usage: $0 demo|test [--full]|package" >&2
 	exit 2
 	;;
 esac

@@ -79,11 +79,13 @@ def getopt_options(text):
     return {"-" + c for c in letters} | {"--" + n for n in longs}
 
 
-def compare(prog, accepted, helped, what="option"):
+def compare(prog, accepted, helped, what="option",
+            only_first="the code accepts {}, its --help does not name it",
+            only_second="--help names {}, the code does not accept it"):
     for o in sorted(accepted - helped):
-        problem(f"{prog}: the code accepts {what} {o}, its --help does not name it")
+        problem(f"{prog}: " + only_first.format(f"{what} {o}"))
     for o in sorted(helped - accepted):
-        problem(f"{prog}: --help names {what} {o}, the code does not accept it")
+        problem(f"{prog}: " + only_second.format(f"{what} {o}"))
 
 
 # ---- framefs (the daemon) --------------------------------------------------------
@@ -165,9 +167,9 @@ def frametest():
 # In a README an option belongs to the program named last before it in its
 # sentence (mkfs.framefs -S, framefs-frametest --list, md's --re-add), else
 # to the README's own program; -o NAME is always a mount option of framefs.
-FOREIGN = {"losetup", "node_exporter", "md", "rm", "mv", "sh"}
+FOREIGN = {"losetup", "node_exporter", "md", "rm", "mv", "sh", "systemctl", "systemd-escape"}
 PROG_RE = re.compile(r"(?<![\w./-])(framefs-admin|framefs-frametest|frametest|mkfs\.framefs|mkfs|"
-                     r"fsck\.framefs|fsck|losetup|node_exporter|md(?='s)|rm|mv|sh)(?![\w.-])")
+                     r"fsck\.framefs|fsck|losetup|node_exporter|md(?='s)|rm|mv|sh|systemctl|systemd-escape)(?![\w.-])")
 
 
 def readme(rel, own, known):

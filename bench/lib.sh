@@ -117,6 +117,17 @@ bin_missing() { # NAME -> why find_bin found no NAME: the one message of every s
 need_bin() { # NAME -> path as find_bin finds it; else the script stops with bin_missing's message
 	find_bin "$1" || die "$(bin_missing "$1")"
 }
+tree_bin() { # NAME -> path for the examples, which run from a source tree, often before anything is
+	# installed: as need_bin finds it, but with neither FRAMEFS_BUILD nor NAME on PATH, from the
+	# tree's build dir `build` (./setup.sh's)
+	local b
+	b=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build
+	if [ -z "${FRAMEFS_BUILD:-}" ] && ! command -v "$1" >/dev/null && [ -d "$b" ]; then
+		FRAMEFS_BUILD=$b need_bin "$1"
+	else
+		need_bin "$1"
+	fi
+}
 
 avail_mb() { df -Pm "$1" | awk 'NR==2 { print $4 }'; }
 mem_avail_mb() { awk '/^MemAvailable:/ { printf "%d", $2 / 1024 }' /proc/meminfo; }

@@ -46,8 +46,8 @@
 #   BENCH_CAP_WRITE_FRAMES=32     frames.sh FRAMES (frames per phase)
 #   BENCH_CAP_WRITE_SIZE_MB=1024  frames.sh SIZE_MB (its 6 members in /dev/shm)
 #   BENCH_CAP_PHASES="mix small check write"   the phases to run
-#   FRAMEFS_BUILD                 build dir with mkfs.framefs and framefs (searched three
-#                                 levels deep; only there when set), else PATH
+#   FRAMEFS_BUILD                 build dir with mkfs.framefs and framefs (wherever meson put
+#                                 them; only there when set), else PATH
 #   FRAMEFS_BEFORE                another build dir (e.g. of the commit before the small-data
 #                                 class) for the write phase; unset: frames_write_vs_before=n/a
 #   PHASE_TIMEOUT=900             seconds a fill, a check or a frames.sh run may take
@@ -113,15 +113,12 @@ grep -qw btrfs /proc/filesystems || modprobe btrfs 2>/dev/null || grep -qw btrfs
 	die "the kernel has no btrfs (modprobe btrfs failed)"
 [ -d "$MEMBERS_DIR" ] || die "BENCH_CAP_MEMBERS_DIR $MEMBERS_DIR is not a directory"
 
-[ -z "${FRAMEFS_BUILD:-}" ] || [ -d "$FRAMEFS_BUILD" ] || die "FRAMEFS_BUILD=$FRAMEFS_BUILD is not a directory"
-MKFS_FRAMEFS=$(find_bin mkfs.framefs) || die "mkfs.framefs not found in ${FRAMEFS_BUILD:-PATH}"
-FRAMEFS=$(find_bin framefs) || die "framefs not found in ${FRAMEFS_BUILD:-PATH}"
+MKFS_FRAMEFS=$(need_bin mkfs.framefs)
+FRAMEFS=$(need_bin framefs)
 BEFORE_OK=0
 if has_phase write && [ "$WRITE_RUNS" -gt 0 ] && [ -n "${FRAMEFS_BEFORE:-}" ]; then
-	[ -d "$FRAMEFS_BEFORE" ] || die "FRAMEFS_BEFORE=$FRAMEFS_BEFORE is not a directory"
-	if ! find_bin_in "$FRAMEFS_BEFORE" mkfs.framefs >/dev/null || ! find_bin_in "$FRAMEFS_BEFORE" framefs >/dev/null; then
-		die "FRAMEFS_BEFORE=$FRAMEFS_BEFORE holds no mkfs.framefs and framefs"
-	fi
+	FRAMEFS_BUILD=$FRAMEFS_BEFORE need_bin mkfs.framefs >/dev/null
+	FRAMEFS_BUILD=$FRAMEFS_BEFORE need_bin framefs >/dev/null
 	BEFORE_OK=1
 fi
 

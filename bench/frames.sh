@@ -18,9 +18,9 @@
 # rows interleaved (their order rotates each run); tables show median [min..max], ratios are
 # ratios of medians (with the min..max of the per-run ratios beside them). Last line: RESULT.
 #
-# framefs rows run when mkfs.framefs and framefs are in $FRAMEFS_BUILD (a build dir, searched
-# three levels deep; only there when it is set) or else on PATH; otherwise "framefs: not
-# built" and its ratios are n/a. The libfuse 3.18 rows are built (meson, C and C++) from
+# framefs's programs come from the build dir $FRAMEFS_BUILD, wherever meson put them (only there
+# when it is set: the script stops when it lacks framefs or mkfs.framefs), or else from PATH,
+# where without them the script says "framefs: not built" and framefs's ratios are n/a. The libfuse 3.18 rows are built (meson, C and C++) from
 # FUSE318_SRC into the scratch dir; without that source they are "not built" and n/a.
 #
 # For the run, as root, the script turns FUSE over io_uring on in the kernel
@@ -127,6 +127,22 @@ for f in null.c passthrough_ll.c; do
 done
 pkg-config --exists fuse3 || die "pkg-config does not know fuse3 (apt-get install libfuse3-dev)"
 [ -d "$MEMBERS_DIR" ] || die "MEMBERS_DIR $MEMBERS_DIR is not a directory"
+# framefs's programs: the build FRAMEFS_BUILD names must hold framefs and mkfs.framefs; from PATH,
+# framefs's rows run when they are there
+if [ -n "${FRAMEFS_BUILD:-}" ]; then
+	MKFS_FRAMEFS=$(need_bin mkfs.framefs)
+	FRAMEFS=$(need_bin framefs)
+else
+	MKFS_FRAMEFS=$(find_bin mkfs.framefs || true)
+	FRAMEFS=$(find_bin framefs || true)
+fi
+HAVE_FRAMEFS=0
+[ -n "$MKFS_FRAMEFS" ] && [ -n "$FRAMEFS" ] && HAVE_FRAMEFS=1
+FT=""
+[ "$FRAMETEST" = auto ] && FT=$(find_bin framefs-frametest || true)
+[ "$FRAMETEST" = 1 ] && FT=$(need_bin framefs-frametest)
+CREATERATE=$(find_bin framefs-createrate || true)
+ADMIN=$(find_bin framefs-admin || true) # for the daemon's own account of its transport
 
 FRAME_MB=$(((FRAMES * FSZ + 1048575) / 1048576)) # one phase's frames, MiB
 # RAID5 on 4 members holds 3 members of data; btrfs takes metadata (RAID1) from the same
@@ -243,20 +259,6 @@ build318() {
 BUILD318_S=0
 build318 && HAVE318=1
 
-if [ -n "${FRAMEFS_BUILD:-}" ] && [ ! -d "$FRAMEFS_BUILD" ]; then
-	die "FRAMEFS_BUILD=$FRAMEFS_BUILD is not a directory"
-fi
-MKFS_FRAMEFS=$(find_bin mkfs.framefs || true)
-FRAMEFS=$(find_bin framefs || true)
-HAVE_FRAMEFS=0
-[ -n "$MKFS_FRAMEFS" ] && [ -n "$FRAMEFS" ] && HAVE_FRAMEFS=1
-FT=""
-if [ "$FRAMETEST" != 0 ]; then
-	FT=$(find_bin framefs-frametest || true)
-	[ "$FRAMETEST" = 1 ] && [ -z "$FT" ] && die "FRAMETEST=1 but framefs-frametest is not in FRAMEFS_BUILD or on PATH"
-fi
-CREATERATE=$(find_bin framefs-createrate || true)
-ADMIN=$(find_bin framefs-admin || true) # for the daemon's own account of its transport
 if [ -z "$CREATERATE" ]; then
 	CREATERATE=$S/bin/framefs-createrate
 	cc -O2 -pthread -o "$CREATERATE" "$HERE/create_rate.c" 2>"$ERRF" ||
@@ -645,7 +647,7 @@ echo "workload: $THREADS threads x $((FRAMES / THREADS)) frames of $FSZ bytes, 1
 if [ "$HAVE_FRAMEFS" = 1 ]; then
 	echo "framefs: $FRAMEFS, $MKFS_FRAMEFS${FRAMEFS_OPTS:+ (-o $FRAMEFS_OPTS)}${FRAMEFS_MKFS_OPTS:+ (mkfs $FRAMEFS_MKFS_OPTS)}"
 else
-	echo "framefs: not built (no mkfs.framefs/framefs in ${FRAMEFS_BUILD:-PATH}); its rows and ratios are n/a"
+	echo "framefs: not built ($(bin_missing "$([ -n "$FRAMEFS" ] && echo mkfs.framefs || echo framefs)")); its rows and ratios are n/a"
 fi
 [ -n "$FT" ] && echo "frametest: $FT"
 echo "create rate: $CREATERATE"

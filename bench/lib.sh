@@ -75,24 +75,58 @@ detach_loops() { # detach the loop devices in LOOPS (btrfs forgets them first); 
 
 # ---- tools and phases -------------------------------------------------------------------------
 
-find_bin_in() { # DIR NAME -> path in DIR (3 levels deep), or on PATH when DIR is empty
-	local f
-	if [ -n "$1" ]; then
-		for f in "$1/$2" "$1"/*/"$2" "$1"/*/*/"$2"; do
-			[ -f "$f" ] && [ -x "$f" ] && { echo "$f"; return 0; }
-		done
-		return 1
+# framefs's programs come from the build FRAMEFS_BUILD names, as meson laid it out: a meson build
+# folder lists what it builds and where (meson-info/intro-targets.json), so a program is found
+# in whatever folder of the build its meson.build puts it. The list holds absolute paths; each is
+# taken relative to the build folder meson recorded (meson-info.json), so a build folder that was
+# moved or copied works too. Any other folder (an install's bin, bench/peers/fake-framefs) holds
+# the programs at its top. python3 reads the list: meson is a python3 program, so a machine with
+# a meson build has it.
+find_bin_in() { # DIR NAME -> absolute path of the program NAME of the build DIR, or on PATH when
+	# DIR is empty
+	local d f
+	[ -n "$1" ] || { command -v "$2" 2>/dev/null; return; }
+	d=$(cd "$1" 2>/dev/null && pwd) || return 1 # absolute: a script may change directory
+	f=$d/$2
+	if [ -f "$d/meson-info/intro-targets.json" ]; then
+		f=$(python3 - "$d" "$2" <<'PY'
+import json, os, sys
+build, name = sys.argv[1:]
+info = os.path.join(build, "meson-info")
+root = json.load(open(os.path.join(info, "meson-info.json")))["directories"]["build"]
+for t in json.load(open(os.path.join(info, "intro-targets.json"))):
+    if t["type"] == "executable" and t["name"] == name:
+        print(os.path.join(build, os.path.relpath(t["filename"][0], root)))
+        break
+PY
+		) || return 1
 	fi
-	command -v "$2" 2>/dev/null
+	[ -f "$f" ] && [ -x "$f" ] && echo "$f"
 }
 find_bin() { # NAME -> path: from FRAMEFS_BUILD when it is set (only there: an installed, older
 	# framefs must not stand in for the build asked for), else from PATH
 	find_bin_in "${FRAMEFS_BUILD:-}" "$1"
 }
-need_bin() { # NAME -> path as find_bin finds it; else the script stops, saying where it looked
-	find_bin "$1" && return 0
-	[ -z "${FRAMEFS_BUILD:-}" ] || die "no $1 in $FRAMEFS_BUILD (meson compile -C $FRAMEFS_BUILD)"
-	die "$1 is not on PATH; build it and set FRAMEFS_BUILD=/path/to/build"
+bin_missing() { # NAME -> why find_bin found no NAME: the one message of every script
+	if [ -n "${FRAMEFS_BUILD:-}" ]; then
+		echo "no $1 in $FRAMEFS_BUILD (meson compile -C $FRAMEFS_BUILD)"
+	else
+		echo "$1 is not on PATH; build it and set FRAMEFS_BUILD=/path/to/build"
+	fi
+}
+need_bin() { # NAME -> path as find_bin finds it; else the script stops with bin_missing's message
+	find_bin "$1" || die "$(bin_missing "$1")"
+}
+tree_bin() { # NAME -> path for the examples, which run from a source tree, often before anything is
+	# installed: as need_bin finds it, but with neither FRAMEFS_BUILD nor NAME on PATH, from the
+	# tree's build dir `build` (./setup.sh's)
+	local b
+	b=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build
+	if [ -z "${FRAMEFS_BUILD:-}" ] && ! command -v "$1" >/dev/null && [ -d "$b" ]; then
+		FRAMEFS_BUILD=$b need_bin "$1"
+	else
+		need_bin "$1"
+	fi
 }
 
 avail_mb() { df -Pm "$1" | awk 'NR==2 { print $4 }'; }

@@ -59,7 +59,6 @@ done
 [ "$(id -u)" -eq 0 ] || die "must run as root (loop devices)"
 command -v losetup >/dev/null || die "losetup not found (apt-get install util-linux)"
 
-[ -z "${FRAMEFS_BUILD:-}" ] || [ -d "$FRAMEFS_BUILD" ] || die "FRAMEFS_BUILD=$FRAMEFS_BUILD is not a directory"
 RB=$(need_bin framefs-raidbench)
 
 if [[ " ${backings[*]} " == *" loop "* ]] && ! "$RB" --help 2>&1 | grep -q -- --use; then

@@ -47,8 +47,8 @@
 #   SIZE_MB=512         size of each member (MiB); ext4's one member holds every file
 #   MEMBERS_DIR=/dev/shm  where the member files go
 #   SEED=1              fio --randseed of run k is SEED + k - 1 (the same for every filesystem)
-#   FRAMEFS_BUILD       build dir with mkfs.framefs, framefs, framefs-admin (searched three
-#                       levels deep; only there when set), else PATH
+#   FRAMEFS_BUILD       build dir with mkfs.framefs, framefs, framefs-admin (wherever meson
+#                       put them; only there when set), else PATH
 #   FRAMEFS_OPTS        -o options for the framefs mounts (default none)
 #   FRAMEFS_MKFS_OPTS   more mkfs.framefs options, e.g. "-c 128K"
 #   FRAMEFS_MEMBERS=loop  loop: framefs gets the loop devices; file: the files behind them (no
@@ -132,11 +132,10 @@ fi
 [ -d "$MEMBERS_DIR" ] || die "MEMBERS_DIR $MEMBERS_DIR is not a directory"
 
 if has_peer ff5; then
-	[ -z "${FRAMEFS_BUILD:-}" ] || [ -d "$FRAMEFS_BUILD" ] || die "FRAMEFS_BUILD=$FRAMEFS_BUILD is not a directory"
 	command -v fusermount3 >/dev/null || die "fusermount3 not found (fuse3)"
-	MKFS_FRAMEFS=$(find_bin mkfs.framefs) || die "mkfs.framefs not found in ${FRAMEFS_BUILD:-PATH}"
-	FRAMEFS=$(find_bin framefs) || die "framefs not found in ${FRAMEFS_BUILD:-PATH}"
-	ADMIN=$(find_bin framefs-admin) || die "framefs-admin not found in ${FRAMEFS_BUILD:-PATH} (its counters are the amplification)"
+	MKFS_FRAMEFS=$(need_bin mkfs.framefs)
+	FRAMEFS=$(need_bin framefs)
+	ADMIN=$(need_bin framefs-admin) # its counters are the amplification
 fi
 
 need=$((NMEM * SIZE_MB + 128))

@@ -48,8 +48,8 @@
 #   SIZE_MB=3072        size of each of the 4 members (MiB)
 #   ONLY="ff5"          run only these rows (btrfs5 ff5)
 #   FRAMEFS_BUILD       build dir holding mkfs.framefs, framefs, framefs-frametest (and
-#                       framefs-admin), searched three levels deep and only there when set;
-#                       else PATH
+#                       framefs-admin), wherever meson put them; only there when set, else
+#                       PATH
 #   FRAMEFS_OPTS        -o options for the framefs mounts (default none)
 #   OUT                 a directory to keep every measurement's frametest JSON and framefs-admin
 #                       status in (a new streams-DATE folder in it); default: the scratch
@@ -121,7 +121,6 @@ if has_row btrfs5; then
 	grep -qw btrfs /proc/filesystems || modprobe btrfs 2>/dev/null || grep -qw btrfs /proc/filesystems ||
 		die "the kernel has no btrfs (modprobe btrfs failed)"
 fi
-[ -z "${FRAMEFS_BUILD:-}" ] || [ -d "$FRAMEFS_BUILD" ] || die "FRAMEFS_BUILD=$FRAMEFS_BUILD is not a directory"
 FT=$(need_bin framefs-frametest)
 MKFS_FRAMEFS="" FRAMEFS="" ADMIN=""
 if has_row ff5; then

@@ -7,14 +7,17 @@
 #
 # PRESET defaults to 4k (see framefs-frametest --list), FPS to 24, SECONDS of
 # footage per stream to 10, LIMIT (most streams tried) to 16.  THREADS per
-# stream (default 4) and FT (the binary) come from the environment.
+# stream (default 4) comes from the environment, and framefs-frametest from
+# FT, else the build dir FRAMEFS_BUILD, else PATH, else the source tree's build.
 set -euo pipefail
+PROG=frametest-max-streams.sh
+# shellcheck source=bench/lib.sh
+. "$(dirname "$(readlink -f "$0")")/../bench/lib.sh"
 
-[ $# -ge 1 ] && [ $# -le 5 ] || { sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -ge 1 ] && [ $# -le 5 ] || { usage >&2; exit 2; }
 DIR=$1 PRESET=${2:-4k} FPS=${3:-24} SECS=${4:-10} LIMIT=${5:-16}
 THREADS=${THREADS:-4}
-FT=${FT:-$(command -v framefs-frametest || echo "$(dirname "$(readlink -f "$0")")/../build/tools/frametest/framefs-frametest")}
-[ -x "$FT" ] || { echo "framefs-frametest not found; set FT=" >&2; exit 2; }
+[ -n "${FT:-}" ] || FT=$(tree_bin framefs-frametest)
 FRAMES=$(awk -v f="$FPS" -v s="$SECS" 'BEGIN { printf "%d", f * s + 0.5 }')
 
 mkdir -p "$DIR"

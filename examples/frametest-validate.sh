@@ -10,31 +10,27 @@
 #   STREAMS  concurrent streams, each paced and judged on its own (default 1)
 #   SECONDS  length of each test in seconds of footage (default 10)
 #
-# Environment: FT (the binary, default framefs-frametest on PATH, else the
-# build tree), THREADS per stream (default 4), PRESETS (default "4k 8k"),
+# Environment: FT (the binary; default framefs-frametest of the build dir
+# FRAMEFS_BUILD, else on PATH, else in the source tree's build), THREADS per
+# stream (default 4), PRESETS (default "4k 8k"),
 # RATES (default "24 60"), KEEP=1 to keep the frames.
 # Exit status: 0 when every test passed, 1 when any dropped a frame or read
 # back a bad one, 2 on bad usage.
 set -euo pipefail
+PROG=frametest-validate.sh
+# shellcheck source=bench/lib.sh
+. "$(dirname "$(readlink -f "$0")")/../bench/lib.sh"
 
-usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
-[ $# -ge 1 ] && [ $# -le 3 ] || usage
+[ $# -ge 1 ] && [ $# -le 3 ] || { usage >&2; exit 2; }
 DIR=$1
 STREAMS=${2:-1}
 SECS=${3:-10}
 THREADS=${THREADS:-4}
 PRESETS=${PRESETS:-4k 8k}
 RATES=${RATES:-24 60}
-[[ $STREAMS =~ ^[1-9][0-9]*$ && $SECS =~ ^[1-9][0-9]*$ ]] || usage
+[[ $STREAMS =~ ^[1-9][0-9]*$ && $SECS =~ ^[1-9][0-9]*$ ]] || { usage >&2; exit 2; }
 
-if [ -z "${FT:-}" ]; then
-	here=$(dirname "$(readlink -f "$0")")
-	FT=$(command -v framefs-frametest || true)
-	for b in "$here/../build/tools/frametest/framefs-frametest"; do
-		[ -n "$FT" ] || { [ -x "$b" ] && FT=$b; }
-	done
-fi
-[ -x "${FT:-}" ] || { echo "framefs-frametest not found; set FT=" >&2; exit 2; }
+[ -n "${FT:-}" ] || FT=$(tree_bin framefs-frametest)
 mkdir -p "$DIR"
 
 # Bytes per frame for a preset, from the tool's own --list.

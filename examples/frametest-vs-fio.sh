@@ -13,12 +13,17 @@
 # "-thr" columns, as threads of one process (--thread), which is how
 # framefs-frametest, frametest and media applications run: on some kernels
 # the two differ (seen here: tmpfs moved about twice as much with processes).
-# The tools never hold their frames at the same time.
+# The tools never hold their frames at the same time.  framefs-frametest comes
+# from FT, else the build dir FRAMEFS_BUILD, else PATH, else the source tree's
+# build.
 set -euo pipefail
+PROG=frametest-vs-fio.sh
+# shellcheck source=bench/lib.sh
+. "$(dirname "$(readlink -f "$0")")/../bench/lib.sh"
 
-[ $# -ge 1 ] && [ $# -le 6 ] || { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
-DIR=$1 FRAMES=${2:-100} THREADS=${3:-4} PRESET=${4:-4k} REPS=${5:-3} LOOPS=${6:-4}
-FT=${FT:-$(command -v framefs-frametest || echo "$(dirname "$(readlink -f "$0")")/../build/tools/frametest/framefs-frametest")}
+[ $# -ge 1 ] && [ $# -le 6 ] || { usage >&2; exit 2; }
+DIR=$1 FRAMES=${2:-100} THREADS=${3:-4} PRESET=${4:-4k} REPS=${5:-3} RLOOPS=${6:-4}
+[ -n "${FT:-}" ] || FT=$(tree_bin framefs-frametest)
 command -v fio >/dev/null || { echo "fio is not installed" >&2; exit 2; }
 [ $((FRAMES % THREADS)) = 0 ] || { echo "FRAMES must be a multiple of THREADS" >&2; exit 2; }
 BYTES=$("$FT" --list | awk -v p="$PRESET" '$1 == p && $3 ~ /^[0-9]+$/ && !n++ { print $3 }')
@@ -49,16 +54,16 @@ printf '\n'
 ft_side() {
 	"$FT" -w "$PRESET" -n "$FRAMES" -t "$THREADS" -u 0 --json="$DIR/ft.json" "$DIR/ft" >/dev/null 2>&1
 	v1=$(ft_mbs "$DIR/ft.json")
-	"$FT" -r "$PRESET" -n "$FRAMES" -l "$LOOPS" -t "$THREADS" -u 0 --json="$DIR/ft.json" "$DIR/ft" >/dev/null 2>&1
+	"$FT" -r "$PRESET" -n "$FRAMES" -l "$RLOOPS" -t "$THREADS" -u 0 --json="$DIR/ft.json" "$DIR/ft" >/dev/null 2>&1
 	v3=$(ft_mbs "$DIR/ft.json")
-	"$FT" -r "$PRESET" -n "$FRAMES" -l "$LOOPS" -t "$THREADS" -u 0 --no-verify --json="$DIR/ft.json" "$DIR/ft" >/dev/null 2>&1
+	"$FT" -r "$PRESET" -n "$FRAMES" -l "$RLOOPS" -t "$THREADS" -u 0 --no-verify --json="$DIR/ft.json" "$DIR/ft" >/dev/null 2>&1
 	v4=$(ft_mbs "$DIR/ft.json")
 	rm -rf "$DIR/ft"
 }
 fio_side() { # [--thread]
 	mkdir -p "$DIR/fio"
 	w=$(fio_run write --create_on_open=1 "$@")
-	r=$(fio_run read --loops="$LOOPS" "$@")
+	r=$(fio_run read --loops="$RLOOPS" "$@")
 	rm -rf "$DIR/fio"
 }
 for ((rep = 1; rep <= REPS; rep++)); do

@@ -10,21 +10,13 @@
 # btrfs, ext4 or /dev/fuse it fails, saying what is missing (setup.sh installs them all).
 # Usage: randwrite_smoke.sh PATH-TO-bench/randwrite.sh BUILD-DIR
 set -u
-SCRIPT=$1
-BUILD=$2
-need() { echo "FAIL: $* (./setup.sh test installs and loads what this needs)" >&2; exit 1; }
-[ "$(id -u)" = 0 ] || need "needs root"
-for t in fio python3 losetup mkfs.btrfs mkfs.ext4; do command -v "$t" >/dev/null || need "no $t"; done
-[ -c /dev/fuse ] || need "no /dev/fuse"
-grep -qw btrfs /proc/filesystems || modprobe btrfs 2>/dev/null || need "the kernel has no btrfs"
+# shellcheck source=tests/bench/smokelib.sh
+. "$(dirname "$0")/smokelib.sh"
+smoke_init "$@" fio python3 losetup mkfs.btrfs mkfs.ext4
+need_btrfs
 peers="ff5 btrfs5 ext4"
-out=$(mktemp /tmp/randwrite-smoke.XXXXXX)
-trap 'rm -f "$out"' EXIT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 
-loops_before=$(losetup -l -n -O BACK-FILE | grep -c 'framefs-randwrite\.' || true)
-dirs_before=$(find /dev/shm -maxdepth 1 -name 'framefs-randwrite.*' | wc -l)
+left_before framefs-randwrite
 FRAMEFS_BUILD=$BUILD RUNS=1 SIZE=2M JOBS=2 SIZE_MB=192 RUNTIME=20 CASES=4k/fsync \
 	PEERS="$peers" "$SCRIPT" >"$out" 2>&1
 rc=$?
@@ -55,13 +47,5 @@ while read -r extra; do
 done < <(sed -n 's/.*(+\(-\{0,1\}[0-9]*\) B beside the engine).*/\1/p' "$out")
 [ "$n" = 1 ] || fail "expected 1 framefs row with the loop-device cross-check, found $n"
 grep -q 'full stripes (' "$out" || fail "no framefs breakdown line"
-loops_after=$(losetup -l -n -O BACK-FILE | grep -c 'framefs-randwrite\.' || true)
-[ "$loops_after" = "$loops_before" ] || fail "loop devices left attached: $(losetup -l -n -O NAME,BACK-FILE | grep 'framefs-randwrite\.')"
-findmnt -rn -o TARGET | grep -q 'framefs-randwrite-mnt\.' && fail "a mount left behind"
-[ "$(find /dev/shm -maxdepth 1 -name 'framefs-randwrite.*' | wc -l)" = "$dirs_before" ] ||
-	fail "a scratch directory left in /dev/shm"
-if [ "$fails" = 0 ]; then
-	echo "ok: peers $peers: $line"
-	echo PASS
-fi
-exit "$fails"
+left_none framefs-randwrite
+finish "peers $peers: $line"

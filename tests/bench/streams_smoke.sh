@@ -11,37 +11,21 @@
 # Without root, python3, losetup, btrfs or /dev/fuse it fails, saying what is missing.
 # Usage: streams_smoke.sh PATH-TO-bench/streams.sh BUILD-DIR
 set -u
-SCRIPT=$1
-BUILD=$2
-need() { echo "FAIL: $* (./setup.sh test installs and loads what this needs)" >&2; exit 1; }
-[ "$(id -u)" = 0 ] || need "needs root"
-for t in python3 losetup mkfs.btrfs fusermount3; do command -v "$t" >/dev/null || need "no $t"; done
-[ -c /dev/fuse ] || need "no /dev/fuse"
-grep -qw btrfs /proc/filesystems || modprobe btrfs 2>/dev/null || need "the kernel has no btrfs"
-out=$(mktemp /tmp/streams-smoke.XXXXXX)
+# shellcheck source=tests/bench/smokelib.sh
+. "$(dirname "$0")/smokelib.sh"
+smoke_init "$@" python3 losetup mkfs.btrfs fusermount3
+need_btrfs
 keep=$(mktemp -d /tmp/streams-smoke-out.XXXXXX)
-trap 'rm -rf "$out" "$keep"' EXIT
-fails=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+CLEAN+=("$keep")
 
-knobs() { cat /sys/module/fuse/parameters/enable_uring /proc/sys/fs/fuse/max_pages_limit 2>/dev/null | tr '\n' ' '; }
-loops() { losetup -l -n -O BACK-FILE | grep -c 'framefs-streams\.' || true; }
-knobs_before=$(knobs)
-loops_before=$(loops)
-dirs_before=$(find /dev/shm -maxdepth 1 -name 'framefs-streams.*' | wc -l)
+knobs_before=$(kernel_knobs)
+left_before framefs-streams.
 FRAMEFS_BUILD=$BUILD SIZE_MB=256 RUNS=1 FRAMES=8 LIMIT=2 CASES="2k:1" FPS=24 OUT=$keep \
 	"$SCRIPT" >"$out" 2>&1
 rc=$?
 [ "$rc" = 0 ] || { fail "streams.sh exit $rc"; cat "$out" >&2; }
-line=$(grep '^RESULT ' "$out")
-declare -A got=()
-for k in streams_2k_ff5 streams_2k_btrfs5 streams_2k_vs_btrfs5 close_p99_2k_ff5 close_p99_2k_btrfs5 limit_2k; do
-	if [[ " $line " =~ \ $k=([0-9]+(\.[0-9]+)?|n/a)\  ]]; then
-		got[$k]=${BASH_REMATCH[1]}
-	else
-		fail "no $k=NUMBER in '$line'"
-	fi
-done
+line=$(last_result "$out")
+result_get "$line" streams_2k_ff5 streams_2k_btrfs5 streams_2k_vs_btrfs5 close_p99_2k_ff5 close_p99_2k_btrfs5 limit_2k
 [ "${got[limit_2k]:-}" = 2 ] || fail "limit_2k is '${got[limit_2k]:-}', not LIMIT=2 (2 streams of 8 frames fit easily)"
 for r in ff5 btrfs5; do
 	s=${got[streams_2k_$r]:-}
@@ -65,14 +49,6 @@ for f in btrfs5.2k.run1.json ff5.2k.run1.json ff5.2k.run1.status.json; do
 	fi
 done
 grep -q 'framefs-admin status: /' "$out" || fail "no framefs-admin status path printed"
-[ "$(loops)" = "$loops_before" ] ||
-	fail "loop devices left attached: $(losetup -l -n -O NAME,BACK-FILE | grep 'framefs-streams\.')"
-findmnt -rn -o TARGET | grep -q 'framefs-streams-mnt\.' && fail "a mount left behind"
-[ "$(find /dev/shm -maxdepth 1 -name 'framefs-streams.*' | wc -l)" = "$dirs_before" ] ||
-	fail "a scratch directory left in /dev/shm"
-[ "$(knobs)" = "$knobs_before" ] || fail "the kernel's FUSE settings were '$knobs_before', now '$(knobs)'"
-if [ "$fails" = 0 ]; then
-	echo "ok: $line"
-	echo PASS
-fi
-exit "$fails"
+left_none framefs-streams.
+[ "$(kernel_knobs)" = "$knobs_before" ] || fail "the kernel's FUSE settings were '$knobs_before', now '$(kernel_knobs)'"
+finish "$line"

@@ -180,6 +180,16 @@ int ffs_mount(const char *const *paths, unsigned n, const struct ffs_opts *o, st
 	      struct ff_err *err);
 /* Write everything out, mark clean, release.  Returns the first error. */
 int ffs_unmount(struct ffs *fs);
+/*
+ * Grow the volume on members `paths` (unmounted) by the members `add`
+ * (fs/grow/grow.c): every check first (raid.h ff_raid_grow), then the
+ * filesystem's records, the array's superblocks, and the records taken on.
+ * The volume then mounts at the new width: new files are laid over every
+ * member; the files from before read as they were, and are written once
+ * moved (-EROFS until then).  err says why a refusal refused.
+ */
+int ffs_grow(const char *const *paths, unsigned n, const char *const *add, unsigned nadd,
+	     bool force, struct ff_err *err);
 /* Write all buffered data and commit (unmount). */
 int ffs_sync(struct ffs *fs);
 /*

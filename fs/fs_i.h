@@ -8,7 +8,7 @@
  * floor's.  What the offline tools may use is in fs/ffs_tools.h, which
  * this includes.
  *
- * Floors.  The library's files stand on six floors, one folder each,
+ * Floors.  The library's files stand on seven floors, one folder each,
  * bottom first, and every call goes down or stays on its floor
  * (tests/layers/fs_floors.py holds the same table and fails on a call up,
  * or on a file in another floor's folder):
@@ -18,6 +18,7 @@
  *   fs/space/   alloc: the allocators, over bitmaps in cached blocks
  *   fs/meta/    super, journal, btree, inode, extent, dir, xattr, small
  *   fs/data/    data, wbuf, rcache, tail, patch, pcache, merge
+ *   fs/grow/    grow: an array grown under the volume (its records, at mount)
  *   fs/volume/  mount, check, scrub, tools
  *   fs/         ops: the POSIX operations the daemon calls (API: ffs.h)
  * A floor tells one above it something through a hook the higher one
@@ -106,6 +107,14 @@ struct ffs {
 	uint64_t stripe_bytes;
 	struct ffs_geo geo[2];      /* [0] the array's; [1] the old one, on a grown array */
 	uint64_t *orows;            /* rows still in geo[1] (one bit a data stripe); NULL: none */
+	uint64_t orows_start;       /* its on-disk copy (a grow's record, format.h), 0: none;
+				     * a row freed leaves it in the freeing transaction (alloc.c) */
+	/* the checksums of data chunks past the checksum table's entry width
+	 * (a grow's extension, format.h): width 0 when there is none */
+	struct {
+		uint64_t start;
+		uint32_t width, per_block;
+	} csumx;
 	/* meta cache */
 	struct mbuf **mhash;
 	unsigned mhash_size;

@@ -108,8 +108,8 @@ static void grown_sb(struct ff_member_sb *sb, uint32_t role, const uint8_t *uuid
 	memcpy(sb->member_uuid, uuid, 16);
 }
 
-int ff_raid_grow(const char *const *paths, unsigned n, const char *const *add, unsigned nadd,
-		 bool force, struct ff_err *err)
+static int grow(const char *const *paths, unsigned n, const char *const *add, unsigned nadd,
+		bool force, bool write, struct ff_err *err)
 {
 	struct ff_member *nm = calloc(FF_MEMBERS_MAX, sizeof(*nm));
 	struct ff_member *om = calloc(FF_MEMBERS_MAX, sizeof(*om));
@@ -145,6 +145,8 @@ int ff_raid_grow(const char *const *paths, unsigned n, const char *const *add, u
 	n_old = r->g.nmembers;
 	memcpy(sb, r->sb, sizeof(*sb));
 	ff_raid_close(r); /* read-only: writes nothing */
+	if (!write)
+		goto out;
 	/* every check passed: from here on, writes (the old members reopened).
 	 * The array state stays as it was: after an unclean stop the grown
 	 * array resyncs the regions the old members' write-intent records
@@ -236,4 +238,16 @@ int ff_raid_grow_finish(struct ff_raid *r)
 	if (rc == 0)
 		ff_log(FF_LOG_INFO, "grow finished: every row is laid over %u members", r->g.nmembers);
 	return rc;
+}
+
+int ff_raid_grow(const char *const *paths, unsigned n, const char *const *add, unsigned nadd,
+		 bool force, struct ff_err *err)
+{
+	return grow(paths, n, add, nadd, force, true, err);
+}
+
+int ff_raid_grow_check(const char *const *paths, unsigned n, const char *const *add,
+		       unsigned nadd, bool force, struct ff_err *err)
+{
+	return grow(paths, n, add, nadd, force, false, err);
 }

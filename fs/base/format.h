@@ -78,7 +78,11 @@
  * FFS_VERSION unless told otherwise. */
 #define FFS_VERSION_PATCH 5u
 #define FFS_VERSION FFS_VERSION_PATCH
-#define FFS_VERSION_MAX FFS_VERSION_PATCH
+/* FFS_VERSION_GROWN: a volume whose array grew under it (struct
+ * ffs_grow_rec): the pool gave its last blocks to the grow's records.  A
+ * framefs that knows only version 5 refuses it. */
+#define FFS_VERSION_GROWN 6u
+#define FFS_VERSION_MAX FFS_VERSION_GROWN
 #define FFS_SB_MAGIC 0x3153465a454d4152ull /* "RAMEZFS1" */
 /*
  * Superblock copies.  META is mirrored in 64 KiB chunks (16 blocks), chunk c
@@ -137,6 +141,7 @@ enum ffs_btype {
 	 * one block); checked against its entry in the pcsum table instead. */
 	FFS_B_SDATA = 0x41445346,   /* "FSDA" */
 	FFS_B_PBATCH = 0x54425046,  /* "FPBT": a patch batch's header (version 5) */
+	FFS_B_CSUMX = 0x58534346,   /* "FCSX": checksum extension (version 6, a grow) */
 };
 
 struct ffs_bhdr {
@@ -211,6 +216,41 @@ struct ffs_patch_open {
 };
 _Static_assert(sizeof(struct ffs_patch_open) == 144, "open patch stripes");
 
+/*
+ * A grow (version 6; raid.h, "growing").  The pool's last pool_cut blocks
+ * hold its records, after the pool's new end:
+ *   - the checksum extension (ext_start, ext_blocks): for each data
+ *     stripe, the checksums of its data chunks past the old width
+ *     (ext_width of them, ext_per_block entries a block), which the
+ *     checksum table's entries, made for the old width, have no room for;
+ *   - the old-rows bitmap (orows_start, orows_blocks; one bit a data
+ *     stripe): the rows still in the old geometry.
+ * PREPARED: the records are made, the array not grown yet: the volume
+ * works as before (every row in the old geometry, which is still the
+ * array's).  GROWING: the array is grown; the superblock's level, member
+ * count, ndata and stripe bytes are the new geometry's, old_* the old
+ * one's.  A row leaves the old-rows bitmap when it is freed and never
+ * enters it again: the grow ends when the bitmap is empty.
+ */
+enum ffs_grow_state { FFS_GROW_NONE = 0, FFS_GROW_PREPARED = 1, FFS_GROW_GROWING = 2 };
+struct ffs_grow_rec {
+	le32 state;             /* enum ffs_grow_state */
+	le32 old_level;
+	le32 old_nmembers;
+	le32 old_ndata;
+	le64 old_stripe_bytes;
+	le32 new_level;         /* the geometry the array grows to */
+	le32 new_nmembers;
+	le64 pool_cut;          /* blocks the pool gave: ext and orows */
+	le64 ext_start;
+	le64 ext_blocks;
+	le32 ext_width;         /* checksums an extension entry holds */
+	le32 ext_per_block;
+	le64 orows_start;
+	le64 orows_blocks;
+};
+_Static_assert(sizeof(struct ffs_grow_rec) == 80, "grow record");
+
 struct ffs_super {
 	struct ffs_bhdr h;
 	le64 magic;
@@ -267,7 +307,8 @@ struct ffs_super {
 	le64 pcsum_start;       /* small-data checksum table: one entry per pool block */
 	le64 pcsum_blocks;
 	struct ffs_patch_open popen; /* version 5 (journal: which commit's list counts) */
-	uint8_t reserved[2416];
+	struct ffs_grow_rec grow;    /* version 6 (zero before: no grow) */
+	uint8_t reserved[2336];
 };
 _Static_assert(sizeof(struct ffs_super) == FFS_BLOCK, "superblock is one block");
 _Static_assert(offsetof(struct ffs_super, small_max) == 1512, "small-data fields where reserved began");

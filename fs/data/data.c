@@ -109,11 +109,32 @@ static int promote_small(struct ffs *fs, struct finode *fi)
 	return rc;
 }
 
+/*
+ * A file whose stripes are still in the old geometry of an array grown
+ * under the volume (fs_i.h, struct ffs_geo) is read in it but written only
+ * once moved to the array's: -EROFS until then.  A truncation to 0 empties
+ * it, and an empty file takes the array's geometry.  Takes fs->lock.
+ */
+static int old_geometry_check(struct ffs *fs, struct finode *fi)
+{
+	bool old;
+
+	if (!fs->orows)
+		return 0;
+	pthread_mutex_lock(&fs->lock);
+	old = ffs_file_geo(fs, fi) != &fs->geo[0];
+	pthread_mutex_unlock(&fs->lock);
+	return old ? -EROFS : 0;
+}
+
 ssize_t ffs_data_write(struct ffs *fs, struct finode *fi, const void *buf, size_t len, uint64_t off)
 {
 	const uint8_t *src = buf;
 	size_t done = 0;
-	int rc = 0;
+	int rc = old_geometry_check(fs, fi);
+
+	if (rc < 0)
+		return rc;
 
 	/* small_max is fixed at mkfs: without the class no file is ever small,
 	 * and a frame's writes take no fs->lock for it */
@@ -760,8 +781,10 @@ int ffs_data_truncate(struct ffs *fs, struct finode *fi, uint64_t size)
 	uint64_t eof_off = size % fs->stripe_bytes, p, run;
 	uint32_t flags;
 	struct wbuf *wb;
-	int rc = 0;
+	int rc = size ? old_geometry_check(fs, fi) : 0; /* emptied, it takes the array's */
 
+	if (rc < 0)
+		return rc;
 	pthread_mutex_lock(&fi->dlock);
 	drop_buffers(fs, fi, keep, UINT64_MAX); /* those wholly past the end */
 	if (eof_off) {
@@ -804,6 +827,8 @@ int ffs_data_truncate(struct ffs *fs, struct finode *fi, uint64_t size)
 	rc = ffs_extent_truncate(fs, fi, keep);
 	if (rc == 0) {
 		fi->d.size = ff_cpu_to_le64(size);
+		if (size == 0)
+			fi->geo = NULL; /* nothing mapped: asked again (ffs_file_geo) */
 		rc = ffs_istore(fs, fi);
 	}
 	pthread_mutex_unlock(&fs->lock);
@@ -915,8 +940,10 @@ static int punch_hole(struct ffs *fs, struct finode *fi, uint64_t off, uint64_t 
 
 int ffs_data_fallocate(struct ffs *fs, struct finode *fi, int mode, uint64_t off, uint64_t len)
 {
-	int rc;
+	int rc = old_geometry_check(fs, fi);
 
+	if (rc < 0)
+		return rc;
 	if (len == 0)
 		return -EINVAL;
 	if (mode == (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE))

@@ -81,7 +81,8 @@ static bool merge_due(struct ffs *fs, struct finode *fi, uint64_t k)
 	bool due;
 
 	pthread_mutex_lock(&fs->lock);
-	due = ffs_patch_past_share(fs, fi, k);
+	/* a file in the old geometry of a grown array is rewritten only by its move */
+	due = ffs_file_geo(fs, fi) == &fs->geo[0] && ffs_patch_past_share(fs, fi, k);
 	pthread_mutex_unlock(&fs->lock);
 	return due;
 }

@@ -26,8 +26,8 @@
 /* One on-disk bitmap, nblocks blocks from META block start holding nbits
  * bits, into a fresh word bitmap *out and its clear bits into *nfree; a
  * block that cannot be read as ffs_alloc_load says (fs_i.h). */
-static int load_bitmap(struct ffs *fs, uint64_t start, uint64_t nblocks, uint64_t nbits,
-		       uint64_t **out, uint64_t *nfree)
+int ffs_alloc_load_bitmap(struct ffs *fs, uint64_t start, uint64_t nblocks, uint64_t nbits,
+			  uint64_t **out, uint64_t *nfree)
 {
 	uint64_t *bits = calloc(FF_BITMAP_WORDS(nbits) + 1, sizeof(uint64_t));
 	struct ffs_bitmap_block *blk = ff_alloc_aligned(FFS_BLOCK);
@@ -69,13 +69,13 @@ int ffs_alloc_load(struct ffs *fs)
 	const struct ffs_super *sb = fs->sb;
 	int rc;
 
-	rc = load_bitmap(fs, ff_le64(sb->ibitmap_start), ff_le64(sb->ibitmap_blocks),
+	rc = ffs_alloc_load_bitmap(fs, ff_le64(sb->ibitmap_start), ff_le64(sb->ibitmap_blocks),
 			 ff_le64(sb->ninodes), &fs->ibits, &fs->free_inodes);
 	if (rc == 0)
-		rc = load_bitmap(fs, ff_le64(sb->sbitmap_start), ff_le64(sb->sbitmap_blocks),
+		rc = ffs_alloc_load_bitmap(fs, ff_le64(sb->sbitmap_start), ff_le64(sb->sbitmap_blocks),
 				 ff_le64(sb->nstripes), &fs->sbits, &fs->free_stripes);
 	if (rc == 0)
-		rc = load_bitmap(fs, ff_le64(sb->mbitmap_start), ff_le64(sb->mbitmap_blocks),
+		rc = ffs_alloc_load_bitmap(fs, ff_le64(sb->mbitmap_start), ff_le64(sb->mbitmap_blocks),
 				 ff_le64(sb->pool_blocks), &fs->mbits, &fs->free_mblocks);
 	return rc;
 }
@@ -391,6 +391,10 @@ int ffs_free_stripes(struct ffs *fs, uint64_t first, uint64_t count)
 	for (uint64_t s = first; s < first + count; s++) {
 		int rc = disk_bit(fs, ff_le64(fs->sb->sbitmap_start), s, false);
 
+		/* a row in the old geometry leaves it with the same transaction
+		 * (its bit in memory when the row may be reused: reuse below) */
+		if (rc == 0 && fs->orows_start && ff_bit_test(fs->orows, s))
+			rc = disk_bit(fs, fs->orows_start, s, false);
 		if (rc < 0)
 			return rc;
 		fs->pending_free[fs->npending++] = s; /* in memory: still taken */
@@ -404,8 +408,12 @@ int ffs_free_stripes(struct ffs *fs, uint64_t first, uint64_t count)
 static void reuse(struct ffs *fs, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		ff_bit_clear(fs->sbits, fs->pending_free[i]);
+		uint64_t p = fs->pending_free[i];
+
+		ff_bit_clear(fs->sbits, p);
 		fs->free_stripes++;
+		if (fs->orows) /* written next in the array's geometry (readers test it unlocked) */
+			__atomic_fetch_and(&fs->orows[p / 64], ~(1ull << (p % 64)), __ATOMIC_RELAXED);
 	}
 	memmove(fs->pending_free, fs->pending_free + n, (fs->npending - n) * sizeof(uint64_t));
 	fs->npending -= n;
@@ -462,6 +470,50 @@ bool ffs_stripe_in_use(const struct ffs *fs, uint64_t p)
 	return ff_bit_test(&word, p % 64);
 }
 
+/* Where the checksums of pstripe's data chunks past the table's entry
+ * width are (fs->csumx: a grow's extension, format.h). */
+static int csumx_block(struct ffs *fs, uint64_t pstripe, struct mbuf **mb, size_t *off)
+{
+	*off = sizeof(struct ffs_bhdr) + (pstripe % fs->csumx.per_block) * 4 * fs->csumx.width;
+	return ffs_mb_get(fs, fs->csumx.start + pstripe / fs->csumx.per_block, FFS_B_CSUMX, mb);
+}
+
+/* The checksums of pstripe's chunks [from, to) in its extension entry: set
+ * (crc, or zeros when crc is NULL), or got into crc. */
+static int csumx_rw(struct ffs *fs, uint64_t pstripe, uint32_t from, uint32_t to, uint32_t *crc,
+		    bool set)
+{
+	struct mbuf *mb;
+	size_t off;
+	int rc;
+
+	if (from >= to)
+		return 0;
+	if (!fs->csumx.width && !set) {
+		/* an array grown without the filesystem's records (read-only,
+		 * mount.c): a row in the new geometry holds nothing of it */
+		memset(crc + from, 0, (to - from) * sizeof(*crc));
+		return 0;
+	}
+	if (!fs->csumx.width || to - from > fs->csumx.width)
+		return -EUCLEAN;
+	rc = csumx_block(fs, pstripe, &mb, &off);
+	if (rc < 0)
+		return rc;
+	for (uint32_t i = from; i < to; i++) {
+		le32 *c = (le32 *)(void *)(mb->data + off) + (i - from);
+
+		if (set)
+			*c = ff_cpu_to_le32(crc ? crc[i] : 0);
+		else
+			crc[i] = ff_le32(*c);
+	}
+	if (set)
+		ffs_mb_dirty(fs, mb);
+	ffs_mb_put(fs, mb);
+	return 0;
+}
+
 static int csum_block(struct ffs *fs, uint64_t pstripe, struct mbuf **mb, size_t *off)
 {
 	uint32_t per = ff_le32(fs->sb->csum_per_block), entry = ff_le32(fs->sb->csum_entry_bytes);
@@ -472,23 +524,34 @@ static int csum_block(struct ffs *fs, uint64_t pstripe, struct mbuf **mb, size_t
 	return ffs_mb_get(fs, ff_le64(fs->sb->csum_start) + pstripe / per, FFS_B_CSUM, mb);
 }
 
+/* A stripe's data chunks (its row's geometry), and how many the table's
+ * entries hold: the rest are in the extension (csumx_rw). */
+static void csum_counts(const struct ffs *fs, uint64_t pstripe, uint32_t *n, uint32_t *width)
+{
+	*n = ffs_row_geo(fs, pstripe)->g->ndata;
+	*width = (ff_le32(fs->sb->csum_entry_bytes) - (uint32_t)sizeof(struct ffs_csum_entry)) / 4;
+}
+
 int ffs_csum_set(struct ffs *fs, uint64_t pstripe, uint32_t ino, uint32_t fstripe, const uint32_t *crc)
 {
 	struct mbuf *mb;
 	size_t off;
 	int rc = csum_block(fs, pstripe, &mb, &off);
 	struct ffs_csum_entry *e;
+	uint32_t n, width;
+
+	csum_counts(fs, pstripe, &n, &width);
 
 	if (rc < 0)
 		return rc;
 	e = (struct ffs_csum_entry *)(mb->data + off);
 	e->ino = ff_cpu_to_le32(ino);
 	e->fstripe = ff_cpu_to_le32(crc ? fstripe : fstripe | FFS_CSUM_UNWRITTEN);
-	for (uint32_t i = 0; i < ffs_row_geo(fs, pstripe)->g->ndata; i++)
+	for (uint32_t i = 0; i < FF_MIN(n, width); i++)
 		e->crc[i] = ff_cpu_to_le32(crc ? crc[i] : 0);
 	ffs_mb_dirty(fs, mb);
 	ffs_mb_put(fs, mb);
-	return 0;
+	return csumx_rw(fs, pstripe, width, n, (uint32_t *)crc, true);
 }
 
 int ffs_csum_get(struct ffs *fs, uint64_t pstripe, uint32_t *ino, uint32_t *fstripe, uint32_t *crc)
@@ -497,14 +560,17 @@ int ffs_csum_get(struct ffs *fs, uint64_t pstripe, uint32_t *ino, uint32_t *fstr
 	size_t off;
 	int rc = csum_block(fs, pstripe, &mb, &off);
 	const struct ffs_csum_entry *e;
+	uint32_t n, width;
+
+	csum_counts(fs, pstripe, &n, &width);
 
 	if (rc < 0)
 		return rc;
 	e = (const struct ffs_csum_entry *)(mb->data + off);
 	*ino = ff_le32(e->ino);
 	*fstripe = ff_le32(e->fstripe);
-	for (uint32_t i = 0; i < ffs_row_geo(fs, pstripe)->g->ndata; i++)
+	for (uint32_t i = 0; i < FF_MIN(n, width); i++)
 		crc[i] = ff_le32(e->crc[i]);
 	ffs_mb_put(fs, mb);
-	return 0;
+	return csumx_rw(fs, pstripe, width, n, crc, false);
 }

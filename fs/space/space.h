@@ -22,6 +22,11 @@
  * ffs_alloc_free_all.
  */
 int ffs_alloc_load(struct ffs *fs);
+/* One on-disk bitmap (nblocks blocks from META block start, nbits bits)
+ * into a fresh word bitmap *out, and its clear bits into *nfree; a block
+ * no copy of verifies fails it (or, checking, counts as all set). */
+int ffs_alloc_load_bitmap(struct ffs *fs, uint64_t start, uint64_t nblocks, uint64_t nbits,
+			  uint64_t **out, uint64_t *nfree);
 void ffs_alloc_free_all(struct ffs *fs);
 /* ffs_alloc_inode, ffs_free_inode_bit, ffs_free_mblock, ffs_take_stripes,
  * ffs_csum_set/get: ffs_tools.h */

@@ -161,18 +161,32 @@ static bool layout_matches(const struct ffs *fs, const struct ffs_super *sb)
 	struct ff_err err;
 	bool ok;
 
+	bool v6 = ff_le32(sb->version) >= FFS_VERSION_GROWN;
+	/* the layout mkfs made: with the checksum table's width (a grow keeps
+	 * the table and adds an extension), at the version that made it, and
+	 * the pool whole (a grow took its last pool_cut blocks) */
+	struct ff_geom made = *fs->g;
+	uint64_t cut = v6 ? ff_le64(sb->grow.pool_cut) : 0;
+
 	if (!want)
 		return false;
-	ok = ffs_layout(want, fs->g, ff_le64(sb->ninodes), ff_le64(sb->journal_blocks),
-			ff_le32(sb->version), ff_le32(sb->small_max), &err) == 0;
+	if (ff_le32(sb->csum_entry_bytes) > 8 && ff_le32(sb->csum_entry_bytes) < 8 + 4 * made.ndata) {
+		made.ndata = (ff_le32(sb->csum_entry_bytes) - 8) / 4;
+		made.stripe_bytes = (uint64_t)made.ndata * made.chunk_bytes;
+	}
+	ok = ffs_layout(want, &made, ff_le64(sb->ninodes), ff_le64(sb->journal_blocks),
+			v6 ? FFS_VERSION_PATCH : ff_le32(sb->version), ff_le32(sb->small_max),
+			&err) == 0;
 #define SAME(f) (want->f == sb->f)
 	ok = ok && SAME(meta_blocks) && SAME(journal_start) && SAME(journal_blocks) &&
 	     SAME(itable_start) && SAME(itable_blocks) && SAME(ninodes) && SAME(ibitmap_start) &&
 	     SAME(ibitmap_blocks) && SAME(sbitmap_start) && SAME(sbitmap_blocks) &&
 	     SAME(mbitmap_start) && SAME(mbitmap_blocks) && SAME(csum_start) && SAME(csum_blocks) &&
-	     SAME(csum_entry_bytes) && SAME(csum_per_block) && SAME(pool_start) && SAME(pool_blocks) &&
+	     SAME(csum_entry_bytes) && SAME(csum_per_block) && SAME(pool_start) &&
+	     ff_le64(want->pool_blocks) == ff_le64(sb->pool_blocks) + cut &&
 	     SAME(pcsum_start) && SAME(pcsum_blocks) && SAME(small_max);
 #undef SAME
+	ok = ok && (!v6 || ffs_grow_layout_ok(sb, 0, ff_le64(sb->meta_blocks)));
 	free(want);
 	return ok;
 }
@@ -186,6 +200,8 @@ const char *ffs_check_super_problem(const struct ffs *fs, const struct ffs_super
 	if (ff_le32(sb->version) < FFS_VERSION_MIN || ff_le32(sb->version) > FFS_VERSION_MAX ||
 	    ff_le32(sb->block_bytes) != FFS_BLOCK)
 		return "unsupported version or block size";
+	if (ff_le32(sb->version) >= FFS_VERSION_GROWN && ff_le32(sb->grow.state) != FFS_GROW_NONE)
+		return "a grow is under way (fs/grow/): this fsck cannot check it; mount it instead";
 	if (memcmp(sb->uuid, ff_raid_uuid(fs->raid), 16) != 0)
 		return "made for another array";
 	if (ff_le32(sb->level) != g->level || ff_le32(sb->nmembers) != g->nmembers ||

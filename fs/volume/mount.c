@@ -202,9 +202,9 @@ int ffs_mkfs(const char *const *paths, unsigned n, const struct ffs_mkfs_params 
 	rp.force = p->force;
 	rp.discard = p->discard;
 	small_max = p->small_max == FFS_SMALL_OFF ? 0 : p->small_max ? p->small_max : FFS_SMALL_DEFAULT;
-	if (p->version && (p->version < FFS_VERSION_MIN || p->version > FFS_VERSION_MAX)) {
+	if (p->version && (p->version < FFS_VERSION_MIN || p->version > FFS_VERSION)) {
 		ff_err_set(err, "format version %u cannot be made (%u to %u)", p->version,
-			   FFS_VERSION_MIN, FFS_VERSION_MAX);
+			   FFS_VERSION_MIN, FFS_VERSION);
 		rc = -EINVAL;
 		goto out;
 	}
@@ -264,37 +264,19 @@ void ffs_geo_init(struct ffs *fs)
 		fs->geo[1] = (struct ffs_geo){ .g = o, .raid_flags = FF_RAID_IO_OLD_GEOM };
 }
 
-static bool row_old_hook(void *arg, uint64_t row)
-{
-	const struct ffs *fs = arg;
-
-	return ffs_row_geo(fs, row) != &fs->geo[0];
-}
-
-/*
- * A grown array, mounted read-only (check_super): nothing has been written
- * since the grow, so every row in use is in the old geometry and every
- * free row in the new one.  The engine asks the same (its row hook).
- */
-static int grown_rows_load(struct ffs *fs, struct ff_err *err)
-{
-	size_t words = FF_BITMAP_WORDS(fs->g->nstripes) + 1;
-
-	fs->orows = calloc(words, sizeof(uint64_t));
-	if (!fs->orows) {
-		ff_err_set(err, "out of memory for the grown array's row map");
-		return -ENOMEM;
-	}
-	memcpy(fs->orows, fs->sbits, FF_BITMAP_WORDS(fs->g->nstripes) * sizeof(uint64_t));
-	return ff_raid_set_row_geom(fs->raid, row_old_hook, fs);
-}
-
 /* Is sb usable on this array?  0, or why not in err. */
 static int check_super(const struct ffs *fs, const struct ffs_super *sb, struct ff_err *err)
 {
-	const struct ff_geom *g = fs->g;
-	/* the geometry the filesystem was made on: the old one of a grown array */
-	const struct ff_geom *made = ff_raid_geom_old(fs->raid) ? ff_raid_geom_old(fs->raid) : g;
+	const struct ff_geom *g = fs->g, *old = ff_raid_geom_old(fs->raid);
+	const struct ffs_grow_rec *gr = &sb->grow;
+	bool v6 = ff_le32(sb->version) >= FFS_VERSION_GROWN;
+	uint32_t state = v6 ? ff_le32(gr->state) : FFS_GROW_NONE, xw = v6 ? ff_le32(gr->ext_width) : 0;
+	/* the geometry the superblock's fields describe: the array's, or the
+	 * old one of an array grown under a filesystem that has not taken the
+	 * grow on (PREPARED: this mount does, fs/grow/grow.c) */
+	const struct ff_geom *made = old && state != FFS_GROW_GROWING ? old : g;
+	/* data chunks the checksum table's entries hold (the rest: the grow's extension) */
+	uint32_t table_ndata = state == FFS_GROW_PREPARED ? made->ndata : made->ndata - xw;
 	uint64_t meta = g->meta_bytes / FFS_BLOCK;
 
 	if (ff_le64(sb->magic) != FFS_SB_MAGIC) {
@@ -311,7 +293,21 @@ static int check_super(const struct ffs *fs, const struct ffs_super *sb, struct 
 		ff_err_set(err, "filesystem does not belong to this array (uuid differs)");
 		return -EINVAL;
 	}
-	if (made != g && !fs->ro) {
+	if (state == FFS_GROW_GROWING &&
+	    (!old || ff_le32(gr->old_level) != old->level || ff_le32(gr->old_nmembers) != old->nmembers ||
+	     ff_le32(gr->old_ndata) != old->ndata || ff_le64(gr->old_stripe_bytes) != old->stripe_bytes)) {
+		ff_err_set(err, "the filesystem is growing from %u members but the array's old "
+			   "geometry is %u members: not the array it grows on",
+			   ff_le32(gr->old_nmembers), old ? old->nmembers : g->nmembers);
+		return -EINVAL;
+	}
+	if (state == FFS_GROW_PREPARED && old &&
+	    (ff_le32(gr->new_nmembers) != g->nmembers || ff_le32(gr->new_level) != g->level)) {
+		ff_err_set(err, "the filesystem was prepared to grow to %u members, the array grew to %u",
+			   ff_le32(gr->new_nmembers), g->nmembers);
+		return -EINVAL;
+	}
+	if (made != g && state == FFS_GROW_NONE && !fs->ro) {
 		/* raid.h, "growing": the rows are the filesystem's to move, and
 		 * this one cannot yet; it reads each row in its geometry */
 		ff_err_set(err, "the array was grown to %u members under the filesystem (made on "
@@ -335,13 +331,15 @@ static int check_super(const struct ffs *fs, const struct ffs_super *sb, struct 
 	    ff_le64(sb->sbitmap_start) != ff_le64(sb->ibitmap_start) + ff_le64(sb->ibitmap_blocks) ||
 	    ff_le64(sb->sbitmap_blocks) * FFS_BITS_PER_BLOCK < ff_le64(sb->nstripes) ||
 	    ff_le64(sb->csum_start) != ff_le64(sb->sbitmap_start) + ff_le64(sb->sbitmap_blocks) ||
-	    ff_le32(sb->csum_entry_bytes) != 8 + 4 * made->ndata || ff_le32(sb->csum_per_block) == 0 ||
+	    table_ndata == 0 || table_ndata > made->ndata ||
+	    ff_le32(sb->csum_entry_bytes) != 8 + 4 * table_ndata || ff_le32(sb->csum_per_block) == 0 ||
 	    ff_le32(sb->csum_per_block) * ff_le32(sb->csum_entry_bytes) > FFS_BLOCK - 16 ||
 	    ff_le64(sb->csum_blocks) * ff_le32(sb->csum_per_block) < ff_le64(sb->nstripes) ||
 	    !ffs_small_layout_ok(sb) ||
 	    ff_le64(sb->pool_start) != ff_le64(sb->mbitmap_start) + ff_le64(sb->mbitmap_blocks) ||
 	    ff_le64(sb->mbitmap_blocks) * FFS_BITS_PER_BLOCK < ff_le64(sb->pool_blocks) ||
-	    ff_le64(sb->pool_start) + ff_le64(sb->pool_blocks) > meta) {
+	    ff_le64(sb->pool_start) + ff_le64(sb->pool_blocks) > meta ||
+	    (v6 && !ffs_grow_layout_ok(sb, made->ndata - table_ndata, meta))) {
 		ff_err_set(err, "filesystem superblock layout is inconsistent");
 		return -EUCLEAN;
 	}
@@ -523,6 +521,10 @@ static int mount_meta(struct ffs *fs, const char *const *paths, unsigned n, stru
 		ff_err_set(err, "cannot load allocation bitmaps: %s", strerror(-rc));
 		return rc;
 	}
+	/* which rows are in which geometry, before anything reads a data row */
+	rc = ffs_grow_mount(fs, err);
+	if (rc < 0)
+		return rc;
 	fix_itable_hwm(fs);
 	rc = ffs_iget(fs, FFS_ROOT_INO, &root);
 	if (rc < 0 || !S_ISDIR(ff_le32(root->d.mode))) {
@@ -618,8 +620,7 @@ int ffs_mount(const char *const *paths, unsigned n, const struct ffs_opts *o, st
 	ffs_geo_init(fs);
 	pthread_mutex_lock(&fs->lock);
 	rc = mount_meta(fs, paths, n, err);
-	if (rc == 0 && ff_raid_geom_old(fs->raid))
-		rc = grown_rows_load(fs, err);
+
 	if (rc == 0)
 		fs->features = mount_features(fs);
 	pthread_mutex_unlock(&fs->lock);

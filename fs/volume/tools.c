@@ -4,6 +4,7 @@
  * tools) make to the library's in-memory state, and the accessors they
  * read it through (ffs_tools.h): struct ffs stays private to fs/.
  */
+#include <errno.h>
 #include <string.h>
 
 #include "fs/volume/volume.h"
@@ -125,4 +126,57 @@ void ffs_tools_ikeep(struct ffs *fs, struct finode *fi)
 {
 	(void)fs;
 	fi->nlookup++;
+}
+
+/* ---- ffs_grow (ffs.h): the steps of fs/grow/grow.c, mount by mount ---- */
+
+/* The filesystem's mount for the grow's steps: small caches, no daemon. */
+static int grow_mount(const char *const *paths, unsigned n, struct ffs **fs, struct ff_err *err)
+{
+	struct ffs_opts o = { .write_buffer_bytes = 16 << 20, .read_cache_bytes = 16 << 20 };
+
+	return ffs_mount(paths, n, &o, fs, err);
+}
+
+int ffs_grow(const char *const *paths, unsigned n, const char *const *add, unsigned nadd,
+	     bool force, struct ff_err *err)
+{
+	const char *all[FF_MEMBER_SET_MAX];
+	struct ffs *fs;
+	int rc;
+
+	if (n + nadd > FF_MEMBER_SET_MAX) {
+		ff_err_set(err, "%u members and %u more: at most %u can be given", n, nadd,
+			   FF_MEMBER_SET_MAX);
+		return -EINVAL;
+	}
+	/* every check of the members first: a refusal changes nothing */
+	rc = ff_raid_grow_check(paths, n, add, nadd, force, err);
+	if (rc < 0)
+		return rc;
+	rc = grow_mount(paths, n, &fs, err);
+	if (rc < 0)
+		return rc;
+	rc = ffs_sync(fs);
+	if (rc == 0) {
+		pthread_mutex_lock(&fs->lock);
+		rc = ffs_grow_prepare(fs, ff_raid_geom(fs->raid)->nmembers + nadd, err);
+		pthread_mutex_unlock(&fs->lock);
+	}
+	if (ffs_unmount(fs) < 0 && rc == 0) {
+		ff_err_set(err, "cannot unmount after preparing the grow");
+		rc = -EIO;
+	}
+	if (rc == 0)
+		rc = ff_raid_grow(paths, n, add, nadd, force, err);
+	if (rc < 0)
+		return rc;
+	memcpy(all, paths, n * sizeof(*all));
+	memcpy(all + n, add, nadd * sizeof(*all));
+	rc = grow_mount(all, n + nadd, &fs, err); /* takes the grow on (ffs_grow_mount) */
+	if (rc == 0 && ffs_unmount(fs) < 0) {
+		ff_err_set(err, "cannot unmount after taking the grow on");
+		rc = -EIO;
+	}
+	return rc;
 }

@@ -7,7 +7,7 @@
 #ifndef FFS_VOLUME_H
 #define FFS_VOLUME_H
 
-#include "fs/data/data.h"
+#include "fs/grow/grow.h"
 
 void ffs_scrub_free(struct ffs *fs);
 

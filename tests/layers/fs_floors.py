@@ -37,6 +37,8 @@ FLOORS = [
     ('meta', ['super', 'journal', 'btree', 'inode', 'extent', 'dir', 'xattr', 'small']),
     # file data: write buffers, read cache, tails, patches and their cache, merges
     ('data', ['data', 'wbuf', 'rcache', 'tail', 'patch', 'pcache', 'merge']),
+    # an array grown under the volume: its records, taken on at mount
+    ('grow', ['grow']),
     # the mounted volume: mount, fsck, scrub, the tools' API
     ('volume', ['mount', 'check', 'scrub', 'tools']),
     # the POSIX operations the daemon calls (fs/ops.c, beside fs/ffs.h)

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "fs/volume/check.h"
+#include "io/bitmap.h"
 #include "fs/data/data_i.h" /* ffs_tail_closed */
 #include "fs/ffs.h"
 #include "fs/ffs_tools.h"
@@ -78,6 +79,18 @@ static struct ffs *remount(struct ffs *fs)
 	if (fs)
 		ck_assert_int_eq(ffs_unmount(fs), 0);
 	ck_assert_msg(ffs_mount(ut_pp, NM, &o, &fs, &err) == 0, "mount: %s", err.msg);
+	return fs;
+}
+
+/* Mount over these members (read-only: nothing left out goes stale). */
+static struct ffs *remount_members(const char *const *list, unsigned n, bool ro)
+{
+	struct ffs_opts o = { .write_buffer_bytes = 16 << 20, .read_cache_bytes = 16 << 20,
+			       .patch_cache_bytes = ut_patch_cache, .ro = ro };
+	struct ff_err err = { "" };
+	struct ffs *fs;
+
+	ck_assert_msg(ffs_mount(list, n, &o, &fs, &err) == 0, "mount: %s", err.msg);
 	return fs;
 }
 
@@ -197,6 +210,152 @@ START_TEST(grown_array_reads_every_file_read_only)
 	for (unsigned i = 0; i < 4; i++)
 		free(want[i]);
 	free(got);
+	ck_assert_int_eq(unlink(added), 0);
+	ut_remove_members(NM);
+}
+END_TEST
+
+/* Rows still in the old geometry of a grown array (fs_i.h, fs->orows). */
+static uint64_t old_rows(const struct ffs *fs)
+{
+	uint64_t n = 0;
+
+	for (uint64_t w = 0; fs->orows && w < FF_BITMAP_WORDS(fs->g->nstripes); w++)
+		n += (uint64_t)__builtin_popcountll(fs->orows[w]);
+	return n;
+}
+
+/* Read file `name` whole and compare it with want (size bytes). */
+static void read_back(struct ffs *fs, const char *name, const uint8_t *want, uint64_t size,
+		      const char *when)
+{
+	struct stat st;
+	uint64_t fh;
+	uint8_t *got = malloc(size + 4096);
+
+	ck_assert_msg(ffs_lookup(fs, FFS_ROOT_INO, name, &st) == 0, "%s: %s missing", when, name);
+	ck_assert_uint_eq((uint64_t)st.st_size, size);
+	ck_assert_int_eq(ffs_open(fs, st.st_ino, O_RDONLY, &fh), 0);
+	ck_assert_int_eq(ffs_read(fs, fh, got, size + 4096, 0, 0), (ssize_t)size);
+	ck_assert_msg(memcmp(got, want, size) == 0, "%s: %s differs", when, name);
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	free(got);
+}
+
+/*
+ * ffs_grow (fs/grow/): RAID5 x 4 grown by one member.  Files from before
+ * read back (a refused write and a refused truncation leave them whole);
+ * a new file takes the new width (its stripe is 4 data chunks, an old
+ * file's 3); an old file emptied by O_TRUNC-style truncation is written
+ * at the new width; one unlinked gives its rows to new files; all of it
+ * across a remount, and degraded.  A second grow waits for the first.
+ */
+START_TEST(grow_new_files_take_the_new_width)
+{
+	struct ff_err err = { "" };
+	struct ffs *fs = mkfs_mount(96, 64 * 1024);
+	const uint64_t S = ff_raid_geom(ffs_raid(fs))->stripe_bytes, S5 = S / 3 * 4;
+	const char *names[3] = { "old_big", "old_tail", "old_emptied" };
+	const uint64_t size[3] = { 5 * S + S / 3, S / 2 + 4096, 2 * S };
+	uint8_t *want[3], *fresh, *fresh2;
+	char added[300];
+	const char *add[1] = { added }, *all[NM + 1];
+	struct stat st;
+	uint64_t fh, size2, rows0;
+
+	for (unsigned i = 0; i < 3; i++) {
+		want[i] = malloc(FF_ROUND_UP(size[i], 8));
+		ut_fill(want[i], FF_ROUND_UP(size[i], 8));
+		create(fs, FFS_ROOT_INO, names[i], &fh);
+		ck_assert_int_eq(ffs_write(fs, fh, want[i], size[i], 0), (ssize_t)size[i]);
+		ck_assert_int_eq(ffs_release(fs, fh), 0);
+	}
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	snprintf(added, sizeof(added), "%s/added.img", ut_dir);
+	ut_sized_file(added, 96);
+	for (unsigned i = 0; i < NM; i++)
+		all[i] = ut_pp[i];
+	all[NM] = added;
+	ck_assert_msg(ffs_grow(ut_pp, NM, add, 1, false, &err) == 0, "grow: %s", err.msg);
+
+	fs = remount_members(all, NM + 1, false);
+	for (unsigned i = 0; i < 3; i++)
+		read_back(fs, names[i], want[i], size[i], "grown");
+	/* the old files refuse writes until moved, and stay whole */
+	ck_assert_int_eq(ffs_lookup(fs, FFS_ROOT_INO, names[0], &st), 0);
+	ck_assert_uint_eq((uint64_t)st.st_blksize, S);
+	ck_assert_int_eq(ffs_open(fs, st.st_ino, O_RDWR, &fh), 0);
+	ck_assert_int_eq(ffs_write(fs, fh, "x", 1, 10), -EROFS);
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	{
+		struct stat a = { .st_size = 100 };
+
+		ck_assert_int_eq(ffs_setattr(fs, st.st_ino, &a, FFS_SET_SIZE, &st), -EROFS);
+	}
+	read_back(fs, names[0], want[0], size[0], "after refused writes");
+	/* a new file: the new width */
+	fresh = malloc(3 * S5 + 8192);
+	ut_fill(fresh, 3 * S5 + 8192);
+	create(fs, FFS_ROOT_INO, "new", &fh);
+	ck_assert_int_eq(ffs_write(fs, fh, fresh, 3 * S5 + 8192, 0), (ssize_t)(3 * S5 + 8192));
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	ck_assert_int_eq(ffs_lookup(fs, FFS_ROOT_INO, "new", &st), 0);
+	ck_assert_uint_eq((uint64_t)st.st_blksize, S5);
+	read_back(fs, "new", fresh, 3 * S5 + 8192, "new file");
+	/* emptied, an old file takes the new width */
+	ck_assert_int_eq(ffs_lookup(fs, FFS_ROOT_INO, names[2], &st), 0);
+	ck_assert_int_eq(ffs_open(fs, st.st_ino, O_RDWR | O_TRUNC, &fh), 0);
+	ut_fill(want[2], FF_ROUND_UP(size[2], 8));
+	ck_assert_int_eq(ffs_write(fs, fh, want[2], size[2], 0), (ssize_t)size[2]);
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	ck_assert_int_eq(ffs_lookup(fs, FFS_ROOT_INO, names[2], &st), 0);
+	ck_assert_uint_eq((uint64_t)st.st_blksize, S5);
+	/* an old file unlinked: its rows go to new files, in the new geometry
+	 * (new2 takes every stripe new data may: those rows too) */
+	ck_assert_int_eq(ffs_sync(fs), 0); /* a truncation's rows leave the map at its commit */
+	rows0 = old_rows(fs);
+	ck_assert_uint_eq(rows0, 6); /* old_big's 5 stripes, and the tail stripe the two tails share */
+	ck_assert_int_eq(ffs_unlink(fs, FFS_ROOT_INO, names[0]), 0);
+	ck_assert_int_eq(ffs_sync(fs), 0);
+	ck_assert_uint_eq(old_rows(fs), rows0 - 5); /* its 5 whole stripes; its tail's stripe is shared */
+	{
+		struct statvfs sv;
+
+		ck_assert_int_eq(ffs_statfs(fs, &sv), 0);
+		size2 = (uint64_t)sv.f_bavail * 4096 / S5 * S5;
+		ck_assert_uint_gt(size2, 6 * S5);
+	}
+	fresh2 = malloc(size2);
+	ut_fill(fresh2, size2);
+	create(fs, FFS_ROOT_INO, "new2", &fh);
+	ck_assert_int_eq(ffs_write(fs, fh, fresh2, size2, 0), (ssize_t)size2);
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	read_back(fs, "new2", fresh2, size2, "rows reused");
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+
+	for (int left = -1; left < 2; left++) { /* remounted: all; without old member 1; without the added */
+		const char *list[NM + 1];
+		unsigned n = 0;
+
+		for (unsigned i = 0; i < NM + 1; i++)
+			if (!(left == 0 && i == 1) && !(left == 1 && i == NM))
+				list[n++] = all[i];
+		fs = remount_members(list, n, left >= 0);
+		if (left < 0) /* read-write: the map from disk */
+			ck_assert_uint_eq(old_rows(fs), rows0 - 5);
+		read_back(fs, names[1], want[1], size[1], "remounted");
+		read_back(fs, names[2], want[2], size[2], "remounted");
+		read_back(fs, "new", fresh, 3 * S5 + 8192, "remounted");
+		read_back(fs, "new2", fresh2, size2, "remounted");
+		ck_assert_int_ne(ffs_lookup(fs, FFS_ROOT_INO, names[0], &st), 0);
+		ck_assert_int_eq(ffs_unmount(fs), 0);
+	}
+	ck_assert_int_eq(ffs_grow(all, NM + 1, add, 1, false, &err), -EBUSY);
+	ck_assert_msg(strstr(err.msg, "restripe finish"), "%s", err.msg);
+	for (unsigned i = 0; i < 3; i++)
+		free(want[i]);
+	free(fresh);
+	free(fresh2);
 	ck_assert_int_eq(unlink(added), 0);
 	ut_remove_members(NM);
 }
@@ -3750,6 +3909,7 @@ int main(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, small_file_round_trip);
 	tcase_add_test(tc, grown_array_reads_every_file_read_only);
+	tcase_add_test(tc, grow_new_files_take_the_new_width);
 	tcase_add_test(tc, reader_close_leaves_the_writers_error);
 	tcase_add_test(tc, xattr_value_blocks);
 	tcase_add_test(tc, scrub_finds_and_repairs);

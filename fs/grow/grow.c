@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Growing a volume: the filesystem's side of adding members to its array
+ * (raid.h, "growing"; the records: format.h, struct ffs_grow_rec).
+ *
+ * ffs_grow, on unmounted members, goes in three steps, each leaving a
+ * volume that mounts:
+ *   1. prepare, mounted on the old array: the pool gives its last blocks
+ *      to the grow's records (the checksum extension for data chunks past
+ *      the old width, and the old-rows bitmap), written and flushed before
+ *      the superblock names them (PREPARED).  The volume works as before.
+ *   2. the array grows (ff_raid_grow: member superblocks only).
+ *   3. adopt, at the next read-write mount (ffs_grow_mount): every row in
+ *      use is marked old (the stripes bitmap, copied and flushed), then
+ *      the superblock takes the new geometry (GROWING).
+ * Rows leave the old geometry as they are freed (alloc.c), and free rows
+ * are written in the new one at once: new files get the new width.  Files
+ * not moved yet are read in their rows' geometry (fs_i.h, struct ffs_geo)
+ * and refuse writes (-EROFS) until moved.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "fs/grow/grow.h"
+#include "io/bitmap.h"
+
+bool ffs_grow_layout_ok(const struct ffs_super *sb, uint32_t xw, uint64_t meta_blocks)
+{
+	const struct ffs_grow_rec *gr = &sb->grow;
+	uint64_t end = ff_le64(sb->pool_start) + ff_le64(sb->pool_blocks), n = ff_le64(sb->nstripes);
+	uint32_t per = ff_le32(gr->ext_per_block), w = ff_le32(gr->ext_width);
+
+	if (!ff_le64(gr->pool_cut)) /* no records: no grow prepared on this volume */
+		return xw == 0 && ff_le32(gr->state) == FFS_GROW_NONE;
+	return w >= xw && w > 0 && per > 0 &&
+	       (uint64_t)per * 4 * w <= FFS_BLOCK - sizeof(struct ffs_bhdr) &&
+	       ff_le64(gr->ext_start) == end && ff_le64(gr->ext_blocks) * per >= n &&
+	       ff_le64(gr->orows_start) == end + ff_le64(gr->ext_blocks) &&
+	       ff_le64(gr->orows_blocks) * FFS_BITS_PER_BLOCK >= n &&
+	       ff_le64(gr->pool_cut) == ff_le64(gr->ext_blocks) + ff_le64(gr->orows_blocks) &&
+	       end + ff_le64(gr->pool_cut) <= meta_blocks;
+}
+
+/* The engine's row hook (raid.h): the filesystem's map, read unlocked. */
+static bool row_old(void *arg, uint64_t row)
+{
+	const struct ffs *fs = arg;
+
+	return ffs_row_geo(fs, row) != &fs->geo[0];
+}
+
+/* nblocks blocks from META block start, sealed as type, each from img (or
+ * zeros), written around the journal and flushed: blocks nothing names
+ * yet, so no crash can tear what is. */
+static int write_blocks(struct ffs *fs, uint64_t start, uint64_t nblocks, uint32_t type,
+			const uint8_t *img)
+{
+	uint8_t *blk = ff_alloc_aligned(FFS_BLOCK);
+	size_t room = FFS_BLOCK - sizeof(struct ffs_bhdr);
+	int rc = 0;
+
+	if (!blk)
+		return -ENOMEM;
+	for (uint64_t b = 0; b < nblocks && rc == 0; b++) {
+		memset(blk, 0, FFS_BLOCK);
+		if (img)
+			memcpy(blk + sizeof(struct ffs_bhdr), img + b * room, room);
+		ffs_block_seal(blk, type, start + b);
+		rc = ffs_meta_write_raw(fs, start + b, blk, 1);
+	}
+	free(blk);
+	return rc < 0 ? rc : ff_raid_flush(fs->raid);
+}
+
+/* The extension and the old-rows map of sb, for this mount. */
+static void records_use(struct ffs *fs)
+{
+	const struct ffs_grow_rec *gr = &fs->sb->grow;
+
+	fs->csumx.start = ff_le64(gr->ext_start);
+	fs->csumx.width = ff_le32(gr->ext_width);
+	fs->csumx.per_block = ff_le32(gr->ext_per_block);
+}
+
+/* The stripes bitmap as on-disk bitmap blocks' payload (bit i of byte
+ * i / 8, FFS_BITS_PER_BLOCK a block): the old-rows map at adoption. */
+static uint8_t *orows_image(struct ffs *fs, uint64_t nblocks)
+{
+	uint64_t n = ff_le64(fs->sb->nstripes);
+	uint8_t *img = calloc(nblocks, FFS_BLOCK - sizeof(struct ffs_bhdr));
+
+	if (!img)
+		return NULL;
+	for (uint64_t s = 0; s < n; s++)
+		if (ff_bit_test(fs->sbits, s))
+			img[s / 8] |= (uint8_t)(1u << (s % 8));
+	return img;
+}
+
+/* PREPARED on a grown array, mounted read-write: every row in use is old,
+ * on disk before the superblock says GROWING (a stop between leaves it
+ * PREPARED: the next mount adopts again). */
+static int adopt(struct ffs *fs, struct ff_err *err)
+{
+	struct ffs_grow_rec *gr = &fs->sb->grow;
+	const struct ff_geom *g = fs->g;
+	uint8_t *img = orows_image(fs, ff_le64(gr->orows_blocks));
+	int rc;
+
+	if (!img)
+		return -ENOMEM;
+	rc = write_blocks(fs, ff_le64(gr->orows_start), ff_le64(gr->orows_blocks), FFS_B_BITMAP, img);
+	free(img);
+	if (rc < 0) {
+		ff_err_set(err, "cannot write the grow's old-rows map: %s", strerror(-rc));
+		return rc;
+	}
+	gr->state = ff_cpu_to_le32(FFS_GROW_GROWING);
+	fs->sb->level = ff_cpu_to_le32(g->level);
+	fs->sb->nmembers = ff_cpu_to_le32(g->nmembers);
+	fs->sb->ndata = ff_cpu_to_le32(g->ndata);
+	fs->sb->stripe_bytes = ff_cpu_to_le64(g->stripe_bytes);
+	rc = ffs_super_write(fs);
+	if (rc < 0)
+		ff_err_set(err, "cannot write the superblock taking the grow on: %s", strerror(-rc));
+	else
+		ff_log(FF_LOG_INFO, "grow taken on: %u to %u members; the rows in use stay in the old "
+		       "geometry until moved", ff_le32(gr->old_nmembers), g->nmembers);
+	return rc;
+}
+
+int ffs_grow_mount(struct ffs *fs, struct ff_err *err)
+{
+	const struct ff_geom *old = ff_raid_geom_old(fs->raid);
+	uint32_t state = ff_le32(fs->sb->version) >= FFS_VERSION_GROWN ? ff_le32(fs->sb->grow.state)
+								       : FFS_GROW_NONE;
+	uint64_t nfree;
+	int rc = 0;
+
+	if (ff_le32(fs->sb->version) >= FFS_VERSION_GROWN && ff_le64(fs->sb->grow.pool_cut))
+		records_use(fs);
+	if (!old)
+		return 0; /* PREPARED on the old array works as before; NONE: no grow */
+	if (state == FFS_GROW_PREPARED && !fs->ro)
+		rc = adopt(fs, err);
+	if (rc == 0 && ff_le32(fs->sb->grow.state) == FFS_GROW_GROWING) {
+		fs->orows_start = ff_le64(fs->sb->grow.orows_start);
+		rc = ffs_alloc_load_bitmap(fs, fs->orows_start, ff_le64(fs->sb->grow.orows_blocks),
+					   ff_le64(fs->sb->nstripes), &fs->orows, &nfree);
+		if (rc < 0)
+			ff_err_set(err, "cannot read the grow's old-rows map: %s", strerror(-rc));
+	} else if (rc == 0) {
+		/* read-only (check_super): nothing written since the array grew,
+		 * so every row in use is old and every free row new */
+		size_t words = FF_BITMAP_WORDS(ff_le64(fs->sb->nstripes));
+
+		fs->orows = calloc(words + 1, sizeof(uint64_t));
+		if (!fs->orows)
+			return -ENOMEM;
+		memcpy(fs->orows, fs->sbits, words * sizeof(uint64_t));
+	}
+	return rc < 0 ? rc : ff_raid_set_row_geom(fs->raid, row_old, fs);
+}
+
+int ffs_grow_prepare(struct ffs *fs, uint32_t new_nmembers, struct ff_err *err)
+{
+	struct ffs_super *sb = fs->sb;
+	struct ffs_grow_rec *gr = &sb->grow;
+	const struct ff_geom *g = fs->g;
+	uint64_t n = ff_le64(sb->nstripes), pool = ff_le64(sb->pool_blocks), per, ext, orows, cut, end;
+	uint32_t xw = new_nmembers - g->nparity - g->ndata;
+	int rc;
+
+	if (ff_le32(sb->version) >= FFS_VERSION_GROWN && ff_le32(gr->state) != FFS_GROW_NONE) {
+		if (ff_le32(gr->state) == FFS_GROW_PREPARED && ff_le32(gr->new_nmembers) == new_nmembers)
+			return 0; /* a grow stopped after this step: it goes on */
+		ff_err_set(err, "the filesystem is already %s to %u members: finish that first",
+			   ff_le32(gr->state) == FFS_GROW_PREPARED ? "prepared to grow" : "growing",
+			   ff_le32(gr->new_nmembers));
+		return -EBUSY;
+	}
+	if (ff_le32(sb->version) >= FFS_VERSION_GROWN && ff_le64(gr->pool_cut)) {
+		ff_err_set(err, "the volume grew before: growing it again is not supported yet");
+		return -EOPNOTSUPP;
+	}
+	per = (FFS_BLOCK - sizeof(struct ffs_bhdr)) / (4 * xw);
+	ext = FF_DIV_ROUND_UP(n, per);
+	orows = FF_DIV_ROUND_UP(n, FFS_BITS_PER_BLOCK);
+	cut = ext + orows;
+	for (uint64_t i = pool > cut ? pool - cut : 0; i < pool; i++)
+		if (cut >= pool || ff_bit_test(fs->mbits, i)) {
+			ff_err_set(err, "the grow needs the metadata pool's last %llu blocks (of %llu) for "
+				   "its records, and they are in use: a volume this full of metadata "
+				   "cannot grow yet", (unsigned long long)cut, (unsigned long long)pool);
+			return -ENOSPC;
+		}
+	end = ff_le64(sb->pool_start) + pool - cut;
+	rc = write_blocks(fs, end, ext, FFS_B_CSUMX, NULL);
+	if (rc == 0)
+		rc = write_blocks(fs, end + ext, orows, FFS_B_BITMAP, NULL);
+	if (rc < 0) {
+		ff_err_set(err, "cannot write the grow's records: %s", strerror(-rc));
+		return rc;
+	}
+	memset(gr, 0, sizeof(*gr));
+	gr->state = ff_cpu_to_le32(FFS_GROW_PREPARED);
+	gr->old_level = ff_cpu_to_le32(g->level);
+	gr->old_nmembers = ff_cpu_to_le32(g->nmembers);
+	gr->old_ndata = ff_cpu_to_le32(g->ndata);
+	gr->old_stripe_bytes = ff_cpu_to_le64(g->stripe_bytes);
+	gr->new_level = ff_cpu_to_le32(g->level);
+	gr->new_nmembers = ff_cpu_to_le32(new_nmembers);
+	gr->pool_cut = ff_cpu_to_le64(cut);
+	gr->ext_start = ff_cpu_to_le64(end);
+	gr->ext_blocks = ff_cpu_to_le64(ext);
+	gr->ext_width = ff_cpu_to_le32(xw);
+	gr->ext_per_block = ff_cpu_to_le32((uint32_t)per);
+	gr->orows_start = ff_cpu_to_le64(end + ext);
+	gr->orows_blocks = ff_cpu_to_le64(orows);
+	sb->pool_blocks = ff_cpu_to_le64(pool - cut);
+	sb->version = ff_cpu_to_le32(FFS_VERSION_GROWN);
+	fs->free_mblocks -= cut;
+	rc = ffs_super_write(fs);
+	if (rc < 0)
+		ff_err_set(err, "cannot write the superblock: %s", strerror(-rc));
+	return rc;
+}
+

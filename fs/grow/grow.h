@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The grow's room (fs/grow/): the filesystem's side of an array grown
+ * under it (raid.h, "growing"; format.h, struct ffs_grow_rec).  Private to
+ * the filesystem library; the floor above (volume) calls it at mount, and
+ * ffs_grow (ffs.h) is the offline tools' entry.
+ */
+#ifndef FFS_GROW_H
+#define FFS_GROW_H
+
+#include "fs/data/data.h"
+
+/* At mount, the metadata loaded (fs->lock held): take on a grow the array
+ * made (PREPARED on a grown array, read-write: the rows in use marked old,
+ * the superblock to the new geometry), load the old-rows map and the
+ * checksum extension, and tell the engine which rows are old. */
+int ffs_grow_mount(struct ffs *fs, struct ff_err *err);
+/* Step 1 of ffs_grow (grow.c): on the old array mounted read-write, all
+ * committed (fs->lock held), the grow's records made and named by the
+ * superblock (PREPARED) for an array of new_nmembers; 0 at once when a
+ * grow to that width was prepared already. */
+int ffs_grow_prepare(struct ffs *fs, uint32_t new_nmembers, struct ff_err *err);
+/* Are sb's grow records (version 6) where they must be: after the pool,
+ * in its last pool_cut blocks, each large enough?  xw: checksums an
+ * extension entry must hold. */
+bool ffs_grow_layout_ok(const struct ffs_super *sb, uint32_t xw, uint64_t meta_blocks);
+
+#endif

@@ -182,14 +182,29 @@ int ffs_mount(const char *const *paths, unsigned n, const struct ffs_opts *o, st
 int ffs_unmount(struct ffs *fs);
 /*
  * Grow the volume on members `paths` (unmounted) by the members `add`
- * (fs/grow/grow.c): every check first (raid.h ff_raid_grow), then the
- * filesystem's records, the array's superblocks, and the records taken on.
- * The volume then mounts at the new width: new files are laid over every
- * member; the files from before read as they were, and are written once
- * moved (-EROFS until then).  err says why a refusal refused.
+ * (fs/grow/grow.c), run to the end: every check first (raid.h
+ * ff_raid_grow), then the filesystem's records, the array's superblocks,
+ * the records taken on, and every file moved to the new width
+ * (ffs_grow_resume).  err says why a refusal refused.
  */
 int ffs_grow(const char *const *paths, unsigned n, const char *const *add, unsigned nadd,
 	     bool force, struct ff_err *err);
+/* Mount paths (a grown array), move what is left in the old geometry,
+ * unmount: a grow stopped anywhere goes on to its end. */
+int ffs_grow_resume(const char *const *paths, unsigned n, struct ff_err *err);
+/* What a restripe did (ffs_grow_run). */
+struct ffs_grow_progress {
+	uint64_t files_moved, bytes_moved;
+	uint64_t rows_before, rows_left; /* rows in the old geometry, before and after */
+};
+/*
+ * Move every file still in the old geometry of a grow taken on (fs/grow/):
+ * each copied to free rows at the new width, its old map replaced in one
+ * transaction.  When no row is left in the old geometry the grow ends
+ * (the superblock, then the array).  0 at once when no grow is under way.
+ * Nothing else may write the volume meanwhile (offline: ffs_grow).
+ */
+int ffs_grow_run(struct ffs *fs, struct ffs_grow_progress *pr);
 /* Write all buffered data and commit (unmount). */
 int ffs_sync(struct ffs *fs);
 /*

@@ -72,8 +72,7 @@ static int write_blocks(struct ffs *fs, uint64_t start, uint64_t nblocks, uint32
 	return rc < 0 ? rc : ff_raid_flush(fs->raid);
 }
 
-/* The extension and the old-rows map of sb, for this mount. */
-static void records_use(struct ffs *fs)
+void ffs_grow_records_use(struct ffs *fs)
 {
 	const struct ffs_grow_rec *gr = &fs->sb->grow;
 
@@ -138,7 +137,7 @@ int ffs_grow_mount(struct ffs *fs, struct ff_err *err)
 	int rc = 0;
 
 	if (ff_le32(fs->sb->version) >= FFS_VERSION_GROWN && ff_le64(fs->sb->grow.pool_cut))
-		records_use(fs);
+		ffs_grow_records_use(fs);
 	if (!old)
 		return 0; /* PREPARED on the old array works as before; NONE: no grow */
 	if (state == FFS_GROW_PREPARED && !fs->ro)
@@ -226,3 +225,194 @@ int ffs_grow_prepare(struct ffs *fs, uint32_t new_nmembers, struct ff_err *err)
 	return rc;
 }
 
+
+/* A moved stripe: where file stripe k went, and its chunks' checksums. */
+struct moved {
+	uint64_t k, p;
+	uint32_t crc[FF_MEMBERS_MAX];
+};
+
+static bool all_zero(const uint8_t *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (b[i])
+			return false;
+	return true;
+}
+
+/* File stripe k of fi at the new width, from what the file reads there
+ * (its rows' geometry: stripes, tail, patches laid over), written whole to
+ * a free row: nothing points at it until the move commits. */
+static int move_stripe(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t size, uint8_t *buf,
+		       struct moved *m, bool *hole)
+{
+	const struct ff_geom *g = fs->geo[0].g;
+	uint64_t S = g->stripe_bytes, off = k * S, got;
+	ssize_t r = ffs_data_read(fs, fi, buf, (size_t)FF_MIN(S, size - off), off, 0);
+	int rc;
+
+	if (r < 0)
+		return (int)r;
+	memset(buf + r, 0, S - (uint64_t)r);
+	*hole = all_zero(buf, S); /* reads as zeros either way: left a hole */
+	if (*hole)
+		return 0;
+	pthread_mutex_lock(&fs->lock);
+	rc = ffs_reserve_stripes(fs, fi->alloc_hint, 1, 0, &m->p, &got);
+	if (rc == 0)
+		fi->alloc_hint = m->p + 1;
+	pthread_mutex_unlock(&fs->lock);
+	if (rc < 0)
+		return rc;
+	m->k = k;
+	for (uint32_t i = 0; i < g->ndata; i++)
+		m->crc[i] = ff_crc32c(0, buf + (size_t)i * g->chunk_bytes, g->chunk_bytes);
+	{
+		struct ff_raid_io io = { .op = FF_RAID_WRITE, .space = FF_SPACE_DATA,
+					 .flags = FF_RAID_IO_NO_INTENT, .off = m->p * S, .len = S,
+					 .buf = buf };
+
+		rc = ff_raid_submit_wait(fs->raid, &io);
+	}
+	if (rc < 0) {
+		pthread_mutex_lock(&fs->lock);
+		ffs_unreserve_stripes(fs, m->p, 1);
+		pthread_mutex_unlock(&fs->lock);
+	}
+	return rc;
+}
+
+/*
+ * Move fi to the array's geometry: every file stripe copied to a free row
+ * (move_stripe), then in one transaction its old map goes (stripes,
+ * tail, patches: freed at the commit, their rows leaving the old
+ * geometry) and the new one comes.  A stop before the commit leaves the
+ * file as it was and the copies' rows free.  Nobody writes the file
+ * meanwhile: it refuses writes (old_geometry_check) until this commit.
+ */
+static int move_file(struct ffs *fs, struct finode *fi)
+{
+	uint64_t S = fs->geo[0].g->stripe_bytes, size, nk, n = 0, mapped = 0;
+	uint8_t *buf = ff_alloc_aligned(S);
+	struct moved *m;
+	int rc = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	size = ff_le64(fi->d.size);
+	pthread_mutex_unlock(&fs->lock);
+	nk = FF_DIV_ROUND_UP(size, S);
+	m = calloc(nk ? nk : 1, sizeof(*m));
+	if (!buf || !m) {
+		free(buf);
+		free(m);
+		return -ENOMEM;
+	}
+	for (uint64_t k = 0; k < nk && rc == 0; k++) {
+		bool hole = false;
+
+		rc = move_stripe(fs, fi, k, size, buf, &m[n], &hole);
+		n += rc == 0 && !hole;
+	}
+	if (rc == 0)
+		rc = ff_raid_flush(fs->raid); /* the copies durable before anything names them */
+	pthread_mutex_lock(&fs->lock);
+	if (rc == 0)
+		rc = ffs_extent_truncate(fs, fi, 0);
+	for (uint64_t i = 0; i < n && rc == 0; i++, mapped = i) {
+		rc = ffs_commit_stripes(fs, m[i].p, 1);
+		if (rc == 0)
+			rc = ffs_csum_set(fs, m[i].p, (uint32_t)fi->ino, (uint32_t)m[i].k, m[i].crc);
+		if (rc == 0)
+			rc = ffs_extent_map(fs, fi, m[i].k, m[i].p, 1, 0);
+		if (rc == 0)
+			ffs_rcache_invalidate(fs, m[i].p, 1);
+	}
+	if (rc == 0) {
+		fi->geo = NULL; /* its rows are the array's now (ffs_file_geo) */
+		fi->d.size = ff_cpu_to_le64(size);
+		rc = ffs_istore(fs, fi);
+	}
+	if (rc < 0) /* the copies not taken into the map go back */
+		for (uint64_t i = mapped; i < n; i++)
+			ffs_unreserve_stripes(fs, m[i].p, 1);
+	if (rc == 0)
+		rc = ffs_journal_commit(fs);
+	pthread_mutex_unlock(&fs->lock);
+	free(buf);
+	free(m);
+	return rc;
+}
+
+static uint64_t old_rows_left(const struct ffs *fs)
+{
+	uint64_t n = 0;
+
+	for (uint64_t w = 0; w < FF_BITMAP_WORDS(ff_le64(fs->sb->nstripes)); w++)
+		n += (uint64_t)__builtin_popcountll(
+			__atomic_load_n(&fs->orows[w], __ATOMIC_RELAXED));
+	return n;
+}
+
+/* The last old row freed: the grow's record says so, then the array
+ * forgets its old geometry (a stop between: the next run finishes it). */
+static int finish(struct ffs *fs)
+{
+	int rc;
+
+	pthread_mutex_lock(&fs->lock);
+	fs->sb->grow.state = ff_cpu_to_le32(FFS_GROW_NONE);
+	rc = ffs_super_write(fs);
+	pthread_mutex_unlock(&fs->lock);
+	if (rc == 0)
+		rc = ff_raid_grow_finish(fs->raid);
+	if (rc == 0)
+		ff_log(FF_LOG_INFO, "grow finished: every row is laid over %u members", fs->g->nmembers);
+	return rc;
+}
+
+int ffs_grow_run(struct ffs *fs, struct ffs_grow_progress *pr)
+{
+	uint64_t ninodes;
+	int rc = 0;
+
+	memset(pr, 0, sizeof(*pr));
+	if (!fs->orows_start || fs->ro)
+		return 0; /* no grow taken on */
+	pthread_mutex_lock(&fs->lock);
+	ninodes = ff_le64(fs->sb->ninodes);
+	pthread_mutex_unlock(&fs->lock);
+	pr->rows_before = old_rows_left(fs);
+	for (uint64_t ino = 1; ino < ninodes && rc == 0; ino++) {
+		struct finode *fi = NULL;
+		bool old;
+
+		pthread_mutex_lock(&fs->lock);
+		old = ffs_inode_bit_used(fs, ino) && ffs_iget(fs, ino, &fi) == 0;
+		old = old && S_ISREG(ff_le32(fi->d.mode)) && ffs_file_geo(fs, fi) != &fs->geo[0];
+		if (fi && !old)
+			ffs_iput(fs, fi);
+		pthread_mutex_unlock(&fs->lock);
+		if (!old)
+			continue;
+		rc = move_file(fs, fi);
+		if (rc == 0) {
+			pr->files_moved++;
+			pr->bytes_moved += ff_le64(fi->d.size);
+		} else {
+			ff_log(FF_LOG_ERR, "grow: inode %llu could not be moved: %s",
+			       (unsigned long long)ino, strerror(-rc));
+		}
+		pthread_mutex_lock(&fs->lock);
+		ffs_iput(fs, fi);
+		pthread_mutex_unlock(&fs->lock);
+	}
+	if (rc == 0) {
+		pthread_mutex_lock(&fs->lock);
+		rc = ffs_journal_commit(fs); /* the last frees durable: their rows leave the map */
+		pthread_mutex_unlock(&fs->lock);
+	}
+	pr->rows_left = old_rows_left(fs);
+	if (rc == 0 && pr->rows_left == 0)
+		rc = finish(fs);
+	return rc;
+}

@@ -15,6 +15,9 @@
  * the superblock to the new geometry), load the old-rows map and the
  * checksum extension, and tell the engine which rows are old. */
 int ffs_grow_mount(struct ffs *fs, struct ff_err *err);
+/* The checksum extension sb names (a grow's records, format.h), for this
+ * mount or check: fs->csumx. */
+void ffs_grow_records_use(struct ffs *fs);
 /* Step 1 of ffs_grow (grow.c): on the old array mounted read-write, all
  * committed (fs->lock held), the grow's records made and named by the
  * superblock (PREPARED) for an array of new_nmembers; 0 at once when a

@@ -227,6 +227,8 @@ int ffs_check_start(struct ffs *fs, const struct ffs_super *sb, unsigned next_co
 		return -ENOMEM;
 	memcpy(fs->sb, sb, FFS_BLOCK);
 	fs->sb_next_copy = next_copy;
+	if (ff_le32(sb->version) >= FFS_VERSION_GROWN && ff_le64(sb->grow.pool_cut))
+		ffs_grow_records_use(fs); /* the checksums past the table's width */
 	rc = ffs_meta_cache_init(fs, fs->opts.meta_cache_bytes);
 	return rc < 0 ? rc : ffs_icache_init(fs);
 }

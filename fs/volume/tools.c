@@ -173,9 +173,27 @@ int ffs_grow(const char *const *paths, unsigned n, const char *const *add, unsig
 		return rc;
 	memcpy(all, paths, n * sizeof(*all));
 	memcpy(all + n, add, nadd * sizeof(*all));
-	rc = grow_mount(all, n + nadd, &fs, err); /* takes the grow on (ffs_grow_mount) */
-	if (rc == 0 && ffs_unmount(fs) < 0) {
-		ff_err_set(err, "cannot unmount after taking the grow on");
+	return ffs_grow_resume(all, n + nadd, err);
+}
+
+int ffs_grow_resume(const char *const *paths, unsigned n, struct ff_err *err)
+{
+	struct ffs_grow_progress pr;
+	struct ffs *fs;
+	int rc = grow_mount(paths, n, &fs, err); /* takes a prepared grow on (ffs_grow_mount) */
+
+	if (rc < 0)
+		return rc;
+	rc = ffs_grow_run(fs, &pr);
+	if (rc < 0)
+		ff_err_set(err, "the restripe stopped: %s (run it again to go on)", strerror(-rc));
+	else if (pr.rows_left)
+		ff_err_set(err, "%llu rows are still in the old geometry after the restripe",
+			   (unsigned long long)pr.rows_left);
+	if (rc == 0 && pr.rows_left)
+		rc = -EAGAIN;
+	if (ffs_unmount(fs) < 0 && rc == 0) {
+		ff_err_set(err, "cannot unmount after the restripe");
 		rc = -EIO;
 	}
 	return rc;

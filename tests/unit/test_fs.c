@@ -23,6 +23,7 @@
 #include "fs/volume/check.h"
 #include "io/bitmap.h"
 #include "fs/data/data_i.h" /* ffs_tail_closed */
+#include "fs/grow/grow.h"  /* ffs_grow_prepare: a grow step by step */
 #include "fs/ffs.h"
 #include "fs/ffs_tools.h"
 #include "fs/base/format.h"
@@ -243,12 +244,15 @@ static void read_back(struct ffs *fs, const char *name, const uint8_t *want, uin
 }
 
 /*
- * ffs_grow (fs/grow/): RAID5 x 4 grown by one member.  Files from before
- * read back (a refused write and a refused truncation leave them whole);
- * a new file takes the new width (its stripe is 4 data chunks, an old
- * file's 3); an old file emptied by O_TRUNC-style truncation is written
- * at the new width; one unlinked gives its rows to new files; all of it
- * across a remount, and degraded.  A second grow waits for the first.
+ * ffs_grow (fs/grow/): RAID5 x 4 grown by one member, step by step.
+ * Between the grow taken on and the restripe: files from before read back
+ * (a refused write and a refused truncation leave them whole); a new file
+ * takes the new width (its stripe is 4 data chunks, an old file's 3); an
+ * old file emptied by O_TRUNC is written at the new width; one unlinked
+ * gives its rows to new files; all of it across a remount, and degraded;
+ * a second grow waits for the first.  Then the restripe moves the rest:
+ * the grow ends, every file reads back and is written again at the new
+ * width, also with a member left out.
  */
 START_TEST(grow_new_files_take_the_new_width)
 {
@@ -276,9 +280,16 @@ START_TEST(grow_new_files_take_the_new_width)
 	for (unsigned i = 0; i < NM; i++)
 		all[i] = ut_pp[i];
 	all[NM] = added;
-	ck_assert_msg(ffs_grow(ut_pp, NM, add, 1, false, &err) == 0, "grow: %s", err.msg);
+	/* ffs_grow's first steps by hand, to see the volume between them */
+	fs = remount_members(ut_pp, NM, false);
+	ck_assert_int_eq(ffs_sync(fs), 0);
+	pthread_mutex_lock(&fs->lock);
+	ck_assert_int_eq(ffs_grow_prepare(fs, NM + 1, &err), 0);
+	pthread_mutex_unlock(&fs->lock);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	ck_assert_msg(ff_raid_grow(ut_pp, NM, add, 1, false, &err) == 0, "grow: %s", err.msg);
 
-	fs = remount_members(all, NM + 1, false);
+	fs = remount_members(all, NM + 1, false); /* takes the grow on */
 	for (unsigned i = 0; i < 3; i++)
 		read_back(fs, names[i], want[i], size[i], "grown");
 	/* the old files refuse writes until moved, and stay whole */
@@ -352,6 +363,33 @@ START_TEST(grow_new_files_take_the_new_width)
 	}
 	ck_assert_int_eq(ffs_grow(all, NM + 1, add, 1, false, &err), -EBUSY);
 	ck_assert_msg(strstr(err.msg, "restripe finish"), "%s", err.msg);
+
+	/* the restripe: the old files move, the grow ends */
+	ck_assert_msg(ffs_grow_resume(all, NM + 1, &err) == 0, "restripe: %s", err.msg);
+	fs = remount_members(all, NM + 1, false);
+	ck_assert_ptr_null(ff_raid_geom_old(ffs_raid(fs)));
+	ck_assert_ptr_null(fs->orows);
+	read_back(fs, names[1], want[1], size[1], "restriped");
+	read_back(fs, names[2], want[2], size[2], "restriped");
+	read_back(fs, "new", fresh, 3 * S5 + 8192, "restriped");
+	read_back(fs, "new2", fresh2, size2, "restriped");
+	ck_assert_int_eq(ffs_lookup(fs, FFS_ROOT_INO, names[1], &st), 0);
+	ck_assert_uint_eq((uint64_t)st.st_blksize, S5);
+	ck_assert_int_eq(ffs_open(fs, st.st_ino, O_RDWR, &fh), 0); /* written again */
+	ck_assert_int_eq(ffs_write(fs, fh, "moved", 5, 100), 5);
+	memcpy(want[1] + 100, "moved", 5);
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	{ /* every row laid over five members: readable without any one of them */
+		const char *list[NM];
+
+		for (unsigned i = 0; i < NM; i++)
+			list[i] = all[i + 1];
+		fs = remount_members(list, NM, true);
+		read_back(fs, names[1], want[1], size[1], "restriped, member 0 left out");
+		read_back(fs, "new2", fresh2, size2, "restriped, member 0 left out");
+		ck_assert_int_eq(ffs_unmount(fs), 0);
+	}
 	for (unsigned i = 0; i < 3; i++)
 		free(want[i]);
 	free(fresh);

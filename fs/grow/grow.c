@@ -363,11 +363,7 @@ static int finish(struct ffs *fs)
 	fs->sb->grow.state = ff_cpu_to_le32(FFS_GROW_NONE);
 	rc = ffs_super_write(fs);
 	pthread_mutex_unlock(&fs->lock);
-	if (rc == 0)
-		rc = ff_raid_grow_finish(fs->raid);
-	if (rc == 0)
-		ff_log(FF_LOG_INFO, "grow finished: every row is laid over %u members", fs->g->nmembers);
-	return rc;
+	return rc < 0 ? rc : ff_raid_grow_finish(fs->raid); /* it says so in the log */
 }
 
 int ffs_grow_run(struct ffs *fs, struct ffs_grow_progress *pr)

@@ -138,11 +138,10 @@ def admin():
     accepted = getopt_options(text)
     h = help_text("ADMIN")
     compare("framefs-admin", accepted, switches_in(h))
-    # commands: the table, and scrub (handled before it)
+    # commands: the table, and those handled before it (scrub, grow)
     table = c_block(text, r"static const struct command commands\[\]\s*=\s*\{", r"\};")
     cmds = set(re.findall(r'\{\s*"([\w-]+)"', table))
-    if re.search(r'!strcmp\(words\[0\], "scrub"\)', text):
-        cmds.add("scrub")
+    cmds |= set(re.findall(r'!strcmp\(words\[0\], "([\w-]+)"\)\)\s*(?:\{|return)', text))
     helped = set(re.findall(r"^  ([a-z][\w-]*) ", h, re.M))
     compare("framefs-admin", cmds, helped, "command")
     return accepted

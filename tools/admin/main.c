@@ -72,6 +72,10 @@ static void usage(FILE *f)
 "                                    meanwhile, NEW is rebuilt from parity instead\n"
 "  rebuild [--no-wait] VOLUME        start or resume the rebuild and follow it to the end;\n"
 "                                    offline it runs here, from its checkpoint\n"
+"  grow [--force] MEMBERS NEW...     add the members NEW to an unmounted volume (RAID5 or\n"
+"                                    RAID6, same level) and move every file to the new\n"
+"                                    width, here, to the end; with no NEW, finish a grow\n"
+"                                    that stopped; refusals say why (not mounted yet)\n"
 "  scrub start [--no-repair] [--wait] VOLUME   check every copy, checksum and parity;\n"
 "                                    repair what is damaged (offline it always waits)\n"
 "  scrub stop VOLUME | scrub status VOLUME   status adds the history: the last 8\n"
@@ -567,6 +571,68 @@ static int run(const struct command *cmd, char **a, unsigned na, const struct op
 	return rc;
 }
 
+/*
+ * grow MEMBERS NEW...: offline, to the end (fs/grow/: the records, the
+ * array's superblocks, the restripe); grow MEMBERS: a grow that stopped
+ * goes on.  A mounted volume is refused: growing under a running daemon is
+ * not built yet.
+ */
+static int cmd_grow(char **a, unsigned na, const struct opts *o)
+{
+	char add[ADMIN_PATHS_MAX][PATH_MAX];
+	const char *addp[ADMIN_PATHS_MAX];
+	struct ff_err err = { "" };
+	struct vol v;
+	uint64_t t0 = ff_mono_ns();
+	int rc;
+
+	if (na < 1 || na - 1 > ADMIN_PATHS_MAX) {
+		usage(stderr);
+		return EX_USAGE;
+	}
+	rc = vol_resolve(&v, a, 1, o->sock);
+	if (rc != EX_OK)
+		return rc;
+	if (v.online) {
+		fprintf(stderr, "framefs-admin: grow: %s is mounted; a mounted volume cannot grow yet: "
+			"unmount it and give its members\n", v.mnt);
+		vol_close(&v);
+		return EX_USAGE;
+	}
+	for (unsigned i = 1; i < na; i++) {
+		if (abs_path(a[i], add[i - 1], PATH_MAX) < 0) {
+			fprintf(stderr, "framefs-admin: %s: %s\n", a[i], strerror(errno));
+			vol_close(&v);
+			return EX_USAGE;
+		}
+		addp[i - 1] = add[i - 1];
+	}
+	rc = vol_open(&v, VOL_STATUS, o->json); /* refuses members a daemon serves */
+	if (rc == EX_OK) { /* the grow mounts the volume itself, step by step */
+		ffs_ctl_free(v.ctl);
+		v.ctl = NULL;
+		if (v.fs)
+			ffs_unmount(v.fs);
+		if (v.r)
+			ff_raid_close(v.r);
+		v.fs = NULL;
+		v.r = NULL;
+		rc = na > 1 ? ffs_grow((const char *const *)v.paths, v.npaths, addp, na - 1, o->force, &err)
+			    : ffs_grow_resume((const char *const *)v.paths, v.npaths, &err);
+		if (rc < 0)
+			fprintf(stderr, "framefs-admin: grow: %s\n", err.msg);
+		else if (o->json)
+			printf("{\"grown\":true,\"added\":%u,\"seconds\":%.1f}\n", na - 1,
+			       (double)(ff_mono_ns() - t0) / 1e9);
+		else if (!o->quiet)
+			printf("grown: %u member(s) added, every file at the new width (%.1f s)\n", na - 1,
+			       (double)(ff_mono_ns() - t0) / 1e9);
+		rc = rc < 0 ? EX_FAILED : EX_OK;
+	}
+	vol_close(&v);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o = { 0 };
@@ -628,6 +694,8 @@ int main(int argc, char **argv)
 		vol_close(&v);
 		return rc;
 	}
+	if (!strcmp(words[0], "grow"))
+		return cmd_grow(words + 1, nwords - 1, &o);
 	for (unsigned i = 0; i < FF_ARRAY_SIZE(commands); i++)
 		if (!strcmp(words[0], commands[i].name))
 			return run(&commands[i], words + 1, nwords - 1, &o);

@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+# Proves: `framefs-admin grow MEMBERS NEW...` grows an unmounted volume to
+# the end (fs/grow/).  For each case (RAID5 x 3 + 1, RAID5 x 4 + 2, RAID6
+# x 5 + 2), a volume written through a real FUSE mount (frames of several
+# stripes, files with a packed tail, small files, a file with small
+# overwrites: patches) is grown, then
+#   1. fsck.framefs -n -c finds nothing to repair (every chunk checked);
+#   2. mounted on all its members, every file's sha256 is what was written,
+#      and df's size is the new width's: nstripes x (new data chunks) x
+#      chunk, against the old width's before (the rows' count is the same);
+#   3. a new file written, read back, and every file again, with one member
+#      left out (RAID6: two) on a read-only mount.
+# Refusals leave the volume as it was (fsck clean, files read back): a
+# member too small, a member given twice, a mounted volume.
+import hashlib
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from itlib import TestFailure, Volume, log  # noqa: E402
+
+ADMIN = os.environ["ADMIN"]
+MiB = 1 << 20
+
+
+def admin(*args):
+    return subprocess.run([ADMIN, *args], capture_output=True, text=True, timeout=600)
+
+
+def write_files(mnt):
+    """name -> sha256 of what was written."""
+    sums = {}
+    for i in range(6):  # frames: several stripes each, and a tail
+        data = os.urandom(3 * MiB + 4096 * (i + 1))
+        with open(os.path.join(mnt, "frame%03d.dpx" % i), "wb") as f:
+            f.write(data)
+        sums["frame%03d.dpx" % i] = hashlib.sha256(data).hexdigest()
+    for i in range(20):  # small files: the metadata pool or tails
+        data = os.urandom(1000 + 700 * i)
+        with open(os.path.join(mnt, "small%02d" % i), "wb") as f:
+            f.write(data)
+        sums["small%02d" % i] = hashlib.sha256(data).hexdigest()
+    big = bytearray(os.urandom(8 * MiB))
+    with open(os.path.join(mnt, "project.db"), "wb") as f:
+        f.write(big)
+    with open(os.path.join(mnt, "project.db"), "r+b") as f:  # small overwrites: patches
+        for k in range(8):
+            at = (k * 997 + 13) * 4096 % (len(big) - 4096)
+            piece = os.urandom(4096)
+            f.seek(at)
+            f.write(piece)
+            f.flush()
+            os.fsync(f.fileno())
+            big[at:at + 4096] = piece
+    sums["project.db"] = hashlib.sha256(bytes(big)).hexdigest()
+    return sums
+
+
+def check_files(mnt, sums, what):
+    for name, want in sums.items():
+        with open(os.path.join(mnt, name), "rb") as f:
+            got = hashlib.sha256(f.read()).hexdigest()
+        if got != want:
+            raise TestFailure("%s: %s differs after %s" % (name, got, what))
+
+
+def df_bytes(mnt):
+    st = os.statvfs(mnt)
+    return st.f_blocks * st.f_frsize
+
+
+def one_case(level, n, k):
+    vol = Volume(level, n, 256 * MiB, mkfs_args=("-c", "64K"))
+    try:
+        vol.mount()
+        sums = write_files(vol.mnt)
+        size_before = df_bytes(vol.mnt)
+        vol.unmount()
+        new = ["%s.n%d" % (vol.members[0], i) for i in range(k)]
+        for p in new:
+            with open(p, "wb") as f:
+                f.truncate(256 * MiB)
+        small = vol.members[0] + ".small"
+        with open(small, "wb") as f:
+            f.truncate(64 * MiB)
+        # refusals first: each leaves the volume as it was
+        r = admin("grow", vol.spec, small)
+        if r.returncode == 0 or "too small" not in r.stderr:
+            raise TestFailure("grow with a small member: exit %d: %s" % (r.returncode, r.stderr))
+        r = admin("grow", vol.spec, new[0], new[0])
+        if r.returncode == 0 or "given twice" not in r.stderr:
+            raise TestFailure("grow with a member twice: exit %d: %s" % (r.returncode, r.stderr))
+        vol.check_fsck()
+        vol.mount()
+        r = admin("grow", vol.mnt, new[0])
+        if r.returncode == 0 or "mounted" not in r.stderr:
+            raise TestFailure("grow of a mounted volume: exit %d: %s" % (r.returncode, r.stderr))
+        vol.unmount()
+        # the grow
+        r = admin("grow", vol.spec, *new)
+        if r.returncode != 0 or "grown" not in r.stdout:
+            raise TestFailure("grow: exit %d: %s %s" % (r.returncode, r.stdout, r.stderr))
+        log("RAID%d x %d + %d: %s" % (level, n, k, r.stdout.strip()))
+        vol.members += new
+        vol.spec = ",".join(vol.members)
+        vol.check_fsck()
+        vol.mount()
+        check_files(vol.mnt, sums, "the grow")
+        size_after = df_bytes(vol.mnt)
+        nparity = 1 if level == 5 else 2
+        want = size_before * (n + k - nparity) // (n - nparity)
+        if size_after != want:
+            raise TestFailure("df: %d bytes after the grow, want %d (%d before)"
+                              % (size_after, want, size_before))
+        data = os.urandom(5 * MiB)
+        with open(os.path.join(vol.mnt, "after.dpx"), "wb") as f:
+            f.write(data)
+        sums["after.dpx"] = hashlib.sha256(data).hexdigest()
+        check_files(vol.mnt, sums, "a new file")
+        vol.unmount()
+        vol.check_fsck()
+        # degraded, read-only: without the first old member (RAID6: and the last new one)
+        left = [vol.members[0]] + ([vol.members[-1]] if level == 6 else [])
+        spec, vol.spec = vol.spec, ",".join(m for m in vol.members if m not in left)
+        vol.mount("ro")
+        check_files(vol.mnt, sums, "the grow, degraded")
+        vol.unmount()
+        vol.spec = spec
+        os.unlink(small)
+        log("RAID%d x %d + %d: %d files read back, df %d -> %d MiB, fsck clean"
+            % (level, n, k, len(sums), size_before >> 20, size_after >> 20))
+    finally:
+        vol.cleanup()
+
+
+def main():
+    try:
+        for level, n, k in ((5, 3, 1), (5, 4, 2), (6, 5, 2)):
+            one_case(level, n, k)
+    except TestFailure as e:
+        print("FAIL: %s" % e)
+        return 1
+    print("PASS: framefs-admin grow grew RAID5 x 3 + 1, RAID5 x 4 + 2, RAID6 x 5 + 2 offline: "
+          "fsck clean, every file's sha256 the same, df at the new width, degraded reads")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -251,3 +251,38 @@ int ff_raid_grow_check(const char *const *paths, unsigned n, const char *const *
 {
 	return grow(paths, n, add, nadd, force, false, err);
 }
+
+int ff_raid_grow_written(const char *const *paths, unsigned n, const char *added)
+{
+	struct ff_member_sb *a = ff_alloc_aligned(sizeof(*a)), *b = ff_alloc_aligned(sizeof(*b));
+	struct ff_member m;
+	struct ff_err err = { "" };
+	int rc = -ENOMEM, found = 0;
+
+	if (!a || !b)
+		goto out;
+	rc = ff_member_open(&m, added, true, &err);
+	if (rc < 0)
+		goto out;
+	rc = ff_sb_read(&m, a);
+	ff_member_close(&m);
+	if (rc < 0) { /* no superblock there: the grow did not write it */
+		rc = 0;
+		goto out;
+	}
+	for (unsigned i = 0; i < n && !found; i++) {
+		if (ff_member_open(&m, paths[i], true, &err) < 0)
+			continue;
+		/* the same array, which is wider than the members given, and
+		 * `added` holds a role of it: the grow wrote it (finished or not) */
+		found = ff_sb_read(&m, b) == 0 && memcmp(a->array_uuid, b->array_uuid, 16) == 0 &&
+			ff_le32(b->nmembers) > n && ff_le32(a->role) != FF_ROLE_SPARE &&
+			ff_le32(a->role) < ff_le32(b->nmembers);
+		ff_member_close(&m);
+	}
+	rc = found;
+out:
+	free(a);
+	free(b);
+	return rc;
+}

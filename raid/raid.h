@@ -451,6 +451,9 @@ int ff_raid_set_row_geom(struct ff_raid *r, bool (*row_old)(void *arg, uint64_t 
  */
 int ff_raid_grow(const char *const *paths, unsigned n, const char *const *add, unsigned nadd,
 		 bool force, struct ff_err *err);
+/* Did a grow write `added` into the array of paths already (a grow that
+ * stopped after the superblocks: 1), or not (0)?  -errno if unreadable. */
+int ff_raid_grow_written(const char *const *paths, unsigned n, const char *added);
 /* ff_raid_grow's checks alone: 0 when it would grow, nothing written. */
 int ff_raid_grow_check(const char *const *paths, unsigned n, const char *const *add,
 		       unsigned nadd, bool force, struct ff_err *err);

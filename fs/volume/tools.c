@@ -150,6 +150,11 @@ int ffs_grow(const char *const *paths, unsigned n, const char *const *add, unsig
 			   FF_MEMBER_SET_MAX);
 		return -EINVAL;
 	}
+	memcpy(all, paths, n * sizeof(*all));
+	memcpy(all + n, add, nadd * sizeof(*all));
+	/* a grow that stopped after the array grew: it goes on from there */
+	if (nadd && ff_raid_grow_written(paths, n, add[0]) == 1)
+		return ffs_grow_resume(all, n + nadd, err);
 	/* every check of the members first: a refusal changes nothing */
 	rc = ff_raid_grow_check(paths, n, add, nadd, force, err);
 	if (rc < 0)
@@ -171,8 +176,6 @@ int ffs_grow(const char *const *paths, unsigned n, const char *const *add, unsig
 		rc = ff_raid_grow(paths, n, add, nadd, force, err);
 	if (rc < 0)
 		return rc;
-	memcpy(all, paths, n * sizeof(*all));
-	memcpy(all + n, add, nadd * sizeof(*all));
 	return ffs_grow_resume(all, n + nadd, err);
 }
 

@@ -148,6 +148,12 @@ int ffs_grow_mount(struct ffs *fs, struct ff_err *err)
 					   ff_le64(fs->sb->nstripes), &fs->orows, &nfree);
 		if (rc < 0)
 			ff_err_set(err, "cannot read the grow's old-rows map: %s", strerror(-rc));
+		else if (ff_le64(fs->sb->nstripes) - nfree)
+			ff_log(FF_LOG_WARN, "a grow to %u members is under way: %llu data stripes are "
+			       "still laid over %u; the files in them read as before and refuse writes "
+			       "until moved (framefs-admin grow MEMBERS, unmounted, moves them)",
+			       fs->g->nmembers, (unsigned long long)(ff_le64(fs->sb->nstripes) - nfree),
+			       old->nmembers);
 	} else if (rc == 0) {
 		/* read-only (check_super): nothing written since the array grew,
 		 * so every row in use is old and every free row new */

@@ -11,7 +11,6 @@
 # of a whole grow, measured first.
 #   IT_GROW_CRASH_ITERS=N  iterations (default 20)
 #   IT_SEED=N              the kill points (printed, to replay a failure)
-import hashlib
 import os
 import random
 import shutil
@@ -20,41 +19,11 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from growlib import MiB, check_files, write_files  # noqa: E402
 from itlib import TestFailure, Volume, log, seed_from_env  # noqa: E402
 
 ADMIN = os.environ["ADMIN"]
-MiB = 1 << 20
 MEMBER = 96 * MiB
-
-
-def write_files(mnt):
-    sums = {}
-    for i in range(8):
-        data = os.urandom(2 * MiB + 4096 * (i + 1))
-        with open(os.path.join(mnt, "frame%03d.dpx" % i), "wb") as f:
-            f.write(data)
-        sums["frame%03d.dpx" % i] = hashlib.sha256(data).hexdigest()
-    big = bytearray(os.urandom(4 * MiB))
-    with open(os.path.join(mnt, "project.db"), "wb") as f:
-        f.write(big)
-    with open(os.path.join(mnt, "project.db"), "r+b") as f:  # patches
-        for k in range(4):
-            at = (k * 331 + 7) * 4096 % (len(big) - 4096)
-            piece = os.urandom(4096)
-            f.seek(at)
-            f.write(piece)
-            f.flush()
-            os.fsync(f.fileno())
-            big[at:at + 4096] = piece
-    sums["project.db"] = hashlib.sha256(bytes(big)).hexdigest()
-    return sums
-
-
-def check_files(mnt, sums, what):
-    for name, want in sums.items():
-        with open(os.path.join(mnt, name), "rb") as f:
-            if hashlib.sha256(f.read()).hexdigest() != want:
-                raise TestFailure("%s differs after %s" % (name, what))
 
 
 def main():
@@ -69,7 +38,7 @@ def main():
     kills = 0
     try:
         vol.mount()
-        sums = write_files(vol.mnt)
+        sums = write_files(vol.mnt, 8, 2 * MiB, 0, 4 * MiB, 4)
         vol.unmount()
         for m, s in zip(old, saved):
             shutil.copyfile(m, s)
@@ -114,10 +83,8 @@ def main():
             grown.mount()
             try:
                 check_files(grown.mnt, sums, "iteration %d (seed %d, kill at %s s)"
-                            % (it, seed, "%.3f" % delay if delay is not None else "none"))
-                st = os.statvfs(grown.mnt)
-                if st.f_blocks == 0:
-                    raise TestFailure("no size")
+                            % (it, seed, "%.3f" % delay if delay is not None else "none"),
+                            TestFailure)
             finally:
                 grown.unmount()
             vol.nmounts = grown.nmounts

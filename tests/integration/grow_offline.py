@@ -18,51 +18,14 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from growlib import MiB, check_files, write_files  # noqa: E402
 from itlib import TestFailure, Volume, log  # noqa: E402
 
 ADMIN = os.environ["ADMIN"]
-MiB = 1 << 20
 
 
 def admin(*args):
     return subprocess.run([ADMIN, *args], capture_output=True, text=True, timeout=600)
-
-
-def write_files(mnt):
-    """name -> sha256 of what was written."""
-    sums = {}
-    for i in range(6):  # frames: several stripes each, and a tail
-        data = os.urandom(3 * MiB + 4096 * (i + 1))
-        with open(os.path.join(mnt, "frame%03d.dpx" % i), "wb") as f:
-            f.write(data)
-        sums["frame%03d.dpx" % i] = hashlib.sha256(data).hexdigest()
-    for i in range(20):  # small files: the metadata pool or tails
-        data = os.urandom(1000 + 700 * i)
-        with open(os.path.join(mnt, "small%02d" % i), "wb") as f:
-            f.write(data)
-        sums["small%02d" % i] = hashlib.sha256(data).hexdigest()
-    big = bytearray(os.urandom(8 * MiB))
-    with open(os.path.join(mnt, "project.db"), "wb") as f:
-        f.write(big)
-    with open(os.path.join(mnt, "project.db"), "r+b") as f:  # small overwrites: patches
-        for k in range(8):
-            at = (k * 997 + 13) * 4096 % (len(big) - 4096)
-            piece = os.urandom(4096)
-            f.seek(at)
-            f.write(piece)
-            f.flush()
-            os.fsync(f.fileno())
-            big[at:at + 4096] = piece
-    sums["project.db"] = hashlib.sha256(bytes(big)).hexdigest()
-    return sums
-
-
-def check_files(mnt, sums, what):
-    for name, want in sums.items():
-        with open(os.path.join(mnt, name), "rb") as f:
-            got = hashlib.sha256(f.read()).hexdigest()
-        if got != want:
-            raise TestFailure("%s: %s differs after %s" % (name, got, what))
 
 
 def df_bytes(mnt):
@@ -74,7 +37,7 @@ def one_case(level, n, k):
     vol = Volume(level, n, 256 * MiB, mkfs_args=("-c", "64K"))
     try:
         vol.mount()
-        sums = write_files(vol.mnt)
+        sums = write_files(vol.mnt, 6, 3 * MiB, 20, 8 * MiB, 8)
         size_before = df_bytes(vol.mnt)
         vol.unmount()
         new = ["%s.n%d" % (vol.members[0], i) for i in range(k)]
@@ -106,7 +69,7 @@ def one_case(level, n, k):
         vol.spec = ",".join(vol.members)
         vol.check_fsck()
         vol.mount()
-        check_files(vol.mnt, sums, "the grow")
+        check_files(vol.mnt, sums, "the grow", TestFailure)
         size_after = df_bytes(vol.mnt)
         nparity = 1 if level == 5 else 2
         want = size_before * (n + k - nparity) // (n - nparity)
@@ -117,14 +80,14 @@ def one_case(level, n, k):
         with open(os.path.join(vol.mnt, "after.dpx"), "wb") as f:
             f.write(data)
         sums["after.dpx"] = hashlib.sha256(data).hexdigest()
-        check_files(vol.mnt, sums, "a new file")
+        check_files(vol.mnt, sums, "a new file", TestFailure)
         vol.unmount()
         vol.check_fsck()
         # degraded, read-only: without the first old member (RAID6: and the last new one)
         left = [vol.members[0]] + ([vol.members[-1]] if level == 6 else [])
         spec, vol.spec = vol.spec, ",".join(m for m in vol.members if m not in left)
         vol.mount("ro")
-        check_files(vol.mnt, sums, "the grow, degraded")
+        check_files(vol.mnt, sums, "the grow, degraded", TestFailure)
         vol.unmount()
         vol.spec = spec
         os.unlink(small)

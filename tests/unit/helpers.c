@@ -282,3 +282,14 @@ int ut_run(const char *name, void (*add)(TCase *tc))
 	ut_sweep();
 	return failed ? 1 : 0;
 }
+
+void ut_junk_at(const char *path, uint64_t off)
+{
+	char junk[4096];
+	int fd = open(path, O_WRONLY);
+
+	ck_assert_int_ge(fd, 0);
+	memset(junk, 0x3c, sizeof(junk));
+	ck_assert_int_eq(pwrite(fd, junk, sizeof(junk), (off_t)off), (ssize_t)sizeof(junk));
+	close(fd);
+}

@@ -55,6 +55,9 @@ void ut_write_all(struct ff_raid *r);
 void ut_verify_all(struct ff_raid *r, const char *what);
 /* n fresh members of mb MiB, RAID level over them, assembled and written. */
 struct ff_raid *ut_written_array(unsigned level, unsigned n, unsigned mb);
+/* 4 KiB of junk (0x3c) at byte off of the file at path: a torn or
+ * damaged member write, as the tests inject it. */
+void ut_junk_at(const char *path, uint64_t off);
 /* FF_RAID_CHECK of one stripe: the parity mismatch bits. */
 uint32_t ut_parity_mismatch(struct ff_raid *r, uint64_t stripe, void *buf);
 

@@ -305,16 +305,6 @@ static uint32_t row_mismatch(struct ff_raid *r, uint64_t s, void *buf)
 	return atomic_load(&io.check_mismatch);
 }
 
-static void junk_at(const char *path, uint64_t off)
-{
-	char junk[4096];
-	int fd = open(path, O_WRONLY);
-
-	memset(junk, 0x3c, sizeof(junk));
-	ck_assert_int_eq(pwrite(fd, junk, sizeof(junk), (off_t)off), (ssize_t)sizeof(junk));
-	close(fd);
-}
-
 /*
  * A process dies with partial writes in flight in a row of each geometry;
  * the torn writes are stood for by junk over each row's parity chunk.  The
@@ -379,7 +369,7 @@ START_TEST(unclean_grown_array_resyncs_each_row_in_its_geometry)
 		ff_raid_close(r);
 		ut_assemble_ro = false;
 		for (unsigned i = 0; i < 2; i++) /* fault: the torn writes */
-			junk_at(ut_paths[pm[i]], data_offset + rows[i] * chunk + 8192);
+			ut_junk_at(ut_paths[pm[i]], data_offset + rows[i] * chunk + 8192);
 	}
 	/* assembled and closed without the hook (a mount that failed): the
 	 * resync is still owed at the next assembly */

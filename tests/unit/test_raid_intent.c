@@ -29,16 +29,6 @@ static unsigned parity_member(struct ff_raid *r, uint64_t s)
 	return (unsigned)__builtin_ctz(~used);
 }
 
-static void junk_at(const char *path, uint64_t off)
-{
-	char junk[4096];
-	int fd = open(path, O_WRONLY);
-
-	memset(junk, 0x3c, sizeof(junk));
-	ck_assert_int_eq(pwrite(fd, junk, sizeof(junk), (off_t)off), (ssize_t)sizeof(junk));
-	close(fd);
-}
-
 /* A process dies with writes in flight in one region; stale parity there
  * (the torn write, injected by writing junk over a parity chunk) is found
  * and rewritten at the next assembly, while stale parity in a region that
@@ -88,8 +78,8 @@ START_TEST(crash_resyncs_only_regions_in_flight)
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	ck_assert_int_eq(WEXITSTATUS(status), 0);
 	/* fault: the torn write (junk over hot parity) and old damage in the cold region */
-	junk_at(ut_paths[pm_hot], g->data_offset + s_hot * g->chunk_bytes + 8192);
-	junk_at(ut_paths[pm_cold], g->data_offset + s_cold * g->chunk_bytes + 8192);
+	ut_junk_at(ut_paths[pm_hot], g->data_offset + s_hot * g->chunk_bytes + 8192);
+	ut_junk_at(ut_paths[pm_cold], g->data_offset + s_cold * g->chunk_bytes + 8192);
 	r = ut_assemble(ut_pp, 4);
 	ck_assert_uint_eq(ff_raid_resync_regions(r), 1);
 	ck_assert_uint_eq(ut_parity_mismatch(r, s_hot, buf), 0);

@@ -149,7 +149,7 @@ int ffs_grow_mount(struct ffs *fs, struct ff_err *err)
 		if (rc < 0)
 			ff_err_set(err, "cannot read the grow's old-rows map: %s", strerror(-rc));
 		else if (ff_le64(fs->sb->nstripes) - nfree)
-			ff_log(FF_LOG_WARN, "a grow to %u members is under way: %llu data stripes are "
+			ff_log(FF_LOG_INFO, "a grow to %u members is under way: %llu data stripes are "
 			       "still laid over %u; the files in them read as before and refuse writes "
 			       "until moved (framefs-admin grow MEMBERS, unmounted, moves them)",
 			       fs->g->nmembers, (unsigned long long)(ff_le64(fs->sb->nstripes) - nfree),

@@ -9,6 +9,7 @@
 #    that it left nothing behind; a script without a NAME_smoke.sh fails this test.
 # Each script's time is printed. Not a timing test: no figure is compared to a bar.
 # Usage: bench_smoke.sh SOURCE-DIR BUILD-DIR [NAME...]   (NAME: rebuild, frames, ...; default all)
+#        bench_smoke.sh SOURCE-DIR BUILD-DIR --except NAME...   (every script but those)
 set -u
 SRC=$1
 BUILD=$2
@@ -24,7 +25,16 @@ for s in "$SRC"/bench/*.sh; do
 	[ "$n" = lib ] || names+=("$n")
 done
 [ "${#names[@]}" -gt 0 ] || need "no script in $SRC/bench"
-[ $# = 0 ] || names=("$@")
+if [ "${1:-}" = --except ]; then
+	shift
+	keep=()
+	for n in "${names[@]}"; do
+		[[ " $* " == *" $n "* ]] || keep+=("$n")
+	done
+	names=("${keep[@]}")
+elif [ $# -gt 0 ]; then
+	names=("$@")
+fi
 empty=$(mktemp -d /tmp/bench-smoke-nobuild.XXXXXX)
 trap 'rm -rf "$empty"' EXIT
 

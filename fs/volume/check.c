@@ -201,7 +201,7 @@ const char *ffs_check_super_problem(const struct ffs *fs, const struct ffs_super
 	    ff_le32(sb->block_bytes) != FFS_BLOCK)
 		return "unsupported version or block size";
 	if (ff_le32(sb->version) >= FFS_VERSION_GROWN && ff_le32(sb->grow.state) != FFS_GROW_NONE)
-		return "a grow is under way (fs/grow/): this fsck cannot check it; mount it instead";
+		return FFS_CHECK_GROW_UNDER_WAY;
 	if (memcmp(sb->uuid, ff_raid_uuid(fs->raid), 16) != 0)
 		return "made for another array";
 	if (ff_le32(sb->level) != g->level || ff_le32(sb->nmembers) != g->nmembers ||

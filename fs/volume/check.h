@@ -108,4 +108,10 @@ int ffs_check_patch_replay(struct ffs *fs, unsigned *replayed);
  * something. */
 int ffs_check_finish(struct ffs *fs);
 
+/* ffs_check_super_problem's answer for a superblock whose grow is under way
+ * (format.h, struct ffs_grow_rec): not damage, so never a reason to rebuild
+ * the superblock; mounting (or framefs-admin grow) finishes the grow. */
+#define FFS_CHECK_GROW_UNDER_WAY \
+	"a grow is under way: this fsck cannot check it; framefs-admin grow MEMBERS finishes it"
+
 #endif

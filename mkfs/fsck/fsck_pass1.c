@@ -165,7 +165,8 @@ static int choose_super(struct fsck *c, struct ffs_super *copy)
 		 * wrong may be the array (its member superblocks), not the copies */
 		if (why[i] && (!strcmp(why[i], "made for another array") ||
 			       !strcmp(why[i], "unsupported version or block size") ||
-			       !strcmp(why[i], "geometry differs from the array")))
+			       !strcmp(why[i], "geometry differs from the array") ||
+			       !strcmp(why[i], FFS_CHECK_GROW_UNDER_WAY)))
 			misfit = true;
 	}
 	if (best < 0)

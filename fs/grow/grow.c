@@ -41,6 +41,13 @@ bool ffs_grow_layout_ok(const struct ffs_super *sb, uint32_t xw, uint64_t meta_b
 	       end + ff_le64(gr->pool_cut) <= meta_blocks;
 }
 
+bool ffs_grow_ended(const struct ffs_super *sb, const struct ff_geom *g)
+{
+	return ff_le32(sb->version) >= FFS_VERSION_GROWN && ff_le64(sb->grow.pool_cut) &&
+	       ff_le32(sb->grow.state) == FFS_GROW_NONE && ff_le32(sb->nmembers) == g->nmembers &&
+	       ff_le32(sb->ndata) == g->ndata;
+}
+
 /* The engine's row hook (raid.h): the filesystem's map, read unlocked. */
 static bool row_old(void *arg, uint64_t row)
 {
@@ -140,6 +147,8 @@ int ffs_grow_mount(struct ffs *fs, struct ff_err *err)
 		ffs_grow_records_use(fs);
 	if (!old)
 		return 0; /* PREPARED on the old array works as before; NONE: no grow */
+	if (ffs_grow_ended(fs->sb, fs->g)) /* every row at the new width: the array ends it too */
+		return fs->ro ? 0 : ff_raid_grow_finish(fs->raid);
 	if (state == FFS_GROW_PREPARED && !fs->ro)
 		rc = adopt(fs, err);
 	if (rc == 0 && ff_le32(fs->sb->grow.state) == FFS_GROW_GROWING) {
@@ -360,7 +369,8 @@ static uint64_t old_rows_left(const struct ffs *fs)
 }
 
 /* The last old row freed: the grow's record says so, then the array
- * forgets its old geometry (a stop between: the next run finishes it). */
+ * forgets its old geometry (a stop between: the next read-write mount
+ * ends it, ffs_grow_mount). */
 static int finish(struct ffs *fs)
 {
 	int rc;

@@ -23,6 +23,10 @@ void ffs_grow_records_use(struct ffs *fs);
  * superblock (PREPARED) for an array of new_nmembers; 0 at once when a
  * grow to that width was prepared already. */
 int ffs_grow_prepare(struct ffs *fs, uint32_t new_nmembers, struct ff_err *err);
+/* Did the filesystem end a grow to g's width (state none, its records
+ * kept, the superblock at that width) that the array has not ended yet
+ * (a stop between the two: ffs_grow_mount ends it)? */
+bool ffs_grow_ended(const struct ffs_super *sb, const struct ff_geom *g);
 /* Are sb's grow records (version 6) where they must be: after the pool,
  * in its last pool_cut blocks, each large enough?  xw: checksums an
  * extension entry must hold. */

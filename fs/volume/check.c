@@ -42,8 +42,8 @@ int ffs_check_open(const char *const *paths, unsigned n, bool ro, size_t meta_ca
 		/* its rows are in two geometries (raid.h, "growing"): the checks
 		 * below read every stripe in the array's */
 		ff_err_set(err, "the array was grown to %u members under the filesystem (made on "
-			   "%u): this fsck.framefs cannot check a volume whose rows are not moved yet; "
-			   "it can be mounted read-only", ff_raid_geom(fs->raid)->nmembers,
+			   "%u) and its rows are not all moved: fsck.framefs cannot check it until "
+			   "framefs-admin grow MEMBERS finishes the grow", ff_raid_geom(fs->raid)->nmembers,
 			   ff_raid_geom_old(fs->raid)->nmembers);
 		ff_raid_close(fs->raid);
 		pthread_mutex_destroy(&fs->lock);

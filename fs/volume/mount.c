@@ -274,7 +274,8 @@ static int check_super(const struct ffs *fs, const struct ffs_super *sb, struct 
 	/* the geometry the superblock's fields describe: the array's, or the
 	 * old one of an array grown under a filesystem that has not taken the
 	 * grow on (PREPARED: this mount does, fs/grow/grow.c) */
-	const struct ff_geom *made = old && state != FFS_GROW_GROWING ? old : g;
+	const struct ff_geom *made = old && state != FFS_GROW_GROWING && !ffs_grow_ended(sb, g) ? old
+											: g;
 	/* data chunks the checksum table's entries hold (the rest: the grow's extension) */
 	uint32_t table_ndata = state == FFS_GROW_PREPARED ? made->ndata : made->ndata - xw;
 	uint64_t meta = g->meta_bytes / FFS_BLOCK;
@@ -311,8 +312,8 @@ static int check_super(const struct ffs *fs, const struct ffs_super *sb, struct 
 		/* raid.h, "growing": the rows are the filesystem's to move, and
 		 * this one cannot yet; it reads each row in its geometry */
 		ff_err_set(err, "the array was grown to %u members under the filesystem (made on "
-			   "%u): this framefs cannot move the volume's rows to the new width, so it "
-			   "mounts it read-only only", g->nmembers, made->nmembers);
+			   "%u) without its records (framefs-admin grow makes them): it mounts "
+			   "read-only only", g->nmembers, made->nmembers);
 		return -EROFS;
 	}
 	if (ff_le32(sb->level) != made->level || ff_le32(sb->nmembers) != made->nmembers ||

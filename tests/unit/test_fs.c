@@ -30,6 +30,7 @@
 #include "fs/volume/volume.h" /* the library's own test: internals where it needs them */
 #include "io/fault.h"
 #include "raid/raid.h"
+#include "raid/sb.h"
 #include "tests/unit/helpers.h"
 
 #define NM 4
@@ -366,6 +367,22 @@ START_TEST(grow_new_files_take_the_new_width)
 
 	/* the restripe: the old files move, the grow ends */
 	ck_assert_msg(ffs_grow_resume(all, NM + 1, &err) == 0, "restripe: %s", err.msg);
+	/* a stop between the filesystem's end of the grow and the array's: the
+	 * members' superblocks put back to say grown; the next mount ends it */
+	for (unsigned i = 0; i < NM + 1; i++) {
+		struct ff_member_sb *msb = ff_alloc_aligned(sizeof(*msb));
+		struct ff_member m;
+
+		ck_assert_int_eq(ff_member_open(&m, all[i], false, &err), 0);
+		ck_assert_int_eq(ff_sb_read(&m, msb), 0);
+		ck_assert_uint_eq(ff_le32(msb->old_nmembers), 0);
+		msb->version = ff_cpu_to_le32(FF_MEMBER_SB_VERSION_GROWN);
+		msb->old_level = msb->level;
+		msb->old_nmembers = ff_cpu_to_le32(NM);
+		ck_assert_int_eq(ff_sb_write(&m, msb), 0);
+		ff_member_close(&m);
+		free(msb);
+	}
 	fs = remount_members(all, NM + 1, false);
 	ck_assert_ptr_null(ff_raid_geom_old(ffs_raid(fs)));
 	ck_assert_ptr_null(fs->orows);

@@ -309,8 +309,9 @@ static int check_super(const struct ffs *fs, const struct ffs_super *sb, struct 
 		return -EINVAL;
 	}
 	if (made != g && state == FFS_GROW_NONE && !fs->ro) {
-		/* raid.h, "growing": the rows are the filesystem's to move, and
-		 * this one cannot yet; it reads each row in its geometry */
+		/* raid.h, "growing": grown by the RAID library alone, with no
+		 * record of which rows are old; read-only, every row is read in
+		 * its geometry (fs/grow/grow.c) */
 		ff_err_set(err, "the array was grown to %u members under the filesystem (made on "
 			   "%u) without its records (framefs-admin grow makes them): it mounts "
 			   "read-only only", g->nmembers, made->nmembers);

@@ -163,7 +163,8 @@ step() { # NAME MESON-TEST-ARGS...
 # The CI-sized job (./setup.sh test): 35 minutes at most on a quiet 2-core
 # machine.  Tests run two at a time but for those meson.build marks
 # is_parallel : false (they change the kernel's FUSE settings or /etc/fstab,
-# or time what they check), which run alone.
+# or time what they check), which run alone, first (tests/meson.build: the
+# order of a step).
 #  1. Release on libfuse 3.18.3, FUSE over io_uring, every suite.
 #  2. The crash, power-loss and concurrent random-operation tests again over
 #     /dev/fuse on libfuse 3.18.3, with smaller loops.

@@ -185,10 +185,12 @@ int ffs_unmount(struct ffs *fs);
  * (fs/grow/grow.c), run to the end: every check first (raid.h
  * ff_raid_grow), then the filesystem's records, the array's superblocks,
  * the records taken on, and every file moved to the new width
- * (ffs_grow_resume).  err says why a refusal refused.
+ * (ffs_grow_resume; restripe false: left to the next mount, whose daemon
+ * moves them in the background, ffs_grow_start).  err says why a refusal
+ * refused.
  */
 int ffs_grow(const char *const *paths, unsigned n, const char *const *add, unsigned nadd,
-	     bool force, struct ff_err *err);
+	     bool force, bool restripe, struct ff_err *err);
 /* Mount paths (a grown array), move what is left in the old geometry,
  * unmount: a grow stopped anywhere goes on to its end. */
 int ffs_grow_resume(const char *const *paths, unsigned n, struct ff_err *err);
@@ -205,6 +207,32 @@ struct ffs_grow_progress {
  * Nothing else may write the volume meanwhile (offline: ffs_grow).
  */
 int ffs_grow_run(struct ffs *fs, struct ffs_grow_progress *pr);
+/*
+ * Mounted (the daemon, after ffs_mount): the same restripe in a thread of
+ * its own, yielding to streams as a rebuild does (ffs_grow_set_rate: min
+ * while files are read or written, max when idle, 0 no limit); events
+ * grow-started, grow-finished, grow-failed.  0 at once when no grow is
+ * under way.  ffs_unmount stops it between two stripes (ffs_grow_stop):
+ * the next mount goes on.
+ */
+int ffs_grow_start(struct ffs *fs);
+void ffs_grow_stop(struct ffs *fs);
+struct ffs_grow_status {
+	bool active;                 /* the thread is moving files */
+	bool done;                   /* it ended with every row at the new width */
+	int error;                   /* -errno: it stopped on this (the next mount goes on) */
+	uint32_t old_nmembers, new_nmembers;
+	uint64_t capacity_before, capacity_after; /* data bytes of the rows at each width */
+	uint64_t rows_before, rows_left;          /* rows in the old geometry: at start, now */
+	uint64_t files_moved, bytes_moved;
+	double fraction, mb_per_s, eta_s;         /* of rows_before; since it started */
+};
+void ffs_grow_status(struct ffs *fs, struct ffs_grow_status *st);
+/* Block until the restripe thread ends (done, failed or stopped). */
+int ffs_grow_wait(struct ffs *fs, struct ffs_grow_status *st);
+#define FFS_GROW_MIN_BPS_DEFAULT (64 * FF_MiB)
+#define FFS_GROW_MAX_BPS_DEFAULT 0ull
+void ffs_grow_set_rate(struct ffs *fs, uint64_t min_bps, uint64_t max_bps);
 /* Write all buffered data and commit (unmount). */
 int ffs_sync(struct ffs *fs);
 /*

@@ -90,6 +90,7 @@ struct rcache;
 struct pcache;
 struct wpool;
 struct scrub;
+struct restripe;
 struct merges;
 struct tails;
 
@@ -185,6 +186,7 @@ struct ffs {
 	struct rcache *rcache;
 	struct pcache *pcache;      /* the newest patched blocks (pcache.c); NULL: none */
 	struct scrub *scrub;
+	struct restripe *restripe;  /* a grow's restripe (fs/grow/restripe.c); NULL: none */
 	struct merges *merges;      /* merges in the background (merge.c) */
 	struct watch *watch;        /* requests in flight (watch.c) */
 	uint8_t *small_buf;         /* one block for small-data reads (fs->lock) */

@@ -20,6 +20,9 @@ static const char *const event_names[FF_EVENT_KINDS] = {
 	[FF_EVENT_SCRUB_FINISHED] = "scrub-finished",
 	[FF_EVENT_EVENTS_DROPPED] = "events-dropped",
 	[FF_EVENT_LABEL_CHANGED] = "label-changed",
+	[FF_EVENT_GROW_STARTED] = "grow-started",
+	[FF_EVENT_GROW_FINISHED] = "grow-finished",
+	[FF_EVENT_GROW_FAILED] = "grow-failed",
 };
 
 const char *ff_event_name(enum ff_event_kind kind)

@@ -204,6 +204,9 @@ enum ff_event_kind {
 	FF_EVENT_SCRUB_FINISHED,
 	FF_EVENT_EVENTS_DROPPED,    /* the queue was full: detail says how many were lost */
 	FF_EVENT_LABEL_CHANGED,     /* detail: the new label (raid/label.h) */
+	FF_EVENT_GROW_STARTED,      /* a restripe began or went on (fs/grow/restripe.c): detail, what is left */
+	FF_EVENT_GROW_FINISHED,     /* every row at the new width */
+	FF_EVENT_GROW_FAILED,       /* detail: why; the next mount goes on */
 	FF_EVENT_KINDS
 };
 

@@ -40,6 +40,7 @@
  *                                  the role when the copy is done
  *   rebuild                        start or resume the rebuild
  *   scrub start [norepair] | scrub stop | scrub status
+ *   grow status                    where a grow's restripe stands
  *   set KEY=VALUE ...              rebuild_min, rebuild_max, scrub_min,
  *                                  scrub_max in bytes per second (0 = no
  *                                  limit for *_max); label=TEXT
@@ -110,6 +111,12 @@
  *             chunks_repaired, chunks_unrepairable, parity_bad,
  *             parity_repaired, meta_bad, meta_repaired, unreadable}]}
  *             | null (no filesystem),
+ *   grow:    {state: "none"|"restriping"|"done"|"failed"|"stopped", active,
+ *             old_members, new_members, capacity_before, capacity_after
+ *             (data bytes at each width), rows_before, rows_left (rows in
+ *             the old geometry), files_moved, bytes_moved, fraction,
+ *             percent, mb_per_s, eta_s, error: string|null} | null (no
+ *             filesystem); restriping moves at the rebuild's rates,
  *   rates:   {rebuild_min_bps, rebuild_max_bps, scrub_min_bps, scrub_max_bps},
  *   (mb_per_s is 10^6 bytes per second, as it always was here; the text
  *   status shows rates and progress alike in MiB/s, 2^20 bytes per second)
@@ -161,7 +168,7 @@
  * Other answers: fail/remove/add/replace/rebuild/set/fault/sync return
  * {"ok": true, "message": "..."} plus, for rebuild, "rebuild": {...}, for
  * sync, "merges" (background merges finished while it waited);
- * scrub returns {"ok": true, "scrub": {...}}.
+ * scrub returns {"ok": true, "scrub": {...}}; grow {"ok": true, "grow": {...}}.
  *
  * The same requests run in-process (ffs_ctl_exec) on an unmounted volume:
  * framefs-admin assembles it and answers offline with the same JSON

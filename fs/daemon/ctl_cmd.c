@@ -307,11 +307,27 @@ static int cmd_scrub(struct ffs_ctl *c, char **w, unsigned nw, json_object **out
 	return 0;
 }
 
+/* grow status: where a grow's restripe stands (framefs-admin grow
+ * MOUNTPOINT; --wait asks again until it ends). */
+static int cmd_grow(struct ffs_ctl *c, char **w, unsigned nw, json_object **out)
+{
+	if (!c->fs)
+		return ctl_reply_error(out, -ENOTSUP, "grow needs the filesystem");
+	if (nw != 2 || strcmp(w[1], "status"))
+		return ctl_reply_error(out, -EINVAL, "usage: grow status (members are added to an "
+				       "unmounted volume: framefs-admin grow --no-restripe MEMBERS NEW...)");
+	*out = ctl_reply_ok(NULL);
+	json_object_object_add(*out, "grow", ctl_grow_json(c->fs));
+	return 0;
+}
+
 void ctl_apply_rates(struct ffs_ctl *c)
 {
 	ff_raid_set_rebuild_rate(c->r, c->rebuild_min_bps, c->rebuild_max_bps);
-	if (c->fs)
+	if (c->fs) {
 		ffs_scrub_set_rate(c->fs, c->scrub_min_bps, c->scrub_max_bps);
+		ffs_grow_set_rate(c->fs, c->rebuild_min_bps, c->rebuild_max_bps); /* as a rebuild */
+	}
 }
 
 #define SET_KEYS "label, rebuild_min, rebuild_max, scrub_min, scrub_max"
@@ -498,7 +514,7 @@ int ctl_dispatch(struct ffs_ctl *c, char **w, unsigned nw, json_object **out)
 		{ "fail", cmd_fail },       { "remove", cmd_remove }, { "add", cmd_add },
 		{ "replace", cmd_replace }, { "rebuild", cmd_rebuild }, { "scrub", cmd_scrub },
 		{ "set", cmd_set },         { "fault", cmd_fault },     { "re-add", cmd_readd },
-		{ "sync", cmd_sync },       { "times", cmd_times },
+		{ "sync", cmd_sync },       { "times", cmd_times },     { "grow", cmd_grow },
 	};
 
 	if (nw == 0)

@@ -50,6 +50,7 @@ json_object *ctl_reply_ok(const char *message);
 const char *ctl_member_state_name(enum ff_member_state s);
 json_object *ctl_rebuild_json(struct ff_raid *r);
 json_object *ctl_scrub_json(struct ffs *fs);
+json_object *ctl_grow_json(struct ffs *fs);
 /* Members that cannot be read right now: failed, missing or not rebuilt. */
 unsigned ctl_unreadable_roles(struct ff_raid *r, unsigned *rebuilding);
 json_object *ctl_status_json(struct ffs_ctl *c);

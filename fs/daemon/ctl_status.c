@@ -231,6 +231,36 @@ static json_object *scrub_history_json(struct ffs *fs)
 	return arr;
 }
 
+/* A grow's restripe (fs/grow/restripe.c): state none, restriping, done,
+ * failed or stopped; rows in the old geometry, the rate, the capacity at
+ * the old and new widths. */
+json_object *ctl_grow_json(struct ffs *fs)
+{
+	struct ffs_grow_status st;
+	json_object *o = json_object_new_object();
+	const char *state;
+
+	ffs_grow_status(fs, &st);
+	state = st.active ? "restriping" : st.done ? "done" : st.error ? "failed"
+	      : st.old_nmembers ? "stopped" : "none";
+	ctl_jadd_str(o, "state", state);
+	ctl_jadd_bool(o, "active", st.active);
+	ctl_jadd_u64(o, "old_members", st.old_nmembers);
+	ctl_jadd_u64(o, "new_members", st.new_nmembers);
+	ctl_jadd_u64(o, "capacity_before", st.capacity_before);
+	ctl_jadd_u64(o, "capacity_after", st.capacity_after);
+	ctl_jadd_u64(o, "rows_before", st.rows_before);
+	ctl_jadd_u64(o, "rows_left", st.rows_left);
+	ctl_jadd_u64(o, "files_moved", st.files_moved);
+	ctl_jadd_u64(o, "bytes_moved", st.bytes_moved);
+	json_object_object_add(o, "fraction", ctl_jdbl(st.fraction, "%.6f"));
+	json_object_object_add(o, "percent", ctl_jdbl(st.fraction * 100, "%.2f"));
+	json_object_object_add(o, "mb_per_s", ctl_jdbl(st.mb_per_s, "%.1f"));
+	json_object_object_add(o, "eta_s", ctl_jdbl(st.eta_s, "%.1f"));
+	ctl_jadd_str(o, "error", st.error ? strerror(-st.error) : NULL);
+	return o;
+}
+
 json_object *ctl_scrub_json(struct ffs *fs)
 {
 	struct ffs_scrub_status *st = calloc(1, sizeof(*st));
@@ -439,6 +469,7 @@ json_object *ctl_status_json(struct ffs_ctl *c)
 	json_object_object_add(o, "replacing_role", ff_raid_replacing(r) >= 0
 			       ? json_object_new_int(ff_raid_replacing(r)) : NULL);
 	json_object_object_add(o, "scrub", c->fs ? ctl_scrub_json(c->fs) : NULL);
+	json_object_object_add(o, "grow", c->fs ? ctl_grow_json(c->fs) : NULL);
 	ctl_jadd_u64(rates, "rebuild_min_bps", c->rebuild_min_bps);
 	ctl_jadd_u64(rates, "rebuild_max_bps", c->rebuild_max_bps);
 	ctl_jadd_u64(rates, "scrub_min_bps", c->scrub_min_bps);

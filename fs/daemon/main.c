@@ -153,6 +153,7 @@ static void usage(const char *prog)
 	       "  -o event_cmd=PROGRAM   run PROGRAM EVENT MOUNTPOINT [MEMBER] (no shell) on member-failed,\n"
 	       "                         degraded, rebuild-started, rebuild-finished, rebuild-failed,\n"
 	       "                         scrub-found-errors, scrub-finished, label-changed,\n"
+	       "                         grow-started, grow-finished, grow-failed,\n"
 	       "                         events-dropped; it gets\n"
 	       "                         FRAMEFS_EVENT, _VOLUME, _UUID, _LABEL, _MEMBER, _MEMBER_ROLE,\n"
 	       "                         _MEMBER_SERIAL, _DETAIL in its environment; one at a time\n"
@@ -461,6 +462,9 @@ int main(int argc, char **argv)
 	tune_bdi(mnt_real, c.bdi_ra_kb);
 	ctl = ffs_ctl_start(fs, mnt_real, ffs_transport_json); /* framefs-admin's control socket */
 	free(mnt_real);
+	/* a grow under way goes on in the background, at the rates ctl set */
+	if (ffs_grow_start(fs) < 0)
+		ff_log(FF_LOG_ERR, "cannot start the grow's restripe: the next mount tries again");
 	report(report_fd, "");
 	if (!fo.foreground) {
 		detach_stdio();

@@ -295,13 +295,27 @@ static uint64_t file_size_geo(struct ffs *fs, struct finode *fi, const struct ff
 	return size;
 }
 
+/* Did fi leave geometry geo (a grow's restripe moved it, restripe.c, or it
+ * was truncated to 0)?  Its file stripes are then of another size. */
+static bool geo_moved(struct ffs *fs, struct finode *fi, const struct ffs_geo *geo)
+{
+	bool moved;
+
+	if (!fs->orows)
+		return false;
+	pthread_mutex_lock(&fs->lock);
+	moved = ffs_file_geo(fs, fi) != geo;
+	pthread_mutex_unlock(&fs->lock);
+	return moved;
+}
+
 ssize_t ffs_data_read(struct ffs *fs, struct finode *fi, void *buf, size_t len, uint64_t off,
 		      unsigned flags)
 {
 	const struct ffs_geo *geo;
 	uint64_t size = file_size_geo(fs, fi, &geo), S = geo->g->stripe_bytes;
 	uint8_t *dst = buf;
-	size_t done = 0;
+	size_t done = 0, asked = len;
 	int rc = 0;
 
 	if (off >= size)
@@ -333,6 +347,18 @@ ssize_t ffs_data_read(struct ffs *fs, struct finode *fi, void *buf, size_t len, 
 			if (hold || !map_moved(fi, gen))
 				break;
 			atomic_fetch_add(&fs->stats.reads_again, 1);
+			if (geo_moved(fs, fi, geo))
+				break;
+		}
+		/* moved to another geometry under this read: the whole read
+		 * again in the new one (a file moves once: old to new) */
+		if (rc >= 0 && geo_moved(fs, fi, geo)) {
+			size = file_size_geo(fs, fi, &geo);
+			S = geo->g->stripe_bytes;
+			done = 0;
+			len = off >= size ? 0 : (size_t)FF_MIN((uint64_t)asked, size - off);
+			rc = 0;
+			continue;
 		}
 		if (rc >= 0)
 			done += n;
@@ -361,6 +387,8 @@ ssize_t ffs_data_read_ref(struct ffs *fs, struct finode *fi, size_t len, uint64_
 	unsigned n = 0;
 
 	ref->n = 0;
+	if (geo != &fs->geo[0])
+		return -EAGAIN; /* not moved since a grow: copied (ffs_data_read follows a move) */
 	if (off >= size)
 		return 0;
 	len = (size_t)FF_MIN((uint64_t)len, size - off);

@@ -31,5 +31,7 @@ bool ffs_grow_ended(const struct ffs_super *sb, const struct ff_geom *g);
  * in its last pool_cut blocks, each large enough?  xw: checksums an
  * extension entry must hold. */
 bool ffs_grow_layout_ok(const struct ffs_super *sb, uint32_t xw, uint64_t meta_blocks);
+/* At unmount and on a failed mount (restripe.c): the thread stopped, freed. */
+void ffs_grow_free(struct ffs *fs);
 
 #endif

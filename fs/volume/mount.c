@@ -480,6 +480,7 @@ static void fs_free(struct ffs *fs)
 {
 	ffs_watch_stop(fs);
 	ffs_scrub_free(fs);
+	ffs_grow_free(fs);
 	ffs_data_free(fs);
 	ffs_icache_free(fs);
 	ffs_meta_cache_free(fs);
@@ -764,6 +765,7 @@ int ffs_unmount(struct ffs *fs)
 	int rc = 0, rc2;
 
 	ffs_scrub_stop(fs);
+	ffs_grow_stop(fs);   /* between two stripes: the next mount goes on */
 	ffs_merges_stop(fs); /* before the last sync: no merge after it */
 	ffs_journal_thread_stop(fs);
 	if (!fs->ro) {

@@ -139,7 +139,7 @@ static int grow_mount(const char *const *paths, unsigned n, struct ffs **fs, str
 }
 
 int ffs_grow(const char *const *paths, unsigned n, const char *const *add, unsigned nadd,
-	     bool force, struct ff_err *err)
+	     bool force, bool restripe, struct ff_err *err)
 {
 	const char *all[FF_MEMBER_SET_MAX];
 	struct ffs *fs;
@@ -154,7 +154,7 @@ int ffs_grow(const char *const *paths, unsigned n, const char *const *add, unsig
 	memcpy(all + n, add, nadd * sizeof(*all));
 	/* a grow that stopped after the array grew: it goes on from there */
 	if (nadd && ff_raid_grow_written(paths, n, add[0]) == 1)
-		return ffs_grow_resume(all, n + nadd, err);
+		return restripe ? ffs_grow_resume(all, n + nadd, err) : 0;
 	/* every check of the members first: a refusal changes nothing */
 	rc = ff_raid_grow_check(paths, n, add, nadd, force, err);
 	if (rc < 0)
@@ -174,7 +174,7 @@ int ffs_grow(const char *const *paths, unsigned n, const char *const *add, unsig
 	}
 	if (rc == 0)
 		rc = ff_raid_grow(paths, n, add, nadd, force, err);
-	if (rc < 0)
+	if (rc < 0 || !restripe)
 		return rc;
 	return ffs_grow_resume(all, n + nadd, err);
 }

@@ -362,7 +362,7 @@ START_TEST(grow_new_files_take_the_new_width)
 		ck_assert_int_ne(ffs_lookup(fs, FFS_ROOT_INO, names[0], &st), 0);
 		ck_assert_int_eq(ffs_unmount(fs), 0);
 	}
-	ck_assert_int_eq(ffs_grow(all, NM + 1, add, 1, false, &err), -EBUSY);
+	ck_assert_int_eq(ffs_grow(all, NM + 1, add, 1, false, true, &err), -EBUSY);
 	ck_assert_msg(strstr(err.msg, "restripe finish"), "%s", err.msg);
 
 	/* the restripe: the old files move, the grow ends */

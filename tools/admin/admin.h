@@ -52,6 +52,7 @@ void render_status(json_object *st, FILE *f);
 void render_scrub(json_object *sc, FILE *f, const char *indent);
 /* scrub status: every scrub the superblock recorded, newest first. */
 void render_scrub_history(json_object *sc, FILE *f);
+void render_grow(json_object *gr, FILE *f, const char *indent);
 /* The answer of "times": one line per request and per wait inside it. */
 void render_times(json_object *t, FILE *f);
 /* One progress line: "[#####.....]  45.2%  phase  774.8 MiB/s  ETA 0:01:23". */

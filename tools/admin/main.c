@@ -20,7 +20,7 @@
 #define POLL_MS 500
 
 struct opts {
-	bool json, force, no_wait, wait, no_repair, quiet;
+	bool json, force, no_wait, wait, no_repair, quiet, no_restripe;
 	double watch_s;
 	const char *sock;
 	const char *footage_spec; /* status --footage FORMAT@FPS */
@@ -72,10 +72,14 @@ static void usage(FILE *f)
 "                                    meanwhile, NEW is rebuilt from parity instead\n"
 "  rebuild [--no-wait] VOLUME        start or resume the rebuild and follow it to the end;\n"
 "                                    offline it runs here, from its checkpoint\n"
-"  grow [--force] MEMBERS NEW...     add the members NEW to an unmounted volume (RAID5 or\n"
-"                                    RAID6, same level) and move every file to the new\n"
-"                                    width, here, to the end; with no NEW, finish a grow\n"
-"                                    that stopped; refusals say why (not mounted yet)\n"
+"  grow [--force] [--no-restripe] MEMBERS NEW...   add the members NEW to an unmounted\n"
+"                                    volume (RAID5 or RAID6, same level) and move every\n"
+"                                    file to the new width, here, to the end; with\n"
+"                                    --no-restripe, stop once the array grew: the next mount\n"
+"                                    moves the files in the background, yielding to streams;\n"
+"                                    with no NEW, finish a grow that stopped; refusals say why\n"
+"  grow [--wait] MOUNTPOINT          where a mounted volume's restripe stands; --wait\n"
+"                                    follows it to the end\n"
 "  scrub start [--no-repair] [--wait] VOLUME   check every copy, checksum and parity;\n"
 "                                    repair what is damaged (offline it always waits)\n"
 "  scrub stop VOLUME | scrub status VOLUME   status adds the history: the last 8\n"
@@ -440,6 +444,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "help", no_argument, NULL, 'h' },    { "version", no_argument, NULL, 'V' },
 		{ "footage", required_argument, NULL, 'F' },
 		{ "members", required_argument, NULL, 'M' },
+		{ "no-restripe", no_argument, NULL, 'R' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -452,6 +457,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case 'N': o->no_wait = true; break;
 		case 'W': o->wait = true; break;
 		case 'n': o->no_repair = true; break;
+		case 'R': o->no_restripe = true; break;
 		case 'S': o->sock = optarg; break;
 		case 'F': o->footage_spec = optarg; break;
 		case 'M': vol_members_glob = optarg; break;
@@ -571,11 +577,58 @@ static int run(const struct command *cmd, char **a, unsigned na, const struct op
 	return rc;
 }
 
+/* grow [--wait] MOUNTPOINT: the daemon's restripe (fs/grow/restripe.c),
+ * once or followed to its end.  Exit 0 once every row is at the new width
+ * (or none was left to move), failure when it failed or stopped. */
+static int grow_online(struct vol *v, const struct opts *o)
+{
+	const char *w[] = { "grow", "status" };
+	uint64_t last = 0;
+
+	for (;;) {
+		json_object *a = NULL, *gr;
+		const char *state;
+		int rc = request1(v, w, 2, &a);
+
+		if (rc != EX_OK)
+			return rc;
+		if (!jbool(a, "ok")) {
+			rc = report_answer(a, o->json, o->quiet);
+			json_object_put(a);
+			return rc;
+		}
+		gr = jget(a, "grow");
+		state = jstr(gr, "state", "none");
+		if (!o->wait || !jbool(gr, "active")) {
+			if (isatty(2) && last && !o->quiet)
+				fprintf(stderr, "\n");
+			if (o->json)
+				print_json(a, stdout);
+			else if (!strcmp(state, "none"))
+				printf("no grow under way on %s\n", v->mnt);
+			else
+				render_grow(gr, stdout, "");
+			rc = !strcmp(state, "failed") || (o->wait && !strcmp(state, "stopped"))
+			     ? EX_FAILED : EX_OK;
+			json_object_put(a);
+			return rc;
+		}
+		progress("grow", gr, o, &last);
+		json_object_put(a);
+		if (interrupted) {
+			fprintf(stderr, "\nframefs-admin: interrupted; the restripe goes on in the daemon\n");
+			return EX_FAILED;
+		}
+		sleep_ms(POLL_MS);
+	}
+}
+
 /*
  * grow MEMBERS NEW...: offline, to the end (fs/grow/: the records, the
- * array's superblocks, the restripe); grow MEMBERS: a grow that stopped
- * goes on.  A mounted volume is refused: growing under a running daemon is
- * not built yet.
+ * array's superblocks, the restripe), or with --no-restripe until the
+ * array grew (the next mount restripes in the background); grow MEMBERS:
+ * a grow that stopped goes on; grow MOUNTPOINT: grow_online.  Adding
+ * members under a running daemon is not built: refused, saying how.
  */
 static int cmd_grow(char **a, unsigned na, const struct opts *o)
 {
@@ -593,9 +646,17 @@ static int cmd_grow(char **a, unsigned na, const struct opts *o)
 	rc = vol_resolve(&v, a, 1, o->sock);
 	if (rc != EX_OK)
 		return rc;
+	if (v.online && na == 1) {
+		rc = vol_open(&v, VOL_STATUS, o->json);
+		if (rc == EX_OK)
+			rc = grow_online(&v, o);
+		vol_close(&v);
+		return rc;
+	}
 	if (v.online) {
-		fprintf(stderr, "framefs-admin: grow: %s is mounted; a mounted volume cannot grow yet: "
-			"unmount it and give its members\n", v.mnt);
+		fprintf(stderr, "framefs-admin: grow: %s is mounted; members cannot be added under a "
+			"running daemon yet: unmount it, run grow --no-restripe MEMBERS NEW... (seconds), "
+			"mount again: the files move in the background while the volume works\n", v.mnt);
 		vol_close(&v);
 		return EX_USAGE;
 	}
@@ -617,13 +678,19 @@ static int cmd_grow(char **a, unsigned na, const struct opts *o)
 			ff_raid_close(v.r);
 		v.fs = NULL;
 		v.r = NULL;
-		rc = na > 1 ? ffs_grow((const char *const *)v.paths, v.npaths, addp, na - 1, o->force, &err)
+		rc = na > 1 ? ffs_grow((const char *const *)v.paths, v.npaths, addp, na - 1, o->force,
+				       !o->no_restripe, &err)
 			    : ffs_grow_resume((const char *const *)v.paths, v.npaths, &err);
 		if (rc < 0)
 			fprintf(stderr, "framefs-admin: grow: %s\n", err.msg);
 		else if (o->json)
-			printf("{\"grown\":true,\"added\":%u,\"seconds\":%.1f}\n", na - 1,
+			printf("{\"grown\":true,\"added\":%u,\"restriped\":%s,\"seconds\":%.1f}\n",
+			       na - 1, o->no_restripe && na > 1 ? "false" : "true",
 			       (double)(ff_mono_ns() - t0) / 1e9);
+		else if (!o->quiet && o->no_restripe && na > 1)
+			printf("grown: %u member(s) added (%.1f s); the files move to the new width in "
+			       "the background at the next mount (framefs-admin grow MOUNTPOINT)\n",
+			       na - 1, (double)(ff_mono_ns() - t0) / 1e9);
 		else if (!o->quiet)
 			printf("grown: %u member(s) added, every file at the new width (%.1f s)\n", na - 1,
 			       (double)(ff_mono_ns() - t0) / 1e9);

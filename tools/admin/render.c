@@ -277,6 +277,29 @@ void render_scrub(json_object *sc, FILE *f, const char *indent)
 	}
 }
 
+/* A grow's restripe, when the volume has one: progress while it moves,
+ * and the capacity it ends at. */
+void render_grow(json_object *gr, FILE *f, const char *indent)
+{
+	const char *state = jstr(gr, "state", "none");
+	char line[256], a[32], b[32], m[32];
+
+	if (!gr || !strcmp(state, "none"))
+		return;
+	if (jbool(gr, "active")) {
+		render_progress("grow", gr, line, sizeof(line));
+		fprintf(f, "%s%s\n", indent, line);
+	} else {
+		fprintf(f, "%sgrow     %s%s%s\n", indent, state, jstr(gr, "error", NULL) ? ": " : "",
+			jstr(gr, "error", ""));
+	}
+	fprintf(f, "%s         %.0f to %.0f members: %s to %s; %.0f files (%s) moved, %.0f rows "
+		"left in the old width\n", indent, jnum(gr, "old_members"), jnum(gr, "new_members"),
+		fmt_bytes(jnum(gr, "capacity_before"), a, sizeof(a)),
+		fmt_bytes(jnum(gr, "capacity_after"), b, sizeof(b)), jnum(gr, "files_moved"),
+		fmt_bytes(jnum(gr, "bytes_moved"), m, sizeof(m)), jnum(gr, "rows_left"));
+}
+
 void render_scrub_history(json_object *sc, FILE *f)
 {
 	json_object *hist = jget(sc, "history");
@@ -517,4 +540,5 @@ void render_status(json_object *st, FILE *f)
 		fprintf(f, "  rebuild  none\n");
 	}
 	render_scrub(jget(st, "scrub"), f, "  ");
+	render_grow(jget(st, "grow"), f, "  ");
 }

@@ -1,0 +1,500 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The restripe: every file still in the old geometry of a grow taken on
+ * (grow.c) is copied to free rows at the new width and its map swapped in
+ * one transaction; its old rows are freed by that commit only, so a stop
+ * anywhere leaves every file readable where it was.  When no row is left in
+ * the old geometry the grow ends (the superblock, then the array).
+ *
+ * Two drivers share one pass over the inodes (restripe_pass):
+ *  - offline (ffs_grow_run, framefs-admin grow): no limit, to the end;
+ *  - mounted (ffs_grow_start, the daemon): a thread that yields to streams
+ *    as a rebuild does — min_bps while files are read or written, max_bps
+ *    (0: no limit) when idle — and stops between two stripes at unmount.
+ *
+ * Mounted, users work on beside it.  A file in the old geometry refuses
+ * writes (data.c, old_geometry_check), so its bytes cannot change while it
+ * is copied; what can change is that it is truncated to 0 or unlinked and
+ * rewritten: the commit then finds the file no longer in the geometry it
+ * was copied from (or another size), drops the copies and leaves it.
+ * Readers of the file read again when its map moves (data.c, map_gen), in
+ * its new geometry.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "fs/grow/grow.h"
+#include "io/bitmap.h"
+
+struct restripe {
+	pthread_t thread;
+	bool started, running, stop;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;        /* stop asked (throttle wakes), the run ended (waiters) */
+	uint64_t min_bps, max_bps;  /* 0: no limit */
+	uint64_t start_ns, paced;   /* bytes moved since start_ns, for the rate */
+	uint64_t last_fg;           /* the engine's foreground bytes, less ours */
+	uint64_t own_bytes;         /* member bytes the moves themselves took (read + written) */
+	struct ffs_grow_status st;
+};
+
+static struct restripe *rs_get(struct ffs *fs)
+{
+	if (!fs->restripe) {
+		struct restripe *rs = calloc(1, sizeof(*rs));
+		pthread_condattr_t ca;
+
+		if (!rs)
+			return NULL;
+		pthread_mutex_init(&rs->lock, NULL);
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* as ff_mono_ns: wait_or_stop */
+		pthread_cond_init(&rs->cond, &ca);
+		pthread_condattr_destroy(&ca);
+		rs->min_bps = FFS_GROW_MIN_BPS_DEFAULT;
+		rs->max_bps = FFS_GROW_MAX_BPS_DEFAULT;
+		fs->restripe = rs;
+	}
+	return fs->restripe;
+}
+
+/* Wait ns, or less when stop is asked: ends at the deadline (rs->cond is
+ * on the monotonic clock, rs_get) or at ffs_grow_stop's broadcast. */
+static void wait_or_stop(struct restripe *rs, uint64_t ns)
+{
+	uint64_t due = ff_mono_ns() + ns;
+	struct timespec ts = { .tv_sec = (time_t)(due / 1000000000ull),
+			       .tv_nsec = (long)(due % 1000000000ull) };
+
+	pthread_mutex_lock(&rs->lock);
+	if (!rs->stop)
+		pthread_cond_timedwait(&rs->cond, &rs->lock, &ts);
+	pthread_mutex_unlock(&rs->lock);
+}
+
+/*
+ * Wait while over the allowed rate: min_bps when the engine moved bytes
+ * for anything but the restripe since the last stripe (files being read or
+ * written), else max_bps.  Ends at the time the rate allows, at most 50 ms
+ * on (then asked again), or at once when stop is asked (cond).
+ */
+static void throttle(struct ffs *fs, struct restripe *rs, uint64_t moved, uint64_t own)
+{
+	uint64_t fg = atomic_load(&ff_raid_stats(fs->raid)->fg_bytes);
+	uint64_t others = fg - rs->last_fg > own ? fg - rs->last_fg - own : 0;
+	uint64_t rate = others > fs->g->chunk_bytes ? rs->min_bps : rs->max_bps;
+
+	uint64_t elapsed = ff_mono_ns() - rs->start_ns + 1;
+
+	rs->last_fg = fg;
+	rs->paced += moved;
+	if (rate && rs->paced * 1000000000ull > rate * elapsed)
+		wait_or_stop(rs, FF_MIN(50000000ull, rs->paced * 1000000000ull / rate - elapsed));
+}
+
+/* A moved stripe: where file stripe k went, and its chunks' checksums. */
+struct moved {
+	uint64_t k, p;
+	uint32_t crc[FF_MEMBERS_MAX];
+};
+
+static bool all_zero(const uint8_t *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (b[i])
+			return false;
+	return true;
+}
+
+/* File stripe k of fi at the new width, from what the file reads there
+ * (its rows' geometry: stripes, tail, patches laid over, every chunk
+ * checked against its checksum and healed from parity), written whole to a
+ * free row: nothing points at it until the move commits. */
+static int move_stripe(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t size, uint8_t *buf,
+		       struct moved *m, bool *hole)
+{
+	const struct ff_geom *g = fs->geo[0].g;
+	uint64_t S = g->stripe_bytes, off = k * S, got;
+	ssize_t r = ffs_data_read(fs, fi, buf, (size_t)FF_MIN(S, size - off), off, 0);
+	int rc;
+
+	if (r < 0)
+		return (int)r;
+	memset(buf + r, 0, S - (uint64_t)r);
+	*hole = all_zero(buf, S); /* reads as zeros either way: left a hole */
+	if (*hole)
+		return 0;
+	pthread_mutex_lock(&fs->lock);
+	rc = ffs_reserve_stripes(fs, fi->alloc_hint, 1, 0, &m->p, &got);
+	if (rc == 0)
+		fi->alloc_hint = m->p + 1;
+	pthread_mutex_unlock(&fs->lock);
+	if (rc < 0)
+		return rc;
+	m->k = k;
+	for (uint32_t i = 0; i < g->ndata; i++)
+		m->crc[i] = ff_crc32c(0, buf + (size_t)i * g->chunk_bytes, g->chunk_bytes);
+	{
+		struct ff_raid_io io = { .op = FF_RAID_WRITE, .space = FF_SPACE_DATA,
+					 .flags = FF_RAID_IO_NO_INTENT, .off = m->p * S, .len = S,
+					 .buf = buf };
+
+		rc = ff_raid_submit_wait(fs->raid, &io);
+	}
+	if (rc < 0) {
+		pthread_mutex_lock(&fs->lock);
+		ffs_unreserve_stripes(fs, m->p, 1);
+		pthread_mutex_unlock(&fs->lock);
+	}
+	return rc;
+}
+
+/*
+ * Move fi to the array's geometry: every file stripe copied to a free row
+ * (move_stripe), then in one transaction its old map goes (stripes, tail,
+ * patches: freed at the commit, their rows leaving the old geometry) and
+ * the new one comes.  -EAGAIN: the file was truncated or rewritten
+ * meanwhile (left as it is now); -ECANCELED: stop asked.  Either way, and
+ * on a stop before the commit, the file is as it was and the copies' rows
+ * go back.
+ */
+static int move_file(struct ffs *fs, struct restripe *rs, struct finode *fi, uint64_t *moved)
+{
+	const struct ff_geom *og = fs->geo[1].g;
+	uint64_t S = fs->geo[0].g->stripe_bytes, size, nk, n = 0, mapped = 0;
+	uint64_t own = (uint64_t)(og->ndata + fs->geo[0].g->nmembers) * og->chunk_bytes;
+	uint8_t *buf = ff_alloc_aligned(S);
+	const struct ffs_geo *from;
+	struct moved *m;
+	int rc = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	size = ff_le64(fi->d.size);
+	from = ffs_file_geo(fs, fi);
+	pthread_mutex_unlock(&fs->lock);
+	nk = FF_DIV_ROUND_UP(size, S);
+	m = calloc(nk ? nk : 1, sizeof(*m));
+	if (!buf || !m) {
+		free(buf);
+		free(m);
+		return -ENOMEM;
+	}
+	for (uint64_t k = 0; k < nk && rc == 0; k++) {
+		bool hole = false;
+
+		rc = rs->stop ? -ECANCELED : move_stripe(fs, fi, k, size, buf, &m[n], &hole);
+		n += rc == 0 && !hole;
+		if (rc == 0)
+			throttle(fs, rs, FF_MIN(S, size - k * S), own);
+	}
+	if (rc == 0)
+		rc = ff_raid_flush(fs->raid); /* the copies durable before anything names them */
+	pthread_mutex_lock(&fs->lock);
+	if (rc == 0 && (ffs_file_geo(fs, fi) != from || ff_le64(fi->d.size) != size))
+		rc = -EAGAIN; /* truncated (and maybe written again) while copied */
+	if (rc == 0)
+		rc = ffs_extent_truncate(fs, fi, 0); /* readers read again (map_gen) */
+	for (uint64_t i = 0; i < n && rc == 0; i++, mapped = i) {
+		rc = ffs_commit_stripes(fs, m[i].p, 1);
+		if (rc == 0)
+			rc = ffs_csum_set(fs, m[i].p, (uint32_t)fi->ino, (uint32_t)m[i].k, m[i].crc);
+		if (rc == 0)
+			rc = ffs_extent_map(fs, fi, m[i].k, m[i].p, 1, 0);
+		if (rc == 0)
+			ffs_rcache_invalidate(fs, m[i].p, 1);
+	}
+	if (rc == 0) {
+		fi->geo = NULL; /* its rows are the array's now (ffs_file_geo) */
+		fi->d.size = ff_cpu_to_le64(size);
+		rc = ffs_istore(fs, fi);
+	}
+	if (rc < 0) /* the copies not taken into the map go back */
+		for (uint64_t i = mapped; i < n; i++)
+			ffs_unreserve_stripes(fs, m[i].p, 1);
+	if (rc == 0)
+		rc = ffs_journal_commit(fs);
+	pthread_mutex_unlock(&fs->lock);
+	*moved = rc == 0 ? size : 0;
+	free(buf);
+	free(m);
+	return rc;
+}
+
+static uint64_t old_rows_left(const struct ffs *fs)
+{
+	uint64_t n = 0;
+
+	for (uint64_t w = 0; w < FF_BITMAP_WORDS(ff_le64(fs->sb->nstripes)); w++)
+		n += (uint64_t)__builtin_popcountll(
+			__atomic_load_n(&fs->orows[w], __ATOMIC_RELAXED));
+	return n;
+}
+
+static void st_set(struct restripe *rs, uint64_t files, uint64_t bytes)
+{
+	pthread_mutex_lock(&rs->lock);
+	rs->st.files_moved += files;
+	rs->st.bytes_moved += bytes;
+	pthread_mutex_unlock(&rs->lock);
+}
+
+/*
+ * One pass over the inodes: every regular file still in the old geometry
+ * moved (move_file).  *found: the files found old (moved or not).  Stops at
+ * the first error but -EAGAIN (that file changed: the next pass sees it
+ * again if it is still old).
+ */
+static int restripe_pass(struct ffs *fs, struct restripe *rs, uint64_t *found)
+{
+	uint64_t ninodes;
+	int rc = 0;
+
+	*found = 0;
+	pthread_mutex_lock(&fs->lock);
+	ninodes = ff_le64(fs->sb->ninodes);
+	pthread_mutex_unlock(&fs->lock);
+	for (uint64_t ino = 1; ino < ninodes && rc == 0 && !rs->stop; ino++) {
+		struct finode *fi = NULL;
+		uint64_t bytes;
+		bool old;
+
+		pthread_mutex_lock(&fs->lock);
+		old = ffs_inode_bit_used(fs, ino) && ffs_iget(fs, ino, &fi) == 0;
+		old = old && S_ISREG(ff_le32(fi->d.mode)) && ffs_file_geo(fs, fi) != &fs->geo[0];
+		if (fi && !old)
+			ffs_iput(fs, fi);
+		pthread_mutex_unlock(&fs->lock);
+		if (!old)
+			continue;
+		(*found)++;
+		rc = move_file(fs, rs, fi, &bytes);
+		if (rc == 0)
+			st_set(rs, 1, bytes);
+		else if (rc != -ECANCELED)
+			ff_log(rc == -EAGAIN ? FF_LOG_INFO : FF_LOG_ERR, "grow: inode %llu %s: %s",
+			       (unsigned long long)ino, rc == -EAGAIN ? "changed while moved, left for "
+			       "the next pass" : "could not be moved", strerror(-rc));
+		rc = rc == -EAGAIN || rc == -ECANCELED ? 0 : rc; /* the loop ends on stop */
+		pthread_mutex_lock(&fs->lock);
+		ffs_iput(fs, fi);
+		pthread_mutex_unlock(&fs->lock);
+	}
+	if (rc == 0) {
+		pthread_mutex_lock(&fs->lock);
+		rc = ffs_journal_commit(fs); /* the last frees durable: their rows leave the map */
+		pthread_mutex_unlock(&fs->lock);
+	}
+	return rc;
+}
+
+/* The last old row freed: the grow's record says so, then the array
+ * forgets its old geometry (a stop between: the next read-write mount
+ * ends it, ffs_grow_mount). */
+static int finish(struct ffs *fs)
+{
+	int rc;
+
+	pthread_mutex_lock(&fs->lock);
+	fs->sb->grow.state = ff_cpu_to_le32(FFS_GROW_NONE);
+	rc = ffs_super_write(fs);
+	pthread_mutex_unlock(&fs->lock);
+	return rc < 0 ? rc : ff_raid_grow_finish(fs->raid); /* it says so in the log */
+}
+
+/*
+ * Passes until no row is left in the old geometry.  A pass that finds no
+ * old file while rows are left has rows whose frees wait for readers to let
+ * go (alloc.c, reuse hold): up to PASSES_IDLE more passes, 100 ms apart,
+ * then it fails saying so.
+ */
+#define PASSES_IDLE 50
+
+static int restripe(struct ffs *fs, struct restripe *rs)
+{
+	unsigned idle = 0;
+	uint64_t found = 1;
+	int rc = 0;
+
+	while (rc == 0 && !rs->stop && old_rows_left(fs)) {
+		if (!found && ++idle > PASSES_IDLE) {
+			rc = -EBUSY;
+			break;
+		}
+		if (!found)
+			wait_or_stop(rs, 100000000ull);
+		rc = restripe_pass(fs, rs, &found);
+	}
+	pthread_mutex_lock(&rs->lock);
+	rs->st.rows_left = old_rows_left(fs);
+	pthread_mutex_unlock(&rs->lock);
+	if (rc == 0 && !rs->stop && rs->st.rows_left == 0)
+		rc = finish(fs);
+	return rc;
+}
+
+static void rs_begin(struct ffs *fs, struct restripe *rs)
+{
+	const struct ff_geom *og = fs->geo[1].g, *ng = fs->geo[0].g;
+	uint64_t n = ff_le64(fs->sb->nstripes);
+
+	memset(&rs->st, 0, sizeof(rs->st));
+	rs->stop = false;
+	rs->paced = 0;
+	rs->start_ns = ff_mono_ns();
+	rs->last_fg = atomic_load(&ff_raid_stats(fs->raid)->fg_bytes);
+	rs->st.active = true;
+	rs->st.old_nmembers = og->nmembers;
+	rs->st.new_nmembers = ng->nmembers;
+	rs->st.capacity_before = n * og->ndata * og->chunk_bytes;
+	rs->st.capacity_after = n * ng->ndata * ng->chunk_bytes;
+	rs->st.rows_before = rs->st.rows_left = old_rows_left(fs);
+}
+
+int ffs_grow_run(struct ffs *fs, struct ffs_grow_progress *pr)
+{
+	struct restripe *rs;
+	int rc;
+
+	memset(pr, 0, sizeof(*pr));
+	if (!fs->orows_start || fs->ro)
+		return 0; /* no grow taken on */
+	rs = rs_get(fs);
+	if (!rs)
+		return -ENOMEM;
+	rs_begin(fs, rs);
+	rs->min_bps = rs->max_bps = 0; /* offline: nothing to yield to */
+	rc = restripe(fs, rs);
+	pr->files_moved = rs->st.files_moved;
+	pr->bytes_moved = rs->st.bytes_moved;
+	pr->rows_before = rs->st.rows_before;
+	pr->rows_left = rs->st.rows_left;
+	return rc;
+}
+
+/* ---- mounted: the daemon's restripe thread ---- */
+
+static void *restripe_main(void *arg)
+{
+	struct ffs *fs = arg;
+	struct restripe *rs = fs->restripe;
+	int rc;
+
+	ff_raid_event(fs->raid, FF_EVENT_GROW_STARTED, -1,
+		      "%u to %u members: %llu rows to move", rs->st.old_nmembers, rs->st.new_nmembers,
+		      (unsigned long long)rs->st.rows_before);
+	rc = restripe(fs, rs);
+	if (rc == -EBUSY)
+		ff_raid_event(fs->raid, FF_EVENT_GROW_FAILED, -1, "%llu rows in the old geometry stay "
+			      "held by readers: the next mount goes on",
+			      (unsigned long long)rs->st.rows_left);
+	else if (rc < 0)
+		ff_raid_event(fs->raid, FF_EVENT_GROW_FAILED, -1, "%s: the next mount goes on",
+			      strerror(-rc));
+	else if (!rs->stop)
+		ff_raid_event(fs->raid, FF_EVENT_GROW_FINISHED, -1, "%llu files, %llu MB moved",
+			      (unsigned long long)rs->st.files_moved,
+			      (unsigned long long)(rs->st.bytes_moved / 1000000));
+	pthread_mutex_lock(&rs->lock);
+	rs->st.error = rc;
+	rs->st.done = rc == 0 && !rs->stop;
+	rs->running = false;
+	pthread_cond_broadcast(&rs->cond);
+	pthread_mutex_unlock(&rs->lock);
+	return NULL;
+}
+
+int ffs_grow_start(struct ffs *fs)
+{
+	struct restripe *rs;
+	int rc;
+
+	if (!fs->orows_start || fs->ro || !old_rows_left(fs))
+		return 0;
+	rs = rs_get(fs);
+	if (!rs)
+		return -ENOMEM;
+	rs_begin(fs, rs);
+	rs->running = true;
+	rc = -pthread_create(&rs->thread, NULL, restripe_main, fs);
+	rs->started = rc == 0;
+	rs->running = rc == 0;
+	if (rc == 0)
+		ff_log(FF_LOG_INFO, "grow: restriping %llu rows from %u to %u members in the background",
+		       (unsigned long long)rs->st.rows_before, rs->st.old_nmembers, rs->st.new_nmembers);
+	return rc;
+}
+
+void ffs_grow_stop(struct ffs *fs)
+{
+	struct restripe *rs = fs->restripe;
+
+	if (!rs || !rs->started)
+		return;
+	pthread_mutex_lock(&rs->lock);
+	rs->stop = true;
+	pthread_cond_broadcast(&rs->cond);
+	pthread_mutex_unlock(&rs->lock);
+	pthread_join(rs->thread, NULL);
+	rs->started = false;
+}
+
+void ffs_grow_status(struct ffs *fs, struct ffs_grow_status *st)
+{
+	struct restripe *rs = fs->restripe;
+	double secs, frac;
+
+	memset(st, 0, sizeof(*st));
+	if (!rs)
+		return;
+	pthread_mutex_lock(&rs->lock);
+	*st = rs->st;
+	st->active = rs->running;
+	pthread_mutex_unlock(&rs->lock);
+	if (st->active && fs->orows)
+		st->rows_left = old_rows_left(fs);
+	secs = (double)(ff_mono_ns() - rs->start_ns) / 1e9;
+	st->mb_per_s = secs > 0 ? (double)st->bytes_moved / 1e6 / secs : 0;
+	frac = st->rows_before ? 1.0 - (double)st->rows_left / (double)st->rows_before : 1.0;
+	st->fraction = frac;
+	st->eta_s = st->active && frac > 0 && frac < 1 ? secs * (1 - frac) / frac : 0;
+}
+
+int ffs_grow_wait(struct ffs *fs, struct ffs_grow_status *st)
+{
+	struct restripe *rs = fs->restripe;
+
+	if (rs) { /* ends: restripe_main clears running and broadcasts, on every path */
+		pthread_mutex_lock(&rs->lock);
+		while (rs->running)
+			pthread_cond_wait(&rs->cond, &rs->lock);
+		pthread_mutex_unlock(&rs->lock);
+	}
+	if (st)
+		ffs_grow_status(fs, st);
+	return 0;
+}
+
+void ffs_grow_set_rate(struct ffs *fs, uint64_t min_bps, uint64_t max_bps)
+{
+	struct restripe *rs = rs_get(fs);
+
+	if (rs) {
+		pthread_mutex_lock(&rs->lock);
+		rs->min_bps = min_bps;
+		rs->max_bps = max_bps;
+		pthread_mutex_unlock(&rs->lock);
+	}
+}
+
+void ffs_grow_free(struct ffs *fs)
+{
+	struct restripe *rs = fs->restripe;
+
+	if (!rs)
+		return;
+	ffs_grow_stop(fs);
+	pthread_mutex_destroy(&rs->lock);
+	pthread_cond_destroy(&rs->cond);
+	free(rs);
+	fs->restripe = NULL;
+}

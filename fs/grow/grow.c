@@ -160,7 +160,8 @@ int ffs_grow_mount(struct ffs *fs, struct ff_err *err)
 		else if (ff_le64(fs->sb->nstripes) - nfree)
 			ff_log(FF_LOG_INFO, "a grow to %u members is under way: %llu data stripes are "
 			       "still laid over %u; the files in them read as before and refuse writes "
-			       "until moved (framefs-admin grow MEMBERS, unmounted, moves them)",
+			       "until moved (the daemon moves them in the background; framefs-admin "
+			       "grow MOUNTPOINT shows how far)",
 			       fs->g->nmembers, (unsigned long long)(ff_le64(fs->sb->nstripes) - nfree),
 			       old->nmembers);
 	} else if (rc == 0) {

@@ -1,0 +1,236 @@
+#!/usr/bin/env python3
+# Proves: a grow's restripe runs in the daemon while the volume works
+# (fs/grow/restripe.c).  `framefs-admin grow --no-restripe MEMBERS NEW...`
+# grows the array (the records and superblocks only); the next mount moves
+# every file to the new width in the background.  For RAID5 x 3 + 1 and
+# RAID6 x 5 + 2 on RAM members, with the restripe slowed down
+# (rebuild_max, which it moves at) so that all of this lands mid-way:
+#   1. status says restriping, with the capacity before and after, and the
+#      rows left drop; event_cmd gets grow-started;
+#   2. while files move: readers read every file again and again, each read
+#      equal to what was written (a file moved under a reader is read again
+#      in its new geometry); a write to a file not moved yet is refused with
+#      EROFS; a file not moved yet truncated to 0 and written again, another
+#      unlinked, new files written: all as asked, and the move of the first
+#      one drops its copies;
+#   3. an unmount mid-way stops the restripe between two stripes; the next
+#      mount goes on from there;
+#   4. `framefs-admin grow --wait MOUNTPOINT` ends with state done and every
+#      row at the new width; event_cmd gets grow-finished; df shows the new
+#      width's capacity; every file's sha256 is right;
+#   5. fsck.framefs -n -c finds nothing to repair.
+import errno
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from growlib import MiB, check_files, write_files  # noqa: E402
+from itlib import TestFailure, Volume, log  # noqa: E402
+
+ADMIN = os.environ["ADMIN"]
+SLOW = 16 * MiB  # the restripe's rate while the test works beside it
+
+
+def admin(*args):
+    return subprocess.run([ADMIN, *args], capture_output=True, text=True, timeout=600)
+
+
+def grow_status(mnt):
+    r = admin("grow", "--json", mnt)
+    if r.returncode != 0:
+        raise TestFailure("grow --json %s: exit %d: %s" % (mnt, r.returncode, r.stderr))
+    return json.loads(r.stdout)["grow"]
+
+
+def wait_for(what, cond, timeout_s=60):
+    """Poll cond (a status read) until true; bounded."""
+    t0 = time.monotonic()
+    while True:
+        v = cond()
+        if v:
+            return v
+        if time.monotonic() - t0 > timeout_s:
+            raise TestFailure("%s: not within %d s" % (what, timeout_s))
+        time.sleep(0.05)
+
+
+def set_rate(vol, bps):
+    r = admin("set", vol.mnt, "rebuild_min=%d" % bps, "rebuild_max=%d" % bps)
+    if r.returncode != 0:
+        raise TestFailure("set rates: %s" % r.stderr)
+
+
+def events_seen(path):
+    try:
+        with open(path) as f:
+            return [line.split()[0] for line in f if line.strip()]
+    except OSError:
+        return []
+
+
+class Readers:
+    """Threads reading every file in sums again and again, each read whole
+    and checked; a file gone (unlinked) or rewritten is skipped."""
+
+    def __init__(self, mnt, sums, nthreads=2):
+        self.mnt, self.sums, self.stop, self.errors, self.reads = mnt, dict(sums), False, [], 0
+        self.threads = [threading.Thread(target=self.run, args=(i,)) for i in range(nthreads)]
+        for t in self.threads:
+            t.start()
+
+    def run(self, i):
+        names = sorted(self.sums)
+        while not self.stop:
+            for name in names[i::2] + names[:i]:
+                if self.stop:
+                    return
+                want = self.sums.get(name)
+                try:
+                    with open(os.path.join(self.mnt, name), "rb") as f:
+                        got = hashlib.sha256(f.read()).hexdigest()
+                except FileNotFoundError:
+                    continue
+                if want is not None and got != want and self.sums.get(name) == want:
+                    self.errors.append("%s read back different while the restripe ran" % name)
+                self.reads += 1
+
+    def forget(self, name):
+        self.sums.pop(name, None)
+
+    def end(self):
+        self.stop = True
+        for t in self.threads:
+            t.join()
+        if self.errors:
+            raise TestFailure("; ".join(self.errors[:3]))
+        return self.reads
+
+
+def one_case(level, n, k):
+    vol = Volume(level, n, 256 * MiB, mkfs_args=("-c", "64K"))
+    hook = os.path.join(vol.tmp, "hook.sh")
+    events = os.path.join(vol.tmp, "events")
+    with open(hook, "w") as f:
+        f.write("#!/bin/sh\necho \"$1 $FRAMEFS_DETAIL\" >> %s\n" % events)
+    os.chmod(hook, 0o755)
+    try:
+        vol.mount()
+        sums = write_files(vol.mnt, 24, 3 * MiB, 12, 8 * MiB, 8)
+        size_before = os.statvfs(vol.mnt).f_blocks * os.statvfs(vol.mnt).f_frsize
+        vol.unmount()
+        new = ["%s.n%d" % (vol.members[0], i) for i in range(k)]
+        for p in new:
+            with open(p, "wb") as f:
+                f.truncate(256 * MiB)
+        r = admin("grow", "--no-restripe", vol.spec, *new)
+        if r.returncode != 0 or "background" not in r.stdout:
+            raise TestFailure("grow --no-restripe: exit %d: %s %s"
+                              % (r.returncode, r.stdout, r.stderr))
+        vol.members += new
+        vol.spec = ",".join(vol.members)
+
+        # 1. the mount takes it on and moves in the background (slowed)
+        vol.mount("event_cmd=" + hook)
+        vol.wait_ctl()
+        set_rate(vol, SLOW)
+        st = grow_status(vol.mnt)
+        if st["state"] not in ("restriping", "done") or st["new_members"] != n + k:
+            raise TestFailure("status after the mount: %s" % st)
+        nparity = 1 if level == 5 else 2
+        if st["capacity_after"] * (n - nparity) != st["capacity_before"] * (n + k - nparity):
+            raise TestFailure("capacity before/after: %s" % st)
+        wait_for("grow-started event", lambda: "grow-started" in events_seen(events))
+
+        # 2. users work beside it
+        readers = Readers(vol.mnt, sums)
+        wait_for("a file moved", lambda: grow_status(vol.mnt)["files_moved"] >= 2)
+        still_old = None
+        for name in sorted(sums, reverse=True):  # moved in inode order: the last are old
+            if name.startswith("frame"):
+                try:  # its own first byte again: a moved file stays as it was
+                    with open(os.path.join(vol.mnt, name), "r+b") as f:
+                        first = f.read(1)
+                        f.seek(0)
+                        f.write(first)
+                except OSError as e:
+                    if e.errno != errno.EROFS:
+                        raise TestFailure("a write to a file not moved yet: %s" % e)
+                    still_old = name
+                    break
+        if still_old is None:
+            raise TestFailure("no file was left in the old geometry to write to: %s"
+                              % grow_status(vol.mnt))
+        readers.forget(still_old)
+        data = os.urandom(2 * MiB + 777)
+        with open(os.path.join(vol.mnt, still_old), "r+b") as f:
+            f.truncate(0)
+            f.write(data)
+        sums[still_old] = hashlib.sha256(data).hexdigest()
+        gone = sorted(n for n in sums if n.startswith("frame") and n != still_old)[-2]
+        readers.forget(gone)
+        os.unlink(os.path.join(vol.mnt, gone))
+        del sums[gone]
+        for i in range(3):
+            data = os.urandom(3 * MiB + 4096 * i)
+            with open(os.path.join(vol.mnt, "new%d.dpx" % i), "wb") as f:
+                f.write(data)
+            sums["new%d.dpx" % i] = hashlib.sha256(data).hexdigest()
+
+        # 3. an unmount mid-way, then on
+        st = grow_status(vol.mnt)
+        if st["state"] != "restriping":
+            raise TestFailure("the restripe ended before the unmount (the test needs it slower): %s"
+                              % st)
+        reads = readers.end()
+        vol.unmount()
+        if "grow-finished" in events_seen(events):
+            raise TestFailure("grow-finished posted at an unmount mid-way")
+        vol.mount("event_cmd=" + hook)
+        vol.wait_ctl()
+        st2 = grow_status(vol.mnt)
+        if st2["state"] == "restriping" and st2["rows_before"] > st["rows_left"] + 1:
+            raise TestFailure("the remount started over: %d rows before, %d left at the unmount"
+                              % (st2["rows_before"], st["rows_left"]))
+
+        # 4. to the end, unthrottled
+        r = admin("grow", "--wait", "--json", vol.mnt)
+        st = json.loads(r.stdout)["grow"] if r.stdout else {}
+        if r.returncode != 0 or st.get("state") not in ("done", "none") or st.get("rows_left"):
+            raise TestFailure("grow --wait: exit %d: %s %s" % (r.returncode, r.stdout, r.stderr))
+        wait_for("grow-finished event", lambda: "grow-finished" in events_seen(events))
+        check_files(vol.mnt, sums, "the restripe", TestFailure)
+        size_after = os.statvfs(vol.mnt).f_blocks * os.statvfs(vol.mnt).f_frsize
+        want = size_before * (n + k - nparity) // (n - nparity)
+        if size_after != want:
+            raise TestFailure("df: %d bytes after the grow, want %d" % (size_after, want))
+        with open(os.path.join(vol.mnt, still_old), "ab") as f:  # every file writable again
+            f.write(b"more")
+        vol.unmount()
+        vol.check_fsck()
+        log("RAID%d x %d + %d: moved in the background beside %d reads, a rewrite, an unlink and "
+            "new files; an unmount mid-way; df %d -> %d MiB; events %s"
+            % (level, n, k, reads, size_before >> 20, size_after >> 20,
+               " ".join(events_seen(events))))
+    finally:
+        vol.cleanup()
+
+
+def main():
+    try:
+        for level, n, k in ((5, 3, 1), (6, 5, 2)):
+            one_case(level, n, k)
+    except TestFailure as e:
+        print("FAIL: %s" % e)
+        return 1
+    print("PASS: a grow's restripe ran in the daemon beside readers and writers (RAID5 x 3 + 1, "
+          "RAID6 x 5 + 2), went on after an unmount, ended done: files, df, events and fsck right")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

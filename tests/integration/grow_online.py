@@ -65,6 +65,15 @@ def set_rate(vol, bps):
         raise TestFailure("set rates: %s" % r.stderr)
 
 
+def metrics(mnt):
+    """framefs-admin metrics' framefs_grow_ samples, name -> value."""
+    r = admin("metrics", mnt)
+    if r.returncode != 0:
+        raise TestFailure("metrics: exit %d: %s" % (r.returncode, r.stderr))
+    return {line.split("{")[0].split()[0]: float(line.split()[-1])
+            for line in r.stdout.splitlines() if line.startswith("framefs_grow_")}
+
+
 def events_seen(path):
     try:
         with open(path) as f:
@@ -145,6 +154,10 @@ def one_case(level, n, k):
         if st["capacity_after"] * (n - nparity) != st["capacity_before"] * (n + k - nparity):
             raise TestFailure("capacity before/after: %s" % st)
         wait_for("grow-started event", lambda: "grow-started" in events_seen(events))
+        mx = metrics(vol.mnt)
+        if mx.get("framefs_grow_active") != 1 or not mx.get("framefs_grow_old_rows") or \
+                mx.get("framefs_grow_capacity_after_bytes") != st["capacity_after"]:
+            raise TestFailure("metrics while restriping: %s" % mx)
 
         # 2. users work beside it
         readers = Readers(vol.mnt, sums)
@@ -203,6 +216,10 @@ def one_case(level, n, k):
         if r.returncode != 0 or st.get("state") not in ("done", "none") or st.get("rows_left"):
             raise TestFailure("grow --wait: exit %d: %s %s" % (r.returncode, r.stdout, r.stderr))
         wait_for("grow-finished event", lambda: "grow-finished" in events_seen(events))
+        mx = metrics(vol.mnt)
+        if mx.get("framefs_grow_active") != 0 or mx.get("framefs_grow_old_rows") != 0 or \
+                mx.get("framefs_grow_progress_ratio") != 1:
+            raise TestFailure("metrics after the restripe: %s" % mx)
         check_files(vol.mnt, sums, "the restripe", TestFailure)
         size_after = os.statvfs(vol.mnt).f_blocks * os.statvfs(vol.mnt).f_frsize
         want = size_before * (n + k - nparity) // (n - nparity)

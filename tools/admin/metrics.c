@@ -334,6 +334,34 @@ static void scrub(struct mx *m, json_object *st)
 	scrub_last(m, sc);
 }
 
+/* A grow's restripe (absent without a filesystem; zeros when no grow ran
+ * since the mount). */
+static void grow(struct mx *m, json_object *st)
+{
+	json_object *gr = jget(st, "grow");
+
+	if (!gr)
+		return;
+	one_num(m, "framefs_grow_active", "gauge", "1 while a grow's restripe moves files",
+		jbool(gr, "active"));
+	one(m, gr, "fraction", "framefs_grow_progress_ratio", "gauge",
+	    "Part of the rows at the old width the current or last restripe moved, 0 to 1");
+	one(m, gr, "rows_left", "framefs_grow_old_rows", "gauge",
+	    "Data rows still at the old width");
+	one(m, gr, "bytes_moved", "framefs_grow_moved_bytes", "gauge",
+	    "File bytes the current or last restripe moved since the mount");
+	one_num(m, "framefs_grow_rate_bytes_per_second", "gauge",
+		"Average rate of the current or last restripe", jnum(gr, "mb_per_s") * 1e6);
+	one(m, gr, "eta_s", "framefs_grow_eta_seconds", "gauge",
+	    "Estimated seconds left (0 when not running)");
+	one(m, gr, "capacity_before", "framefs_grow_capacity_before_bytes", "gauge",
+	    "Data capacity at the old width (0 when no grow ran since the mount)");
+	one(m, gr, "capacity_after", "framefs_grow_capacity_after_bytes", "gauge",
+	    "Data capacity at the new width (0 when no grow ran since the mount)");
+	one_num(m, "framefs_grow_error", "gauge", "1 when the restripe stopped on an error",
+		jstr(gr, "error", NULL) != NULL);
+}
+
 static void rates(struct mx *m, json_object *st)
 {
 	static const char *const keys[][3] = {
@@ -491,6 +519,7 @@ int render_metrics(json_object *st, FILE *f)
 	space(&m, st);
 	rebuild(&m, st);
 	scrub(&m, st);
+	grow(&m, st);
 	rates(&m, st);
 	requests(&m, st);
 	counters(&m, jget(stats, "raid"), raid_counters, FF_ARRAY_SIZE(raid_counters));

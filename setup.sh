@@ -165,7 +165,9 @@ step() { # NAME MESON-TEST-ARGS...
 # is_parallel : false (they change the kernel's FUSE settings or /etc/fstab,
 # or time what they check), which run alone, first (tests/meson.build: the
 # order of a step).
-#  1. Release on libfuse 3.18.3, FUSE over io_uring, every suite.
+#  1. Release on libfuse 3.18.3, FUSE over io_uring, every suite but unit:
+#     the unit tests run once, in step 3, under the sanitizers (about 2 min
+#     of CI saved; nothing in them is FUSE or transport specific).
 #  2. The crash, power-loss and concurrent random-operation tests again over
 #     /dev/fuse on libfuse 3.18.3, with smaller loops.
 #  3. ASan+UBSan (-O2 -g) on the system's libfuse 3.14 over /dev/fuse: suite
@@ -179,7 +181,7 @@ run_tests_ci() {
 	local t0=$SECONDS
 	FFS_FUZZ_CASES=60 IT_CRASH_ITERS=8 IT_POWERLOSS_ITERS=8 IT_XATTR_CRASH_ITERS=5 \
 		IT_REPAIR_SWEEP=5x3,6x4 IT_FULL_OVERWRITES=800 \
-		step "release, FUSE over io_uring" -C build --num-processes 2
+		step "release, FUSE over io_uring" -C build --num-processes 2 --no-suite unit
 	IT_TRANSPORT=dev IT_CRASH_ITERS=3 IT_POWERLOSS_ITERS=3 IT_RANDOM_OPS=1000 \
 		step "release, /dev/fuse" -C build --num-processes 2 \
 		crash-kill9 crash-powerloss random-ops-concurrent

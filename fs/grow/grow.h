@@ -31,6 +31,12 @@ bool ffs_grow_ended(const struct ffs_super *sb, const struct ff_geom *g);
  * in its last pool_cut blocks, each large enough?  xw: checksums an
  * extension entry must hold. */
 bool ffs_grow_layout_ok(const struct ffs_super *sb, uint32_t xw, uint64_t meta_blocks);
+/* Before a grow (restripe.c): the restripe moves one file at a time, its
+ * old rows freed only after its copy is written, and each move frees at
+ * least as many rows as it takes; so the free rows must hold the largest
+ * file at the new width (stripes of new_stripe_bytes).  -ENOSPC, err saying
+ * how much is missing, when they do not. */
+int ffs_grow_room(struct ffs *fs, uint64_t new_stripe_bytes, struct ff_err *err);
 /* At unmount and on a failed mount (restripe.c): the thread stopped, freed. */
 void ffs_grow_free(struct ffs *fs);
 

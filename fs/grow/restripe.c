@@ -35,6 +35,7 @@ struct restripe {
 	uint64_t start_ns, paced;   /* bytes moved since start_ns, for the rate */
 	uint64_t last_fg;           /* the engine's foreground bytes, less ours */
 	uint64_t own_bytes;         /* member bytes the moves themselves took (read + written) */
+	uint64_t nospc_bytes;       /* the largest file a pass left for want of free rows */
 	struct ffs_grow_status st;
 };
 
@@ -240,16 +241,18 @@ static void st_set(struct restripe *rs, uint64_t files, uint64_t bytes)
 
 /*
  * One pass over the inodes: every regular file still in the old geometry
- * moved (move_file).  *found: the files found old (moved or not).  Stops at
- * the first error but -EAGAIN (that file changed: the next pass sees it
- * again if it is still old).
+ * moved (move_file).  *moved: the files it moved.  Stops at the first error
+ * but -EAGAIN (that file changed: the next pass sees it again if it is
+ * still old) and -ENOSPC (too few free rows for that file now: the files
+ * after it may fit, and each move frees more rows than it takes).
  */
-static int restripe_pass(struct ffs *fs, struct restripe *rs, uint64_t *found)
+static int restripe_pass(struct ffs *fs, struct restripe *rs, uint64_t *moved)
 {
 	uint64_t ninodes;
 	int rc = 0;
 
-	*found = 0;
+	*moved = 0;
+	rs->nospc_bytes = 0;
 	pthread_mutex_lock(&fs->lock);
 	ninodes = ff_le64(fs->sb->ninodes);
 	pthread_mutex_unlock(&fs->lock);
@@ -266,15 +269,18 @@ static int restripe_pass(struct ffs *fs, struct restripe *rs, uint64_t *found)
 		pthread_mutex_unlock(&fs->lock);
 		if (!old)
 			continue;
-		(*found)++;
 		rc = move_file(fs, rs, fi, &bytes);
+		*moved += rc == 0;
 		if (rc == 0)
 			st_set(rs, 1, bytes);
+		else if (rc == -ENOSPC)
+			rs->nospc_bytes = FF_MAX(rs->nospc_bytes, ff_le64(fi->d.size));
 		else if (rc != -ECANCELED)
 			ff_log(rc == -EAGAIN ? FF_LOG_INFO : FF_LOG_ERR, "grow: inode %llu %s: %s",
 			       (unsigned long long)ino, rc == -EAGAIN ? "changed while moved, left for "
 			       "the next pass" : "could not be moved", strerror(-rc));
-		rc = rc == -EAGAIN || rc == -ECANCELED ? 0 : rc; /* the loop ends on stop */
+		/* the loop ends on stop */
+		rc = rc == -EAGAIN || rc == -ECANCELED || rc == -ENOSPC ? 0 : rc;
 		pthread_mutex_lock(&fs->lock);
 		ffs_iput(fs, fi);
 		pthread_mutex_unlock(&fs->lock);
@@ -285,6 +291,33 @@ static int restripe_pass(struct ffs *fs, struct restripe *rs, uint64_t *found)
 		pthread_mutex_unlock(&fs->lock);
 	}
 	return rc;
+}
+
+int ffs_grow_room(struct ffs *fs, uint64_t new_stripe_bytes, struct ff_err *err)
+{
+	uint64_t largest = 0, need, have;
+
+	pthread_mutex_lock(&fs->lock);
+	for (uint64_t ino = 1; ino < ff_le64(fs->sb->ninodes); ino++) {
+		struct finode *fi;
+
+		if (!ffs_inode_bit_used(fs, ino) || ffs_iget(fs, ino, &fi) < 0)
+			continue;
+		if (S_ISREG(ff_le32(fi->d.mode)) && !ffs_is_small(fi))
+			largest = FF_MAX(largest, ff_le64(fi->d.size));
+		ffs_iput(fs, fi);
+	}
+	need = FF_DIV_ROUND_UP(largest, new_stripe_bytes);
+	have = fs->free_stripes;
+	pthread_mutex_unlock(&fs->lock);
+	if (have >= need)
+		return 0;
+	ff_err_set(err, "the restripe moves one file at a time and needs room for the largest "
+		   "(%llu MiB) at the new width: %llu MiB free, %llu MiB needed; free some space first",
+		   (unsigned long long)(largest >> 20),
+		   (unsigned long long)(have * new_stripe_bytes >> 20),
+		   (unsigned long long)(need * new_stripe_bytes >> 20));
+	return -ENOSPC;
 }
 
 /* The last old row freed: the grow's record says so, then the array
@@ -302,27 +335,28 @@ static int finish(struct ffs *fs)
 }
 
 /*
- * Passes until no row is left in the old geometry.  A pass that finds no
- * old file while rows are left has rows whose frees wait for readers to let
- * go (alloc.c, reuse hold): up to PASSES_IDLE more passes, 100 ms apart,
- * then it fails saying so.
+ * Passes until no row is left in the old geometry.  A pass that moves
+ * nothing while rows are left has files too large for the free rows
+ * (-ENOSPC: users filled the volume meanwhile), or rows whose frees wait
+ * for readers to let go (alloc.c, reuse hold): up to PASSES_IDLE more
+ * passes, 100 ms apart, then it fails saying which.
  */
 #define PASSES_IDLE 50
 
 static int restripe(struct ffs *fs, struct restripe *rs)
 {
 	unsigned idle = 0;
-	uint64_t found = 1;
+	uint64_t moved = 1;
 	int rc = 0;
 
 	while (rc == 0 && !rs->stop && old_rows_left(fs)) {
-		if (!found && ++idle > PASSES_IDLE) {
-			rc = -EBUSY;
+		if (!moved && ++idle > PASSES_IDLE) {
+			rc = rs->nospc_bytes ? -ENOSPC : -EBUSY;
 			break;
 		}
-		if (!found)
+		if (!moved)
 			wait_or_stop(rs, 100000000ull);
-		rc = restripe_pass(fs, rs, &found);
+		rc = restripe_pass(fs, rs, &moved);
 	}
 	pthread_mutex_lock(&rs->lock);
 	rs->st.rows_left = old_rows_left(fs);
@@ -387,6 +421,10 @@ static void *restripe_main(void *arg)
 		ff_raid_event(fs->raid, FF_EVENT_GROW_FAILED, -1, "%llu rows in the old geometry stay "
 			      "held by readers: the next mount goes on",
 			      (unsigned long long)rs->st.rows_left);
+	else if (rc == -ENOSPC)
+		ff_raid_event(fs->raid, FF_EVENT_GROW_FAILED, -1, "the volume is too full to move a "
+			      "file of %llu MiB to the new width: free that much, then remount (the "
+			      "restripe goes on)", (unsigned long long)(rs->nospc_bytes >> 20));
 	else if (rc < 0)
 		ff_raid_event(fs->raid, FF_EVENT_GROW_FAILED, -1, "%s: the next mount goes on",
 			      strerror(-rc));

@@ -163,6 +163,8 @@ int ffs_grow(const char *const *paths, unsigned n, const char *const *add, unsig
 	if (rc < 0)
 		return rc;
 	rc = ffs_sync(fs);
+	if (rc == 0) /* same level: nadd more data chunks a row */
+		rc = ffs_grow_room(fs, fs->stripe_bytes + (uint64_t)nadd * fs->g->chunk_bytes, err);
 	if (rc == 0) {
 		pthread_mutex_lock(&fs->lock);
 		rc = ffs_grow_prepare(fs, ff_raid_geom(fs->raid)->nmembers + nadd, err);

@@ -11,7 +11,9 @@
 #   3. a new file written, read back, and every file again, with one member
 #      left out (RAID6: two) on a read-only mount.
 # Refusals leave the volume as it was (fsck clean, files read back): a
-# member too small, a member given twice, a mounted volume.
+# member too small, a member given twice, a mounted volume, and (RAID5 x 3)
+# a volume too full for its largest file to move (a 300 MiB file with
+# less than that free; removed, the grow goes on).
 import hashlib
 import os
 import subprocess
@@ -39,6 +41,9 @@ def one_case(level, n, k):
         vol.mount()
         sums = write_files(vol.mnt, 6, 3 * MiB, 20, 8 * MiB, 8)
         size_before = df_bytes(vol.mnt)
+        if n == 3:
+            with open(os.path.join(vol.mnt, "huge.mov"), "wb") as f:
+                f.write(os.urandom(4 * MiB) * 75)
         vol.unmount()
         new = ["%s.n%d" % (vol.members[0], i) for i in range(k)]
         for p in new:
@@ -54,8 +59,16 @@ def one_case(level, n, k):
         r = admin("grow", vol.spec, new[0], new[0])
         if r.returncode == 0 or "given twice" not in r.stderr:
             raise TestFailure("grow with a member twice: exit %d: %s" % (r.returncode, r.stderr))
+        if n == 3:
+            r = admin("grow", vol.spec, *new)
+            if r.returncode == 0 or "largest" not in r.stderr or "free some space" not in r.stderr:
+                raise TestFailure("grow of a volume too full: exit %d: %s"
+                                  % (r.returncode, r.stderr))
+            log("too full: %s" % r.stderr.strip())
         vol.check_fsck()
         vol.mount()
+        if n == 3:
+            os.unlink(os.path.join(vol.mnt, "huge.mov"))
         r = admin("grow", vol.mnt, new[0])
         if r.returncode == 0 or "mounted" not in r.stderr:
             raise TestFailure("grow of a mounted volume: exit %d: %s" % (r.returncode, r.stderr))

@@ -33,6 +33,7 @@ struct restripe {
 	pthread_cond_t cond;        /* stop asked (throttle wakes), the run ended (waiters) */
 	uint64_t min_bps, max_bps;  /* 0: no limit */
 	uint64_t start_ns, paced;   /* bytes moved since start_ns, for the rate */
+	uint64_t end_ns;            /* when the thread ended (the rate's span), 0 while it runs */
 	uint64_t last_fg;           /* the engine's foreground bytes, less ours */
 	uint64_t own_bytes;         /* member bytes the moves themselves took (read + written) */
 	uint64_t nospc_bytes;       /* the largest file a pass left for want of free rows */
@@ -375,6 +376,7 @@ static void rs_begin(struct ffs *fs, struct restripe *rs)
 	rs->stop = false;
 	rs->paced = 0;
 	rs->start_ns = ff_mono_ns();
+	rs->end_ns = 0;
 	rs->last_fg = atomic_load(&ff_raid_stats(fs->raid)->fg_bytes);
 	rs->st.active = true;
 	rs->st.old_nmembers = og->nmembers;
@@ -435,6 +437,7 @@ static void *restripe_main(void *arg)
 	pthread_mutex_lock(&rs->lock);
 	rs->st.error = rc;
 	rs->st.done = rc == 0 && !rs->stop;
+	rs->end_ns = ff_mono_ns();
 	rs->running = false;
 	pthread_cond_broadcast(&rs->cond);
 	pthread_mutex_unlock(&rs->lock);
@@ -487,10 +490,10 @@ void ffs_grow_status(struct ffs *fs, struct ffs_grow_status *st)
 	pthread_mutex_lock(&rs->lock);
 	*st = rs->st;
 	st->active = rs->running;
+	secs = (double)((rs->end_ns ? rs->end_ns : ff_mono_ns()) - rs->start_ns) / 1e9;
 	pthread_mutex_unlock(&rs->lock);
 	if (st->active && fs->orows)
 		st->rows_left = old_rows_left(fs);
-	secs = (double)(ff_mono_ns() - rs->start_ns) / 1e9;
 	st->mb_per_s = secs > 0 ? (double)st->bytes_moved / 1e6 / secs : 0;
 	frac = st->rows_before ? 1.0 - (double)st->rows_left / (double)st->rows_before : 1.0;
 	st->fraction = frac;

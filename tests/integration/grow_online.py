@@ -7,7 +7,10 @@
 # (rebuild_max, which it moves at) so that all of this lands mid-way:
 #   1. status says restriping, with the capacity before and after, and the
 #      rows left drop; event_cmd gets grow-started;
-#   2. while files move: readers read every file again and again, each read
+#   2. read faults on one member while files move (injected: 2 reads fail
+#      with EIO, 2 return flipped bits): each is healed from parity before
+#      the data moves — counted on the member, every file right at the end;
+#      while files move: readers read every file again and again, each read
 #      equal to what was written (a file moved under a reader is read again
 #      in its new geometry); a write to a file not moved yet is refused with
 #      EROFS; a file not moved yet truncated to 0 and written again, another
@@ -159,7 +162,27 @@ def one_case(level, n, k):
                 mx.get("framefs_grow_capacity_after_bytes") != st["capacity_after"]:
             raise TestFailure("metrics while restriping: %s" % mx)
 
-        # 2. users work beside it
+        # 2. read faults on one member, then users work beside it
+        victim = os.path.basename(vol.members[1])
+        r = admin("fault", vol.mnt, "%s@op=r,err=EIO,count=2;%s@op=r,flip=4,after=2,count=2"
+                  % (victim, victim))
+        if r.returncode != 0:
+            raise TestFailure("fault: %s" % r.stderr)
+
+        seen = {}
+
+        def faults_seen():
+            r = admin("status", "--json", vol.mnt)
+            seen["m"] = [x for x in json.loads(r.stdout)["members"] if x.get("role") == 1][0]
+            m = seen["m"]
+            return m if m["read_errors"] >= 2 and m["cksum_errors"] >= 1 and m["healed"] >= 2 \
+                else None
+        try:
+            m = wait_for("the read faults on role 1", faults_seen, 30)
+        except TestFailure as e:
+            raise TestFailure("%s: role 1 %s; grow %s" % (e, seen.get("m"), grow_status(vol.mnt)))
+        if m["state"] != "active":
+            raise TestFailure("role 1 after its read faults: %s" % m)
         readers = Readers(vol.mnt, sums)
         wait_for("a file moved", lambda: grow_status(vol.mnt)["files_moved"] >= 2)
         still_old = None

@@ -173,8 +173,9 @@ step() { # NAME MESON-TEST-ARGS...
 #  3. ASan+UBSan (-O2 -g) on the system's libfuse 3.14 over /dev/fuse: suite
 #     'sanitize', the tests most likely to find a memory bug: the unit tests,
 #     the fsck fuzz cases (other seeds than release's), the random-operation
-#     model, the crash and power-loss loops, and the fsck corpus cases whose
-#     paths no fuzz case takes.  This run also proves that framefs builds and
+#     model, the crash and power-loss loops, a grow (RAID5 x 3 + 1, then fsck
+#     on the grown volume) and the fsck corpus cases whose paths no fuzz case
+#     takes.  This run also proves that framefs builds and
 #     works on libfuse 3.14.
 # ./setup.sh test --full runs the long job instead (run_tests_full).
 run_tests_ci() {
@@ -186,7 +187,7 @@ run_tests_ci() {
 		step "release, /dev/fuse" -C build --num-processes 2 \
 		crash-kill9 crash-powerloss random-ops-concurrent
 	FFS_FUZZ_SEED=201 FFS_FUZZ_CASES=40 IT_CRASH_ITERS=5 IT_POWERLOSS_ITERS=4 \
-		IT_RANDOM_OPS=2000 \
+		IT_RANDOM_OPS=2000 IT_GROW_CASES=5x3+1 \
 		step "ASan+UBSan, /dev/fuse" -C build-asan --num-processes 2 --timeout-multiplier 4 \
 		--suite sanitize
 	echo "== test job: $((SECONDS - t0)) s"

@@ -138,12 +138,24 @@ static bool data_crcs(struct fsck *c, uint64_t p, uint32_t *crc)
 	return fsck_data_crcs(c, p, ffs_tools_geom(c->fs)->chunk_bytes, crc);
 }
 
-/* A checksum-table block nothing can read: write it again from the claims. */
+/* Data chunks a checksum-table entry holds: on a grown volume fewer than a
+ * row has, the rest in the grow's extension (ffs_csum_get/set). */
+static uint32_t entry_chunks(const struct fsck *c)
+{
+	uint32_t width = (ff_le32(c->sb->csum_entry_bytes) - sizeof(struct ffs_csum_entry)) / 4;
+
+	return FF_MIN(width, ffs_tools_geom(c->fs)->ndata);
+}
+
+/* A checksum-table block nothing can read: write it again from the claims
+ * (and, on a grown volume, each entry's checksums past the table's width
+ * to the extension). */
 static int csum_block_rebuild(struct fsck *c, uint64_t b)
 {
 	const struct ffs_super *sb = c->sb;
 	uint32_t per = ff_le32(sb->csum_per_block), entry = ff_le32(sb->csum_entry_bytes);
 	uint32_t crc[FF_MEMBERS_MAX];
+	bool wider = entry_chunks(c) < ffs_tools_geom(c->fs)->ndata;
 	struct mbuf *mb;
 	int rc = ffs_mb_new(c->fs, ff_le64(sb->csum_start) + b, FFS_B_CSUM, &mb);
 
@@ -167,12 +179,27 @@ static int csum_block_rebuild(struct fsck *c, uint64_t b)
 			e->fstripe = ff_cpu_to_le32(c->stripe[p].fstripe |
 						    (ff_bit_test(c->unwritten, p) ? FFS_CSUM_UNWRITTEN : 0));
 		}
-		for (uint32_t k = 0; k < ffs_tools_geom(c->fs)->ndata; k++)
+		for (uint32_t k = 0; k < entry_chunks(c); k++)
 			e->crc[k] = ff_cpu_to_le32(crc[k]);
 	}
 	ffs_mb_dirty(c->fs, mb);
 	ffs_mb_put(c->fs, mb);
-	return fsck_commit(c, false);
+	for (uint64_t i = 0; wider && i < per && b * per + i < c->nstripes && rc == 0; i++) {
+		uint64_t p = b * per + i;
+		uint32_t ino, f;
+
+		if (!c->stripe[p].ino)
+			continue;
+		rc = ffs_csum_get(c->fs, p, &ino, &f, crc); /* the entry just made */
+		if (rc == 0) {
+			if (c->stripe[p].ino == FFS_CSUM_TAILS)
+				fsck_tail_entry_make(c, p, &f, crc);
+			else
+				data_crcs(c, p, crc);
+			rc = ffs_csum_set(c->fs, p, ino, f, crc); /* with its extension */
+		}
+	}
+	return rc < 0 ? rc : fsck_commit(c, false);
 }
 
 static int owner_fix(struct fsck *c, uint64_t p, uint32_t *crc)
@@ -200,8 +227,11 @@ static int csum_block_check(struct fsck *c, uint64_t b, const uint8_t *blk)
 		const struct ffs_csum_entry *e = (const void *)(blk + sizeof(struct ffs_bhdr) + i * entry);
 		uint32_t ino = ff_le32(e->ino), f = ff_le32(e->fstripe), want;
 
-		for (uint32_t k = 0; k < ffs_tools_geom(c->fs)->ndata; k++)
+		for (uint32_t k = 0; k < entry_chunks(c); k++)
 			crc[k] = ff_le32(e->crc[k]);
+		if (entry_chunks(c) < ffs_tools_geom(c->fs)->ndata &&
+		    (rc = ffs_csum_get(c->fs, p, &ino, &f, crc)) < 0) /* the rest: the extension */
+			break;
 		if (sc->ino == FFS_CSUM_TAILS || (!sc->ino && ino == FFS_CSUM_TAILS)) {
 			rc = fsck_tail_entry_check(c, p, ino, f, crc);
 			continue;

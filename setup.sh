@@ -173,8 +173,8 @@ step() { # NAME MESON-TEST-ARGS...
 #  3. ASan+UBSan (-O2 -g) on the system's libfuse 3.14 over /dev/fuse: suite
 #     'sanitize', the tests most likely to find a memory bug: the unit tests,
 #     the fsck fuzz cases (other seeds than release's), the random-operation
-#     model, the crash and power-loss loops, a grow (RAID5 x 3 + 1, then fsck
-#     on the grown volume) and the fsck corpus cases whose paths no fuzz case
+#     model, the crash and power-loss loops, a grow offline and one in the
+#     daemon (RAID5 x 3 + 1 each) and the fsck corpus cases whose paths no fuzz case
 #     takes.  This run also proves that framefs builds and
 #     works on libfuse 3.14.
 # ./setup.sh test --full runs the long job instead (run_tests_full).

@@ -32,7 +32,9 @@ struct restripe {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;        /* stop asked (throttle wakes), the run ended (waiters) */
 	uint64_t min_bps, max_bps;  /* 0: no limit */
-	uint64_t start_ns, paced;   /* bytes moved since start_ns, for the rate */
+	uint64_t start_ns;          /* when this mount's restripe began (status' rate) */
+	uint64_t pace_ns, paced;    /* bytes moved since pace_ns: the throttle's window,
+				     * begun again when the rates change */
 	uint64_t end_ns;            /* when the thread ended (the rate's span), 0 while it runs */
 	uint64_t last_fg;           /* the engine's foreground bytes, less ours */
 	uint64_t own_bytes;         /* member bytes the moves themselves took (read + written) */
@@ -84,14 +86,18 @@ static void throttle(struct ffs *fs, struct restripe *rs, uint64_t moved, uint64
 {
 	uint64_t fg = atomic_load(&ff_raid_stats(fs->raid)->fg_bytes);
 	uint64_t others = fg - rs->last_fg > own ? fg - rs->last_fg - own : 0;
-	uint64_t rate = others > fs->g->chunk_bytes ? rs->min_bps : rs->max_bps;
-
-	uint64_t elapsed = ff_mono_ns() - rs->start_ns + 1;
+	uint64_t rate, elapsed, wait = 0;
 
 	rs->last_fg = fg;
+	pthread_mutex_lock(&rs->lock); /* the rates and the window: ffs_grow_set_rate */
+	rate = others > fs->g->chunk_bytes ? rs->min_bps : rs->max_bps;
+	elapsed = ff_mono_ns() - rs->pace_ns + 1;
 	rs->paced += moved;
 	if (rate && rs->paced * 1000000000ull > rate * elapsed)
-		wait_or_stop(rs, FF_MIN(50000000ull, rs->paced * 1000000000ull / rate - elapsed));
+		wait = FF_MIN(50000000ull, rs->paced * 1000000000ull / rate - elapsed);
+	pthread_mutex_unlock(&rs->lock);
+	if (wait)
+		wait_or_stop(rs, wait);
 }
 
 /* A moved stripe: where file stripe k went, and its chunks' checksums. */
@@ -367,23 +373,29 @@ static int restripe(struct ffs *fs, struct restripe *rs)
 	return rc;
 }
 
-static void rs_begin(struct ffs *fs, struct restripe *rs)
+/* The widths, the capacity at each and the rows left at the old one. */
+static void st_geometry(struct ffs *fs, struct ffs_grow_status *st)
 {
 	const struct ff_geom *og = fs->geo[1].g, *ng = fs->geo[0].g;
 	uint64_t n = ff_le64(fs->sb->nstripes);
 
+	st->old_nmembers = og->nmembers;
+	st->new_nmembers = ng->nmembers;
+	st->capacity_before = n * og->ndata * og->chunk_bytes;
+	st->capacity_after = n * ng->ndata * ng->chunk_bytes;
+	st->rows_before = st->rows_left = old_rows_left(fs);
+}
+
+static void rs_begin(struct ffs *fs, struct restripe *rs)
+{
 	memset(&rs->st, 0, sizeof(rs->st));
 	rs->stop = false;
 	rs->paced = 0;
-	rs->start_ns = ff_mono_ns();
+	rs->start_ns = rs->pace_ns = ff_mono_ns();
 	rs->end_ns = 0;
 	rs->last_fg = atomic_load(&ff_raid_stats(fs->raid)->fg_bytes);
 	rs->st.active = true;
-	rs->st.old_nmembers = og->nmembers;
-	rs->st.new_nmembers = ng->nmembers;
-	rs->st.capacity_before = n * og->ndata * og->chunk_bytes;
-	rs->st.capacity_after = n * ng->ndata * ng->chunk_bytes;
-	rs->st.rows_before = rs->st.rows_left = old_rows_left(fs);
+	st_geometry(fs, &rs->st);
 }
 
 int ffs_grow_run(struct ffs *fs, struct ffs_grow_progress *pr)
@@ -485,7 +497,13 @@ void ffs_grow_status(struct ffs *fs, struct ffs_grow_status *st)
 	double secs, frac;
 
 	memset(st, 0, sizeof(*st));
-	if (!rs)
+	if ((!rs || !rs->start_ns) && fs->orows && fs->geo[1].g) {
+		/* a grow under way that nothing moves in this mount (read-only,
+		 * or the thread could not start): stopped */
+		st_geometry(fs, st);
+		return;
+	}
+	if (!rs || !rs->start_ns)
 		return;
 	pthread_mutex_lock(&rs->lock);
 	*st = rs->st;
@@ -523,6 +541,8 @@ void ffs_grow_set_rate(struct ffs *fs, uint64_t min_bps, uint64_t max_bps)
 		pthread_mutex_lock(&rs->lock);
 		rs->min_bps = min_bps;
 		rs->max_bps = max_bps;
+		rs->pace_ns = ff_mono_ns(); /* the new rates from now on, not averaged with the old */
+		rs->paced = 0;
 		pthread_mutex_unlock(&rs->lock);
 	}
 }

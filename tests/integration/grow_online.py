@@ -7,8 +7,8 @@
 # (rebuild_max, which it moves at) so that all of this lands mid-way:
 #   1. status says restriping, with the capacity before and after, and the
 #      rows left drop; event_cmd gets grow-started;
-#   2. read faults on one member while files move (injected: 2 reads fail
-#      with EIO, 2 return flipped bits): each is healed from parity before
+#   2. read faults on one member's data area while files move (injected:
+#      2 reads fail with EIO, 2 return flipped bits): each is healed from parity before
 #      the data moves — counted on the member, every file right at the end;
 #      while files move: readers read every file again and again, each read
 #      equal to what was written (a file moved under a reader is read again
@@ -16,8 +16,9 @@
 #      EROFS; a file not moved yet truncated to 0 and written again, another
 #      unlinked, new files written: all as asked, and the move of the first
 #      one drops its copies;
-#   3. an unmount mid-way stops the restripe between two stripes; the next
-#      mount goes on from there;
+#   3. an unmount mid-way stops the restripe between two stripes; a
+#      read-only mount then moves nothing, says the grow is stopped and
+#      reads every file; the next read-write mount goes on from there;
 #   4. `framefs-admin grow --wait MOUNTPOINT` ends with state done and every
 #      row at the new width; event_cmd gets grow-finished; df shows the new
 #      width's capacity; every file's sha256 is right;
@@ -165,8 +166,11 @@ def one_case(level, n, k):
 
         # 2. read faults on one member, then users work beside it
         victim = os.path.basename(vol.members[1])
-        r = admin("fault", vol.mnt, "%s@op=r,err=EIO,count=2;%s@op=r,flip=4,after=2,count=2"
-                  % (victim, victim))
+        st = json.loads(admin("status", "--json", vol.mnt).stdout)
+        area = "from=%d,to=%d" % (st["geometry"]["data_offset"], st["geometry"]["data_offset"] +
+                                  st["geometry"]["nstripes"] * st["chunk_bytes"])
+        r = admin("fault", vol.mnt, "%s@op=r,err=EIO,count=2,%s;%s@op=r,flip=4,after=2,count=2,%s"
+                  % (victim, area, victim, area))
         if r.returncode != 0:
             raise TestFailure("fault: %s" % r.stderr)
 
@@ -227,6 +231,15 @@ def one_case(level, n, k):
         vol.unmount()
         if "grow-finished" in events_seen(events):
             raise TestFailure("grow-finished posted at an unmount mid-way")
+        vol.mount("ro")  # read-only: nothing moves; status says it is stopped, files read
+        vol.wait_ctl()
+        ro = grow_status(vol.mnt)
+        if ro["state"] != "stopped" or not ro["rows_left"] or ro["new_members"] != n + k:
+            raise TestFailure("a read-only mount's grow status: %s" % ro)
+        if admin("grow", "--wait", vol.mnt).returncode == 0:
+            raise TestFailure("grow --wait on a read-only mount mid-grow exited 0")
+        check_files(vol.mnt, sums, "a read-only mount mid-grow", TestFailure)
+        vol.unmount()
         vol.mount("event_cmd=" + hook)
         vol.wait_ctl()
         st2 = grow_status(vol.mnt)

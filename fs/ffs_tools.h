@@ -50,6 +50,17 @@
 const struct ffs_super *ffs_tools_super(const struct ffs *fs);
 const struct ff_geom *ffs_tools_geom(const struct ffs *fs);
 bool ffs_tools_read_only(const struct ffs *fs);
+/* The geometry data stripe p is laid out in: on an array grown under the
+ * volume, the old one for a row still in it (fs_i.h, struct ffs_geo), else
+ * the array's.  The library's data-stripe functions (ffs_repair_*,
+ * ffs_csum_*) address each row in its own; a tool that does the same
+ * arithmetic asks here. */
+const struct ff_geom *ffs_tools_row_geom(const struct ffs *fs, uint64_t p);
+/* The largest data stripe of any row (a buffer for one). */
+uint64_t ffs_tools_stripe_bytes_max(const struct ffs *fs);
+/* META block where the on-disk old-rows map starts (a grow taken on,
+ * format.h); 0 when there is none. */
+uint64_t ffs_tools_old_rows_start(const struct ffs *fs);
 /* Set the inode table's high-water mark (in blocks); the next
  * ffs_super_write stores it. */
 void ffs_tools_set_itable_hwm(struct ffs *fs, uint64_t blocks);
@@ -61,7 +72,10 @@ void ffs_tools_set_scrub_record(struct ffs *fs, unsigned slot, const struct ffs_
 
 /* ---- the allocators' in-memory view (tools.c) --------------------------------- */
 
-enum ffs_tools_map { FFS_TOOLS_INODES, FFS_TOOLS_STRIPES, FFS_TOOLS_POOL };
+/* FFS_TOOLS_OLD_ROWS: the rows in the old geometry of a grown array (one
+ * bit a data stripe, as loaded: ffs_check_load_bitmaps); no free count, and
+ * every bit clear on a volume with one geometry. */
+enum ffs_tools_map { FFS_TOOLS_INODES, FFS_TOOLS_STRIPES, FFS_TOOLS_POOL, FFS_TOOLS_OLD_ROWS };
 
 /* Is bit i of the in-memory bitmap `map` set (i within the map)? */
 bool ffs_tools_bit(const struct ffs *fs, enum ffs_tools_map map, uint64_t i);

@@ -177,6 +177,35 @@ int ffs_grow_mount(struct ffs *fs, struct ff_err *err)
 	return rc < 0 ? rc : ff_raid_set_row_geom(fs->raid, row_old, fs);
 }
 
+int ffs_grow_check_load(struct ffs *fs)
+{
+	const struct ff_geom *old = ff_raid_geom_old(fs->raid);
+	uint64_t n = ff_le64(fs->sb->nstripes), nfree;
+	bool v6 = ff_le32(fs->sb->version) >= FFS_VERSION_GROWN;
+	int rc;
+
+	if (!old)
+		return 0; /* no grow, or PREPARED on the old array: one geometry */
+	if (v6 && ff_le32(fs->sb->grow.state) == FFS_GROW_GROWING) {
+		fs->orows_start = ff_le64(fs->sb->grow.orows_start);
+		/* checking: a block that cannot be read comes back all old */
+		rc = ffs_alloc_load_bitmap(fs, fs->orows_start, ff_le64(fs->sb->grow.orows_blocks), n,
+					   &fs->orows, &nfree);
+		if (rc < 0)
+			return rc;
+	} else if (v6 && ff_le32(fs->sb->grow.state) == FFS_GROW_PREPARED) {
+		/* nothing was written since the array grew (a read-write mount
+		 * takes the grow on first): whatever a row holds is laid out in
+		 * the old geometry, whatever the stripe bitmap says of it */
+		fs->orows = calloc(FF_BITMAP_WORDS(n) + 1, sizeof(uint64_t));
+		if (!fs->orows)
+			return -ENOMEM;
+		for (uint64_t s = 0; s < n; s++)
+			ff_bit_set(fs->orows, s);
+	} /* else ended (ffs_grow_ended): every row new, the array's end left to a mount */
+	return ff_raid_set_row_geom(fs->raid, row_old, fs);
+}
+
 int ffs_grow_prepare(struct ffs *fs, uint32_t new_nmembers, struct ff_err *err)
 {
 	struct ffs_super *sb = fs->sb;

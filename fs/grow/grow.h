@@ -18,6 +18,12 @@ int ffs_grow_mount(struct ffs *fs, struct ff_err *err);
 /* The checksum extension sb names (a grow's records, format.h), for this
  * mount or check: fs->csumx. */
 void ffs_grow_records_use(struct ffs *fs);
+/* For fsck (fs/volume/check.c), the bitmaps loaded: which rows are in the
+ * old geometry, as a mount would see them but with nothing taken on or
+ * written, and the engine told (its row hook).  GROWING: the on-disk
+ * old-rows map (fs->orows_start names it); PREPARED on a grown array: every
+ * row (nothing was written since the array grew); otherwise none. */
+int ffs_grow_check_load(struct ffs *fs);
 /* Step 1 of ffs_grow (grow.c): on the old array mounted read-write, all
  * committed (fs->lock held), the grow's records made and named by the
  * superblock (PREPARED) for an array of new_nmembers; 0 at once when a

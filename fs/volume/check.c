@@ -38,20 +38,6 @@ int ffs_check_open(const char *const *paths, unsigned n, bool ro, size_t meta_ca
 		free(fs);
 		return rc;
 	}
-	if (ff_raid_geom_old(fs->raid)) {
-		/* its rows are in two geometries (raid.h, "growing"): the checks
-		 * below read every stripe in the array's */
-		ff_err_set(err, "the array was grown to %u members under the filesystem (made on "
-			   "%u) and its rows are not all moved: fsck.framefs cannot check it until "
-			   "framefs-admin grow MEMBERS finishes the grow", ff_raid_geom(fs->raid)->nmembers,
-			   ff_raid_geom_old(fs->raid)->nmembers);
-		ff_raid_close(fs->raid);
-		pthread_mutex_destroy(&fs->lock);
-		pthread_cond_destroy(&fs->commit_cond);
-		pthread_cond_destroy(&fs->committed_cond);
-		free(fs);
-		return -EOPNOTSUPP;
-	}
 	fs->g = ff_raid_geom(fs->raid);
 	fs->stripe_bytes = fs->g->stripe_bytes;
 	ffs_geo_init(fs);
@@ -67,6 +53,7 @@ int ffs_check_close(struct ffs *fs)
 	ffs_meta_cache_free(fs);
 	ffs_alloc_free_all(fs);
 	ffs_journal_free(fs); /* what mount.c's teardown frees, but for the daemon's parts */
+	free(fs->orows);
 	free(fs->sb);
 	rc = ff_raid_close(fs->raid);
 	pthread_mutex_destroy(&fs->lock);
@@ -153,9 +140,13 @@ int ffs_check_run_read_sdata(struct ffs *fs, struct ffs_check_runs *runs, uint64
 	return read ? -EBADMSG : rc;
 }
 
-/* The layout mkfs would compute for this array and the superblock's own
- * inode and journal sizes must be exactly the superblock's. */
-static bool layout_matches(const struct ffs *fs, const struct ffs_super *sb)
+/* The layout mkfs would compute for the geometry the superblock was made
+ * at (`made`: the array's, or its old one under a grow not taken on) and
+ * its own inode and journal sizes must be exactly the superblock's; a
+ * grow's records (version 6) where they belong, their checksum extension
+ * xw chunks wide at least. */
+static bool layout_matches(const struct ffs *fs, const struct ffs_super *sb,
+			   const struct ff_geom *made_at, uint32_t xw)
 {
 	struct ffs_super *want = calloc(1, sizeof(*want));
 	struct ff_err err;
@@ -165,7 +156,7 @@ static bool layout_matches(const struct ffs *fs, const struct ffs_super *sb)
 	/* the layout mkfs made: with the checksum table's width (a grow keeps
 	 * the table and adds an extension), at the version that made it, and
 	 * the pool whole (a grow took its last pool_cut blocks) */
-	struct ff_geom made = *fs->g;
+	struct ff_geom made = *made_at;
 	uint64_t cut = v6 ? ff_le64(sb->grow.pool_cut) : 0;
 
 	if (!want)
@@ -186,35 +177,99 @@ static bool layout_matches(const struct ffs *fs, const struct ffs_super *sb)
 	     ff_le64(want->pool_blocks) == ff_le64(sb->pool_blocks) + cut &&
 	     SAME(pcsum_start) && SAME(pcsum_blocks) && SAME(small_max);
 #undef SAME
-	ok = ok && (!v6 || ffs_grow_layout_ok(sb, 0, ff_le64(sb->meta_blocks)));
+	ok = ok && (!v6 || ffs_grow_layout_ok(sb, xw, ff_le64(sb->meta_blocks)));
 	free(want);
 	return ok;
 }
 
+/*
+ * The geometry sb was made at on this array (struct ffs_grow_rec): the
+ * array's, or on an array grown under a filesystem that has not taken the
+ * grow on (PREPARED, or a grow the filesystem ended whose array has not),
+ * the old one; *xw: the data chunks its checksum extension must hold.
+ * NULL and *why when the grow it records does not fit the array.
+ */
+static const struct ff_geom *made_geom(const struct ffs *fs, const struct ffs_super *sb,
+				       uint32_t *xw, const char **why)
+{
+	const struct ff_geom *g = fs->g, *old = ff_raid_geom_old(fs->raid);
+	const struct ffs_grow_rec *gr = &sb->grow;
+	uint32_t state = ff_le32(sb->version) >= FFS_VERSION_GROWN ? ff_le32(gr->state) : FFS_GROW_NONE;
+
+	*xw = 0;
+	*why = FFS_CHECK_GROW_MISFIT;
+	switch (state) {
+	case FFS_GROW_NONE:
+		if (old && !ffs_grow_ended(sb, g)) {
+			*why = FFS_CHECK_GROW_NO_RECORDS;
+			return NULL;
+		}
+		return g;
+	case FFS_GROW_PREPARED: {
+		/* the records were made on the old array, for new_nmembers */
+		const struct ff_geom *at = old ? old : g;
+
+		if (ff_le32(gr->old_level) != at->level || ff_le32(gr->old_nmembers) != at->nmembers ||
+		    ff_le32(gr->old_ndata) != at->ndata || ff_le64(gr->old_stripe_bytes) != at->stripe_bytes ||
+		    ff_le32(gr->new_level) != at->level || ff_le32(gr->new_nmembers) <= at->nmembers ||
+		    (old && (ff_le32(gr->new_nmembers) != g->nmembers || ff_le32(gr->new_level) != g->level)))
+			return NULL;
+		*xw = ff_le32(gr->new_nmembers) - at->nmembers; /* the same level: data chunks added */
+		return at;
+	}
+	case FFS_GROW_GROWING:
+		if (!old || ff_le32(gr->old_level) != old->level || ff_le32(gr->old_nmembers) != old->nmembers ||
+		    ff_le32(gr->old_ndata) != old->ndata || ff_le64(gr->old_stripe_bytes) != old->stripe_bytes ||
+		    ff_le32(gr->new_nmembers) != g->nmembers || ff_le32(gr->new_level) != g->level)
+			return NULL;
+		*xw = g->ndata - old->ndata;
+		return g;
+	default:
+		*why = "unknown grow state";
+		return NULL;
+	}
+}
+
 const char *ffs_check_super_problem(const struct ffs *fs, const struct ffs_super *sb)
 {
-	const struct ff_geom *g = fs->g;
+	const struct ff_geom *g = fs->g, *made;
+	const char *why;
+	uint32_t xw;
 
 	if (ff_le64(sb->magic) != FFS_SB_MAGIC)
 		return "no framefs magic";
 	if (ff_le32(sb->version) < FFS_VERSION_MIN || ff_le32(sb->version) > FFS_VERSION_MAX ||
 	    ff_le32(sb->block_bytes) != FFS_BLOCK)
 		return "unsupported version or block size";
-	if (ff_le32(sb->version) >= FFS_VERSION_GROWN && ff_le32(sb->grow.state) != FFS_GROW_NONE)
-		return FFS_CHECK_GROW_UNDER_WAY;
 	if (memcmp(sb->uuid, ff_raid_uuid(fs->raid), 16) != 0)
 		return "made for another array";
-	if (ff_le32(sb->level) != g->level || ff_le32(sb->nmembers) != g->nmembers ||
-	    ff_le32(sb->chunk_bytes) != g->chunk_bytes || ff_le32(sb->ndata) != g->ndata ||
-	    ff_le64(sb->stripe_bytes) != g->stripe_bytes || ff_le64(sb->nstripes) != g->nstripes)
+	made = made_geom(fs, sb, &xw, &why);
+	if (!made)
+		return why;
+	if (ff_le32(sb->level) != made->level || ff_le32(sb->nmembers) != made->nmembers ||
+	    ff_le32(sb->chunk_bytes) != g->chunk_bytes || ff_le32(sb->ndata) != made->ndata ||
+	    ff_le64(sb->stripe_bytes) != made->stripe_bytes || ff_le64(sb->nstripes) != g->nstripes)
 		return "geometry differs from the array";
 	/* bound the sizes before computing with them */
 	if (ff_le64(sb->meta_blocks) != g->meta_bytes / FFS_BLOCK ||
 	    ff_le64(sb->journal_blocks) >= ff_le64(sb->meta_blocks) ||
 	    ff_le64(sb->ninodes) / FFS_INODES_PER_BLOCK >= ff_le64(sb->meta_blocks) ||
-	    !layout_matches(fs, sb))
+	    !layout_matches(fs, sb, made, xw))
 		return "layout is inconsistent";
 	return NULL;
+}
+
+bool ffs_check_super_misfit(const char *why)
+{
+	static const char *const misfit[] = { "made for another array",
+					      "unsupported version or block size",
+					      "geometry differs from the array", "unknown grow state",
+					      FFS_CHECK_GROW_MISFIT, FFS_CHECK_GROW_NO_RECORDS };
+
+	for (unsigned i = 0; why && i < FF_ARRAY_SIZE(misfit); i++)
+		if (!strcmp(why, misfit[i]))
+			return true;
+	return false;
 }
 
 int ffs_check_start(struct ffs *fs, const struct ffs_super *sb, unsigned next_copy)
@@ -282,8 +337,12 @@ int ffs_check_patch_replay(struct ffs *fs, unsigned *replayed)
 
 int ffs_check_load_bitmaps(struct ffs *fs)
 {
+	int rc;
+
 	FF_ASSERT(fs->checking); /* so that an unreadable block counts as in use */
-	return ffs_alloc_load(fs);
+	rc = ffs_alloc_load(fs);
+	/* which rows are in which geometry, before anything reads a data row */
+	return rc < 0 ? rc : ffs_grow_check_load(fs);
 }
 
 int ffs_check_finish(struct ffs *fs)
@@ -534,7 +593,7 @@ int ffs_check_rebuild_super(struct ffs *fs, struct ffs_super *sb, uint64_t gener
 			return rc < 0 ? rc : s.err;
 		found = found && s.ntried <= FF_ARRAY_SIZE(s.tried) && ff_le64(sb->ninodes);
 	}
-	if (!found || layout_matches(fs, sb) == false)
+	if (!found || layout_matches(fs, sb, fs->g, 0) == false)
 		return -ENOENT;
 	sb->magic = ff_cpu_to_le64(FFS_SB_MAGIC);
 	sb->block_bytes = ff_cpu_to_le32(FFS_BLOCK);

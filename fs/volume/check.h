@@ -91,7 +91,9 @@ int ffs_check_journal_replay(struct ffs *fs, unsigned *replayed);
 int ffs_check_journal_discard(struct ffs *fs);
 
 /* Load the allocation bitmaps; a block that cannot be read counts as
- * all in use, so that nothing is allocated from it before it is rebuilt. */
+ * all in use, so that nothing is allocated from it before it is rebuilt.
+ * On a grown array, then which rows are old (fs/grow/grow.c
+ * ffs_grow_check_load): data rows are read in their geometry from here on. */
 int ffs_check_load_bitmaps(struct ffs *fs);
 
 /* Patch batches (format version 5, fs/data/patch.c) written after the last
@@ -108,10 +110,25 @@ int ffs_check_patch_replay(struct ffs *fs, unsigned *replayed);
  * something. */
 int ffs_check_finish(struct ffs *fs);
 
-/* ffs_check_super_problem's answer for a superblock whose grow is under way
- * (format.h, struct ffs_grow_rec): not damage, so never a reason to rebuild
- * the superblock; mounting (or framefs-admin grow) finishes the grow. */
-#define FFS_CHECK_GROW_UNDER_WAY \
-	"a grow is under way: this fsck cannot check it; framefs-admin grow MEMBERS finishes it"
+/*
+ * A grow under way (format.h, struct ffs_grow_rec; fs/grow/) is checked
+ * like any volume: PREPARED on the old array at the old width, PREPARED on
+ * a grown array with every row in the old geometry (nothing was written
+ * since the array grew), GROWING with each row in the geometry the on-disk
+ * old-rows map gives it (ffs_check_load_bitmaps loads it and tells the
+ * engine).  ffs_check_super_problem's answers for a superblock whose grow
+ * does not fit the array: not damage of the copy, so never a reason to
+ * rebuild the superblock (ffs_check_super_misfit).
+ */
+#define FFS_CHECK_GROW_MISFIT \
+	"its grow does not fit this array (another width or level than the array's, before or " \
+	"after): check the members given; a superblock rebuilt from the array would lose the grow"
+#define FFS_CHECK_GROW_NO_RECORDS \
+	"the array was grown under it without the filesystem's records (framefs-admin grow makes " \
+	"them): nothing says which rows are in which geometry; it mounts read-only"
+/* Does this ffs_check_super_problem answer say that the copy is whole but
+ * made for another array, version, geometry or grow (what is wrong may be
+ * the members given), rather than damaged? */
+bool ffs_check_super_misfit(const char *why);
 
 #endif

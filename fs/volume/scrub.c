@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "fs/volume/volume.h"
+#include "io/bitmap.h"
 
 struct scrub {
 	pthread_t thread;
@@ -270,18 +271,31 @@ static bool repair_chunks(struct ffs *fs, uint64_t p, uint32_t bad, const uint32
 	return true;
 }
 
+/*
+ * Stripe p against its checksum entry, in its row's geometry (a row not
+ * moved since a grow: the old one).  Only a stripe in use: a free one's
+ * entry is whatever its last owner left, which its bytes still match on a
+ * volume with one geometry, but not once a grow's restripe freed it: a
+ * freed row is the array's geometry from then on (alloc.c), its entry and
+ * bytes the old one's.  The entry, the geometry and the bit are read
+ * together under fs->lock.
+ */
 static void scrub_stripe(struct ffs *fs, struct scrub *s, uint64_t p)
 {
-	const struct ffs_geo *geo = ffs_row_geo(fs, p); /* a row not moved since a grow: the old */
-	const struct ff_geom *g = geo->g;
-	uint32_t ino, fstripe, crc[FF_MEMBERS_MAX], bad = 0, mismatch;
+	const struct ffs_geo *geo;
+	const struct ff_geom *g;
+	uint32_t ino, fstripe, crc[FF_MEMBERS_MAX], bad = 0, mismatch, cino, cf, ccrc[FF_MEMBERS_MAX];
 	struct ff_raid_io io;
+	bool used, owned;
 	int rc;
 
 	pthread_mutex_lock(&fs->lock);
-	rc = ffs_csum_get(fs, p, &ino, &fstripe, crc);
+	used = ff_bit_test(fs->sbits, p);
+	rc = used ? ffs_csum_get(fs, p, &ino, &fstripe, crc) : 0;
+	geo = ffs_row_geo(fs, p);
 	pthread_mutex_unlock(&fs->lock);
-	if (rc < 0 || ino == 0)
+	g = geo->g;
+	if (!used || rc < 0 || ino == 0)
 		return;
 	memset(&io, 0, sizeof(io));
 	io.op = FF_RAID_CHECK;
@@ -309,6 +323,17 @@ static void scrub_stripe(struct ffs *fs, struct scrub *s, uint64_t p)
 	if (!(fstripe & FFS_CSUM_UNWRITTEN))
 		bad = ffs_repair_bad_chunks(fs, p, s->buf, crc, ffs_csum_vlen(fs, ino, fstripe));
 	if (!bad && !mismatch)
+		return;
+	/* Counted only while the entry's owner still maps p: a row reserved
+	 * for a new owner (a grow's restripe holds its copies' rows reserved
+	 * for as long as a file takes to copy) is written before its entry is,
+	 * and until the commit its entry is its last owner's. */
+	pthread_mutex_lock(&fs->lock);
+	owned = ino == FFS_CSUM_TAILS ? ffs_csum_get(fs, p, &cino, &cf, ccrc) == 0 && cino == ino &&
+					    cf == fstripe
+				      : still_mapped(fs, p, ino, fstripe);
+	pthread_mutex_unlock(&fs->lock);
+	if (!owned)
 		return;
 	s->st.chunks_bad += (uint64_t)__builtin_popcount(bad);
 	s->st.parity_bad += !bad && mismatch;

@@ -25,6 +25,22 @@ bool ffs_tools_read_only(const struct ffs *fs)
 	return fs->ro;
 }
 
+const struct ff_geom *ffs_tools_row_geom(const struct ffs *fs, uint64_t p)
+{
+	return ffs_row_geo(fs, p)->g;
+}
+
+uint64_t ffs_tools_stripe_bytes_max(const struct ffs *fs)
+{
+	return fs->geo[1].g ? FF_MAX(fs->geo[0].g->stripe_bytes, fs->geo[1].g->stripe_bytes)
+			    : fs->geo[0].g->stripe_bytes;
+}
+
+uint64_t ffs_tools_old_rows_start(const struct ffs *fs)
+{
+	return fs->orows_start;
+}
+
 /* Unchecked: ffsck-corrupt sets wrong values on purpose. */
 void ffs_tools_set_itable_hwm(struct ffs *fs, uint64_t blocks)
 {
@@ -61,13 +77,19 @@ static uint64_t *map_of(const struct ffs *fs, enum ffs_tools_map map, uint64_t *
 	case FFS_TOOLS_POOL:
 		*nbits = ff_le64(fs->sb->pool_blocks);
 		return fs->mbits;
+	case FFS_TOOLS_OLD_ROWS:
+		*nbits = ff_le64(fs->sb->nstripes);
+		return fs->orows;
 	}
 	FF_ASSERT(!"unknown allocator map");
 	return NULL;
 }
 
+/* NULL for the old-rows map, which keeps no count. */
 static uint64_t *free_count_of(struct ffs *fs, enum ffs_tools_map map)
 {
+	if (map == FFS_TOOLS_OLD_ROWS)
+		return NULL;
 	return map == FFS_TOOLS_INODES ? &fs->free_inodes
 	       : map == FFS_TOOLS_STRIPES ? &fs->free_stripes : &fs->free_mblocks;
 }
@@ -78,7 +100,7 @@ bool ffs_tools_bit(const struct ffs *fs, enum ffs_tools_map map, uint64_t i)
 	const uint64_t *bits = map_of(fs, map, &nbits);
 
 	FF_ASSERT(i < nbits);
-	return ff_bit_test(bits, i);
+	return bits && ff_bit_test(bits, i);
 }
 
 uint64_t ffs_tools_inodes_end(const struct ffs *fs)
@@ -105,15 +127,24 @@ void ffs_tools_alloc_from(struct ffs *fs, enum ffs_tools_map map,
 			  bool (*used)(const void *arg, uint64_t i), const void *arg)
 {
 	uint64_t nbits;
-	uint64_t *bits = map_of(fs, map, &nbits), *nfree = free_count_of(fs, map);
+	uint64_t *bits = map_of(fs, map, &nbits), *nfree = free_count_of(fs, map), left = nbits;
 
-	memset(bits, 0, FF_BITMAP_WORDS(nbits) * sizeof(uint64_t));
-	*nfree = nbits;
-	for (uint64_t i = 0; i < nbits; i++)
-		if (used(arg, i)) {
+	if (!bits)
+		return; /* no old rows: none to mark */
+	/* bit by bit in place: used() may read this very map (fsck keeps an
+	 * old row old while it is in use), and each bit is asked before it
+	 * changes */
+	for (uint64_t i = 0; i < nbits; i++) {
+		bool u = used(arg, i);
+
+		if (u)
 			ff_bit_set(bits, i);
-			(*nfree)--;
-		}
+		else
+			ff_bit_clear(bits, i);
+		left -= u;
+	}
+	if (nfree)
+		*nfree = left;
 }
 
 void ffs_tools_ihold(struct ffs *fs, struct finode *fi)

@@ -89,6 +89,30 @@ static int resolve_members(char *const *words, unsigned n, struct ff_member_set 
 	return rc;
 }
 
+/* A grow under way (format.h, struct ffs_grow_rec) is no problem, but the
+ * admin is told where it stands: a mount goes on with it. */
+static void grow_summary(struct fsck *c)
+{
+	const struct ffs_grow_rec *gr = &c->sb->grow;
+	uint64_t old = 0;
+
+	if (ff_le32(c->sb->version) < FFS_VERSION_GROWN || ff_le32(gr->state) == FFS_GROW_NONE)
+		return;
+	for (uint64_t s = 0; s < c->nstripes; s++)
+		old += c->stripe[s].ino && ffs_tools_bit(c->fs, FFS_TOOLS_OLD_ROWS, s);
+	if (ff_le32(gr->state) == FFS_GROW_PREPARED && !ff_raid_geom_old(ffs_raid(c->fs)))
+		printf("%s: a grow from %u to %u members is prepared; the array is not grown yet "
+		       "(framefs-admin grow MEMBERS NEW... goes on)\n", c->label,
+		       ff_le32(gr->old_nmembers), ff_le32(gr->new_nmembers));
+	else
+		printf("%s: a grow from %u to %u members is under way (%s): %llu data stripe(s) in use "
+		       "still in the old geometry (a read-write mount goes on moving them)\n", c->label,
+		       ff_le32(gr->old_nmembers), ff_le32(gr->new_nmembers),
+		       ff_le32(gr->state) == FFS_GROW_PREPARED ? "the array grown, not taken on yet"
+							       : "restriping",
+		       (unsigned long long)old);
+}
+
 static void summary(struct fsck *c)
 {
 	uint64_t inodes = 0, stripes = 0, pool = 0;
@@ -105,6 +129,7 @@ static void summary(struct fsck *c)
 	       (unsigned long long)inodes, (unsigned long long)c->ninodes - 1,
 	       (unsigned long long)stripes, (unsigned long long)c->nstripes,
 	       (unsigned long long)pool, (unsigned long long)c->pool_blocks);
+	grow_summary(c);
 	if (c->written)
 		printf("\n%s: ***** FILE SYSTEM WAS MODIFIED *****\n", c->label);
 }

@@ -88,6 +88,7 @@ enum problem {
 	PR_2_PATCH_BAD,
 	PR_2_PATCH_DUP,
 	PR_2_PATCH_ROOT,
+	PR_2_GEO_MIXED,
 	PR_3_ROOT_BAD,
 	PR_3_ENTRY_BAD,
 	PR_3_ENTRY_NAME,
@@ -106,6 +107,7 @@ enum problem {
 	PR_4_ORPHANS,
 	PR_4_BITMAP_BLOCK,
 	PR_4_BITMAP_DIFF,
+	PR_4_OLD_ROWS_BLOCK,
 	PR_4_LEFT,
 	PR_5_COPY_BAD,
 	PR_5_DATA_BAD,
@@ -331,6 +333,7 @@ struct fsck_run {
 struct fsck_map {           /* in file order; the caller frees runs */
 	struct fsck_run *runs;
 	size_t n;
+	const struct ff_geom *g;  /* the file's geometry (fsck_extent.c); NULL: the array's */
 };
 int fsck_extent_check(struct fsck *c, uint64_t ino, const struct ffs_inode *d, uint64_t *nstripes,
 		      uint64_t *tail_blocks, struct fsck_map *map);

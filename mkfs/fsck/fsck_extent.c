@@ -17,6 +17,21 @@
  * a volume that has tails; it counts as one file stripe but not in
  * nstripes, and its claim goes to the tail list (fsck_tail.c), which
  * settles the tail stripes after the whole-stripe duplicates.
+ *
+ * On an array grown under the volume, a file's stripes are all in one
+ * geometry, the one its first mapped stripe's row is in (the library's
+ * ffs_file_geo): its size maps to file stripes of that geometry's bytes,
+ * and a tail's blocks are its rows times its tail stripe's data chunks.  A
+ * file whose rows are in both geometries cannot be read whole: its file
+ * stripes in the other geometry's rows hold bytes laid out for another
+ * stripe size, at offsets the map does not give.  Only corruption (or a
+ * bug) makes one: the restripe moves a file whole, in one transaction, and
+ * a file in the old geometry takes no writes.  No repair puts those bytes
+ * back where they belong, so none is made (PR_2_GEO_MIXED): unmapping them
+ * would drop data someone may still copy out, and changing a row's bit in
+ * the old-rows map would make the data in it unreadable (its chunks and
+ * parity are laid out in its own geometry).  The file is reported and left
+ * as it is; the rows in its geometry read right.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -36,7 +51,11 @@ struct xcol {
 	bool rebuild;          /* second walk: collect what the file still owns (the
 				* first collects every valid extent: fsck_map) */
 	uint64_t next_f;       /* end of the last accepted extent */
-	uint64_t eof;          /* file stripes the size covers */
+	uint64_t eof;          /* file stripes the size covers (in its geometry) */
+	uint64_t size;         /* the inode's */
+	const struct ff_geom *geo; /* the file's geometry: its first mapped stripe's row's */
+	uint64_t mixed;        /* stripes in rows of another geometry than geo */
+	uint64_t mixed_blk;    /* the first of them */
 	uint64_t nstripes;
 	uint64_t tail_blocks;  /* the valid tails' 4 KiB blocks (the inode's tail_blocks) */
 	unsigned bad;
@@ -93,13 +112,38 @@ static int claim(struct xcol *x, uint64_t f, uint64_t p, uint64_t n, uint32_t fl
 	return rc == 0 && !x->rebuild ? push_run(x, f, p, n, flags) : rc;
 }
 
-static const char *extent_problem(const struct xcol *x, uint64_t f, uint64_t p, uint64_t n,
+/* The file's first stripe inside the data area is in data stripe p: the
+ * file's geometry is p's row's, and its size covers file stripes of that
+ * geometry's bytes. */
+static void geo_first(struct xcol *x, uint64_t p)
+{
+	const struct ff_geom *g = ffs_tools_row_geom(x->c->fs, p);
+
+	if (x->geo)
+		return;
+	x->geo = g;
+	x->eof = FF_DIV_ROUND_UP(x->size, g->stripe_bytes);
+	if (x->size > UINT64_MAX - g->stripe_bytes)
+		x->eof = UINT64_MAX;
+}
+
+/* The valid extent's data stripes [p, p + n): those in another geometry
+ * than the file's are counted. */
+static void geo_count(struct xcol *x, uint64_t p, uint64_t n)
+{
+	for (uint64_t s = p; s < p + n; s++)
+		if (ffs_tools_row_geom(x->c->fs, s) != x->geo && !x->mixed++)
+			x->mixed_blk = s;
+}
+
+static const char *extent_problem(struct xcol *x, uint64_t f, uint64_t p, uint64_t n,
 				  uint32_t flags)
 {
 	if (n == 0)
 		return "is empty";
 	if (p >= x->c->nstripes || n > x->c->nstripes - p)
 		return "lies outside the data area";
+	geo_first(x, p);
 	if (f >= FSTRIPE_LIMIT || n > FSTRIPE_LIMIT - f)
 		return "lies beyond the largest file";
 	if (flags & ~(uint32_t)FFS_X_UNWRITTEN)
@@ -124,6 +168,8 @@ static const char *tail_problem(struct xcol *x, uint64_t f, uint64_t p, uint32_t
 	}
 	if (flags & ~(uint32_t)FFS_X_TAIL)
 		return "has flags a tail may not have";
+	if (p < x->c->nstripes)
+		geo_first(x, p);
 	if (rows == 0 || row0 + rows > max) {
 		snprintf(x->why, sizeof(x->why), "has rows outside the %u of a chunk", max);
 		return x->why;
@@ -160,7 +206,8 @@ static int tail_one(struct xcol *x, uint64_t f, uint64_t p, uint32_t count, uint
 		return 0;
 	}
 	x->next_f = f + 1;
-	x->tail_blocks += (uint64_t)rows * ffs_tools_geom(x->c->fs)->ndata;
+	geo_count(x, p, 1);
+	x->tail_blocks += (uint64_t)rows * ffs_tools_row_geom(x->c->fs, p)->ndata;
 	if (!x->rebuild)
 		rc = fsck_tail_claim(x->c, p, x->ino, f, row0, rows);
 	else
@@ -192,6 +239,7 @@ static int extent_one(struct xcol *x, uint64_t f, uint64_t p, uint64_t n, uint32
 	}
 	x->next_f = f + n;
 	x->nstripes += n;
+	geo_count(x, p, n);
 	return claim(x, f, p, n, flags);
 }
 
@@ -211,9 +259,8 @@ static int collect(struct xcol *x, const struct ffs_inode *d, struct fsck_tree_w
 	int rc = 0;
 
 	memset(w, 0, sizeof(*w));
-	x->eof = FF_DIV_ROUND_UP(ff_le64(d->size), ffs_tools_geom(x->c->fs)->stripe_bytes);
-	if (ff_le64(d->size) > UINT64_MAX - ffs_tools_geom(x->c->fs)->stripe_bytes)
-		x->eof = UINT64_MAX;
+	x->size = ff_le64(d->size);
+	x->eof = 0; /* set with the file's geometry, at its first stripe inside the data area */
 	if (ff_le32(d->flags) & FFS_I_BTREE) {
 		*w = (struct fsck_tree_walk){ .c = x->c, .ino = x->ino, .root = ff_le64(d->root),
 					 .claim = !x->rebuild, .rec = tree_rec, .arg = x };
@@ -254,6 +301,11 @@ static int judge(struct fsck *c, struct xcol *x, const struct fsck_tree_walk *w,
 						      .num = ff_le32(d->nextents),
 						      .num2 = FFS_INLINE_EXTENTS }))
 		rebuild = true;
+	if (x->mixed) /* no repair: see the head of this file */
+		fsck_fix_problem(c, PR_2_GEO_MIXED, &(struct pctx){
+					 .ino = ino, .num = x->mixed, .blk = x->mixed_blk,
+					 .num2 = x->geo->nmembers,
+					 .num3 = ffs_tools_row_geom(c->fs, x->mixed_blk)->nmembers });
 	if (rebuild)
 		c->ino[ino].flags |= IS_REBUILD;
 	return 0;
@@ -266,7 +318,7 @@ int fsck_extent_check(struct fsck *c, uint64_t ino, const struct ffs_inode *d, u
 	struct fsck_tree_walk w;
 	int rc = collect(&x, d, &w);
 
-	*map = (struct fsck_map){ x.runs, x.nruns };
+	*map = (struct fsck_map){ x.runs, x.nruns, x.geo };
 	if (rc < 0) {
 		fsck_operr(c, rc, "cannot walk an extent map");
 		return rc;

@@ -17,8 +17,16 @@
  * function with the sizes the metadata on disk shows, and the journal's
  * own records for its tail (fs/volume/check.c).  That is a major repair: -p
  * stops, -n goes on checking with the rebuilt superblock in memory.  Not
- * when a copy is whole but made for another array, version or geometry:
- * then the array may be what is wrong, and the check stops.
+ * when a copy is whole but made for another array, version, geometry or
+ * grow: then the array may be what is wrong, and the check stops.  Nor on
+ * a volume in the middle of a grow (a copy says so, or the array is grown):
+ * the grow's records live in the superblock alone, and one rebuilt from
+ * the array would lose them with the rows still in the old geometry.
+ *
+ * A grow under way is no problem in itself: the superblock describes the
+ * old geometry (PREPARED) or the new one (GROWING), with the grow's
+ * records, and the checks that follow read each data row in its own
+ * geometry (fs/volume/check.h).
  *
  * Then, as e2fsck does, committed journal transactions are replayed before
  * anything else is looked at, and after them (format version 5) the patch
@@ -79,7 +87,7 @@ static int rewrite_copies(struct fsck *c)
 
 /* No copy is valid: rebuild one from the array and the layout. */
 static int rebuild(struct fsck *c, const char *const why[FFS_SB_COPIES], uint64_t generation,
-		   bool misfit)
+		   bool misfit, bool grow)
 {
 	struct ffs_super *sb = ff_alloc_aligned(FFS_BLOCK);
 	struct ffs_check_rebuilt info;
@@ -113,6 +121,14 @@ static int rebuild(struct fsck *c, const char *const why[FFS_SB_COPIES], uint64_
 		fsck_fix_problem(c, PR_1_NO_SUPER, &(struct pctx){ .str = copies });
 		fsck_operr(c, -EUCLEAN, "the filesystem superblock does not fit this array: check the "
 			   "members given (framefs-admin status); not rebuilding it");
+		free(sb);
+		return -EUCLEAN;
+	}
+	if (grow) { /* the grow's records are the superblock's alone: a rebuilt one drops them */
+		fsck_fix_problem(c, PR_1_NO_SUPER, &(struct pctx){ .str = copies });
+		fsck_operr(c, -EUCLEAN, "the volume is in the middle of a grow (or its array was grown "
+			   "under it): a superblock rebuilt from the array would lose the grow and the "
+			   "rows still in the old geometry; not rebuilding it");
 		free(sb);
 		return -EUCLEAN;
 	}
@@ -150,7 +166,7 @@ static int choose_super(struct fsck *c, struct ffs_super *copy)
 {
 	const char *why[FFS_SB_COPIES];
 	uint64_t newest = 0, gen;
-	bool rewrite = false, all4, misfit = false;
+	bool rewrite = false, all4, misfit = false, grow = false;
 	int best = -1, rc;
 
 	for (unsigned i = 0; i < FFS_SB_COPIES; i++) {
@@ -161,16 +177,22 @@ static int choose_super(struct fsck *c, struct ffs_super *copy)
 		/* a rebuilt superblock must be newer than any copy that may turn up */
 		if (ff_le64(copy[i].magic) == FFS_SB_MAGIC && gen > newest)
 			newest = gen;
-		/* a whole superblock of another array, version or geometry: what is
-		 * wrong may be the array (its member superblocks), not the copies */
-		if (why[i] && (!strcmp(why[i], "made for another array") ||
-			       !strcmp(why[i], "unsupported version or block size") ||
-			       !strcmp(why[i], "geometry differs from the array") ||
-			       !strcmp(why[i], FFS_CHECK_GROW_UNDER_WAY)))
-			misfit = true;
+		/* a whole superblock of another array, version, geometry or grow:
+		 * what is wrong may be the array (its member superblocks), not the
+		 * copies */
+		misfit |= ffs_check_super_misfit(why[i]);
+		/* a grow under way: its records (format.h) are the superblock's
+		 * alone, and a superblock rebuilt from the array would drop them,
+		 * leaving rows in the old geometry that nothing names */
+		if (why[i] && ff_le64(copy[i].magic) == FFS_SB_MAGIC &&
+		    ff_le32(copy[i].version) >= FFS_VERSION_GROWN &&
+		    ff_le32(copy[i].grow.state) != FFS_GROW_NONE && strcmp(why[i], "cannot be read") &&
+		    strcmp(why[i], "no mirror copy passes its checksum"))
+			grow = true;
 	}
 	if (best < 0)
-		return rebuild(c, why, newest + 1, misfit);
+		return rebuild(c, why, newest + 1, misfit,
+			       grow || ff_raid_geom_old(ffs_raid(c->fs)) != NULL);
 	set_label(c, &copy[best]);
 	/* the other group is the one the next superblock write replaces */
 	rc = ffs_check_start(c->fs, &copy[best], !(best % 2));

@@ -160,7 +160,7 @@ static enum verdict contents(struct fsck *c, uint64_t ino, struct ffs_inode *d, 
 
 	if (t == DT_REG && (ff_le32(d->flags) & FFS_I_SMALL)) {
 		/* no extents: its blocks are checked after the scan (fsck_small.c) */
-		fsck_patch_check(c, ino, d, &(struct fsck_map){ NULL, 0 }, dirty);
+		fsck_patch_check(c, ino, d, &(struct fsck_map){ NULL, 0, NULL }, dirty);
 	} else if (t == DT_REG) {
 		struct fsck_map map;
 		int rc = fsck_extent_check(c, ino, d, &nstripes, &tail_blocks, &map);

@@ -9,6 +9,13 @@
  * orphans (in use, no links, no entries), each flagged.  The bitmaps must
  * mark exactly what the metadata uses; differences print as e2fsck does:
  * "+n" used but marked free, "-n" marked used but free.
+ *
+ * A grow taken on (GROWING, format.h) has a fourth: the old-rows map.  A
+ * row leaves it in the transaction that frees it and never enters it
+ * again, so it may only name rows in use; a bit on a free row is cleared
+ * (the row holds nothing: the next file written there takes the new
+ * geometry).  Which rows in use are old only the map knows: a block of it
+ * that cannot be read is reported, never rebuilt from the counts.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -144,6 +151,8 @@ struct bitmap {
 	uint64_t start, nbits;
 	uint64_t base;          /* number printed for bit 0 */
 	bool (*used)(const struct fsck *c, uint64_t i);
+	enum ffs_tools_map map; /* the library's in-memory copy, made to match */
+	bool counted;           /* used() tells every bit: an unreadable block is rewritten */
 };
 
 static bool inode_used(const struct fsck *c, uint64_t i)
@@ -159,6 +168,17 @@ static bool stripe_used(const struct fsck *c, uint64_t i)
 static bool pool_used(const struct fsck *c, uint64_t i)
 {
 	return c->pool_owner[i] != 0;
+}
+
+/* Old as loaded, and in use. */
+static bool row_old(const struct fsck *c, uint64_t i)
+{
+	return c->stripe[i].ino != 0 && ffs_tools_bit(c->fs, FFS_TOOLS_OLD_ROWS, i);
+}
+
+static bool row_old_arg(const void *arg, uint64_t i)
+{
+	return row_old(arg, i);
 }
 
 struct diffs {
@@ -243,7 +263,10 @@ static void bitmap_check(struct fsck *c, const struct bitmap *bm)
 		struct mbuf *mb;
 
 		if (ffs_mb_get(c->fs, bm->start + b, FFS_B_BITMAP, &mb) < 0) {
-			if (fsck_fix_problem(c, PR_4_BITMAP_BLOCK, &(struct pctx){ .str = bm->name,
+			if (!bm->counted)
+				fsck_fix_problem(c, PR_4_OLD_ROWS_BLOCK,
+						 &(struct pctx){ .blk = bm->start + b });
+			else if (fsck_fix_problem(c, PR_4_BITMAP_BLOCK, &(struct pctx){ .str = bm->name,
 									      .blk = bm->start + b }) &&
 			    bitmap_rewrite(c, bm, b, true) < 0)
 				fsck_operr(c, -EIO, "cannot rewrite a bitmap block");
@@ -269,15 +292,23 @@ static void bitmap_check(struct fsck *c, const struct bitmap *bm)
 		return;
 	for (uint64_t b = 0; b < nblocks && !c->operr; b++)
 		bitmap_rewrite(c, bm, b, false); /* an unreadable block was rewritten above */
+	if (bm->map == FFS_TOOLS_OLD_ROWS) /* the rows freed are new from here on */
+		ffs_tools_alloc_from(c->fs, FFS_TOOLS_OLD_ROWS, row_old_arg, c);
 }
 
 int fsck_pass4(struct fsck *c)
 {
 	const struct ffs_super *sb = c->sb;
 	const struct bitmap maps[] = {
-		{ "Inode", ff_le64(sb->ibitmap_start), c->ninodes, 0, inode_used },
-		{ "Stripe", ff_le64(sb->sbitmap_start), c->nstripes, 0, stripe_used },
-		{ "Metadata pool", ff_le64(sb->mbitmap_start), c->pool_blocks, c->pool_start, pool_used },
+		{ "Inode", ff_le64(sb->ibitmap_start), c->ninodes, 0, inode_used, FFS_TOOLS_INODES, true },
+		{ "Stripe", ff_le64(sb->sbitmap_start), c->nstripes, 0, stripe_used, FFS_TOOLS_STRIPES,
+		  true },
+		{ "Metadata pool", ff_le64(sb->mbitmap_start), c->pool_blocks, c->pool_start, pool_used,
+		  FFS_TOOLS_POOL, true },
+		/* a grow taken on (0: none): nbits 0 checks nothing */
+		{ "Old-rows", ffs_tools_old_rows_start(c->fs),
+		  ffs_tools_old_rows_start(c->fs) ? c->nstripes : 0, 0, row_old, FFS_TOOLS_OLD_ROWS,
+		  false },
 	};
 	char why[128];
 	const char *o;

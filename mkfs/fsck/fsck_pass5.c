@@ -131,6 +131,20 @@ static void metadata_copies(struct fsck *c)
 	for (unsigned i = 0; i < FF_ARRAY_SIZE(r); i++)
 		for (uint64_t b = 0; b < r[i].count && !c->operr && !c->stop; b++)
 			copies_check(c, r[i].start + b, r[i].type, r[i].name);
+	if (ff_le32(sb->version) >= FFS_VERSION_GROWN && ff_le64(sb->grow.pool_cut)) {
+		/* a grow's records, after the pool (format.h): its checksum
+		 * extension and old-rows map, kept after the grow ends too */
+		const struct region g[] = {
+			{ "checksum extension", FFS_B_CSUMX, ff_le64(sb->grow.ext_start),
+			  ff_le64(sb->grow.ext_blocks) },
+			{ "old-rows bitmap", FFS_B_BITMAP, ff_le64(sb->grow.orows_start),
+			  ff_le64(sb->grow.orows_blocks) },
+		};
+
+		for (unsigned i = 0; i < FF_ARRAY_SIZE(g); i++)
+			for (uint64_t b = 0; b < g[i].count && !c->operr && !c->stop; b++)
+				copies_check(c, g[i].start + b, g[i].type, g[i].name);
+	}
 	for (uint64_t b = 0; b < c->pool_blocks && !c->operr && !c->stop; b++) {
 		uint32_t type;
 		const char *name;
@@ -143,7 +157,8 @@ static void metadata_copies(struct fsck *c)
 }
 
 /* Chunk i's checksum over the bytes its entry's crc covers (c->vlen: a tail
- * stripe's rows written, else the whole chunk). */
+ * stripe's rows written, else the whole chunk).  A grow keeps the chunk
+ * size: rows of either geometry have chunks of the array's. */
 static uint32_t chunk_crc(const struct fsck *c, const void *stripe, uint32_t i)
 {
 	uint32_t cb = ffs_tools_geom(c->fs)->chunk_bytes;
@@ -193,7 +208,7 @@ static enum verdict judge_chunk(struct fsck *c, uint64_t p, uint32_t i, uint32_t
 static void judge_stripe(struct fsck *c, uint64_t p, uint32_t bad, const uint32_t *crc,
 			 enum verdict *v)
 {
-	const struct ff_geom *g = ffs_tools_geom(c->fs);
+	const struct ff_geom *g = ffs_tools_row_geom(c->fs, p);
 
 	if (ffs_repair_reconstruct(c->fs, p, bad, crc, c->vlen, c->rbuf) == 0) {
 		memcpy(c->sbuf, c->rbuf, g->stripe_bytes);
@@ -217,7 +232,7 @@ static uint32_t ask_chunks(struct fsck *c, uint64_t p, uint32_t bad, uint32_t *c
 		ntails = fsck_tail_first(c, p, &ino, &f);
 		snprintf(also, sizeof(also), ", in a tail stripe holding %u tail(s) and patch(es)", ntails);
 	}
-	for (uint32_t i = 0; i < ffs_tools_geom(c->fs)->ndata; i++) {
+	for (uint32_t i = 0; i < ffs_tools_row_geom(c->fs, p)->ndata; i++) {
 		struct pctx px = { .blk = p, .num = i, .ino = ino, .num2 = f, .str = also };
 
 		if (!(bad & (1u << i)))
@@ -256,16 +271,17 @@ static void stripe_rewrite(struct fsck *c, uint64_t p, uint32_t write, bool left
 		fsck_operr(c, -EIO, "cannot rewrite a data stripe");
 }
 
+/* Stripe p's chunks against their checksums, the stripe read in its row's
+ * geometry (a grown array's old one for a row still in it: the library's
+ * stripe functions address it so, ffs_tools_row_geom). */
 static void stripe_verify(struct fsck *c, uint64_t p)
 {
-	const struct ff_geom *g = ffs_tools_geom(c->fs);
 	uint32_t crc[FF_MEMBERS_MAX], ino, f, bad, write;
 	enum verdict v[FF_MEMBERS_MAX];
 	bool crc_changed = false, left = false;
 
 	if (ffs_csum_get(c->fs, p, &ino, &f, crc) < 0 ||
-	    ff_raid_rw(ffs_raid(c->fs), FF_RAID_READ, FF_SPACE_DATA, p * g->stripe_bytes, c->sbuf,
-		       g->stripe_bytes) < 0)
+	    ffs_repair_read_around(c->fs, p, 0, c->sbuf) < 0)
 		return; /* an unreadable table block was pass 2's; an unreadable stripe the array's */
 	c->vlen = ffs_csum_vlen(c->fs, ino, f);
 	bad = ffs_repair_bad_chunks(c->fs, p, c->sbuf, crc, c->vlen);

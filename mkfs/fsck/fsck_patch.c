@@ -35,14 +35,17 @@ bool fsck_patches_allowed(const struct fsck *c)
 	return ff_le32(c->sb->version) >= FFS_VERSION_PATCH;
 }
 
-static uint32_t blocks_per_stripe(const struct fsck *c)
+/* Blocks in a file stripe of the file whose valid extents are m (its
+ * geometry's stripe: fsck_extent.c). */
+static uint32_t blocks_per_stripe(const struct fsck *c, const struct fsck_map *m)
 {
-	return ffs_tools_geom(c->fs)->stripe_bytes / FFS_BLOCK;
+	return (uint32_t)((m->g ? m->g : ffs_tools_geom(c->fs))->stripe_bytes / FFS_BLOCK);
 }
 
-static uint32_t slots_max(const struct fsck *c)
+/* Slots in tail stripe p: its rows' blocks in each of its row's data chunks. */
+static uint32_t slots_max(const struct fsck *c, uint64_t p)
 {
-	return fsck_tail_rows_max(c) * ffs_tools_geom(c->fs)->ndata;
+	return fsck_tail_rows_max(c) * ffs_tools_row_geom(c->fs, p)->ndata;
 }
 
 struct krec { /* a record kept for the rebuilt tree */
@@ -81,16 +84,16 @@ static const char *rec_problem(struct pwalk *w, uint64_t key, const uint8_t *val
 	    x->reserved)
 		return "is a malformed record";
 	*crcsum = ff_crc32c(0, val + sizeof(*x), 4 * n);
-	if (b0 + n > blocks_per_stripe(c)) {
+	if (b0 + n > blocks_per_stripe(c, w->map)) {
 		snprintf(w->why, sizeof(w->why), "runs past the %u blocks of a stripe",
-			 blocks_per_stripe(c));
+			 blocks_per_stripe(c, w->map));
 		return w->why;
 	}
 	if (ff_le64(x->pstripe) >= c->nstripes)
 		return "lies outside the data area";
-	if (ff_le16(x->slot0) + n > slots_max(c)) {
+	if (ff_le16(x->slot0) + n > slots_max(c, ff_le64(x->pstripe))) {
 		snprintf(w->why, sizeof(w->why), "has slots outside the %u of a tail stripe",
-			 slots_max(c));
+			 slots_max(c, ff_le64(x->pstripe)));
 		return w->why;
 	}
 	if (w->have_prev && f == w->prev_f && b0 < w->prev_end)
@@ -121,7 +124,7 @@ static int tree_rec(struct fsck_tree_walk *tw, uint64_t key, const uint8_t *val,
 {
 	struct pwalk *w = tw->arg;
 	struct fsck *c = w->c;
-	uint32_t ndata = ffs_tools_geom(c->fs)->ndata, crcsum = 0, n, slot0, b0;
+	uint32_t ndata, crcsum = 0, n, slot0, b0;
 	const struct fsck_run *run = NULL;
 	struct ffs_patch x;
 	const char *why;
@@ -148,6 +151,7 @@ static int tree_rec(struct fsck_tree_walk *tw, uint64_t key, const uint8_t *val,
 	w->prev_f = f;
 	w->prev_end = b0 + n;
 	slot0 = ff_le16(x.slot0);
+	ndata = ffs_tools_row_geom(c->fs, p)->ndata; /* a slot's row and chunk: p's geometry */
 	return fsck_tail_claim_add(c, &(struct tail_claim){
 		.p = p, .ino = (uint32_t)w->ino, .fstripe = (uint32_t)f,
 		.row0 = (uint16_t)(slot0 / ndata),
@@ -196,11 +200,10 @@ void fsck_patch_check(struct fsck *c, uint64_t ino, struct ffs_inode *d, const s
 
 bool fsck_patch_blocks_match(struct fsck *c, const struct tail_claim *t)
 {
-	const struct ff_geom *g = ffs_tools_geom(c->fs);
+	const struct ff_geom *g = ffs_tools_row_geom(c->fs, t->p);
 	uint32_t crcs[FFS_PATCH_BLOCKS_MAX];
 
-	if (ff_raid_rw(ffs_raid(c->fs), FF_RAID_READ, FF_SPACE_DATA, t->p * g->stripe_bytes, c->sbuf,
-		       g->stripe_bytes) < 0)
+	if (ffs_repair_read_around(c->fs, t->p, 0, c->sbuf) < 0) /* in its row's geometry */
 		return false;
 	for (uint32_t k = 0; k < t->nslots; k++) {
 		uint32_t s = t->slot0 + k;

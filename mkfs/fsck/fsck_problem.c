@@ -118,6 +118,10 @@ const struct problem_def fsck_problems[PR_COUNT] = {
 	  "stripe {blk}) {str} inode {ino2}", "Remove it"),
 	P(PR_2_PATCH_ROOT, 0x21f, SEV_MAJOR, "Inode {ino} ({str}) has a patch tree root of {blk}, {str2}",
 	  "Drop the patch tree"),
+	P(PR_2_GEO_MIXED, 0x220, SEV_MAJOR,
+	  "Inode {ino} maps {num} data stripe(s) in another geometry than its first stripe's (its "
+	  "file is laid over {num2} members, data stripe {blk} over {num3}): those read wrong, and "
+	  "no repair can place their bytes; left as they are", NULL),
 	P(PR_3_ROOT_BAD, 0x301, SEV_MAJOR, "The root inode {str}", "Recreate the root directory"),
 	P(PR_3_ENTRY_BAD, 0x302, SEV_MAJOR, "Directory {ino} has a malformed entry at position {num}",
 	  "Remove it"),
@@ -151,6 +155,9 @@ const struct problem_def fsck_problems[PR_COUNT] = {
 	P(PR_4_BITMAP_BLOCK, 0x403, SEV_MINOR, "{str} bitmap block {blk} has no readable copy",
 	  "Rewrite it"),
 	P(PR_4_BITMAP_DIFF, 0x404, SEV_MINOR, "{str} bitmap differences: {str2}", "Fix them"),
+	P(PR_4_OLD_ROWS_BLOCK, 0x406, SEV_MAJOR,
+	  "Old-rows bitmap block {blk} (a grow under way) has no readable copy: nothing says which of "
+	  "its rows are still in the old geometry", NULL),
 	P(PR_4_LEFT, 0x405, SEV_MAJOR, "{num} problem(s) remain after the repairs", NULL),
 	P(PR_5_COPY_BAD, 0x501, SEV_MINOR,
 	  "Metadata block {blk} ({str}): {num} of {num2} copies fail their checksum",

@@ -24,8 +24,8 @@ int fsck_state_alloc(struct fsck *c)
 	c->pool_owner = calloc(c->pool_blocks, sizeof(*c->pool_owner));
 	c->pool_type = calloc(c->pool_blocks, sizeof(*c->pool_type));
 	c->buf = ff_alloc_aligned(FFS_BLOCK);
-	c->sbuf = ff_alloc_aligned(ffs_tools_geom(c->fs)->stripe_bytes);
-	c->rbuf = ff_alloc_aligned(ffs_tools_geom(c->fs)->stripe_bytes);
+	c->sbuf = ff_alloc_aligned(ffs_tools_stripe_bytes_max(c->fs)); /* rows of either geometry */
+	c->rbuf = ff_alloc_aligned(ffs_tools_stripe_bytes_max(c->fs));
 	if (!c->ino || !c->fin || !c->stripe || !c->unwritten || !c->pool_owner || !c->pool_type || !c->buf ||
 	    !c->sbuf || !c->rbuf)
 		return -ENOMEM;

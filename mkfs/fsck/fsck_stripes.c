@@ -116,17 +116,17 @@ int fsck_extent_dups_resolve(struct fsck *c)
 }
 
 /* The chunk checksums of stripe p as its data is now (zeros if unwritten),
- * each over the first vlen bytes of its chunk; false when the data cannot
+ * each over the first vlen bytes of its chunk, in its row's geometry (a
+ * grown array's old one for a row still in it); false when the data cannot
  * be read. */
 bool fsck_data_crcs(struct fsck *c, uint64_t p, uint32_t vlen, uint32_t *crc)
 {
-	const struct ff_geom *g = ffs_tools_geom(c->fs);
+	const struct ff_geom *g = ffs_tools_row_geom(c->fs, p);
 
-	memset(crc, 0, sizeof(uint32_t) * g->ndata);
+	memset(crc, 0, sizeof(uint32_t) * FF_MEMBERS_MAX);
 	if (ff_bit_test(c->unwritten, p))
 		return true;
-	if (ff_raid_rw(ffs_raid(c->fs), FF_RAID_READ, FF_SPACE_DATA, p * g->stripe_bytes, c->sbuf,
-		       g->stripe_bytes) < 0)
+	if (ffs_repair_read_around(c->fs, p, 0, c->sbuf) < 0) /* the row's geometry and flag */
 		return false;
 	for (uint32_t i = 0; i < g->ndata; i++)
 		crc[i] = ff_crc32c(0, (uint8_t *)c->sbuf + (size_t)i * g->chunk_bytes, vlen);
@@ -135,35 +135,26 @@ bool fsck_data_crcs(struct fsck *c, uint64_t p, uint32_t vlen, uint32_t *crc)
 
 static bool data_crcs(struct fsck *c, uint64_t p, uint32_t *crc)
 {
-	return fsck_data_crcs(c, p, ffs_tools_geom(c->fs)->chunk_bytes, crc);
+	return fsck_data_crcs(c, p, ffs_tools_row_geom(c->fs, p)->chunk_bytes, crc);
 }
 
-/* Data chunks a checksum-table entry holds: on a grown volume fewer than a
- * row has, the rest in the grow's extension (ffs_csum_get/set). */
-static uint32_t entry_chunks(const struct fsck *c)
-{
-	uint32_t width = (ff_le32(c->sb->csum_entry_bytes) - sizeof(struct ffs_csum_entry)) / 4;
-
-	return FF_MIN(width, ffs_tools_geom(c->fs)->ndata);
-}
-
-/* A checksum-table block nothing can read: write it again from the claims
- * (and, on a grown volume, each entry's checksums past the table's width
- * to the extension). */
+/* A checksum-table block nothing can read: write it again from the claims,
+ * each entry through the library, which puts the checksums of a row wider
+ * than the table's entries (a grown array's) in the grow's extension. */
 static int csum_block_rebuild(struct fsck *c, uint64_t b)
 {
 	const struct ffs_super *sb = c->sb;
-	uint32_t per = ff_le32(sb->csum_per_block), entry = ff_le32(sb->csum_entry_bytes);
+	uint32_t per = ff_le32(sb->csum_per_block);
 	uint32_t crc[FF_MEMBERS_MAX];
-	bool wider = entry_chunks(c) < ffs_tools_geom(c->fs)->ndata;
 	struct mbuf *mb;
 	int rc = ffs_mb_new(c->fs, ff_le64(sb->csum_start) + b, FFS_B_CSUM, &mb);
 
 	if (rc < 0)
 		return rc;
-	for (uint64_t i = 0; i < per && b * per + i < c->nstripes; i++) {
+	ffs_mb_dirty(c->fs, mb); /* zeros: a free stripe's entry */
+	ffs_mb_put(c->fs, mb);
+	for (uint64_t i = 0; i < per && b * per + i < c->nstripes && rc == 0; i++) {
 		uint64_t p = b * per + i;
-		struct ffs_csum_entry *e = (void *)(mb->data + sizeof(struct ffs_bhdr) + i * entry);
 
 		if (!c->stripe[p].ino)
 			continue;
@@ -171,32 +162,12 @@ static int csum_block_rebuild(struct fsck *c, uint64_t b)
 			uint32_t f;
 
 			fsck_tail_entry_make(c, p, &f, crc);
-			e->ino = ff_cpu_to_le32(FFS_CSUM_TAILS);
-			e->fstripe = ff_cpu_to_le32(f);
+			rc = ffs_csum_set(c->fs, p, FFS_CSUM_TAILS, f, crc);
 		} else {
 			data_crcs(c, p, crc);
-			e->ino = ff_cpu_to_le32(c->stripe[p].ino);
-			e->fstripe = ff_cpu_to_le32(c->stripe[p].fstripe |
-						    (ff_bit_test(c->unwritten, p) ? FFS_CSUM_UNWRITTEN : 0));
-		}
-		for (uint32_t k = 0; k < entry_chunks(c); k++)
-			e->crc[k] = ff_cpu_to_le32(crc[k]);
-	}
-	ffs_mb_dirty(c->fs, mb);
-	ffs_mb_put(c->fs, mb);
-	for (uint64_t i = 0; wider && i < per && b * per + i < c->nstripes && rc == 0; i++) {
-		uint64_t p = b * per + i;
-		uint32_t ino, f;
-
-		if (!c->stripe[p].ino)
-			continue;
-		rc = ffs_csum_get(c->fs, p, &ino, &f, crc); /* the entry just made */
-		if (rc == 0) {
-			if (c->stripe[p].ino == FFS_CSUM_TAILS)
-				fsck_tail_entry_make(c, p, &f, crc);
-			else
-				data_crcs(c, p, crc);
-			rc = ffs_csum_set(c->fs, p, ino, f, crc); /* with its extension */
+			/* no checksums: the library marks the entry unwritten */
+			rc = ffs_csum_set(c->fs, p, c->stripe[p].ino, c->stripe[p].fstripe,
+					  ff_bit_test(c->unwritten, p) ? NULL : crc);
 		}
 	}
 	return rc < 0 ? rc : fsck_commit(c, false);
@@ -225,13 +196,17 @@ static int csum_block_check(struct fsck *c, uint64_t b, const uint8_t *blk)
 		uint64_t p = b * per + i;
 		const struct stripe_claim *sc = &c->stripe[p];
 		const struct ffs_csum_entry *e = (const void *)(blk + sizeof(struct ffs_bhdr) + i * entry);
-		uint32_t ino = ff_le32(e->ino), f = ff_le32(e->fstripe), want;
+		uint32_t ino = ff_le32(e->ino), f = ff_le32(e->fstripe), want, i2, f2;
+		uint32_t width = (entry - (uint32_t)sizeof(*e)) / 4;
+		uint32_t ndata = ffs_tools_row_geom(c->fs, p)->ndata;
 
-		for (uint32_t k = 0; k < entry_chunks(c); k++)
+		for (uint32_t k = 0; k < FF_MIN(ndata, width); k++)
 			crc[k] = ff_le32(e->crc[k]);
-		if (entry_chunks(c) < ffs_tools_geom(c->fs)->ndata &&
-		    (rc = ffs_csum_get(c->fs, p, &ino, &f, crc)) < 0) /* the rest: the extension */
-			break;
+		/* a row wider than the entries (a grown array's): the rest is in
+		 * the grow's extension, which the library reads (an unreadable
+		 * block of it is pass 5's to report: its copies) */
+		if (ndata > width && ffs_csum_get(c->fs, p, &i2, &f2, crc) < 0)
+			continue;
 		if (sc->ino == FFS_CSUM_TAILS || (!sc->ino && ino == FFS_CSUM_TAILS)) {
 			rc = fsck_tail_entry_check(c, p, ino, f, crc);
 			continue;

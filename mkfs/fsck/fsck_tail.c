@@ -65,7 +65,7 @@ int fsck_tail_claim_add(struct fsck *c, const struct tail_claim *t)
 int fsck_tail_claim(struct fsck *c, uint64_t p, uint64_t ino, uint64_t fstripe, uint32_t row0,
 		    uint32_t rows)
 {
-	uint32_t ndata = ffs_tools_geom(c->fs)->ndata;
+	uint32_t ndata = ffs_tools_row_geom(c->fs, p)->ndata; /* slots are the stripe's row's */
 
 	FF_ASSERT(rows >= 1 && row0 + rows <= fsck_tail_rows_max(c) && p < c->nstripes);
 	return fsck_tail_claim_add(c, &(struct tail_claim){

@@ -917,6 +917,31 @@ static void do_leak_stripe(struct tool *t, char **arg)
 	commit(t, NULL);
 }
 
+/* A grow under way (GROWING): the old-rows map marks the last free stripe
+ * old, which a row never is once freed (fs/space/alloc.c). */
+static void do_old_row_free(struct tool *t, char **arg)
+{
+	uint64_t start = ffs_tools_old_rows_start(t->fs), p = ff_le64(ffs_tools_super(t->fs)->nstripes);
+	struct mbuf *mb;
+	int rc;
+
+	(void)arg;
+	if (!start)
+		die("no grow under way (GROWING)", -EINVAL);
+	while (p > 0 && ffs_tools_bit(t->fs, FFS_TOOLS_STRIPES, p - 1))
+		p--;
+	if (p-- == 0)
+		die("no free stripe", -ENOSPC);
+	rc = ffs_mb_get(t->fs, start + p / FFS_BITS_PER_BLOCK, FFS_B_BITMAP, &mb);
+	if (rc < 0)
+		die("old-rows map", rc);
+	((struct ffs_bitmap_block *)mb->data)->bits[p % FFS_BITS_PER_BLOCK / 8] |=
+		(uint8_t)(1u << (p % 8));
+	ffs_mb_dirty(t->fs, mb);
+	ffs_mb_put(t->fs, mb);
+	commit(t, NULL);
+}
+
 /* The second file's first extent points at the first file's first stripe. */
 static void do_dup_stripe(struct tool *t, char **arg)
 {
@@ -1060,6 +1085,7 @@ static const struct action {
 	{ "leaf-bad", 1, do_leaf_bad },           { "itable-bad", 1, do_itable_bad },
 	{ "sbitmap-bad", 0, do_sbitmap_bad },     { "copy-bad", 1, do_copy_bad },
 	{ "data-bad", 1, do_data_bad },           { "data-lost", 1, do_data_lost },
+	{ "old-row-free", 0, do_old_row_free },
 	{ "sb-torn", 0, do_nothing },             { "no-super", 0, do_nothing },
 	{ "sb-zero-all", 0, do_nothing },         { "sb-offset", 0, do_nothing },
 	{ "sb-disagree", 0, do_nothing },         { "sb-legacy", 0, do_nothing },

@@ -326,9 +326,13 @@ ssize_t ffs_data_read(struct ffs *fs, struct finode *fi, void *buf, size_t len, 
 		size_t n = (size_t)FF_MIN(len - done, S - o);
 
 		/* ends: each try but the last needs the map to move again, the
-		 * last holds reuse off and is not checked */
+		 * last holds reuse off and is not checked.  A file in the old
+		 * geometry holds it off at once: a grow's restripe frees its
+		 * rows, and a row leaves the old geometry when it may be
+		 * reused (alloc.c), so one read unheld there would fail its
+		 * checksums (logged, counted against the members) */
 		for (unsigned tries = 0;; tries++) {
-			bool hold = tries == READ_TRIES - 1;
+			bool hold = tries == READ_TRIES - 1 || geo != &fs->geo[0];
 			uint64_t gen;
 
 			rc = read_source(fs, fi, k, o, n, dst + done, &p, &gen, hold);

@@ -1,16 +1,32 @@
 #!/usr/bin/env python3
-# Proves: a grow killed anywhere (SIGKILL of `framefs-admin grow` at a
-# random point: while the filesystem's records are made, between the
-# array's superblocks, in the middle of the restripe) leaves a volume that
-# the same command, given again, grows to the end; then fsck.framefs -n -c
-# finds nothing to repair (every data chunk against its checksum), and, on
-# every fourth iteration and the last, mounted, every file's sha256 is what
-# was written.
-# RAID5 x 3 + 1 (IT_GROW_LEVEL=6: RAID6 x 4 + 1), the same written volume
-# restored before each iteration; the kill points spread over the length
-# of a whole grow, measured first.
-#   IT_GROW_CRASH_ITERS=N  iterations (default 20)
-#   IT_SEED=N              the kill points (printed, to replay a failure)
+# Proves: a grow stopped anywhere ends, every file intact.  Each iteration,
+# from the same written volume, is one of three kinds, chosen by the seed:
+#   a. `framefs-admin grow MEMBERS NEW` (offline) killed with SIGKILL at a
+#      random point (while the filesystem's records are made, between the
+#      array's superblocks, in the restripe); the same command, given
+#      again, grows to the end; fsck.framefs -n -c then finds nothing;
+#   b. the daemon killed with SIGKILL during the background restripe of a
+#      grow given with --no-restripe, after a random number of rows moved
+#      (`framefs-admin set rebuild_min/max` slows it so the kill lands
+#      mid-way); the next mount's restripe goes on to the end
+#      (`framefs-admin grow --wait MOUNTPOINT`: done);
+#   c. as b, the kill also a power cut (crash_kill9.py --powerloss's undo
+#      log: a random half of the member writes no flush covered rolled back).
+# During b and c a reader reads every file with O_DIRECT (each read reaches
+# the daemon) in the killed mount and in the next, while the restripe moves
+# them: every read that returns is exactly what was written.  Every
+# iteration ends mounted with every file's sha256 as written and df at the
+# new width, and fsck.framefs -n -c clean.
+# RAID5 x 3 + 1 (IT_GROW_LEVEL=6: RAID6 x 4 + 1); a failure names the seed
+# and the iteration, and IT_GROW_CRASH_ONLY replays that one iteration.
+#   IT_GROW_CRASH_ITERS=N   iterations (default 20), the kinds in equal parts
+#   IT_GROW_CRASH_KINDS=abc the kinds to draw from
+#   IT_GROW_CRASH_ONLY=N    only iteration N (same kind and kill point)
+#   IT_SEED=N               the kinds and kill points (printed)
+import errno
+import hashlib
+import json
+import mmap
 import os
 import random
 import shutil
@@ -21,85 +37,356 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from growlib import MiB, check_files, write_files  # noqa: E402
 from itlib import TestFailure, Volume, log, seed_from_env  # noqa: E402
+import crash_kill9  # noqa: E402  (its power cut)
 
-ADMIN = os.environ["ADMIN"]
+ADMIN = os.environ.get("ADMIN")
 MEMBER = 96 * MiB
+# The volume holds 21 MB: small caches make the two mounts of an iteration
+# several times faster to start.
+MOUNT_OPTS = ("write_buffer_mb=32", "read_cache_mb=16", "patch_cache_mb=16")
+# The restripe's rate while the kill is waited for: the 21 MB take ~1.3 s.
+KILL_RATE = "16M"
 
 
-def main():
-    level = int(os.environ.get("IT_GROW_LEVEL", "5"))
-    n = 3 if level == 5 else 4
-    iters = int(os.environ.get("IT_GROW_CRASH_ITERS", "20"))
-    seed = seed_from_env()
-    rng = random.Random(seed)
-    vol = Volume(level, n, MEMBER, mkfs_args=("-c", "64K"))
-    old, new = list(vol.members), vol.members[0] + ".new"
-    saved = [m + ".saved" for m in old]
-    kills = 0
-    try:
-        vol.mount()
-        sums = write_files(vol.mnt, 8, 2 * MiB, 0, 4 * MiB, 4)
-        vol.unmount()
-        for m, s in zip(old, saved):
-            shutil.copyfile(m, s)
-        span = None
-        for it in range(iters + 1):
-            for m, s in zip(old, saved):
+def admin(*args, timeout=120):
+    return subprocess.run([ADMIN, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def df_bytes(mnt):
+    st = os.statvfs(mnt)
+    return st.f_blocks * st.f_frsize
+
+
+def reader_main(mnt, sums_path, log_path):
+    """Read every file, again and again, with O_DIRECT until killed; one
+    line per read: monotonic time, ok / bad (whole, other bytes) / err."""
+    with open(sums_path) as f:
+        sums = json.load(f)
+    buf = mmap.mmap(-1, MiB)
+    t0 = time.monotonic()
+    while not os.path.ismount(mnt):  # started beside the daemon: from its mount on
+        if time.monotonic() - t0 > 60:
+            return
+        time.sleep(0.005)
+    with open(log_path, "w", buffering=1) as lg:
+        while True:
+            for name, want in sorted(sums.items()):
+                h, got, what = hashlib.sha256(), 0, "ok"
+                try:
+                    fd = os.open(os.path.join(mnt, name), os.O_RDONLY | os.O_DIRECT)
+                    try:
+                        size = os.fstat(fd).st_size
+                        while got < size:
+                            n = os.preadv(fd, [buf], got)
+                            if n <= 0:
+                                break
+                            h.update(buf[:n])
+                            got += n
+                    finally:
+                        os.close(fd)
+                    if got != size:
+                        what = "err short read: %d of %d bytes" % (got, size)
+                    elif h.hexdigest() != want:
+                        what = "bad"
+                except OSError as e:
+                    what = "err " + (errno.errorcode.get(e.errno, str(e.errno)))
+                    time.sleep(0.01)
+                lg.write("%.6f %s %s\n" % (time.monotonic(), name, what))
+
+
+class Reader:
+    """The reader (reader_main) in a process of its own."""
+
+    def __init__(self, vol, sums_path, tag):
+        self.path = os.path.join(vol.tmp, "reader.%s.log" % tag)
+        self.p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--reader", vol.mnt,
+                                   sums_path, self.path])
+
+    def kill(self):
+        self.p.kill()
+        self.p.wait()
+
+    def stop(self, killed_at=None):
+        """Stop it; the number of whole reads.  A read with other bytes is
+        a failure; so is an error before killed_at (the daemon's death)."""
+        self.kill()
+        ok = 0
+        try:
+            with open(self.path) as f:
+                lines = f.read().split("\n")[:-1]  # whole lines only
+        except OSError:
+            lines = []
+        for line in lines:
+            t, name, what = line.split(" ", 2)
+            t = float(t)
+            if what == "ok":
+                ok += 1
+            elif what == "bad":
+                raise TestFailure("the reader read %s whole, and other bytes than were written"
+                                  % name)
+            elif killed_at is None or t < killed_at:
+                raise TestFailure("the reader could not read %s while the daemon ran: %s"
+                                  % (name, what))
+        return ok
+
+
+def grow_state(mnt, connect_s=0):
+    """The daemon's grow status; connect_s: for that long, a control
+    socket that refuses (a new daemon's, not bound yet: the killed one's
+    file is still there) is asked again."""
+    t0 = time.monotonic()
+    while True:
+        r = admin("grow", "--json", mnt, timeout=30)
+        if r.returncode == 0 and json.loads(r.stdout).get("ok"):
+            return json.loads(r.stdout)["grow"]
+        if time.monotonic() - t0 > connect_s or "cannot reach the daemon" not in r.stderr:
+            raise TestFailure("grow --json %s: exit %d: %s%s"
+                              % (mnt, r.returncode, r.stdout, r.stderr))
+        time.sleep(0.02)
+
+
+class Run:
+    def __init__(self, seed, level):
+        self.seed = seed
+        self.level = level
+        self.n = 3 if level == 5 else 4
+        self.vol = Volume(level, self.n, MEMBER, mkfs_args=("-c", "64K"))
+        self.old = list(self.vol.members)
+        self.new = self.old[0] + ".new"
+        self.saved = [m + ".saved" for m in self.old]  # written, not grown
+        self.saved_grown = [m + ".grown" for m in self.old + [self.new]]  # --no-restripe done
+        self.sums_path = os.path.join(self.vol.tmp, "sums.json")
+        self.cut = None
+        self.stats = {"a": 0, "b": 0, "c": 0, "killed_a": 0, "reads": 0, "unflushed": 0, "lost": 0}
+
+    def use(self, members):
+        self.vol.members = list(members)
+        self.vol.spec = ",".join(members)
+
+    def restore(self, grown):
+        if grown:
+            for m, s in zip(self.old + [self.new], self.saved_grown):
                 shutil.copyfile(s, m)
-            with open(new, "wb") as f:
+        else:
+            for m, s in zip(self.old, self.saved):
+                shutil.copyfile(s, m)
+            with open(self.new, "wb") as f:
                 f.truncate(MEMBER)
-            if span is None:  # iteration 0: a whole grow, for the kill points' span
-                t0 = time.monotonic()
-                r = subprocess.run([ADMIN, "grow", vol.spec, new], capture_output=True, text=True)
-                span = time.monotonic() - t0
-                if r.returncode != 0:
-                    raise TestFailure("grow: exit %d: %s" % (r.returncode, r.stderr))
-                delay, killed = None, False
-            else:
-                delay = rng.uniform(0, span)
-                w = subprocess.Popen([ADMIN, "grow", vol.spec, new], stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL)
-                t0 = time.monotonic()
-                while time.monotonic() - t0 < delay and w.poll() is None:
-                    time.sleep(0.005)  # the kill point, not a wait for an event
-                killed = w.poll() is None
-                if killed:
-                    w.kill()
-                    kills += 1
-                w.wait()
-                # the same command again: the grow goes on to its end
-                r = subprocess.run([ADMIN, "grow", vol.spec, new], capture_output=True, text=True)
-                if r.returncode != 0:
-                    raise TestFailure("iteration %d (seed %d, kill at %.3f s of %.3f): the grow "
-                                      "given again: exit %d: %s" % (it, seed, delay, span,
-                                                                    r.returncode, r.stderr))
-            grown = Volume.__new__(Volume)
-            grown.__dict__.update(vol.__dict__)
-            grown.members = old + [new]
-            grown.spec = ",".join(grown.members)
-            grown.check_fsck()
-            if it % 4 and it != iters:
-                continue
-            grown.mount()
+        self.use(self.old + [self.new])
+
+    def setup(self):
+        """The files written, the volume saved twice: as written, and after
+        `grow --no-restripe` (b, c); a whole grow timed for a's kill points."""
+        vol = self.vol
+        vol.mount(*MOUNT_OPTS)
+        self.sums = write_files(vol.mnt, 8, 2 * MiB, 0, 4 * MiB, 4)
+        nparity = 1 if self.level == 5 else 2
+        self.df_want = df_bytes(vol.mnt) * (self.n + 1 - nparity) // (self.n - nparity)
+        vol.unmount()
+        with open(self.sums_path, "w") as f:
+            json.dump(self.sums, f)
+        for m, s in zip(self.old, self.saved):
+            shutil.copyfile(m, s)
+        self.restore(False)
+        r = admin("grow", "--no-restripe", ",".join(self.old), self.new)
+        if r.returncode != 0:
+            raise TestFailure("grow --no-restripe: exit %d: %s" % (r.returncode, r.stderr))
+        for m, s in zip(self.old + [self.new], self.saved_grown):
+            shutil.copyfile(m, s)
+        self.restore(False)
+        t0 = time.monotonic()
+        r = admin("grow", ",".join(self.old), self.new)
+        self.span = time.monotonic() - t0
+        if r.returncode != 0:
+            raise TestFailure("grow: exit %d: %s" % (r.returncode, r.stderr))
+        self.end(True, "the whole grow")
+
+    def end(self, fsck_first, what):
+        """Mounted (after fsck.framefs -n -c when fsck_first): every file as
+        written, df at the new width; unmounted, fsck clean."""
+        vol = self.vol
+        if fsck_first:
+            vol.check_fsck()
+        if vol.daemon is None:
+            vol.mount(*MOUNT_OPTS)
+        check_files(vol.mnt, self.sums, what, TestFailure)
+        if df_bytes(vol.mnt) != self.df_want:
+            raise TestFailure("df: %d bytes after %s, want %d (the new width's)"
+                              % (df_bytes(vol.mnt), what, self.df_want))
+        vol.unmount()
+        vol.check_fsck()
+
+    def kind_a(self, irng):
+        delay = irng.uniform(0, self.span)
+        self.restore(False)
+        args = ["grow", ",".join(self.old), self.new]
+        w = subprocess.Popen([ADMIN, *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < delay and w.poll() is None:
+            time.sleep(0.005)  # the kill point, not a wait for an event
+        killed = w.poll() is None
+        if killed:
+            w.kill()
+            self.stats["killed_a"] += 1
+        w.wait()
+        r = admin(*args, timeout=600)  # the same command again: the grow goes on to its end
+        if r.returncode != 0:
+            raise TestFailure("the grow given again: exit %d: %s" % (r.returncode, r.stderr))
+        self.end(True, "the grow given again")
+        return "offline grow %s at %.3f s of %.3f" % ("killed" if killed else "ended before its kill",
+                                                      delay, self.span)
+
+    def kill_in_restripe(self, irng, power):
+        """Mount the grown volume, slow its restripe, kill the daemon (with
+        power: and cut the power) after a random number of rows moved."""
+        vol = self.vol
+        # the kill once frac of the rows moved, and extra seconds on: somewhere in
+        # the next file's copy (frac < 0.9: the last file's rows are not waited for)
+        frac, extra = irng.uniform(0, 0.9), irng.uniform(0, 0.15)
+        if power:
+            undo = os.path.join(vol.tmp, "undo")
+            os.makedirs(undo, exist_ok=True)
+            os.environ["FRAMEFS_UNDO_DIR"] = undo  # this daemon logs what it overwrites
+            if self.cut is None:
+                self.cut = crash_kill9.Crash(vol, self.seed, 1, undo_dir=undo)
+            self.cut.rng = random.Random(irng.getrandbits(64))  # which writes the cut loses
+        rd = Reader(vol, self.sums_path, "%d.killed" % (vol.nmounts + 1))
+        try:
             try:
-                check_files(grown.mnt, sums, "iteration %d (seed %d, kill at %s s)"
-                            % (it, seed, "%.3f" % delay if delay is not None else "none"),
-                            TestFailure)
+                vol.mount(*MOUNT_OPTS)
             finally:
-                grown.unmount()
-            vol.nmounts = grown.nmounts
-    except TestFailure as e:
-        print("FAIL: %s\n%s" % (e, vol.daemon_log()))
-        return 1
-    finally:
-        for p in saved + [new]:
+                os.environ.pop("FRAMEFS_UNDO_DIR", None)
+            g = grow_state(vol.mnt, 10)
+            r = admin("set", vol.mnt, "rebuild_min=" + KILL_RATE, "rebuild_max=" + KILL_RATE)
+            if r.returncode != 0:
+                raise TestFailure("set rebuild rates: exit %d: %s" % (r.returncode, r.stderr))
+            t0 = time.monotonic()
+            while not g["rows_before"]:  # the thread starts just after the control socket
+                if time.monotonic() - t0 > 10:
+                    raise TestFailure("no restripe under way 10 s after the mount: %s" % g)
+                time.sleep(0.01)
+                g = grow_state(vol.mnt)
+            before = g["rows_before"]
+            while g["active"] and before - g["rows_left"] < frac * before:
+                if time.monotonic() - t0 > 60:
+                    raise TestFailure("the restripe moved %d rows of %d in 60 s"
+                                      % (before - g["rows_left"], before))
+                time.sleep(0.02)
+                g = grow_state(vol.mnt)
+            time.sleep(extra)
+            g = grow_state(vol.mnt)
+            killed_at = time.monotonic()
+            vol.kill9()
+        except BaseException:
+            rd.kill()
+            raise
+        reads = rd.stop(killed_at)
+        where = "%d of %d rows moved%s" % (before - g["rows_left"], before,
+                                           "" if g["active"] else ", the restripe ended")
+        if power:
+            u, lost = self.cut.stats["unflushed"], self.cut.stats["lost"]
+            self.cut.power_cut()
+            u, lost = self.cut.stats["unflushed"] - u, self.cut.stats["lost"] - lost
+            self.stats["unflushed"] += u
+            self.stats["lost"] += lost
+            where += "; the power cut lost %d of %d unflushed member writes" % (lost, u)
+        return where, reads
+
+    def kind_bc(self, irng, power):
+        vol = self.vol
+        self.restore(True)
+        where, reads = self.kill_in_restripe(irng, power)
+        killed_log = vol.log_path
+        rd = Reader(vol, self.sums_path, "%d.after" % (vol.nmounts + 1))
+        try:
+            vol.mount(*MOUNT_OPTS)
+            grow_state(vol.mnt, 10)
+            t1 = time.monotonic()
+            r = admin("grow", "--wait", "--json", vol.mnt, timeout=300)
+            wait_s = time.monotonic() - t1
+        except BaseException:
+            rd.kill()
+            raise
+        reads_after = rd.stop()
+        self.stats["reads"] += reads + reads_after
+        if r.returncode != 0:
+            raise TestFailure("grow --wait after the remount: exit %d: %s%s"
+                              % (r.returncode, r.stdout, r.stderr))
+        state = json.loads(r.stdout)["grow"]["state"]
+        if state == "none":  # nothing was left to move: the killed daemon ended it
+            with open(killed_log) as f:
+                if "grow finished" not in f.read() + vol.daemon_log(10000):
+                    raise TestFailure("after the remount no grow is under way, and none finished")
+        elif state != "done":
+            raise TestFailure("grow --wait after the remount: state %s, not done" % state)
+        self.end(False, "the remount's restripe")
+        return ("daemon killed%s at %s; the remount's restripe %s in %.2f s; %d + %d whole "
+                "O_DIRECT reads as written" % (" (power cut)" if power else "", where,
+                                               "ended" if state == "done" else "had nothing left",
+                                               wait_s, reads, reads_after))
+
+    def iteration(self, it, kind):
+        irng = random.Random(self.seed * 1000 + it)
+        t0 = time.monotonic()
+        try:
+            if kind == "a":
+                what = self.kind_a(irng)
+            else:
+                what = self.kind_bc(irng, kind == "c")
+        except TestFailure as e:
+            raise TestFailure("iteration %d (IT_SEED=%d IT_GROW_CRASH_ONLY=%d to replay), kind %s: %s"
+                              % (it, self.seed, it, kind, e)) from None
+        finally:
+            if self.vol.daemon is not None and self.vol.daemon.poll() is not None:
+                self.vol.daemon = None
+        self.stats[kind] += 1
+        log("iteration %d (%s): %s; %d files intact, df at the new width, fsck clean (%.1f s)"
+            % (it, kind, what, len(self.sums), time.monotonic() - t0))
+
+    def cleanup(self):
+        self.use(self.old + [self.new])
+        for p in self.saved + self.saved_grown:
             try:
                 os.unlink(p)
             except OSError:
                 pass
-        vol.cleanup()
-    print("PASS: %d grows killed at random points (seed %d, a whole grow %.2f s) each went on to "
-          "the end when given again: fsck clean, every file's sha256 the same" % (kills, seed, span))
+        self.vol.cleanup()
+
+
+def main():
+    if len(sys.argv) == 5 and sys.argv[1] == "--reader":
+        reader_main(*sys.argv[2:])
+        return 0
+    level = int(os.environ.get("IT_GROW_LEVEL", "5"))
+    iters = int(os.environ.get("IT_GROW_CRASH_ITERS", "20"))
+    kinds = os.environ.get("IT_GROW_CRASH_KINDS", "abc")
+    only = os.environ.get("IT_GROW_CRASH_ONLY")
+    seed = seed_from_env()
+    rng = random.Random(seed)
+    order = (list(kinds) * iters)[:iters]  # in equal parts, in the seed's order
+    rng.shuffle(order)
+    log("grow-crash: seed %d (IT_SEED=%d to repeat), %d iterations: %s"
+        % (seed, seed, iters, "".join(order)))
+    t0 = time.monotonic()
+    run = Run(seed, level)
+    try:
+        run.setup()
+        log("set-up: 9 files written, a whole grow %.2f s (offline kills spread over it)" % run.span)
+        for it in range(1, iters + 1):
+            if only is None or int(only) == it:
+                run.iteration(it, order[it - 1])
+    except TestFailure as e:
+        print("FAIL (seed %d): %s\ndaemon log:\n%s" % (seed, e, run.vol.daemon_log()))
+        return 1
+    finally:
+        run.cleanup()
+    s = run.stats
+    print("PASS: seed %d: %d grows stopped at random points (%d offline grows killed, %d daemons "
+          "killed in the restripe, %d of them power cuts losing %d of %d unflushed member writes), "
+          "%d O_DIRECT reads meanwhile all as written; each went on to the end: every file's "
+          "sha256 the same, df at the new width, fsck clean; %.1f s"
+          % (seed, s["a"] + s["b"] + s["c"], s["killed_a"], s["b"] + s["c"], s["c"], s["lost"],
+             s["unflushed"], s["reads"], time.monotonic() - t0))
     return 0
 
 

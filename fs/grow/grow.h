@@ -31,6 +31,10 @@ bool ffs_grow_ended(const struct ffs_super *sb, const struct ff_geom *g);
  * in its last pool_cut blocks, each large enough?  xw: checksums an
  * extension entry must hold. */
 bool ffs_grow_layout_ok(const struct ffs_super *sb, uint32_t xw, uint64_t meta_blocks);
+/* The array's members changed (a role failed, or rebuilt): a restripe
+ * paused for want of redundancy looks again (restripe.c).  Called from the
+ * engine's event hook; takes the restripe's lock briefly, never waits. */
+void ffs_grow_array_changed(struct ffs *fs);
 /* At unmount and on a failed mount (restripe.c): the thread stopped, freed. */
 void ffs_grow_free(struct ffs *fs);
 

@@ -12,6 +12,11 @@
  *    as a rebuild does — min_bps while files are read or written, max_bps
  *    (0: no limit) when idle — and stops between two stripes at unmount.
  *
+ * Mounted, the move pauses while the array has no redundancy left (RAID5
+ * with a member failed or being rebuilt, RAID6 with two): every row it
+ * wrote then would be one failure from lost, and the files it moves are
+ * safe where they are.  It goes on when a rebuild ends (pause_unprotected).
+ *
  * Mounted, users work on beside it.  A file in the old geometry refuses
  * writes (data.c, old_geometry_check), so its bytes cannot change while it
  * is copied; what can change is that it is truncated to 0 or unlinked and
@@ -29,8 +34,11 @@
 struct restripe {
 	pthread_t thread;
 	bool started, running, stop;
+	bool mounted;               /* the daemon's thread: it pauses without redundancy */
 	pthread_mutex_t lock;
-	pthread_cond_t cond;        /* stop asked (throttle wakes), the run ended (waiters) */
+	pthread_cond_t cond;        /* stop asked (throttle and pause wake), the array's
+				     * members changed (pause wakes: ffs_grow_array_changed),
+				     * the run ended (waiters) */
 	uint64_t min_bps, max_bps;  /* 0: no limit */
 	uint64_t start_ns, paced;   /* bytes moved since start_ns, for the rate */
 	uint64_t last_fg;           /* the engine's foreground bytes, less ours */
@@ -53,7 +61,8 @@ static struct restripe *rs_get(struct ffs *fs)
 		pthread_condattr_destroy(&ca);
 		rs->min_bps = FFS_GROW_MIN_BPS_DEFAULT;
 		rs->max_bps = FFS_GROW_MAX_BPS_DEFAULT;
-		fs->restripe = rs;
+		/* published whole: engine threads read it (ffs_grow_array_changed) */
+		__atomic_store_n(&fs->restripe, rs, __ATOMIC_RELEASE);
 	}
 	return fs->restripe;
 }
@@ -90,6 +99,65 @@ static void throttle(struct ffs *fs, struct restripe *rs, uint64_t moved, uint64
 	rs->paced += moved;
 	if (rate && rs->paced * 1000000000ull > rate * elapsed)
 		wait_or_stop(rs, FF_MIN(50000000ull, rs->paced * 1000000000ull / rate - elapsed));
+}
+
+/* Has the array no redundancy left: as many roles not active (failed,
+ * missing, or being rebuilt: not read yet) as it has parity?  why says so. */
+static bool unprotected(struct ffs *fs, char *why, size_t len)
+{
+	const struct ff_geom *g = fs->g;
+	unsigned down = 0;
+
+	for (unsigned i = 0; i < g->nmembers; i++)
+		down += ff_raid_member_state(fs->raid, i) != FF_MEMBER_ACTIVE;
+	if (down < g->nparity)
+		return false;
+	snprintf(why, len, "%u of %u members failed or being rebuilt: no redundancy left, the move "
+		 "waits for the rebuild", down, g->nmembers);
+	return true;
+}
+
+/*
+ * Mounted, before each stripe moved: wait while the array has no
+ * redundancy left (unprotected), status saying so.  The wait ends at stop
+ * (ffs_grow_stop broadcasts) or when a role comes back: the engine posts
+ * rebuild-finished after the role is active again, and member-failed after
+ * it is failed, and the filesystem's event hook (mount.c) then broadcasts
+ * cond (ffs_grow_array_changed) under rs->lock, the lock this predicate is
+ * tested under, so no change is missed between the test and the wait.  An
+ * array that never gets its redundancy back keeps the move paused until
+ * unmount: the files stay readable where they are.
+ */
+static void pause_unprotected(struct ffs *fs, struct restripe *rs)
+{
+	char why[sizeof(rs->st.paused_reason)];
+
+	if (!rs->mounted)
+		return; /* offline: nothing rebuilds meanwhile (a grow needs every member) */
+	pthread_mutex_lock(&rs->lock);
+	while (!rs->stop && unprotected(fs, why, sizeof(why))) {
+		if (!rs->st.paused)
+			ff_log(FF_LOG_WARN, "grow: restripe paused: %s", why);
+		rs->st.paused = true;
+		memcpy(rs->st.paused_reason, why, sizeof(why));
+		pthread_cond_wait(&rs->cond, &rs->lock);
+	}
+	if (rs->st.paused && !rs->stop)
+		ff_log(FF_LOG_INFO, "grow: restripe resumed: the array has redundancy again");
+	rs->st.paused = false;
+	rs->st.paused_reason[0] = '\0';
+	pthread_mutex_unlock(&rs->lock);
+}
+
+void ffs_grow_array_changed(struct ffs *fs)
+{
+	struct restripe *rs = __atomic_load_n(&fs->restripe, __ATOMIC_ACQUIRE);
+
+	if (rs) {
+		pthread_mutex_lock(&rs->lock);
+		pthread_cond_broadcast(&rs->cond);
+		pthread_mutex_unlock(&rs->lock);
+	}
 }
 
 /* A moved stripe: where file stripe k went, and its chunks' checksums. */
@@ -182,6 +250,7 @@ static int move_file(struct ffs *fs, struct restripe *rs, struct finode *fi, uin
 	for (uint64_t k = 0; k < nk && rc == 0; k++) {
 		bool hole = false;
 
+		pause_unprotected(fs, rs);
 		rc = rs->stop ? -ECANCELED : move_stripe(fs, fi, k, size, buf, &m[n], &hole);
 		n += rc == 0 && !hole;
 		if (rc == 0)
@@ -362,6 +431,7 @@ int ffs_grow_run(struct ffs *fs, struct ffs_grow_progress *pr)
 	if (!rs)
 		return -ENOMEM;
 	rs_begin(fs, rs);
+	rs->mounted = false;
 	rs->min_bps = rs->max_bps = 0; /* offline: nothing to yield to */
 	rc = restripe(fs, rs);
 	pr->files_moved = rs->st.files_moved;
@@ -414,6 +484,7 @@ int ffs_grow_start(struct ffs *fs)
 	if (!rs)
 		return -ENOMEM;
 	rs_begin(fs, rs);
+	rs->mounted = true;
 	rs->running = true;
 	rc = -pthread_create(&rs->thread, NULL, restripe_main, fs);
 	rs->started = rc == 0;

@@ -204,7 +204,22 @@ def case_raid5():
         if g2["state"] != "paused" or g2["rows_left"] != g["rows_left"]:
             raise TestFailure("RAID5: the paused restripe moved rows or stopped pausing: %r -> %r"
                               % (g, g2))
+        # the rebuild at full speed (it shares the restripe's rates); the
+        # restripe stays paused until the rebuild ends, then goes on by itself
+        admin(vol, "set", vol.mnt, "rebuild_min=0", "rebuild_max=0")
+        g2 = status(vol)["grow"]
+        if g2["state"] != "paused":
+            raise TestFailure("RAID5: the restripe did not stay paused: %r" % g2)
         replace_and_rebuild(vol, 1)
+        # nothing but the rebuild's end wakes it (no rate change, no poke)
+        g = wait_for(vol, lambda: (lambda g: g if g["state"] != "paused" else None)(
+            status(vol)["grow"]), 10, "the restripe to resume after the rebuild")
+        if g["state"] not in ("restriping", "done") or g.get("paused_reason"):
+            raise TestFailure("RAID5: after the rebuild the restripe is %r" % g)
+        text = vol.daemon_log(10000)
+        if "restripe paused" not in text or "restripe resumed" not in text:
+            raise TestFailure("RAID5: the daemon's log does not say paused and resumed:\n%s"
+                              % vol.daemon_log())
         g = finish(vol, sums, "RAID5", t0)
         check_all(vol, sums, "RAID5, grown and rebuilt")
         vol.unmount()

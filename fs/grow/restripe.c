@@ -40,7 +40,10 @@ struct restripe {
 				     * members changed (pause wakes: ffs_grow_array_changed),
 				     * the run ended (waiters) */
 	uint64_t min_bps, max_bps;  /* 0: no limit */
-	uint64_t start_ns, paced;   /* bytes moved since start_ns, for the rate */
+	uint64_t start_ns;          /* for the status' rate */
+	double tokens;              /* bytes the rate allows now (throttle) */
+	uint64_t tokens_ns;         /* when tokens was last filled */
+	uint64_t fg_moved_ns;       /* when others' foreground bytes last moved */
 	uint64_t last_fg;           /* the engine's foreground bytes, less ours */
 	uint64_t own_bytes;         /* member bytes the moves themselves took (read + written) */
 	struct ffs_grow_status st;
@@ -82,23 +85,44 @@ static void wait_or_stop(struct restripe *rs, uint64_t ns)
 }
 
 /*
- * Wait while over the allowed rate: min_bps when the engine moved bytes
- * for anything but the restripe since the last stripe (files being read or
- * written), else max_bps.  Ends at the time the rate allows, at most 50 ms
- * on (then asked again), or at once when stop is asked (cond).
+ * Foreground first, as the rebuild (raid/rebuild.c): the volume is busy
+ * while the engine moved bytes for anything but the restripe in the last
+ * half second (files being read or written); then min_bps, else max_bps
+ * (0: no limit).  A token bucket with 100 ms of burst paces the bytes
+ * moved: a pause, an idle spell at max_bps or a slow one gives no credit
+ * that a stream starting then would pay for.  Each turn waits until the
+ * bucket holds `moved` at the rate of the moment (wait_or_stop: a deadline,
+ * or at once on stop), so the loop ends.
  */
+#define BUSY_NS 500000000ull
+
 static void throttle(struct ffs *fs, struct restripe *rs, uint64_t moved, uint64_t own)
 {
-	uint64_t fg = atomic_load(&ff_raid_stats(fs->raid)->fg_bytes);
-	uint64_t others = fg - rs->last_fg > own ? fg - rs->last_fg - own : 0;
-	uint64_t rate = others > fs->g->chunk_bytes ? rs->min_bps : rs->max_bps;
+	while (!rs->stop) {
+		uint64_t now = ff_mono_ns(), fg = atomic_load(&ff_raid_stats(fs->raid)->fg_bytes);
+		uint64_t others = fg - rs->last_fg > own ? fg - rs->last_fg - own : 0, rate;
 
-	uint64_t elapsed = ff_mono_ns() - rs->start_ns + 1;
-
-	rs->last_fg = fg;
-	rs->paced += moved;
-	if (rate && rs->paced * 1000000000ull > rate * elapsed)
-		wait_or_stop(rs, FF_MIN(50000000ull, rs->paced * 1000000000ull / rate - elapsed));
+		own = 0; /* ours counted once: a later turn sees others' bytes only */
+		rs->last_fg = fg;
+		if (others > fs->g->chunk_bytes)
+			rs->fg_moved_ns = now;
+		pthread_mutex_lock(&rs->lock);
+		rate = now - rs->fg_moved_ns < BUSY_NS ? rs->min_bps : rs->max_bps;
+		pthread_mutex_unlock(&rs->lock);
+		if (!rate) {
+			rs->tokens = 0;
+			rs->tokens_ns = now;
+			return;
+		}
+		rs->tokens += (double)rate * (double)(now - rs->tokens_ns) / 1e9;
+		rs->tokens = FF_MIN(rs->tokens, (double)rate / 10 + (double)moved);
+		rs->tokens_ns = now;
+		if (rs->tokens >= (double)moved) {
+			rs->tokens -= (double)moved;
+			return;
+		}
+		wait_or_stop(rs, (uint64_t)(((double)moved - rs->tokens) * 1e9 / (double)rate) + 1);
+	}
 }
 
 /* Has the array no redundancy left: as many roles not active (failed,
@@ -408,8 +432,10 @@ static void rs_begin(struct ffs *fs, struct restripe *rs)
 
 	memset(&rs->st, 0, sizeof(rs->st));
 	rs->stop = false;
-	rs->paced = 0;
 	rs->start_ns = ff_mono_ns();
+	rs->tokens = 0;
+	rs->tokens_ns = rs->start_ns;
+	rs->fg_moved_ns = rs->start_ns - BUSY_NS; /* starts idle: busy once others move */
 	rs->last_fg = atomic_load(&ff_raid_stats(fs->raid)->fg_bytes);
 	rs->st.active = true;
 	rs->st.old_nmembers = og->nmembers;
@@ -553,6 +579,7 @@ void ffs_grow_set_rate(struct ffs *fs, uint64_t min_bps, uint64_t max_bps)
 		pthread_mutex_lock(&rs->lock);
 		rs->min_bps = min_bps;
 		rs->max_bps = max_bps;
+		pthread_cond_broadcast(&rs->cond); /* a throttle's wait takes the new rate */
 		pthread_mutex_unlock(&rs->lock);
 	}
 }

@@ -226,6 +226,8 @@ struct ffs_grow_status {
 	uint64_t rows_before, rows_left;          /* rows in the old geometry: at start, now */
 	uint64_t files_moved, bytes_moved;
 	double fraction, mb_per_s, eta_s;         /* of rows_before; since it started */
+	bool paused;                 /* active, waiting: the array has no redundancy left */
+	char paused_reason[160];     /* why, "" when not paused */
 };
 void ffs_grow_status(struct ffs *fs, struct ffs_grow_status *st);
 /* Block until the restripe thread ends (done, failed or stopped). */

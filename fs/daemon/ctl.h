@@ -111,11 +111,13 @@
  *             chunks_repaired, chunks_unrepairable, parity_bad,
  *             parity_repaired, meta_bad, meta_repaired, unreadable}]}
  *             | null (no filesystem),
- *   grow:    {state: "none"|"restriping"|"done"|"failed"|"stopped", active,
+ *   grow:    {state: "none"|"restriping"|"paused"|"done"|"failed"|"stopped", active,
  *             old_members, new_members, capacity_before, capacity_after
  *             (data bytes at each width), rows_before, rows_left (rows in
  *             the old geometry), files_moved, bytes_moved, fraction,
- *             percent, mb_per_s, eta_s, error: string|null} | null (no
+ *             percent, mb_per_s, eta_s, error: string|null,
+ *             paused_reason: string|null (paused: active, waiting while the
+ *             array has no redundancy left)} | null (no
  *             filesystem); restriping moves at the rebuild's rates,
  *   rates:   {rebuild_min_bps, rebuild_max_bps, scrub_min_bps, scrub_max_bps},
  *   (mb_per_s is 10^6 bytes per second, as it always was here; the text

@@ -231,8 +231,8 @@ static json_object *scrub_history_json(struct ffs *fs)
 	return arr;
 }
 
-/* A grow's restripe (fs/grow/restripe.c): state none, restriping, done,
- * failed or stopped; rows in the old geometry, the rate, the capacity at
+/* A grow's restripe (fs/grow/restripe.c): state none, restriping, paused
+ * (no redundancy left: paused_reason says so), done, failed or stopped; rows in the old geometry, the rate, the capacity at
  * the old and new widths. */
 json_object *ctl_grow_json(struct ffs *fs)
 {
@@ -241,8 +241,8 @@ json_object *ctl_grow_json(struct ffs *fs)
 	const char *state;
 
 	ffs_grow_status(fs, &st);
-	state = st.active ? "restriping" : st.done ? "done" : st.error ? "failed"
-	      : st.old_nmembers ? "stopped" : "none";
+	state = st.active ? (st.paused ? "paused" : "restriping") : st.done ? "done"
+	      : st.error ? "failed" : st.old_nmembers ? "stopped" : "none";
 	ctl_jadd_str(o, "state", state);
 	ctl_jadd_bool(o, "active", st.active);
 	ctl_jadd_u64(o, "old_members", st.old_nmembers);
@@ -258,6 +258,7 @@ json_object *ctl_grow_json(struct ffs *fs)
 	json_object_object_add(o, "mb_per_s", ctl_jdbl(st.mb_per_s, "%.1f"));
 	json_object_object_add(o, "eta_s", ctl_jdbl(st.eta_s, "%.1f"));
 	ctl_jadd_str(o, "error", st.error ? strerror(-st.error) : NULL);
+	ctl_jadd_str(o, "paused_reason", st.paused ? st.paused_reason : NULL);
 	return o;
 }
 

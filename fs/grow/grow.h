@@ -43,6 +43,10 @@ bool ffs_grow_layout_ok(const struct ffs_super *sb, uint32_t xw, uint64_t meta_b
  * file at the new width (stripes of new_stripe_bytes).  -ENOSPC, err saying
  * how much is missing, when they do not. */
 int ffs_grow_room(struct ffs *fs, uint64_t new_stripe_bytes, struct ff_err *err);
+/* The array's members changed (a role failed, or rebuilt): a restripe
+ * paused for want of redundancy looks again (restripe.c).  Called from the
+ * engine's event hook; takes the restripe's lock briefly, never waits. */
+void ffs_grow_array_changed(struct ffs *fs);
 /* At unmount and on a failed mount (restripe.c): the thread stopped, freed. */
 void ffs_grow_free(struct ffs *fs);
 

@@ -12,6 +12,11 @@
  *    as a rebuild does — min_bps while files are read or written, max_bps
  *    (0: no limit) when idle — and stops between two stripes at unmount.
  *
+ * Mounted, the move pauses while the array has no redundancy left (RAID5
+ * with a member failed or being rebuilt, RAID6 with two): every row it
+ * wrote then would be one failure from lost, and the files it moves are
+ * safe where they are.  It goes on when a rebuild ends (pause_unprotected).
+ *
  * Mounted, users work on beside it.  A file in the old geometry refuses
  * writes (data.c, old_geometry_check), so its bytes cannot change while it
  * is copied; what can change is that it is truncated to 0 or unlinked and
@@ -29,12 +34,16 @@
 struct restripe {
 	pthread_t thread;
 	bool started, running, stop;
+	bool mounted;               /* the daemon's thread: it pauses without redundancy */
 	pthread_mutex_t lock;
-	pthread_cond_t cond;        /* stop asked (throttle wakes), the run ended (waiters) */
+	pthread_cond_t cond;        /* stop asked (throttle and pause wake), the array's
+				     * members changed (pause wakes: ffs_grow_array_changed),
+				     * the run ended (waiters) */
 	uint64_t min_bps, max_bps;  /* 0: no limit */
-	uint64_t start_ns;          /* when this mount's restripe began (status' rate) */
-	uint64_t pace_ns, paced;    /* bytes moved since pace_ns: the throttle's window,
-				     * begun again when the rates change */
+	uint64_t start_ns;          /* for the status' rate */
+	double tokens;              /* bytes the rate allows now (throttle) */
+	uint64_t tokens_ns;         /* when tokens was last filled */
+	uint64_t fg_moved_ns;       /* when others' foreground bytes last moved */
 	uint64_t end_ns;            /* when the thread ended (the rate's span), 0 while it runs */
 	uint64_t last_fg;           /* the engine's foreground bytes, less ours */
 	uint64_t own_bytes;         /* member bytes the moves themselves took (read + written) */
@@ -57,7 +66,8 @@ static struct restripe *rs_get(struct ffs *fs)
 		pthread_condattr_destroy(&ca);
 		rs->min_bps = FFS_GROW_MIN_BPS_DEFAULT;
 		rs->max_bps = FFS_GROW_MAX_BPS_DEFAULT;
-		fs->restripe = rs;
+		/* published whole: engine threads read it (ffs_grow_array_changed) */
+		__atomic_store_n(&fs->restripe, rs, __ATOMIC_RELEASE);
 	}
 	return fs->restripe;
 }
@@ -77,27 +87,103 @@ static void wait_or_stop(struct restripe *rs, uint64_t ns)
 }
 
 /*
- * Wait while over the allowed rate: min_bps when the engine moved bytes
- * for anything but the restripe since the last stripe (files being read or
- * written), else max_bps.  Ends at the time the rate allows, at most 50 ms
- * on (then asked again), or at once when stop is asked (cond).
+ * Foreground first, as the rebuild (raid/rebuild.c): the volume is busy
+ * while the engine moved bytes for anything but the restripe in the last
+ * half second (files being read or written); then min_bps, else max_bps
+ * (0: no limit).  A token bucket with 100 ms of burst paces the bytes
+ * moved: a pause, an idle spell at max_bps or a slow one gives no credit
+ * that a stream starting then would pay for.  Each turn waits until the
+ * bucket holds `moved` at the rate of the moment (wait_or_stop: a deadline,
+ * or at once on stop), so the loop ends.
  */
+#define BUSY_NS 500000000ull
+
 static void throttle(struct ffs *fs, struct restripe *rs, uint64_t moved, uint64_t own)
 {
-	uint64_t fg = atomic_load(&ff_raid_stats(fs->raid)->fg_bytes);
-	uint64_t others = fg - rs->last_fg > own ? fg - rs->last_fg - own : 0;
-	uint64_t rate, elapsed, wait = 0;
+	while (!rs->stop) {
+		uint64_t now = ff_mono_ns(), fg = atomic_load(&ff_raid_stats(fs->raid)->fg_bytes);
+		uint64_t others = fg - rs->last_fg > own ? fg - rs->last_fg - own : 0, rate;
 
-	rs->last_fg = fg;
-	pthread_mutex_lock(&rs->lock); /* the rates and the window: ffs_grow_set_rate */
-	rate = others > fs->g->chunk_bytes ? rs->min_bps : rs->max_bps;
-	elapsed = ff_mono_ns() - rs->pace_ns + 1;
-	rs->paced += moved;
-	if (rate && rs->paced * 1000000000ull > rate * elapsed)
-		wait = FF_MIN(50000000ull, rs->paced * 1000000000ull / rate - elapsed);
+		own = 0; /* ours counted once: a later turn sees others' bytes only */
+		rs->last_fg = fg;
+		if (others > fs->g->chunk_bytes)
+			rs->fg_moved_ns = now;
+		pthread_mutex_lock(&rs->lock);
+		rate = now - rs->fg_moved_ns < BUSY_NS ? rs->min_bps : rs->max_bps;
+		pthread_mutex_unlock(&rs->lock);
+		if (!rate) {
+			rs->tokens = 0;
+			rs->tokens_ns = now;
+			return;
+		}
+		rs->tokens += (double)rate * (double)(now - rs->tokens_ns) / 1e9;
+		rs->tokens = FF_MIN(rs->tokens, (double)rate / 10 + (double)moved);
+		rs->tokens_ns = now;
+		if (rs->tokens >= (double)moved) {
+			rs->tokens -= (double)moved;
+			return;
+		}
+		wait_or_stop(rs, (uint64_t)(((double)moved - rs->tokens) * 1e9 / (double)rate) + 1);
+	}
+}
+
+/* Has the array no redundancy left: as many roles not active (failed,
+ * missing, or being rebuilt: not read yet) as it has parity?  why says so. */
+static bool unprotected(struct ffs *fs, char *why, size_t len)
+{
+	const struct ff_geom *g = fs->g;
+	unsigned down = 0;
+
+	for (unsigned i = 0; i < g->nmembers; i++)
+		down += ff_raid_member_state(fs->raid, i) != FF_MEMBER_ACTIVE;
+	if (down < g->nparity)
+		return false;
+	snprintf(why, len, "%u of %u members failed or being rebuilt: no redundancy left, the move "
+		 "waits for the rebuild", down, g->nmembers);
+	return true;
+}
+
+/*
+ * Mounted, before each stripe moved: wait while the array has no
+ * redundancy left (unprotected), status saying so.  The wait ends at stop
+ * (ffs_grow_stop broadcasts) or when a role comes back: the engine posts
+ * rebuild-finished after the role is active again, and member-failed after
+ * it is failed, and the filesystem's event hook (mount.c) then broadcasts
+ * cond (ffs_grow_array_changed) under rs->lock, the lock this predicate is
+ * tested under, so no change is missed between the test and the wait.  An
+ * array that never gets its redundancy back keeps the move paused until
+ * unmount: the files stay readable where they are.
+ */
+static void pause_unprotected(struct ffs *fs, struct restripe *rs)
+{
+	char why[sizeof(rs->st.paused_reason)];
+
+	if (!rs->mounted)
+		return; /* offline: nothing rebuilds meanwhile (a grow needs every member) */
+	pthread_mutex_lock(&rs->lock);
+	while (!rs->stop && unprotected(fs, why, sizeof(why))) {
+		if (!rs->st.paused)
+			ff_log(FF_LOG_WARN, "grow: restripe paused: %s", why);
+		rs->st.paused = true;
+		memcpy(rs->st.paused_reason, why, sizeof(why));
+		pthread_cond_wait(&rs->cond, &rs->lock);
+	}
+	if (rs->st.paused && !rs->stop)
+		ff_log(FF_LOG_INFO, "grow: restripe resumed: the array has redundancy again");
+	rs->st.paused = false;
+	rs->st.paused_reason[0] = '\0';
 	pthread_mutex_unlock(&rs->lock);
-	if (wait)
-		wait_or_stop(rs, wait);
+}
+
+void ffs_grow_array_changed(struct ffs *fs)
+{
+	struct restripe *rs = __atomic_load_n(&fs->restripe, __ATOMIC_ACQUIRE);
+
+	if (rs) {
+		pthread_mutex_lock(&rs->lock);
+		pthread_cond_broadcast(&rs->cond);
+		pthread_mutex_unlock(&rs->lock);
+	}
 }
 
 /* A moved stripe: where file stripe k went, and its chunks' checksums. */
@@ -190,6 +276,7 @@ static int move_file(struct ffs *fs, struct restripe *rs, struct finode *fi, uin
 	for (uint64_t k = 0; k < nk && rc == 0; k++) {
 		bool hole = false;
 
+		pause_unprotected(fs, rs);
 		rc = rs->stop ? -ECANCELED : move_stripe(fs, fi, k, size, buf, &m[n], &hole);
 		n += rc == 0 && !hole;
 		if (rc == 0)
@@ -390,8 +477,10 @@ static void rs_begin(struct ffs *fs, struct restripe *rs)
 {
 	memset(&rs->st, 0, sizeof(rs->st));
 	rs->stop = false;
-	rs->paced = 0;
-	rs->start_ns = rs->pace_ns = ff_mono_ns();
+	rs->start_ns = ff_mono_ns();
+	rs->tokens = 0;
+	rs->tokens_ns = rs->start_ns;
+	rs->fg_moved_ns = rs->start_ns - BUSY_NS; /* starts idle: busy once others move */
 	rs->end_ns = 0;
 	rs->last_fg = atomic_load(&ff_raid_stats(fs->raid)->fg_bytes);
 	rs->st.active = true;
@@ -410,6 +499,7 @@ int ffs_grow_run(struct ffs *fs, struct ffs_grow_progress *pr)
 	if (!rs)
 		return -ENOMEM;
 	rs_begin(fs, rs);
+	rs->mounted = false;
 	rs->min_bps = rs->max_bps = 0; /* offline: nothing to yield to */
 	rc = restripe(fs, rs);
 	pr->files_moved = rs->st.files_moved;
@@ -467,6 +557,7 @@ int ffs_grow_start(struct ffs *fs)
 	if (!rs)
 		return -ENOMEM;
 	rs_begin(fs, rs);
+	rs->mounted = true;
 	rs->running = true;
 	rc = -pthread_create(&rs->thread, NULL, restripe_main, fs);
 	rs->started = rc == 0;
@@ -541,8 +632,7 @@ void ffs_grow_set_rate(struct ffs *fs, uint64_t min_bps, uint64_t max_bps)
 		pthread_mutex_lock(&rs->lock);
 		rs->min_bps = min_bps;
 		rs->max_bps = max_bps;
-		rs->pace_ns = ff_mono_ns(); /* the new rates from now on, not averaged with the old */
-		rs->paced = 0;
+		pthread_cond_broadcast(&rs->cond); /* a throttle's wait takes the new rate */
 		pthread_mutex_unlock(&rs->lock);
 	}
 }

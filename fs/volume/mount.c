@@ -587,6 +587,19 @@ static unsigned mount_features(const struct ffs *fs)
 	return f;
 }
 
+/* The engine's events (raid.h): a role failed or rebuilt wakes a grow's
+ * paused restripe (fs/grow/restripe.c), then they go on to the caller's
+ * hook.  Engine threads call it: it must not block (a lock held briefly). */
+static void raid_event(void *ctx, const struct ff_event *ev)
+{
+	struct ffs *fs = ctx;
+
+	if (ev->kind == FF_EVENT_MEMBER_FAILED || ev->kind == FF_EVENT_REBUILD_FINISHED)
+		ffs_grow_array_changed(fs);
+	if (fs->opts.event_fn)
+		fs->opts.event_fn(fs->opts.event_ctx, ev);
+}
+
 int ffs_mount(const char *const *paths, unsigned n, const struct ffs_opts *o, struct ffs **out,
 	      struct ff_err *err)
 {
@@ -611,8 +624,8 @@ int ffs_mount(const char *const *paths, unsigned n, const struct ffs_opts *o, st
 	ro.max_read_errors = o->max_read_errors;
 	ro.fault_spec = o->fault_spec;
 	ro.undo_dir = o->undo_dir;
-	ro.event_fn = o->event_fn;
-	ro.event_ctx = o->event_ctx;
+	ro.event_fn = raid_event; /* then o->event_fn */
+	ro.event_ctx = fs;
 	rc = ff_raid_assemble(paths, n, &ro, &fs->raid, err);
 	if (rc < 0) {
 		fs_free(fs);

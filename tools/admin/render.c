@@ -289,6 +289,8 @@ void render_grow(json_object *gr, FILE *f, const char *indent)
 	if (jbool(gr, "active")) {
 		render_progress("grow", gr, line, sizeof(line));
 		fprintf(f, "%s%s\n", indent, line);
+		if (jstr(gr, "paused_reason", NULL))
+			fprintf(f, "%s         paused: %s\n", indent, jstr(gr, "paused_reason", ""));
 	} else {
 		fprintf(f, "%sgrow     %s%s%s\n", indent, state, jstr(gr, "error", NULL) ? ": " : "",
 			jstr(gr, "error", ""));

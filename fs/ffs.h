@@ -51,6 +51,8 @@ struct ffs_opts {
 #define FFS_PATCH_CACHE_OFF SIZE_MAX
 
 struct ffs_stats {
+	_Atomic uint64_t user_bytes;       /* bytes of the read and write requests users made:
+					    * a grow's restripe takes a change as files in use */
 	_Atomic uint64_t stripe_writes;    /* full stripes written */
 	_Atomic uint64_t stripe_fills;     /* partial stripes completed from the array first */
 	_Atomic uint64_t stripe_reads;

@@ -834,6 +834,7 @@ ssize_t ffs_read(struct ffs *fs, uint64_t fh, void *buf, size_t size, uint64_t o
 
 	if (S_ISDIR(ff_le32(fi->d.mode)))
 		return -EISDIR;
+	atomic_fetch_add(&fs->stats.user_bytes, size);
 	return ffs_data_read(fs, fi, buf, size, off, flags);
 }
 
@@ -844,6 +845,7 @@ ssize_t ffs_read_ref(struct ffs *fs, uint64_t fh, size_t size, uint64_t off, uns
 
 	if (S_ISDIR(ff_le32(fi->d.mode)))
 		return -EISDIR;
+	atomic_fetch_add(&fs->stats.user_bytes, size);
 	return ffs_data_read_ref(fs, fi, size, off, flags, ref);
 }
 
@@ -853,6 +855,7 @@ ssize_t ffs_read_into(struct ffs *fs, uint64_t fh, void *buf, size_t cap, size_t
 
 	if (S_ISDIR(ff_le32(fi->d.mode)))
 		return -EISDIR;
+	atomic_fetch_add(&fs->stats.user_bytes, size);
 	return ffs_data_read_into(fs, fi, buf, cap, size, off);
 }
 
@@ -863,6 +866,7 @@ int ffs_read_into_async(struct ffs *fs, uint64_t fh, void *buf, size_t cap, size
 
 	if (S_ISDIR(ff_le32(fi->d.mode)))
 		return -EISDIR;
+	atomic_fetch_add(&fs->stats.user_bytes, size);
 	return ffs_data_read_into_async(fs, fi, fh, buf, cap, size, off, done, priv);
 }
 
@@ -910,6 +914,7 @@ ssize_t ffs_write(struct ffs *fs, uint64_t fh, const void *buf, size_t size, uin
 		return -EFBIG;
 	if (fs->free_mblocks < META_RESERVE)
 		return -ENOSPC;
+	atomic_fetch_add(&fs->stats.user_bytes, size);
 	return ffs_data_write(fs, fi, buf, size, off);
 }
 

@@ -166,7 +166,8 @@ struct ff_raid_io {
 };
 
 struct ff_raid_stats {
-	_Atomic uint64_t fg_bytes;        /* member bytes moved for requests other than rebuild */
+	_Atomic uint64_t fg_bytes;        /* member bytes moved for foreground requests: neither
+					   * rebuild nor FF_RAID_IO_BACKGROUND (scrub, restripe) */
 	_Atomic uint64_t full_stripe_writes;
 	_Atomic uint64_t rows_writes;     /* FF_RAID_IO_ROWS writes (not in full_stripe_writes) */
 	_Atomic uint64_t rmw_segments;

@@ -287,7 +287,7 @@ void ff_op_issue(struct stripe_op *op, unsigned op_code, unsigned member, uint64
 	req->complete = req_done;
 	req->priv = op;
 	req->tag = atomic_load(&w->r->role_epoch[member]);
-	if (op->io->op != FF_RAID_REBUILD)
+	if (op->io->op != FF_RAID_REBUILD && !(op->io->flags & FF_RAID_IO_BACKGROUND))
 		atomic_fetch_add(&w->r->stats.fg_bytes, len);
 	/* a member being replaced: its replacement gets the same write */
 	if (op_code == FF_IO_WRITE && member != w->r->g.nmembers &&

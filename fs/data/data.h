@@ -92,4 +92,10 @@ void ffs_merges_free(struct ffs *fs);
 void ffs_merges_drain(struct ffs *fs);
 unsigned ffs_merges_pending(struct ffs *fs);
 
+/* The calling thread's stripe loads are background work (a grow's
+ * restripe, restripe.c sets it for its thread): the engine serves them
+ * behind foreground requests and leaves them out of the foreground bytes
+ * its throttles watch (raid.h, fg_bytes). */
+extern _Thread_local bool ffs_io_background;
+
 #endif

@@ -20,6 +20,8 @@
 #include "fs/data/data_i.h"
 #include "io/hash.h"
 
+_Thread_local bool ffs_io_background;
+
 enum { RC_EMPTY, RC_LOADING, RC_READY, RC_ERROR };
 
 struct rcache {
@@ -207,7 +209,7 @@ static struct rentry *rc_get(struct ffs *fs, uint64_t p, int mode, const uint32_
 		memset(&e->io, 0, sizeof(e->io));
 		e->io.op = FF_RAID_READ;
 		e->io.space = FF_SPACE_DATA;
-		e->io.flags = geo->raid_flags;
+		e->io.flags = geo->raid_flags | (ffs_io_background ? FF_RAID_IO_BACKGROUND : 0);
 		e->io.off = p * geo->g->stripe_bytes;
 		e->io.len = geo->g->stripe_bytes;
 		e->io.buf = e->data;

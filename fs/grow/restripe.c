@@ -45,8 +45,8 @@ struct restripe {
 	uint64_t tokens_ns;         /* when tokens was last filled */
 	uint64_t fg_moved_ns;       /* when others' foreground bytes last moved */
 	uint64_t end_ns;            /* when the thread ended (the rate's span), 0 while it runs */
-	uint64_t last_fg;           /* the engine's foreground bytes, less ours */
-	uint64_t own_bytes;         /* member bytes the moves themselves took (read + written) */
+	uint64_t last_fg;           /* the engine's foreground bytes (ours are background) */
+	uint64_t last_user;         /* users' request bytes (fs->stats.user_bytes) */
 	uint64_t nospc_bytes;       /* the largest file a pass left for want of free rows */
 	struct ffs_grow_status st;
 };
@@ -88,8 +88,11 @@ static void wait_or_stop(struct restripe *rs, uint64_t ns)
 
 /*
  * Foreground first, as the rebuild (raid/rebuild.c): the volume is busy
- * while the engine moved bytes for anything but the restripe in the last
- * half second (files being read or written); then min_bps, else max_bps
+ * while users' read or write requests came in, or the engine moved bytes
+ * for foreground requests, in the last half second (files being read or
+ * written; the requests are seen as they arrive, before their stripes
+ * reach the members: a stream starting is met at its first frame); then
+ * min_bps, else max_bps
  * (0: no limit).  A token bucket with 100 ms of burst paces the bytes
  * moved: a pause, an idle spell at max_bps or a slow one gives no credit
  * that a stream starting then would pay for.  Each turn waits until the
@@ -98,16 +101,21 @@ static void wait_or_stop(struct restripe *rs, uint64_t ns)
  */
 #define BUSY_NS 500000000ull
 
-static void throttle(struct ffs *fs, struct restripe *rs, uint64_t moved, uint64_t own)
+static void throttle(struct ffs *fs, struct restripe *rs, uint64_t moved)
 {
 	while (!rs->stop) {
+		/* the restripe's own requests are background (ffs_io_background):
+		 * not in fg_bytes, so what moved is others' */
 		uint64_t now = ff_mono_ns(), fg = atomic_load(&ff_raid_stats(fs->raid)->fg_bytes);
-		uint64_t others = fg - rs->last_fg > own ? fg - rs->last_fg - own : 0, rate;
+		uint64_t user = atomic_load(&fs->stats.user_bytes);
+		uint64_t others = fg - rs->last_fg, rate;
 
-		own = 0; /* ours counted once: a later turn sees others' bytes only */
-		rs->last_fg = fg;
-		if (others > fs->g->chunk_bytes)
+		/* busy: users' requests came in (seen as they arrive, before
+		 * their stripes reach the members), or others' bytes moved */
+		if (others > fs->g->chunk_bytes || user != rs->last_user)
 			rs->fg_moved_ns = now;
+		rs->last_fg = fg;
+		rs->last_user = user;
 		pthread_mutex_lock(&rs->lock);
 		rate = now - rs->fg_moved_ns < BUSY_NS ? rs->min_bps : rs->max_bps;
 		pthread_mutex_unlock(&rs->lock);
@@ -230,7 +238,8 @@ static int move_stripe(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t s
 		m->crc[i] = ff_crc32c(0, buf + (size_t)i * g->chunk_bytes, g->chunk_bytes);
 	{
 		struct ff_raid_io io = { .op = FF_RAID_WRITE, .space = FF_SPACE_DATA,
-					 .flags = FF_RAID_IO_NO_INTENT, .off = m->p * S, .len = S,
+					 .flags = FF_RAID_IO_NO_INTENT | FF_RAID_IO_BACKGROUND,
+					 .off = m->p * S, .len = S,
 					 .buf = buf };
 
 		rc = ff_raid_submit_wait(fs->raid, &io);
@@ -254,9 +263,7 @@ static int move_stripe(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t s
  */
 static int move_file(struct ffs *fs, struct restripe *rs, struct finode *fi, uint64_t *moved)
 {
-	const struct ff_geom *og = fs->geo[1].g;
 	uint64_t S = fs->geo[0].g->stripe_bytes, size, nk, n = 0, mapped = 0;
-	uint64_t own = (uint64_t)(og->ndata + fs->geo[0].g->nmembers) * og->chunk_bytes;
 	uint8_t *buf = ff_alloc_aligned(S);
 	const struct ffs_geo *from;
 	struct moved *m;
@@ -280,7 +287,7 @@ static int move_file(struct ffs *fs, struct restripe *rs, struct finode *fi, uin
 		rc = rs->stop ? -ECANCELED : move_stripe(fs, fi, k, size, buf, &m[n], &hole);
 		n += rc == 0 && !hole;
 		if (rc == 0)
-			throttle(fs, rs, FF_MIN(S, size - k * S), own);
+			throttle(fs, rs, FF_MIN(S, size - k * S));
 	}
 	if (rc == 0)
 		rc = ff_raid_flush(fs->raid); /* the copies durable before anything names them */
@@ -483,6 +490,7 @@ static void rs_begin(struct ffs *fs, struct restripe *rs)
 	rs->fg_moved_ns = rs->start_ns - BUSY_NS; /* starts idle: busy once others move */
 	rs->end_ns = 0;
 	rs->last_fg = atomic_load(&ff_raid_stats(fs->raid)->fg_bytes);
+	rs->last_user = atomic_load(&fs->stats.user_bytes);
 	rs->st.active = true;
 	st_geometry(fs, &rs->st);
 }
@@ -517,6 +525,7 @@ static void *restripe_main(void *arg)
 	struct restripe *rs = fs->restripe;
 	int rc;
 
+	ffs_io_background = true; /* its reads and writes yield to streams (worker.c) */
 	ff_raid_event(fs->raid, FF_EVENT_GROW_STARTED, -1,
 		      "%u to %u members: %llu rows to move", rs->st.old_nmembers, rs->st.new_nmembers,
 		      (unsigned long long)rs->st.rows_before);

@@ -44,7 +44,7 @@ struct scrub {
 	uint64_t start_s;  /* wall clock, for the history */
 	uint64_t bytes;
 	uint64_t min_bps, max_bps;
-	uint64_t last_fg, own_bytes;
+	uint64_t last_fg;
 	uint8_t *buf;
 	uint8_t *mbuf[FF_PARITY_MAX + 1];
 };
@@ -68,7 +68,7 @@ static struct scrub *scrub_get(struct ffs *fs)
 /* Sleep while over the allowed rate; foreground I/O lowers it to min. */
 static void throttle(struct ffs *fs, struct scrub *s)
 {
-	uint64_t fg = atomic_load(&ff_raid_stats(fs->raid)->fg_bytes) - s->own_bytes;
+	uint64_t fg = atomic_load(&ff_raid_stats(fs->raid)->fg_bytes); /* its own are background */
 	uint64_t rate = fg != s->last_fg ? s->min_bps : s->max_bps;
 	uint64_t elapsed = ff_mono_ns() - s->start_ns + 1;
 
@@ -214,7 +214,6 @@ static void scrub_meta(struct ffs *fs, struct scrub *s)
 		scrub_meta_chunk(fs, s, c);
 		pthread_mutex_unlock(&fs->lock);
 		s->bytes += FF_META_CHUNK * fs->g->meta_copies;
-		s->own_bytes += FF_META_CHUNK * fs->g->meta_copies;
 		s->st.meta_chunks_checked++;
 		throttle(fs, s);
 	}
@@ -313,7 +312,6 @@ static void scrub_stripe(struct ffs *fs, struct scrub *s, uint64_t p)
 	if (rc == -EAGAIN) /* degraded: no parity to compare, the data still is checked */
 		rc = ffs_repair_read_around(fs, p, 0, s->buf);
 	s->bytes += g->stripe_bytes;
-	s->own_bytes += (uint64_t)g->nmembers * g->chunk_bytes;
 	s->st.stripes_checked++;
 	if (rc < 0) {
 		s->st.unreadable++;
@@ -566,7 +564,7 @@ int ffs_scrub_start(struct ffs *fs, bool repair)
 	s->st.repair = repair;
 	s->stop = false;
 	s->running = true;
-	s->bytes = s->own_bytes = 0;
+	s->bytes = 0;
 	s->last_fg = atomic_load(&ff_raid_stats(fs->raid)->fg_bytes);
 	s->start_ns = ff_mono_ns();
 	s->start_s = ff_wall_ns() / 1000000000ull;

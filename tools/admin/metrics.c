@@ -437,7 +437,7 @@ static const struct counter raid_counters[] = {
 	{ "read_bytes", "framefs_read_bytes_total", "Bytes read through the array" },
 	{ "write_bytes", "framefs_written_bytes_total", "Bytes written through the array" },
 	{ "fg_bytes", "framefs_member_foreground_bytes_total",
-	  "Member bytes moved for requests other than rebuild" },
+	  "Member bytes moved for foreground requests (not rebuild, scrub or a grow's restripe)" },
 	{ "member_reads", "framefs_member_reads_total", "Reads issued to members (all members)" },
 	{ "member_writes", "framefs_member_writes_total", "Writes issued to members (all members)" },
 	{ "member_errors", "framefs_member_errors_total",

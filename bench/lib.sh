@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # What the benchmark scripts share (sourced after PROG is set): messages,
 # mounts and the FUSE daemons behind them, loop devices, the processes a
-# script started, finding the tools, timed phases, and the clean-up on exit.
+# script started, finding the tools, timed phases, a framefs volume's
+# daemon and a timed rebuild, and the clean-up on exit.
 
 die() { echo "$PROG: $*" >&2; exit 1; }
 warn() { echo "$PROG: $*" >&2; }
@@ -143,6 +144,46 @@ run_for() { # SECONDS CMD...: at most SECONDS, in the background so that a signa
 }
 run() { run_for "$PHASE_TIMEOUT" "$@"; } # CMD...: at most PHASE_TIMEOUT s
 lasterr() { grep -v '^$' "$ERRF" | tail -n1; }
+
+# ---- a framefs volume: its daemon, and a timed rebuild ------------------------------------------
+
+# FRAMEFS and ADMIN are the programs (need_bin); DAEMON is the pid of the framefs serving the volume.
+ff_mount() { # SPEC MNT LOG: framefs in the foreground of a background job on MNT, its output
+	# appended to LOG; returns once the daemon answers framefs-admin status (polled every 50 ms,
+	# at most 30 s); DAEMON: its pid
+	"$FRAMEFS" -f "$1" "$2" >>"$3" 2>&1 &
+	DAEMON=$!
+	local i
+	for i in $(seq 600); do
+		mounted "$2" && "$ADMIN" status -q "$2" >/dev/null 2>&1 && return
+		kill -0 "$DAEMON" 2>/dev/null || die "framefs exited: $(tail -5 "$3")"
+		sleep 0.05
+	done
+	die "framefs did not mount $2 in 30 s"
+}
+ff_unmount() { # MNT: unmount the volume ff_mount mounted; returns once its daemon has exited
+	umount "$1" || die "cannot unmount $1"
+	wait "$DAEMON" || warn "framefs exited $? after unmount"
+	DAEMON=
+}
+
+ff_rebuild_timed() { # MNT NEW -> "SECONDS BYTES": framefs-admin add NEW to the mounted volume
+	# (one member missing), then its status polled every 20 ms until no member is left to
+	# rebuild; SECONDS from the add to then, BYTES the member bytes the rebuild wrote
+	python3 - "$ADMIN" "$1" "$2" <<'PY'
+import json, subprocess, sys, time
+admin, mnt, new = sys.argv[1:]
+t0 = time.monotonic()
+subprocess.run([admin, "add", "-q", mnt, new], check=True)
+while True:
+    rb = json.loads(subprocess.run([admin, "--json", "status", mnt], check=True,
+                                   capture_output=True, text=True).stdout)["rebuild"]
+    if not rb["active"] and not rb["roles"]:
+        break
+    time.sleep(0.02)
+print("%.3f %d" % (time.monotonic() - t0, rb["bytes_done"]))
+PY
+}
 
 # ---- the kernel's FUSE settings for a run -----------------------------------------------------
 

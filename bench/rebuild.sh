@@ -113,23 +113,8 @@ jq_py() { # EXPR: evaluate EXPR on the JSON read from stdin (bound to j)
 	python3 -c "import json,sys; j=json.load(sys.stdin); print($1)"
 }
 
-mount_vol() {
-	"$FRAMEFS" -f "$SPEC" "$MNT" >>"$T/daemon.log" 2>&1 &
-	DAEMON=$!
-	local i
-	for i in $(seq 600); do
-		mounted "$MNT" && "$ADMIN" status -q "$MNT" >/dev/null 2>&1 && return
-		kill -0 "$DAEMON" 2>/dev/null || die "framefs exited: $(tail -5 "$T/daemon.log")"
-		sleep 0.05
-	done
-	die "framefs did not mount"
-}
-
-unmount_vol() {
-	umount "$MNT"
-	wait "$DAEMON" || warn "framefs exited $? after unmount"
-	DAEMON=
-}
+mount_vol() { ff_mount "$SPEC" "$MNT" "$T/daemon.log"; }
+unmount_vol() { ff_unmount "$MNT"; }
 
 # Raw write speed of a fresh tmpfs file like a replacement member (bytes/s).
 raw_write_bps() {
@@ -188,21 +173,7 @@ one_run() {
 	rm -f "${MEMBERS[1]}"
 	MEMBERS[1]=$SHM.new1.$run
 	truncate -s "${SIZE_MB}M" "${MEMBERS[1]}"
-	# add, then poll the daemon every 20 ms until no member is left to rebuild
-	read -r secs bytes < <(python3 - "$ADMIN" "$MNT" "${MEMBERS[1]}" <<'PY'
-import json, subprocess, sys, time
-admin, mnt, new = sys.argv[1:]
-t0 = time.monotonic()
-subprocess.run([admin, "add", "-q", mnt, new], check=True)
-while True:
-    rb = json.loads(subprocess.run([admin, "--json", "status", mnt], check=True,
-                                   capture_output=True, text=True).stdout)["rebuild"]
-    if not rb["active"] and not rb["roles"]:
-        break
-    time.sleep(0.02)
-print("%.3f %d" % (time.monotonic() - t0, rb["bytes_done"]))
-PY
-)
+	read -r secs bytes < <(ff_rebuild_timed "$MNT" "${MEMBERS[1]}")
 	st=$(python3 -c "
 bps = $bytes / $secs
 print('%.3f %.2f %.0f' % (bps / $raw, 1e12 / bps / 60, bps / 1e6))")

@@ -93,7 +93,9 @@ class Readers:
 
     def __init__(self, mnt, sums, nthreads=2):
         self.mnt, self.sums, self.stop, self.errors, self.reads = mnt, dict(sums), False, [], 0
-        self.threads = [threading.Thread(target=self.run, args=(i,)) for i in range(nthreads)]
+        # daemon threads: a test that fails mid-way must not wait on them
+        self.threads = [threading.Thread(target=self.run, args=(i,), daemon=True)
+                        for i in range(nthreads)]
         for t in self.threads:
             t.start()
 
@@ -109,6 +111,10 @@ class Readers:
                         got = hashlib.sha256(f.read()).hexdigest()
                 except FileNotFoundError:
                     continue
+                except OSError as e:
+                    if not self.stop:
+                        self.errors.append("%s: %s while the restripe ran" % (name, e))
+                    return
                 if want is not None and got != want and self.sums.get(name) == want:
                     self.errors.append("%s read back different while the restripe ran" % name)
                 self.reads += 1

@@ -560,7 +560,9 @@ int ffs_grow_start(struct ffs *fs)
 	struct restripe *rs;
 	int rc;
 
-	if (!fs->orows_start || fs->ro || !old_rows_left(fs))
+	/* a grow taken on whose last rows were moved before a stop that came
+	 * ahead of its end (finish): the thread finds none left and ends it */
+	if (!fs->orows_start || fs->ro)
 		return 0;
 	rs = rs_get(fs);
 	if (!rs)

@@ -21,16 +21,14 @@
 # Knobs (environment): GROW_FAIL_FRAMES (frames of 4 MiB, default 24),
 # GROW_FAIL_MEMBER_MIB (member size, default 256), GROW_FAIL_RATE (the slow
 # restripe's rate, default 16M).
-import hashlib
 import json
-import mmap
 import os
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from growlib import MiB, write_files  # noqa: E402
+from growlib import MiB, sha256_direct, write_files  # noqa: E402
 from itlib import TestFailure, Volume, log  # noqa: E402
 
 ADMIN = os.environ["ADMIN"]
@@ -63,23 +61,6 @@ def wait_for(vol, pred, timeout_s, what):
                               % (timeout_s, what, json.dumps(status(vol).get("grow")),
                                  vol.daemon_log()))
         time.sleep(0.05)
-
-
-def sha256_direct(path):
-    """sha256 of a file read with O_DIRECT: every read reaches the daemon."""
-    buf = mmap.mmap(-1, 4 << 20)
-    h = hashlib.sha256()
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
-    try:
-        while True:
-            n = os.readv(fd, [buf])
-            if n == 0:
-                break
-            h.update(memoryview(buf)[:n])
-    finally:
-        os.close(fd)
-        buf.close()
-    return h.hexdigest()
 
 
 def check_all(vol, sums, when):

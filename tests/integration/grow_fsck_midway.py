@@ -29,7 +29,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from growlib import MiB, check_files, write_files  # noqa: E402
+from growlib import MiB, check_files, grow_status, wait_for, write_files  # noqa: E402
 from itlib import TestFailure, Volume, log  # noqa: E402
 
 ADMIN = os.environ["ADMIN"]
@@ -64,25 +64,6 @@ def corrupt(members, *action):
     r = run(CORRUPT, *action, "--", *members)
     if r.returncode != 0:
         raise TestFailure("ffsck-corrupt %s: %s" % (" ".join(action), r.stderr))
-
-
-def grow_status(mnt):
-    r = admin("grow", "--json", mnt)
-    if r.returncode != 0:
-        raise TestFailure("grow --json: exit %d: %s" % (r.returncode, r.stderr))
-    return json.loads(r.stdout)["grow"]
-
-
-def wait_for(what, cond, timeout_s=30):
-    """Poll cond (a status read) until true; bounded."""
-    t0 = time.monotonic()
-    while True:
-        v = cond()
-        if v:
-            return v
-        if time.monotonic() - t0 > timeout_s:
-            raise TestFailure("%s: not within %d s" % (what, timeout_s))
-        time.sleep(0.05)
 
 
 def sb_offsets(path):

@@ -17,19 +17,11 @@
 # less than that free; removed, the grow goes on).
 import hashlib
 import os
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from growlib import MiB, check_files, write_files  # noqa: E402
+from growlib import MiB, admin, cases_from_env, check_files, write_files  # noqa: E402
 from itlib import TestFailure, Volume, log  # noqa: E402
-
-ADMIN = os.environ["ADMIN"]
-
-
-def admin(*args):
-    return subprocess.run([ADMIN, *args], capture_output=True, text=True, timeout=600)
-
 
 def df_bytes(mnt):
     st = os.statvfs(mnt)
@@ -112,10 +104,7 @@ def one_case(level, n, k):
 
 
 def main():
-    cases = ((5, 3, 1), (5, 4, 2), (6, 5, 2))
-    if os.environ.get("IT_GROW_CASES"):
-        cases = [tuple(int(x) for x in c.replace("x", " ").replace("+", " ").split())
-                 for c in os.environ["IT_GROW_CASES"].split(",")]
+    cases = cases_from_env(((5, 3, 1), (5, 4, 2), (6, 5, 2)))
     try:
         for level, n, k in cases:
             one_case(level, n, k)

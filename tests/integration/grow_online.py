@@ -28,40 +28,15 @@ import errno
 import hashlib
 import json
 import os
-import subprocess
 import sys
 import threading
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from growlib import MiB, check_files, write_files  # noqa: E402
+from growlib import (MiB, admin, cases_from_env, check_files, grow_status, wait_for,  # noqa: E402
+                     write_files)
 from itlib import TestFailure, Volume, log  # noqa: E402
 
-ADMIN = os.environ["ADMIN"]
 SLOW = 16 * MiB  # the restripe's rate while the test works beside it
-
-
-def admin(*args):
-    return subprocess.run([ADMIN, *args], capture_output=True, text=True, timeout=600)
-
-
-def grow_status(mnt):
-    r = admin("grow", "--json", mnt)
-    if r.returncode != 0:
-        raise TestFailure("grow --json %s: exit %d: %s" % (mnt, r.returncode, r.stderr))
-    return json.loads(r.stdout)["grow"]
-
-
-def wait_for(what, cond, timeout_s=60):
-    """Poll cond (a status read) until true; bounded."""
-    t0 = time.monotonic()
-    while True:
-        v = cond()
-        if v:
-            return v
-        if time.monotonic() - t0 > timeout_s:
-            raise TestFailure("%s: not within %d s" % (what, timeout_s))
-        time.sleep(0.05)
 
 
 def set_rate(vol, bps):
@@ -281,10 +256,7 @@ def one_case(level, n, k):
 
 
 def main():
-    cases = ((5, 3, 1), (6, 5, 2))
-    if os.environ.get("IT_GROW_CASES"):
-        cases = [tuple(int(x) for x in c.replace("x", " ").replace("+", " ").split())
-                 for c in os.environ["IT_GROW_CASES"].split(",")]
+    cases = cases_from_env(((5, 3, 1), (6, 5, 2)))
     try:
         for level, n, k in cases:
             one_case(level, n, k)

@@ -3,9 +3,66 @@ writes them (frames of several stripes with their tails, small files, a
 project file with small overwrites: patches), and each read back against
 the sha256 of what was written."""
 import hashlib
+import json
+import mmap
 import os
+import subprocess
+import time
+
+from itlib import TestFailure
 
 MiB = 1 << 20
+
+
+def admin(*args):
+    """framefs-admin (ADMIN) with args: the CompletedProcess."""
+    return subprocess.run([os.environ["ADMIN"], *args], capture_output=True, text=True,
+                          timeout=600)
+
+
+def grow_status(mnt):
+    """framefs-admin grow --json MOUNTPOINT's "grow" object."""
+    r = admin("grow", "--json", mnt)
+    if r.returncode != 0:
+        raise TestFailure("grow --json %s: exit %d: %s" % (mnt, r.returncode, r.stderr))
+    return json.loads(r.stdout)["grow"]
+
+
+def wait_for(what, cond, timeout_s=60):
+    """Poll cond (a status read) until it returns something true; bounded."""
+    t0 = time.monotonic()
+    while True:
+        v = cond()
+        if v:
+            return v
+        if time.monotonic() - t0 > timeout_s:
+            raise TestFailure("%s: not within %d s" % (what, timeout_s))
+        time.sleep(0.05)
+
+
+def cases_from_env(default):
+    """IT_GROW_CASES=LxN+K,... (level, members, added), else default."""
+    if not os.environ.get("IT_GROW_CASES"):
+        return default
+    return [tuple(int(x) for x in c.replace("x", " ").replace("+", " ").split())
+            for c in os.environ["IT_GROW_CASES"].split(",")]
+
+
+def sha256_direct(path):
+    """sha256 of a file read with O_DIRECT: every read reaches the daemon."""
+    buf = mmap.mmap(-1, 4 << 20)
+    h = hashlib.sha256()
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+    try:
+        while True:
+            n = os.readv(fd, [buf])
+            if n == 0:
+                break
+            h.update(memoryview(buf)[:n])
+    finally:
+        os.close(fd)
+        buf.close()
+    return h.hexdigest()
 
 
 def write_files(mnt, frames, frame_bytes, smalls, project_bytes, overwrites):

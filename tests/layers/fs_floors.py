@@ -37,8 +37,9 @@ FLOORS = [
     ('meta', ['super', 'journal', 'btree', 'inode', 'extent', 'dir', 'xattr', 'small']),
     # file data: write buffers, read cache, tails, patches and their cache, merges
     ('data', ['data', 'wbuf', 'rcache', 'tail', 'patch', 'pcache', 'merge']),
-    # an array grown under the volume: its records, taken on at mount
-    ('grow', ['grow']),
+    # an array grown under the volume: its records, taken on at mount, and
+    # the restripe that moves the files (offline, or the daemon's thread)
+    ('grow', ['grow', 'restripe']),
     # the mounted volume: mount, fsck, scrub, the tools' API
     ('volume', ['mount', 'check', 'scrub', 'tools']),
     # the POSIX operations the daemon calls (fs/ops.c, beside fs/ffs.h)

@@ -232,8 +232,6 @@ struct ffs_grow_status {
 	char paused_reason[160];     /* why, "" when not paused */
 };
 void ffs_grow_status(struct ffs *fs, struct ffs_grow_status *st);
-/* Block until the restripe thread ends (done, failed or stopped). */
-int ffs_grow_wait(struct ffs *fs, struct ffs_grow_status *st);
 #define FFS_GROW_MIN_BPS_DEFAULT (64 * FF_MiB)
 #define FFS_GROW_MAX_BPS_DEFAULT 0ull
 void ffs_grow_set_rate(struct ffs *fs, uint64_t min_bps, uint64_t max_bps);

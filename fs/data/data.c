@@ -296,12 +296,13 @@ static uint64_t file_size_geo(struct ffs *fs, struct finode *fi, const struct ff
 }
 
 /* Did fi leave geometry geo (a grow's restripe moved it, restripe.c, or it
- * was truncated to 0)?  Its file stripes are then of another size. */
+ * was truncated to 0)?  Its file stripes are then of another size.  A
+ * file in the array's geometry never leaves it: no lock for those. */
 static bool geo_moved(struct ffs *fs, struct finode *fi, const struct ffs_geo *geo)
 {
 	bool moved;
 
-	if (!fs->orows)
+	if (!fs->orows || geo == &fs->geo[0])
 		return false;
 	pthread_mutex_lock(&fs->lock);
 	moved = ffs_file_geo(fs, fi) != geo;

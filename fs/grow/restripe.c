@@ -37,8 +37,7 @@ struct restripe {
 	bool mounted;               /* the daemon's thread: it pauses without redundancy */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;        /* stop asked (throttle and pause wake), the array's
-				     * members changed (pause wakes: ffs_grow_array_changed),
-				     * the run ended (waiters) */
+				     * members changed (pause wakes: ffs_grow_array_changed) */
 	uint64_t min_bps, max_bps;  /* 0: no limit */
 	uint64_t start_ns;          /* for the status' rate */
 	double tokens;              /* bytes the rate allows now (throttle) */
@@ -550,7 +549,6 @@ static void *restripe_main(void *arg)
 	rs->st.done = rc == 0 && !rs->stop;
 	rs->end_ns = ff_mono_ns();
 	rs->running = false;
-	pthread_cond_broadcast(&rs->cond);
 	pthread_mutex_unlock(&rs->lock);
 	return NULL;
 }
@@ -618,21 +616,6 @@ void ffs_grow_status(struct ffs *fs, struct ffs_grow_status *st)
 	frac = st->rows_before ? 1.0 - (double)st->rows_left / (double)st->rows_before : 1.0;
 	st->fraction = frac;
 	st->eta_s = st->active && frac > 0 && frac < 1 ? secs * (1 - frac) / frac : 0;
-}
-
-int ffs_grow_wait(struct ffs *fs, struct ffs_grow_status *st)
-{
-	struct restripe *rs = fs->restripe;
-
-	if (rs) { /* ends: restripe_main clears running and broadcasts, on every path */
-		pthread_mutex_lock(&rs->lock);
-		while (rs->running)
-			pthread_cond_wait(&rs->cond, &rs->lock);
-		pthread_mutex_unlock(&rs->lock);
-	}
-	if (st)
-		ffs_grow_status(fs, st);
-	return 0;
 }
 
 void ffs_grow_set_rate(struct ffs *fs, uint64_t min_bps, uint64_t max_bps)

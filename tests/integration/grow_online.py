@@ -23,6 +23,10 @@
 #      row at the new width; event_cmd gets grow-finished; df shows the new
 #      width's capacity; every file's sha256 is right;
 #   5. fsck.framefs -n -c finds nothing to repair.
+# And a grow taken on with no row to move (an empty volume, grow
+# --no-restripe; as a stop between the last move and the grow's end
+# leaves one): the mount ends it, grow --wait says done, df is the new
+# width's.
 # IT_GROW_CASES=LxN+K,... runs only those cases (the ASan+UBSan step: 5x3+1).
 import errno
 import hashlib
@@ -255,11 +259,37 @@ def one_case(level, n, k):
         vol.cleanup()
 
 
+def nothing_to_move():
+    vol = Volume(5, 3, 64 * MiB, mkfs_args=("-c", "64K"))
+    try:
+        new = vol.members[0] + ".n0"
+        with open(new, "wb") as f:
+            f.truncate(64 * MiB)
+        r = admin("grow", "--no-restripe", vol.spec, new)
+        if r.returncode != 0:
+            raise TestFailure("grow --no-restripe of an empty volume: %s" % r.stderr)
+        vol.members.append(new)
+        vol.spec = ",".join(vol.members)
+        vol.mount()
+        vol.wait_ctl()
+        r = admin("grow", "--wait", "--json", vol.mnt)
+        st = json.loads(r.stdout)["grow"] if r.stdout else {}
+        if r.returncode != 0 or st.get("state") != "done":
+            raise TestFailure("a grow with nothing to move: exit %d: %s %s"
+                              % (r.returncode, r.stdout, r.stderr))
+        vol.unmount()
+        vol.check_fsck()
+        log("an empty volume grown: the mount ended the grow (state done), fsck clean")
+    finally:
+        vol.cleanup()
+
+
 def main():
     cases = cases_from_env(((5, 3, 1), (6, 5, 2)))
     try:
         for level, n, k in cases:
             one_case(level, n, k)
+        nothing_to_move()
     except TestFailure as e:
         print("FAIL: %s" % e)
         return 1

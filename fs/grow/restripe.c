@@ -565,12 +565,22 @@ int ffs_grow_start(struct ffs *fs)
 	rs = rs_get(fs);
 	if (!rs)
 		return -ENOMEM;
+	/* running is set before the thread exists and only the thread (or a
+	 * failed start) clears it: a thread with nothing to move may end before
+	 * pthread_create returns, and must not be shown running for ever after
+	 * (grow --wait then never ended: a CI run, an empty volume grown) */
+	pthread_mutex_lock(&rs->lock);
 	rs_begin(fs, rs);
 	rs->mounted = true;
 	rs->running = true;
+	pthread_mutex_unlock(&rs->lock);
 	rc = -pthread_create(&rs->thread, NULL, restripe_main, fs);
 	rs->started = rc == 0;
-	rs->running = rc == 0;
+	if (rc < 0) {
+		pthread_mutex_lock(&rs->lock);
+		rs->running = false;
+		pthread_mutex_unlock(&rs->lock);
+	}
 	if (rc == 0)
 		ff_log(FF_LOG_INFO, "grow: restriping %llu rows from %u to %u members in the background",
 		       (unsigned long long)rs->st.rows_before, rs->st.old_nmembers, rs->st.new_nmembers);

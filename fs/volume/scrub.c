@@ -559,6 +559,11 @@ int ffs_scrub_start(struct ffs *fs, bool repair)
 			s->mbuf[c] = ff_alloc_aligned(FF_META_CHUNK);
 	if (!s->buf)
 		return -ENOMEM;
+	/* running is set before the thread exists and only the thread (or a
+	 * failed start) clears it: a short scrub may end before pthread_create
+	 * returns, and must not be shown running for ever after (a waiter
+	 * would never wake) */
+	pthread_mutex_lock(&s->lock);
 	memset(&s->st, 0, sizeof(s->st));
 	s->st.active = true;
 	s->st.repair = repair;
@@ -569,9 +574,14 @@ int ffs_scrub_start(struct ffs *fs, bool repair)
 	s->start_ns = ff_mono_ns();
 	s->start_s = ff_wall_ns() / 1000000000ull;
 	s->st.start_s = s->start_s;
+	pthread_mutex_unlock(&s->lock);
 	rc = -pthread_create(&s->thread, NULL, scrub_main, fs);
 	s->started = rc == 0;
-	s->running = rc == 0;
+	if (rc < 0) {
+		pthread_mutex_lock(&s->lock);
+		s->running = false;
+		pthread_mutex_unlock(&s->lock);
+	}
 	return rc;
 }
 

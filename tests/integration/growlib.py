@@ -14,10 +14,15 @@ from itlib import TestFailure
 MiB = 1 << 20
 
 
-def admin(*args):
-    """framefs-admin (ADMIN) with args: the CompletedProcess."""
-    return subprocess.run([os.environ["ADMIN"], *args], capture_output=True, text=True,
-                          timeout=600)
+def admin(*args, timeout_s=240):
+    """framefs-admin (ADMIN) with args: the CompletedProcess.  A command
+    not done within timeout_s fails the test naming it (under meson's 600 s
+    limit, which kills a test without saying where it stood)."""
+    try:
+        return subprocess.run([os.environ["ADMIN"], *args], capture_output=True, text=True,
+                              timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise TestFailure("framefs-admin %s: not done within %d s" % (" ".join(args), timeout_s))
 
 
 def grow_status(mnt):

@@ -384,10 +384,13 @@ static int move_file(struct ffs *fs, struct restripe *rs, struct finode *fi, uin
 		if (rc == 0)
 			throttle(fs, rs, FF_MIN(S, size - k * S));
 	}
-	werr = ring_drain(rs->ring); /* every copy written (or failed) before the map moves */
+	/* every copy written (or failed) before the map moves; the commit
+	 * below makes them durable before the records that name them (its
+	 * member flush ahead of the records, journal.c preflush, covers every
+	 * data write completed by then): a flush here was a third one per
+	 * file */
+	werr = ring_drain(rs->ring);
 	rc = rc < 0 ? rc : werr;
-	if (rc == 0)
-		rc = ff_raid_flush(fs->raid); /* the copies durable before anything names them */
 	pthread_mutex_lock(&fs->lock);
 	if (rc == 0 && (ffs_file_geo(fs, fi) != from || ff_le64(fi->d.size) != size))
 		rc = -EAGAIN; /* truncated (and maybe written again) while copied */

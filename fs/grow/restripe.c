@@ -194,11 +194,54 @@ void ffs_grow_array_changed(struct ffs *fs)
 	}
 }
 
-/* A moved stripe: where file stripe k went, and its chunks' checksums. */
+/* A moved stripe: where file stripe k went, and its chunks' checksums
+ * (none when unwritten: a preallocated row, nothing written to it). */
 struct moved {
 	uint64_t k, p;
+	bool unwritten;
 	uint32_t crc[FF_MEMBERS_MAX];
 };
+
+/*
+ * Preallocation (fallocate) survives a move: a new stripe that reads as
+ * zeros where the file had a preallocated, unwritten stripe gets a row of
+ * its own, mapped unwritten as fallocate maps it; so do preallocated
+ * stripes past the end of the file (FALLOC_FL_KEEP_SIZE).  Zeros elsewhere
+ * (a hole, or zeros written) are left a hole: they read the same.
+ */
+/* One past the last byte the file has preallocated (an unwritten extent's
+ * end, in its own geometry), 0 when none; fs->lock held. */
+static uint64_t prealloc_end(struct ffs *fs, struct finode *fi, uint64_t So)
+{
+	uint64_t k = 0, end = 0, p, run;
+	uint32_t flags;
+
+	/* each step passes one extent or one hole: it ends after the last */
+	for (;;) {
+		int rc = ffs_extent_lookup(fs, fi, k, &p, &run, &flags);
+
+		if (rc == 0 && (flags & FFS_X_UNWRITTEN))
+			end = (k + run) * So;
+		if ((rc < 0 && rc != -ENOENT) || run == UINT64_MAX)
+			break;
+		k += run;
+	}
+	return end;
+}
+
+/* Does new stripe k (S bytes) cover a preallocated, unwritten stripe of
+ * the file (old stripes of So bytes)?  fs->lock held. */
+static bool covers_prealloc(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t S, uint64_t So)
+{
+	for (uint64_t o = k * S / So; o <= ((k + 1) * S - 1) / So; o++) {
+		uint64_t p, run;
+		uint32_t flags;
+
+		if (ffs_extent_lookup(fs, fi, o, &p, &run, &flags) == 0 && (flags & FFS_X_UNWRITTEN))
+			return true;
+	}
+	return false;
+}
 
 /*
  * The copies' writes, MOVE_DEPTH in flight: the next stripe is read (the
@@ -298,30 +341,30 @@ static bool all_zero(const uint8_t *b, size_t n)
  * `slot` (its last write completed), then written whole to a free row,
  * asynchronously (ring_drain waits): nothing points at the row until the
  * move commits.  *hole: the stripe reads as zeros, nothing written. */
-static int move_stripe(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t size,
+static int move_stripe(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t size, uint64_t So,
 		       struct move_ring *q, unsigned slot, struct moved *m, bool *hole)
 {
 	const struct ff_geom *g = fs->geo[0].g;
 	uint64_t S = g->stripe_bytes, off = k * S, got;
 	uint8_t *buf = q->buf[slot];
 	struct ff_raid_io *io = &q->io[slot];
-	ssize_t r = ffs_data_read(fs, fi, buf, (size_t)FF_MIN(S, size - off), off, 0);
+	ssize_t r = off < size ? ffs_data_read(fs, fi, buf, (size_t)FF_MIN(S, size - off), off, 0) : 0;
 	int rc;
 
 	if (r < 0)
 		return (int)r;
 	memset(buf + r, 0, S - (uint64_t)r);
-	*hole = all_zero(buf, S); /* reads as zeros either way: left a hole */
-	if (*hole)
-		return 0;
+	m->unwritten = all_zero(buf, S);
 	pthread_mutex_lock(&fs->lock);
-	rc = ffs_reserve_stripes(fs, fi->alloc_hint, 1, 0, &m->p, &got);
-	if (rc == 0)
+	/* zeros: a hole, or an unwritten row where fallocate reserved one */
+	*hole = m->unwritten && !covers_prealloc(fs, fi, k, S, So);
+	rc = *hole ? 0 : ffs_reserve_stripes(fs, fi->alloc_hint, 1, 0, &m->p, &got);
+	if (rc == 0 && !*hole)
 		fi->alloc_hint = m->p + 1;
 	pthread_mutex_unlock(&fs->lock);
-	if (rc < 0)
-		return rc;
 	m->k = k;
+	if (rc < 0 || *hole || m->unwritten)
+		return rc; /* an unwritten row is only mapped, at the commit */
 	for (uint32_t i = 0; i < g->ndata; i++)
 		m->crc[i] = ff_crc32c(0, buf + (size_t)i * g->chunk_bytes, g->chunk_bytes);
 	memset(io, 0, sizeof(*io));
@@ -359,7 +402,7 @@ static int move_stripe(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t s
  */
 static int move_file(struct ffs *fs, struct restripe *rs, struct finode *fi, uint64_t *moved)
 {
-	uint64_t S = fs->geo[0].g->stripe_bytes, size, nk, n = 0, mapped = 0;
+	uint64_t S = fs->geo[0].g->stripe_bytes, So, size, nk, n = 0, mapped = 0;
 	const struct ffs_geo *from;
 	struct moved *m;
 	int rc = 0, werr;
@@ -367,8 +410,9 @@ static int move_file(struct ffs *fs, struct restripe *rs, struct finode *fi, uin
 	pthread_mutex_lock(&fs->lock);
 	size = ff_le64(fi->d.size);
 	from = ffs_file_geo(fs, fi);
+	So = from->g->stripe_bytes;
+	nk = FF_DIV_ROUND_UP(FF_MAX(size, prealloc_end(fs, fi, So)), S);
 	pthread_mutex_unlock(&fs->lock);
-	nk = FF_DIV_ROUND_UP(size, S);
 	m = calloc(nk ? nk : 1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
@@ -379,9 +423,9 @@ static int move_file(struct ffs *fs, struct restripe *rs, struct finode *fi, uin
 		pause_unprotected(fs, rs);
 		ring_wait_slot(rs->ring, slot);
 		rc = rs->stop ? -ECANCELED
-			      : move_stripe(fs, fi, k, size, rs->ring, slot, &m[n], &hole);
+			      : move_stripe(fs, fi, k, size, So, rs->ring, slot, &m[n], &hole);
 		n += rc == 0 && !hole;
-		if (rc == 0)
+		if (rc == 0 && k * S < size)
 			throttle(fs, rs, FF_MIN(S, size - k * S));
 	}
 	/* every copy written (or failed) before the map moves; the commit
@@ -399,9 +443,11 @@ static int move_file(struct ffs *fs, struct restripe *rs, struct finode *fi, uin
 	for (uint64_t i = 0; i < n && rc == 0; i++, mapped = i) {
 		rc = ffs_commit_stripes(fs, m[i].p, 1);
 		if (rc == 0)
-			rc = ffs_csum_set(fs, m[i].p, (uint32_t)fi->ino, (uint32_t)m[i].k, m[i].crc);
+			rc = ffs_csum_set(fs, m[i].p, (uint32_t)fi->ino, (uint32_t)m[i].k,
+					  m[i].unwritten ? NULL : m[i].crc);
 		if (rc == 0)
-			rc = ffs_extent_map(fs, fi, m[i].k, m[i].p, 1, 0);
+			rc = ffs_extent_map(fs, fi, m[i].k, m[i].p, 1,
+					    m[i].unwritten ? FFS_X_UNWRITTEN : 0);
 		if (rc == 0)
 			ffs_rcache_invalidate(fs, m[i].p, 1);
 	}
@@ -503,8 +549,9 @@ int ffs_grow_room(struct ffs *fs, uint64_t new_stripe_bytes, struct ff_err *err)
 
 		if (!ffs_inode_bit_used(fs, ino) || ffs_iget(fs, ino, &fi) < 0)
 			continue;
-		if (S_ISREG(ff_le32(fi->d.mode)) && !ffs_is_small(fi))
-			largest = FF_MAX(largest, ff_le64(fi->d.size));
+		if (S_ISREG(ff_le32(fi->d.mode)) && !ffs_is_small(fi)) /* preallocation moves too */
+			largest = FF_MAX(largest, FF_MAX(ff_le64(fi->d.size),
+				prealloc_end(fs, fi, ffs_file_geo(fs, fi)->g->stripe_bytes)));
 		ffs_iput(fs, fi);
 	}
 	need = FF_DIV_ROUND_UP(largest, new_stripe_bytes);

@@ -1,7 +1,7 @@
 """What the grow tests share: a volume's files written the ways a facility
 writes them (frames of several stripes with their tails, small files, a
-project file with small overwrites: patches), and each read back against
-the sha256 of what was written."""
+project file with small overwrites: patches, a preallocated capture file),
+and each read back against the sha256 of what was written."""
 import hashlib
 import json
 import mmap
@@ -96,7 +96,18 @@ def write_files(mnt, frames, frame_bytes, smalls, project_bytes, overwrites):
             os.fsync(f.fileno())
             big[at:at + 4096] = piece
     sums["project.db"] = hashlib.sha256(bytes(big)).hexdigest()
+    # a recorder's file: preallocated (posix_fallocate), its first third
+    # written; the rest reads as zeros and stays reserved (RESERVED)
+    data = os.urandom(frame_bytes // 3)
+    with open(os.path.join(mnt, "capture.mov"), "wb") as f:
+        os.posix_fallocate(f.fileno(), 0, frame_bytes)
+        f.write(data)
+    sums["capture.mov"] = hashlib.sha256(data + bytes(frame_bytes - len(data))).hexdigest()
+    RESERVED["capture.mov"] = frame_bytes
     return sums
+
+
+RESERVED = {}  # name -> bytes fallocate reserved, which a grow must keep allocated
 
 
 def check_files(mnt, sums, what, failure):
@@ -105,3 +116,7 @@ def check_files(mnt, sums, what, failure):
         with open(os.path.join(mnt, name), "rb") as f:
             if hashlib.sha256(f.read()).hexdigest() != want:
                 raise failure("%s differs after %s" % (name, what))
+        if name in RESERVED and os.stat(os.path.join(mnt, name)).st_blocks * 512 < RESERVED[name]:
+            raise failure("%s: %d bytes allocated after %s, %d reserved by fallocate"
+                          % (name, os.stat(os.path.join(mnt, name)).st_blocks * 512, what,
+                             RESERVED[name]))

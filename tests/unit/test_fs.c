@@ -543,6 +543,70 @@ static unsigned wait_held_any(struct ffs *fs)
 }
 
 /*
+ * A grow keeps what fallocate reserved: a file preallocated to 3 stripes
+ * with its first half written, and one written for a stripe and
+ * preallocated 2 more past its end (FALLOC_FL_KEEP_SIZE), keep at least
+ * that many bytes allocated at the new width after the restripe (st_blocks),
+ * read back as written, and take writes into the reserved range.  Before,
+ * a preallocated stripe read as zeros and was left a hole, and one past the
+ * end was dropped: the space fallocate promised was gone.
+ */
+START_TEST(grow_keeps_preallocation)
+{
+	struct ff_err err = { "" };
+	struct ffs *fs = mkfs_mount(96, 64 * 1024);
+	const uint64_t S = ff_raid_geom(ffs_raid(fs))->stripe_bytes;
+	const char *names[2] = { "prealloc", "prealloc_past_end" };
+	const uint64_t size[2] = { 3 * S, S }, reserved[2] = { 3 * S, 3 * S };
+	uint8_t *want[2], *zeros = calloc(1, 3 * S);
+	char added[300];
+	const char *add[1] = { added }, *all[NM + 1];
+	struct stat st;
+	uint64_t fh;
+
+	for (unsigned i = 0; i < 2; i++) {
+		want[i] = calloc(1, 3 * S);
+		create(fs, FFS_ROOT_INO, names[i], &fh);
+		ck_assert_int_eq(ffs_fallocate(fs, fh, i ? FALLOC_FL_KEEP_SIZE : 0, 0, reserved[i]), 0);
+		ut_fill(want[i], i ? S : S / 2);
+		ck_assert_int_eq(ffs_write(fs, fh, want[i], i ? S : S / 2, 0), (ssize_t)(i ? S : S / 2));
+		ck_assert_int_eq(ffs_release(fs, fh), 0);
+		ck_assert_int_eq(ffs_lookup(fs, FFS_ROOT_INO, names[i], &st), 0);
+		ck_assert_uint_eq((uint64_t)st.st_size, size[i]);
+		ck_assert_uint_ge((uint64_t)st.st_blocks * 512, reserved[i]);
+		read_back(fs, names[i], want[i], size[i], "written");
+	}
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	snprintf(added, sizeof(added), "%s/added.img", ut_dir);
+	ut_sized_file(added, 96);
+	for (unsigned i = 0; i < NM; i++)
+		all[i] = ut_pp[i];
+	all[NM] = added;
+	ck_assert_msg(ffs_grow(ut_pp, NM, add, 1, false, true, &err) == 0, "grow: %s", err.msg);
+	fs = remount_members(all, NM + 1, false);
+	ck_assert_ptr_null(fs->orows);
+	for (unsigned i = 0; i < 2; i++) {
+		read_back(fs, names[i], want[i], size[i], "moved");
+		ck_assert_int_eq(ffs_lookup(fs, FFS_ROOT_INO, names[i], &st), 0);
+		ck_assert_msg((uint64_t)st.st_blocks * 512 >= reserved[i],
+			      "%s: %llu bytes allocated after the grow, %llu reserved", names[i],
+			      (unsigned long long)st.st_blocks * 512, (unsigned long long)reserved[i]);
+	}
+	/* the reserved range takes writes and reads them back */
+	ck_assert_int_eq(ffs_open(fs, st.st_ino, O_RDWR, &fh), 0);
+	ut_fill(want[1] + S, 2 * S);
+	ck_assert_int_eq(ffs_write(fs, fh, want[1] + S, 2 * S, S), (ssize_t)(2 * S));
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	read_back(fs, names[1], want[1], 3 * S, "written into its reservation");
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	unlink(added);
+	for (unsigned i = 0; i < 2; i++)
+		free(want[i]);
+	free(zeros);
+}
+END_TEST
+
+/*
  * Threads that end before their starter goes on.  test_fs is linked with
  * -Wl,--wrap=pthread_create (tests/unit/meson.build): while ut_ends_first
  * is set, pthread_create returns only after the new thread's function
@@ -4065,6 +4129,7 @@ int main(void)
 	tcase_add_test(tc, grown_array_reads_every_file_read_only);
 	tcase_add_test(tc, grow_new_files_take_the_new_width);
 	tcase_add_test(tc, thread_ending_before_its_start_returns);
+	tcase_add_test(tc, grow_keeps_preallocation);
 	tcase_add_test(tc, reader_close_leaves_the_writers_error);
 	tcase_add_test(tc, xattr_value_blocks);
 	tcase_add_test(tc, scrub_finds_and_repairs);

@@ -155,6 +155,8 @@ struct ffs {
 	size_t npending, cap_pending;
 	size_t npending_durable;    /* of them, the first ones a commit made durable, held back
 				     * from reuse while reuse_holds > 0 */
+	uint64_t pending_reused;    /* entries taken off pending_free's front since mount: a
+				     * commit names its frees by mark (ffs_alloc_pending_mark) */
 	unsigned reuse_holds;       /* readers holding reuse off (ffs_alloc_reuse_hold) */
 	uint64_t stripe_cursor;
 	/* Called by ffs_free_stripes (fs->lock held) for each run it frees:

@@ -134,7 +134,7 @@ struct journal_flight {
 	bool io_done;           /* written and flushed (or failed: b.err) */
 	bool active;            /* fs->lock: laid out, not yet finished */
 	uint64_t seq, need;     /* fs->lock, as the rest */
-	size_t nfreed;          /* fs->pending_free entries it frees */
+	uint64_t freed_mark;    /* it frees fs->pending_free's entries before this mark */
 	struct mbuf **list;
 	unsigned n;
 };
@@ -261,7 +261,7 @@ static int commit_start(struct ffs *fs, struct journal_flight *jf)
 	jf->n = n;
 	jf->need = need;
 	jf->seq = fs->j_seq;
-	jf->nfreed = fs->npending;
+	jf->freed_mark = ffs_alloc_pending_mark(fs);
 	jf->active = true;
 	fs->tx_head = NULL;
 	fs->tx_count = 0;
@@ -321,7 +321,7 @@ static int commit_finish(struct ffs *fs)
 	rc = jf->b.err;
 	pthread_mutex_unlock(&jf->b.lock);
 	if (rc == 0) {
-		ffs_alloc_tx_committed(fs, jf->nfreed);
+		ffs_alloc_tx_committed(fs, jf->freed_mark);
 		fs->commits++;
 		atomic_fetch_add(&fs->stats.commits, 1);
 		fs->last_commit_ns = ff_mono_ns();
@@ -357,7 +357,7 @@ static int commit(struct ffs *fs, bool let_go)
 		return 0;
 	commit_finish(fs); /* one at a time; a failed one is back in the running transaction */
 	if (fs->tx_count == 0) {
-		ffs_alloc_tx_committed(fs, fs->npending);
+		ffs_alloc_tx_committed(fs, ffs_alloc_pending_mark(fs));
 		return 0;
 	}
 	jf = flight(fs);

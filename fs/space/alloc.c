@@ -417,12 +417,21 @@ static void reuse(struct ffs *fs, size_t n)
 	}
 	memmove(fs->pending_free, fs->pending_free + n, (fs->npending - n) * sizeof(uint64_t));
 	fs->npending -= n;
+	fs->pending_reused += n;
 	fs->npending_durable = 0;
 }
 
-/* The first n stripes of pending_free were freed by a transaction now durable. */
-void ffs_alloc_tx_committed(struct ffs *fs, size_t n)
+uint64_t ffs_alloc_pending_mark(const struct ffs *fs)
 {
+	return fs->pending_reused + fs->npending;
+}
+
+void ffs_alloc_tx_committed(struct ffs *fs, uint64_t mark)
+{
+	/* entries are added at the back and reused from the front: those
+	 * before mark not reused yet are the first n */
+	size_t n = mark > fs->pending_reused ? (size_t)(mark - fs->pending_reused) : 0;
+
 	FF_ASSERT(n <= fs->npending);
 	fs->npending_durable = FF_MAX(fs->npending_durable, n);
 	if (!fs->reuse_holds && fs->npending_durable)

@@ -44,7 +44,14 @@ void ffs_unreserve_stripes(struct ffs *fs, uint64_t first, uint64_t count);
 int ffs_commit_stripes(struct ffs *fs, uint64_t first, uint64_t count);
 /* Free on disk now; reusable only after the transaction commits. */
 int ffs_free_stripes(struct ffs *fs, uint64_t first, uint64_t count);
-void ffs_alloc_tx_committed(struct ffs *fs, size_t n);
+/* Where pending_free ends now, counted from the mount: a commit taken now
+ * frees the entries before this mark (fs->lock held). */
+uint64_t ffs_alloc_pending_mark(const struct ffs *fs);
+/* The frees before mark were made durable by a transaction: reusable (at
+ * once, or when the last reader's hold ends).  By mark, not by count: a
+ * hold ending while a commit is in flight reuses entries ahead of it
+ * (the count taken at its start then named more than were left). */
+void ffs_alloc_tx_committed(struct ffs *fs, uint64_t mark);
 /* Stripe p was freed in the running transaction: clear on disk, still
  * taken in memory until the commit (fs->lock held). */
 bool ffs_stripe_freed_in_tx(struct ffs *fs, uint64_t p);

@@ -826,6 +826,68 @@ START_TEST(commit_in_flight_lets_operations_run)
 }
 END_TEST
 
+/*
+ * Frees become reusable in order, whatever a reader's hold does meanwhile
+ * (alloc.c: reuse hold).  Sequence: a reader holds reuse off; a truncation
+ * frees 2 stripes and its commit ends while the hold is on (the frees are
+ * durable, kept taken); the next commit starts (fault: 1 s of latency on
+ * every member write holds it in flight); the hold ends, and the 2 stripes
+ * become free; then the commit in flight ends.  That commit had counted the
+ * 2 frees among its own: the daemon aborted (alloc.c FF_ASSERT n <=
+ * npending), as a grow's restripe did when readers of files not moved yet
+ * (which hold reuse off) met its commits.  Now it ends, and a remount has
+ * every file.
+ */
+START_TEST(hold_ending_under_a_commit_in_flight)
+{
+	struct ffs_opts o = { .write_buffer_bytes = 16 << 20, .read_cache_bytes = 16 << 20,
+			      .commit_interval_ms = 600000 };
+	struct ffs *fs = mkfs_mount(64, 64 * 1024);
+	const uint64_t S = ff_raid_geom(ffs_raid(fs))->stripe_bytes;
+	struct ff_fault_rule slow = { .ops = FF_FAULT_WRITE, .latency_us = 1000000 };
+	struct flusher f = { .rc = -1 };
+	struct ff_err err = { "" };
+	struct stat st, attr = { .st_size = 0 };
+	uint8_t *buf = malloc(2 * S);
+	uint64_t fh, ino;
+	pthread_t t;
+
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	ck_assert_msg(ffs_mount(ut_pp, NM, &o, &fs, &err) == 0, "mount: %s", err.msg);
+	ut_fill(buf, 2 * S);
+	ino = create(fs, FFS_ROOT_INO, "cut", &fh);
+	ck_assert_int_eq(ffs_write(fs, fh, buf, 2 * S, 0), (ssize_t)(2 * S));
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	ck_assert_int_eq(ffs_sync(fs), 0);
+	pthread_mutex_lock(&fs->lock);
+	ffs_alloc_reuse_hold(fs); /* a reader's */
+	pthread_mutex_unlock(&fs->lock);
+	ck_assert_int_eq(ffs_setattr(fs, ino, &attr, FFS_SET_SIZE, &st), 0);
+	ck_assert_int_eq(ffs_sync(fs), 0); /* the frees durable, under the hold */
+	create(fs, FFS_ROOT_INO, "next", &f.fh); /* the next transaction */
+	for (unsigned m = 0; m < NM; m++)
+		ck_assert_int_eq(ff_fault_add(member(fs, m), &slow), 0);
+	f.fs = fs;
+	ck_assert_int_eq(pthread_create(&t, NULL, flush_main, &f), 0);
+	wait_held_any(fs); /* its journal write is held: the commit is in flight */
+	pthread_mutex_lock(&fs->lock);
+	ffs_alloc_reuse_release(fs); /* the reader is done: the 2 frees are reused */
+	pthread_mutex_unlock(&fs->lock);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_int_eq(f.rc, 0);
+	for (unsigned m = 0; m < NM; m++)
+		ff_fault_clear(member(fs, m));
+	ck_assert_int_eq(ffs_release(fs, f.fh), 0);
+	fs = remount(fs);
+	ck_assert_int_eq(ffs_lookup(fs, FFS_ROOT_INO, "next", &st), 0);
+	ck_assert_int_eq(ffs_lookup(fs, FFS_ROOT_INO, "cut", &st), 0);
+	ck_assert_uint_eq((uint64_t)st.st_size, 0);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	free(buf);
+	ut_remove_members(NM);
+}
+END_TEST
+
 /* The flush that makes a commit's data durable before its records runs
  * with the filesystem let go, like the records' own write and flush: with
  * 1 s of latency on every member flush (fault: op=f), a close that wrote a
@@ -4142,6 +4204,7 @@ int main(void)
 	tcase_add_test(tc, read_fails_whole_at_an_unreadable_stripe);
 	tcase_add_test(tc, flush_commits_only_changed_files);
 	tcase_add_test(tc, commit_in_flight_lets_operations_run);
+	tcase_add_test(tc, hold_ending_under_a_commit_in_flight);
 	tcase_add_test(tc, preflush_lets_operations_run);
 	tcase_add_test(tc, pool_past_per_file_cap_progress);
 	tcase_add_test(tc, smallest_pool_many_writers_progress);

@@ -393,12 +393,12 @@ static int move_stripe(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t s
 
 /*
  * Move fi to the array's geometry: every file stripe copied to a free row
- * (move_stripe), then in one transaction its old map goes (stripes, tail,
- * patches: freed at the commit, their rows leaving the old geometry) and
- * the new one comes.  -EAGAIN: the file was truncated or rewritten
- * meanwhile (left as it is now); -ECANCELED: stop asked.  Either way, and
- * on a stop before the commit, the file is as it was and the copies' rows
- * go back.
+ * (move_stripe), then in the running transaction its old map goes
+ * (stripes, tail, patches: freed at the commit, their rows leaving the old
+ * geometry) and the new one comes; restripe_pass commits it with its batch.
+ * -EAGAIN: the file was truncated or rewritten meanwhile (left as it is
+ * now); -ECANCELED: stop asked.  Either way the file is as it was and the
+ * copies' rows go back.
  */
 static int move_file(struct ffs *fs, struct restripe *rs, struct finode *fi, uint64_t *moved)
 {
@@ -459,9 +459,7 @@ static int move_file(struct ffs *fs, struct restripe *rs, struct finode *fi, uin
 	if (rc < 0) /* the copies not taken into the map go back */
 		for (uint64_t i = mapped; i < n; i++)
 			ffs_unreserve_stripes(fs, m[i].p, 1);
-	if (rc == 0)
-		rc = ffs_journal_commit(fs);
-	pthread_mutex_unlock(&fs->lock);
+	pthread_mutex_unlock(&fs->lock); /* committed with the batch (restripe_pass) */
 	*moved = rc == 0 ? size : 0;
 	free(m);
 	return rc;
@@ -486,6 +484,28 @@ static void st_set(struct restripe *rs, uint64_t files, uint64_t bytes)
 }
 
 /*
+ * Moves are committed in batches of RESTRIPE_COMMIT_BYTES: a commit costs
+ * two member flushes (journal.c: before and after its records), ~50 ms on
+ * file members, and one per 40 MiB file was a third of the restripe's time
+ * (bench/NOTES.md).  Until its batch commits, a moved file's old rows stay
+ * taken (a crash leaves it where it was, whole) and its copies are read
+ * from the map in memory; so the batch also commits early when the next
+ * file may need rows that only the batch's commit gives back.
+ */
+#define RESTRIPE_COMMIT_BYTES (256 * FF_MiB)
+
+static int commit_batch(struct ffs *fs, uint64_t *batch)
+{
+	int rc;
+
+	pthread_mutex_lock(&fs->lock);
+	rc = ffs_journal_commit(fs);
+	pthread_mutex_unlock(&fs->lock);
+	*batch = 0;
+	return rc;
+}
+
+/*
  * One pass over the inodes: every regular file still in the old geometry
  * moved (move_file).  *moved: the files it moved.  Stops at the first error
  * but -EAGAIN (that file changed: the next pass sees it again if it is
@@ -494,7 +514,7 @@ static void st_set(struct restripe *rs, uint64_t files, uint64_t bytes)
  */
 static int restripe_pass(struct ffs *fs, struct restripe *rs, uint64_t *moved)
 {
-	uint64_t ninodes;
+	uint64_t ninodes, batch = 0, S = fs->geo[0].g->stripe_bytes;
 	int rc = 0;
 
 	*moved = 0;
@@ -512,11 +532,22 @@ static int restripe_pass(struct ffs *fs, struct restripe *rs, uint64_t *moved)
 		old = old && S_ISREG(ff_le32(fi->d.mode)) && ffs_file_geo(fs, fi) != &fs->geo[0];
 		if (fi && !old)
 			ffs_iput(fs, fi);
+		/* a full batch, or rows the next file may need held by it */
+		if (old && batch && (batch >= RESTRIPE_COMMIT_BYTES ||
+				     fs->free_stripes <= FF_DIV_ROUND_UP(ff_le64(fi->d.size), S)))
+			batch = UINT64_MAX;
 		pthread_mutex_unlock(&fs->lock);
 		if (!old)
 			continue;
+		if (batch == UINT64_MAX && (rc = commit_batch(fs, &batch)) < 0) {
+			pthread_mutex_lock(&fs->lock);
+			ffs_iput(fs, fi);
+			pthread_mutex_unlock(&fs->lock);
+			break;
+		}
 		rc = move_file(fs, rs, fi, &bytes);
 		*moved += rc == 0;
+		batch += rc == 0 ? FF_MAX(bytes, 1) : 0;
 		if (rc == 0)
 			st_set(rs, 1, bytes);
 		else if (rc == -ENOSPC)
@@ -531,11 +562,8 @@ static int restripe_pass(struct ffs *fs, struct restripe *rs, uint64_t *moved)
 		ffs_iput(fs, fi);
 		pthread_mutex_unlock(&fs->lock);
 	}
-	if (rc == 0) {
-		pthread_mutex_lock(&fs->lock);
-		rc = ffs_journal_commit(fs); /* the last frees durable: their rows leave the map */
-		pthread_mutex_unlock(&fs->lock);
-	}
+	if (rc == 0) /* the last frees durable: their rows leave the map */
+		rc = commit_batch(fs, &batch);
 	return rc;
 }
 

@@ -29,6 +29,14 @@ int ffs_grow_check_load(struct ffs *fs);
  * superblock (PREPARED) for an array of new_nmembers; 0 at once when a
  * grow to that width was prepared already. */
 int ffs_grow_prepare(struct ffs *fs, uint32_t new_nmembers, struct ff_err *err);
+/* Step 1's records alone (ffs_grow_prepare names them; a test stops
+ * between): the journal checkpointed, the records for new_nmembers
+ * written and flushed in the pool's last free blocks (a checksum extension
+ * holding every row's checksums from the one in use, and an empty old-rows
+ * map), *rec saying where (its pool_cut: this grow's blocks alone).  The
+ * superblock is not changed. */
+int ffs_grow_records_write(struct ffs *fs, uint32_t new_nmembers, struct ffs_grow_rec *rec,
+			   struct ff_err *err);
 /* Did the filesystem end a grow to g's width (state none, its records
  * kept, the superblock at that width) that the array has not ended yet
  * (a stop between the two: ffs_grow_mount ends it)? */

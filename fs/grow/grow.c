@@ -7,8 +7,11 @@
  * volume that mounts:
  *   1. prepare, mounted on the old array: the pool gives its last blocks
  *      to the grow's records (the checksum extension for data chunks past
- *      the old width, and the old-rows bitmap), written and flushed before
- *      the superblock names them (PREPARED).  The volume works as before.
+ *      the checksum table's width, and the old-rows bitmap), written and
+ *      flushed before the superblock names them (PREPARED).  The volume
+ *      works as before.  A volume grown before: the new extension holds
+ *      every row's checksums from the one in use, and the earlier records
+ *      stay cut from the pool, retired (format.h).
  *   2. the array grows (ff_raid_grow: member superblocks only).
  *   3. adopt, at the next read-write mount (ffs_grow_mount): every row in
  *      use is marked old (the stripes bitmap, copied and flushed), then
@@ -37,7 +40,8 @@ bool ffs_grow_layout_ok(const struct ffs_super *sb, uint32_t xw, uint64_t meta_b
 	       ff_le64(gr->ext_start) == end && ff_le64(gr->ext_blocks) * per >= n &&
 	       ff_le64(gr->orows_start) == end + ff_le64(gr->ext_blocks) &&
 	       ff_le64(gr->orows_blocks) * FFS_BITS_PER_BLOCK >= n &&
-	       ff_le64(gr->pool_cut) == ff_le64(gr->ext_blocks) + ff_le64(gr->orows_blocks) &&
+	       /* more when the volume grew before: the earlier records, retired */
+	       ff_le64(gr->pool_cut) >= ff_le64(gr->ext_blocks) + ff_le64(gr->orows_blocks) &&
 	       end + ff_le64(gr->pool_cut) <= meta_blocks;
 }
 
@@ -338,10 +342,6 @@ int ffs_grow_prepare(struct ffs *fs, uint32_t new_nmembers, struct ff_err *err)
 			   ff_le32(gr->state) == FFS_GROW_PREPARED ? "prepared to grow" : "growing",
 			   ff_le32(gr->new_nmembers));
 		return -EBUSY;
-	}
-	if (retired) {
-		ff_err_set(err, "the volume grew before: growing it again is not supported yet");
-		return -EOPNOTSUPP;
 	}
 	rc = ffs_grow_records_write(fs, new_nmembers, &rec, err);
 	if (rc < 0)

@@ -41,8 +41,9 @@ int ffs_grow_records_write(struct ffs *fs, uint32_t new_nmembers, struct ffs_gro
  * kept, the superblock at that width) that the array has not ended yet
  * (a stop between the two: ffs_grow_mount ends it)? */
 bool ffs_grow_ended(const struct ffs_super *sb, const struct ff_geom *g);
-/* Are sb's grow records (version 6) where they must be: after the pool,
- * in its last pool_cut blocks, each large enough?  xw: checksums an
+/* Are sb's grow records (version 6) where they must be: right after the
+ * pool, at the start of the pool_cut blocks it gave (the rest: an earlier
+ * grow's, retired), each large enough?  xw: checksums an
  * extension entry must hold. */
 bool ffs_grow_layout_ok(const struct ffs_super *sb, uint32_t xw, uint64_t meta_blocks);
 /* Before a grow (restripe.c): the restripe moves one file at a time, its

@@ -214,6 +214,8 @@ static const struct ff_geom *made_geom(const struct ffs *fs, const struct ffs_su
 			*why = FFS_CHECK_GROW_NO_RECORDS;
 			return NULL;
 		}
+		/* grown before: the extension holds the chunks past the table's */
+		*xw = g->ndata - table_ndata(sb);
 		return g;
 	case FFS_GROW_PREPARED: {
 		/* the records were made on the old array, for new_nmembers */

@@ -606,7 +606,9 @@ START_TEST(grow_keeps_preallocation)
 }
 END_TEST
 
-/* The superblock copy A of these members as fsck finds it: no problem. */
+/* The superblock copy A of these members as fsck finds it: no problem;
+ * and with its checksum extension one chunk narrower than the width needs
+ * (a grow ended or under way), a layout problem. */
 static void check_super_clean(const char *const *list, unsigned n, const char *when)
 {
 	struct ffs_super *sb = ff_alloc_aligned(FFS_BLOCK);
@@ -618,6 +620,12 @@ static void check_super_clean(const char *const *list, unsigned n, const char *w
 	ck_assert_int_eq(ffs_meta_read_check(chk, ffs_sb_block[0], FFS_B_SUPER, sb, true), 0);
 	why = ffs_check_super_problem(chk, sb);
 	ck_assert_msg(!why, "%s: fsck finds the superblock wrong: %s", when, why);
+	if (ff_le32(sb->grow.state) != FFS_GROW_PREPARED && ff_le32(sb->grow.ext_width)) {
+		sb->grow.ext_width = ff_cpu_to_le32(ff_le32(sb->grow.ext_width) - 1);
+		why = ffs_check_super_problem(chk, sb);
+		ck_assert_msg(why && strstr(why, "layout"), "%s: a narrow extension: %s", when,
+			      why ? why : "(no problem)");
+	}
 	ck_assert_int_eq(ffs_check_close(chk), 0);
 	free(sb);
 }

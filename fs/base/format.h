@@ -218,11 +218,11 @@ _Static_assert(sizeof(struct ffs_patch_open) == 144, "open patch stripes");
 
 /*
  * A grow (version 6; raid.h, "growing").  The pool's last pool_cut blocks
- * hold its records, after the pool's new end:
+ * hold its records, right after the pool's new end:
  *   - the checksum extension (ext_start, ext_blocks): for each data
- *     stripe, the checksums of its data chunks past the old width
- *     (ext_width of them, ext_per_block entries a block), which the
- *     checksum table's entries, made for the old width, have no room for;
+ *     stripe, the checksums of its data chunks past the checksum table's
+ *     width, the width the volume was made at (ext_width of them: the new
+ *     width's data chunks less the table's; ext_per_block entries a block);
  *   - the old-rows bitmap (orows_start, orows_blocks; one bit a data
  *     stripe): the rows still in the old geometry.
  * PREPARED: the records are made, the array not grown yet: the volume
@@ -230,7 +230,14 @@ _Static_assert(sizeof(struct ffs_patch_open) == 144, "open patch stripes");
  * array's).  GROWING: the array is grown; the superblock's level, member
  * count, ndata and stripe bytes are the new geometry's, old_* the old
  * one's.  A row leaves the old-rows bitmap when it is freed and never
- * enters it again: the grow ends when the bitmap is empty.
+ * enters it again: the grow ends when the bitmap is empty (state NONE,
+ * the records kept: the extension holds the new rows' checksums).
+ * A volume grown before grows again from NONE: the new records are cut
+ * below the ones in use, the new extension filled with every row's
+ * checksums from the old one, and the superblock then names the new
+ * records, pool_cut counting both: the earlier records' blocks, between
+ * the new records' end and the META end, stay cut from the pool, retired
+ * (nothing reads them).  So pool_cut >= ext_blocks + orows_blocks.
  */
 enum ffs_grow_state { FFS_GROW_NONE = 0, FFS_GROW_PREPARED = 1, FFS_GROW_GROWING = 2 };
 struct ffs_grow_rec {
@@ -241,7 +248,7 @@ struct ffs_grow_rec {
 	le64 old_stripe_bytes;
 	le32 new_level;         /* the geometry the array grows to */
 	le32 new_nmembers;
-	le64 pool_cut;          /* blocks the pool gave: ext and orows */
+	le64 pool_cut;          /* blocks the pool gave: ext, orows, earlier grows' */
 	le64 ext_start;
 	le64 ext_blocks;
 	le32 ext_width;         /* checksums an extension entry holds */

@@ -7,8 +7,11 @@
  * volume that mounts:
  *   1. prepare, mounted on the old array: the pool gives its last blocks
  *      to the grow's records (the checksum extension for data chunks past
- *      the old width, and the old-rows bitmap), written and flushed before
- *      the superblock names them (PREPARED).  The volume works as before.
+ *      the checksum table's width, and the old-rows bitmap), written and
+ *      flushed before the superblock names them (PREPARED).  The volume
+ *      works as before.  A volume grown before: the new extension holds
+ *      every row's checksums from the one in use, and the earlier records
+ *      stay cut from the pool, retired (format.h).
  *   2. the array grows (ff_raid_grow: member superblocks only).
  *   3. adopt, at the next read-write mount (ffs_grow_mount): every row in
  *      use is marked old (the stripes bitmap, copied and flushed), then
@@ -37,7 +40,8 @@ bool ffs_grow_layout_ok(const struct ffs_super *sb, uint32_t xw, uint64_t meta_b
 	       ff_le64(gr->ext_start) == end && ff_le64(gr->ext_blocks) * per >= n &&
 	       ff_le64(gr->orows_start) == end + ff_le64(gr->ext_blocks) &&
 	       ff_le64(gr->orows_blocks) * FFS_BITS_PER_BLOCK >= n &&
-	       ff_le64(gr->pool_cut) == ff_le64(gr->ext_blocks) + ff_le64(gr->orows_blocks) &&
+	       /* more when the volume grew before: the earlier records, retired */
+	       ff_le64(gr->pool_cut) >= ff_le64(gr->ext_blocks) + ff_le64(gr->orows_blocks) &&
 	       end + ff_le64(gr->pool_cut) <= meta_blocks;
 }
 
@@ -56,27 +60,78 @@ static bool row_old(void *arg, uint64_t row)
 	return ffs_row_geo(fs, row) != &fs->geo[0];
 }
 
-/* nblocks blocks from META block start, sealed as type, each from img (or
- * zeros), written around the journal and flushed: blocks nothing names
- * yet, so no crash can tear what is. */
+/* Fills block b's payload (FFS_BLOCK less its header, zeroed on entry). */
+typedef int (*fill_fn)(struct ffs *fs, uint64_t b, uint8_t *payload, void *arg);
+
+/* nblocks blocks from META block start, sealed as type, each filled by
+ * fill (or zeros), written around the journal and flushed: blocks nothing
+ * names yet, so no crash can tear what is. */
 static int write_blocks(struct ffs *fs, uint64_t start, uint64_t nblocks, uint32_t type,
-			const uint8_t *img)
+			fill_fn fill, void *arg)
 {
 	uint8_t *blk = ff_alloc_aligned(FFS_BLOCK);
-	size_t room = FFS_BLOCK - sizeof(struct ffs_bhdr);
 	int rc = 0;
 
 	if (!blk)
 		return -ENOMEM;
 	for (uint64_t b = 0; b < nblocks && rc == 0; b++) {
 		memset(blk, 0, FFS_BLOCK);
-		if (img)
-			memcpy(blk + sizeof(struct ffs_bhdr), img + b * room, room);
-		ffs_block_seal(blk, type, start + b);
-		rc = ffs_meta_write_raw(fs, start + b, blk, 1);
+		if (fill)
+			rc = fill(fs, b, blk + sizeof(struct ffs_bhdr), arg);
+		if (rc == 0) {
+			ffs_block_seal(blk, type, start + b);
+			rc = ffs_meta_write_raw(fs, start + b, blk, 1);
+		}
 	}
 	free(blk);
 	return rc < 0 ? rc : ff_raid_flush(fs->raid);
+}
+
+/* An image of consecutive payloads (arg), block b's from b * payload bytes. */
+static int fill_image(struct ffs *fs, uint64_t b, uint8_t *payload, void *arg)
+{
+	size_t room = FFS_BLOCK - sizeof(struct ffs_bhdr);
+
+	(void)fs;
+	memcpy(payload, (const uint8_t *)arg + b * room, room);
+	return 0;
+}
+
+/* A new checksum extension: nrows entries, width checksums each, per a block. */
+struct ext_copy {
+	uint64_t nrows;
+	uint32_t width, per;
+};
+
+/* Block b of a new extension (arg, struct ext_copy): each row's checksums
+ * in the extension in use (fs->csumx; none before a first grow), read
+ * through the metadata cache, at the entry's start; the rest zero (no row
+ * has data chunks there yet). */
+static int fill_ext(struct ffs *fs, uint64_t b, uint8_t *payload, void *arg)
+{
+	const struct ext_copy *x = arg;
+	uint64_t first = b * x->per, last = FF_MIN(first + x->per, x->nrows), held = UINT64_MAX;
+	uint32_t ow = fs->csumx.width, oper = fs->csumx.per_block;
+	struct mbuf *mb = NULL;
+	int rc = 0;
+
+	FF_ASSERT(ow <= x->width);
+	for (uint64_t s = first; s < last && ow && rc == 0; s++) {
+		if (s / oper != held) {
+			if (mb)
+				ffs_mb_put(fs, mb);
+			mb = NULL;
+			held = s / oper;
+			rc = ffs_mb_get(fs, fs->csumx.start + held, FFS_B_CSUMX, &mb);
+			if (rc < 0)
+				break;
+		}
+		memcpy(payload + (s - first) * 4 * x->width,
+		       mb->data + sizeof(struct ffs_bhdr) + (s % oper) * 4 * ow, 4 * (size_t)ow);
+	}
+	if (mb)
+		ffs_mb_put(fs, mb);
+	return rc;
 }
 
 void ffs_grow_records_use(struct ffs *fs)
@@ -115,7 +170,8 @@ static int adopt(struct ffs *fs, struct ff_err *err)
 
 	if (!img)
 		return -ENOMEM;
-	rc = write_blocks(fs, ff_le64(gr->orows_start), ff_le64(gr->orows_blocks), FFS_B_BITMAP, img);
+	rc = write_blocks(fs, ff_le64(gr->orows_start), ff_le64(gr->orows_blocks), FFS_B_BITMAP,
+			  fill_image, img);
 	free(img);
 	if (rc < 0) {
 		ff_err_set(err, "cannot write the grow's old-rows map: %s", strerror(-rc));
@@ -206,26 +262,31 @@ int ffs_grow_check_load(struct ffs *fs)
 	return ff_raid_set_row_geom(fs->raid, row_old, fs);
 }
 
-int ffs_grow_prepare(struct ffs *fs, uint32_t new_nmembers, struct ff_err *err)
+/* The data chunks the checksum table's entries hold: the volume's width
+ * when it was made (a grow adds an extension; the table stays). */
+static uint32_t table_width(const struct ffs_super *sb)
+{
+	return (ff_le32(sb->csum_entry_bytes) - (uint32_t)sizeof(struct ffs_csum_entry)) / 4;
+}
+
+int ffs_grow_records_write(struct ffs *fs, uint32_t new_nmembers, struct ffs_grow_rec *rec,
+			   struct ff_err *err)
 {
 	struct ffs_super *sb = fs->sb;
-	struct ffs_grow_rec *gr = &sb->grow;
 	const struct ff_geom *g = fs->g;
 	uint64_t n = ff_le64(sb->nstripes), pool = ff_le64(sb->pool_blocks), per, ext, orows, cut, end;
-	uint32_t xw = new_nmembers - g->nparity - g->ndata;
+	uint32_t xw = new_nmembers - g->nparity - table_width(sb);
+	struct ext_copy x;
 	int rc;
 
-	if (ff_le32(sb->version) >= FFS_VERSION_GROWN && ff_le32(gr->state) != FFS_GROW_NONE) {
-		if (ff_le32(gr->state) == FFS_GROW_PREPARED && ff_le32(gr->new_nmembers) == new_nmembers)
-			return 0; /* a grow stopped after this step: it goes on */
-		ff_err_set(err, "the filesystem is already %s to %u members: finish that first",
-			   ff_le32(gr->state) == FFS_GROW_PREPARED ? "prepared to grow" : "growing",
-			   ff_le32(gr->new_nmembers));
-		return -EBUSY;
-	}
-	if (ff_le32(sb->version) >= FFS_VERSION_GROWN && ff_le64(gr->pool_cut)) {
-		ff_err_set(err, "the volume grew before: growing it again is not supported yet");
-		return -EOPNOTSUPP;
+	FF_ASSERT(new_nmembers > g->nmembers && xw > fs->csumx.width);
+	/* every committed block home, the journal empty: no replay after a
+	 * crash writes an image of a block the pool gave lately over the
+	 * records, and the extension in use is current where it lies */
+	rc = ffs_journal_checkpoint(fs);
+	if (rc < 0) {
+		ff_err_set(err, "cannot checkpoint the journal before the grow: %s", strerror(-rc));
+		return rc;
 	}
 	per = (FFS_BLOCK - sizeof(struct ffs_bhdr)) / (4 * xw);
 	ext = FF_DIV_ROUND_UP(n, per);
@@ -239,29 +300,56 @@ int ffs_grow_prepare(struct ffs *fs, uint32_t new_nmembers, struct ff_err *err)
 			return -ENOSPC;
 		}
 	end = ff_le64(sb->pool_start) + pool - cut;
-	rc = write_blocks(fs, end, ext, FFS_B_CSUMX, NULL);
+	x = (struct ext_copy){ .nrows = n, .width = xw, .per = (uint32_t)per };
+	rc = write_blocks(fs, end, ext, FFS_B_CSUMX, fill_ext, &x);
 	if (rc == 0)
-		rc = write_blocks(fs, end + ext, orows, FFS_B_BITMAP, NULL);
+		rc = write_blocks(fs, end + ext, orows, FFS_B_BITMAP, NULL, NULL);
 	if (rc < 0) {
 		ff_err_set(err, "cannot write the grow's records: %s", strerror(-rc));
 		return rc;
 	}
-	memset(gr, 0, sizeof(*gr));
-	gr->state = ff_cpu_to_le32(FFS_GROW_PREPARED);
-	gr->old_level = ff_cpu_to_le32(g->level);
-	gr->old_nmembers = ff_cpu_to_le32(g->nmembers);
-	gr->old_ndata = ff_cpu_to_le32(g->ndata);
-	gr->old_stripe_bytes = ff_cpu_to_le64(g->stripe_bytes);
-	gr->new_level = ff_cpu_to_le32(g->level);
-	gr->new_nmembers = ff_cpu_to_le32(new_nmembers);
-	gr->pool_cut = ff_cpu_to_le64(cut);
-	gr->ext_start = ff_cpu_to_le64(end);
-	gr->ext_blocks = ff_cpu_to_le64(ext);
-	gr->ext_width = ff_cpu_to_le32(xw);
-	gr->ext_per_block = ff_cpu_to_le32((uint32_t)per);
-	gr->orows_start = ff_cpu_to_le64(end + ext);
-	gr->orows_blocks = ff_cpu_to_le64(orows);
-	sb->pool_blocks = ff_cpu_to_le64(pool - cut);
+	memset(rec, 0, sizeof(*rec));
+	rec->state = ff_cpu_to_le32(FFS_GROW_PREPARED);
+	rec->old_level = ff_cpu_to_le32(g->level);
+	rec->old_nmembers = ff_cpu_to_le32(g->nmembers);
+	rec->old_ndata = ff_cpu_to_le32(g->ndata);
+	rec->old_stripe_bytes = ff_cpu_to_le64(g->stripe_bytes);
+	rec->new_level = ff_cpu_to_le32(g->level);
+	rec->new_nmembers = ff_cpu_to_le32(new_nmembers);
+	rec->pool_cut = ff_cpu_to_le64(cut);
+	rec->ext_start = ff_cpu_to_le64(end);
+	rec->ext_blocks = ff_cpu_to_le64(ext);
+	rec->ext_width = ff_cpu_to_le32(xw);
+	rec->ext_per_block = ff_cpu_to_le32((uint32_t)per);
+	rec->orows_start = ff_cpu_to_le64(end + ext);
+	rec->orows_blocks = ff_cpu_to_le64(orows);
+	return 0;
+}
+
+int ffs_grow_prepare(struct ffs *fs, uint32_t new_nmembers, struct ff_err *err)
+{
+	struct ffs_super *sb = fs->sb;
+	struct ffs_grow_rec *gr = &sb->grow, rec;
+	bool v6 = ff_le32(sb->version) >= FFS_VERSION_GROWN;
+	/* a volume grown before: its records stay cut from the pool, retired */
+	uint64_t retired = v6 ? ff_le64(gr->pool_cut) : 0, cut;
+	int rc;
+
+	if (v6 && ff_le32(gr->state) != FFS_GROW_NONE) {
+		if (ff_le32(gr->state) == FFS_GROW_PREPARED && ff_le32(gr->new_nmembers) == new_nmembers)
+			return 0; /* a grow stopped after this step: it goes on */
+		ff_err_set(err, "the filesystem is already %s to %u members: finish that first",
+			   ff_le32(gr->state) == FFS_GROW_PREPARED ? "prepared to grow" : "growing",
+			   ff_le32(gr->new_nmembers));
+		return -EBUSY;
+	}
+	rc = ffs_grow_records_write(fs, new_nmembers, &rec, err);
+	if (rc < 0)
+		return rc;
+	cut = ff_le64(rec.pool_cut);
+	*gr = rec;
+	gr->pool_cut = ff_cpu_to_le64(retired + cut);
+	sb->pool_blocks = ff_cpu_to_le64(ff_le64(sb->pool_blocks) - cut);
 	sb->version = ff_cpu_to_le32(FFS_VERSION_GROWN);
 	fs->free_mblocks -= cut;
 	rc = ffs_super_write(fs);

@@ -29,12 +29,21 @@ int ffs_grow_check_load(struct ffs *fs);
  * superblock (PREPARED) for an array of new_nmembers; 0 at once when a
  * grow to that width was prepared already. */
 int ffs_grow_prepare(struct ffs *fs, uint32_t new_nmembers, struct ff_err *err);
+/* Step 1's records alone (ffs_grow_prepare names them; a test stops
+ * between): the journal checkpointed, the records for new_nmembers
+ * written and flushed in the pool's last free blocks (a checksum extension
+ * holding every row's checksums from the one in use, and an empty old-rows
+ * map), *rec saying where (its pool_cut: this grow's blocks alone).  The
+ * superblock is not changed. */
+int ffs_grow_records_write(struct ffs *fs, uint32_t new_nmembers, struct ffs_grow_rec *rec,
+			   struct ff_err *err);
 /* Did the filesystem end a grow to g's width (state none, its records
  * kept, the superblock at that width) that the array has not ended yet
  * (a stop between the two: ffs_grow_mount ends it)? */
 bool ffs_grow_ended(const struct ffs_super *sb, const struct ff_geom *g);
-/* Are sb's grow records (version 6) where they must be: after the pool,
- * in its last pool_cut blocks, each large enough?  xw: checksums an
+/* Are sb's grow records (version 6) where they must be: right after the
+ * pool, at the start of the pool_cut blocks it gave (the rest: an earlier
+ * grow's, retired), each large enough?  xw: checksums an
  * extension entry must hold. */
 bool ffs_grow_layout_ok(const struct ffs_super *sb, uint32_t xw, uint64_t meta_blocks);
 /* Before a grow (restripe.c): the restripe moves one file at a time, its

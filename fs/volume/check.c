@@ -182,6 +182,16 @@ static bool layout_matches(const struct ffs *fs, const struct ffs_super *sb,
 	return ok;
 }
 
+/* The data chunks the checksum table's entries hold: the width the volume
+ * was made at (each grow's extension holds the rest); 0 for an entry size
+ * too small, which the layout's check refuses. */
+static uint32_t table_ndata(const struct ffs_super *sb)
+{
+	uint32_t e = ff_le32(sb->csum_entry_bytes);
+
+	return e > sizeof(struct ffs_csum_entry) ? (e - (uint32_t)sizeof(struct ffs_csum_entry)) / 4 : 0;
+}
+
 /*
  * The geometry sb was made at on this array (struct ffs_grow_rec): the
  * array's, or on an array grown under a filesystem that has not taken the
@@ -204,6 +214,8 @@ static const struct ff_geom *made_geom(const struct ffs *fs, const struct ffs_su
 			*why = FFS_CHECK_GROW_NO_RECORDS;
 			return NULL;
 		}
+		/* grown before: the extension holds the chunks past the table's */
+		*xw = g->ndata - table_ndata(sb);
 		return g;
 	case FFS_GROW_PREPARED: {
 		/* the records were made on the old array, for new_nmembers */
@@ -214,7 +226,8 @@ static const struct ff_geom *made_geom(const struct ffs *fs, const struct ffs_su
 		    ff_le32(gr->new_level) != at->level || ff_le32(gr->new_nmembers) <= at->nmembers ||
 		    (old && (ff_le32(gr->new_nmembers) != g->nmembers || ff_le32(gr->new_level) != g->level)))
 			return NULL;
-		*xw = ff_le32(gr->new_nmembers) - at->nmembers; /* the same level: data chunks added */
+		/* the same level: the new width's data chunks past the table's */
+		*xw = ff_le32(gr->new_nmembers) - (at->nmembers - at->ndata) - table_ndata(sb);
 		return at;
 	}
 	case FFS_GROW_GROWING:
@@ -222,7 +235,7 @@ static const struct ff_geom *made_geom(const struct ffs *fs, const struct ffs_su
 		    ff_le32(gr->old_ndata) != old->ndata || ff_le64(gr->old_stripe_bytes) != old->stripe_bytes ||
 		    ff_le32(gr->new_nmembers) != g->nmembers || ff_le32(gr->new_level) != g->level)
 			return NULL;
-		*xw = g->ndata - old->ndata;
+		*xw = g->ndata - table_ndata(sb);
 		return g;
 	default:
 		*why = "unknown grow state";

@@ -276,8 +276,10 @@ static int check_super(const struct ffs *fs, const struct ffs_super *sb, struct 
 	 * grow on (PREPARED: this mount does, fs/grow/grow.c) */
 	const struct ff_geom *made = old && state != FFS_GROW_GROWING && !ffs_grow_ended(sb, g) ? old
 											: g;
-	/* data chunks the checksum table's entries hold (the rest: the grow's extension) */
-	uint32_t table_ndata = state == FFS_GROW_PREPARED ? made->ndata : made->ndata - xw;
+	/* data chunks the checksum table's entries hold (the rest: the grow's
+	 * extension, made for the width the grow goes to when PREPARED) */
+	uint32_t table_ndata = state == FFS_GROW_PREPARED
+		? ff_le32(gr->new_nmembers) - (made->nmembers - made->ndata) - xw : made->ndata - xw;
 	uint64_t meta = g->meta_bytes / FFS_BLOCK;
 
 	if (ff_le64(sb->magic) != FFS_SB_MAGIC) {

@@ -10,7 +10,11 @@
 #      chunk, against the old width's before (the rows' count is the same);
 #   3. a new file written, read back, and every file again, with one member
 #      left out (RAID6: two) on a read-only mount.
-# IT_GROW_CASES=LxN+K,... runs only those cases (the ASan+UBSan step: 5x3+1).
+# A case LxN+K+K2 grows twice, one grow after the other (RAID5 x 3 + 1 + 1:
+# a volume grown once grows again): after each, fsck clean, every file's
+# sha256 (files written at the middle width too) and df at that width; at
+# the end a degraded read-only mount reads every file.
+# IT_GROW_CASES=LxN+K[+K2],... runs only those cases (the ASan+UBSan step: 5x3+1).
 # Refusals leave the volume as it was (fsck clean, files read back): a
 # member too small, a member given twice, a mounted volume, and (RAID5 x 3)
 # a volume too full for its largest file to move (a 300 MiB file with
@@ -103,17 +107,74 @@ def one_case(level, n, k):
         vol.cleanup()
 
 
-def main():
-    cases = cases_from_env(((5, 3, 1), (5, 4, 2), (6, 5, 2)))
+def grow_to(vol, k, tag):
+    """Grow vol (unmounted) by k new members of 256 MiB; its members and spec follow."""
+    new = ["%s.%s%d" % (vol.members[0], tag, i) for i in range(k)]
+    for p in new:
+        with open(p, "wb") as f:
+            f.truncate(256 * MiB)
+    r = admin("grow", vol.spec, *new)
+    if r.returncode != 0 or "grown" not in r.stdout:
+        raise TestFailure("grow %s: exit %d: %s %s" % (tag, r.returncode, r.stdout, r.stderr))
+    vol.members += new
+    vol.spec = ",".join(vol.members)
+
+
+def twice_case(level, n, k1, k2):
+    """Two grows one after the other: n -> n + k1 -> n + k1 + k2."""
+    nparity = 1 if level == 5 else 2
+    vol = Volume(level, n, 256 * MiB, mkfs_args=("-c", "64K"))
     try:
-        for level, n, k in cases:
-            one_case(level, n, k)
+        vol.mount()
+        sums = write_files(vol.mnt, 4, 3 * MiB, 10, 8 * MiB, 8)
+        size0 = df_bytes(vol.mnt)
+        vol.unmount()
+        width = n
+        for step, k in ((1, k1), (2, k2)):
+            grow_to(vol, k, "g%d_" % step)
+            width += k
+            vol.check_fsck()
+            vol.mount()
+            check_files(vol.mnt, sums, "grow %d" % step, TestFailure)
+            size = df_bytes(vol.mnt)
+            want = size0 * (width - nparity) // (n - nparity)
+            if size != want:
+                raise TestFailure("df: %d bytes after grow %d (%d members), want %d"
+                                  % (size, step, width, want))
+            data = os.urandom(5 * MiB)  # written at this width; the next grow moves it
+            with open(os.path.join(vol.mnt, "after%d.dpx" % step), "wb") as f:
+                f.write(data)
+            sums["after%d.dpx" % step] = hashlib.sha256(data).hexdigest()
+            check_files(vol.mnt, sums, "a new file after grow %d" % step, TestFailure)
+            vol.unmount()
+            vol.check_fsck()
+            log("RAID%d x %d, grow %d to %d members: %d files read back, df %d MiB, fsck clean"
+                % (level, n, step, width, len(sums), size >> 20))
+        # degraded, read-only: without the first old member (RAID6: and the last new one)
+        left = [vol.members[0]] + ([vol.members[-1]] if level == 6 else [])
+        vol.spec = ",".join(m for m in vol.members if m not in left)
+        vol.mount("ro")
+        check_files(vol.mnt, sums, "grown twice, degraded", TestFailure)
+        vol.unmount()
+    finally:
+        vol.cleanup()
+
+
+def main():
+    cases = cases_from_env(((5, 3, 1), (5, 4, 2), (6, 5, 2), (5, 3, 1, 1)))
+    try:
+        for c in cases:
+            if len(c) == 4:
+                twice_case(*c)
+            else:
+                one_case(*c)
     except TestFailure as e:
         print("FAIL: %s" % e)
         return 1
     print("PASS: framefs-admin grow grew %s offline: fsck clean, every file's sha256 the same, df "
           "at the new width, degraded reads"
-          % ", ".join("RAID%d x %d + %d" % c for c in cases))
+          % ", ".join("RAID%d x %d + %s" % (c[0], c[1], " + ".join(map(str, c[2:])))
+                      for c in cases))
     return 0
 
 

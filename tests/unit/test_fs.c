@@ -606,6 +606,190 @@ START_TEST(grow_keeps_preallocation)
 }
 END_TEST
 
+/* The superblock copy A of these members as fsck finds it: no problem;
+ * and with its checksum extension one chunk narrower than the width needs
+ * (a grow ended or under way), a layout problem. */
+static void check_super_clean(const char *const *list, unsigned n, const char *when)
+{
+	struct ffs_super *sb = ff_alloc_aligned(FFS_BLOCK);
+	struct ff_err err = { "" };
+	struct ffs *chk;
+	const char *why;
+
+	ck_assert_msg(ffs_check_open(list, n, true, 0, &chk, &err) == 0, "%s: %s", when, err.msg);
+	ck_assert_int_eq(ffs_meta_read_check(chk, ffs_sb_block[0], FFS_B_SUPER, sb, true), 0);
+	why = ffs_check_super_problem(chk, sb);
+	ck_assert_msg(!why, "%s: fsck finds the superblock wrong: %s", when, why);
+	if (ff_le32(sb->grow.state) != FFS_GROW_PREPARED && ff_le32(sb->grow.ext_width)) {
+		sb->grow.ext_width = ff_cpu_to_le32(ff_le32(sb->grow.ext_width) - 1);
+		why = ffs_check_super_problem(chk, sb);
+		ck_assert_msg(why && strstr(why, "layout"), "%s: a narrow extension: %s", when,
+			      why ? why : "(no problem)");
+	}
+	ck_assert_int_eq(ffs_check_close(chk), 0);
+	free(sb);
+}
+
+/*
+ * A volume grown once grows again: RAID5 x 4 grown to 5 (restripe run), a
+ * file written at 5, then grown to 6.  Every file reads back as written
+ * after each grow, the old rows are gone (fs->orows NULL), fsck finds the
+ * superblock right after each, every file is 5 data chunks wide at the
+ * end (moved twice, or once) and takes a write, and the second grow's
+ * records took more of the pool's end (pool_cut grew; the extension is 2
+ * chunks wide: 5 data chunks at 6 members, the table holds 3).
+ */
+START_TEST(grow_twice)
+{
+	struct ff_err err = { "" };
+	struct ffs *fs = mkfs_mount(96, 64 * 1024);
+	const uint64_t S = ff_raid_geom(ffs_raid(fs))->stripe_bytes, S5 = S / 3 * 4, S6 = S / 3 * 5;
+	const char *names[4] = { "made_at_4", "tail_at_4", "made_at_5", "tail_at_5" };
+	const uint64_t size[4] = { 5 * S + S / 3, S / 2 + 4096, 4 * S5 + 8192, S5 / 2 + 4096 };
+	uint8_t *want[4];
+	char added[2][300];
+	const char *add1[1] = { added[0] }, *add2[1] = { added[1] }, *all[NM + 2];
+	uint64_t fh, cut1;
+	struct stat st;
+
+	for (unsigned i = 0; i < 4; i++) {
+		want[i] = malloc(FF_ROUND_UP(size[i], 8));
+		ut_fill(want[i], FF_ROUND_UP(size[i], 8));
+	}
+	for (unsigned i = 0; i < 2; i++) {
+		create(fs, FFS_ROOT_INO, names[i], &fh);
+		ck_assert_int_eq(ffs_write(fs, fh, want[i], size[i], 0), (ssize_t)size[i]);
+		ck_assert_int_eq(ffs_release(fs, fh), 0);
+	}
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	for (unsigned i = 0; i < 2; i++) {
+		snprintf(added[i], sizeof(added[i]), "%s/added%u.img", ut_dir, i);
+		ut_sized_file(added[i], 96);
+	}
+	for (unsigned i = 0; i < NM; i++)
+		all[i] = ut_pp[i];
+	all[NM] = added[0];
+	all[NM + 1] = added[1];
+
+	ck_assert_msg(ffs_grow(ut_pp, NM, add1, 1, false, true, &err) == 0, "grow 1: %s", err.msg);
+	check_super_clean(all, NM + 1, "grown once");
+	fs = remount_members(all, NM + 1, false);
+	ck_assert_ptr_null(fs->orows);
+	cut1 = ff_le64(fs->sb->grow.pool_cut);
+	for (unsigned i = 0; i < 2; i++)
+		read_back(fs, names[i], want[i], size[i], "grown once");
+	for (unsigned i = 2; i < 4; i++) {
+		create(fs, FFS_ROOT_INO, names[i], &fh);
+		ck_assert_int_eq(ffs_write(fs, fh, want[i], size[i], 0), (ssize_t)size[i]);
+		ck_assert_int_eq(ffs_release(fs, fh), 0);
+	}
+	ck_assert_int_eq(ffs_lookup(fs, FFS_ROOT_INO, names[2], &st), 0);
+	ck_assert_uint_eq((uint64_t)st.st_blksize, S5);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+
+	ck_assert_msg(ffs_grow(all, NM + 1, add2, 1, false, true, &err) == 0, "grow 2: %s", err.msg);
+	check_super_clean(all, NM + 2, "grown twice");
+	fs = remount_members(all, NM + 2, false);
+	ck_assert_ptr_null(ff_raid_geom_old(ffs_raid(fs)));
+	ck_assert_ptr_null(fs->orows);
+	ck_assert_uint_eq(ff_le32(fs->sb->nmembers), NM + 2);
+	ck_assert_uint_eq(ff_le32(fs->sb->grow.ext_width), 2);
+	ck_assert_uint_gt(ff_le64(fs->sb->grow.pool_cut), cut1);
+	for (unsigned i = 0; i < 4; i++) {
+		read_back(fs, names[i], want[i], size[i], "grown twice");
+		ck_assert_int_eq(ffs_lookup(fs, FFS_ROOT_INO, names[i], &st), 0);
+		ck_assert_uint_eq((uint64_t)st.st_blksize, S6);
+	}
+	ck_assert_int_eq(ffs_lookup(fs, FFS_ROOT_INO, names[0], &st), 0);
+	ck_assert_int_eq(ffs_open(fs, st.st_ino, O_RDWR, &fh), 0); /* written again */
+	ck_assert_int_eq(ffs_write(fs, fh, "moved", 5, 100), 5);
+	memcpy(want[0] + 100, "moved", 5);
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	{ /* every row laid over six members: readable without any one of them */
+		const char *list[NM + 1];
+
+		for (unsigned i = 0; i < NM + 1; i++)
+			list[i] = all[i + 1];
+		fs = remount_members(list, NM + 1, true);
+		for (unsigned i = 0; i < 4; i++)
+			read_back(fs, names[i], want[i], size[i], "grown twice, member 0 left out");
+		ck_assert_int_eq(ffs_unmount(fs), 0);
+	}
+	for (unsigned i = 0; i < 2; i++)
+		unlink(added[i]);
+	for (unsigned i = 0; i < 4; i++)
+		free(want[i]);
+}
+END_TEST
+
+/*
+ * A second grow stopped after its records are written and before the
+ * superblock names them (ffs_grow_records_write alone): the volume mounts
+ * with every file, its first grow's records still named; the grow run
+ * again from the start finishes, every file read back.
+ */
+START_TEST(grow_twice_stopped_before_the_superblock)
+{
+	struct ff_err err = { "" };
+	struct ffs *fs = mkfs_mount(96, 64 * 1024);
+	const uint64_t S = ff_raid_geom(ffs_raid(fs))->stripe_bytes;
+	const uint64_t size = 4 * S + S / 2;
+	uint8_t *want = malloc(FF_ROUND_UP(size, 8)), *want2 = malloc(FF_ROUND_UP(size, 8));
+	char added[2][300];
+	const char *add1[1] = { added[0] }, *add2[1] = { added[1] }, *all[NM + 2];
+	struct ffs_grow_rec rec, first;
+	uint64_t fh;
+
+	ut_fill(want, FF_ROUND_UP(size, 8));
+	ut_fill(want2, FF_ROUND_UP(size, 8));
+	create(fs, FFS_ROOT_INO, "made_at_4", &fh);
+	ck_assert_int_eq(ffs_write(fs, fh, want, size, 0), (ssize_t)size);
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	for (unsigned i = 0; i < 2; i++) {
+		snprintf(added[i], sizeof(added[i]), "%s/added%u.img", ut_dir, i);
+		ut_sized_file(added[i], 96);
+	}
+	for (unsigned i = 0; i < NM; i++)
+		all[i] = ut_pp[i];
+	all[NM] = added[0];
+	all[NM + 1] = added[1];
+	ck_assert_msg(ffs_grow(ut_pp, NM, add1, 1, false, true, &err) == 0, "grow 1: %s", err.msg);
+	fs = remount_members(all, NM + 1, false);
+	create(fs, FFS_ROOT_INO, "made_at_5", &fh);
+	ck_assert_int_eq(ffs_write(fs, fh, want2, size, 0), (ssize_t)size);
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	ck_assert_int_eq(ffs_sync(fs), 0);
+	first = fs->sb->grow;
+	pthread_mutex_lock(&fs->lock);
+	ck_assert_msg(ffs_grow_records_write(fs, NM + 2, &rec, &err) == 0, "%s", err.msg);
+	pthread_mutex_unlock(&fs->lock);
+	ck_assert_uint_lt(ff_le64(rec.ext_start), ff_le64(first.ext_start));
+	ck_assert_int_eq(memcmp(&fs->sb->grow, &first, sizeof(first)), 0);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+
+	check_super_clean(all, NM + 1, "second grow's records written, not named");
+	fs = remount_members(all, NM + 1, false);
+	ck_assert_int_eq(memcmp(&fs->sb->grow, &first, sizeof(first)), 0);
+	read_back(fs, "made_at_4", want, size, "records written, not named");
+	read_back(fs, "made_at_5", want2, size, "records written, not named");
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+
+	ck_assert_msg(ffs_grow(all, NM + 1, add2, 1, false, true, &err) == 0, "grow 2: %s", err.msg);
+	check_super_clean(all, NM + 2, "grown twice");
+	fs = remount_members(all, NM + 2, false);
+	ck_assert_ptr_null(fs->orows);
+	read_back(fs, "made_at_4", want, size, "grown twice");
+	read_back(fs, "made_at_5", want2, size, "grown twice");
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	for (unsigned i = 0; i < 2; i++)
+		unlink(added[i]);
+	free(want);
+	free(want2);
+}
+END_TEST
+
 /*
  * Threads that end before their starter goes on.  test_fs is linked with
  * -Wl,--wrap=pthread_create (tests/unit/meson.build): while ut_ends_first
@@ -4241,6 +4425,12 @@ int main(void)
 	tcase_add_test(tc, request_times);
 	tcase_add_loop_test(tc, patches_bad_block_healed, 0, 2);
 	tcase_add_loop_test(tc, patches_bad_block_in_tail_healed, 0, 2);
+	suite_add_tcase(s, tc);
+	/* a case of its own: CK_RUN_CASE=grow_twice runs these alone */
+	tc = tcase_create("grow_twice");
+	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, grow_twice);
+	tcase_add_test(tc, grow_twice_stopped_before_the_superblock);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	ut_runner_begin();

@@ -235,6 +235,20 @@ static uint64_t old_rows(const struct ffs *fs)
 	return n;
 }
 
+/* n members of 96 MiB to add (added[]), and the list of all of them after
+ * a grow to NM + n: ut_pp's, then the added ones. */
+static void added_members(unsigned n, char added[][300], const char **all)
+{
+	for (unsigned i = 0; i < n; i++) {
+		snprintf(added[i], 300, "%s/added%u.img", ut_dir, i);
+		ut_sized_file(added[i], 96);
+	}
+	for (unsigned i = 0; i < NM; i++)
+		all[i] = ut_pp[i];
+	for (unsigned i = 0; i < n; i++)
+		all[NM + i] = added[i];
+}
+
 /* Read file `name` whole and compare it with want (size bytes). */
 static void read_back(struct ffs *fs, const char *name, const uint8_t *want, uint64_t size,
 		      const char *when)
@@ -271,8 +285,8 @@ START_TEST(grow_new_files_take_the_new_width)
 	const char *names[3] = { "old_big", "old_tail", "old_emptied" };
 	const uint64_t size[3] = { 5 * S + S / 3, S / 2 + 4096, 2 * S };
 	uint8_t *want[3], *fresh, *fresh2;
-	char added[300];
-	const char *add[1] = { added }, *all[NM + 1];
+	char added[1][300];
+	const char *add[1] = { added[0] }, *all[NM + 1];
 	struct stat st;
 	uint64_t fh, size2, rows0;
 
@@ -284,11 +298,7 @@ START_TEST(grow_new_files_take_the_new_width)
 		ck_assert_int_eq(ffs_release(fs, fh), 0);
 	}
 	ck_assert_int_eq(ffs_unmount(fs), 0);
-	snprintf(added, sizeof(added), "%s/added.img", ut_dir);
-	ut_sized_file(added, 96);
-	for (unsigned i = 0; i < NM; i++)
-		all[i] = ut_pp[i];
-	all[NM] = added;
+	added_members(1, added, all);
 	/* ffs_grow's first steps by hand, to see the volume between them */
 	fs = remount_members(ut_pp, NM, false);
 	ck_assert_int_eq(ffs_sync(fs), 0);
@@ -419,7 +429,7 @@ START_TEST(grow_new_files_take_the_new_width)
 		free(want[i]);
 	free(fresh);
 	free(fresh2);
-	ck_assert_int_eq(unlink(added), 0);
+	ck_assert_int_eq(unlink(added[0]), 0);
 	ut_remove_members(NM);
 }
 END_TEST
@@ -559,8 +569,8 @@ START_TEST(grow_keeps_preallocation)
 	const char *names[2] = { "prealloc", "prealloc_past_end" };
 	const uint64_t size[2] = { 3 * S, S }, reserved[2] = { 3 * S, 3 * S };
 	uint8_t *want[2], *zeros = calloc(1, 3 * S);
-	char added[300];
-	const char *add[1] = { added }, *all[NM + 1];
+	char added[1][300];
+	const char *add[1] = { added[0] }, *all[NM + 1];
 	struct stat st;
 	uint64_t fh;
 
@@ -577,11 +587,7 @@ START_TEST(grow_keeps_preallocation)
 		read_back(fs, names[i], want[i], size[i], "written");
 	}
 	ck_assert_int_eq(ffs_unmount(fs), 0);
-	snprintf(added, sizeof(added), "%s/added.img", ut_dir);
-	ut_sized_file(added, 96);
-	for (unsigned i = 0; i < NM; i++)
-		all[i] = ut_pp[i];
-	all[NM] = added;
+	added_members(1, added, all);
 	ck_assert_msg(ffs_grow(ut_pp, NM, add, 1, false, true, &err) == 0, "grow: %s", err.msg);
 	fs = remount_members(all, NM + 1, false);
 	ck_assert_ptr_null(fs->orows);
@@ -599,7 +605,7 @@ START_TEST(grow_keeps_preallocation)
 	ck_assert_int_eq(ffs_release(fs, fh), 0);
 	read_back(fs, names[1], want[1], 3 * S, "written into its reservation");
 	ck_assert_int_eq(ffs_unmount(fs), 0);
-	unlink(added);
+	unlink(added[0]);
 	for (unsigned i = 0; i < 2; i++)
 		free(want[i]);
 	free(zeros);
@@ -662,14 +668,7 @@ START_TEST(grow_twice)
 		ck_assert_int_eq(ffs_release(fs, fh), 0);
 	}
 	ck_assert_int_eq(ffs_unmount(fs), 0);
-	for (unsigned i = 0; i < 2; i++) {
-		snprintf(added[i], sizeof(added[i]), "%s/added%u.img", ut_dir, i);
-		ut_sized_file(added[i], 96);
-	}
-	for (unsigned i = 0; i < NM; i++)
-		all[i] = ut_pp[i];
-	all[NM] = added[0];
-	all[NM + 1] = added[1];
+	added_members(2, added, all);
 
 	ck_assert_msg(ffs_grow(ut_pp, NM, add1, 1, false, true, &err) == 0, "grow 1: %s", err.msg);
 	check_super_clean(all, NM + 1, "grown once");
@@ -747,14 +746,7 @@ START_TEST(grow_twice_stopped_before_the_superblock)
 	ck_assert_int_eq(ffs_write(fs, fh, want, size, 0), (ssize_t)size);
 	ck_assert_int_eq(ffs_release(fs, fh), 0);
 	ck_assert_int_eq(ffs_unmount(fs), 0);
-	for (unsigned i = 0; i < 2; i++) {
-		snprintf(added[i], sizeof(added[i]), "%s/added%u.img", ut_dir, i);
-		ut_sized_file(added[i], 96);
-	}
-	for (unsigned i = 0; i < NM; i++)
-		all[i] = ut_pp[i];
-	all[NM] = added[0];
-	all[NM + 1] = added[1];
+	added_members(2, added, all);
 	ck_assert_msg(ffs_grow(ut_pp, NM, add1, 1, false, true, &err) == 0, "grow 1: %s", err.msg);
 	fs = remount_members(all, NM + 1, false);
 	create(fs, FFS_ROOT_INO, "made_at_5", &fh);
@@ -851,8 +843,8 @@ START_TEST(thread_ending_before_its_start_returns)
 	struct ffs_grow_status gs;
 	struct ffs_scrub_status ss;
 	struct ff_err err = { "" };
-	char added[300];
-	const char *add[1] = { added }, *all[NM + 1];
+	char added[1][300];
+	const char *add[1] = { added[0] }, *all[NM + 1];
 
 	ut_ends_first = true;
 	ck_assert_int_eq(ffs_scrub_start(fs, false), 0);
@@ -862,11 +854,7 @@ START_TEST(thread_ending_before_its_start_returns)
 	ffs_scrub_wait(fs, &ss);
 	ck_assert_int_eq(ffs_unmount(fs), 0);
 
-	snprintf(added, sizeof(added), "%s/added.img", ut_dir);
-	ut_sized_file(added, 64);
-	for (unsigned i = 0; i < NM; i++)
-		all[i] = ut_pp[i];
-	all[NM] = added;
+	added_members(1, added, all);
 	ck_assert_msg(ffs_grow(ut_pp, NM, add, 1, false, false, &err) == 0, "grow: %s", err.msg);
 	fs = remount_members(all, NM + 1, false);
 	ut_ends_first = true;
@@ -877,7 +865,7 @@ START_TEST(thread_ending_before_its_start_returns)
 		      "a restripe with nothing to move: active %d done %d error %d", gs.active,
 		      gs.done, gs.error);
 	ck_assert_int_eq(ffs_unmount(fs), 0);
-	unlink(added);
+	unlink(added[0]);
 }
 END_TEST
 

@@ -33,7 +33,10 @@
 
 struct restripe {
 	pthread_t thread;
-	bool started, running, stop;
+	bool started, running;
+	/* asked by ffs_grow_stop (under lock, with the broadcast), read
+	 * between stripes by the thread without it: atomic */
+	_Atomic bool stop;
 	bool mounted;               /* the daemon's thread: it pauses without redundancy */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;        /* stop asked (throttle and pause wake), the array's
@@ -49,6 +52,10 @@ struct restripe {
 	uint64_t nospc_bytes;       /* the largest file a pass left for want of free rows */
 	struct ffs_grow_status st;
 	struct move_ring *ring;     /* the copies' writes in flight (restripe's span) */
+	/* move_file's list of the rows it copied, kept from file to file and
+	 * grown only for a file with more stripes than any before it */
+	struct moved *moves;
+	uint64_t moves_cap;
 };
 
 static struct restripe *rs_get(struct ffs *fs)
@@ -414,9 +421,16 @@ static int move_file(struct ffs *fs, struct restripe *rs, struct finode *fi, uin
 	So = from->g->stripe_bytes;
 	nk = FF_DIV_ROUND_UP(FF_MAX(size, prealloc_end(fs, fi, So)), S);
 	pthread_mutex_unlock(&fs->lock);
-	m = calloc(nk ? nk : 1, sizeof(*m));
-	if (!m)
-		return -ENOMEM;
+	if (nk > rs->moves_cap) {
+		uint64_t cap = FF_MAX(nk, 2 * rs->moves_cap);
+
+		m = realloc(rs->moves, cap * sizeof(*m));
+		if (!m)
+			return -ENOMEM;
+		rs->moves = m;
+		rs->moves_cap = cap;
+	}
+	m = rs->moves;
 	for (uint64_t k = 0; k < nk && rc == 0; k++) {
 		unsigned slot = (unsigned)(n % MOVE_DEPTH);
 		bool hole = false;
@@ -462,7 +476,6 @@ static int move_file(struct ffs *fs, struct restripe *rs, struct finode *fi, uin
 			ffs_unreserve_stripes(fs, m[i].p, 1);
 	pthread_mutex_unlock(&fs->lock); /* committed with the batch (restripe_pass) */
 	*moved = rc == 0 ? size : 0;
-	free(m);
 	return rc;
 }
 
@@ -829,6 +842,7 @@ void ffs_grow_free(struct ffs *fs)
 	if (!rs)
 		return;
 	ffs_grow_stop(fs);
+	free(rs->moves);
 	pthread_mutex_destroy(&rs->lock);
 	pthread_cond_destroy(&rs->cond);
 	free(rs);

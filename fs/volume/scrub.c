@@ -36,7 +36,8 @@
 
 struct scrub {
 	pthread_t thread;
-	bool started, running, stop;
+	bool started, running;
+	_Atomic bool stop;          /* ffs_scrub_stop asks; the thread reads it between chunks */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	struct ffs_scrub_status st;

@@ -256,7 +256,7 @@ void ut_sweep(void)
 		}
 		closedir(sub);
 		if (rmdir(dir) == 0)
-			fprintf(stderr, "removed %s: a failed test left it (FF_TEST_KEEP=1 keeps it)\n", dir);
+			fprintf(stderr, "removed %s: left by a test that failed (FF_TEST_KEEP=1 keeps it)\n", dir);
 	}
 out:
 	if (d)

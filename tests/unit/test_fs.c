@@ -605,10 +605,10 @@ START_TEST(grow_keeps_preallocation)
 	ck_assert_int_eq(ffs_release(fs, fh), 0);
 	read_back(fs, names[1], want[1], 3 * S, "written into its reservation");
 	ck_assert_int_eq(ffs_unmount(fs), 0);
-	unlink(added[0]);
 	for (unsigned i = 0; i < 2; i++)
 		free(want[i]);
 	free(zeros);
+	ut_remove_members(NM); /* the added member too: it is in ut_dir */
 }
 END_TEST
 
@@ -715,10 +715,9 @@ START_TEST(grow_twice)
 			read_back(fs, names[i], want[i], size[i], "grown twice, member 0 left out");
 		ck_assert_int_eq(ffs_unmount(fs), 0);
 	}
-	for (unsigned i = 0; i < 2; i++)
-		unlink(added[i]);
 	for (unsigned i = 0; i < 4; i++)
 		free(want[i]);
+	ut_remove_members(NM); /* the added members too: they are in ut_dir */
 }
 END_TEST
 
@@ -775,10 +774,9 @@ START_TEST(grow_twice_stopped_before_the_superblock)
 	read_back(fs, "made_at_4", want, size, "grown twice");
 	read_back(fs, "made_at_5", want2, size, "grown twice");
 	ck_assert_int_eq(ffs_unmount(fs), 0);
-	for (unsigned i = 0; i < 2; i++)
-		unlink(added[i]);
 	free(want);
 	free(want2);
+	ut_remove_members(NM); /* the added members too: they are in ut_dir */
 }
 END_TEST
 
@@ -865,7 +863,7 @@ START_TEST(thread_ending_before_its_start_returns)
 		      "a restripe with nothing to move: active %d done %d error %d", gs.active,
 		      gs.done, gs.error);
 	ck_assert_int_eq(ffs_unmount(fs), 0);
-	unlink(added[0]);
+	ut_remove_members(NM); /* the added member too: it is in ut_dir */
 }
 END_TEST
 
@@ -2239,6 +2237,7 @@ START_TEST(request_times)
 	ck_assert_uint_eq(n, FFS_REQ_TIME_ROWS - 4); /* op-a, op-b and its two waits hold rows */
 	ck_assert_uint_eq(dropped, 12);
 	ck_assert_int_eq(ffs_unmount(fs), 0);
+	ut_remove_members(NM);
 }
 END_TEST
 

@@ -4,12 +4,17 @@ project file with small overwrites: patches, a preallocated capture file),
 and each read back against the sha256 of what was written."""
 import hashlib
 import json
-import mmap
 import os
 import subprocess
+import sys
 import time
 
 from itlib import TestFailure
+
+# one O_DIRECT checksum for the failure tests and the grow tests: the admin
+# suite's (tests/admin/adminlib.py)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "admin"))
+from adminlib import sha256_direct  # noqa: E402,F401
 
 MiB = 1 << 20
 
@@ -51,23 +56,6 @@ def cases_from_env(default):
         return default
     return [tuple(int(x) for x in c.replace("x", " ").replace("+", " ").split())
             for c in os.environ["IT_GROW_CASES"].split(",")]
-
-
-def sha256_direct(path):
-    """sha256 of a file read with O_DIRECT: every read reaches the daemon."""
-    buf = mmap.mmap(-1, 4 << 20)
-    h = hashlib.sha256()
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
-    try:
-        while True:
-            n = os.readv(fd, [buf])
-            if n == 0:
-                break
-            h.update(memoryview(buf)[:n])
-    finally:
-        os.close(fd)
-        buf.close()
-    return h.hexdigest()
 
 
 def write_files(mnt, frames, frame_bytes, smalls, project_bytes, overwrites):

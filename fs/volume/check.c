@@ -486,8 +486,9 @@ static bool layout_found(struct ffs *fs, const struct ffs_super *sb, uint64_t ct
 }
 
 /* A candidate layout with journal_blocks and itable_blocks; true when found. */
-static bool try_layout(struct ffs *fs, struct ffs_super *sb, uint64_t itable_blocks,
-		       uint64_t journal_blocks, uint64_t ctime_s, uint64_t *mkfs_s)
+static bool try_layout(struct ffs *fs, const struct ff_geom *made, struct ffs_super *sb,
+		       uint64_t itable_blocks, uint64_t journal_blocks, uint64_t ctime_s,
+		       uint64_t *mkfs_s)
 {
 	struct ff_err err;
 
@@ -497,7 +498,7 @@ static bool try_layout(struct ffs *fs, struct ffs_super *sb, uint64_t itable_blo
 	 * value chain (a version 2 volume without one is a version 1 volume) */
 	for (unsigned v = 0; v < 2; v++) {
 		memset(sb, 0, sizeof(*sb));
-		if (ffs_layout(sb, fs->g, itable_blocks * FFS_INODES_PER_BLOCK, journal_blocks,
+		if (ffs_layout(sb, made, itable_blocks * FFS_INODES_PER_BLOCK, journal_blocks,
 			       v ? FFS_VERSION_MIN : FFS_VERSION, FFS_SMALL_DEFAULT, &err) == 0 &&
 		    ff_le64(sb->journal_blocks) >= 64 && layout_found(fs, sb, ctime_s, mkfs_s))
 			return true;
@@ -536,6 +537,7 @@ static int scan_sealed(struct ffs *fs, uint64_t from, uint64_t to,
 struct layout_search {
 	struct ffs *fs;
 	struct ffs_super *sb;
+	struct ff_geom made;     /* the geometry mkfs laid it out for (made_width) */
 	uint64_t ctime_s, mkfs_s;
 	uint64_t itable_start;   /* the candidate being completed */
 	uint64_t tried[16];      /* inode-table starts already tried */
@@ -551,8 +553,8 @@ static bool on_bitmap(void *arg, uint64_t no, const void *blk)
 
 	if (ff_le32(bm->h.type) != FFS_B_BITMAP || (bm->bits[0] & 3) != 3)
 		return false;
-	return try_layout(s->fs, s->sb, no - s->itable_start, s->itable_start - FFS_JOURNAL_START,
-			  s->ctime_s, &s->mkfs_s);
+	return try_layout(s->fs, &s->made, s->sb, no - s->itable_start,
+			  s->itable_start - FFS_JOURNAL_START, s->ctime_s, &s->mkfs_s);
 }
 
 /* An inode-table block at its place: table block k holds inodes 15k..15k+14,
@@ -587,10 +589,105 @@ static bool on_itable(void *arg, uint64_t no, const void *blk)
 	return stopped || s->err < 0;
 }
 
+/*
+ * The geometry mkfs laid the volume out for: the array's, or on an array
+ * grown since (and done growing: a grow under way is never rebuilt over,
+ * fsck_pass1.c) the width it was made at, which its META space keeps
+ * (raid.h, meta_members) and with it the checksum table's entry width.
+ */
+static struct ff_geom made_width(const struct ff_geom *g)
+{
+	struct ff_geom m = *g;
+
+	if (g->meta_members && g->meta_members < g->nmembers) {
+		m.nmembers = g->meta_members;
+		m.ndata = m.nmembers - m.nparity;
+		m.stripe_bytes = (uint64_t)m.ndata * m.chunk_bytes;
+		m.data_bytes = m.nstripes * m.stripe_bytes; /* mkfs's default inode count */
+	}
+	return m;
+}
+
+/*
+ * A superblock rebuilt at the width the volume was made at (sb), for the
+ * grown array it lives on: its grow's records found (format.h, struct
+ * ffs_grow_rec).  Each grow cut its records from the end of the pool, the
+ * newest lowest: a checksum extension (FFS_B_CSUMX blocks), then an
+ * old-rows map (FFS_B_BITMAP, the same length for every grow).  Walking
+ * down from the pool's end, group after group; the one in use is the one
+ * whose extension is as long as the array's width needs (earlier grows'
+ * were narrower; a grow prepared and left, lower still in the pool, was
+ * wider).  When two groups have that length (a small volume: one block
+ * holds every row at either width), which one is in use cannot be told and
+ * *why says so: a superblock from a guess would pair rows with another
+ * grow's checksums.
+ */
+static int grown_records(struct ffs *fs, struct ffs_super *sb, const char **why)
+{
+	const struct ff_geom *g = fs->g;
+	uint64_t n = g->nstripes, end = ff_le64(sb->pool_start) + ff_le64(sb->pool_blocks);
+	uint32_t table = table_ndata(sb), xw = g->ndata - table;
+	uint64_t per = (FFS_BLOCK - sizeof(struct ffs_bhdr)) / (4 * (uint64_t)xw);
+	uint64_t ext = FF_DIV_ROUND_UP(n, per), orows = FF_DIV_ROUND_UP(n, FFS_BITS_PER_BLOCK);
+	uint64_t b = end, found = 0, start = 0;
+	uint8_t *buf = ff_alloc_aligned(FFS_BLOCK);
+	struct ffs_grow_rec *gr = &sb->grow;
+
+	if (!buf)
+		return -ENOMEM;
+	FF_ASSERT(g->ndata > table && sb->version);
+	for (;;) {
+		uint64_t k = 0, c = 0;
+
+		while (k < orows && b - k > ff_le64(sb->pool_start) &&
+		       type_at(fs, b - k - 1, buf) == FFS_B_BITMAP)
+			k++;
+		if (k < orows)
+			break; /* no old-rows map here: no more records */
+		while (b - orows - c > ff_le64(sb->pool_start) &&
+		       type_at(fs, b - orows - c - 1, buf) == FFS_B_CSUMX)
+			c++;
+		if (!c)
+			break;
+		b -= orows + c;
+		if (c == ext) {
+			found++;
+			start = b;
+		}
+	}
+	free(buf);
+	if (found != 1) {
+		*why = found ? "its grows' records are too alike to tell which is in use"
+			     : "the records of its grow are not where they belong";
+		return -ENOENT;
+	}
+	sb->version = ff_cpu_to_le32(FFS_VERSION_GROWN);
+	sb->nmembers = ff_cpu_to_le32(g->nmembers);
+	sb->ndata = ff_cpu_to_le32(g->ndata);
+	sb->stripe_bytes = ff_cpu_to_le64(g->stripe_bytes);
+	memset(gr, 0, sizeof(*gr));
+	gr->state = ff_cpu_to_le32(FFS_GROW_NONE);
+	gr->old_level = ff_cpu_to_le32(g->level); /* the width it was made at */
+	gr->old_nmembers = ff_cpu_to_le32(g->meta_members);
+	gr->old_ndata = ff_cpu_to_le32(table);
+	gr->old_stripe_bytes = ff_cpu_to_le64((uint64_t)table * g->chunk_bytes);
+	gr->new_level = ff_cpu_to_le32(g->level);
+	gr->new_nmembers = ff_cpu_to_le32(g->nmembers);
+	gr->pool_cut = ff_cpu_to_le64(end - start);
+	gr->ext_start = ff_cpu_to_le64(start);
+	gr->ext_blocks = ff_cpu_to_le64(ext);
+	gr->ext_width = ff_cpu_to_le32(xw);
+	gr->ext_per_block = ff_cpu_to_le32((uint32_t)per);
+	gr->orows_start = ff_cpu_to_le64(start + ext);
+	gr->orows_blocks = ff_cpu_to_le64(orows);
+	sb->pool_blocks = ff_cpu_to_le64(start - ff_le64(sb->pool_start));
+	return 0;
+}
+
 int ffs_check_rebuild_super(struct ffs *fs, struct ffs_super *sb, uint64_t generation,
 			    struct ffs_check_rebuilt *info)
 {
-	struct layout_search s = { .fs = fs, .sb = sb };
+	struct layout_search s = { .fs = fs, .sb = sb, .made = made_width(fs->g) };
 	bool found;
 	int rc;
 
@@ -598,7 +695,7 @@ int ffs_check_rebuild_super(struct ffs *fs, struct ffs_super *sb, uint64_t gener
 	memset(info, 0, sizeof(*info));
 	s.ctime_s = array_ctime(fs);
 	/* mkfs's defaults first, then the layout the inode table shows */
-	found = info->default_layout = try_layout(fs, sb, 0, 0, s.ctime_s, &s.mkfs_s);
+	found = info->default_layout = try_layout(fs, &s.made, sb, 0, 0, s.ctime_s, &s.mkfs_s);
 	if (!found) {
 		rc = scan_sealed(fs, FFS_JOURNAL_START + 64, fs->g->meta_bytes / FFS_BLOCK, on_itable, &s,
 				 &found);
@@ -606,8 +703,14 @@ int ffs_check_rebuild_super(struct ffs *fs, struct ffs_super *sb, uint64_t gener
 			return rc < 0 ? rc : s.err;
 		found = found && s.ntried <= FF_ARRAY_SIZE(s.tried) && ff_le64(sb->ninodes);
 	}
-	if (!found || layout_matches(fs, sb, fs->g, 0) == false)
+	if (!found || layout_matches(fs, sb, &s.made, 0) == false)
 		return -ENOENT;
+	if (s.made.nmembers != fs->g->nmembers) {
+		rc = grown_records(fs, sb, &info->grown_why);
+		if (rc < 0)
+			return rc;
+		info->grown = true;
+	}
 	sb->magic = ff_cpu_to_le64(FFS_SB_MAGIC);
 	sb->block_bytes = ff_cpu_to_le32(FFS_BLOCK);
 	sb->generation = ff_cpu_to_le64(generation);

@@ -70,6 +70,8 @@ struct ffs_check_rebuilt {
 	uint64_t ninodes, journal_blocks;
 	bool default_layout;      /* mkfs's default sizes */
 	unsigned pending;         /* journal transactions a replay will apply */
+	bool grown;               /* on an array grown since mkfs: its grow's records found */
+	const char *grown_why;    /* -ENOENT on a grown array: why they were not */
 };
 int ffs_check_rebuild_super(struct ffs *fs, struct ffs_super *sb, uint64_t generation,
 			    struct ffs_check_rebuilt *info);

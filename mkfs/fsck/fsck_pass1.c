@@ -133,6 +133,17 @@ static int rebuild(struct fsck *c, const char *const why[FFS_SB_COPIES], uint64_
 		return -EUCLEAN;
 	}
 	rc = ffs_check_rebuild_super(c->fs, sb, generation, &info);
+	if (rc == -ENOENT && info.grown_why) {
+		char what[256];
+
+		snprintf(what, sizeof(what), "no valid framefs superblock on this array, which was "
+			 "grown since mkfs, and %s: not rebuilding it (it would pair rows with "
+			 "checksums not theirs)", info.grown_why);
+		fsck_fix_problem(c, PR_1_NO_SUPER, &(struct pctx){ .str = copies });
+		fsck_operr(c, -EUCLEAN, what);
+		free(sb);
+		return -EUCLEAN;
+	}
 	if (rc == -ENOENT) {
 		fsck_fix_problem(c, PR_1_NO_SUPER, &(struct pctx){ .str = copies });
 		fsck_operr(c, -EUCLEAN, "no valid framefs superblock on this array, and no framefs "
@@ -145,9 +156,10 @@ static int rebuild(struct fsck *c, const char *const why[FFS_SB_COPIES], uint64_
 		free(sb);
 		return rc;
 	}
-	snprintf(layout, sizeof(layout), "%s: %llu inodes, a %llu-block journal",
+	snprintf(layout, sizeof(layout), "%s: %llu inodes, a %llu-block journal%s",
 		 info.default_layout ? "mkfs's default" : "found on disk",
-		 (unsigned long long)info.ninodes, (unsigned long long)info.journal_blocks);
+		 (unsigned long long)info.ninodes, (unsigned long long)info.journal_blocks,
+		 info.grown ? ", the records of the grow since mkfs" : "");
 	set_label(c, sb);
 	yes = fsck_fix_problem(c, PR_1_SB_REBUILD, &(struct pctx){ .str = copies, .str2 = layout });
 	/* declined (-n, or -p which stops here), the check goes on with it in memory */

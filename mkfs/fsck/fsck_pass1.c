@@ -21,7 +21,10 @@
  * grow: then the array may be what is wrong, and the check stops.  Nor on
  * a volume in the middle of a grow (a copy says so, or the array is grown):
  * the grow's records live in the superblock alone, and one rebuilt from
- * the array would lose them with the rows still in the old geometry.
+ * the array would lose them with the rows still in the old geometry.  A
+ * volume grown since mkfs, its grow ended, is rebuilt at the width it was
+ * made at with the records of its last grow found on disk, or not at all
+ * when they cannot be told from an earlier grow's (check.c, grown_records).
  *
  * A grow under way is no problem in itself: the superblock describes the
  * old geometry (PREPARED) or the new one (GROWING), with the grow's

@@ -8,7 +8,8 @@
 #   b. the daemon killed with SIGKILL during the background restripe of a
 #      grow given with --no-restripe, after a random number of rows moved
 #      (`framefs-admin set rebuild_min/max` slows it so the kill lands
-#      mid-way); the next mount's restripe goes on to the end
+#      mid-way; until then 20 ms of latency on the added member's writes,
+#      FRAMEFS_FAULT, holds it back); the next mount's restripe goes on to the end
 #      (`framefs-admin grow --wait MOUNTPOINT`: done);
 #   c. as b, the kill also a power cut (crash_kill9.py --powerloss's undo
 #      log: a random half of the member writes no flush covered rolled back).
@@ -17,8 +18,11 @@
 # them: every read that returns is exactly what was written.  Every
 # iteration ends mounted with every file's sha256 as written and df at the
 # new width, and fsck.framefs -n -c clean.
-# RAID5 x 3 + 1 (IT_GROW_LEVEL=6: RAID6 x 4 + 1); a failure names the seed
-# and the iteration, and IT_GROW_CRASH_ONLY replays that one iteration.
+# RAID5 x 3 + 1 (IT_GROW_LEVEL=6: RAID6 x 4 + 1), and in every other
+# iteration a second grow: the volume grown once to its end beforehand, the
+# stopped grow adds a fifth member (its records go below the first grow's,
+# which it retires: fs/grow/grow.c).  A failure names the seed and the
+# iteration, and IT_GROW_CRASH_ONLY replays that one iteration.
 #   IT_GROW_CRASH_ITERS=N   iterations (default 20), the kinds in equal parts
 #   IT_GROW_CRASH_KINDS=abc the kinds to draw from
 #   IT_GROW_CRASH_ONLY=N    only iteration N (same kind and kill point)
@@ -44,8 +48,10 @@ MEMBER = 96 * MiB
 # The volume holds 21 MB: small caches make the two mounts of an iteration
 # several times faster to start.
 MOUNT_OPTS = ("write_buffer_mb=32", "read_cache_mb=16", "patch_cache_mb=16")
-# The restripe's rate while the kill is waited for: the 21 MB take ~1.3 s.
-KILL_RATE = "16M"
+# The restripe's rate while the kill is waited for: the 21 MB take ~2.6 s,
+# over which its moves commit twice (each second).
+KILL_RATE = "8M"
+KILL_BPS = 8 * MiB
 
 
 def admin(*args, timeout=120):
@@ -146,15 +152,14 @@ def grow_state(mnt, connect_s=0):
 
 
 class Run:
-    def __init__(self, seed, level):
+    def __init__(self, seed, level, before):
         self.seed = seed
         self.level = level
+        self.before = before  # grows ended before the one stopped: 0 or 1
         self.n = 3 if level == 5 else 4
         self.vol = Volume(level, self.n, MEMBER, mkfs_args=("-c", "64K"))
         self.old = list(self.vol.members)
         self.new = self.old[0] + ".new"
-        self.saved = [m + ".saved" for m in self.old]  # written, not grown
-        self.saved_grown = [m + ".grown" for m in self.old + [self.new]]  # --no-restripe done
         self.sums_path = os.path.join(self.vol.tmp, "sums.json")
         self.cut = None
         self.stats = {"a": 0, "b": 0, "c": 0, "killed_a": 0, "reads": 0, "unflushed": 0, "lost": 0}
@@ -181,8 +186,24 @@ class Run:
         vol.mount(*MOUNT_OPTS)
         self.sums = write_files(vol.mnt, 8, 2 * MiB, 0, 4 * MiB, 4)
         nparity = 1 if self.level == 5 else 2
-        self.df_want = df_bytes(vol.mnt) * (self.n + 1 - nparity) // (self.n - nparity)
+        # a grow keeps the rows and widens each: df goes with the data chunks
+        self.df_want = (df_bytes(vol.mnt) * (self.n + self.before + 1 - nparity)
+                        // (self.n - nparity))
+        st = os.statvfs(vol.mnt)
+        self.used = (st.f_blocks - st.f_bfree) * st.f_frsize  # what a restripe moves
         vol.unmount()
+        for _ in range(self.before):  # the earlier grow, to its end
+            extra = "%s.pre%d" % (self.old[0], len(self.old))
+            with open(extra, "wb") as f:
+                f.truncate(MEMBER)
+            r = admin("grow", ",".join(self.old), extra)
+            if r.returncode != 0:
+                raise TestFailure("the grow before: exit %d: %s" % (r.returncode, r.stderr))
+            self.old.append(extra)
+        self.n += self.before
+        self.saved = [m + ".saved" for m in self.old]  # written, not grown
+        self.saved_grown = [m + ".grown" for m in self.old + [self.new]]  # --no-restripe done
+        self.use(self.old)
         with open(self.sums_path, "w") as f:
             json.dump(self.sums, f)
         for m, s in zip(self.old, self.saved):
@@ -240,9 +261,11 @@ class Run:
         """Mount the grown volume, slow its restripe, kill the daemon (with
         power: and cut the power) after a random number of rows moved."""
         vol = self.vol
-        # the kill once frac of the rows moved, and extra seconds on: somewhere in
-        # the next file's copy (frac < 0.9: the last file's rows are not waited for)
-        frac, extra = irng.uniform(0, 0.9), irng.uniform(0, 0.15)
+        # the kill point: a random time into the throttled move, which takes
+        # about used / KILL_BPS (the restripe commits its moves at least
+        # each second, fs/grow/restripe.c: a kill lands before the first
+        # commit or after some)
+        delay = irng.uniform(0, 0.95 * self.used / KILL_BPS)
         if power:
             undo = os.path.join(vol.tmp, "undo")
             os.makedirs(undo, exist_ok=True)
@@ -251,15 +274,23 @@ class Run:
                 self.cut = crash_kill9.Crash(vol, self.seed, 1, undo_dir=undo)
             self.cut.rng = random.Random(irng.getrandbits(64))  # which writes the cut loses
         rd = Reader(vol, self.sums_path, "%d.killed" % (vol.nmounts + 1))
+        # latency on the added member's writes from the mount on: the
+        # restripe (the only writer of DATA rows there) crawls until the
+        # rates are set, where unheld it moved the 21 MB before the set
+        os.environ["FRAMEFS_FAULT"] = "%s@op=w,lat_us=20000" % os.path.basename(self.new)
         try:
             try:
                 vol.mount(*MOUNT_OPTS)
             finally:
                 os.environ.pop("FRAMEFS_UNDO_DIR", None)
+                os.environ.pop("FRAMEFS_FAULT", None)
             g = grow_state(vol.mnt, 10)
             r = admin("set", vol.mnt, "rebuild_min=" + KILL_RATE, "rebuild_max=" + KILL_RATE)
             if r.returncode != 0:
                 raise TestFailure("set rebuild rates: exit %d: %s" % (r.returncode, r.stderr))
+            r = admin("fault", vol.mnt, "clear")
+            if r.returncode != 0:
+                raise TestFailure("fault clear: exit %d: %s" % (r.returncode, r.stderr))
             t0 = time.monotonic()
             while not g["rows_before"]:  # the thread starts just after the control socket
                 if time.monotonic() - t0 > 10:
@@ -267,13 +298,7 @@ class Run:
                 time.sleep(0.01)
                 g = grow_state(vol.mnt)
             before = g["rows_before"]
-            while g["active"] and before - g["rows_left"] < frac * before:
-                if time.monotonic() - t0 > 60:
-                    raise TestFailure("the restripe moved %d rows of %d in 60 s"
-                                      % (before - g["rows_left"], before))
-                time.sleep(0.02)
-                g = grow_state(vol.mnt)
-            time.sleep(extra)
+            time.sleep(delay)  # the kill point, not a wait for an event
             g = grow_state(vol.mnt)
             killed_at = time.monotonic()
             vol.kill9()
@@ -281,8 +306,9 @@ class Run:
             rd.kill()
             raise
         reads = rd.stop(killed_at)
-        where = "%d of %d rows moved%s" % (before - g["rows_left"], before,
-                                           "" if g["active"] else ", the restripe ended")
+        where = "%.2f s: %d of %d rows moved and committed, %.1f MB copied%s" % (
+            delay, before - g["rows_left"], before, g["bytes_moved"] / 1e6,
+            "" if g["active"] else ", the restripe ended")
         if power:
             u, lost = self.cut.stats["unflushed"], self.cut.stats["lost"]
             self.cut.power_cut()
@@ -340,12 +366,13 @@ class Run:
             if self.vol.daemon is not None and self.vol.daemon.poll() is not None:
                 self.vol.daemon = None
         self.stats[kind] += 1
-        log("iteration %d (%s): %s; %d files intact, df at the new width, fsck clean (%.1f s)"
-            % (it, kind, what, len(self.sums), time.monotonic() - t0))
+        log("iteration %d (%s, %s grow, %d + 1 members): %s; %d files intact, df at the new "
+            "width, fsck clean (%.1f s)" % (it, kind, "a second" if self.before else "a first",
+                                             self.n, what, len(self.sums), time.monotonic() - t0))
 
     def cleanup(self):
         self.use(self.old + [self.new])
-        for p in self.saved + self.saved_grown:
+        for p in getattr(self, "saved", []) + getattr(self, "saved_grown", []):
             try:
                 os.unlink(p)
             except OSError:
@@ -368,20 +395,26 @@ def main():
     log("grow-crash: seed %d (IT_SEED=%d to repeat), %d iterations: %s"
         % (seed, seed, iters, "".join(order)))
     t0 = time.monotonic()
-    run = Run(seed, level)
+    runs = [Run(seed, level, 0), Run(seed, level, 1)]  # odd iterations: a first grow
+    run = runs[0]
     try:
-        run.setup()
-        log("set-up: 9 files written, a whole grow %.2f s (offline kills spread over it)" % run.span)
+        for run in runs:
+            run.setup()
+            log("set-up: 9 files written%s, a whole grow %.2f s (offline kills spread over it)"
+                % (", grown once" if run.before else "", run.span))
         for it in range(1, iters + 1):
             if only is None or int(only) == it:
+                run = runs[(it - 1) % 2]
                 run.iteration(it, order[it - 1])
     except TestFailure as e:
         print("FAIL (seed %d): %s\ndaemon log:\n%s" % (seed, e, run.vol.daemon_log()))
         return 1
     finally:
-        run.cleanup()
-    s = run.stats
-    print("PASS: seed %d: %d grows stopped at random points (%d offline grows killed, %d daemons "
+        for r in runs:
+            r.cleanup()
+    s = {k: runs[0].stats[k] + runs[1].stats[k] for k in runs[0].stats}
+    print("PASS: seed %d: %d grows stopped at random points, every other one a second grow "
+          "(%d offline grows killed, %d daemons "
           "killed in the restripe, %d of them power cuts losing %d of %d unflushed member writes), "
           "%d O_DIRECT reads meanwhile all as written; each went on to the end: every file's "
           "sha256 the same, df at the new width, fsck clean; %.1f s"

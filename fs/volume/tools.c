@@ -161,10 +161,14 @@ void ffs_tools_ikeep(struct ffs *fs, struct finode *fi)
 
 /* ---- ffs_grow (ffs.h): the steps of fs/grow/grow.c, mount by mount ---- */
 
-/* The filesystem's mount for the grow's steps: small caches, no daemon. */
+/* The filesystem's mount for the grow's steps: small caches, no daemon.
+ * Every cache is touched whole when it is made (ff_alloc_pool_buf): the
+ * patch cache's default 128 MiB took 11 % of an offline grow of 480 MB,
+ * at each of its two mounts. */
 static int grow_mount(const char *const *paths, unsigned n, struct ffs **fs, struct ff_err *err)
 {
-	struct ffs_opts o = { .write_buffer_bytes = 16 << 20, .read_cache_bytes = 16 << 20 };
+	struct ffs_opts o = { .write_buffer_bytes = 16 << 20, .read_cache_bytes = 16 << 20,
+			      .patch_cache_bytes = 16 << 20 };
 
 	return ffs_mount(paths, n, &o, fs, err);
 }

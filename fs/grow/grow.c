@@ -269,12 +269,25 @@ static uint32_t table_width(const struct ffs_super *sb)
 	return (ff_le32(sb->csum_entry_bytes) - (uint32_t)sizeof(struct ffs_csum_entry)) / 4;
 }
 
+void ffs_grow_rec_place(struct ffs_grow_rec *rec, uint64_t nstripes, uint32_t xw, uint64_t start)
+{
+	uint64_t per = (FFS_BLOCK - sizeof(struct ffs_bhdr)) / (4 * (uint64_t)xw);
+	uint64_t ext = FF_DIV_ROUND_UP(nstripes, per);
+
+	rec->ext_start = ff_cpu_to_le64(start);
+	rec->ext_blocks = ff_cpu_to_le64(ext);
+	rec->ext_width = ff_cpu_to_le32(xw);
+	rec->ext_per_block = ff_cpu_to_le32((uint32_t)per);
+	rec->orows_start = ff_cpu_to_le64(start + ext);
+	rec->orows_blocks = ff_cpu_to_le64(FF_DIV_ROUND_UP(nstripes, FFS_BITS_PER_BLOCK));
+}
+
 int ffs_grow_records_write(struct ffs *fs, uint32_t new_nmembers, struct ffs_grow_rec *rec,
 			   struct ff_err *err)
 {
 	struct ffs_super *sb = fs->sb;
 	const struct ff_geom *g = fs->g;
-	uint64_t n = ff_le64(sb->nstripes), pool = ff_le64(sb->pool_blocks), per, ext, orows, cut, end;
+	uint64_t n = ff_le64(sb->nstripes), pool = ff_le64(sb->pool_blocks), ext, orows, cut, end;
 	uint32_t xw = new_nmembers - g->nparity - table_width(sb);
 	struct ext_copy x;
 	int rc;
@@ -288,9 +301,10 @@ int ffs_grow_records_write(struct ffs *fs, uint32_t new_nmembers, struct ffs_gro
 		ff_err_set(err, "cannot checkpoint the journal before the grow: %s", strerror(-rc));
 		return rc;
 	}
-	per = (FFS_BLOCK - sizeof(struct ffs_bhdr)) / (4 * xw);
-	ext = FF_DIV_ROUND_UP(n, per);
-	orows = FF_DIV_ROUND_UP(n, FFS_BITS_PER_BLOCK);
+	memset(rec, 0, sizeof(*rec));
+	ffs_grow_rec_place(rec, n, xw, 0); /* the sizes first: where, from them */
+	ext = ff_le64(rec->ext_blocks);
+	orows = ff_le64(rec->orows_blocks);
 	cut = ext + orows;
 	for (uint64_t i = pool > cut ? pool - cut : 0; i < pool; i++)
 		if (cut >= pool || ff_bit_test(fs->mbits, i)) {
@@ -300,7 +314,7 @@ int ffs_grow_records_write(struct ffs *fs, uint32_t new_nmembers, struct ffs_gro
 			return -ENOSPC;
 		}
 	end = ff_le64(sb->pool_start) + pool - cut;
-	x = (struct ext_copy){ .nrows = n, .width = xw, .per = (uint32_t)per };
+	x = (struct ext_copy){ .nrows = n, .width = xw, .per = ff_le32(rec->ext_per_block) };
 	rc = write_blocks(fs, end, ext, FFS_B_CSUMX, fill_ext, &x);
 	if (rc == 0)
 		rc = write_blocks(fs, end + ext, orows, FFS_B_BITMAP, NULL, NULL);
@@ -308,7 +322,6 @@ int ffs_grow_records_write(struct ffs *fs, uint32_t new_nmembers, struct ffs_gro
 		ff_err_set(err, "cannot write the grow's records: %s", strerror(-rc));
 		return rc;
 	}
-	memset(rec, 0, sizeof(*rec));
 	rec->state = ff_cpu_to_le32(FFS_GROW_PREPARED);
 	rec->old_level = ff_cpu_to_le32(g->level);
 	rec->old_nmembers = ff_cpu_to_le32(g->nmembers);
@@ -317,12 +330,7 @@ int ffs_grow_records_write(struct ffs *fs, uint32_t new_nmembers, struct ffs_gro
 	rec->new_level = ff_cpu_to_le32(g->level);
 	rec->new_nmembers = ff_cpu_to_le32(new_nmembers);
 	rec->pool_cut = ff_cpu_to_le64(cut);
-	rec->ext_start = ff_cpu_to_le64(end);
-	rec->ext_blocks = ff_cpu_to_le64(ext);
-	rec->ext_width = ff_cpu_to_le32(xw);
-	rec->ext_per_block = ff_cpu_to_le32((uint32_t)per);
-	rec->orows_start = ff_cpu_to_le64(end + ext);
-	rec->orows_blocks = ff_cpu_to_le64(orows);
+	ffs_grow_rec_place(rec, n, xw, end);
 	return 0;
 }
 

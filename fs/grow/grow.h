@@ -37,6 +37,10 @@ int ffs_grow_prepare(struct ffs *fs, uint32_t new_nmembers, struct ff_err *err);
  * superblock is not changed. */
 int ffs_grow_records_write(struct ffs *fs, uint32_t new_nmembers, struct ffs_grow_rec *rec,
 			   struct ff_err *err);
+/* Where a grow's records lie (rec's ext_* and orows_*) for nstripes rows
+ * and an extension xw checksums wide, from META block start: the
+ * extension, then the old-rows map (format.h). */
+void ffs_grow_rec_place(struct ffs_grow_rec *rec, uint64_t nstripes, uint32_t xw, uint64_t start);
 /* Did the filesystem end a grow to g's width (state none, its records
  * kept, the superblock at that width) that the array has not ended yet
  * (a stop between the two: ffs_grow_mount ends it)? */

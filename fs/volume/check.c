@@ -627,14 +627,16 @@ static int grown_records(struct ffs *fs, struct ffs_super *sb, const char **why)
 	const struct ff_geom *g = fs->g;
 	uint64_t n = g->nstripes, end = ff_le64(sb->pool_start) + ff_le64(sb->pool_blocks);
 	uint32_t table = table_ndata(sb), xw = g->ndata - table;
-	uint64_t per = (FFS_BLOCK - sizeof(struct ffs_bhdr)) / (4 * (uint64_t)xw);
-	uint64_t ext = FF_DIV_ROUND_UP(n, per), orows = FF_DIV_ROUND_UP(n, FFS_BITS_PER_BLOCK);
-	uint64_t b = end, found = 0, start = 0;
+	uint64_t ext, orows, b = end, found = 0, start = 0;
 	uint8_t *buf = ff_alloc_aligned(FFS_BLOCK);
 	struct ffs_grow_rec *gr = &sb->grow;
 
 	if (!buf)
 		return -ENOMEM;
+	memset(gr, 0, sizeof(*gr));
+	ffs_grow_rec_place(gr, n, xw, 0); /* the sizes the records in use have */
+	ext = ff_le64(gr->ext_blocks);
+	orows = ff_le64(gr->orows_blocks);
 	FF_ASSERT(g->ndata > table && sb->version);
 	for (;;) {
 		uint64_t k = 0, c = 0;
@@ -665,7 +667,6 @@ static int grown_records(struct ffs *fs, struct ffs_super *sb, const char **why)
 	sb->nmembers = ff_cpu_to_le32(g->nmembers);
 	sb->ndata = ff_cpu_to_le32(g->ndata);
 	sb->stripe_bytes = ff_cpu_to_le64(g->stripe_bytes);
-	memset(gr, 0, sizeof(*gr));
 	gr->state = ff_cpu_to_le32(FFS_GROW_NONE);
 	gr->old_level = ff_cpu_to_le32(g->level); /* the width it was made at */
 	gr->old_nmembers = ff_cpu_to_le32(g->meta_members);
@@ -674,12 +675,7 @@ static int grown_records(struct ffs *fs, struct ffs_super *sb, const char **why)
 	gr->new_level = ff_cpu_to_le32(g->level);
 	gr->new_nmembers = ff_cpu_to_le32(g->nmembers);
 	gr->pool_cut = ff_cpu_to_le64(end - start);
-	gr->ext_start = ff_cpu_to_le64(start);
-	gr->ext_blocks = ff_cpu_to_le64(ext);
-	gr->ext_width = ff_cpu_to_le32(xw);
-	gr->ext_per_block = ff_cpu_to_le32((uint32_t)per);
-	gr->orows_start = ff_cpu_to_le64(start + ext);
-	gr->orows_blocks = ff_cpu_to_le64(orows);
+	ffs_grow_rec_place(gr, n, xw, start);
 	sb->pool_blocks = ff_cpu_to_le64(start - ff_le64(sb->pool_start));
 	return 0;
 }

@@ -10,6 +10,8 @@
 #     fsck -n -c is clean; every file reads back (sha256) through a mount;
 #   twice, 640 MiB members (each grow's checksum extension a different
 #     length): the same;
+#   RAID6 x 4 grown once, fsck and the mount given every member but one of
+#     the members the metadata lives on (a degraded array): the same;
 #   twice, 256 MiB members (both extensions one block: which is in use
 #     cannot be told): fsck -y refuses (status 8) saying why, and nothing
 #     of the filesystem changed (the members but for the array's own
@@ -18,11 +20,12 @@
 : "${ADMIN:?ADMIN must name the built framefs-admin}"
 : "${CORRUPT:?CORRUPT must name the built ffsck-corrupt}"
 
-# volume SIZE GROWS: RAID5 x 3 of SIZE members, files written, grown GROWS
-# times by one member, every copy of its superblock zeroed
+# volume SIZE GROWS [LEVEL N]: RAID5 x 3 (RAID LEVEL x N) of SIZE members,
+# files written, grown GROWS times by one member, every copy of its
+# superblock zeroed
 volume() {
 	local size=$1 grows=$2 i all
-	it_make_array 5 3 "$size"
+	it_make_array "${3:-5}" "${4:-3}" "$size"
 	it_mount
 	for i in 1 2 3; do head -c $((9 << 20)) /dev/urandom >"$MNT/frame$i.dpx" || fail "write frame$i"; done
 	head -c 70001 /dev/urandom >"$MNT/tail.bin" || fail "write tail.bin"
@@ -68,6 +71,12 @@ rebuilt "grown once"
 
 volume 640M 2
 rebuilt "grown twice, extensions of different lengths"
+
+volume 256M 1 6 4
+rm -f "${MEMBERS[1]}" # role 1 holds metadata copies: they are read from the others
+MEMBERS=("${MEMBERS[0]}" "${MEMBERS[@]:2}")
+SPEC=$(IFS=,; echo "${MEMBERS[*]}")
+rebuilt "RAID6 grown once, a metadata member missing"
 
 CASE="grown twice, extensions alike"
 volume 256M 2

@@ -631,13 +631,13 @@ static int grown_records(struct ffs *fs, struct ffs_super *sb, const char **why)
 	uint8_t *buf = ff_alloc_aligned(FFS_BLOCK);
 	struct ffs_grow_rec *gr = &sb->grow;
 
+	FF_ASSERT(g->ndata > table); /* made narrower at the same level (made_width) */
 	if (!buf)
 		return -ENOMEM;
 	memset(gr, 0, sizeof(*gr));
 	ffs_grow_rec_place(gr, n, xw, 0); /* the sizes the records in use have */
 	ext = ff_le64(gr->ext_blocks);
 	orows = ff_le64(gr->orows_blocks);
-	FF_ASSERT(g->ndata > table && sb->version);
 	for (;;) {
 		uint64_t k = 0, c = 0;
 

@@ -136,21 +136,18 @@ static int rebuild(struct fsck *c, const char *const why[FFS_SB_COPIES], uint64_
 		return -EUCLEAN;
 	}
 	rc = ffs_check_rebuild_super(c->fs, sb, generation, &info);
-	if (rc == -ENOENT && info.grown_why) {
+	if (rc == -ENOENT) {
 		char what[256];
 
-		snprintf(what, sizeof(what), "no valid framefs superblock on this array, which was "
-			 "grown since mkfs, and %s: not rebuilding it (it would pair rows with "
-			 "checksums not theirs)", info.grown_why);
+		if (info.grown_why)
+			snprintf(what, sizeof(what), "no valid framefs superblock on this array, which "
+				 "was grown since mkfs, and %s: not rebuilding it (it would pair rows "
+				 "with checksums not theirs)", info.grown_why);
+		else
+			snprintf(what, sizeof(what), "no valid framefs superblock on this array, and no "
+				 "framefs metadata layout to rebuild one from");
 		fsck_fix_problem(c, PR_1_NO_SUPER, &(struct pctx){ .str = copies });
 		fsck_operr(c, -EUCLEAN, what);
-		free(sb);
-		return -EUCLEAN;
-	}
-	if (rc == -ENOENT) {
-		fsck_fix_problem(c, PR_1_NO_SUPER, &(struct pctx){ .str = copies });
-		fsck_operr(c, -EUCLEAN, "no valid framefs superblock on this array, and no framefs "
-			   "metadata layout to rebuild one from");
 		free(sb);
 		return -EUCLEAN;
 	}

@@ -24,7 +24,7 @@
  * A floor tells one above it something through a hook the higher one
  * registers (the function pointers in struct ffs: stripes_freed,
  * reclaim_spares, reclaim_reservations, tails_listing, patches_drop,
- * tail_release), and every floor reads what the mount decided from
+ * tail_release, old_file_move), and every floor reads what the mount decided from
  * fs->features.  small.c is in fs/meta/: a small file's bytes are metadata
  * pool blocks its inode names, and the inode and extent code call it.
  * watch.c and repair.c are in fs/base/: the journal and the data path call
@@ -178,6 +178,13 @@ struct ffs {
 	 * them (ffs_hooks_init: mount.c, check.c). */
 	int (*patches_drop)(struct ffs *fs, struct finode *fi, uint64_t f0, uint64_t f1);
 	int (*tail_release)(struct ffs *fs, uint64_t p);
+	/* Called by the data path (data.c, no lock held) before it changes a
+	 * file whose stripes are in the old geometry of an array grown under
+	 * the volume: the file moved to the array's geometry first
+	 * (fs/grow/restripe.c ffs_grow_move_now, which ffs_grow_mount registers
+	 * on a read-write mount with old rows).  A hook, because the data path
+	 * sits below the grow.  NULL: such a file refuses changes (-EROFS). */
+	int (*old_file_move)(struct ffs *fs, struct finode *fi);
 	/* inode cache */
 	struct finode **ihash;
 	unsigned ihash_size;

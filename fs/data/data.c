@@ -111,11 +111,12 @@ static int promote_small(struct ffs *fs, struct finode *fi)
 
 /*
  * A file whose stripes are still in the old geometry of an array grown
- * under the volume (fs_i.h, struct ffs_geo) is read in it but written only
- * once moved to the array's: -EROFS until then.  A truncation to 0 empties
- * it, and an empty file takes the array's geometry.  Takes fs->lock.
+ * under the volume (fs_i.h, struct ffs_geo) is read in it but changed only
+ * in the array's: before a change it is moved there (fs->old_file_move;
+ * without that hook, -EROFS).  A truncation to 0 needs no move: it empties
+ * the file, and an empty file takes the array's geometry.  Takes fs->lock.
  */
-static int old_geometry_check(struct ffs *fs, struct finode *fi)
+static int leave_old_geometry(struct ffs *fs, struct finode *fi)
 {
 	bool old;
 
@@ -124,14 +125,16 @@ static int old_geometry_check(struct ffs *fs, struct finode *fi)
 	pthread_mutex_lock(&fs->lock);
 	old = ffs_file_geo(fs, fi) != &fs->geo[0];
 	pthread_mutex_unlock(&fs->lock);
-	return old ? -EROFS : 0;
+	if (!old)
+		return 0;
+	return fs->old_file_move ? fs->old_file_move(fs, fi) : -EROFS;
 }
 
 ssize_t ffs_data_write(struct ffs *fs, struct finode *fi, const void *buf, size_t len, uint64_t off)
 {
 	const uint8_t *src = buf;
 	size_t done = 0;
-	int rc = old_geometry_check(fs, fi);
+	int rc = leave_old_geometry(fs, fi);
 
 	if (rc < 0)
 		return rc;
@@ -814,7 +817,7 @@ int ffs_data_truncate(struct ffs *fs, struct finode *fi, uint64_t size)
 	uint64_t eof_off = size % fs->stripe_bytes, p, run;
 	uint32_t flags;
 	struct wbuf *wb;
-	int rc = size ? old_geometry_check(fs, fi) : 0; /* emptied, it takes the array's */
+	int rc = size ? leave_old_geometry(fs, fi) : 0; /* emptied, it takes the array's */
 
 	if (rc < 0)
 		return rc;
@@ -973,7 +976,7 @@ static int punch_hole(struct ffs *fs, struct finode *fi, uint64_t off, uint64_t 
 
 int ffs_data_fallocate(struct ffs *fs, struct finode *fi, int mode, uint64_t off, uint64_t len)
 {
-	int rc = old_geometry_check(fs, fi);
+	int rc = leave_old_geometry(fs, fi);
 
 	if (rc < 0)
 		return rc;

@@ -19,7 +19,7 @@
  * Rows leave the old geometry as they are freed (alloc.c), and free rows
  * are written in the new one at once: new files get the new width.  Files
  * not moved yet are read in their rows' geometry (fs_i.h, struct ffs_geo)
- * and refuse writes (-EROFS) until moved.
+ * and moved ahead of any change to them (restripe.c, ffs_grow_move_now).
  */
 #include <errno.h>
 #include <string.h>
@@ -211,13 +211,15 @@ int ffs_grow_mount(struct ffs *fs, struct ff_err *err)
 		fs->orows_start = ff_le64(fs->sb->grow.orows_start);
 		rc = ffs_alloc_load_bitmap(fs, fs->orows_start, ff_le64(fs->sb->grow.orows_blocks),
 					   ff_le64(fs->sb->nstripes), &fs->orows, &nfree);
+		if (rc == 0 && !fs->ro)
+			fs->old_file_move = ffs_grow_move_now;
 		if (rc < 0)
 			ff_err_set(err, "cannot read the grow's old-rows map: %s", strerror(-rc));
 		else if (ff_le64(fs->sb->nstripes) - nfree)
 			ff_log(FF_LOG_INFO, "a grow to %u members is under way: %llu data stripes are "
-			       "still laid over %u; the files in them read as before and refuse writes "
-			       "until moved (the daemon moves them in the background; framefs-admin "
-			       "grow MOUNTPOINT shows how far)",
+			       "still laid over %u; the files in them read as before and are moved "
+			       "ahead of a change to them (the daemon moves them all in the background; "
+			       "framefs-admin grow MOUNTPOINT shows how far)",
 			       fs->g->nmembers, (unsigned long long)(ff_le64(fs->sb->nstripes) - nfree),
 			       old->nmembers);
 	} else if (rc == 0) {

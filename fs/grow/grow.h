@@ -56,6 +56,13 @@ bool ffs_grow_layout_ok(const struct ffs_super *sb, uint32_t xw, uint64_t meta_b
  * file at the new width (stripes of new_stripe_bytes).  -ENOSPC, err saying
  * how much is missing, when they do not. */
 int ffs_grow_room(struct ffs *fs, uint64_t new_stripe_bytes, struct ff_err *err);
+/* fs->old_file_move (fs_i.h), registered by ffs_grow_mount while rows are
+ * old on a read-write mount: fi, in the old geometry, moved to the array's
+ * now, in the caller's thread (restripe.c), so that it can be changed; no
+ * lock held.  0 once the file is in the array's geometry (moved here, by
+ * the restripe, or emptied); -ENOSPC when the free rows cannot hold it at
+ * the new width; -EIO when its data cannot be read. */
+int ffs_grow_move_now(struct ffs *fs, struct finode *fi);
 /* The array's members changed (a role failed, or rebuilt): a restripe
  * paused for want of redundancy looks again (restripe.c).  Called from the
  * engine's event hook; takes the restripe's lock briefly, never waits. */

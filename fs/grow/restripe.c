@@ -17,19 +17,34 @@
  * wrote then would be one failure from lost, and the files it moves are
  * safe where they are.  It goes on when a rebuild ends (pause_unprotected).
  *
- * Mounted, users work on beside it.  A file in the old geometry refuses
- * writes (data.c, old_geometry_check), so its bytes cannot change while it
- * is copied; what can change is that it is truncated to 0 or unlinked and
- * rewritten: the commit then finds the file no longer in the geometry it
- * was copied from (or another size), drops the copies and leaves it.
- * Readers of the file read again when its map moves (data.c, map_gen), in
- * its new geometry.
+ * Mounted, users work on beside it.  A file in the old geometry is moved
+ * before anything changes it: a write, a truncation to a size other than 0
+ * or a fallocate moves it first, in the writer's thread (ffs_grow_move_now,
+ * through the data path's hook), and goes on in the new geometry.  So an
+ * old file's bytes never change while they are copied; what can change is
+ * that the file is moved by the other mover (the thread, or a writer), or
+ * truncated to 0 or unlinked and rewritten: the commit then finds the file
+ * no longer in the geometry it was copied from (or another size), drops the
+ * copies and leaves it.  Readers of the file read again when its map moves
+ * (data.c, map_gen), in its new geometry.
  */
 #include <errno.h>
 #include <string.h>
 
 #include "fs/grow/grow.h"
 #include "io/bitmap.h"
+
+/* What a mover keeps from one file to the next: the ring its copies are
+ * written through (ring_get) and the list of the rows it copied, grown only
+ * for a file with more stripes than any before it. */
+struct move_ring;
+struct moved;
+struct mover {
+	struct move_ring *ring;
+	struct moved *moves;
+	uint64_t moves_cap;
+	bool now; /* a writer waits on it: no throttle, no pause, no stop (ffs_grow_move_now) */
+};
 
 struct restripe {
 	pthread_t thread;
@@ -51,11 +66,9 @@ struct restripe {
 	uint64_t last_user;         /* users' request bytes (fs->stats.user_bytes) */
 	uint64_t nospc_bytes;       /* the largest file a pass left for want of free rows */
 	struct ffs_grow_status st;
-	struct move_ring *ring;     /* the copies' writes in flight (restripe's span) */
-	/* move_file's list of the rows it copied, kept from file to file and
-	 * grown only for a file with more stripes than any before it */
-	struct moved *moves;
-	uint64_t moves_cap;
+	struct mover bg;            /* the thread's, or the offline run's (restripe) */
+	struct mover now;           /* the writers' (ffs_grow_move_now), one at a time: */
+	pthread_mutex_t now_lock;
 };
 
 static struct restripe *rs_get(struct ffs *fs)
@@ -67,6 +80,8 @@ static struct restripe *rs_get(struct ffs *fs)
 		if (!rs)
 			return NULL;
 		pthread_mutex_init(&rs->lock, NULL);
+		pthread_mutex_init(&rs->now_lock, NULL);
+		rs->now.now = true;
 		pthread_condattr_init(&ca);
 		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* as ff_mono_ns: wait_or_stop */
 		pthread_cond_init(&rs->cond, &ca);
@@ -408,7 +423,8 @@ static int move_stripe(struct ffs *fs, struct finode *fi, uint64_t k, uint64_t s
  * now); -ECANCELED: stop asked.  Either way the file is as it was and the
  * copies' rows go back.
  */
-static int move_file(struct ffs *fs, struct restripe *rs, struct finode *fi, uint64_t *moved)
+static int move_file(struct ffs *fs, struct restripe *rs, struct mover *mv, struct finode *fi,
+		     uint64_t *moved)
 {
 	uint64_t S = fs->geo[0].g->stripe_bytes, So, size, nk, n = 0, mapped = 0;
 	const struct ffs_geo *from;
@@ -421,26 +437,27 @@ static int move_file(struct ffs *fs, struct restripe *rs, struct finode *fi, uin
 	So = from->g->stripe_bytes;
 	nk = FF_DIV_ROUND_UP(FF_MAX(size, prealloc_end(fs, fi, So)), S);
 	pthread_mutex_unlock(&fs->lock);
-	if (nk > rs->moves_cap) {
-		uint64_t cap = FF_MAX(nk, 2 * rs->moves_cap);
+	if (nk > mv->moves_cap) {
+		uint64_t cap = FF_MAX(nk, 2 * mv->moves_cap);
 
-		m = realloc(rs->moves, cap * sizeof(*m));
+		m = realloc(mv->moves, cap * sizeof(*m));
 		if (!m)
 			return -ENOMEM;
-		rs->moves = m;
-		rs->moves_cap = cap;
+		mv->moves = m;
+		mv->moves_cap = cap;
 	}
-	m = rs->moves;
+	m = mv->moves;
 	for (uint64_t k = 0; k < nk && rc == 0; k++) {
 		unsigned slot = (unsigned)(n % MOVE_DEPTH);
 		bool hole = false;
 
-		pause_unprotected(fs, rs);
-		ring_wait_slot(rs->ring, slot);
-		rc = rs->stop ? -ECANCELED
-			      : move_stripe(fs, fi, k, size, So, rs->ring, slot, &m[n], &hole);
+		if (!mv->now)
+			pause_unprotected(fs, rs);
+		ring_wait_slot(mv->ring, slot);
+		rc = !mv->now && rs->stop
+			? -ECANCELED : move_stripe(fs, fi, k, size, So, mv->ring, slot, &m[n], &hole);
 		n += rc == 0 && !hole;
-		if (rc == 0 && k * S < size)
+		if (rc == 0 && k * S < size && !mv->now)
 			throttle(fs, rs, FF_MIN(S, size - k * S));
 	}
 	/* every copy written (or failed) before the map moves; the commit
@@ -448,7 +465,7 @@ static int move_file(struct ffs *fs, struct restripe *rs, struct finode *fi, uin
 	 * member flush ahead of the records, journal.c preflush, covers every
 	 * data write completed by then): a flush here was a third one per
 	 * file */
-	werr = ring_drain(rs->ring);
+	werr = ring_drain(mv->ring);
 	rc = rc < 0 ? rc : werr;
 	pthread_mutex_lock(&fs->lock);
 	if (rc == 0 && (ffs_file_geo(fs, fi) != from || ff_le64(fi->d.size) != size))
@@ -568,7 +585,7 @@ static int restripe_pass(struct ffs *fs, struct restripe *rs, uint64_t *moved)
 		}
 		if (!batch)
 			batch_ns = ff_mono_ns();
-		rc = move_file(fs, rs, fi, &bytes);
+		rc = move_file(fs, rs, &rs->bg, fi, &bytes);
 		*moved += rc == 0;
 		batch += rc == 0 ? FF_MAX(bytes, 1) : 0;
 		if (rc == 0)
@@ -587,6 +604,60 @@ static int restripe_pass(struct ffs *fs, struct restripe *rs, uint64_t *moved)
 	}
 	if (rc == 0) /* the last frees durable: their rows leave the map */
 		rc = commit_batch(fs, &batch);
+	return rc;
+}
+
+/*
+ * A file still in the old geometry is about to change (data.c, through
+ * fs->old_file_move): it is moved now, in the caller's thread, at full
+ * speed and even while the move thread pauses for a rebuild (a change
+ * written then would be written at the array's redundancy of the moment
+ * anyway), and the change goes on in the new geometry.  The caller waits
+ * for its file's copy: a 256 MB frame's is under a second, a file of tens
+ * of GB takes as long as that much copying (README, figures).
+ *
+ * One writer moves at a time (now_lock: its wait ends when the holder's
+ * move does, one unthrottled file); the thread may be moving the same file
+ * meanwhile, and whichever commits its map second finds the file moved and
+ * drops its copies (move_file: -EAGAIN).  The loop ends: after -EAGAIN the
+ * file is no longer in the geometry it was copied from, and a file leaves
+ * the old geometry only once (moved, or truncated to 0), so the next test
+ * finds it new.  Its old rows are freed by the next commit, whoever makes
+ * it; until then a crash leaves the file where it was, and the change with
+ * it (the change is in the same running transaction, after the move).
+ */
+int ffs_grow_move_now(struct ffs *fs, struct finode *fi)
+{
+	struct restripe *rs = rs_get(fs);
+	uint64_t t0 = ff_mono_ns(), bytes = 0;
+	bool old = true;
+	int rc = 0;
+
+	if (!rs)
+		return -ENOMEM;
+	pthread_mutex_lock(&rs->now_lock);
+	while (rc == 0) {
+		pthread_mutex_lock(&fs->lock);
+		old = ffs_file_geo(fs, fi) != &fs->geo[0];
+		pthread_mutex_unlock(&fs->lock);
+		if (!old)
+			break;
+		/* made at the first such write, kept to the unmount (ffs_grow_free) */
+		if (!rs->now.ring && !(rs->now.ring = ring_get(fs->geo[0].g->stripe_bytes)))
+			rc = -ENOMEM;
+		else if ((rc = move_file(fs, rs, &rs->now, fi, &bytes)) == 0)
+			st_set(rs, 1, bytes);
+		else if (rc == -EAGAIN)
+			rc = 0; /* moved or emptied meanwhile: the test above says */
+	}
+	pthread_mutex_unlock(&rs->now_lock);
+	if (bytes)
+		ff_log(FF_LOG_INFO, "grow: inode %llu moved to the new width ahead of a change to it "
+		       "(%llu MiB in %.2f s)", (unsigned long long)fi->ino,
+		       (unsigned long long)(bytes >> 20), (double)(ff_mono_ns() - t0) / 1e9);
+	else if (rc < 0)
+		ff_log(FF_LOG_ERR, "grow: inode %llu could not be moved to the new width for a change "
+		       "to it: %s", (unsigned long long)fi->ino, strerror(-rc));
 	return rc;
 }
 
@@ -647,8 +718,8 @@ static int restripe(struct ffs *fs, struct restripe *rs)
 	uint64_t moved = 1;
 	int rc = 0;
 
-	rs->ring = ring_get(fs->geo[0].g->stripe_bytes);
-	if (!rs->ring)
+	rs->bg.ring = ring_get(fs->geo[0].g->stripe_bytes);
+	if (!rs->bg.ring)
 		return -ENOMEM;
 	while (rc == 0 && !rs->stop && old_rows_left(fs)) {
 		if (!moved && ++idle > PASSES_IDLE) {
@@ -659,8 +730,8 @@ static int restripe(struct ffs *fs, struct restripe *rs)
 			wait_or_stop(rs, 100000000ull);
 		rc = restripe_pass(fs, rs, &moved);
 	}
-	ring_free(rs->ring); /* move_file drained it */
-	rs->ring = NULL;
+	ring_free(rs->bg.ring); /* move_file drained it */
+	rs->bg.ring = NULL;
 	pthread_mutex_lock(&rs->lock);
 	rs->st.rows_left = old_rows_left(fs);
 	pthread_mutex_unlock(&rs->lock);
@@ -851,7 +922,10 @@ void ffs_grow_free(struct ffs *fs)
 	if (!rs)
 		return;
 	ffs_grow_stop(fs);
-	free(rs->moves);
+	free(rs->bg.moves);
+	ring_free(rs->now.ring); /* no request is left to move a file */
+	free(rs->now.moves);
+	pthread_mutex_destroy(&rs->now_lock);
 	pthread_mutex_destroy(&rs->lock);
 	pthread_cond_destroy(&rs->cond);
 	free(rs);

@@ -269,7 +269,7 @@ static void read_back(struct ffs *fs, const char *name, const uint8_t *want, uin
 /*
  * ffs_grow (fs/grow/): RAID5 x 4 grown by one member, step by step.
  * Between the grow taken on and the restripe: files from before read back
- * (a refused write and a refused truncation leave them whole); a new file
+ * at their old width; a new file
  * takes the new width (its stripe is 4 data chunks, an old file's 3); an
  * old file emptied by O_TRUNC is written at the new width; one unlinked
  * gives its rows to new files; all of it across a remount, and degraded;
@@ -311,18 +311,10 @@ START_TEST(grow_new_files_take_the_new_width)
 	fs = remount_members(all, NM + 1, false); /* takes the grow on */
 	for (unsigned i = 0; i < 3; i++)
 		read_back(fs, names[i], want[i], size[i], "grown");
-	/* the old files refuse writes until moved, and stay whole */
+	/* an old file keeps the old width until moved (or changed:
+	 * grow_change_moves_the_old_file) */
 	ck_assert_int_eq(ffs_lookup(fs, FFS_ROOT_INO, names[0], &st), 0);
 	ck_assert_uint_eq((uint64_t)st.st_blksize, S);
-	ck_assert_int_eq(ffs_open(fs, st.st_ino, O_RDWR, &fh), 0);
-	ck_assert_int_eq(ffs_write(fs, fh, "x", 1, 10), -EROFS);
-	ck_assert_int_eq(ffs_release(fs, fh), 0);
-	{
-		struct stat a = { .st_size = 100 };
-
-		ck_assert_int_eq(ffs_setattr(fs, st.st_ino, &a, FFS_SET_SIZE, &st), -EROFS);
-	}
-	read_back(fs, names[0], want[0], size[0], "after refused writes");
 	/* a new file: the new width */
 	fresh = malloc(3 * S5 + 8192);
 	ut_fill(fresh, 3 * S5 + 8192);
@@ -608,6 +600,131 @@ START_TEST(grow_keeps_preallocation)
 	for (unsigned i = 0; i < 2; i++)
 		free(want[i]);
 	free(zeros);
+	ut_remove_members(NM); /* the added member too: it is in ut_dir */
+}
+END_TEST
+
+/*
+ * A change to a file still in the old geometry of a grown array moves the
+ * file first (fs/grow/restripe.c, ffs_grow_move_now), in the writer's
+ * thread, and the change lands in the new geometry.  RAID5 x 4 grown by
+ * one (ffs_grow without its restripe), then each kind of change on its own
+ * old file: a write into the middle, a truncation to a size not 0, a
+ * fallocate past the end (the new reservation kept, the bytes the same),
+ * an append to a file that was one tail.  On a volume too full to hold the
+ * file at the new width the write fails with ENOSPC and the file stays
+ * whole where it was; with room made it goes through.  Each file reads
+ * back as changed, its stat says the new width, the old rows are all gone
+ * at the next commit, and a remount reads the same.
+ */
+START_TEST(grow_change_moves_the_old_file)
+{
+	struct ff_err err = { "" };
+	struct ffs *fs = mkfs_mount(96, 64 * 1024);
+	const uint64_t S = ff_raid_geom(ffs_raid(fs))->stripe_bytes, S5 = S / 3 * 4;
+	enum { MID, CUT, ALLOC, APPEND, BIG, NF };
+	const char *names[NF] = { "mid", "cut", "alloc", "append", "big" };
+	const uint64_t size[NF] = { 3 * S + S / 3, 4 * S + 100, 2 * S, S / 2, 64 * S };
+	uint64_t now_size[NF], fh, filler_size = 0;
+	uint8_t *want[NF];
+	char added[1][300];
+	const char *add[1] = { added[0] }, *all[NM + 1];
+	struct stat st, a;
+
+	for (unsigned i = 0; i < NF; i++) {
+		want[i] = calloc(1, 64 * S);
+		ut_fill(want[i], FF_ROUND_UP(size[i], 8));
+		memset(want[i] + size[i], 0, 64 * S - size[i]);
+		now_size[i] = size[i];
+		create(fs, FFS_ROOT_INO, names[i], &fh);
+		ck_assert_int_eq(ffs_write(fs, fh, want[i], size[i], 0), (ssize_t)size[i]);
+		ck_assert_int_eq(ffs_release(fs, fh), 0);
+	}
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	added_members(1, added, all);
+	ck_assert_msg(ffs_grow(ut_pp, NM, add, 1, false, false, &err) == 0, "grow: %s", err.msg);
+	fs = remount_members(all, NM + 1, false); /* takes the grow on: every file old */
+	ck_assert_uint_gt(old_rows(fs), 20);
+	ck_assert(fs->old_file_move != NULL);
+
+	/* a write into the middle */
+	ck_assert_int_eq(ffs_lookup(fs, FFS_ROOT_INO, names[MID], &st), 0);
+	ck_assert_uint_eq((uint64_t)st.st_blksize, S);
+	ck_assert_int_eq(ffs_open(fs, st.st_ino, O_RDWR, &fh), 0);
+	ck_assert_int_eq(ffs_write(fs, fh, "middle", 6, S + 7), 6);
+	memcpy(want[MID] + S + 7, "middle", 6);
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	/* a truncation to a size not 0 */
+	ck_assert_int_eq(ffs_lookup(fs, FFS_ROOT_INO, names[CUT], &st), 0);
+	memset(&a, 0, sizeof(a));
+	a.st_size = (off_t)(S + 5);
+	ck_assert_int_eq(ffs_setattr(fs, st.st_ino, &a, FFS_SET_SIZE, &st), 0);
+	memset(want[CUT] + S + 5, 0, 64 * S - (S + 5));
+	now_size[CUT] = S + 5;
+	/* a reservation past the end */
+	ck_assert_int_eq(ffs_lookup(fs, FFS_ROOT_INO, names[ALLOC], &st), 0);
+	ck_assert_int_eq(ffs_open(fs, st.st_ino, O_RDWR, &fh), 0);
+	ck_assert_int_eq(ffs_fallocate(fs, fh, FALLOC_FL_KEEP_SIZE, 2 * S, 2 * S5), 0);
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	/* an append to a file that was one tail */
+	ck_assert_int_eq(ffs_lookup(fs, FFS_ROOT_INO, names[APPEND], &st), 0);
+	ck_assert_int_eq(ffs_open(fs, st.st_ino, O_RDWR, &fh), 0);
+	ut_fill(want[APPEND] + S / 2, 2 * S);
+	ck_assert_int_eq(ffs_write(fs, fh, want[APPEND] + S / 2, 2 * S, S / 2), (ssize_t)(2 * S));
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	now_size[APPEND] = S / 2 + 2 * S;
+	for (unsigned i = 0; i < BIG; i++) {
+		read_back(fs, names[i], want[i], now_size[i], "changed");
+		ck_assert_int_eq(ffs_lookup(fs, FFS_ROOT_INO, names[i], &st), 0);
+		ck_assert_msg((uint64_t)st.st_blksize == S5, "%s: stripe %llu after its change",
+			      names[i], (unsigned long long)st.st_blksize);
+	}
+	ck_assert_int_eq(ffs_lookup(fs, FFS_ROOT_INO, names[ALLOC], &st), 0);
+	ck_assert_uint_ge((uint64_t)st.st_blocks * 512, 2 * S + 2 * S5);
+
+	/* too full to hold big at the new width (48 rows): a filler written
+	 * to ENOSPC leaves the overwrite reserve free (alloc.c: fewer rows),
+	 * which a move may take, as any overwrite; the write fails, big
+	 * whole and old */
+	{
+		uint8_t *fill = malloc(S5);
+		ssize_t n;
+
+		memset(fill, 0x5a, S5);
+		create(fs, FFS_ROOT_INO, "filler", &fh);
+		/* ends: each write takes a row, and the volume has a finite number */
+		while ((n = ffs_write(fs, fh, fill, S5, filler_size)) == (ssize_t)S5)
+			filler_size += S5;
+		ck_assert_int_eq(ffs_release(fs, fh), 0);
+		ck_assert_int_eq(ffs_sync(fs), 0);
+		ck_assert_uint_gt(filler_size, 8 * S5);
+		free(fill);
+	}
+	ck_assert_uint_lt(fs->free_stripes, 48);
+	ck_assert_int_eq(ffs_lookup(fs, FFS_ROOT_INO, names[BIG], &st), 0);
+	ck_assert_int_eq(ffs_open(fs, st.st_ino, O_RDWR, &fh), 0);
+	ck_assert_int_eq(ffs_write(fs, fh, "full", 4, 5 * S), -ENOSPC);
+	ck_assert_int_eq(ffs_lookup(fs, FFS_ROOT_INO, names[BIG], &st), 0);
+	ck_assert_uint_eq((uint64_t)st.st_blksize, S);
+	read_back(fs, names[BIG], want[BIG], size[BIG], "a move refused for want of room");
+	/* room made: the same write goes through */
+	ck_assert_int_eq(ffs_unlink(fs, FFS_ROOT_INO, "filler"), 0);
+	ck_assert_int_eq(ffs_sync(fs), 0);
+	ck_assert_int_eq(ffs_write(fs, fh, "full", 4, 5 * S), 4);
+	memcpy(want[BIG] + 5 * S, "full", 4);
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	ck_assert_int_eq(ffs_lookup(fs, FFS_ROOT_INO, names[BIG], &st), 0);
+	ck_assert_uint_eq((uint64_t)st.st_blksize, S5);
+
+	ck_assert_int_eq(ffs_sync(fs), 0); /* the moves' old rows leave the map at a commit */
+	ck_assert_uint_eq(old_rows(fs), 0);
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	fs = remount_members(all, NM + 1, false);
+	for (unsigned i = 0; i < NF; i++)
+		read_back(fs, names[i], want[i], now_size[i], "remounted");
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	for (unsigned i = 0; i < NF; i++)
+		free(want[i]);
 	ut_remove_members(NM); /* the added member too: it is in ut_dir */
 }
 END_TEST
@@ -4363,6 +4480,7 @@ int main(void)
 	tcase_add_test(tc, grow_new_files_take_the_new_width);
 	tcase_add_test(tc, thread_ending_before_its_start_returns);
 	tcase_add_test(tc, grow_keeps_preallocation);
+	tcase_add_test(tc, grow_change_moves_the_old_file);
 	tcase_add_test(tc, reader_close_leaves_the_writers_error);
 	tcase_add_test(tc, xattr_value_blocks);
 	tcase_add_test(tc, scrub_finds_and_repairs);

@@ -15,7 +15,13 @@
 #      log: a random half of the member writes no flush covered rolled back).
 # During b and c a reader reads every file with O_DIRECT (each read reaches
 # the daemon) in the killed mount and in the next, while the restripe moves
-# them: every read that returns is exactly what was written.  Every
+# them: every read that returns is exactly what was written.  Beside it in
+# the killed mount a writer writes 4 KiB pieces, each fsync'd, into the
+# project file and the last three frames (the last in inode order: mostly
+# not moved yet, so its first write to each moves that file, in the
+# daemon's request: fs/grow/restripe.c ffs_grow_move_now); after the
+# remount each of them holds every piece whose fsync returned, and the one
+# in flight at the kill whole or not at all.  The reader reads the others.  Every
 # iteration ends mounted with every file's sha256 as written and df at the
 # new width, and fsck.framefs -n -c clean.
 # RAID5 x 3 + 1 (IT_GROW_LEVEL=6: RAID6 x 4 + 1), and in every other
@@ -100,6 +106,84 @@ def reader_main(mnt, sums_path, log_path):
                 lg.write("%.6f %s %s\n" % (time.monotonic(), name, what))
 
 
+# The files the writer changes (the last in inode order: the restripe
+# reaches them last); the reader reads the others.
+WRITTEN = ("project.db", "frame007.dpx", "frame006.dpx", "frame005.dpx")
+PIECE = 4096
+
+
+def writer_main(mnt, log_path, seed):
+    """4 KiB pieces into WRITTEN, round and round, each pwrite then fsync'd,
+    until killed or the mount fails; each logged "begin NAME OFFSET HEX"
+    before and "done" once fsync returned."""
+    rng = random.Random(int(seed))
+    t0 = time.monotonic()
+    while not os.path.ismount(mnt):  # started beside the daemon: from its mount on
+        if time.monotonic() - t0 > 60:
+            return
+        time.sleep(0.005)
+    with open(log_path, "w", buffering=1) as lg:
+        while True:
+            for name in WRITTEN:
+                path = os.path.join(mnt, name)
+                try:
+                    fd = os.open(path, os.O_WRONLY)
+                    try:
+                        at = rng.randrange(os.fstat(fd).st_size // PIECE) * PIECE
+                        piece = rng.randbytes(PIECE)
+                        lg.write("begin %s %d %s\n" % (name, at, piece.hex()))
+                        os.pwrite(fd, piece, at)
+                        os.fsync(fd)
+                    finally:
+                        os.close(fd)
+                except OSError as e:
+                    lg.write("err %s\n" % errno.errorcode.get(e.errno, str(e.errno)))
+                    return
+                lg.write("done\n")
+                time.sleep(0.02)  # pacing: about 40 pieces a second, not a wait for anything
+
+
+def written_want(log_path, originals):
+    """From the writer's log: per file it wrote to, the contents it may hold
+    now (the pieces whose fsync returned laid over the original; with the
+    piece in flight at the kill, both with it and without it); and the
+    count of pieces done."""
+    want = {name: bytearray(data) for name, data in originals.items()}
+    pending, done = None, 0
+    with open(log_path) as f:
+        lines = f.read().split("\n")[:-1]  # whole lines only
+    for line in lines:
+        w = line.split(" ")
+        if w[0] == "begin":
+            pending = (w[1], int(w[2]), bytes.fromhex(w[3]))
+            if len(pending[2]) != PIECE:  # a line cut by the kill: not begun
+                pending = None
+        elif w[0] == "done" and pending:
+            name, at, piece = pending
+            want[name][at:at + PIECE] = piece
+            pending, done = None, done + 1
+    sums = {name: {hashlib.sha256(bytes(b)).hexdigest()} for name, b in want.items()}
+    if pending:
+        name, at, piece = pending
+        b = bytearray(want[name])
+        b[at:at + PIECE] = piece
+        sums[name].add(hashlib.sha256(bytes(b)).hexdigest())
+    return sums, done
+
+
+class Writer:
+    """The writer (writer_main) in a process of its own."""
+
+    def __init__(self, vol, seed, tag):
+        self.path = os.path.join(vol.tmp, "writer.%s.log" % tag)
+        self.p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--writer", vol.mnt,
+                                   self.path, str(seed)])
+
+    def kill(self):
+        self.p.kill()
+        self.p.wait()
+
+
 class Reader:
     """The reader (reader_main) in a process of its own."""
 
@@ -162,7 +246,8 @@ class Run:
         self.new = self.old[0] + ".new"
         self.sums_path = os.path.join(self.vol.tmp, "sums.json")
         self.cut = None
-        self.stats = {"a": 0, "b": 0, "c": 0, "killed_a": 0, "reads": 0, "unflushed": 0, "lost": 0}
+        self.stats = {"a": 0, "b": 0, "c": 0, "killed_a": 0, "reads": 0, "unflushed": 0, "lost": 0,
+                      "pieces": 0, "moved_for_writes": 0}
 
     def use(self, members):
         self.vol.members = list(members)
@@ -185,6 +270,10 @@ class Run:
         vol = self.vol
         vol.mount(*MOUNT_OPTS)
         self.sums = write_files(vol.mnt, 8, 2 * MiB, 0, 4 * MiB, 4)
+        self.originals = {}
+        for name in WRITTEN:
+            with open(os.path.join(vol.mnt, name), "rb") as f:
+                self.originals[name] = f.read()
         nparity = 1 if self.level == 5 else 2
         # a grow keeps the rows and widens each: df goes with the data chunks
         self.df_want = (df_bytes(vol.mnt) * (self.n + self.before + 1 - nparity)
@@ -204,8 +293,8 @@ class Run:
         self.saved = [m + ".saved" for m in self.old]  # written, not grown
         self.saved_grown = [m + ".grown" for m in self.old + [self.new]]  # --no-restripe done
         self.use(self.old)
-        with open(self.sums_path, "w") as f:
-            json.dump(self.sums, f)
+        with open(self.sums_path, "w") as f:  # the reader's: the files the writer leaves alone
+            json.dump({k: v for k, v in self.sums.items() if k not in WRITTEN}, f)
         for m, s in zip(self.old, self.saved):
             shutil.copyfile(m, s)
         self.restore(False)
@@ -222,15 +311,16 @@ class Run:
             raise TestFailure("grow: exit %d: %s" % (r.returncode, r.stderr))
         self.end(True, "the whole grow")
 
-    def end(self, fsck_first, what):
+    def end(self, fsck_first, what, sums=None):
         """Mounted (after fsck.framefs -n -c when fsck_first): every file as
-        written, df at the new width; unmounted, fsck clean."""
+        in sums (as written at set-up), df at the new width; unmounted, fsck
+        clean."""
         vol = self.vol
         if fsck_first:
             vol.check_fsck()
         if vol.daemon is None:
             vol.mount(*MOUNT_OPTS)
-        check_files(vol.mnt, self.sums, what, TestFailure)
+        check_files(vol.mnt, sums or self.sums, what, TestFailure)
         if df_bytes(vol.mnt) != self.df_want:
             raise TestFailure("df: %d bytes after %s, want %d (the new width's)"
                               % (df_bytes(vol.mnt), what, self.df_want))
@@ -274,6 +364,7 @@ class Run:
                 self.cut = crash_kill9.Crash(vol, self.seed, 1, undo_dir=undo)
             self.cut.rng = random.Random(irng.getrandbits(64))  # which writes the cut loses
         rd = Reader(vol, self.sums_path, "%d.killed" % (vol.nmounts + 1))
+        wr = Writer(vol, irng.getrandbits(32), "%d.killed" % (vol.nmounts + 1))
         # latency on the added member's writes from the mount on: the
         # restripe (the only writer of DATA rows there) crawls until the
         # rates are set, where unheld it moved the 21 MB before the set
@@ -304,7 +395,10 @@ class Run:
             vol.kill9()
         except BaseException:
             rd.kill()
+            wr.kill()
             raise
+        wr.kill()
+        self.writer_log = wr.path
         reads = rd.stop(killed_at)
         where = "%.2f s: %d of %d rows moved and committed, %.1f MB copied%s" % (
             delay, before - g["rows_left"], before, g["bytes_moved"] / 1e6,
@@ -326,6 +420,15 @@ class Run:
         rd = Reader(vol, self.sums_path, "%d.after" % (vol.nmounts + 1))
         try:
             vol.mount(*MOUNT_OPTS)
+            sums = dict(self.sums)
+            mays, pieces = written_want(self.writer_log, self.originals)
+            for name, may in sorted(mays.items()):  # before the restripe goes on
+                with open(os.path.join(vol.mnt, name), "rb") as f:
+                    got = hashlib.sha256(f.read()).hexdigest()
+                if got not in may:
+                    raise TestFailure("%s after the remount: not the pieces written to it "
+                                      "(fsync'd, and the one in flight whole or not at all)" % name)
+                sums[name] = got
             grow_state(vol.mnt, 10)
             t1 = time.monotonic()
             r = admin("grow", "--wait", "--json", vol.mnt, timeout=300)
@@ -345,11 +448,15 @@ class Run:
                     raise TestFailure("after the remount no grow is under way, and none finished")
         elif state != "done":
             raise TestFailure("grow --wait after the remount: state %s, not done" % state)
-        self.end(False, "the remount's restripe")
+        self.end(False, "the remount's restripe", sums)
+        moved = sum(1 for line in open(killed_log) if "ahead of a change" in line)
+        self.stats["pieces"] += pieces
+        self.stats["moved_for_writes"] += moved
         return ("daemon killed%s at %s; the remount's restripe %s in %.2f s; %d + %d whole "
-                "O_DIRECT reads as written" % (" (power cut)" if power else "", where,
-                                               "ended" if state == "done" else "had nothing left",
-                                               wait_s, reads, reads_after))
+                "O_DIRECT reads as written; %d fsync'd 4 KiB writes kept (%d files moved ahead "
+                "of a write)" % (" (power cut)" if power else "", where,
+                                 "ended" if state == "done" else "had nothing left",
+                                 wait_s, reads, reads_after, pieces, moved))
 
     def iteration(self, it, kind):
         irng = random.Random(self.seed * 1000 + it)
@@ -384,6 +491,9 @@ def main():
     if len(sys.argv) == 5 and sys.argv[1] == "--reader":
         reader_main(*sys.argv[2:])
         return 0
+    if len(sys.argv) == 5 and sys.argv[1] == "--writer":
+        writer_main(*sys.argv[2:])
+        return 0
     level = int(os.environ.get("IT_GROW_LEVEL", "5"))
     iters = int(os.environ.get("IT_GROW_CRASH_ITERS", "20"))
     kinds = os.environ.get("IT_GROW_CRASH_KINDS", "abc")
@@ -413,13 +523,20 @@ def main():
         for r in runs:
             r.cleanup()
     s = {k: runs[0].stats[k] + runs[1].stats[k] for k in runs[0].stats}
+    if s["b"] + s["c"] and not (s["pieces"] and s["moved_for_writes"]):
+        print("FAIL (seed %d): the writer beside the killed restripes kept %d pieces and moved "
+              "%d files ahead of a write: it proved nothing" % (seed, s["pieces"],
+                                                                s["moved_for_writes"]))
+        return 1
     print("PASS: seed %d: %d grows stopped at random points, every other one a second grow "
           "(%d offline grows killed, %d daemons "
           "killed in the restripe, %d of them power cuts losing %d of %d unflushed member writes), "
-          "%d O_DIRECT reads meanwhile all as written; each went on to the end: every file's "
-          "sha256 the same, df at the new width, fsck clean; %.1f s"
+          "%d O_DIRECT reads meanwhile all as written, %d fsync'd 4 KiB writes all kept (%d "
+          "files moved ahead of a write); each went on to the end: every file's sha256 as "
+          "written, df at the new width, fsck clean; %.1f s"
           % (seed, s["a"] + s["b"] + s["c"], s["killed_a"], s["b"] + s["c"], s["c"], s["lost"],
-             s["unflushed"], s["reads"], time.monotonic() - t0))
+             s["unflushed"], s["reads"], s["pieces"], s["moved_for_writes"],
+             time.monotonic() - t0))
     return 0
 
 

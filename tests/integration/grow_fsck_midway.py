@@ -19,7 +19,6 @@
 #   4. the next mount finishes the restripe (grow --wait: done, no row left
 #      in the old geometry), every file reads back as written, and fsck -n
 #      -c is clean, with no grow left to report.
-import errno
 import hashlib
 import json
 import os
@@ -29,7 +28,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from growlib import MiB, check_files, grow_status, wait_for, write_files  # noqa: E402
+from growlib import MiB, at_width, check_files, grow_status, wait_for, write_files  # noqa: E402
 from itlib import TestFailure, Volume, log  # noqa: E402
 
 ADMIN = os.environ["ADMIN"]
@@ -103,18 +102,11 @@ def mount_slowed(vol, new):
         raise TestFailure("the restripe is not under way after the mount: %s" % st)
 
 
-def is_old(mnt, name):
-    """A file not moved yet refuses writes (EROFS): its own first byte again."""
-    try:
-        with open(os.path.join(mnt, name), "r+b") as f:
-            first = f.read(1)
-            f.seek(0)
-            f.write(first)
-        return False
-    except OSError as e:
-        if e.errno != errno.EROFS:
-            raise
-        return True
+def is_old(vol, name, level):
+    """Is the file not moved yet: not in whole stripes of the new width (64 KiB
+    chunks, one member more)?"""
+    return not at_width(os.path.join(vol.mnt, name),
+                        64 * 1024 * (len(vol.members) - (1 if level == 5 else 2)))
 
 
 def scrub(mnt):
@@ -165,7 +157,7 @@ def one_case(level, n):
         sc = scrub(vol.mnt)
         if sc.get("chunks_bad") or sc.get("parity_bad") or sc.get("meta_bad"):
             raise TestFailure("scrub of a clean volume mid-grow found damage: %s" % sc)
-        if is_old(vol.mnt, "frame000.dpx") or not is_old(vol.mnt, "late.dpx"):
+        if is_old(vol, "frame000.dpx", level) or not is_old(vol, "late.dpx", level):
             raise TestFailure("want frame000 moved, late.dpx not: %s" % grow_status(vol.mnt))
         st = grow_status(vol.mnt)
         vol.unmount()
@@ -181,7 +173,7 @@ def one_case(level, n):
         if sc.get("chunks_bad", 0) < 1 or sc.get("chunks_repaired", 0) != sc.get("chunks_bad"):
             raise TestFailure("scrub of a flipped chunk in an old row: %s\n%s"
                               % (sc, vol.daemon_log(20)))
-        if not is_old(vol.mnt, "late.dpx"):
+        if not is_old(vol, "late.dpx", level):
             raise TestFailure("late.dpx moved before its scrub: %s" % grow_status(vol.mnt))
         # ... then a crash mid-way
         vol.kill9()

@@ -12,10 +12,11 @@
 #      the data moves — counted on the member, every file right at the end;
 #      while files move: readers read every file again and again, each read
 #      equal to what was written (a file moved under a reader is read again
-#      in its new geometry); a write to a file not moved yet is refused with
-#      EROFS; a file not moved yet truncated to 0 and written again, another
-#      unlinked, new files written: all as asked, and the move of the first
-#      one drops its copies;
+#      in its new geometry); a 4 KiB write (fsync'd) into the project file
+#      and into a frame, both not moved yet, moves each first (the daemon
+#      says so) and lands at the new width; a file not moved yet truncated to 0
+#      and written again, another unlinked, new files written: all as asked,
+#      and the move of the first one drops its copies;
 #   3. an unmount mid-way stops the restripe between two stripes; a
 #      read-only mount then moves nothing, says the grow is stopped and
 #      reads every file; the next read-write mount goes on from there;
@@ -34,10 +35,11 @@ import json
 import os
 import sys
 import threading
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from growlib import (MiB, admin, cases_from_env, check_files, grow_status, wait_for,  # noqa: E402
-                     write_files)
+from growlib import (MiB, admin, at_width, cases_from_env, check_files, grow_status,  # noqa: E402
+                     wait_for, write_files)
 from itlib import TestFailure, Volume, log  # noqa: E402
 
 SLOW = 16 * MiB  # the restripe's rate while the test works beside it
@@ -175,29 +177,49 @@ def one_case(level, n, k):
             raise TestFailure("role 1 after its read faults: %s" % m)
         readers = Readers(vol.mnt, sums)
         wait_for("a file moved", lambda: grow_status(vol.mnt)["files_moved"] >= 2)
-        still_old = None
-        for name in sorted(sums, reverse=True):  # moved in inode order: the last are old
-            if name.startswith("frame"):
-                try:  # its own first byte again: a moved file stays as it was
-                    with open(os.path.join(vol.mnt, name), "r+b") as f:
-                        first = f.read(1)
-                        f.seek(0)
-                        f.write(first)
-                except OSError as e:
-                    if e.errno != errno.EROFS:
-                        raise TestFailure("a write to a file not moved yet: %s" % e)
-                    still_old = name
-                    break
-        if still_old is None:
-            raise TestFailure("no file was left in the old geometry to write to: %s"
-                              % grow_status(vol.mnt))
-        readers.forget(still_old)
+        # writes to files not moved yet (the last in inode order; the move
+        # slowed further meanwhile): each moves its file first, in the
+        # writer's thread, and lands at the new width
+        set_rate(vol, 1 * MiB)
+        old_s, new_s = st["chunk_bytes"] * (n - nparity), st["chunk_bytes"] * (n + k - nparity)
+        still_old, emptied = "frame023.dpx", "frame022.dpx"  # write_files' last frames
+        for name in ("project.db", still_old):  # 4 KiB in the middle, fsync'd
+            path = os.path.join(vol.mnt, name)
+            if at_width(path, new_s):
+                raise TestFailure("%s moved before the test wrote to it (the test needs the "
+                                  "restripe slower): %s" % (name, grow_status(vol.mnt)))
+            readers.forget(name)
+            with open(path, "rb") as f:
+                data = bytearray(f.read())
+            at = len(data) // 2 // 4096 * 4096 + 512
+            piece = os.urandom(4096)
+            t0 = time.monotonic()
+            with open(path, "r+b") as f:
+                f.seek(at)
+                f.write(piece)
+                f.flush()
+                os.fsync(f.fileno())
+            took = time.monotonic() - t0
+            data[at:at + 4096] = piece
+            sums[name] = hashlib.sha256(bytes(data)).hexdigest()
+            ino = os.stat(path).st_ino
+            with open(vol.log_path) as f:
+                said = [line for line in f if "inode %d moved to the new width ahead of a "
+                        "change" % ino in line]
+            if len(said) != 1 or not at_width(path, new_s):
+                raise TestFailure("%s (inode %d) written while in the old geometry: not moved "
+                                  "first\n%s" % (name, ino, vol.daemon_log(20)))
+            log("%s (%d KiB, %d-byte stripes): a 4 KiB write moved it to %d-byte stripes "
+                "first: %.2f s" % (name, len(data) >> 10, old_s, new_s, took))
+        set_rate(vol, SLOW)
+        readers.forget(emptied)
         data = os.urandom(2 * MiB + 777)
-        with open(os.path.join(vol.mnt, still_old), "r+b") as f:
+        with open(os.path.join(vol.mnt, emptied), "r+b") as f:
             f.truncate(0)
             f.write(data)
-        sums[still_old] = hashlib.sha256(data).hexdigest()
-        gone = sorted(n for n in sums if n.startswith("frame") and n != still_old)[-2]
+        sums[emptied] = hashlib.sha256(data).hexdigest()
+        gone = sorted(x for x in sums
+                      if x.startswith("frame") and x not in (still_old, emptied))[-2]
         readers.forget(gone)
         os.unlink(os.path.join(vol.mnt, gone))
         del sums[gone]

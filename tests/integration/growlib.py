@@ -58,6 +58,27 @@ def cases_from_env(default):
             for c in os.environ["IT_GROW_CASES"].split(",")]
 
 
+def at_width(path, stripe):
+    """Is the file at path laid out in whole stripes of `stripe` bytes, as a
+    move leaves it (st_blocks covers ceil(size / stripe) of them)?  Asked of
+    the daemon, past the kernel's attribute cache (stat --cached=never:
+    AT_STATX_FORCE_SYNC); st_blksize cannot tell, the kernel rounds it down
+    to a power of two.  For a file that took fewer blocks before its move:
+    one whose last partial stripe lay in tail rows, or whose stripes were
+    whole and its size not a multiple of stripe; and whose size is at least
+    a tail row (4 KiB) short of a multiple of stripe."""
+    r = subprocess.run(["stat", "--cached=never", "-c", "%s %b", path], capture_output=True,
+                       text=True)
+    if r.returncode != 0:
+        raise TestFailure("stat %s: %s" % (path, r.stderr))
+    size, blocks = (int(x) for x in r.stdout.split())
+    whole = -(-size // stripe) * stripe
+    if whole - size < 4096:
+        raise TestFailure("%s: %d bytes is too near a multiple of %d to tell its layout"
+                          % (path, size, stripe))
+    return blocks * 512 == whole
+
+
 def write_files(mnt, frames, frame_bytes, smalls, project_bytes, overwrites):
     """name -> sha256 of what was written."""
     sums = {}

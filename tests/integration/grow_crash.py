@@ -449,7 +449,8 @@ class Run:
         elif state != "done":
             raise TestFailure("grow --wait after the remount: state %s, not done" % state)
         self.end(False, "the remount's restripe", sums)
-        moved = sum(1 for line in open(killed_log) if "ahead of a change" in line)
+        moved = sum(1 for line in open(killed_log)
+                    if "moved to the new width ahead of a change" in line)
         self.stats["pieces"] += pieces
         self.stats["moved_for_writes"] += moved
         return ("daemon killed%s at %s; the remount's restripe %s in %.2f s; %d + %d whole "

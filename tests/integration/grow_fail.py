@@ -12,6 +12,8 @@
 #   RAID5: with no redundancy left the restripe pauses (status: "paused" and
 #          why) while every file reads back degraded; a replacement is added,
 #          rebuilt, and the restripe resumes by itself and finishes.
+# Degraded, a 4 KiB write (fsync'd) into the project file, not moved yet,
+# moves it first (the daemon says so; RAID5: while the thread pauses).
 # Then every file's sha256 is what was written, and after the unmount
 # fsck.framefs -n -c finds nothing to repair.
 # Fault injected: framefs-admin fail MNT MEMBER (the member marked failed,
@@ -21,6 +23,7 @@
 # Knobs (environment): GROW_FAIL_FRAMES (frames of 4 MiB, default 24),
 # GROW_FAIL_MEMBER_MIB (member size, default 256), GROW_FAIL_RATE (the slow
 # restripe's rate, default 16M).
+import hashlib
 import json
 import os
 import subprocess
@@ -28,7 +31,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from growlib import MiB, sha256_direct, write_files  # noqa: E402
+from growlib import MiB, at_width, sha256_direct, write_files  # noqa: E402
 from itlib import TestFailure, Volume, log  # noqa: E402
 
 ADMIN = os.environ["ADMIN"]
@@ -71,6 +74,33 @@ def check_all(vol, sums, when):
             raise TestFailure("%s: cannot read %s: %s\n%s" % (when, name, e, vol.daemon_log()))
         if got != want:
             raise TestFailure("%s: %s differs from what was written" % (when, name))
+
+
+def write_old(vol, sums, name, level):
+    """4 KiB written (and fsync'd) into the middle of name, which must not be
+    moved yet: the daemon moves it first (fs/grow/restripe.c
+    ffs_grow_move_now) and says so; sums takes its new contents."""
+    path = os.path.join(vol.mnt, name)
+    new_stripe = 64 * 1024 * (len(vol.members) - (1 if level == 5 else 2))
+    if at_width(path, new_stripe):
+        raise TestFailure("%s was moved before the test wrote to it: %r"
+                          % (name, status(vol)["grow"]))
+    with open(path, "rb") as f:
+        data = bytearray(f.read())
+    at = len(data) // 2 // 4096 * 4096
+    piece = os.urandom(4096)
+    with open(path, "r+b") as f:
+        f.seek(at)
+        f.write(piece)
+        f.flush()
+        os.fsync(f.fileno())
+    data[at:at + 4096] = piece
+    sums[name] = hashlib.sha256(bytes(data)).hexdigest()
+    ino = os.stat(path).st_ino
+    if ("inode %d moved to the new width ahead of a change" % ino) not in vol.daemon_log(10000) \
+            or not at_width(path, new_stripe):
+        raise TestFailure("%s (inode %d): written while not moved yet, but not moved first\n%s"
+                          % (name, ino, vol.daemon_log()))
 
 
 def grown_and_mounted(level, n):
@@ -151,6 +181,7 @@ def case_raid6():
         fail_mid_restripe(vol, g0, 1)
         # degraded, still moving: every file reads back while it runs
         check_all(vol, sums, "RAID6, degraded, restriping")
+        write_old(vol, sums, "project.db", 6)  # moved first, degraded
         g = status(vol)["grow"]
         if g["state"] != "restriping":
             raise TestFailure("RAID6: after the reads the restripe is %s, not restriping (one "
@@ -185,6 +216,12 @@ def case_raid5():
         if g2["state"] != "paused" or g2["rows_left"] != g["rows_left"]:
             raise TestFailure("RAID5: the paused restripe moved rows or stopped pausing: %r -> %r"
                               % (g, g2))
+        # a write to a file not moved yet moves it while the thread pauses
+        # (the change is written degraded, as any write is now)
+        write_old(vol, sums, "project.db", 5)
+        check_all(vol, sums, "RAID5, degraded, a file moved for a write")
+        if status(vol)["grow"]["state"] != "paused":
+            raise TestFailure("RAID5: the restripe stopped pausing after a write moved a file")
         # the rebuild at full speed (it shares the restripe's rates); the
         # restripe stays paused until the rebuild ends, then goes on by itself
         admin(vol, "set", vol.mnt, "rebuild_min=0", "rebuild_max=0")

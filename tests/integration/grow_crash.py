@@ -69,17 +69,25 @@ def df_bytes(mnt):
     return st.f_blocks * st.f_frsize
 
 
+def mounted_within(mnt, secs):
+    """Is mnt a mount point within secs?  The reader and the writer start
+    beside the daemon and work from its mount on (polled every 5 ms)."""
+    t0 = time.monotonic()
+    while not os.path.ismount(mnt):
+        if time.monotonic() - t0 > secs:
+            return False
+        time.sleep(0.005)
+    return True
+
+
 def reader_main(mnt, sums_path, log_path):
     """Read every file, again and again, with O_DIRECT until killed; one
     line per read: monotonic time, ok / bad (whole, other bytes) / err."""
     with open(sums_path) as f:
         sums = json.load(f)
     buf = mmap.mmap(-1, MiB)
-    t0 = time.monotonic()
-    while not os.path.ismount(mnt):  # started beside the daemon: from its mount on
-        if time.monotonic() - t0 > 60:
-            return
-        time.sleep(0.005)
+    if not mounted_within(mnt, 60):
+        return
     with open(log_path, "w", buffering=1) as lg:
         while True:
             for name, want in sorted(sums.items()):
@@ -117,11 +125,8 @@ def writer_main(mnt, log_path, seed):
     until killed or the mount fails; each logged "begin NAME OFFSET HEX"
     before and "done" once fsync returned."""
     rng = random.Random(int(seed))
-    t0 = time.monotonic()
-    while not os.path.ismount(mnt):  # started beside the daemon: from its mount on
-        if time.monotonic() - t0 > 60:
-            return
-        time.sleep(0.005)
+    if not mounted_within(mnt, 60):
+        return
     with open(log_path, "w", buffering=1) as lg:
         while True:
             for name in WRITTEN:

@@ -6,7 +6,9 @@
 # One run: mkfs a RAID LEVEL of WIDTH file members in MEMBERS_DIR, mount, write NFILES files of
 # FILE_MB (random data), unmount; `framefs-admin grow --no-restripe` adds ADD members; mount with
 # the restripe slowed to 1 MiB/s (rebuild_min and rebuild_max: it moves the files in inode order,
-# so the last ones stay where they are). Then for each file, last first, two rows:
+# so the last ones stay where they are; until the rate is set, 20 ms of latency on each write
+# to the first added member holds it back, the fault-injecting member's FRAMEFS_FAULT, then
+# cleared). Then for each file, last first, two rows:
 #   old     4 KiB written in its middle and fsync'd while the file is in the old geometry: the
 #           file is moved first (the daemon logs each move), then written
 #   moved   4 KiB more at another place of the same file, fsync'd: an ordinary overwrite
@@ -154,8 +156,14 @@ one_run() {
 		die "framefs-admin grow --no-restripe failed: $(lasterr)"
 	spec_all=$(spec "${members[@]}" "${new[@]}")
 	: >"$T/daemon.log"
+	# the restripe starts with the mount at its default rate (no limit when idle), and moved a
+	# smoke run's files before `set` came: until then 20 ms on each write to the added member
+	# holds it back (the fault-injecting member, FRAMEFS_FAULT), cleared once the rate is set
+	export FRAMEFS_FAULT="n1@op=w,lat_us=20000"
 	ff_mount "$spec_all" "$MNT" "$T/daemon.log"
+	unset FRAMEFS_FAULT
 	"$ADMIN" set "$MNT" rebuild_min=1M rebuild_max=1M >/dev/null
+	"$ADMIN" fault "$MNT" clear >/dev/null
 	run python3 "$T/w.py" write "$MNT/data" "$NFILES" "$((FILE_MB * 1048576))" "$T/sums" ||
 		die "the writes failed: $(lasterr)"
 	sed "s/^/$run /" "$OUTF" >>"$T/runs"

@@ -731,6 +731,68 @@ START_TEST(grow_change_moves_the_old_file)
 }
 END_TEST
 
+/*
+ * A sequential reader with the read cache at its floor (8 stripes) and 4
+ * stripes read ahead reads each stripe from the members once (rcache.c,
+ * ffs_read_ahead): the read-ahead is asked after the stripe being read, so
+ * a load evicts a stripe already read, not the next one to be read.  Asked
+ * before, each load evicted the oldest stripe read ahead, and a reader
+ * read ~1.75 x its file.  Both read paths: copied (ffs_read) and pinned
+ * (ffs_read_ref), a cold cache each (remounted), every byte checked.
+ */
+START_TEST(read_ahead_keeps_what_it_read_ahead)
+{
+	struct ffs *fs = mkfs_mount(96, 64 * 1024);
+	const uint64_t S = ff_raid_geom(ffs_raid(fs))->stripe_bytes, nk = 40;
+	struct ffs_opts o = { .write_buffer_bytes = 16 << 20, .read_cache_bytes = 1,
+			       .readahead_stripes = 4, .patch_cache_bytes = ut_patch_cache };
+	struct ff_err err = { "" };
+	uint8_t *want = malloc(nk * S), *got = malloc(S);
+	struct stat st;
+	uint64_t fh;
+
+	ut_fill(want, nk * S);
+	create(fs, FFS_ROOT_INO, "seq", &fh);
+	ck_assert_int_eq(ffs_write(fs, fh, want, nk * S, 0), (ssize_t)(nk * S));
+	ck_assert_int_eq(ffs_release(fs, fh), 0);
+	for (int pinned = 0; pinned < 2; pinned++) {
+		uint64_t reads;
+
+		ck_assert_int_eq(ffs_unmount(fs), 0);
+		ck_assert_msg(ffs_mount(ut_pp, NM, &o, &fs, &err) == 0, "mount: %s", err.msg);
+		ck_assert_int_eq(ffs_lookup(fs, FFS_ROOT_INO, "seq", &st), 0);
+		ck_assert_int_eq(ffs_open(fs, st.st_ino, O_RDONLY, &fh), 0);
+		reads = atomic_load(&ffs_stats(fs)->stripe_reads);
+		for (uint64_t k = 0; k < nk; k++) {
+			if (pinned) {
+				struct ffs_rref ref;
+				size_t at = 0;
+
+				ck_assert_int_eq(ffs_read_ref(fs, fh, S, k * S, 0, &ref), (ssize_t)S);
+				for (unsigned i = 0; i < ref.n; i++) {
+					memcpy(got + at, ref.iov[i].iov_base, ref.iov[i].iov_len);
+					at += ref.iov[i].iov_len;
+				}
+				ffs_read_unref(fs, &ref);
+			} else {
+				ck_assert_int_eq(ffs_read(fs, fh, got, S, k * S, 0), (ssize_t)S);
+			}
+			ck_assert_msg(memcmp(got, want + k * S, S) == 0, "stripe %llu differs",
+				      (unsigned long long)k);
+		}
+		reads = atomic_load(&ffs_stats(fs)->stripe_reads) - reads;
+		ck_assert_msg(reads <= nk, "%s: %llu stripe reads for a file of %llu stripes",
+			      pinned ? "ffs_read_ref" : "ffs_read", (unsigned long long)reads,
+			      (unsigned long long)nk);
+		ck_assert_int_eq(ffs_release(fs, fh), 0);
+	}
+	ck_assert_int_eq(ffs_unmount(fs), 0);
+	free(want);
+	free(got);
+	ut_remove_members(NM);
+}
+END_TEST
+
 /* The superblock copy A of these members as fsck finds it: no problem;
  * and with its checksum extension one chunk narrower than the width needs
  * (a grow ended or under way), a layout problem. */
@@ -4483,6 +4545,7 @@ int main(void)
 	tcase_add_test(tc, thread_ending_before_its_start_returns);
 	tcase_add_test(tc, grow_keeps_preallocation);
 	tcase_add_test(tc, grow_change_moves_the_old_file);
+	tcase_add_test(tc, read_ahead_keeps_what_it_read_ahead);
 	tcase_add_test(tc, reader_close_leaves_the_writers_error);
 	tcase_add_test(tc, xattr_value_blocks);
 	tcase_add_test(tc, scrub_finds_and_repairs);

@@ -343,11 +343,9 @@ ssize_t ffs_data_read(struct ffs *fs, struct finode *fi, void *buf, size_t len, 
 			if (rc == SRC_ZERO)
 				memset(dst + done, 0, n);
 			if (rc == SRC_STRIPE) {
-				/* the stripe first, its read-ahead after: see
-				 * ffs_read_ahead (rcache.c) for why that order */
-				rc = ffs_read_stripe_bytes(fs, p, o, n, dst + done);
 				if (!(flags & FFS_READ_KERNEL_AHEAD))
 					ffs_read_ahead(fs, fi, k, size);
+				rc = ffs_read_stripe_bytes(fs, p, o, n, dst + done);
 			}
 			if (hold && gen != NO_GEN) {
 				pthread_mutex_lock(&fs->lock);
@@ -410,6 +408,8 @@ ssize_t ffs_data_read_ref(struct ffs *fs, struct finode *fi, size_t len, uint64_
 		if (rc != SRC_STRIPE)
 			return rc < 0 ? rc : -EAGAIN;
 		ns[n] = (size_t)FF_MIN(len - done, S - o);
+		if (!(flags & FFS_READ_KERNEL_AHEAD))
+			ffs_read_ahead(fs, fi, k, size);
 		done += ns[n];
 	}
 	done = 0;
@@ -438,10 +438,6 @@ ssize_t ffs_data_read_ref(struct ffs *fs, struct finode *fi, size_t len, uint64_
 			atomic_fetch_add(&fs->stats.reads_again, 1);
 			return -EAGAIN; /* copied instead, with its tries */
 		}
-	/* after the stripes, as ffs_data_read: ffs_read_ahead says why; it
-	 * never waits for an entry, so holding these is safe */
-	if (!(flags & FFS_READ_KERNEL_AHEAD))
-		ffs_read_ahead(fs, fi, (off + len - 1) / S, size);
 	return (ssize_t)done;
 }
 

@@ -70,6 +70,8 @@ struct rentry {
 	uint32_t crc[FF_MEMBERS_MAX];
 	uint32_t vlen;             /* bytes of each chunk crc covers (ffs_csum_vlen) */
 	bool verify;
+	bool ahead;                /* loaded by a read-ahead and not read since: a read-ahead
+				    * never evicts it (rc_victim) */
 	bool stale;                /* invalidated while loading: discard on arrival */
 	bool superseded;           /* the stripe changed while this copy was held or loading:
 				    * good for its holders, never written back (rc_repair) */

@@ -734,11 +734,10 @@ END_TEST
 /*
  * A sequential reader with the read cache at its floor (8 stripes) and 4
  * stripes read ahead reads each stripe from the members once (rcache.c,
- * ffs_read_ahead): the read-ahead is asked after the stripe being read, so
- * a load evicts a stripe already read, not the next one to be read.  Asked
- * before, each load evicted the oldest stripe read ahead, and a reader
- * read ~1.75 x its file.  Both read paths: copied (ffs_read) and pinned
- * (ffs_read_ref), a cold cache each (remounted), every byte checked.
+ * rc_victim): a read-ahead never evicts a stripe read ahead and not read
+ * yet.  Before, each read-ahead evicted the next stripe to be read (72
+ * stripe reads for these 40).  Both read paths: copied (ffs_read) and
+ * pinned (ffs_read_ref), a cold cache each (remounted), every byte checked.
  */
 START_TEST(read_ahead_keeps_what_it_read_ahead)
 {

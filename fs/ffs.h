@@ -31,8 +31,6 @@ struct ffs_opts {
 	size_t meta_cache_bytes;      /* default 32 MiB */
 	size_t write_buffer_bytes;    /* stripe-assembly buffers, default 160 MiB */
 	size_t read_cache_bytes;      /* whole-stripe read cache, default 128 MiB */
-	unsigned read_cache_min_stripes; /* the read cache holds at least this many stripes
-	                               * whatever read_cache_bytes says; 0: 8 */
 	size_t patch_cache_bytes;     /* the newest patched blocks (fs/data/pcache.c), default 128 MiB;
 	                               * FFS_PATCH_CACHE_OFF: none */
 	unsigned commit_interval_ms;  /* background commit, default 5000 */

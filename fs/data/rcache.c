@@ -59,8 +59,7 @@ static void rc_unhash(struct rcache *c, struct rentry *e)
 int ffs_rcache_init(struct ffs *fs)
 {
 	struct rcache *c = calloc(1, sizeof(*c));
-	unsigned floor = fs->opts.read_cache_min_stripes ? fs->opts.read_cache_min_stripes : 8;
-	unsigned n = (unsigned)FF_MAX((uint64_t)floor, fs->opts.read_cache_bytes / fs->stripe_bytes);
+	unsigned n = (unsigned)FF_MAX(8ull, fs->opts.read_cache_bytes / fs->stripe_bytes);
 
 	if (!c)
 		return -ENOMEM;
